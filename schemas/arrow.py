@@ -1,0 +1,85 @@
+"""Arrow schemas and DuckDB DDL derived from the pydantic models: columns are declared only once."""
+
+from __future__ import annotations
+
+import types
+import typing
+from datetime import datetime
+from typing import Any, Literal, Union
+
+import pyarrow as pa
+from pydantic import BaseModel
+
+
+def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(annotation))
+        if len(args) == 1:
+            return args[0], nullable
+        raise TypeError(f"unions other than Optional are not supported: {annotation}")
+    return annotation, False
+
+
+def arrow_type(annotation: Any) -> pa.DataType:
+    """The Arrow type of one (non-optional) field annotation."""
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        return pa.string()
+    if origin in (list, tuple):
+        (item,) = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        return pa.list_(arrow_type(item))
+    if origin is dict:
+        key, value = typing.get_args(annotation)
+        return pa.map_(arrow_type(key), arrow_type(value))
+    simple = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_(),
+              datetime: pa.timestamp("us", tz="UTC")}
+    if annotation in simple:
+        return simple[annotation]
+    raise TypeError(f"no Arrow type for {annotation!r}")
+
+
+def arrow_schema(model: type[BaseModel]) -> pa.Schema:
+    """The Arrow schema of a model: one field per model field, in declaration order, with its docstring."""
+    fields = []
+    for name, info in model.model_fields.items():
+        annotation, nullable = _unwrap_optional(info.annotation)
+        metadata = {"description": info.description} if info.description else None
+        fields.append(pa.field(name, arrow_type(annotation), nullable=nullable, metadata=metadata))
+    return pa.schema(fields)
+
+
+def duckdb_type(dtype: pa.DataType) -> str:
+    """The DuckDB column type of an Arrow type."""
+    if pa.types.is_string(dtype):
+        return "VARCHAR"
+    if pa.types.is_int64(dtype):
+        return "BIGINT"
+    if pa.types.is_float64(dtype):
+        return "DOUBLE"
+    if pa.types.is_boolean(dtype):
+        return "BOOLEAN"
+    if pa.types.is_timestamp(dtype):
+        return "TIMESTAMPTZ"
+    if pa.types.is_list(dtype):
+        return f"{duckdb_type(dtype.value_type)}[]"
+    if pa.types.is_map(dtype):
+        return f"MAP({duckdb_type(dtype.key_type)}, {duckdb_type(dtype.item_type)})"
+    raise TypeError(f"no DuckDB type for {dtype}")
+
+
+def create_table_sql(model: type[BaseModel], table: str) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for a model, derived from its Arrow schema."""
+    columns = []
+    for field in arrow_schema(model):
+        null = "" if field.nullable else " NOT NULL"
+        columns.append(f"    {field.name} {duckdb_type(field.type)}{null}")
+    return f"CREATE TABLE IF NOT EXISTS {table} (\n" + ",\n".join(columns) + "\n);"
+
+
+def to_arrow_table(model: type[BaseModel], records: list[dict[str, Any]]) -> pa.Table:
+    """Records (dicts shaped like ``model``) as an Arrow table with the model's schema."""
+    schema = arrow_schema(model)
+    columns = {field.name: [record[field.name] for record in records] for field in schema}
+    return pa.table(columns, schema=schema)

@@ -1,0 +1,166 @@
+"""Warehouse records: one selection row per (run, arm, seed, request), and the run / arm registers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Outcome = Literal["correct", "wrong_tool", "no_tool", "invalid", "error", "empty"]
+"""What happened on one row. Never merged: an invalid or empty reply is not a correct 'none'.
+
+- correct: the chosen tool (or 'none') is the expected one;
+- wrong_tool: a different offered tool was chosen (or a tool when 'none' was expected);
+- no_tool: no tool was called when one was expected;
+- invalid: the reply named an unknown tool or gave arguments that are not JSON or break the schema;
+- error: the selector failed after its retries;
+- empty: the reply was empty or unfinished.
+"""
+
+
+class Selection(BaseModel):
+    """What a selector answered for one request under one tool order (no run context: cacheable)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request_id: str = Field(description="The request answered.")
+    chosen: str | None = Field(description="Tool chosen, 'none' for no tool, null when there was no usable answer.")
+    outcome_hint: Literal["ok", "invalid", "error", "empty"] = Field(
+        default="ok", description="The selector's own verdict on its reply before scoring."
+    )
+    confidence: float | None = Field(default=None, description="The selector's confidence in its pick, 0..1.")
+    probabilities: dict[str, float] | None = Field(default=None, description="Probability per offered tool (and 'none').")
+    arguments: str | None = Field(default=None, description="Arguments of the first tool call, as JSON text.")
+    detail: str | None = Field(default=None, description="Why a reply was invalid, empty or an error (no secrets).")
+    input_tokens: int | None = Field(default=None, description="Prompt tokens billed.")
+    output_tokens: int | None = Field(default=None, description="Completion tokens billed.")
+    cost_usd: float | None = Field(default=None, description="Cost of the call from the price file.")
+    latency_ms: float = Field(description="Wall time of the selection of this request.")
+    served_model_id: str | None = Field(default=None, description="Model id as the provider reported it.")
+    retries: int = Field(default=0, description="Retries spent on this request.")
+
+
+class SelectionRow(BaseModel):
+    """One row per (run, arm, seed, request): the grain every report is a GROUP BY over."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run this row belongs to.")
+    experiment: str = Field(description="Experiment name.")
+    arm: str = Field(description="Arm (rung) name.")
+    rung: int = Field(description="1-based position of the arm in the experiment (ladder order).")
+    seed: int = Field(description="Seed: which recorded permutation of the tool order was used.")
+    taskset: str = Field(description="Task-set name.")
+    taskset_version: str = Field(description="Task-set version id.")
+    request_id: str = Field(description="Labelled request id.")
+    slice: str = Field(description="Slice of the request; slices are never averaged into one figure.")
+    intent: str | None = Field(description="Intent tag of the request.")
+    label_status: Literal["adjudicated", "provisional"] = Field(description="Whether the label was decided by a person.")
+    catalogue: str = Field(description="Catalogue name of the arm ('per_request' for BFCL-style sets).")
+    tool_set_id: str = Field(description="Id of the set of tools offered (see the offered_tools table).")
+    n_tools: int = Field(description="Number of tools offered.")
+    expected: str = Field(description="The right tool for this arm's offered tools, or 'none'.")
+    expected_position: int | None = Field(description="1-based position of the expected tool in the permuted order.")
+    chosen: str | None = Field(description="Tool chosen, 'none' when no tool was called, null when no usable answer.")
+    correct: bool = Field(description="chosen equals expected (never true for invalid, error or empty rows).")
+    outcome: Outcome = Field(description="correct / wrong_tool / no_tool / invalid / error / empty.")
+    pair: str | None = Field(description="'expected -> chosen' when wrong_tool or no_tool, else null.")
+    invalid: bool = Field(description="The reply was not a valid call of an offered tool.")
+    error: bool = Field(description="The selector failed after its retries.")
+    empty: bool = Field(description="The reply was empty or unfinished.")
+    confidence: float | None = Field(description="Selector confidence in its pick, 0..1, where it gives one.")
+    probabilities: dict[str, float] | None = Field(description="Probability per offered tool, where given.")
+    detail: str | None = Field(description="Why a row is invalid, empty or an error.")
+    input_tokens: int | None = Field(description="Prompt tokens billed.")
+    output_tokens: int | None = Field(description="Completion tokens billed.")
+    cost_usd: float | None = Field(description="Cost of the call in US dollars.")
+    latency_ms: float = Field(description="Selection wall time for this request in milliseconds.")
+    model_id: str = Field(description="Pinned model id of the arm.")
+    served_model_id: str | None = Field(description="Model id as served (reported by the provider).")
+    selector: str = Field(description="Selector kind.")
+    prompt: str = Field(description="Prompt name of the arm.")
+    cache_hit: bool = Field(description="The selection came from the cache: no model call was made.")
+    retries: int = Field(description="Retries spent on this request.")
+
+
+class RunRecord(BaseModel):
+    """One registered run: the table ``runs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="Run id: time-ordered and unique.")
+    experiment: str = Field(description="Experiment name.")
+    experiment_path: str = Field(description="Experiment file as given.")
+    experiment_hash: str = Field(description="sha256 of the experiment file.")
+    taskset: str = Field(description="Task-set name.")
+    started_at: datetime = Field(description="When the run started.")
+    finished_at: datetime = Field(description="When its rows were registered.")
+    n_rows: int = Field(description="Rows registered.")
+    criteria_hash: str | None = Field(description="sha256 of the acceptance-criteria file registered before selection.")
+    criteria_registered_at: datetime | None = Field(description="When the criteria were registered.")
+    weights_window: str | None = Field(description="Production weights window used for the weighted figures.")
+    tooleval_version: str = Field(description="Version of tooleval that ran.")
+
+
+class ArmRecord(BaseModel):
+    """One arm of a run: the table ``arms``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run.")
+    arm: str = Field(description="Arm name.")
+    rung: int = Field(description="1-based position in the experiment.")
+    catalogue: str = Field(description="Catalogue name.")
+    catalogue_hash: str = Field(description="sha256 of the resolved catalogue (tools, descriptions, parameters).")
+    prompt: str = Field(description="Prompt name.")
+    prompt_hash: str = Field(description="sha256 of the prompt text.")
+    model_id: str = Field(description="Pinned model id.")
+    selector: str = Field(description="Selector kind.")
+    taskset_version: str = Field(description="Task-set version.")
+    taskset_hash: str = Field(description="Content hash of the task-set version (from its manifest).")
+    n_tools: int = Field(description="Tools in the catalogue (0 for per-request catalogues).")
+    seeds: list[int] = Field(description="Seeds run.")
+
+
+class ComparisonRecord(BaseModel):
+    """One declared comparison of a run: the table ``comparisons``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run.")
+    baseline: str = Field(description="Arm compared from.")
+    arm: str = Field(description="Arm compared to.")
+    changed: list[str] = Field(description="Respects in which the two arms differ.")
+
+
+class OfferedTool(BaseModel):
+    """Membership of a tool in an offered tool set: the table ``offered_tools``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_set_id: str = Field(description="Id of the tool set (sha256 of its sorted names, shortened).")
+    tool: str = Field(description="A tool in the set.")
+
+
+class SeedOrder(BaseModel):
+    """Where a tool stands in a seed's recorded permutation: the table ``seed_orders``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run.")
+    arm: str = Field(description="The arm.")
+    seed: int = Field(description="The seed.")
+    tool: str = Field(description="A tool of the arm's catalogue.")
+    position: int = Field(description="1-based position of the tool in the permuted catalogue.")
+
+
+class WeightRecord(BaseModel):
+    """A tool's share of live traffic in a window: the table ``production_weights``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    taskset: str = Field(description="Task-set name.")
+    window: str = Field(description="Window id.")
+    tool: str = Field(description="Tool name.")
+    weight: float = Field(description="Share of traffic, 0..1.")

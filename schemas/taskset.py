@@ -1,0 +1,95 @@
+"""Task-set versions: labelled requests, adjudications, manifests and production volume weights."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.catalogue import ToolSpec
+
+
+class Message(BaseModel):
+    """One conversation turn sent to the selector."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["user", "assistant", "system"] = Field(description="Who spoke.")
+    content: str = Field(description="What was said.")
+
+
+class LabelledRequest(BaseModel):
+    """One labelled request: a line of ``<version>.jsonl``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(description="Request id, unique within the version.")
+    messages: tuple[Message, ...] = Field(description="Earlier turns, then the user's request (last).")
+    expected: str = Field(description="The right first tool when every tool of the version is offered, or 'none'.")
+    fallback: str | None = Field(
+        default=None,
+        description=(
+            "The right first tool when `expected` is not offered (an earlier rung of a ladder). "
+            "Absent means 'none'. A request with a fallback is a relabel and needs an adjudication."
+        ),
+    )
+    slice: str = Field(description="Population the request belongs to; slices are never averaged together.")
+    intent: str | None = Field(default=None, description="Free-text intent tag, for reading results.")
+    tools: tuple[ToolSpec, ...] | None = Field(
+        default=None,
+        description="Tools offered with this request only (BFCL style); absent means the arm's catalogue.",
+    )
+    label_status: Literal["adjudicated", "provisional"] = Field(
+        default="adjudicated",
+        description="'provisional' labels come from production hints and are not yet decided by a person.",
+    )
+
+    @property
+    def text(self) -> str:
+        """The last user turn: the request itself."""
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.content
+        return ""
+
+
+class Adjudication(BaseModel):
+    """A recorded decision that changed a request's label: a line of ``<version>.adjudications.jsonl``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request_id: str = Field(description="The relabelled request.")
+    previous_label: str = Field(description="The label before the decision (or on the earlier rung).")
+    label: str = Field(description="The label decided.")
+    reason: str = Field(description="Why the label changed.")
+    decided_by: str = Field(description="Who decided.")
+    decided_at: datetime = Field(description="When it was decided.")
+
+
+class VersionManifest(BaseModel):
+    """``<version>.manifest.json``: what a task-set version holds and the hash that freezes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    taskset: str = Field(description="Task-set name.")
+    version: str = Field(description="Version id: v1, v2, ...")
+    parent: str | None = Field(default=None, description="The version this one was derived from.")
+    created_at: datetime = Field(description="When the version was frozen.")
+    slices: list[str] = Field(description="The slices requests may belong to.")
+    content_hash: str = Field(description="sha256 over the version's requests and adjudications files.")
+    n_requests: int = Field(description="Number of requests.")
+    counts_by_label: dict[str, int] = Field(description="Requests per expected label.")
+    window: str | None = Field(default=None, description="Production window the version was sampled from.")
+    sampling_seed: int | None = Field(default=None, description="Seed of the sample, for resampled versions.")
+    notes: str = Field(default="", description="Free text: where the requests came from.")
+
+
+class ProductionWeights(BaseModel):
+    """``weights/<window>.json``: each tool's share of live traffic in one window."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    window: str = Field(description="Window id, e.g. 2026-W40..2026-W47.")
+    source: str = Field(description="Where the shares were measured.")
+    weights: dict[str, float] = Field(description="Tool name -> share of traffic; non-negative, sums to 1.")

@@ -1,0 +1,1 @@
+"""Units of work: plain functions first, the thin Prefect ``@task`` wrappers beside them."""

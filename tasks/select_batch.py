@@ -1,0 +1,92 @@
+"""Select and land one work unit: cached selections, fresh ones for the rest, scored rows to Parquet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from schemas.arrow import to_arrow_table
+from schemas.rows import Selection, SelectionRow
+from tasks.plan_units import PlannedRequest, WorkUnit
+from tasks.score_selection import score_selection
+from tasks.selection_cache import SelectionCache
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.registry import selector_for
+from warehouse.parquet_store import write_partition
+
+
+@dataclass(frozen=True)
+class RunContext:
+    run_id: str
+    experiment: str
+    rows_dir: Path
+    cache_path: Path | None
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    label: str
+    path: str
+    n_rows: int
+    n_correct: int
+    n_cache_hits: int
+    n_failures: int
+    """Rows flagged invalid, error or empty."""
+
+
+def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cache_hit: bool, ctx: RunContext) -> dict:
+    request, arm = planned.request, unit.arm
+    score = score_selection(planned.expected, selection, {t.name for t in planned.tools})
+    return {
+        "run_id": ctx.run_id, "experiment": ctx.experiment, "arm": arm.name, "rung": arm.rung, "seed": unit.seed,
+        "taskset": unit.taskset, "taskset_version": unit.taskset_version, "request_id": request.id,
+        "slice": request.slice, "intent": request.intent, "label_status": request.label_status,
+        "catalogue": arm.catalogue_name, "tool_set_id": planned.tool_set_id, "n_tools": len(planned.tools),
+        "expected": planned.expected, "expected_position": planned.expected_position,
+        "chosen": score.chosen, "correct": score.correct, "outcome": score.outcome, "pair": score.pair,
+        "invalid": score.outcome == "invalid", "error": score.outcome == "error", "empty": score.outcome == "empty",
+        "confidence": selection.confidence,
+        "probabilities": list(selection.probabilities.items()) if selection.probabilities is not None else None,
+        "detail": score.detail, "input_tokens": selection.input_tokens, "output_tokens": selection.output_tokens,
+        "cost_usd": selection.cost_usd, "latency_ms": selection.latency_ms, "model_id": arm.model_id,
+        "served_model_id": selection.served_model_id, "selector": arm.selector, "prompt": arm.prompt_name,
+        "cache_hit": cache_hit, "retries": selection.retries,
+    }
+
+
+def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
+    """The plain function: tested with no Prefect engine."""
+    with SelectionCache(ctx.cache_path) as cache:
+        cached = cache.get_many(p.cache_key for p in unit.requests)
+        misses = [p for p in unit.requests if p.cache_key not in cached]
+        fresh: dict[str, Selection] = {}
+        if misses:
+            selector = selector_for(unit.arm.selector, unit.arm.model_id, unit.arm.options)
+            answers = selector.select([
+                SelectionInput(request_id=p.request.id, messages=p.request.messages, tools=p.tools,
+                               prompt=unit.arm.prompt_text)
+                for p in misses
+            ])
+            fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}
+            cache.put_many(fresh.items())
+    rows = [
+        build_row(unit, p, cached[p.cache_key] if p.cache_key in cached else fresh[p.cache_key],
+                  p.cache_key in cached, ctx)
+        for p in unit.requests
+    ]
+    path = write_partition(ctx.rows_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
+                           to_arrow_table(SelectionRow, rows))
+    return UnitResult(
+        label=unit.label, path=str(path), n_rows=len(rows), n_correct=sum(r["correct"] for r in rows),
+        n_cache_hits=len(unit.requests) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),
+    )
+
+
+@task(name="select-and-land", retries=2, retry_delay_seconds=[2, 10], task_run_name="{unit.label}",
+      cache_policy=NO_CACHE, log_prints=False)
+def select_and_land_task(unit: WorkUnit, ctx: RunContext) -> UnitResult:
+    """Retries on an unexpected failure; caching is per request inside (see SelectionCache)."""
+    return select_and_land(unit, ctx)

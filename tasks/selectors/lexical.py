@@ -1,0 +1,390 @@
+"""Lexical router: BM25 (the ``bm25s`` package) of the request against each offered tool's words.
+
+A tool's document is its name split into words (``snake_case``, ``camelCase``, dots and dashes) plus its
+description. Request and documents go through the same tokenizer: lower case, English stopwords plus
+request filler words ("please", "help", "today"...: a description full of them would otherwise attract
+picks), and a Snowball stemmer (PyStemmer) when ``stem`` is on.
+
+Scores become probabilities over every offered tool plus ``"none"`` by a softmax with a temperature, where
+``"none"`` scores the abstain threshold (see ``abstain_softmax``). The helpers ``tool_name_words``,
+``abstain_softmax`` and ``selections_from_scores`` are shared with the embedding router.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from schemas.catalogue import NONE_LABEL, ToolSpec
+from schemas.rows import Selection
+from tasks.selectors.base import SelectionInput
+
+# --------------------------------------------------------------------------------------------------
+# Shared by the offline routers
+# --------------------------------------------------------------------------------------------------
+
+_NAME_SEPARATORS = re.compile(r"[_.\-/:\s]+")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def tool_name_words(name: str) -> str:
+    """A tool name as words: ``get_orderStatus`` / ``orders.getStatus`` -> ``get order status``."""
+    spaced = _CAMEL_BOUNDARY.sub(" ", _NAME_SEPARATORS.sub(" ", name))
+    return " ".join(spaced.split()).lower()
+
+
+def abstain_softmax(scores: np.ndarray, threshold: float, temperature: float) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities over the offered tools plus "none", and the index of the pick, for a batch.
+
+    ``scores`` is (requests x tools) in offered order. "none" is appended as the last column with the
+    score ``threshold``; probabilities are ``softmax(score / temperature)`` per row. The pick is the
+    argmax of the scores, ties going to the earliest column: an earlier offered tool beats a later one,
+    and any tool scoring exactly the threshold beats "none" (so "none" is chosen only when the best tool
+    scores *below* the threshold).
+    """
+    rows = scores.shape[0]
+    full = np.empty((rows, scores.shape[1] + 1), dtype=np.float64)
+    full[:, :-1] = scores
+    full[:, -1] = threshold
+    picks = full.argmax(axis=1)
+    shifted = (full - full.max(axis=1, keepdims=True)) / temperature
+    np.exp(shifted, out=shifted)
+    shifted /= shifted.sum(axis=1, keepdims=True)
+    return shifted, picks
+
+
+def selections_from_scores(
+    batch: Sequence[SelectionInput],
+    scores: Sequence[np.ndarray | None],
+    *,
+    threshold: float,
+    temperature: float,
+    model_id: str,
+    latency_ms: float = 0.0,
+) -> list[Selection]:
+    """One ``Selection`` per input from its score vector (offered order); ``None`` = empty request.
+
+    Inputs offered the same number of tools are softmaxed together (one numpy call per tool count).
+    An empty request picks "none" with probability 1: there is nothing a tool could be chosen for.
+    ``latency_ms`` is put on every Selection (callers that time the whole batch set it afterwards).
+    """
+    out: list[Selection | None] = [None] * len(batch)
+    by_width: dict[int, list[int]] = {}
+    for i, row in enumerate(scores):
+        if row is None or len(row) == 0:
+            labels = [tool.name for tool in batch[i].tools]
+            probabilities = dict.fromkeys(labels, 0.0)
+            probabilities[NONE_LABEL] = 1.0
+            out[i] = Selection(
+                request_id=batch[i].request_id,
+                chosen=NONE_LABEL,
+                confidence=1.0,
+                probabilities=probabilities,
+                latency_ms=latency_ms,
+                served_model_id=model_id,
+                detail="empty request text" if row is None else None,
+            )
+        else:
+            by_width.setdefault(len(row), []).append(i)
+    for members in by_width.values():
+        probs, picks = abstain_softmax(np.stack([scores[i] for i in members]), threshold, temperature)
+        for i, prob_row, pick in zip(members, probs.tolist(), picks.tolist()):
+            labels = [tool.name for tool in batch[i].tools]
+            labels.append(NONE_LABEL)
+            out[i] = Selection(
+                request_id=batch[i].request_id,
+                chosen=labels[pick],
+                confidence=prob_row[pick],
+                probabilities=dict(zip(labels, prob_row)),
+                latency_ms=latency_ms,
+                served_model_id=model_id,
+            )
+    return out  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------------
+# Tokenizer
+# --------------------------------------------------------------------------------------------------
+
+REQUEST_FILLER_WORDS = frozenset(
+    """
+    please pls plz thanks thank hi hello hey help want wanted wants need needs like would could can
+    may might must shall also let lets know tell today tomorrow something anything everything someone
+    anyone thing things way really just able go going get gets got give make use using used one
+    """.split()
+)
+"""Words that carry no tool intent in requests ("can you help me ... today?") on top of NLTK's list."""
+
+
+def _stopword_set(option: str | Sequence[str]) -> frozenset[str]:
+    if not isinstance(option, str):
+        return frozenset(word.lower() for word in option)
+    from bm25s.stopwords import STOPWORDS_EN, STOPWORDS_EN_PLUS
+
+    lists: dict[str, frozenset[str]] = {
+        "none": frozenset(),
+        "english": frozenset(STOPWORDS_EN),
+        "english_plus": frozenset(STOPWORDS_EN_PLUS),
+        "english_plus_requests": frozenset(STOPWORDS_EN_PLUS) | REQUEST_FILLER_WORDS,
+    }
+    if option not in lists:
+        raise ValueError(f"unknown stopwords option {option!r}: one of {sorted(lists)} or a list of words")
+    return lists[option]
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+class _Tokenizer:
+    """Lower-cased word tokens, stopwords out, optionally Snowball-stemmed; caches per word and text."""
+
+    def __init__(self, stopwords: frozenset[str], stem: bool) -> None:
+        self._stopwords = stopwords | {word.replace("'", "") for word in stopwords}
+        self._stemmer = None
+        if stem:
+            try:
+                import Stemmer  # PyStemmer
+            except ImportError as exc:  # pragma: no cover - depends on the environment
+                raise ImportError(
+                    "LexicalSelector(stem=True) needs the 'pystemmer' package; install it or pass "
+                    "options={'stem': False}"
+                ) from exc
+            self._stemmer = Stemmer.Stemmer("english")
+        self._stem_cache: dict[str, str] = {}
+        self._text_cache: dict[str, tuple[str, ...]] = {}
+
+    def _stems(self, words: list[str]) -> list[str]:
+        if self._stemmer is None:
+            return words
+        cache = self._stem_cache
+        missing = [word for word in words if word not in cache]
+        if missing:
+            cache.update(zip(missing, self._stemmer.stemWords(missing)))
+        return [cache[word] for word in words]
+
+    def __call__(self, text: str) -> tuple[str, ...]:
+        cached = self._text_cache.get(text)
+        if cached is None:
+            words = _WORD.findall(_CAMEL_BOUNDARY.sub(" ", text).lower())
+            words = [word for word in words if len(word) > 1 and word not in self._stopwords]
+            cached = tuple(self._stems(words))
+            if len(self._text_cache) >= _TEXT_CACHE_LIMIT:
+                self._text_cache.clear()
+            self._text_cache[text] = cached
+        return cached
+
+
+_TEXT_CACHE_LIMIT = 200_000
+_INDEX_CACHE_LIMIT = 20_000
+
+
+# --------------------------------------------------------------------------------------------------
+# BM25 index of one set of tools
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Index:
+    """BM25 weights of one set of tools (in a canonical order): CSC by token, as bm25s stores them."""
+
+    vocab: dict[str, int]
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    nonoccurrence: np.ndarray | None
+    n_docs: int
+
+    def score(self, queries: Sequence[tuple[str, ...]]) -> np.ndarray:
+        """BM25 scores (queries x docs), every query at once: one gather and one bincount."""
+        vocab = self.vocab
+        rows: list[int] = []
+        ids: list[int] = []
+        for row, tokens in enumerate(queries):
+            for token in tokens:
+                token_id = vocab.get(token)
+                if token_id is not None:
+                    rows.append(row)
+                    ids.append(token_id)
+        n = len(queries)
+        if not ids:
+            return np.zeros((n, self.n_docs))
+        token_ids = np.asarray(ids, dtype=np.int64)
+        starts = self.indptr[token_ids]
+        lengths = self.indptr[token_ids + 1] - starts
+        total = int(lengths.sum())
+        # positions in data/indices of every (query token, doc) posting, without a Python loop
+        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        postings = offsets + np.arange(total)
+        query_rows = np.repeat(np.asarray(rows, dtype=np.int64), lengths)
+        flat = query_rows * self.n_docs + self.indices[postings]
+        scores = np.bincount(flat, weights=self.data[postings], minlength=n * self.n_docs)
+        scores = scores.reshape(n, self.n_docs)
+        if self.nonoccurrence is not None:  # BM25L / BM25+ add a per-token constant to every doc
+            scores += np.bincount(rows, weights=self.nonoccurrence[token_ids], minlength=n)[:, None]
+        return scores
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """An index plus where each offered tool (in one offered order) sits in it."""
+
+    index: _Index
+    columns: np.ndarray
+
+
+class LexicalSelector:
+    """BM25 over tool names and descriptions; a probability per offered tool and "none".
+
+    Options (all optional):
+
+    - ``temperature`` (default 1.5): softmax temperature over BM25 scores.
+    - ``abstain_threshold`` (default 1.0, must be > 0): the score given to "none"; a request whose best
+      tool scores below it picks "none". BM25 scores are >= 0 and exactly 0 when no request word occurs in
+      any tool, so such requests (gibberish, off-topic) always pick "none".
+    - ``k1`` (1.5), ``b`` (0.75), ``method`` ("lucene"): bm25s's BM25 parameters.
+    - ``stopwords`` ("english_plus_requests"): "none", "english" (bm25s, 33 words), "english_plus"
+      (NLTK's 179), "english_plus_requests" (NLTK's + ``REQUEST_FILLER_WORDS``) or a list of words.
+    - ``stem`` (True): Snowball English stemming (needs the ``pystemmer`` package).
+    - ``name_weight`` (1): how many times the tool name's words count in its document.
+    - ``parameters`` (False): add parameter names and descriptions to the document.
+
+    ``latency_ms`` of each Selection is the batch's wall time divided evenly over its inputs.
+    Indexes are cached per distinct set of tools (name + description [+ parameters]); one index serves
+    every order of the same tools.
+    """
+
+    kind = "lexical"
+
+    def __init__(self, model_id: str = "bm25-okapi", options: Mapping[str, Any] | None = None) -> None:
+        options = dict(options or {})
+        self.model_id = model_id
+        self.temperature = float(options.pop("temperature", 0.75))
+        self.abstain_threshold = float(options.pop("abstain_threshold", 0.1))
+        self.k1 = float(options.pop("k1", 1.5))
+        self.b = float(options.pop("b", 0.75))
+        self.method = str(options.pop("method", "lucene"))
+        self.name_weight = int(options.pop("name_weight", 1))
+        self.use_parameters = bool(options.pop("parameters", True))
+        stopwords = options.pop("stopwords", "english_plus_requests")
+        stem = bool(options.pop("stem", True))
+        if options:
+            raise ValueError(f"unknown LexicalSelector options: {sorted(options)}")
+        if self.temperature <= 0:
+            raise ValueError("temperature must be > 0")
+        if not self.abstain_threshold > 0:
+            raise ValueError("abstain_threshold must be > 0 (a score of 0 means no request word matched)")
+        self._tokenize = _Tokenizer(_stopword_set(stopwords), stem)
+        self._tool_keys: dict[int, tuple[ToolSpec, tuple[str, str]]] = {}
+        self._indexes: dict[tuple, _Index] = {}
+        self._placements: dict[tuple, _Placed] = {}
+
+    # documents ------------------------------------------------------------------------------------
+
+    def document(self, tool: ToolSpec) -> str:
+        """The text BM25 indexes for one tool."""
+        parts = [tool_name_words(tool.name)] * max(self.name_weight, 0) + [tool.description]
+        if self.use_parameters:
+            for name, schema in (tool.parameters.get("properties") or {}).items():
+                parts.append(tool_name_words(name))
+                if isinstance(schema, dict) and isinstance(schema.get("description"), str):
+                    parts.append(schema["description"])
+        return "\n".join(parts)
+
+    def _tool_key(self, tool: ToolSpec) -> tuple[str, str]:
+        """(name, document) of a tool, memoised per ToolSpec object (permutations reuse the objects)."""
+        entry = self._tool_keys.get(id(tool))
+        if entry is not None and entry[0] is tool:
+            return entry[1]
+        if self.use_parameters:
+            key = (tool.name, self.document(tool) + json.dumps(tool.parameters, sort_keys=True, default=str))
+        else:
+            key = (tool.name, tool.description)
+        if len(self._tool_keys) >= _INDEX_CACHE_LIMIT:
+            self._tool_keys.clear()
+        self._tool_keys[id(tool)] = (tool, key)  # holding the tool keeps its id from being reused
+        return key
+
+    def _build_index(self, tools: Sequence[ToolSpec]) -> _Index:
+        import bm25s  # imported here: tooleval starts without it when no lexical arm runs
+
+        corpus = [list(self._tokenize(self.document(tool))) for tool in tools]
+        model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        model.index(corpus, show_progress=False)
+        scores = model.scores
+        nonoccurrence = getattr(model, "nonoccurrence_array", None)
+        return _Index(
+            vocab=model.vocab_dict,
+            data=np.asarray(scores["data"], dtype=np.float64),
+            indices=np.asarray(scores["indices"], dtype=np.int64),
+            indptr=np.asarray(scores["indptr"], dtype=np.int64),
+            nonoccurrence=None if nonoccurrence is None else np.asarray(nonoccurrence, dtype=np.float64),
+            n_docs=int(scores["num_docs"]),
+        )
+
+    def _placed(self, tools: Sequence[ToolSpec]) -> _Placed:
+        ordered_key = tuple(self._tool_key(tool) for tool in tools)
+        placed = self._placements.get(ordered_key)
+        if placed is None:
+            canonical = sorted(range(len(tools)), key=lambda i: ordered_key[i])
+            set_key = tuple(ordered_key[i] for i in canonical)
+            index = self._indexes.get(set_key)
+            if index is None:
+                index = self._build_index([tools[i] for i in canonical])
+                if len(self._indexes) >= _INDEX_CACHE_LIMIT:
+                    self._indexes.clear()
+                self._indexes[set_key] = index
+            columns = np.empty(len(tools), dtype=np.int64)
+            columns[canonical] = np.arange(len(tools))
+            placed = _Placed(index=index, columns=columns)
+            if len(self._placements) >= _INDEX_CACHE_LIMIT:
+                self._placements.clear()
+            self._placements[ordered_key] = placed
+        return placed
+
+    # selection ------------------------------------------------------------------------------------
+
+    def scores(self, batch: Sequence[SelectionInput]) -> list[np.ndarray | None]:
+        """BM25 score per offered tool (offered order) for each input; ``None`` for an empty request."""
+        out: list[np.ndarray | None] = [None] * len(batch)
+        groups: dict[int, tuple[_Index, list[int], list[np.ndarray]]] = {}
+        for i, item in enumerate(batch):
+            if not item.text.strip():
+                continue
+            if not item.tools:
+                out[i] = np.zeros(0)
+                continue
+            placed = self._placed(item.tools)
+            group = groups.get(id(placed.index))
+            if group is None:
+                group = groups[id(placed.index)] = (placed.index, [], [])
+            group[1].append(i)
+            group[2].append(placed.columns)
+        for index, members, columns in groups.values():
+            matrix = index.score([self._tokenize(batch[i].text) for i in members])
+            # each input's own offered order of the same tools
+            matrix = np.take_along_axis(matrix, np.stack(columns), axis=1)
+            for row, i in enumerate(members):
+                out[i] = matrix[row]
+        return out
+
+    def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
+        """One Selection per input, in order; latency is the batch's wall time split evenly."""
+        if not batch:
+            return []
+        started = time.perf_counter()
+        selections = selections_from_scores(
+            batch,
+            self.scores(batch),
+            threshold=self.abstain_threshold,
+            temperature=self.temperature,
+            model_id=self.model_id,
+        )
+        latency_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
+        for selection in selections:
+            selection.latency_ms = latency_ms
+        return selections

@@ -1,0 +1,221 @@
+"""BFCL importer on small hand-written fixtures: conversion, labels, errors, immutability."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from schemas.experiment import ExperimentFile
+from tasks.importers.bfcl import convert_parameters, import_bfcl
+from tasks.input_errors import InputError
+from tasks.load_taskset import load_prompt, load_version
+
+FIXTURES = Path(__file__).parent / "fixtures" / "bfcl"
+QUESTIONS = FIXTURES / "BFCL_v4_multiple.json"
+ANSWERS = FIXTURES / "possible_answer" / "BFCL_v4_multiple.json"
+IRRELEVANCE = FIXTURES / "BFCL_v4_live_irrelevance.json"
+
+
+def copy_pair(tmp_path: Path) -> tuple[Path, Path]:
+    """Editable copies of the fixture pair, laid out as BFCL lays them out."""
+    src = tmp_path / "src"
+    (src / "possible_answer").mkdir(parents=True)
+    questions = Path(shutil.copy(QUESTIONS, src / QUESTIONS.name))
+    answers = Path(shutil.copy(ANSWERS, src / "possible_answer" / ANSWERS.name))
+    return questions, answers
+
+
+def rewrite(path: Path, edit) -> None:
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in edit(records)))
+
+
+def test_imports_requests_with_their_own_tools_and_labels(tmp_path):
+    out = tmp_path / "bfcl-multiple"
+    summary = import_bfcl(QUESTIONS, ANSWERS, out)
+
+    loaded = load_version(out, "v1")
+    assert [r.id for r in loaded.requests] == ["multiple_0", "multiple_1", "multiple_2"]
+    assert [r.expected for r in loaded.requests] == ["cellbio.get_proteins", "math.hypot", "get_weather"]
+    assert {r.slice for r in loaded.requests} == {"multiple"}
+    assert loaded.manifest.slices == ["multiple"]
+    for request in loaded.requests:
+        assert request.expected in {tool.name for tool in request.tools}
+    assert summary.n_requests == 3 and summary.n_tools == 3 and summary.n_dropped == 0
+    assert loaded.manifest.content_hash == loaded.actual_hash == summary.content_hash
+
+
+def test_function_names_keep_their_dots(tmp_path):
+    import_bfcl(QUESTIONS, ANSWERS, tmp_path / "out")
+    first = load_version(tmp_path / "out", "v1").requests[0]
+    assert [tool.name for tool in first.tools] == ["cellbio.get_proteins", "math.hypot"]
+
+
+def test_messages_are_the_first_turn_with_system_kept(tmp_path):
+    import_bfcl(QUESTIONS, ANSWERS, tmp_path / "out")
+    second = load_version(tmp_path / "out", "v1").requests[1]
+    assert [m.role for m in second.messages] == ["system", "user"]
+    assert second.text == "How long is the hypotenuse of a 3-4 right triangle?"
+
+
+def test_python_style_types_become_json_schema(tmp_path):
+    import_bfcl(QUESTIONS, ANSWERS, tmp_path / "out")
+    tool = load_version(tmp_path / "out", "v1").requests[0].tools[0]
+    assert tool.parameters == {
+        "type": "object",
+        "properties": {
+            "cell_compartment": {"type": "string", "description": "The compartment.", "enum": ["nucleus", "cytoplasm"]},
+            "include_description": {"type": "boolean", "description": "Describe each protein.", "default": False},
+            "coordinates": {"type": "array", "items": {"type": "number"}, "description": "Latitude and longitude."},
+            "samples": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "weight": {"type": "number"},
+                        "count": {"type": "integer"},
+                        "tags": {"type": "array", "items": {"type": "string"}},
+                    },
+                    "required": ["weight"],
+                },
+            },
+            "payload": {"description": "Anything at all."},
+            "limit": {"type": "integer", "default": 10},
+        },
+        "required": ["cell_compartment"],
+    }
+
+
+def test_conversion_of_type_lists_and_missing_parameters():
+    dropped = __import__("collections").Counter()
+    assert convert_parameters(None, "f", dropped) == {"type": "object", "properties": {}}
+    converted = convert_parameters({"type": "dict", "properties": {"v": {"type": ["int", "str"]}, "w": {"type": ["float", "any"]}}}, "f", dropped)
+    assert converted["properties"] == {"v": {"type": ["integer", "string"]}, "w": {}}
+
+
+def test_irrelevance_file_without_answers_expects_none(tmp_path):
+    out = tmp_path / "irr"
+    summary = import_bfcl(IRRELEVANCE, None, out)
+    loaded = load_version(out, "v1")
+    assert [r.expected for r in loaded.requests] == ["none", "none"]
+    assert {r.slice for r in loaded.requests} == {"live_irrelevance"}
+    assert loaded.manifest.counts_by_label == {"none": 2}
+    assert summary.n_requests == 2
+    assert "none" in loaded.manifest.notes
+
+
+def test_answers_are_required_outside_irrelevance(tmp_path):
+    with pytest.raises(InputError) as caught:
+        import_bfcl(QUESTIONS, None, tmp_path / "out")
+    assert caught.value.problems[0].rule == "answers-required"
+    assert not (tmp_path / "out").exists()
+
+
+def test_answer_for_an_unknown_id_names_the_file_and_the_id(tmp_path):
+    questions, answers = copy_pair(tmp_path)
+    rewrite(answers, lambda rs: rs + [{"id": "multiple_99", "ground_truth": [{"math.hypot": {}}]}])
+    with pytest.raises(InputError) as caught:
+        import_bfcl(questions, answers, tmp_path / "out")
+    message = str(caught.value)
+    assert str(answers) in message and "id multiple_99" in message and "answer-has-question" in message
+    assert not (tmp_path / "out" / "v1.jsonl").exists()
+
+
+def test_question_without_an_answer_names_the_file_and_the_id(tmp_path):
+    questions, answers = copy_pair(tmp_path)
+    rewrite(answers, lambda rs: [r for r in rs if r["id"] != "multiple_1"])
+    with pytest.raises(InputError) as caught:
+        import_bfcl(questions, answers, tmp_path / "out")
+    (problem,) = caught.value.problems
+    assert (problem.file, problem.where, problem.rule) == (str(answers), "id multiple_1", "question-has-answer")
+    assert questions.name in problem.message
+
+
+def test_label_must_be_among_the_records_functions(tmp_path):
+    questions, answers = copy_pair(tmp_path)
+    rewrite(answers, lambda rs: [{**r, "ground_truth": [{"get_weather": {}}]} if r["id"] == "multiple_0" else r for r in rs])
+    with pytest.raises(InputError) as caught:
+        import_bfcl(questions, answers, tmp_path / "out")
+    (problem,) = caught.value.problems
+    assert (problem.where, problem.rule) == ("id multiple_0", "label-offered")
+
+
+def test_parallel_ground_truth_is_refused(tmp_path):
+    questions, answers = copy_pair(tmp_path)
+    two = [{"math.hypot": {}}, {"get_weather": {}}]
+    rewrite(answers, lambda rs: [{**r, "ground_truth": two} if r["id"] == "multiple_2" else r for r in rs])
+    with pytest.raises(InputError) as caught:
+        import_bfcl(questions, answers, tmp_path / "out")
+    assert [(p.where, p.rule) for p in caught.value.problems] == [("id multiple_2", "single-call")]
+
+
+def test_unknown_role_is_an_input_error(tmp_path):
+    questions, answers = copy_pair(tmp_path)
+    rewrite(questions, lambda rs: [{**r, "question": [[{"role": "tool", "content": "42"}]]} if r["id"] == "multiple_2" else r for r in rs])
+    with pytest.raises(InputError) as caught:
+        import_bfcl(questions, answers, tmp_path / "out")
+    (problem,) = caught.value.problems
+    assert (problem.file, problem.where) == (str(questions), "id multiple_2")
+    assert "'tool'" in problem.message
+
+
+def test_unknown_parameter_type_names_the_parameter(tmp_path):
+    questions, answers = copy_pair(tmp_path)
+
+    def edit(records):
+        records[2]["function"][0]["parameters"]["properties"]["city"]["type"] = "complex"
+        return records
+
+    rewrite(questions, edit)
+    with pytest.raises(InputError) as caught:
+        import_bfcl(questions, answers, tmp_path / "out")
+    (problem,) = caught.value.problems
+    assert problem.where == "id multiple_2" and "get_weather.city" in problem.message and "'complex'" in problem.message
+
+
+def test_bad_json_line_is_reported_with_its_number(tmp_path):
+    questions, answers = copy_pair(tmp_path)
+    questions.write_text(questions.read_text() + "{not json\n")
+    with pytest.raises(InputError) as caught:
+        import_bfcl(questions, answers, tmp_path / "out")
+    assert [(p.where, p.rule) for p in caught.value.problems] == [("line 4", "json-lines")]
+
+
+def test_refuses_a_folder_with_a_frozen_v1(tmp_path):
+    out = tmp_path / "out"
+    import_bfcl(QUESTIONS, ANSWERS, out)
+    before = (out / "v1.jsonl").read_bytes()
+    with pytest.raises(InputError) as caught:
+        import_bfcl(IRRELEVANCE, None, out)
+    assert caught.value.problems[0].rule == "version-immutable"
+    assert str(out / "v1.manifest.json") in str(caught.value)
+    assert (out / "v1.jsonl").read_bytes() == before
+
+
+def test_writes_a_valid_offline_experiment_and_prompt(tmp_path):
+    out = tmp_path / "out"
+    import_bfcl(QUESTIONS, ANSWERS, out)
+    path = out / "experiments" / "offline.yaml"
+    experiment = ExperimentFile.model_validate(yaml.safe_load(path.read_text()))
+    assert (path.parent / experiment.taskset).resolve() == out.resolve()
+    assert experiment.version == "v1" and len(experiment.seeds) >= 3
+    assert experiment.defaults.catalogue == "per_request" and experiment.defaults.prompt == "default"
+    assert {(a.selector, a.model) for a in experiment.arms} == {
+        ("lexical", "bm25-okapi"), ("embedding", "sentence-transformers/all-MiniLM-L6-v2"),
+    }
+    (comparison,) = experiment.comparisons
+    assert (comparison.baseline, comparison.arm, comparison.declare) == ("lexical", "embedding", ["model"])
+    assert "none" in load_prompt(out, "default").lower()
+
+
+def test_summary_and_notes_name_the_sources(tmp_path):
+    summary = import_bfcl(QUESTIONS, ANSWERS, tmp_path / "out")
+    notes = load_version(tmp_path / "out", "v1").manifest.notes
+    assert QUESTIONS.name in notes and "possible_answer/" in notes
+    assert "optional (1)" in notes  # BFCL's own keyword, not JSON schema
+    text = "\n".join(summary.lines())
+    assert "requests: 3" in text and "dropped: nothing" in text

@@ -1,0 +1,41 @@
+"""Where a warehouse's files live."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DIR = Path(__file__).resolve().parent
+ENV_VAR = "TOOLEVAL_WAREHOUSE"
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    root: Path
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / "tooleval.duckdb"
+
+    @property
+    def rows_dir(self) -> Path:
+        return self.root / "rows"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.root / "reports"
+
+    @property
+    def cache_path(self) -> Path:
+        return self.root / "cache" / "selections.sqlite"
+
+    @property
+    def registrations_dir(self) -> Path:
+        return self.root / "registrations"
+
+
+def warehouse_at(path: str | Path | None = None) -> Warehouse:
+    """--warehouse DIR, else $TOOLEVAL_WAREHOUSE, else the warehouse/ folder of the checkout."""
+    chosen = path or os.environ.get(ENV_VAR) or DEFAULT_DIR
+    return Warehouse(Path(chosen).expanduser().resolve())

@@ -1,0 +1,39 @@
+"""Parquet landing: one file per (run, arm, seed, batch), written atomically, named deterministically.
+
+A crash leaves at most a hidden ``.tmp-*`` file that no reader globs; rewriting a batch replaces its
+file whole, so a landed row is never lost or duplicated. Any number of processes may land at once.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def partition_dir(rows_dir: Path, run_id: str, arm: str, seed: int) -> Path:
+    return Path(rows_dir) / f"run_id={run_id}" / f"arm={arm}" / f"seed={seed}"
+
+
+def write_partition(rows_dir: Path, run_id: str, arm: str, seed: int, batch_index: int, table: pa.Table) -> Path:
+    directory = partition_dir(rows_dir, run_id, arm, seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / f"part-{batch_index:05d}.parquet"
+    temporary = directory / f".tmp-{uuid.uuid4().hex}-{final.name}"
+    try:
+        pq.write_table(table, temporary, compression="zstd")
+        with open(temporary, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, final)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return final
+
+
+def run_files(rows_dir: Path, run_id: str) -> list[Path]:
+    """The landed Parquet files of a run (never the temporary ones)."""
+    root = Path(rows_dir) / f"run_id={run_id}"
+    return sorted(root.glob("arm=*/seed=*/part-*.parquet"))

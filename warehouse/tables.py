@@ -1,0 +1,38 @@
+"""The warehouse tables, each derived from its pydantic model; additive columns migrate themselves."""
+
+from __future__ import annotations
+
+import duckdb
+from pydantic import BaseModel
+
+from schemas.arrow import arrow_schema, create_table_sql, duckdb_type
+from schemas.rows import (
+    ArmRecord,
+    ComparisonRecord,
+    OfferedTool,
+    RunRecord,
+    SeedOrder,
+    SelectionRow,
+    WeightRecord,
+)
+
+TABLES: dict[str, type[BaseModel]] = {
+    "landed_rows": SelectionRow,
+    "runs": RunRecord,
+    "arms": ArmRecord,
+    "comparisons": ComparisonRecord,
+    "seed_orders": SeedOrder,
+    "offered_tools": OfferedTool,
+    "production_weights": WeightRecord,
+}
+
+
+def create_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Create missing tables and add columns a newer model declares (never drops or retypes)."""
+    for table, model in TABLES.items():
+        con.execute(create_table_sql(model, table))
+        existing = {row[0] for row in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+        for field in arrow_schema(model):
+            if field.name not in existing:
+                con.execute(f"ALTER TABLE {table} ADD COLUMN {field.name} {duckdb_type(field.type)}")

@@ -1,0 +1,28 @@
+-- weighted_accuracy: one row per (run, arm).
+-- Volume-weighted accuracy: each tool's accuracy (rows expecting it, all seeds and slices) weighted by
+-- its share of production traffic in the run's weights window, over the tools the arm has rows for;
+-- weight_covered says how much traffic that is. accuracy_unweighted pools the same rows unweighted.
+-- Runs without a weights window have no row here.
+with per_tool as (
+    select run_id, arm, min(rung) as rung, expected as tool,
+           count(*) as n,
+           count(*) filter (where correct) as correct
+    from selection_rows
+    where expected <> 'none'
+    group by run_id, arm, expected
+),
+weights as (
+    select r.run_id, w.tool, w.weight
+    from runs r
+    join production_weights w on w.taskset = r.taskset and w.window = r.weights_window
+)
+select t.run_id, t.arm, min(t.rung) as rung,
+       sum(w.weight * t.correct / t.n) / nullif(sum(w.weight), 0) as weighted_accuracy,
+       sum(t.correct) / sum(t.n) as accuracy_unweighted,
+       sum(w.weight) as weight_covered,
+       count(*) as n_tools,
+       sum(t.n) as n
+from per_tool t
+join weights w using (run_id, tool)
+group by t.run_id, t.arm
+order by t.run_id, rung
