@@ -161,6 +161,6 @@ class WeightRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     taskset: str = Field(description="Task-set name.")
-    window: str = Field(description="Window id.")
+    window_id: str = Field(description="Window id (the weights file stem).")
     tool: str = Field(description="Tool name.")
     weight: float = Field(description="Share of traffic, 0..1.")

@@ -64,7 +64,7 @@ def registration_records(
                 tool_sets[planned.tool_set_id] = tuple(t.name for t in planned.tools)
     offered = [OfferedTool(tool_set_id=set_id, tool=name) for set_id, names in tool_sets.items() for name in names]
     weights = [
-        WeightRecord(taskset=prepared.taskset, window=prepared.weights.window, tool=tool, weight=share)
+        WeightRecord(taskset=prepared.taskset, window_id=prepared.weights.window, tool=tool, weight=share)
         for tool, share in prepared.weights.weights.items()
     ] if prepared.weights else []
     return RunRegistration(run=run, arms=arms, comparisons=comparisons, seed_orders=seed_orders,

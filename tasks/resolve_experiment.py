@@ -116,7 +116,7 @@ def load_experiment_file(path: Path) -> ExperimentFile:
 
 
 def _merge(defaults: ArmSpec | None, arm: ArmSpec) -> dict[str, Any]:
-    merged = defaults.model_dump(exclude={"name"}) if defaults else {}
+    merged = defaults.model_dump(exclude={"name"}, exclude_none=True) if defaults else {}
     for key, value in arm.model_dump().items():
         if key == "options":
             merged["options"] = {**merged.get("options", {}), **value}

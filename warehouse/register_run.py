@@ -60,8 +60,8 @@ def register_run(db_path: Path, rows_dir: Path, registration: RunRegistration) -
         _insert(con, "seed_orders", registration.seed_orders)
         known = {r[0] for r in con.execute("SELECT DISTINCT tool_set_id FROM offered_tools").fetchall()}
         _insert(con, "offered_tools", [t for t in registration.offered_tools if t.tool_set_id not in known])
-        for taskset, window in {(w.taskset, w.window) for w in registration.weights}:
-            con.execute("DELETE FROM production_weights WHERE taskset = ? AND window = ?", [taskset, window])
+        for taskset, window in {(w.taskset, w.window_id) for w in registration.weights}:
+            con.execute("DELETE FROM production_weights WHERE taskset = ? AND window_id = ?", [taskset, window])
         _insert(con, "production_weights", registration.weights)
         con.execute("COMMIT")
         return n_rows

@@ -18,6 +18,7 @@ def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
     pending = view_files()
     created: list[str] = []
     while pending:
+        attempted = len(pending)
         errors: dict[str, str] = {}
         for name, path in list(pending.items()):
             try:
@@ -27,6 +28,6 @@ def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
                 continue
             created.append(name)
             del pending[name]
-        if errors and len(errors) == len(pending):
+        if len(errors) == attempted:
             raise RuntimeError(f"views that cannot be created: {errors}")
     return created

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,7 @@ def test_python_style_types_become_json_schema(tmp_path):
 
 
 def test_conversion_of_type_lists_and_missing_parameters():
-    dropped = __import__("collections").Counter()
+    dropped: Counter[str] = Counter()
     assert convert_parameters(None, "f", dropped) == {"type": "object", "properties": {}}
     converted = convert_parameters({"type": "dict", "properties": {"v": {"type": ["int", "str"]}, "w": {"type": ["float", "any"]}}}, "f", dropped)
     assert converted["properties"] == {"v": {"type": ["integer", "string"]}, "w": {}}

@@ -14,7 +14,7 @@ with per_tool as (
 weights as (
     select r.run_id, w.tool, w.weight
     from runs r
-    join production_weights w on w.taskset = r.taskset and w.window = r.weights_window
+    join production_weights w on w.taskset = r.taskset and w.window_id = r.weights_window
 )
 select t.run_id, t.arm, min(t.rung) as rung,
        sum(w.weight * t.correct / t.n) / nullif(sum(w.weight), 0) as weighted_accuracy,
