@@ -159,7 +159,8 @@ def check_labels(
             meta=meta("relabel-adjudicated", "the label changes (fallback or parent version) without an adjudication "
                       f"in {version_paths(version.directory, version.version)['adjudications'].name}", "expected")),
     ]
-    failed = _validate("requests", frame, request_expectations, ["line", "id"]) if len(frame) else []
+    failed = (_validate("requests", frame, request_expectations, ["line", "id", "expected", "fallback", "slice"])
+              if len(frame) else [])
     n_expectations = len(request_expectations)
 
     manifest_file = str(version_paths(version.directory, version.version)["manifest"])

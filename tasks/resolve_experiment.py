@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ class ResolvedArm:
             "catalogue": self.catalogue_hash,
             "prompt": self.prompt_hash,
             "model": self.model_id,
-            "selector": self.selector,
+            "selector": json.dumps([self.selector, self.options], sort_keys=True, default=str),
             "version": self.version,
         }[respect]
 
@@ -173,7 +174,7 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
             if merged["prompt"] not in prompts:
                 prompts[merged["prompt"]] = load_prompt(taskset_dir, merged["prompt"])
         except InputError as error:
-            problems.extend(error.problems)
+            problems.extend(Problem(file, f"arm {arm.name}", p.rule, f"{p.file}: {p.message}") for p in error.problems)
             continue
         arms.append(ResolvedArm(
             name=arm.name, rung=rung, catalogue_name=merged["catalogue"], catalogue=catalogues[merged["catalogue"]],

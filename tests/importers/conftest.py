@@ -1,8 +1,0 @@
-"""Make the repository root importable when pytest is run as ``.venv/bin/pytest`` from anywhere."""
-
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
