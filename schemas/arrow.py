@@ -37,6 +37,8 @@ def arrow_type(annotation: Any) -> pa.DataType:
               datetime: pa.timestamp("us", tz="UTC")}
     if annotation in simple:
         return simple[annotation]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return pa.struct(list(arrow_schema(annotation)))
     raise TypeError(f"no Arrow type for {annotation!r}")
 
 
@@ -66,6 +68,8 @@ def duckdb_type(dtype: pa.DataType) -> str:
         return f"{duckdb_type(dtype.value_type)}[]"
     if pa.types.is_map(dtype):
         return f"MAP({duckdb_type(dtype.key_type)}, {duckdb_type(dtype.item_type)})"
+    if pa.types.is_struct(dtype):
+        return "STRUCT(" + ", ".join(f"{f.name} {duckdb_type(f.type)}" for f in dtype) + ")"
     raise TypeError(f"no DuckDB type for {dtype}")
 
 

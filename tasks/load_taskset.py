@@ -32,7 +32,7 @@ from tasks.input_errors import InputError, Problem
 M = TypeVar("M", bound=BaseModel)
 
 
-def _validation_message(error: ValidationError) -> str:
+def validation_message(error: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in error.errors())
 
 
@@ -43,7 +43,7 @@ def read_json_model(path: Path, model: type[M]) -> M:
     try:
         return model.model_validate_json(path.read_bytes())
     except ValidationError as error:
-        raise InputError.one(str(path), "", "schema", _validation_message(error)) from None
+        raise InputError.one(str(path), "", "schema", validation_message(error)) from None
 
 
 def read_jsonl_models(path: Path, model: type[M]) -> list[M]:
@@ -59,7 +59,7 @@ def read_jsonl_models(path: Path, model: type[M]) -> list[M]:
             try:
                 records.append(model.model_validate_json(raw))
             except ValidationError as error:
-                problems.append(Problem(str(path), f"line {number}", "schema", _validation_message(error)))
+                problems.append(Problem(str(path), f"line {number}", "schema", validation_message(error)))
     if problems:
         raise InputError(problems)
     return records

@@ -11,161 +11,31 @@ the answer's ``ground_truth``; an irrelevance category has no answers file and e
 Function names are kept exactly as BFCL spells them (dots included); mapping them for providers that
 forbid dots happens elsewhere.
 
-This module also holds what every importer shares: ``ImportSummary``, ``refuse_frozen`` and
-``write_taskset`` (the folder layout: requests, catalogues, prompt, offline experiment, then the manifest).
+What every importer shares (``ImportSummary``, ``write_taskset``) is in ``taskset_writer``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-import yaml
 from pydantic import ValidationError
 
-from schemas.catalogue import NONE_LABEL, CatalogueFile, ToolSpec
-from schemas.experiment import PER_REQUEST_CATALOGUE, ExperimentFile
-from schemas.taskset import LabelledRequest, Message, VersionManifest
+from schemas.catalogue import NONE_LABEL, ToolSpec
+from schemas.experiment import PER_REQUEST_CATALOGUE
+from schemas.taskset import LabelledRequest, Message
 from tasks.input_errors import InputError, Problem
-from tasks.load_taskset import freeze_version, write_jsonl
-
-VERSION = "v1"
-"""Every import writes the first version of a new task set."""
-
-SHOWN_DETAILS = 20
-"""How many dropped rows ``ImportSummary.lines`` lists before summarising the rest."""
-
-
-# --------------------------------------------------------------------------------------------------
-# Shared by every importer
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ImportSummary:
-    """What an import wrote and what it left out, for the CLI to print."""
-
-    source: str
-    """Which importer ran: 'bfcl' or 'metatool'."""
-    out: Path
-    """The task-set folder written."""
-    n_requests: int
-    """Requests in ``v1.jsonl``."""
-    n_tools: int
-    """Distinct tool names (catalogue tools for MetaTool; names across all requests for BFCL)."""
-    dropped: dict[str, int] = field(default_factory=dict)
-    """Source rows left out, by reason (e.g. duplicate, label_conflict, unknown_tool)."""
-    dropped_rows: tuple[str, ...] = ()
-    """One readable line per dropped row or group of rows."""
-    notices: tuple[str, ...] = ()
-    """Oddities noticed in the source that did not change what was imported."""
-    content_hash: str = ""
-    """The frozen version's content hash."""
-
-    @property
-    def n_dropped(self) -> int:
-        return sum(self.dropped.values())
-
-    def lines(self) -> list[str]:
-        """Human-readable lines: what was written, then what was dropped and why, then notices."""
-        lines = [
-            f"{self.source}: wrote task set {self.out} ({VERSION}, hash {self.content_hash[:12]})",
-            f"  requests: {self.n_requests}   tools: {self.n_tools}",
-        ]
-        if self.n_dropped:
-            reasons = ", ".join(f"{reason} {count}" for reason, count in self.dropped.items() if count)
-            lines.append(f"  dropped {self.n_dropped} source rows: {reasons}")
-            lines += [f"    {detail}" for detail in self.dropped_rows[:SHOWN_DETAILS]]
-            hidden = len(self.dropped_rows) - SHOWN_DETAILS
-            if hidden > 0:
-                lines.append(f"    ... and {hidden} more (listed in {VERSION}.manifest.json notes)")
-        else:
-            lines.append("  dropped: nothing")
-        lines += [f"  notice: {notice}" for notice in self.notices]
-        return lines
-
-
-def file_digest(path: Path) -> str:
-    """First 12 hex digits of the file's sha256, to name a source file unambiguously in notes."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()[:12]
-
-
-def refuse_frozen(out: Path) -> None:
-    """Versions are never overwritten: refuse a folder that already holds a frozen v1."""
-    manifest = Path(out) / f"{VERSION}.manifest.json"
-    if manifest.exists():
-        raise InputError.one(
-            str(manifest), "", "version-immutable",
-            f"{out} already holds a frozen {VERSION}; import into a new folder (task-set versions are never "
-            "overwritten).",
-        )
-
-
-DEFAULT_PROMPT = """\
-You route a user's request to a tool. Read the conversation and the tools offered, then call the one
-tool that fits the user's last request best. If none of the offered tools fits, call no tool and say so
-briefly. Call at most one tool.
-"""
-
-
-def offline_experiment_yaml(name: str, description: str, catalogue: str) -> str:
-    """``experiments/offline.yaml``: the set read by both offline selectors, validated as an ExperimentFile."""
-    text = f"""\
-name: {json.dumps(name)}
-description: {json.dumps(description, ensure_ascii=False)}
-taskset: ..          # the task-set folder, relative to this file
-version: {VERSION}
-seeds: [1, 2, 3]
-batch_size: 200
-defaults: {{catalogue: {catalogue}, prompt: default}}
-arms:
-  - {{name: lexical, selector: lexical, model: bm25-okapi}}
-  - {{name: embedding, selector: embedding, model: sentence-transformers/all-MiniLM-L6-v2}}
-comparisons:
-  - {{from: lexical, to: embedding, declare: [model]}}   # selector and model change together
-"""
-    ExperimentFile.model_validate(yaml.safe_load(text))
-    return text
-
-
-def write_taskset(
-    out: Path,
-    requests: list[LabelledRequest],
-    *,
-    slices: list[str],
-    notes: str,
-    experiment_yaml: str,
-    catalogues: tuple[CatalogueFile, ...] = (),
-) -> VersionManifest:
-    """Write a new task-set folder; the manifest comes last, so a crash leaves no frozen version behind."""
-    out = Path(out)
-    refuse_frozen(out)
-    (out / "experiments").mkdir(parents=True, exist_ok=True)
-    (out / "prompts").mkdir(exist_ok=True)
-    if catalogues:
-        (out / "catalogues").mkdir(exist_ok=True)
-    for catalogue in catalogues:
-        (out / "catalogues" / f"{catalogue.name}.json").write_text(
-            catalogue.model_dump_json(indent=2, exclude_none=True) + "\n"
-        )
-    (out / "prompts" / "default.md").write_text(DEFAULT_PROMPT)
-    (out / "experiments" / "offline.yaml").write_text(experiment_yaml)
-    write_jsonl(out / f"{VERSION}.jsonl", requests)
-    return freeze_version(out, VERSION, slices, notes=notes)
-
-
-def validation_message(error: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in error.errors())
-
+from tasks.importers.taskset_writer import (
+    ImportSummary,
+    file_digest,
+    offline_experiment_yaml,
+    refuse_frozen,
+    write_taskset,
+)
+from tasks.load_taskset import validation_message
 
 # --------------------------------------------------------------------------------------------------
 # BFCL parameter types -> JSON schema

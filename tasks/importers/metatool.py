@@ -33,15 +33,15 @@ from pydantic import ValidationError
 
 from schemas.catalogue import CatalogueFile, ToolSpec
 from schemas.taskset import LabelledRequest, Message
-from tasks.importers.bfcl import (
+from tasks.importers.taskset_writer import (
     ImportSummary,
     file_digest,
     offline_experiment_yaml,
     refuse_frozen,
-    validation_message,
     write_taskset,
 )
 from tasks.input_errors import InputError
+from tasks.load_taskset import validation_message
 
 CATALOGUE = "metatool"
 SLICE = "toole-single"

@@ -1,0 +1,60 @@
+"""Landing is atomic and registration idempotent: nothing landed is lost or duplicated."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import duckdb
+import pyarrow as pa
+
+from schemas.arrow import to_arrow_table
+from schemas.rows import RunRecord, SelectionRow
+from tests.warehouse.test_views import row
+from warehouse.parquet_store import run_files, write_partition
+from warehouse.register_run import RunRegistration, register_run
+
+NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
+
+
+def registration(run_id: str = "run1") -> RunRegistration:
+    run = RunRecord(run_id=run_id, experiment="e", experiment_path="e.yaml", experiment_hash="h", taskset="t",
+                    started_at=NOW, finished_at=NOW, n_rows=0, criteria_hash=None, criteria_registered_at=None,
+                    weights_window=None, tooleval_version="test")
+    return RunRegistration(run=run, arms=[], comparisons=[], seed_orders=[], offered_tools=[])
+
+
+def table(n: int, seed: int = 1) -> pa.Table:
+    return to_arrow_table(SelectionRow, [row(f"q{i}", "refund", "refund", seed=seed) for i in range(n)])
+
+
+def test_a_half_written_file_is_never_read(tmp_path):
+    rows_dir = tmp_path / "rows"
+    path = write_partition(rows_dir, "run1", "a", 1, 0, table(3))
+    (path.parent / ".tmp-crashed-part-00001.parquet").write_bytes(b"PAR1 half a file")
+    assert run_files(rows_dir, "run1") == [path]
+    assert register_run(tmp_path / "w.duckdb", rows_dir, registration()) == 3
+
+
+def test_rewriting_a_batch_replaces_it_and_reregistering_duplicates_nothing(tmp_path):
+    rows_dir, db = tmp_path / "rows", tmp_path / "w.duckdb"
+    write_partition(rows_dir, "run1", "a", 1, 0, table(3))
+    write_partition(rows_dir, "run1", "a", 2, 0, table(3, seed=2))
+    assert register_run(db, rows_dir, registration()) == 6
+    write_partition(rows_dir, "run1", "a", 1, 0, table(3))  # a retried task lands the same batch again
+    assert register_run(db, rows_dir, registration()) == 6
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("select count(*), count(distinct (seed, request_id)) from selection_rows").fetchall() == [(6, 6)]
+    assert con.execute("select n_rows from runs").fetchall() == [(6,)]
+    con.close()
+
+
+def test_another_run_is_kept_when_one_is_registered(tmp_path):
+    rows_dir, db = tmp_path / "rows", tmp_path / "w.duckdb"
+    write_partition(rows_dir, "run1", "a", 1, 0, table(2))
+    write_partition(rows_dir, "run2", "a", 1, 0, table(5))
+    register_run(db, rows_dir, registration("run1"))
+    register_run(db, rows_dir, registration("run2"))
+    register_run(db, rows_dir, registration("run1"))
+    con = duckdb.connect(str(db), read_only=True)
+    assert dict(con.execute("select run_id, count(*) from selection_rows group by 1").fetchall()) == {"run1": 2, "run2": 5}
+    con.close()
