@@ -1,4 +1,6 @@
-"""Quiet, offline-friendly Prefect defaults, set before prefect is imported (a user's own settings win)."""
+"""Quiet, offline defaults for Prefect and the embedding model, set before either is imported.
+
+A user's own environment wins: each is only set when absent."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ DEFAULTS = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
     "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
 }
 
 

@@ -18,6 +18,9 @@ Outcome = Literal["correct", "wrong_tool", "no_tool", "invalid", "error", "empty
 - empty: the reply was empty or unfinished.
 """
 
+RouteDesign = Literal["default", "forced", "gated", "narrowed"]
+"""How a routed arm uses its decision model (see tasks/selectors/routed.py)."""
+
 
 class Selection(BaseModel):
     """What a selector answered for one request under one tool order (no run context: cacheable)."""
@@ -39,6 +42,32 @@ class Selection(BaseModel):
     latency_ms: float = Field(description="Wall time of the selection of this request.")
     served_model_id: str | None = Field(default=None, description="Model id as the provider reported it.")
     retries: int = Field(default=0, description="Retries spent on this request.")
+    # -- hosted models and routing (issue 4); all optional so offline selectors leave them null ----------
+    stop_reason: str | None = Field(
+        default=None, description="The provider's finish/stop reason (tool_calls, stop, length, end_turn, ...).")
+    price_version: str | None = Field(
+        default=None, description="Date of the price file cost_usd was computed from (tasks/selectors/prices).")
+    route: RouteDesign | None = Field(
+        default=None, description="Routing design of the arm: default / forced / gated / narrowed; null if unrouted.")
+    router: str | None = Field(default=None, description="Decision model as 'kind:model' (lexical, embedding, llm).")
+    router_pick: str | None = Field(default=None, description="The decision model's pick (a tool or 'none').")
+    router_confidence: float | None = Field(
+        default=None, description="The decision model's confidence in its pick, 0..1 (the gate compares this).")
+    router_probabilities: dict[str, float] | None = Field(
+        default=None, description="The decision model's probability per offered tool and 'none'. "
+        "`confidence`/`probabilities` stay the final selector's own (null for a chat model's pick).")
+    router_latency_ms: float | None = Field(default=None, description="Wall time of the decision model's part.")
+    router_cost_usd: float | None = Field(
+        default=None, description="Cost of the decision model's call (included in cost_usd, the cost per turn).")
+    decided_by: Literal["router", "chat"] | None = Field(
+        default=None, description="Whose choice the row scores: the decision model's (forced, gated above the "
+        "threshold) or the chat model's (default, narrowed, gated fallback).")
+    fallback: bool | None = Field(
+        default=None, description="Gated arms: the router was below the threshold (or failed) and the chat model chose.")
+    judge_verdict: Literal["right", "wrong", "unsure"] | None = Field(
+        default=None, description="LLM judge's majority verdict on the chosen tool (beside the label check `correct`).")
+    judge_votes: list[str] | None = Field(default=None, description="The judge's votes: right / wrong / unsure each.")
+    judge_cost_usd: float | None = Field(default=None, description="Cost of the judge's calls (not part of cost_usd).")
 
 
 class SelectionRow(BaseModel):
@@ -82,6 +111,24 @@ class SelectionRow(BaseModel):
     prompt: str = Field(description="Prompt name of the arm.")
     cache_hit: bool = Field(description="The selection came from the cache: no model call was made.")
     retries: int = Field(description="Retries spent on this request.")
+    # -- hosted models and routing (issue 4): see Selection for the meaning of each -----------------------
+    stop_reason: str | None = Field(default=None, description="The provider's finish/stop reason.")
+    price_version: str | None = Field(default=None, description="Date of the price file cost_usd came from.")
+    route: RouteDesign | None = Field(default=None, description="default / forced / gated / narrowed; null if unrouted.")
+    router: str | None = Field(default=None, description="Decision model as 'kind:model'.")
+    router_pick: str | None = Field(default=None, description="The decision model's pick (a tool or 'none').")
+    router_confidence: float | None = Field(default=None, description="The decision model's confidence, 0..1.")
+    router_probabilities: dict[str, float] | None = Field(
+        default=None, description="The decision model's probability per offered tool and 'none'.")
+    router_latency_ms: float | None = Field(default=None, description="Wall time of the decision model's part.")
+    router_cost_usd: float | None = Field(default=None, description="Cost of the decision model's call (in cost_usd).")
+    decided_by: Literal["router", "chat"] | None = Field(
+        default=None, description="Whose choice the row scores: 'router' or 'chat'.")
+    fallback: bool | None = Field(default=None, description="Gated arms: below the threshold, the chat model chose.")
+    judge_verdict: Literal["right", "wrong", "unsure"] | None = Field(
+        default=None, description="LLM judge's majority verdict on the chosen tool, beside the label check `correct`.")
+    judge_votes: list[str] | None = Field(default=None, description="The judge's votes.")
+    judge_cost_usd: float | None = Field(default=None, description="Cost of the judge's calls (not in cost_usd).")
 
 
 class RunRecord(BaseModel):

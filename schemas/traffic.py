@@ -9,6 +9,7 @@ documented ones are ignored.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -131,3 +132,25 @@ class ResampleSummary(BaseModel):
         description="Turns whose first tool is in no catalogue of the task set (left out of weights and sample).")
     newest_turn: datetime | None = Field(description="Time of the newest turn in the whole log.")
     per_tool: list[ToolSampleCount] = Field(description="Volume, target and draw per tool, highest volume first.")
+
+
+class TrafficConfig(BaseModel):
+    """``production/traffic.yaml`` of a task set: where its production log is and how it is resampled.
+
+    Every value can be overridden per run (CLI flags, flow parameters).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    log: str = Field(description="Production log, relative to the task-set folder (Parquet file or folder, JSONL, "
+                                 "DuckDB file, or an OpenInference trace export).")
+    format: str = Field(default="auto", description="auto | parquet | jsonl | duckdb | openinference.")
+    table: str = Field(default="turns", description="Table name when the log is a DuckDB file.")
+    window_weeks: int = Field(default=4, ge=1, description="Weeks in the default window (the last complete ones).")
+    masking: MaskingRules = Field(default_factory=MaskingRules, description="Personal data to mask.")
+    sampling: dict[str, Any] = Field(
+        default_factory=dict, description="SamplingPlan fields other than the seed (size, floors, targets, ...).")
+    max_label_age_days: int = Field(
+        default=28, ge=1, description="Warn when the newest adjudicated version is older than this.")
+    max_log_lag_days: int = Field(
+        default=8, ge=0, description="Warn when the newest turn of the log is older than this (a stale export).")

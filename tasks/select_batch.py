@@ -54,7 +54,21 @@ def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cac
         "cost_usd": selection.cost_usd, "latency_ms": selection.latency_ms, "model_id": arm.model_id,
         "served_model_id": selection.served_model_id, "selector": arm.selector, "prompt": arm.prompt_name,
         "cache_hit": cache_hit, "retries": selection.retries,
+        **routing_columns(selection),
     }
+
+
+ROUTING_COLUMNS = ("stop_reason", "price_version", "route", "router", "router_pick", "router_confidence",
+                   "router_probabilities", "router_latency_ms", "router_cost_usd", "decided_by", "fallback",
+                   "judge_verdict", "judge_votes", "judge_cost_usd")
+"""Selection fields copied to the row as they are (hosted models, routing, judge: issue 4)."""
+
+
+def routing_columns(selection: Selection) -> dict:
+    columns = {name: getattr(selection, name) for name in ROUTING_COLUMNS}
+    if columns["router_probabilities"] is not None:
+        columns["router_probabilities"] = list(columns["router_probabilities"].items())
+    return columns
 
 
 def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:

@@ -1,0 +1,104 @@
+"""Cost per call from tokens, with prices from a versioned, dated price file.
+
+``prices/<YYYY-MM-DD>.yaml`` holds US dollars per million tokens (input, cached input, output) per
+pinned model id, effective from the file's date. A run uses the newest file dated on or before today
+(or the one an arm names with ``options.price_file``), and every row records that date in
+``price_version``, so a cost can always be traced to the price it was computed from.
+
+An arm can state its own price instead (``options.prices: {input: .., output: ..}``, e.g. 0 for a
+self-hosted server behind ``base_url``). A model with no price is refused before any call: the spend cap
+cannot work without one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+PRICES_DIR = Path(__file__).resolve().parent / "prices"
+PER = 1_000_000
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """US dollars per million tokens for one model."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    version: str = "arm options"
+    """Date of the price file, or 'arm options' for a price stated on the arm."""
+
+    def cost(self, input_tokens: int | None, output_tokens: int | None, cached_input_tokens: int | None = 0) -> float:
+        """Cost of one call. ``input_tokens`` counts every prompt token, cached ones included."""
+        input_tokens, output_tokens = input_tokens or 0, output_tokens or 0
+        cached = min(cached_input_tokens or 0, input_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return ((input_tokens - cached) * self.input + cached * cached_price + output_tokens * self.output) / PER
+
+
+@dataclass(frozen=True)
+class PriceFile:
+    path: Path
+    effective: str
+    models: Mapping[str, ModelPrice]
+
+
+def _price(raw: Any, version: str, where: str) -> ModelPrice:
+    if not isinstance(raw, Mapping) or "input" not in raw or "output" not in raw:
+        raise ValueError(f"{where}: a price needs 'input' and 'output' (USD per million tokens)")
+    values = {k: raw.get(k) for k in ("input", "output", "cached_input")}
+    for key, value in values.items():
+        if value is not None and (not isinstance(value, (int, float)) or value < 0):
+            raise ValueError(f"{where}: {key} must be a number >= 0")
+    return ModelPrice(input=float(values["input"]), output=float(values["output"]),
+                      cached_input=None if values["cached_input"] is None else float(values["cached_input"]),
+                      version=version)
+
+
+@lru_cache(maxsize=None)
+def load_price_file(path: Path) -> PriceFile:
+    data = yaml.safe_load(Path(path).read_text())
+    effective = str(data.get("effective", ""))
+    if effective != Path(path).stem:
+        raise ValueError(f"{path}: 'effective' ({effective}) must equal the file's name (its date)")
+    models = {str(model): _price(raw, effective, f"{path}: {model}") for model, raw in (data.get("models") or {}).items()}
+    return PriceFile(path=Path(path), effective=effective, models=models)
+
+
+def price_files(directory: Path = PRICES_DIR) -> list[Path]:
+    return sorted(directory.glob("????-??-??.yaml"))
+
+
+def current_price_file(on: date | None = None, directory: Path = PRICES_DIR) -> PriceFile:
+    """The newest price file effective on ``on`` (default: today)."""
+    on = on or date.today()
+    eligible = [p for p in price_files(directory) if p.stem <= on.isoformat()]
+    if not eligible:
+        raise FileNotFoundError(f"no price file in {directory} dated on or before {on}")
+    return load_price_file(eligible[-1])
+
+
+def price_for(model_id: str, options: Mapping[str, Any] | None = None, directory: Path = PRICES_DIR) -> ModelPrice:
+    """The price of ``model_id`` for an arm: ``options.prices`` if stated, else the price file's.
+
+    Raises KeyError (model not priced) or FileNotFoundError (price file named but missing)."""
+    options = options or {}
+    if options.get("prices") is not None:
+        return _price(options["prices"], "arm options", f"options.prices of {model_id}")
+    if options.get("price_file"):
+        path = directory / f"{options['price_file']}.yaml"
+        if not path.is_file():
+            raise FileNotFoundError(f"price file {path} not found")
+        prices = load_price_file(path)
+    else:
+        prices = current_price_file(directory=directory)
+    if model_id not in prices.models:
+        raise KeyError(f"{model_id} has no price in {prices.path.name}; add it to a new dated price file or set "
+                       "options.prices: {input: <USD per 1M>, output: <USD per 1M>}")
+    return prices.models[model_id]

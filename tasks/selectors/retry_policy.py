@@ -1,0 +1,159 @@
+"""Retries and bounded concurrency for provider calls.
+
+- ``RetryPolicy``: which failures are retried (429, 5xx, 408/409, timeouts, dropped connections) and how
+  long to wait: exponential backoff with full jitter, or — on a 429 or 503 that says so — the server's
+  ``Retry-After`` / ``retry-after-ms`` (plus a little jitter so waiting threads do not return together).
+  A Retry-After longer than ``max_retry_after_s`` is not waited out: the call fails with that reason.
+- ``ProviderGate``: one per provider endpoint and process: a semaphore bounding the calls in flight, and a
+  shared pause that a 429's Retry-After sets for every caller of that endpoint, not only the one that was
+  told.
+
+The SDKs' own retries are turned off (``max_retries=0``) so that every retry is counted on its row.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+RETRIED_STATUS = frozenset({408, 409, 429})
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed attempt, classified."""
+
+    retryable: bool
+    detail: str
+    retry_after_s: float | None = None
+    status: int | None = None
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lowered = {str(k).lower(): v for k, v in dict(headers).items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return max(float(raw_ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(float(raw), 0.0)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(raw) if raw else None
+        if parsed is None:
+            return None
+        return max(parsed.timestamp() - (now if now is not None else time.time()), 0.0)
+
+
+def classify(error: BaseException) -> Failure:
+    """Classify an exception from the openai or anthropic SDK (both share these shapes)."""
+    name = type(error).__name__
+    status = getattr(error, "status_code", None)
+    if status is None and getattr(error, "response", None) is not None:
+        status = getattr(error.response, "status_code", None)
+    if "Timeout" in name:
+        return Failure(True, "timed out")
+    if status is None:
+        if "Connection" in name:
+            return Failure(True, "connection failed")
+        return Failure(False, f"{name}")
+    headers = getattr(getattr(error, "response", None), "headers", None)
+    retry_after = parse_retry_after(headers) if status in (429, 503) else None
+    retryable = status in RETRIED_STATUS or status >= 500
+    return Failure(retryable, f"HTTP {status} ({name})", retry_after, status)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How many retries, how long to wait between them, and how long one attempt may take."""
+
+    max_retries: int = 4
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    max_retry_after_s: float = 120.0
+    timeout_s: float = 60.0
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> "RetryPolicy":
+        defaults = cls()
+        policy = cls(
+            max_retries=int(options.get("max_retries", defaults.max_retries)),
+            base_delay_s=float(options.get("retry_base_delay_s", defaults.base_delay_s)),
+            max_delay_s=float(options.get("retry_max_delay_s", defaults.max_delay_s)),
+            max_retry_after_s=float(options.get("max_retry_after_s", defaults.max_retry_after_s)),
+            timeout_s=float(options.get("timeout_s", defaults.timeout_s)),
+        )
+        if policy.max_retries < 0 or policy.base_delay_s < 0 or policy.timeout_s <= 0:
+            raise ValueError("max_retries and retry_base_delay_s must be >= 0, timeout_s > 0")
+        return policy
+
+    def backoff_s(self, retry: int, rng: random.Random | None = None) -> float:
+        """Full jitter: uniform in [0, min(max_delay, base * 2**retry)] (retry counts from 0)."""
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** retry))
+        return (rng or random).uniform(0.0, ceiling)
+
+    def wait_s(self, failure: Failure, retry: int, rng: random.Random | None = None) -> float | None:
+        """Seconds to wait before retry number ``retry`` (0-based), or None when it must not be retried."""
+        if not failure.retryable or retry >= self.max_retries:
+            return None
+        if failure.retry_after_s is not None:
+            if failure.retry_after_s > self.max_retry_after_s:
+                return None
+            return failure.retry_after_s + (rng or random).uniform(0.0, 0.1 * failure.retry_after_s + 0.01)
+        return self.backoff_s(retry, rng)
+
+
+class ProviderGate:
+    """Bounded calls in flight for one provider endpoint, and a pause shared by all its callers."""
+
+    def __init__(self, concurrency: int):
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.concurrency = concurrency
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._lock = threading.Lock()
+        self._paused_until = 0.0
+
+    def pause(self, seconds: float) -> None:
+        """Hold every new attempt on this endpoint for ``seconds`` (a 429's Retry-After)."""
+        with self._lock:
+            self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+
+    def wait_if_paused(self) -> None:
+        while True:
+            with self._lock:
+                remaining = self._paused_until - time.monotonic()
+            if remaining <= 0:
+                return
+            time.sleep(min(remaining, 1.0))
+
+    def __enter__(self) -> "ProviderGate":
+        self._slots.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._slots.release()
+
+
+_GATES: dict[tuple[str, str, int], ProviderGate] = {}
+_GATES_LOCK = threading.Lock()
+
+
+def gate_for(provider: str, endpoint: str, concurrency: int) -> ProviderGate:
+    """The process-wide gate of one endpoint: every batch and thread calling it shares the bound."""
+    key = (provider, endpoint, concurrency)
+    with _GATES_LOCK:
+        if key not in _GATES:
+            _GATES[key] = ProviderGate(concurrency)
+        return _GATES[key]

@@ -1,0 +1,99 @@
+"""The 2x2 interaction table: when four arms form a factorial (baseline, change A only, change B only,
+both), is the combined arm what the two single effects add up to?
+
+additive prediction = baseline + (A only - baseline) + (B only - baseline)
+gap (interaction)   = both - additive prediction = both - A only - B only + baseline
+
+The gap's interval comes from resampling requests (all four arms together: the contrast is paired).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from tasks.stats.intervals import BOOTSTRAP_SEED, RESAMPLES, Interval, cluster_bootstrap
+
+
+@dataclass(frozen=True)
+class Factorial:
+    """Four arms that form a 2x2: ``first`` and ``second`` each change one respect of ``baseline``;
+    ``both`` changes the two, as they do."""
+
+    baseline: str
+    first: str
+    second: str
+    both: str
+    first_respect: str
+    second_respect: str
+
+
+def find_factorials(arms: Sequence[Mapping[str, object]],
+                    respects: Sequence[str] = ("catalogue_hash", "prompt_hash", "model_id", "selector",
+                                               "taskset_version")) -> list[Factorial]:
+    """Every 2x2 among ``arms`` (records with the respect columns of the ``arms`` table), each square once,
+    its baseline the first arm (in the order given) from which the square is seen."""
+    def key(arm: Mapping[str, object]) -> tuple:
+        return tuple(arm[r] for r in respects)
+
+    by_key = {key(a): str(a["arm"]) for a in arms}
+    found: list[Factorial] = []
+    seen: set[frozenset[str]] = set()
+    for base in arms:
+        b = key(base)
+        for i, ri in enumerate(respects):
+            for j in range(i + 1, len(respects)):
+                rj = respects[j]
+                firsts = [a for a in arms if _differs_only(b, key(a), {i})]
+                seconds = [a for a in arms if _differs_only(b, key(a), {j})]
+                for first in firsts:
+                    for second in seconds:
+                        both_key = tuple(key(first)[n] if n == i else key(second)[n] if n == j else b[n]
+                                         for n in range(len(respects)))
+                        square = frozenset({str(base["arm"]), str(first["arm"]), str(second["arm"]),
+                                            by_key.get(both_key, "")})
+                        if both_key in by_key and square not in seen:
+                            seen.add(square)
+                            found.append(Factorial(str(base["arm"]), str(first["arm"]), str(second["arm"]),
+                                                   by_key[both_key], ri, rj))
+    return found
+
+
+def _differs_only(a: tuple, b: tuple, positions: set[int]) -> bool:
+    return all((x != y) == (n in positions) for n, (x, y) in enumerate(zip(a, b)))
+
+
+@dataclass(frozen=True)
+class InteractionTable:
+    baseline: float
+    first: float
+    second: float
+    both: float
+    first_effect: float
+    second_effect: float
+    additive_prediction: float
+    gap: Interval
+    """both - additive prediction, with a paired request-bootstrap interval."""
+    n_requests: int
+
+
+def interaction_table(correct: Sequence[Sequence[float]], trials: Sequence[Sequence[float]],
+                      resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> InteractionTable:
+    """``correct[a][i]`` / ``trials[a][i]`` for arm a in (baseline, first, second, both) and request i."""
+    k = [np.asarray(x, float) for x in correct]
+    m = [np.asarray(x, float) for x in trials]
+    acc = [float(k[a].sum() / m[a].sum()) for a in range(4)]
+    prediction = acc[1] + acc[2] - acc[0]
+    gap = acc[3] - prediction
+
+    def statistic(w: np.ndarray) -> np.ndarray:
+        r = [(w @ k[a]) / (w @ m[a]) for a in range(4)]
+        return r[3] - r[1] - r[2] + r[0]
+
+    return InteractionTable(baseline=acc[0], first=acc[1], second=acc[2], both=acc[3],
+                            first_effect=acc[1] - acc[0], second_effect=acc[2] - acc[0],
+                            additive_prediction=prediction,
+                            gap=cluster_bootstrap(statistic, len(k[0]), gap, resamples, seed),
+                            n_requests=len(k[0]))

@@ -1,0 +1,106 @@
+"""Mask personal data in request texts before anything is written: e-mails, card numbers, order ids (when
+configured), phone numbers, street addresses and postcodes become ``[EMAIL]``, ``[CARD]``, ``[ORDER_ID]``,
+``[PHONE]``, ``[ADDRESS]``.
+
+Order of the rules matters and is fixed: e-mails, configured patterns (order ids, extras), card numbers
+(13-19 digits passing the Luhn check), phone numbers (10-15 digits, or a leading '+'), street addresses,
+postcodes. A masked placeholder has no digits, so no later rule re-matches it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Callable
+
+from schemas.taskset import Message
+from schemas.traffic import MaskingRules, ProductionTurn
+from tasks.input_errors import InputError
+
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,5}\)[ .-]?)?\d[\d .-]{5,16}\d(?![\w-])|\b555[ .-]01\d\d\b")
+_STREET_SUFFIX = (r"street|st|road|rd|lane|ln|avenue|ave|close|drive|dr|way|court|ct|place|pl|crescent|terrace|"
+                  r"gardens|grove|square|sq|boulevard|blvd|row|mews|hill|parade|walk")
+_UK_POSTCODE = r"[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}"
+STREET = re.compile(
+    rf"\b\d{{1,5}}[A-Za-z]?,?\s+(?:[A-Za-z][A-Za-z'’-]+\s+){{1,3}}(?:{_STREET_SUFFIX})\b\.?"
+    r"(?:,?\s*(?:apt|apartment|flat|unit|suite)\.?\s*#?\w+)?"
+    rf"(?:,\s*[A-Za-z][A-Za-z' -]{{1,30}}?)?(?:,?\s*(?:{_UK_POSTCODE}|[A-Z]{{2}}\s+\d{{5}}(?:-\d{{4}})?))?(?![\w])",
+    re.IGNORECASE,
+)
+POSTCODE = re.compile(rf"\b(?:{_UK_POSTCODE})\b|\bPO Box \d+\b", re.IGNORECASE)
+_DATE_LIKE = re.compile(r"^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$")
+
+
+def luhn_valid(digits: str) -> bool:
+    total, parity = 0, len(digits) % 2
+    for index, char in enumerate(digits):
+        value = int(char)
+        if index % 2 == parity:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+def _is_card(text: str) -> bool:
+    digits = re.sub(r"\D", "", text)
+    return 13 <= len(digits) <= 19 and luhn_valid(digits)
+
+
+def _is_phone(text: str) -> bool:
+    if _DATE_LIKE.match(text.strip()):
+        return False
+    digits = re.sub(r"\D", "", text)
+    if text.startswith("555") and len(digits) == 7:
+        return True
+    return 10 <= len(digits) <= 15 or (text.startswith("+") and 8 <= len(digits) <= 15)
+
+
+class Masker:
+    """Compiled masking rules; ``mask`` returns the masked text and counts what it masked by kind."""
+
+    def __init__(self, rules: MaskingRules):
+        self.rules = rules
+        steps: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = []
+        if rules.emails:
+            steps.append(("EMAIL", EMAIL, None))
+        for label, patterns in [("ORDER_ID", rules.order_ids)] + [(k.upper(), [v]) for k, v in rules.extra.items()]:
+            for pattern in patterns:
+                try:
+                    steps.append((label, re.compile(pattern), None))
+                except re.error as error:
+                    raise InputError.one("masking", label.lower(), "masking-pattern",
+                                         f"'{pattern}' is not a regular expression: {error}") from None
+        if rules.cards:
+            steps.append(("CARD", CARD, _is_card))
+        if rules.phones:
+            steps.append(("PHONE", PHONE, _is_phone))
+        if rules.addresses:
+            steps.append(("ADDRESS", STREET, None))
+            steps.append(("ADDRESS", POSTCODE, None))
+        self.steps = steps
+
+    def mask(self, text: str, counts: Counter[str] | None = None) -> str:
+        for label, pattern, accept in self.steps:
+            def replace(match: re.Match[str], label: str = label, accept=accept) -> str:
+                if accept is not None and not accept(match.group(0)):
+                    return match.group(0)
+                if counts is not None:
+                    counts[label.lower()] += 1
+                return f"[{label}]"
+
+            text = pattern.sub(replace, text)
+        return text
+
+    def mask_messages(self, messages: tuple[Message, ...], counts: Counter[str] | None = None) -> tuple[Message, ...]:
+        return tuple(Message(role=m.role, content=self.mask(m.content, counts)) for m in messages)
+
+    def mask_turn(self, turn: ProductionTurn, counts: Counter[str] | None = None) -> ProductionTurn:
+        """The turn with every message masked (the only form a turn leaves the reader in)."""
+        return turn.model_copy(update={
+            "user_message": self.mask(turn.user_message, counts),
+            "earlier_turns": self.mask_messages(turn.earlier_turns, counts),
+        })

@@ -1,0 +1,57 @@
+"""The warehouse schema as markdown, generated from the models and the view headers.
+
+`python -m warehouse.schema_doc` prints it; `python -m warehouse.schema_doc --write README.md` puts it in
+the README between the markers (a test keeps the two equal).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from schemas.arrow import arrow_schema, duckdb_type
+from warehouse.tables import TABLES
+from warehouse.views import view_files
+
+BEGIN, END = "<!-- schema:begin -->", "<!-- schema:end -->"
+
+
+def view_header(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        lines.append(line[2:].strip())
+    return " ".join(lines)
+
+
+def schema_markdown() -> str:
+    out = [BEGIN, "", "Views (query these):", ""]
+    for name, path in view_files().items():
+        header = view_header(path.read_text())
+        out.append(f"- `{name}` — {header.split(':', 1)[1].strip() if ':' in header else header}")
+    out += ["", "Tables (each derived from a pydantic model in `schemas/rows.py`):", ""]
+    for table, model in TABLES.items():
+        out += [f"**`{table}`** — {model.__doc__.strip().splitlines()[0]}", "",
+                "| column | type | meaning |", "|---|---|---|"]
+        for field in arrow_schema(model):
+            meaning = model.model_fields[field.name].description or ""
+            null = "" if field.nullable else " not null"
+            out.append(f"| `{field.name}` | {duckdb_type(field.type)}{null} | {meaning.replace('|', '/')} |")
+        out.append("")
+    out.append(END)
+    return "\n".join(out)
+
+
+def write_into(readme: Path) -> None:
+    """Replace the text between the markers in `readme` with the current schema."""
+    text = readme.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    readme.write_text(text[:start] + schema_markdown() + text[end:])
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--write"]:
+        write_into(Path(sys.argv[2]))
+    else:
+        print(schema_markdown())

@@ -1,0 +1,17 @@
+-- paired_requests: one row per (run, comparison, request) for requests both arms of a declared
+-- comparison answered (the `comparisons` table: baseline -> arm).
+-- Each side's trials and correct seeds, its majority verdict and its label; label_stable says the
+-- request expects the same tool in both arms (per-tool comparisons use only those; slice comparisons
+-- use all). worse = right (by majority) in the baseline and wrong in the arm; better = the reverse.
+select c.run_id, c.baseline, c.arm, b.request_id, b.slice,
+       b.expected as expected_baseline, a.expected as expected_arm,
+       b.expected = a.expected as label_stable,
+       b.trials as trials_baseline, b.correct as correct_baseline,
+       a.trials as trials_arm, a.correct as correct_arm,
+       b.majority_right as right_baseline, a.majority_right as right_arm,
+       b.majority_right and not a.majority_right as worse,
+       a.majority_right and not b.majority_right as better
+from comparisons c
+join request_outcomes b on b.run_id = c.run_id and b.arm = c.baseline
+join request_outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id
+order by c.run_id, c.baseline, c.arm, b.request_id

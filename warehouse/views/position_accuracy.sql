@@ -1,0 +1,28 @@
+-- position_accuracy: one row per (run, arm, slice, expected_position).
+-- Accuracy by where the expected tool stood in the seed's permuted order (1 = offered first). Rows
+-- expecting 'none' have no position and are left out. position_third: 1 = first third of the offered
+-- tools, 2 = middle, 3 = last (from expected_position and n_tools). ci_low / ci_high: Wilson on the rows
+-- (a request stands at one position per seed, so rows of one position rarely share a request).
+with totals as (
+    select run_id, arm, min(rung) as rung, slice, expected_position,
+           least(3, 1 + floor(3 * (expected_position - 1) / max(n_tools)))::integer as position_third,
+           count(*) as n,
+           count(distinct request_id) as n_requests,
+           count(*) filter (where correct) as correct
+    from selection_rows
+    where expected_position is not null
+    group by run_id, arm, slice, expected_position
+),
+wilson as (
+    select *, correct / n as p,
+           (correct / n + 3.841458820694124 / (2 * n)) / (1 + 3.841458820694124 / n) as centre,
+           1.959963984540054 * sqrt((correct / n) * (1 - correct / n) / n + 3.841458820694124 / (4 * n * n))
+               / (1 + 3.841458820694124 / n) as half
+    from totals
+)
+select run_id, arm, rung, slice, expected_position, position_third, n, n_requests, correct,
+       p as accuracy,
+       greatest(0.0, centre - half) as ci_low,
+       least(1.0, centre + half) as ci_high
+from wilson
+order by run_id, rung, slice, expected_position

@@ -1,0 +1,14 @@
+-- request_outcomes: one row per (run, arm, request).
+-- The request as the statistical unit: how many of its seeds were run (trials) and right (correct), and
+-- whether it is right by majority (right under more than half of its seeds). Intervals cluster on these
+-- rows and paired comparisons join them across arms; expected is the arm's own (effective) label.
+select run_id, arm, min(rung) as rung, request_id,
+       min(slice) as slice,
+       min(expected) as expected,
+       count(*) as trials,
+       count(*) filter (where correct) as correct,
+       count(*) filter (where correct) * 2 > count(*) as majority_right,
+       count(*) filter (where outcome in ('invalid', 'error', 'empty')) as failed
+from selection_rows
+group by run_id, arm, request_id
+order by run_id, rung, request_id
