@@ -83,7 +83,17 @@ def create_table_sql(model: type[BaseModel], table: str) -> str:
 
 
 def to_arrow_table(model: type[BaseModel], records: list[dict[str, Any]]) -> pa.Table:
-    """Records (dicts shaped like ``model``) as an Arrow table with the model's schema."""
+    """Records (dicts shaped like ``model``) as an Arrow table with the model's schema.
+
+    A field missing from a record takes the model's default; a missing required field is a KeyError.
+    """
     schema = arrow_schema(model)
-    columns = {field.name: [record[field.name] for record in records] for field in schema}
+    columns = {}
+    for field in schema:
+        info = model.model_fields[field.name]
+        if info.is_required():
+            columns[field.name] = [record[field.name] for record in records]
+        else:
+            default = info.get_default(call_default_factory=True)
+            columns[field.name] = [record.get(field.name, default) for record in records]
     return pa.table(columns, schema=schema)
