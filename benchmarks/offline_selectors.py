@@ -97,6 +97,10 @@ def run(selector, inputs: Sequence[SelectionInput]) -> tuple[list, float]:
 def evaluate(name: str, make_selector, data: dict[str, Labelled], seeds: int) -> None:
     selector = make_selector()
     print(f"\n== {name}: {selector.kind} {selector.model_id}")
+    if hasattr(selector, "load"):  # the embedding model: load time apart from the requests/s
+        started = time.perf_counter()
+        selector.load()
+        print(f"model load {time.perf_counter() - started:.1f} s")
     for set_name, (inputs, expected) in data.items():
         accuracies, nones, confidences = [], [], []
         first_rate = warm_rate = 0.0

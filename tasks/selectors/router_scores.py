@@ -1,0 +1,96 @@
+"""What both offline routers share: tool names as words, and scores turned into probabilities and picks.
+
+Scores become probabilities over every offered tool plus ``"none"`` by a softmax with a temperature,
+where ``"none"`` scores the abstain threshold (``abstain_softmax``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+
+from schemas.catalogue import NONE_LABEL
+from schemas.rows import Selection
+from tasks.selectors.base import SelectionInput
+
+
+_NAME_SEPARATORS = re.compile(r"[_.\-/:\s]+")
+CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def tool_name_words(name: str) -> str:
+    """A tool name as words: ``get_orderStatus`` / ``orders.getStatus`` -> ``get order status``."""
+    spaced = CAMEL_BOUNDARY.sub(" ", _NAME_SEPARATORS.sub(" ", name))
+    return " ".join(spaced.split()).lower()
+
+
+def abstain_softmax(scores: np.ndarray, threshold: float, temperature: float) -> tuple[np.ndarray, np.ndarray]:
+    """Probabilities over the offered tools plus "none", and the index of the pick, for a batch.
+
+    ``scores`` is (requests x tools) in offered order. "none" is appended as the last column with the
+    score ``threshold``; probabilities are ``softmax(score / temperature)`` per row. The pick is the
+    argmax of the scores, ties going to the earliest column: an earlier offered tool beats a later one,
+    and any tool scoring exactly the threshold beats "none" (so "none" is chosen only when the best tool
+    scores *below* the threshold).
+    """
+    rows = scores.shape[0]
+    full = np.empty((rows, scores.shape[1] + 1), dtype=np.float64)
+    full[:, :-1] = scores
+    full[:, -1] = threshold
+    picks = full.argmax(axis=1)
+    shifted = (full - full.max(axis=1, keepdims=True)) / temperature
+    np.exp(shifted, out=shifted)
+    shifted /= shifted.sum(axis=1, keepdims=True)
+    return shifted, picks
+
+
+def selections_from_scores(
+    batch: Sequence[SelectionInput],
+    scores: Sequence[np.ndarray | None],
+    *,
+    threshold: float,
+    temperature: float,
+    model_id: str,
+    latency_ms: float = 0.0,
+) -> list[Selection]:
+    """One ``Selection`` per input from its score vector (offered order); ``None`` = empty request,
+    an empty vector = no tools offered.
+
+    Inputs offered the same number of tools are softmaxed together (one numpy call per tool count).
+    An empty request picks "none" with probability 1: there is nothing a tool could be chosen for.
+    ``latency_ms`` is put on every Selection (callers that time the whole batch set it afterwards).
+    """
+    out: list[Selection | None] = [None] * len(batch)
+    by_width: dict[int, list[int]] = {}
+    for i, row in enumerate(scores):
+        if row is None or len(row) == 0:
+            labels = [tool.name for tool in batch[i].tools]
+            probabilities = dict.fromkeys(labels, 0.0)
+            probabilities[NONE_LABEL] = 1.0
+            out[i] = Selection(
+                request_id=batch[i].request_id,
+                chosen=NONE_LABEL,
+                confidence=1.0,
+                probabilities=probabilities,
+                latency_ms=latency_ms,
+                served_model_id=model_id,
+                detail="empty request text" if row is None else "no tools offered",
+            )
+        else:
+            by_width.setdefault(len(row), []).append(i)
+    for members in by_width.values():
+        probs, picks = abstain_softmax(np.stack([scores[i] for i in members]), threshold, temperature)
+        for i, prob_row, pick in zip(members, probs.tolist(), picks.tolist()):
+            labels = [tool.name for tool in batch[i].tools]
+            labels.append(NONE_LABEL)
+            out[i] = Selection(
+                request_id=batch[i].request_id,
+                chosen=labels[pick],
+                confidence=prob_row[pick],
+                probabilities=dict(zip(labels, prob_row)),
+                latency_ms=latency_ms,
+                served_model_id=model_id,
+            )
+    return out  # type: ignore[return-value]
