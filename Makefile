@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)
 
+# Exit 1 means a registered gate failed: the demo's finding, reported above, not a crash.
 demo: $(STAMP)
-	$(BIN)/tooleval run tasksets/support/experiments/ladder.yaml
+	@$(BIN)/tooleval run tasksets/support/experiments/ladder.yaml; status=$$?; \
+	if [ $$status -eq 1 ]; then echo "make demo: the run completed; a registered gate failed (exit 1), as reported above."; exit 0; fi; \
+	exit $$status
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -1,6 +1,7 @@
 """The ``tooleval`` command: a thin layer, each subcommand calls one function.
 
-Only ``run`` starts Prefect; ``report``, ``validate`` and ``import`` read files and DuckDB directly.
+Only ``run`` starts Prefect; ``report``, ``validate``, ``import``, ``resample`` and ``queue`` read and write
+files and DuckDB directly.
 """
 
 from __future__ import annotations
@@ -12,6 +13,16 @@ from pathlib import Path
 from tasks.input_errors import InputError
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_MODEL_MISMATCH = 3
+"""A hosted model served a different model id than the pinned one: its rows are errors, the run failed."""
+EXIT_NOT_JUDGED = 4
+"""The acceptance criteria changed after registration (or a gate lacked its data): the run was not judged."""
+
+
+def verdict_exit_code(verdict) -> int:
+    """FAIL -> 1, NOT JUDGED -> 4, PASS or no criteria -> 0."""
+    status = getattr(verdict, "status", "NO CRITERIA")
+    return {"FAIL": EXIT_GATE_FAILED, "NOT JUDGED": EXIT_NOT_JUDGED}.get(status, EXIT_OK)
 
 
 def _warehouse_arg(parser: argparse.ArgumentParser) -> None:
@@ -26,20 +37,90 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tasks.render_report import render_terminal
     from warehouse.location import warehouse_at
 
-    prepare_run(args.experiment)  # fail fast, before Prefect starts, on any bad input
+    prepared = prepare_run(args.experiment)  # fail fast, before Prefect starts, on any bad input
+    from tasks.provisional_labels import refuse_provisional
+
+    refuse_provisional(prepared, args.allow_provisional)
+    from tasks.criteria import experiment_criteria
+
+    experiment_criteria(prepared)  # a broken criteria file is bad input too, caught before any selection
     apply_prefect_defaults()
-    from flows.evaluate import evaluate
+    from flows.task_runners import evaluate_on
+
+    evaluate = evaluate_on(args.task_runner)
 
     summary = evaluate(experiment_path=str(args.experiment), warehouse_dir=args.warehouse,
-                       use_cache=not args.no_cache)
+                       use_cache=not args.no_cache, max_calls=args.max_calls, max_spend_usd=args.max_spend_usd,
+                       allow_provisional=args.allow_provisional)
     warehouse = warehouse_at(summary.warehouse)
-    render_terminal(read_report(warehouse, summary.run_id))
+    report = read_report(warehouse, summary.run_id)
+    report.verdict = summary.verdict or report.verdict
+    render_terminal(report)  # the verdict first, then the tables that explain it
     print(f"\nrun {summary.run_id}: {summary.n_rows:,} rows in {summary.n_units} work units, "
           f"{summary.n_cache_hits:,} from cache, {summary.n_failures:,} invalid/error/empty")
     print(f"DuckDB file:   {warehouse.db_path}")
     print(f"Parquet rows:  {warehouse.rows_dir / ('run_id=' + summary.run_id)}")
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
+    spend_code = _print_spend(summary, args)
+    verdict_code = verdict_exit_code(report.verdict)
+    if report.verdict is not None:
+        print(f"verdict:       {report.verdict.status} — {report.verdict.reason} (exit {spend_code or verdict_code})")
+    return spend_code or verdict_code
+
+
+def _print_spend(summary, args: argparse.Namespace) -> int:
+    """Calls and spend of hosted models, the resume hint when a cap stopped the run, and model halts."""
+    if summary.n_calls or summary.n_budget_stopped:
+        caps = ", ".join(c for c in (f"max {summary.max_calls:,} calls" if summary.max_calls is not None else "",
+                                     f"max ${summary.max_spend_usd:,.2f}" if summary.max_spend_usd is not None else "")
+                         if c)
+        print(f"model calls:   {summary.n_calls:,}, ${summary.spend_usd:,.4f} at the price file's prices"
+              + (f" ({caps})" if caps else ""))
+    if summary.n_budget_stopped:
+        command = f"tooleval run {args.experiment}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
+        print(f"\nbudget reached: {summary.n_budget_stopped:,} requests were not sent; their rows are errors "
+              f"'budget reached'. Every completed call is cached: to resume, raise the cap if you need to and rerun\n"
+              f"    {command}\n"
+              "The rerun repeats no completed call and spends only on the rest.", file=sys.stderr)
+    if summary.halts:
+        for model, reason in summary.halts.items():
+            print(f"FAILED: {model}: {reason}", file=sys.stderr)
+        print("Pin the id the provider serves (or declare options.served_model) and rerun.", file=sys.stderr)
+        return EXIT_MODEL_MISMATCH
+    return EXIT_OK
+
+
+def cmd_resample(args: argparse.Namespace) -> int:
+    import json
+
+    from tasks.traffic.resample_version import describe_resample, load_traffic_config, resample_version
+
+    sampling = {key: value for key, value in (("size", args.size), ("floor_per_tool", args.floor),
+                                              ("floor_none", args.floor_none)) if value is not None}
+    if args.targets:
+        sampling["targets"] = json.loads(Path(args.targets).read_text())
+    masking = None
+    if args.order_id_pattern:
+        config = load_traffic_config(args.taskset)
+        base = config.masking if config else None
+        from schemas.traffic import MaskingRules
+
+        masking = (base or MaskingRules()).model_copy(update={"order_ids": args.order_id_pattern})
+    summary = resample_version(args.taskset, traffic=args.traffic, traffic_format=args.traffic_format,
+                               traffic_table=args.traffic_table, window=args.window, weeks=args.weeks,
+                               seed=args.seed, sampling=sampling or None, masking=masking)
+    print("\n".join(describe_resample(summary)))
+    return EXIT_OK
+
+
+def cmd_queue_import(args: argparse.Namespace) -> int:
+    from tasks.labelling_queue import import_queue
+
+    result = import_queue(args.queue_file, args.taskset, partial=args.partial)
+    verb = "found identical" if result.reused else "wrote"
+    print(f"{verb} {result.version} (parent {result.from_version}): {result.n_decided} labels adjudicated, "
+          f"{result.n_changed} changed from production's hint, {result.n_still_provisional} still provisional")
     return EXIT_OK
 
 
@@ -53,6 +134,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(render_markdown(report))
     else:
         render_terminal(report)
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from tasks.stats.planner import plan
+
+    if not 0 <= args.accuracy <= 1:
+        print("tooleval: --accuracy is a fraction between 0 and 1 (e.g. 0.88)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    result = plan(args.accuracy, args.requests, seeds=args.seeds, icc=args.icc,
+                  target_half_width=args.half_width / 100 if args.half_width else None, power=args.power)
+    print("\n".join(result.lines()))
     return EXIT_OK
 
 
@@ -91,7 +184,52 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
     _warehouse_arg(run)
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the selection cache")
+    run.add_argument("--max-spend-usd", type=float, default=None, metavar="USD",
+                     help="stop new hosted-model calls once the run has spent this much (default: the experiment's "
+                          "budget); rerun to resume from the cache")
+    run.add_argument("--max-calls", type=int, default=None, metavar="N",
+                     help="stop new hosted-model calls after N calls (default: the experiment's budget)")
+    run.add_argument("--allow-provisional", action="store_true",
+                     help="measure versions whose labels are still provisional (production hints); the report says so")
+    run.add_argument("--task-runner", choices=["thread", "dask", "ray"], default=None,
+                     help="where the selection tasks run (default: $TOOLEVAL_TASK_RUNNER, else thread)")
     run.set_defaults(func=cmd_run)
+
+    resample = commands.add_parser(
+        "resample", help="draw a new task-set version from the production log",
+        description="Read a window of production turns, mask personal data, write the window's production "
+        "weights and a new version with provisional labels (production's first tool) plus its labelling queue. "
+        "Defaults come from <taskset>/production/traffic.yaml.")
+    resample.add_argument("taskset", type=Path, metavar="TASKSET_DIR")
+    resample.add_argument("--traffic", default=None, metavar="LOG",
+                          help="production log: Parquet file or folder, JSONL, DuckDB file, OpenInference export")
+    resample.add_argument("--format", dest="traffic_format", default=None,
+                          choices=["auto", "parquet", "jsonl", "duckdb", "openinference"])
+    resample.add_argument("--table", dest="traffic_table", default=None, help="table name in a DuckDB log")
+    resample.add_argument("--window", default=None, metavar="ID", help="e.g. 2026-W44-W47 (default: the last weeks)")
+    resample.add_argument("--weeks", type=int, default=None, help="weeks in the default window")
+    resample.add_argument("--size", type=int, default=None, help="requests to draw")
+    resample.add_argument("--floor", type=int, default=None, help="at least this many requests per tool")
+    resample.add_argument("--floor-none", type=int, default=None, help="at least this many 'none' requests")
+    resample.add_argument("--targets", default=None, metavar="JSON", help="target count per tool (JSON file)")
+    resample.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the window)")
+    resample.add_argument("--order-id-pattern", action="append", default=None, metavar="REGEX",
+                          help="mask order ids matching REGEX (repeatable; default: traffic.yaml)")
+    resample.set_defaults(func=cmd_resample)
+
+    queue = commands.add_parser("queue", help="labelling queues of resampled versions",
+                                description="Work with the labelling queue of a provisional version.")
+    queue_commands = queue.add_subparsers(dest="queue_command", required=True, metavar="ACTION")
+    queue_import = queue_commands.add_parser(
+        "import", help="import a decided queue as a new adjudicated version",
+        description="Check every decision (label offered, who and when, why when the label changes) and write a "
+        "new version whose decided labels are adjudicated, with one adjudication record per decision.")
+    queue_import.add_argument("queue_file", type=Path, metavar="QUEUE_JSONL")
+    queue_import.add_argument("--taskset", type=Path, default=None, metavar="DIR",
+                              help="the task set (default: the folder above queue/)")
+    queue_import.add_argument("--partial", action="store_true",
+                              help="import the decided items and keep the undecided ones provisional")
+    queue_import.set_defaults(func=cmd_queue_import)
 
     report = commands.add_parser("report", help="print the report of a run (default: the latest)",
                                  description="Print a registered run's report from the DuckDB file.")
@@ -99,6 +237,22 @@ def build_parser() -> argparse.ArgumentParser:
     _warehouse_arg(report)
     report.add_argument("--format", choices=["text", "markdown"], default="text")
     report.set_defaults(func=cmd_report)
+
+    planner = commands.add_parser(
+        "plan", help="size a task set: interval width, smallest detectable drop, requests for a target width",
+        description="For a tool (or slice) with N requests at accuracy P: the 95%% interval, the smallest drop "
+        "detectable at 80%% power, and the requests a target half-width needs. Widths shrink with the square "
+        "root of the trials; seeds count as trials only insofar as they disagree (--icc).")
+    planner.add_argument("--accuracy", type=float, required=True, metavar="P", help="expected accuracy, 0..1")
+    planner.add_argument("--requests", type=int, required=True, metavar="N", help="requests behind the figure")
+    planner.add_argument("--seeds", type=int, default=1, metavar="M", help="seeds per request (default 1)")
+    planner.add_argument("--icc", type=float, default=1.0, metavar="R",
+                         help="correlation of a request's seeds: 1 = seeds always agree (a deterministic "
+                              "router; the default), 0 = independent")
+    planner.add_argument("--half-width", type=float, default=None, metavar="PTS",
+                         help="target 95%% half-width in points (e.g. 5 for +-5)")
+    planner.add_argument("--power", type=float, default=0.8, help="power for the detectable drop (default 0.8)")
+    planner.set_defaults(func=cmd_plan)
 
     validate = commands.add_parser("validate", help="run the label checks on a task-set version",
                                    description="Run the Great Expectations label checks on one version file "

@@ -8,10 +8,15 @@ from datetime import datetime, timezone
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from schemas.criteria import Verdict
+
 from tasks.plan_units import plan_units
 from tasks.prepare_run import prepare_run
-from tasks.report_files import publish_report
+from tasks.provisional_labels import refuse_provisional
+from tasks.criteria import experiment_criteria, register_criteria
+from tasks.report_files import judge_and_publish
 from tasks.registration_records import new_run_id, registration_records
+from tasks.run_budget import RunLedger, ledger_path
 from tasks.select_batch import RunContext, UnitResult, select_and_land_task
 from warehouse.location import warehouse_at
 from warehouse.register_run import register_run
@@ -28,30 +33,67 @@ class RunSummary:
     n_failures: int
     warehouse: str
     reports: dict[str, str]
+    n_calls: int = 0
+    """Calls made to hosted models (routers and judges included)."""
+    spend_usd: float = 0.0
+    """Their cost from the price file."""
+    n_budget_stopped: int = 0
+    """Rows not selected because a cap was reached (error 'budget reached'): rerun to resume."""
+    max_calls: int | None = None
+    max_spend_usd: float | None = None
+    halts: dict[str, str] | None = None
+    """Models no longer called because the served model differed from the pin: model -> reason."""
+    verdict: Verdict | None = None
+    """The run judged against the acceptance criteria it registered before its first selection."""
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
 def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str | None = None,
-             use_cache: bool = True) -> RunSummary:
-    """Run every arm x seed of an experiment and register the rows in the warehouse."""
+             use_cache: bool = True, max_calls: int | None = None, max_spend_usd: float | None = None,
+             allow_provisional: bool = False) -> RunSummary:
+    """Run every arm x seed of an experiment and register the rows in the warehouse.
+
+    ``max_calls`` / ``max_spend_usd`` cap the run's hosted-model calls (default: the experiment's budget).
+    ``allow_provisional`` lets a version with provisional labels (production hints) be measured; the report
+    then says so. The task runner is set with ``evaluate.with_options(task_runner=...)``, see
+    ``flows/task_runners.py``."""
     started_at = datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
     run_id = run_id or new_run_id(started_at)
 
     prepared = prepare_run(experiment_path)
+    refuse_provisional(prepared, allow_provisional)  # provisional labels only when the run says so
     requests = {version: loaded.requests for version, loaded in prepared.versions.items()}
     units = plan_units(prepared.experiment, requests, prepared.taskset)
+    budget = prepared.experiment.spec.budget
     ctx = RunContext(run_id=run_id, experiment=prepared.experiment.name, rows_dir=warehouse.rows_dir,
-                     cache_path=warehouse.cache_path if use_cache else None)
+                     cache_path=warehouse.cache_path if use_cache else None,
+                     ledger_path=ledger_path(warehouse.cache_path),
+                     max_calls=max_calls if max_calls is not None else (budget.max_calls if budget else None),
+                     max_spend_usd=max_spend_usd if max_spend_usd is not None else (
+                         budget.max_spend_usd if budget else None))
+
+    # acceptance criteria: hashed and timestamped before the first selection, judged after registration
+    criteria = experiment_criteria(prepared)
+    registered = register_criteria(criteria[0], warehouse.registrations_dir, run_id) if criteria else None
 
     results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
 
-    registration = registration_records(prepared, units, run_id, started_at)
+    registration = registration_records(prepared, units, run_id, started_at,
+                                        criteria_hash=registered.sha256 if registered else None,
+                                        criteria_registered_at=registered.registered_at if registered else None)
     n_rows = register_run(warehouse.db_path, warehouse.rows_dir, registration)
     get_run_logger().info("run %s: %d rows registered in %s", run_id, n_rows, warehouse.db_path)
 
-    reports = publish_report(warehouse, run_id)
+    published = judge_and_publish(warehouse, run_id)  # refuses to judge if the criteria file changed
+    reports = published.paths
+    with RunLedger(ctx.ledger_path, run_id) as ledger:
+        spent = ledger.summary()
     return RunSummary(run_id=run_id, n_rows=n_rows, n_units=len(units),
                       n_cache_hits=sum(r.n_cache_hits for r in results),
                       n_failures=sum(r.n_failures for r in results), warehouse=str(warehouse.root),
-                      reports={kind: str(path) for kind, path in reports.items()})
+                      reports={kind: str(path) for kind, path in reports.items()},
+                      n_calls=spent.calls, spend_usd=spent.spend_usd,
+                      n_budget_stopped=sum(r.n_budget_stopped for r in results),
+                      max_calls=ctx.max_calls, max_spend_usd=ctx.max_spend_usd, halts=spent.halts,
+                      verdict=published.verdict)

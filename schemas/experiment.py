@@ -55,6 +55,16 @@ class Declarations(BaseModel):
     few_seeds: str | None = Field(default=None, description="Why fewer than three seeds are enough here.")
 
 
+class RunBudget(BaseModel):
+    """Caps on one run's calls to hosted models; reaching one stops new calls (remaining rows land as
+    errors 'budget reached', uncached) and a rerun resumes from the selection cache."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_spend_usd: float | None = Field(default=None, ge=0, description="Spend cap in US dollars (price file).")
+    max_calls: int | None = Field(default=None, ge=0, description="Cap on provider calls (router and judge included).")
+
+
 class ExperimentFile(BaseModel):
     """An experiment file (YAML) as written by a person."""
 
@@ -75,6 +85,8 @@ class ExperimentFile(BaseModel):
         description="'ladder' compares each arm with the one before it; or an explicit list of pairs.",
     )
     declared: Declarations = Field(default_factory=Declarations, description="Knowing departures from the rules.")
+    budget: RunBudget | None = Field(
+        default=None, description="Spend and call caps per run (the CLI's --max-spend-usd / --max-calls override).")
 
     @model_validator(mode="before")
     @classmethod

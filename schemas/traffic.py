@@ -71,7 +71,8 @@ class MaskingRules(BaseModel):
     cards: bool = Field(default=True, description="Mask payment card numbers (Luhn-valid, 13-19 digits) as [CARD].")
     addresses: bool = Field(default=True, description="Mask street addresses and postcodes as [ADDRESS].")
     order_ids: list[str] = Field(
-        default_factory=list, description="Regular expressions of order ids to mask as [ORDER_ID], e.g. 'NW-\\d{7}'.")
+        default_factory=list,
+        description="Regular expressions of order ids to mask as [ORDER_ID], e.g. 'NW-\\d{7}' (any case).")
     extra: dict[str, str] = Field(
         default_factory=dict, description="More patterns: placeholder name -> regular expression (masked as [NAME]).")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -29,9 +30,18 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+_SECRET_OPTION_NAME = re.compile(r"(^|_)(" + "|".join(SECRET_OPTION_WORDS) + r")(_|$)", re.IGNORECASE)
+"""Whole words only: 'api_key' and 'auth_token' are dropped, 'max_tokens' (it changes answers) is kept."""
+
+
 def selector_fingerprint(arm: ResolvedArm) -> str:
-    """Everything about the arm, other than tools and messages, that changes an answer."""
-    options = {k: v for k, v in arm.options.items() if not any(w in k.lower() for w in SECRET_OPTION_WORDS)}
+    """Everything about the arm, other than tools and messages, that changes an answer: selector, model id,
+    prompt and the answer-changing options (sampling, seed, max_tokens, endpoint, routing, judge). Options
+    that only change how calls are made or costed (concurrency, timeouts, retries, key names, prices) are
+    left out, so changing them repeats no completed call."""
+    from tasks.selectors.chat_options import answer_options
+
+    options = {k: v for k, v in answer_options(arm.options).items() if not _SECRET_OPTION_NAME.search(k)}
     return _digest([arm.selector, arm.model_id, options, arm.prompt_text])
 
 

@@ -56,9 +56,17 @@ class ResolvedArm:
             "catalogue": self.catalogue_hash,
             "prompt": self.prompt_hash,
             "model": self.model_id,
-            "selector": json.dumps([self.selector, self.options], sort_keys=True, default=str),
+            "selector": json.dumps([self.selector, _answer_options(self.options)], sort_keys=True, default=str),
             "version": self.version,
         }[respect]
+
+
+def _answer_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Options that can change an answer: concurrency, timeouts, retries, key names and prices do not,
+    so arms differing only in them are not a selector change (see tasks/selectors/chat_options.py)."""
+    from tasks.selectors.chat_options import answer_options
+
+    return answer_options(options)
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,18 @@ def _changed(a: ResolvedArm, b: ResolvedArm) -> tuple[str, ...]:
     return tuple(r for r in RESPECTS if a.respect(r) != b.respect(r))
 
 
+def _check_model_arm(merged: dict[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """Hosted-model arms: pinned ids, keys in the environment, prices, routing and judge options
+    (see tasks/selectors/chat_options.py); answer-changing defaults are filled in. Nothing is called."""
+    from tasks.selectors.chat_options import HOSTED_KINDS, check_hosted_arm, check_offline_arm
+
+    options = dict(merged.get("options") or {})
+    if merged["selector"] in HOSTED_KINDS:
+        filled, problems = check_hosted_arm(merged["selector"], merged["model"], options)
+        return problems, filled
+    return check_offline_arm(options), options
+
+
 def resolve_experiment(path: Path) -> ResolvedExperiment:
     """Everything an experiment refers to, resolved and checked, before any data or model is touched."""
     path = Path(path)
@@ -164,6 +184,10 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
         if missing:
             problems.append(Problem(file, f"arm {arm.name}", "arm-complete",
                                     f"no {', '.join(missing)} (set it on the arm or under defaults)"))
+            continue
+        hosted_problems, merged["options"] = _check_model_arm(merged)
+        if hosted_problems:
+            problems.extend(Problem(file, f"arm {arm.name}", rule, message) for rule, message in hosted_problems)
             continue
         try:
             if merged["catalogue"] not in catalogues:

@@ -39,9 +39,29 @@ _SCHEMA = [
 ]
 
 
+def ledger_path(cache_path: Path) -> Path:
+    """Where a warehouse keeps its runs' ledger: beside the selection cache."""
+    return Path(cache_path).parent / "run_ledger.sqlite"
+
+
 @dataclass(frozen=True)
 class Reservation:
     estimate_usd: float
+    calls: int = 1
+
+
+@dataclass
+class Turn:
+    """What one request's calls (LLM router, chat model, judge votes) used of a reservation taken for all
+    of them at once: a turn is either sent whole or not at all, so a cap never leaves a paid router call
+    behind an unsent chat call (which a resumed run would have to repeat)."""
+
+    cost_usd: float = 0.0
+    calls: int = 0
+
+    def add(self, cost_usd: float | None) -> None:
+        self.cost_usd += cost_usd or 0.0
+        self.calls += 1
 
 
 @dataclass(frozen=True)
@@ -97,26 +117,30 @@ class RunLedger:
                 raise
             self._con.execute("COMMIT")
 
-    def reserve(self, estimate_usd: float = 0.0) -> Reservation | None:
-        """Take one call and ``estimate_usd`` from the budget; None (and one refusal counted) when a cap is reached."""
+    def reserve(self, estimate_usd: float = 0.0, calls: int = 1) -> Reservation | None:
+        """Take ``calls`` calls and ``estimate_usd`` from the budget; None (and one refusal counted) when a cap
+        would be passed."""
         estimate_usd = max(float(estimate_usd), 0.0)
         with self._transaction() as con:
-            max_calls, max_spend, calls, spend, reserved = con.execute(
+            max_calls, max_spend, used, spend, reserved = con.execute(
                 "SELECT max_calls, max_spend_usd, calls, spend_usd, reserved_usd FROM run_budget WHERE run_id = ?",
                 [self.run_id]).fetchone()
-            if (max_calls is not None and calls + 1 > max_calls) or (
+            if (max_calls is not None and used + calls > max_calls) or (
                     max_spend is not None and spend + reserved + estimate_usd > max_spend):
                 con.execute("UPDATE run_budget SET refused = refused + 1 WHERE run_id = ?", [self.run_id])
                 return None
-            con.execute("UPDATE run_budget SET calls = calls + 1, reserved_usd = reserved_usd + ? WHERE run_id = ?",
-                        [estimate_usd, self.run_id])
-        return Reservation(estimate_usd)
+            con.execute("UPDATE run_budget SET calls = calls + ?, reserved_usd = reserved_usd + ? WHERE run_id = ?",
+                        [calls, estimate_usd, self.run_id])
+        return Reservation(estimate_usd, calls)
 
-    def settle(self, reservation: Reservation, cost_usd: float | None) -> None:
-        """Replace the reservation's estimate with the cost billed (0 for a call that failed)."""
+    def settle(self, reservation: Reservation, cost_usd: float | None, calls_used: int | None = None) -> None:
+        """Replace the reservation's estimate with the cost billed (0 for a call that failed), and give back
+        the calls reserved but not made (a judge not asked about an error row)."""
+        unused = 0 if calls_used is None else max(reservation.calls - calls_used, 0)
         with self._transaction() as con:
-            con.execute("UPDATE run_budget SET reserved_usd = max(reserved_usd - ?, 0), spend_usd = spend_usd + ? "
-                        "WHERE run_id = ?", [reservation.estimate_usd, max(cost_usd or 0.0, 0.0), self.run_id])
+            con.execute("UPDATE run_budget SET reserved_usd = max(reserved_usd - ?, 0), spend_usd = spend_usd + ?, "
+                        "calls = calls - ? WHERE run_id = ?",
+                        [reservation.estimate_usd, max(cost_usd or 0.0, 0.0), unused, self.run_id])
 
     def halt(self, model: str, reason: str) -> None:
         with self._transaction() as con:

@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from schemas.arrow import to_arrow_table
 from schemas.rows import Selection, SelectionRow
 from tasks.plan_units import PlannedRequest, WorkUnit
+from tasks.run_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.score_selection import score_selection
 from tasks.selection_cache import SelectionCache
 from tasks.selectors.base import SelectionInput
@@ -24,6 +25,12 @@ class RunContext:
     experiment: str
     rows_dir: Path
     cache_path: Path | None
+    ledger_path: Path | None = None
+    """The run's budget ledger (tasks/run_budget.py), shared by every process; None keeps it in memory."""
+    max_calls: int | None = None
+    """Call cap of the run (hosted models), None for no cap."""
+    max_spend_usd: float | None = None
+    """Spend cap of the run in US dollars, None for no cap."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,8 @@ class UnitResult:
     n_cache_hits: int
     n_failures: int
     """Rows flagged invalid, error or empty."""
+    n_budget_stopped: int = 0
+    """Rows not selected because the run's spend or call cap was reached (error 'budget reached')."""
 
 
 def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cache_hit: bool, ctx: RunContext) -> dict:
@@ -79,11 +88,14 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
         fresh: dict[str, Selection] = {}
         if misses:
             selector = selector_for(unit.arm.selector, unit.arm.model_id, unit.arm.options)
-            answers = selector.select([
-                SelectionInput(request_id=p.request.id, messages=p.request.messages, tools=p.tools,
-                               prompt=unit.arm.prompt_text)
-                for p in misses
-            ])
+            inputs = [SelectionInput(request_id=p.request.id, messages=p.request.messages, tools=p.tools,
+                                     prompt=unit.arm.prompt_text)
+                      for p in misses]
+            # hosted selectors reserve each call in the run's ledger and hand over each answer as it
+            # completes: cached at once, so a crash mid-batch repeats no completed call on resume
+            with RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger, \
+                    batch_scope(BatchScope(ledger, lambda i, answer: cache.put_many([(misses[i].cache_key, answer)]))):
+                answers = selector.select(inputs)
             fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}
             cache.put_many(fresh.items())
     rows = [
@@ -96,6 +108,7 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     return UnitResult(
         label=unit.label, path=str(path), n_rows=len(rows), n_correct=sum(r["correct"] for r in rows),
         n_cache_hits=len(unit.requests) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),
+        n_budget_stopped=sum(r["error"] and r["detail"] == BUDGET_REACHED for r in rows),
     )
 
 

@@ -20,6 +20,11 @@ def _cached(kind: str, model_id: str, options_json: str) -> Selector:
         from tasks.selectors.embedding import EmbeddingSelector
 
         return EmbeddingSelector(model_id, options)
+    if kind in ("openai", "anthropic"):
+        # hosted chat models; routed arms (options.route / router / threshold) and the judge live inside
+        from tasks.selectors.chat_selector import ChatSelector
+
+        return ChatSelector(kind, model_id, options)
     raise ValueError(f"unknown selector kind '{kind}'")
 
 

@@ -50,9 +50,10 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     try:
         return max(float(raw), 0.0)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(raw) if raw else None
-        if parsed is None:
-            return None
+        try:
+            parsed = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None  # unreadable: fall back to our own backoff
         return max(parsed.timestamp() - (now if now is not None else time.time()), 0.0)
 
 

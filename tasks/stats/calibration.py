@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tasks.stats.intervals import Interval, clustered_wilson_interval, wilson_interval
+from tasks.stats.intervals import Interval, cluster_bootstrap, clustered_wilson_interval
 
 BINS = 10
 
@@ -76,11 +76,12 @@ def multiclass_brier_score(probabilities: Sequence[dict[str, float]], expected: 
     return float(np.mean(scores)) if scores else float("nan")
 
 
-def tercile_order(confidence: Sequence[float], tiebreak: Sequence[str]) -> np.ndarray:
-    """Tercile (1 = least confident .. 3 = most) of each row, ranks by confidence then ``tiebreak``
-    (as ``ntile(3) over (order by confidence, request_id, seed)`` in the SQL view)."""
+def tercile_order(confidence: Sequence[float], *tiebreaks: Sequence) -> np.ndarray:
+    """Tercile (1 = least confident .. 3 = most) of each row, ranked by confidence then the tiebreaks
+    in order (as ``ntile(3) over (order by confidence, request_id, seed)`` in the SQL view)."""
     c = np.asarray(confidence, float)
-    order = np.lexsort((np.asarray(tiebreak), c))
+    keys = tuple(np.asarray(t) for t in reversed(tiebreaks)) + (c,)
+    order = np.lexsort(keys)
     n = len(c)
     terciles = np.empty(n, dtype=int)
     # ntile(3): the first n % 3 groups get one extra row
@@ -90,6 +91,29 @@ def tercile_order(confidence: Sequence[float], tiebreak: Sequence[str]) -> np.nd
         terciles[order[start:start + size]] = t
         start += size
     return terciles
+
+
+def tercile_gap(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
+                seeds: Sequence[int] | None = None) -> Interval:
+    """Accuracy of the most confident third minus the least confident third, with a 95% interval that
+    resamples whole requests (a request's seeds often share a confidence and a tercile)."""
+    ids = np.asarray(request_ids)
+    terciles = tercile_order(confidence, ids, *(() if seeds is None else (np.asarray(seeds),)))
+    y = np.asarray(correct, float)
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    n = len(uniq)
+
+    def counts(t: int) -> tuple[np.ndarray, np.ndarray]:
+        member = terciles == t
+        return (np.bincount(inverse, y * member, n), np.bincount(inverse, member.astype(float), n))
+
+    k1, m1 = counts(1)
+    k3, m3 = counts(3)
+    if m1.sum() == 0 or m3.sum() == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), "cluster bootstrap")
+    estimate = float(k3.sum() / m3.sum() - k1.sum() / m1.sum())
+    return cluster_bootstrap(lambda w, k1_, m1_, k3_, m3_: (w @ k3_) / (w @ m3_) - (w @ k1_) / (w @ m1_),
+                             [k1, m1, k3, m3], estimate)
 
 
 @dataclass(frozen=True)
@@ -150,7 +174,8 @@ def find_threshold(confidence: Sequence[float], correct: Sequence[bool], request
     """
     c, y = np.asarray(confidence, float), np.asarray(correct, bool)
     ids = np.asarray(request_ids)
-    split = np.array([request_split(r) for r in ids])
+    uniq_ids, inverse_ids = np.unique(ids, return_inverse=True)
+    split = np.array([request_split(r) for r in uniq_ids])[inverse_ids] if len(ids) else np.array([], dtype=str)
     fit, confirm = split == "fit", split == "confirm"
     cf, yf = c[fit], y[fit]
     threshold = fit_acc = None
@@ -180,12 +205,3 @@ def find_threshold(confidence: Sequence[float], correct: Sequence[bool], request
     return ThresholdFit(target_accuracy=target_accuracy, threshold=threshold, fit_accuracy=fit_acc,
                         fit_coverage=fit_cov, fit_rows=int(fit.sum()), confirm_accuracy=confirm_acc,
                         confirm_coverage=confirm_cov, confirm_rows=int(confirm.sum()))
-
-
-def tercile_gap(confidence: Sequence[float], correct: Sequence[bool], tiebreak: Sequence[str]) -> tuple[
-        list[Interval], float]:
-    """Accuracy (Wilson) of the least, middle and most confident thirds, and most minus least."""
-    terciles = tercile_order(confidence, tiebreak)
-    y = np.asarray(correct, float)
-    groups = [wilson_interval(float(y[terciles == t].sum()), float((terciles == t).sum())) for t in (1, 2, 3)]
-    return groups, groups[2].estimate - groups[0].estimate

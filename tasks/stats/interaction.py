@@ -39,6 +39,7 @@ def find_factorials(arms: Sequence[Mapping[str, object]],
         return tuple(arm[r] for r in respects)
 
     by_key = {key(a): str(a["arm"]) for a in arms}
+    order = {str(a["arm"]): i for i, a in enumerate(arms)}
     found: list[Factorial] = []
     seen: set[frozenset[str]] = set()
     for base in arms:
@@ -56,8 +57,11 @@ def find_factorials(arms: Sequence[Mapping[str, object]],
                                             by_key.get(both_key, "")})
                         if both_key in by_key and square not in seen:
                             seen.add(square)
-                            found.append(Factorial(str(base["arm"]), str(first["arm"]), str(second["arm"]),
-                                                   by_key[both_key], ri, rj))
+                            a, b, ra, rb = first, second, ri, rj
+                            if order[str(a["arm"])] > order[str(b["arm"])]:  # single changes in arm order
+                                a, b, ra, rb = b, a, rj, ri
+                            found.append(Factorial(str(base["arm"]), str(a["arm"]), str(b["arm"]),
+                                                   by_key[both_key], ra, rb))
     return found
 
 
@@ -88,12 +92,13 @@ def interaction_table(correct: Sequence[Sequence[float]], trials: Sequence[Seque
     prediction = acc[1] + acc[2] - acc[0]
     gap = acc[3] - prediction
 
-    def statistic(w: np.ndarray) -> np.ndarray:
-        r = [(w @ k[a]) / (w @ m[a]) for a in range(4)]
+    def statistic(w: np.ndarray, *cols: np.ndarray) -> np.ndarray:
+        r = [(w @ cols[2 * a]) / (w @ cols[2 * a + 1]) for a in range(4)]
         return r[3] - r[1] - r[2] + r[0]
 
+    columns = [c for a in range(4) for c in (k[a], m[a])]
     return InteractionTable(baseline=acc[0], first=acc[1], second=acc[2], both=acc[3],
                             first_effect=acc[1] - acc[0], second_effect=acc[2] - acc[0],
                             additive_prediction=prediction,
-                            gap=cluster_bootstrap(statistic, len(k[0]), gap, resamples, seed),
+                            gap=cluster_bootstrap(statistic, columns, gap, resamples, seed),
                             n_requests=len(k[0]))

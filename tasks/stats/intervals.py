@@ -61,6 +61,16 @@ def wilson_interval(correct: float, n: float, confidence: float = CONFIDENCE) ->
     return Interval(correct / n, max(0.0, float(low)), min(1.0, float(high)), "wilson", float(n))
 
 
+def _effective(p: float, rows: float, variance: float, n_clusters: int) -> float:
+    if rows <= 0:
+        return 0.0
+    if p <= 0.0 or p >= 1.0:
+        return float(n_clusters)
+    if variance <= 0.0:
+        return rows
+    return min(rows, p * (1 - p) / variance)
+
+
 def effective_trials(correct_per_request: Sequence[float], trials_per_request: Sequence[float]) -> float:
     """Kish's effective number of trials of a pooled accuracy whose rows cluster in requests.
 
@@ -73,12 +83,8 @@ def effective_trials(correct_per_request: Sequence[float], trials_per_request: S
     if rows == 0:
         return 0.0
     p = float(k.sum()) / rows
-    if p <= 0.0 or p >= 1.0:
-        return float(len(m))
     variance = float(((k - p * m) ** 2).sum()) / rows**2
-    if variance <= 0.0:
-        return rows
-    return min(rows, p * (1 - p) / variance)
+    return _effective(p, rows, variance, len(m))
 
 
 def clustered_wilson_interval(correct_per_request: Sequence[float], trials_per_request: Sequence[float],
@@ -95,26 +101,33 @@ def clustered_wilson_interval(correct_per_request: Sequence[float], trials_per_r
     return Interval(p, max(0.0, float(low)), min(1.0, float(high)), "clustered wilson", n_eff)
 
 
+def clustered_wilson_from_sums(correct: float, rows: float, sum_kk: float, sum_km: float, sum_mm: float,
+                               n_clusters: int, confidence: float = CONFIDENCE) -> Interval:
+    """The same interval from sums a GROUP BY gives: sum k, sum m, sum k^2, sum k*m, sum m^2 over clusters
+    (``sum (k - p m)^2 = sum k^2 - 2 p sum k m + p^2 sum m^2``)."""
+    if rows <= 0:
+        return Interval(float("nan"), 0.0, 1.0, "clustered wilson", 0.0)
+    p = correct / rows
+    variance = max(0.0, sum_kk - 2 * p * sum_km + p * p * sum_mm) / rows**2
+    if variance < 1e-15:
+        variance = 0.0
+    n_eff = _effective(p, rows, variance, n_clusters)
+    low, high = proportion_confint(p * n_eff, n_eff, alpha=1 - confidence, method="wilson")
+    return Interval(p, max(0.0, float(low)), min(1.0, float(high)), "clustered wilson", n_eff)
+
+
+def _draw_counts(rng: np.random.Generator, n_clusters: int, resamples: int) -> np.ndarray:
+    """(resamples x n_clusters) counts of n_clusters draws with replacement, one row per resample."""
+    picks = rng.integers(0, n_clusters, size=(resamples, n_clusters))
+    picks += np.arange(resamples)[:, None] * n_clusters
+    return np.bincount(picks.ravel(), minlength=resamples * n_clusters).reshape(resamples, n_clusters).astype(float)
+
+
 def bootstrap_weights(n_clusters: int, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> np.ndarray:
     """How often each cluster (request) is drawn in each resample: shape (resamples, n_clusters)."""
-    rng = np.random.default_rng(seed)
     if n_clusters == 0:
         return np.zeros((resamples, 0))
-    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=resamples).astype(float)
-
-
-def stratified_bootstrap_weights(strata: Sequence[int] | np.ndarray, resamples: int = RESAMPLES,
-                                 seed: int = BOOTSTRAP_SEED) -> np.ndarray:
-    """Resample clusters within each stratum (e.g. requests within the tool they expect): each stratum
-    keeps its size, as when the labelled set was built with a fixed count per tool."""
-    strata = np.asarray(strata)
-    weights = np.zeros((resamples, len(strata)))
-    rng = np.random.default_rng(seed)
-    for stratum in np.unique(strata):
-        members = np.flatnonzero(strata == stratum)
-        draws = rng.multinomial(len(members), np.full(len(members), 1.0 / len(members)), size=resamples)
-        weights[:, members] = draws
-    return weights
+    return _draw_counts(np.random.default_rng(seed), n_clusters, resamples)
 
 
 def percentile_interval(estimate: float, replicates: np.ndarray, confidence: float = CONFIDENCE,
@@ -129,20 +142,36 @@ def percentile_interval(estimate: float, replicates: np.ndarray, confidence: flo
     return Interval(estimate, float(min(low, estimate)), float(max(high, estimate)), method)
 
 
-def cluster_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], n_clusters: int, estimate: float,
+def cluster_bootstrap(statistic: Callable[..., np.ndarray], columns: Sequence[Sequence[float]], estimate: float,
                       resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
                       strata: Sequence[int] | None = None, confidence: float = CONFIDENCE) -> Interval:
-    """Percentile interval of ``statistic`` over resamples of whole clusters.
+    """Percentile interval of ``statistic`` over resamples of whole clusters (requests).
 
-    ``statistic`` takes the weight matrix (resamples x clusters: how often each cluster was drawn) and
-    returns one value per resample; written with matrix products it costs milliseconds.
+    ``columns`` hold one value per cluster (e.g. correct seeds and trials per request, in each arm).
+    Clusters with identical values are interchangeable, so they are pooled: a resample draws how many
+    clusters of each distinct pattern it takes (a multinomial over the patterns, with their frequencies),
+    which is the same distribution as drawing clusters one by one, at a cost that does not grow with the
+    number of requests. With ``strata``, clusters are resampled within their stratum, which keeps its size.
+
+    ``statistic(w, *columns)`` gets the weights (resamples x patterns: clusters drawn of each pattern) and
+    the pattern values of each column, and returns one value per resample, e.g. ``(w @ k) / (w @ m)``.
     """
-    if strata is not None:
-        weights = stratified_bootstrap_weights(strata, resamples, seed)
-    else:
-        weights = bootstrap_weights(n_clusters, resamples, seed)
+    data = np.column_stack([np.asarray(c, dtype=float) for c in columns]) if len(columns) else np.zeros((0, 0))
+    if data.shape[0] == 0:
+        return Interval(estimate, float("nan"), float("nan"), "cluster bootstrap")
+    codes = np.zeros(data.shape[0], dtype=int) if strata is None else np.asarray(strata)
+    rng = np.random.default_rng(seed)
+    weights, patterns = [], []
+    for stratum in np.unique(codes):
+        members = data[codes == stratum]
+        unique, counts = np.unique(members, axis=0, return_counts=True)
+        total = int(counts.sum())
+        weights.append(rng.multinomial(total, counts / total, size=resamples).astype(float))
+        patterns.append(unique)
+    w = np.hstack(weights)
+    values = np.vstack(patterns)
     with np.errstate(invalid="ignore", divide="ignore"):
-        replicates = statistic(weights)
+        replicates = statistic(w, *values.T)
     return percentile_interval(estimate, replicates, confidence)
 
 
@@ -152,7 +181,7 @@ def ratio_bootstrap_interval(correct_per_request: Sequence[float], trials_per_re
     k = np.asarray(correct_per_request, dtype=float)
     m = np.asarray(trials_per_request, dtype=float)
     estimate = float(k.sum() / m.sum()) if m.sum() else float("nan")
-    return cluster_bootstrap(lambda w: (w @ k) / (w @ m), len(k), estimate, resamples, seed)
+    return cluster_bootstrap(lambda w, k_, m_: (w @ k_) / (w @ m_), [k, m], estimate, resamples, seed)
 
 
 def seed_spread(per_seed: Sequence[float]) -> tuple[float, float, float, float]:

@@ -42,6 +42,8 @@ class PairedComparison:
     n_requests: int
     rows_from: int
     rows_to: int
+    correct_from: int
+    correct_to: int
     accuracy_from: float
     accuracy_to: float
     change: Interval
@@ -73,15 +75,16 @@ def paired_comparison(correct_from: Sequence[float], trials_from: Sequence[float
     acc_b = float(kb.sum() / mb.sum()) if n else float("nan")
     estimate = acc_b - acc_a
     if n:
-        change = cluster_bootstrap(lambda w: (w @ kb) / (w @ mb) - (w @ ka) / (w @ ma), n, estimate,
-                                   resamples, seed)
+        change = cluster_bootstrap(lambda w, ka_, ma_, kb_, mb_: (w @ kb_) / (w @ mb_) - (w @ ka_) / (w @ ma_),
+                                   [ka, ma, kb, mb], estimate, resamples, seed)
     else:
         change = Interval(estimate, float("nan"), float("nan"), "cluster bootstrap")
     right_a, right_b = majority_right(ka, ma), majority_right(kb, mb)
     worse = int((right_a & ~right_b).sum())
     better = int((~right_a & right_b).sum())
     return PairedComparison(
-        n_requests=n, rows_from=int(ma.sum()), rows_to=int(mb.sum()), accuracy_from=acc_a, accuracy_to=acc_b,
+        n_requests=n, rows_from=int(ma.sum()), rows_to=int(mb.sum()), correct_from=int(ka.sum()),
+        correct_to=int(kb.sum()), accuracy_from=acc_a, accuracy_to=acc_b,
         change=change, both_right=int((right_a & right_b).sum()), worse=worse, better=better,
         both_wrong=int((~right_a & ~right_b).sum()), p_value=exact_mcnemar(worse, better),
     )

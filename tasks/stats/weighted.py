@@ -17,8 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tasks.stats.intervals import BOOTSTRAP_SEED, RESAMPLES, Interval, percentile_interval, \
-    stratified_bootstrap_weights
+from tasks.stats.intervals import BOOTSTRAP_SEED, RESAMPLES, Interval, cluster_bootstrap, percentile_interval
 
 
 @dataclass(frozen=True)
@@ -59,6 +58,7 @@ def _strata(tools: Sequence[str]) -> tuple[list[str], np.ndarray]:
 
 def _per_tool(weights_matrix: np.ndarray, k: np.ndarray, m: np.ndarray, codes: np.ndarray, n_tools: int) -> np.ndarray:
     """Accuracy per tool per resample: (resamples x tools)."""
+    codes = np.asarray(codes, dtype=int)
     onehot = np.zeros((len(codes), n_tools))
     onehot[np.arange(len(codes)), codes] = 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -83,13 +83,23 @@ def weighted_change(tools: Sequence[str], correct_from: Sequence[float], trials_
     covered = float(raw[has_weight].sum())
     traffic = np.where(has_weight, np.nan_to_num(raw) / covered, np.nan) if covered > 0 else np.full(len(names), np.nan)
 
-    w = stratified_bootstrap_weights(codes, resamples, seed)
-    delta = _per_tool(w, kb, mb, codes, len(names)) - _per_tool(w, ka, ma, codes, len(names))
-    unweighted = percentile_interval(float(set_share @ change), delta @ set_share)
+    tw = np.nan_to_num(traffic)
+
+    def deltas(w, code, ka_, ma_, kb_, mb_):
+        delta = _per_tool(w, kb_, mb_, code, len(names)) - _per_tool(w, ka_, ma_, code, len(names))
+        return np.column_stack([delta @ set_share, np.nan_to_num(delta) @ tw])
+
+    replicates: list[np.ndarray] = []
+
+    def both(w, *cols):
+        replicates.append(deltas(w, *cols))
+        return replicates[-1][:, 0]
+
+    unweighted = cluster_bootstrap(both, [codes, ka, ma, kb, mb], float(set_share @ change), resamples, seed,
+                                   strata=codes)
     weighted = None
     if covered > 0:
-        tw = np.nan_to_num(traffic)
-        weighted = percentile_interval(float(tw @ np.nan_to_num(change)), np.nan_to_num(delta) @ tw)
+        weighted = percentile_interval(float(tw @ np.nan_to_num(change)), replicates[0][:, 1])
     contributions = [
         ToolContribution(tool=name, n_requests=int(n_req[i]), set_share=float(set_share[i]),
                          traffic_share=None if not has_weight[i] else float(traffic[i]),
@@ -116,6 +126,7 @@ def weighted_accuracy(tools: Sequence[str], correct: Sequence[float], trials: Se
     if covered <= 0:
         return None, 0.0
     share = raw / covered
-    w = stratified_bootstrap_weights(codes, resamples, seed)
-    replicates = np.nan_to_num(_per_tool(w, k, m, codes, len(names))) @ share
-    return percentile_interval(float(share @ acc), replicates), covered
+    interval = cluster_bootstrap(
+        lambda w, code, k_, m_: np.nan_to_num(_per_tool(w, k_, m_, code, len(names))) @ share,
+        [codes, k, m], float(share @ acc), resamples, seed, strata=codes)
+    return interval, covered

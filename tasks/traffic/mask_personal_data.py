@@ -3,8 +3,9 @@ configured), phone numbers, street addresses and postcodes become ``[EMAIL]``, `
 ``[PHONE]``, ``[ADDRESS]``.
 
 Order of the rules matters and is fixed: e-mails, configured patterns (order ids, extras), card numbers
-(13-19 digits passing the Luhn check), phone numbers (10-15 digits, or a leading '+'), street addresses,
-postcodes. A masked placeholder has no digits, so no later rule re-matches it.
+(13-19 digits passing the Luhn check, or four groups of four), phone numbers (10-15 digits, or a leading
+'+'), street addresses, postcodes. A masked placeholder has no digits, so no later rule re-matches it. Configured patterns match
+regardless of case (people type ``nw-5502917``).
 """
 
 from __future__ import annotations
@@ -45,9 +46,13 @@ def luhn_valid(digits: str) -> bool:
     return total % 10 == 0
 
 
+_GROUPED_CARD = re.compile(r"^\d{4}([ -])\d{4}\1\d{4}\1\d{4}$")
+
+
 def _is_card(text: str) -> bool:
+    """Luhn-valid 13-19 digits, or written like a card (four groups of four): a mistyped card is still one."""
     digits = re.sub(r"\D", "", text)
-    return 13 <= len(digits) <= 19 and luhn_valid(digits)
+    return 13 <= len(digits) <= 19 and (luhn_valid(digits) or bool(_GROUPED_CARD.match(text)))
 
 
 def _is_phone(text: str) -> bool:
@@ -70,7 +75,7 @@ class Masker:
         for label, patterns in [("ORDER_ID", rules.order_ids)] + [(k.upper(), [v]) for k, v in rules.extra.items()]:
             for pattern in patterns:
                 try:
-                    steps.append((label, re.compile(pattern), None))
+                    steps.append((label, re.compile(pattern, re.IGNORECASE), None))
                 except re.error as error:
                     raise InputError.one("masking", label.lower(), "masking-pattern",
                                          f"'{pattern}' is not a regular expression: {error}") from None

@@ -48,6 +48,8 @@ class TrafficSource:
 
 def detect_format(path: Path) -> str:
     """By suffix; a JSON file is sniffed for OpenInference spans (``resourceSpans`` or span ids)."""
+    if not path.exists():
+        raise InputError.one(str(path), "", "file-exists", "production log not found")
     if path.is_dir() or path.suffix == ".parquet":
         return "parquet"
     if path.suffix in (".duckdb", ".db"):
@@ -145,8 +147,8 @@ def _read_duckdb_backed(source: TrafficSource, window: Window | None) -> list[Pr
         where, params = "", []
         if window is not None:
             where, params = "WHERE CAST(time AS TIMESTAMPTZ) >= ? AND CAST(time AS TIMESTAMPTZ) < ?", [window.start, window.end]
-        table = con.execute(f"SELECT {', '.join(columns)} FROM {relation} {where} ORDER BY time, turn_id",
-                            params).fetch_arrow_table()
+        table = con.sql(f"SELECT {', '.join(columns)} FROM {relation} {where} ORDER BY time, turn_id",
+                        params=params).to_arrow_table()
     finally:
         con.close()
     rows = table.to_pylist()
@@ -188,9 +190,14 @@ def _read_jsonl(path: Path, window: Window | None) -> list[ProductionTurn]:
                 problems.append(Problem(str(path), f"line {number}", "turn-schema", "a turn is a JSON object"))
                 continue
             records.append((f"line {number}", record))
+    try:
+        turns = validate_turns(records, str(path))
+    except InputError as error:
+        problems += error.problems
     if problems:
+        problems.sort(key=lambda p: int(p.where.split()[1]) if p.where.startswith("line ") else 0)
         raise InputError(problems[:MAX_PROBLEMS])
-    return _in_window(validate_turns(records, str(path)), window)
+    return _in_window(turns, window)
 
 
 def read_turns(source: TrafficSource, window: Window | None) -> list[ProductionTurn]:

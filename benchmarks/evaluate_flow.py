@@ -1,0 +1,360 @@
+"""Per-row cost of the whole evaluate flow (lexical router) on a large synthetic task set.
+
+    python benchmarks/evaluate_flow.py [--requests 4200] [--arms 4] [--seeds 3] [--batch-size 500]
+        [--workdir DIR] [--keep] [--no-breakdown] [--profile]
+
+Builds a task set in a temporary folder (``benchmarks/synthetic.py``: the support catalogues, prompt and
+weights; ``--requests`` requests derived from support v1 with perturbed, distinct texts; frozen with
+``freeze_version``) and a lexical ladder experiment (``--arms`` rungs x ``--seeds`` seeds). Then, in one
+process:
+
+1. starts Prefect's ephemeral server with a trivial flow, then warms the imports (Great Expectations,
+   bm25s, DuckDB) with an evaluate run on a 60-request set: process start-up, not counted below;
+2. times ``flows.evaluate.evaluate(...)`` three times: cache OFF (``use_cache=False``) into a fresh
+   warehouse, then cache ON into another fresh warehouse twice (cold fill, then warm: every selection a
+   cache hit). Before each run the selector registry is emptied, as in a fresh CLI process;
+3. prints ms per row against the 0.5 ms target, the peak memory (ru_maxrss of this process; the peak RSS
+   during each run; the Prefect server subprocess apart: ru_maxrss does not count it);
+4. (unless ``--no-breakdown``) times the plain functions the flow calls, without Prefect, on the same
+   experiment: prepare (resolve, load, GE label checks), plan, select-and-land (split into cache,
+   selector, row building, Arrow, Parquet write), registration, report; the rest of the flow's time is
+   Prefect's (task runs, state tracking, result handling).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import functools
+import io
+import logging
+import os
+import pstats
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from flows.prefect_settings import apply_prefect_defaults  # noqa: E402
+
+TARGET_MS_PER_ROW = 0.5
+
+
+# --------------------------------------------------------------------------------------------------
+# Memory
+# --------------------------------------------------------------------------------------------------
+
+
+def maxrss_mib() -> float:
+    """Peak resident set of this process since it started (Linux: KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _status_kib(pid: int | str, field: str) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return float(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def reset_peak() -> bool:
+    """Reset this process's VmHWM (peak RSS) so the next reading is the peak of one phase."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def phase_peak_mib() -> float | None:
+    value = _status_kib("self", "VmHWM")
+    return None if value is None else value / 1024
+
+
+def server_processes() -> list[tuple[int, str, float, float]]:
+    """(pid, command, RSS MiB, peak RSS MiB) of this process's children: the Prefect server."""
+    import psutil
+
+    out = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            command = " ".join(child.cmdline()[:4])[:70]
+            rss = child.memory_info().rss / 2**20
+        except psutil.Error:
+            continue
+        peak = _status_kib(child.pid, "VmHWM")
+        out.append((child.pid, command, rss, (peak or 0) / 1024))
+    return out
+
+
+def server_cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by this process's children (the Prefect server)."""
+    import psutil
+
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Breakdown of the plain functions
+# --------------------------------------------------------------------------------------------------
+
+
+class Stopwatch:
+    """Seconds accumulated per label, by wrapping functions in place."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self._undo: list[Callable[[], None]] = []
+
+    def wrap(self, owner: Any, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - started
+
+        setattr(owner, name, timed)
+        self._undo.append(lambda: setattr(owner, name, original))
+
+    def restore(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+
+def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """Seconds per step of the flow, calling the plain functions in order (cache off), no Prefect."""
+    from datetime import datetime, timezone
+
+    import tasks.select_batch as select_batch
+    from tasks.label_checks import check_labels
+    from tasks.load_taskset import load_version, load_weights
+    from tasks.plan_units import plan_units
+    from tasks.prepare_run import prepare_run
+    from tasks.registration_records import new_run_id, registration_records
+    from tasks.report_files import publish_report
+    from tasks.resolve_experiment import resolve_experiment
+    from tasks.selection_cache import SelectionCache
+    from tasks.selectors import registry
+    from warehouse.location import warehouse_at
+    from warehouse.register_run import register_run
+
+    out: dict[str, float] = {}
+    cpu_seconds: dict[str, float] = {}
+
+    def timed(label: str, call: Callable[[], Any]) -> Any:
+        started, cpu = time.perf_counter(), time.process_time()
+        value = call()
+        out[label] = time.perf_counter() - started
+        cpu_seconds[label] = time.process_time() - cpu
+        return value
+
+    resolved = timed("prepare: resolve experiment", lambda: resolve_experiment(experiment))
+    weights = load_weights(resolved.taskset_dir, resolved.spec.weights)
+    version = timed("prepare: load version (pydantic)", lambda: load_version(resolved.taskset_dir, "v1"))
+    catalogues = [arm.catalogue for arm in resolved.arms if arm.catalogue is not None]
+    timed("prepare: GE label checks", lambda: check_labels(version, catalogues, weights, None))
+    prepared = timed("prepare_run (all of the above)", lambda: prepare_run(experiment))
+    requests = {v: loaded.requests for v, loaded in prepared.versions.items()}
+    units = timed("plan_units", lambda: plan_units(prepared.experiment, requests, prepared.taskset))
+
+    def select_all(warehouse_dir: Path, use_cache: bool, run_id: str) -> select_batch.RunContext:
+        warehouse = warehouse_at(warehouse_dir)
+        ctx = select_batch.RunContext(run_id=run_id, experiment=prepared.experiment.name,
+                                      rows_dir=warehouse.rows_dir,
+                                      cache_path=warehouse.cache_path if use_cache else None)
+        for unit in units:
+            select_batch.select_and_land(unit, ctx)
+        return ctx
+
+    watch = Stopwatch()
+    watch.wrap(select_batch, "build_row", "  build_row (scoring + dict)")
+    watch.wrap(select_batch, "to_arrow_table", "  to_arrow_table")
+    watch.wrap(select_batch, "write_partition", "  write_partition (Parquet + fsync)")
+    watch.wrap(SelectionCache, "get_many", "  cache get_many")
+    watch.wrap(SelectionCache, "put_many", "  cache put_many")
+    registry._cached.cache_clear()
+    original_selector_for = select_batch.selector_for
+
+    def selector_for(*args: Any, **kwargs: Any) -> Any:
+        selector = original_selector_for(*args, **kwargs)
+        if not getattr(selector.select, "_timed", False):
+            watch.wrap(selector, "select", "  selector.select (BM25 + Selection objects)")
+            selector.select._timed = True  # type: ignore[attr-defined]
+        return selector
+
+    select_batch.selector_for = selector_for
+    warehouse_dir = workdir / "warehouse-breakdown"
+    run_id = new_run_id(datetime.now(timezone.utc))
+    started_at = datetime.now(timezone.utc)
+    profiler = cProfile.Profile() if profile else None
+    try:
+        if profiler:
+            profiler.enable()
+        timed("select_and_land, every unit (cache off)", lambda: select_all(warehouse_dir, False, run_id))
+        if profiler:
+            profiler.disable()
+    finally:
+        select_batch.selector_for = original_selector_for
+        watch.restore()
+    out.update(watch.seconds)
+
+    registration = timed("registration_records", lambda: registration_records(prepared, units, run_id, started_at))
+    warehouse = warehouse_at(warehouse_dir)
+    timed("register_run (DuckDB load)", lambda: register_run(warehouse.db_path, warehouse.rows_dir, registration))
+    timed("publish_report (views -> md + html)", lambda: publish_report(warehouse, run_id))
+
+    cache_dir = workdir / "warehouse-breakdown-cache"
+    registry._cached.cache_clear()
+    timed("select_and_land, every unit (cache cold fill)", lambda: select_all(cache_dir, True, run_id + "c"))
+    registry._cached.cache_clear()
+    timed("select_and_land, every unit (cache warm)", lambda: select_all(cache_dir, True, run_id + "w"))
+
+    if profiler:
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
+        print("\ncProfile of select_and_land over every unit (cache off), top 25 by own time:")
+        print(text.getvalue())
+    return out, cpu_seconds
+
+
+# --------------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=4200, help="requests in the task set (rows = x arms x seeds)")
+    parser.add_argument("--arms", type=int, default=4, choices=[1, 2, 3, 4], help="rungs of the support ladder")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=500, help="requests per selection task")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
+    parser.add_argument("--profile", action="store_true", help="cProfile the plain select-and-land pass")
+    args = parser.parse_args()
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tooleval-flow-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PREFECT_HOME", str(workdir / "prefect-home"))  # a private server DB
+    apply_prefect_defaults()
+
+    try:
+        run(args, workdir)
+    finally:
+        if args.keep or args.workdir is not None:
+            print(f"\nwork directory kept: {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, workdir: Path) -> None:
+    print(f"{os.cpu_count()} cores; {load_average()}; PREFECT_HOME={os.environ['PREFECT_HOME']}", flush=True)
+    started = time.perf_counter()
+    from prefect import flow
+
+    from flows.evaluate import MAX_WORKERS, evaluate
+    from synthetic import write_large_taskset
+    from tasks.selectors import registry
+
+    import bm25s  # noqa: F401  (it sets its own logger to DEBUG on import, which Prefect's console prints)
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+    print(f"imports (prefect, flows.evaluate): {time.perf_counter() - started:.1f} s", flush=True)
+
+    @flow(name="warm-up")
+    def warm_up() -> int:
+        return 1
+
+    started = time.perf_counter()
+    warm_up()
+    print(f"warm-up flow (ephemeral server start): {time.perf_counter() - started:.1f} s", flush=True)
+    tiny = write_large_taskset(workdir / "warmup", 60, seed=1, batch_size=args.batch_size, arms=args.arms,
+                               seeds=tuple(range(1, args.seeds + 1)))
+    started = time.perf_counter()
+    evaluate(experiment_path=str(tiny), warehouse_dir=str(workdir / "warehouse-warmup"), use_cache=False)
+    print(f"warm-up evaluate on 60 requests (imports GE, bm25s, DuckDB): {time.perf_counter() - started:.1f} s",
+          flush=True)
+
+    started = time.perf_counter()
+    experiment = write_large_taskset(workdir / "synthetic", args.requests, batch_size=args.batch_size,
+                                     arms=args.arms, seeds=tuple(range(1, args.seeds + 1)))
+    expected_rows = args.requests * args.arms * args.seeds
+    print(f"task set: {args.requests:,} requests x {args.arms} arms x {args.seeds} seeds = {expected_rows:,} rows, "
+          f"batch size {args.batch_size}, flow max_workers={MAX_WORKERS}; built in {time.perf_counter() - started:.1f} s",
+          flush=True)
+
+    runs = [("cache off", workdir / "warehouse-nocache", False),
+            ("cache on, cold fill", workdir / "warehouse-cache", True),
+            ("cache on, warm", workdir / "warehouse-cache", True)]
+    print(f"\n{'run':22s} {'rows':>8s} {'units':>6s} {'cache hits':>10s} {'seconds':>8s} {'ms/row':>7s} "
+          f"{'<=0.5':>6s} {'CPU s (self+server)':>20s} {'peak RSS this run':>18s} {'ru_maxrss after':>16s}  load before",
+          flush=True)
+    for label, warehouse, use_cache in runs:
+        registry._cached.cache_clear()  # a fresh CLI process starts with no selector (no tokenizer/index caches)
+        load = load_average()
+        reset_peak()
+        cpu_before, server_before = time.process_time(), server_cpu_seconds()
+        started = time.perf_counter()
+        summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(warehouse), use_cache=use_cache)
+        elapsed = time.perf_counter() - started
+        cpu = f"{time.process_time() - cpu_before:.1f}+{server_cpu_seconds() - server_before:.1f}"
+        peak = phase_peak_mib()
+        ms = elapsed / summary.n_rows * 1000
+        assert summary.n_rows == expected_rows, summary
+        print(f"{label:22s} {summary.n_rows:>8,d} {summary.n_units:>6d} {summary.n_cache_hits:>10,d} "
+              f"{elapsed:8.2f} {ms:7.3f} {'yes' if ms <= TARGET_MS_PER_ROW else 'NO':>6s} {cpu:>20s} "
+              f"{(f'{peak:.0f} MiB' if peak else '?'):>18s} {maxrss_mib():>12.0f} MiB  {load}", flush=True)
+
+    print(f"\npeak memory: ru_maxrss of this process {maxrss_mib():.0f} MiB (whole life, warm-ups included). "
+          "The Prefect server is a subprocess and is NOT counted in it (RUSAGE_CHILDREN only counts children "
+          "that have exited); it stands apart:")
+    for pid, command, rss, peak in server_processes():
+        print(f"  pid {pid}: {command}  RSS {rss:.0f} MiB, peak {peak:.0f} MiB")
+    print(f"({load_average()})", flush=True)
+
+    if args.breakdown:
+        print("\nbreakdown: the plain functions the flow calls, in order, no Prefect (one thread):", flush=True)
+        parts, cpu_parts = breakdown(experiment, workdir, args.profile)
+        print(f"  {'step':50s} {'wall s':>7s}  {'ms/row':>7s}  {'CPU s':>6s}")
+        for label, seconds in parts.items():
+            cpu = f"{cpu_parts[label]:6.2f}" if label in cpu_parts else ""
+            print(f"  {label:50s} {seconds:7.2f}  {seconds / expected_rows * 1000:7.3f}  {cpu}")
+        flow_parts = ("prepare_run (all of the above)", "plan_units", "select_and_land, every unit (cache off)",
+                      "registration_records", "register_run (DuckDB load)", "publish_report (views -> md + html)")
+        total = sum(parts[p] for p in flow_parts)
+        print(f"  {'sum of the flow steps (cache off)':50s} {total:7.2f}  {total / expected_rows * 1000:7.3f}")
+        print("  (indented lines: parts of the select_and_land pass above; the flow runs that pass in "
+              f"{MAX_WORKERS} threads)")
+        print(f"({load_average()})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,603 @@
+"""Speed of the report views on 10 million selection rows, beside plain hand-written SQL for the same figures.
+
+    python benchmarks/report_views.py [--rows 10000000] [--runs 200] [--repeats 3] [--memory-limit 8GB]
+        [--threads 2] [--workdir DIR] [--keep] [--views a,b] [--no-one-run] [--check-rows 120000]
+
+1. Writes ``--rows`` synthetic rows shaped like SelectionRow (``benchmarks/synthetic.py``: 4 arms = the
+   support ladder 18 -> 30 tools, 3 seeds, 2 slices, ~80% correct, confusions concentrated on a few
+   neighbours per tool, probabilities NULL) to one Parquet file (zstd), in ``--runs`` runs, plus the
+   records they join to (runs with a weights window, the ladder's comparisons, weights, tool sets).
+2. Checks, on a small data set (``--check-rows``), that each plain query returns what its view returns
+   (same columns, same rows; floats to 1e-9 relative).
+3. Times, best of ``--repeats``, each view in ``warehouse/views/`` (whatever is there when it runs:
+   ``SELECT * FROM view``, every row fetched as Arrow batches) and its plain query, in two settings:
+   a. views over the Parquet: in-memory DuckDB, ``warehouse.tables.create_tables``, ``landed_rows``
+      replaced by a view over ``read_parquet``, ``warehouse.views.create_views``; the plain query reads
+      ``read_parquet`` itself;
+   b. views over a DuckDB table: a .duckdb file opened with ``warehouse.connect.connect`` (tables +
+      views), the Parquet loaded into ``landed_rows`` as ``register_run`` does.
+   With ``--one-run`` (default) also ``WHERE run_id = <one run>`` as the report reads them.
+Prints seconds, the ratio view / plain against the 1.5x target, and the load average beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from schemas.arrow import arrow_schema, to_arrow_table  # noqa: E402
+from schemas.rows import SelectionRow  # noqa: E402
+from synthetic import run_ids, selection_row_batches, warehouse_records  # noqa: E402
+from warehouse.connect import connect  # noqa: E402
+from warehouse.tables import TABLES, create_tables  # noqa: E402
+from warehouse.views import create_views, view_files  # noqa: E402
+
+TARGET_RATIO = 1.5
+Z, Z2 = "1.959963984540054", "3.841458820694124"
+
+
+def _wilson(p: str, n: str) -> str:
+    """ci_low, ci_high columns: Wilson's 95% interval for proportion ``p`` on ``n`` trials."""
+    centre = f"(({p}) + {Z2} / (2 * ({n}))) / (1 + {Z2} / ({n}))"
+    half = f"{Z} * sqrt(({p}) * (1 - ({p})) / ({n}) + {Z2} / (4 * ({n}) * ({n}))) / (1 + {Z2} / ({n}))"
+    return f"greatest(0.0, {centre} - {half}) as ci_low, least(1.0, {centre} + {half}) as ci_high"
+
+
+def _clustered(keys: str) -> str:
+    """From a per-request CTE ``per_request`` (keys, request_id, trials, correct [, ...]): totals per ``keys``
+    with the Kish effective n computed in the same GROUP BY (sum of squares expanded, no second join)."""
+    return f"""
+totals as (
+    select {keys}, min(rung) as rung, sum(trials)::bigint as n, count(*) as n_requests,
+           sum(correct)::bigint as correct,
+           sum(correct * correct) as cc, sum(correct * trials) as ct, sum(trials * trials) as tt
+           {{extra_sums}}
+    from per_request
+    group by {keys}
+),
+effective as (
+    select *, correct / n as p,
+           case when correct = 0 or correct = n then n_requests
+                when (cc - 2 * (correct / n) * ct + (correct / n) * (correct / n) * tt) / (n * n) <= 0 then n
+                else least(n, (correct / n) * (1 - correct / n)
+                              / ((cc - 2 * (correct / n) * ct + (correct / n) * (correct / n) * tt) / (n * n)))
+           end as n_effective
+    from totals
+)"""
+
+
+PLAIN: dict[str, str] = {
+    "selection_rows": "select * from {rows}",
+
+    "aggregate_accuracy": """
+with per_request as materialized (
+    select run_id, arm, slice, request_id, min(rung) as rung, count(*) as trials,
+           count(*) filter (where correct) as correct,
+           count(*) filter (where outcome = 'wrong_tool') as wrong_tool,
+           count(*) filter (where outcome = 'no_tool') as no_tool,
+           count(*) filter (where outcome = 'invalid') as invalid,
+           count(*) filter (where outcome = 'error') as error,
+           count(*) filter (where outcome = 'empty') as empty
+    from {rows}
+    group by run_id, arm, slice, request_id
+),
+per_seed as (
+    select run_id, arm, slice, seed, count(*) filter (where correct) / count(*) as accuracy
+    from {rows}
+    group by run_id, arm, slice, seed
+),
+seeds as (
+    select run_id, arm, slice, count(*) as n_seeds, min(accuracy) as seed_min, max(accuracy) as seed_max,
+           list(accuracy order by seed) as seed_accuracies
+    from per_seed
+    group by run_id, arm, slice
+),""" + _clustered("run_id, arm, slice").replace(
+        "{extra_sums}", ", sum(wrong_tool)::bigint as wrong_tool, sum(no_tool)::bigint as no_tool, "
+        "sum(invalid)::bigint as invalid, sum(error)::bigint as error, sum(empty)::bigint as empty") + f"""
+select t.run_id, t.arm, t.rung, t.slice, t.n, t.n_requests, t.correct, t.p as accuracy,
+       s.n_seeds, s.seed_min, s.seed_max, s.seed_max - s.seed_min as seed_spread,
+       t.wrong_tool, t.no_tool, t.invalid, t.error, t.empty,
+       {_wilson("t.p", "t.n_effective")}, t.n_effective, s.seed_accuracies,
+       t.invalid / t.n as invalid_rate, (t.invalid + t.error + t.empty) / t.n as failure_rate
+from effective t
+join seeds s using (run_id, arm, slice)""",
+
+    "per_tool_accuracy": """
+with per_request as (
+    select run_id, arm, slice, expected as tool, request_id, min(rung) as rung, count(*) as trials,
+           count(*) filter (where correct) as correct
+    from {rows}
+    group by run_id, arm, slice, expected, request_id
+),
+per_seed as (
+    select run_id, arm, slice, expected as tool, seed, count(*) filter (where correct) / count(*) as accuracy
+    from {rows}
+    group by run_id, arm, slice, expected, seed
+),
+seeds as (
+    select run_id, arm, slice, tool, min(accuracy) as seed_min, max(accuracy) as seed_max
+    from per_seed
+    group by run_id, arm, slice, tool
+),""" + _clustered("run_id, arm, slice, tool").replace("{extra_sums}", "") + f"""
+select t.run_id, t.arm, t.rung, t.slice, t.tool, t.n, t.n_requests, t.correct, t.p as accuracy,
+       s.seed_min, s.seed_max, {_wilson("t.p", "t.n_effective")}, t.n_effective,
+       s.seed_max - s.seed_min as seed_spread
+from effective t
+join seeds s using (run_id, arm, slice, tool)""",
+
+    "weighted_accuracy": """
+with per_tool_seed as (
+    select run_id, arm, seed, expected as tool, min(rung) as rung, count(*) as n,
+           count(*) filter (where correct) as correct
+    from {rows}
+    where expected <> 'none'
+    group by run_id, arm, seed, expected
+),
+joined as materialized (
+    select t.*, w.weight
+    from per_tool_seed t
+    join runs r on r.run_id = t.run_id
+    join production_weights w on w.taskset = r.taskset and w.window_id = r.weights_window and w.tool = t.tool
+),
+seeds as (
+    select run_id, arm, min(weighted_accuracy) as seed_min, max(weighted_accuracy) as seed_max
+    from (select run_id, arm, seed, sum(weight * correct / n) / nullif(sum(weight), 0) as weighted_accuracy
+          from joined group by run_id, arm, seed)
+    group by run_id, arm
+),
+per_tool as (
+    select run_id, arm, tool, min(rung) as rung, sum(n) as n, sum(correct) as correct, min(weight) as weight
+    from joined
+    group by run_id, arm, tool
+)
+select t.run_id, t.arm, min(t.rung) as rung,
+       sum(t.weight * t.correct / t.n) / nullif(sum(t.weight), 0) as weighted_accuracy,
+       sum(t.correct) / sum(t.n) as accuracy_unweighted, sum(t.weight) as weight_covered,
+       count(*) as n_tools, sum(t.n) as n,
+       min(s.seed_min) as seed_min, min(s.seed_max) as seed_max, min(s.seed_max) - min(s.seed_min) as seed_spread
+from per_tool t
+join seeds s using (run_id, arm)
+group by t.run_id, t.arm""",
+
+    "confused_pairs": """
+with cells as materialized (
+    select run_id, arm, expected, chosen, tool_set_id, min(rung) as rung, count(*) as n_rows,
+           count(*) filter (where outcome in ('wrong_tool', 'no_tool')) as n_pair,
+           count(*) filter (where not correct) as n_failed
+    from {rows}
+    group by run_id, arm, expected, chosen, tool_set_id
+),
+failures as (select run_id, arm, sum(n_failed) as n_failures from cells group by run_id, arm),
+pairs as (
+    select run_id, arm, min(rung) as rung, expected, chosen, sum(n_pair)::bigint as n
+    from cells where n_pair > 0
+    group by run_id, arm, expected, chosen
+),
+by_set as (
+    select run_id, arm, expected, tool_set_id, sum(n_rows) as n_rows
+    from cells group by run_id, arm, expected, tool_set_id
+),
+offered as (
+    select p.run_id, p.arm, p.expected, p.chosen, sum(e.n_rows) as n_offered_together
+    from pairs p
+    join by_set e using (run_id, arm, expected)
+    left join offered_tools o on o.tool_set_id = e.tool_set_id and o.tool = p.chosen
+    where p.chosen = 'none' or o.tool is not null
+    group by p.run_id, p.arm, p.expected, p.chosen
+)
+select p.run_id, p.arm, p.rung, p.expected, p.chosen, p.n, p.n / f.n_failures as share_of_failures,
+       o.n_offered_together, p.n / o.n_offered_together as pair_rate
+from pairs p
+join failures f using (run_id, arm)
+left join offered o using (run_id, arm, expected, chosen)""",
+
+    "calibration_bins": """
+select run_id, arm, min(rung) as rung, least(10, 1 + floor(confidence * 10))::integer as bin,
+       (bin - 1) / 10 as bin_low, bin / 10 as bin_high, count(*) as n,
+       count(*) filter (where correct) as correct, avg(confidence) as mean_confidence,
+       count(*) filter (where correct) / count(*) as accuracy,
+       count(*) filter (where correct) / count(*) - avg(confidence) as gap
+from {rows}
+where confidence is not null
+group by run_id, arm, bin""",
+
+    "calibration_summary": """
+with bins as (
+    select run_id, arm, least(10, 1 + floor(confidence * 10))::integer as bin, min(rung) as rung,
+           count(*) as n, count(*) filter (where correct) as correct, avg(confidence) as mean_confidence,
+           sum(power(confidence - (case when correct then 1.0 else 0.0 end), 2)) as squares,
+           sum(confidence) as confidence_sum
+    from {rows}
+    where confidence is not null
+    group by run_id, arm, bin
+)
+select run_id, arm, min(rung) as rung, sum(n)::bigint as n, sum(correct) / sum(n) as accuracy,
+       sum(confidence_sum) / sum(n) as mean_confidence,
+       sum(n * abs(correct / n - mean_confidence)) / sum(n) as ece,
+       sum(squares) / sum(n) as brier
+from bins
+group by run_id, arm""",
+
+    "confidence_terciles": f"""
+with totals as (
+    select run_id, arm, min(rung) as rung, tercile, count(*) as n, count(*) filter (where correct) as correct,
+           min(confidence) as confidence_min, max(confidence) as confidence_max
+    from (select run_id, arm, rung, correct, confidence,
+                 ntile(3) over (partition by run_id, arm order by confidence, request_id, seed) as tercile
+          from {{rows}} where confidence is not null)
+    group by run_id, arm, tercile
+)
+select run_id, arm, rung, tercile, n, correct, correct / n as accuracy, {_wilson("correct / n", "n")},
+       confidence_min, confidence_max
+from totals""",
+
+    "confusion_matrix": """
+select run_id, arm, min(rung) as rung, expected,
+       case when outcome in ('invalid', 'error', 'empty') then '[' || outcome || ']'
+            else coalesce(chosen, '[empty]') end as answer,
+       count(*) as n,
+       count(*) / sum(count(*)) over (partition by run_id, arm, expected) as share_of_expected
+from {rows}
+group by run_id, arm, expected, answer""",
+
+    "request_outcomes": """
+select run_id, arm, min(rung) as rung, request_id, min(slice) as slice, min(expected) as expected,
+       count(*) as trials, count(*) filter (where correct) as correct,
+       count(*) filter (where correct) * 2 > count(*) as majority_right,
+       count(*) filter (where outcome in ('invalid', 'error', 'empty')) as failed
+from {rows}
+group by run_id, arm, request_id""",
+
+    "paired_requests": """
+with outcomes as materialized (
+    select run_id, arm, request_id, min(slice) as slice, min(expected) as expected,
+           count(*) as trials, count(*) filter (where correct) as correct,
+           count(*) filter (where correct) * 2 > count(*) as majority_right
+    from {rows}
+    group by run_id, arm, request_id
+)
+select c.run_id, c.baseline, c.arm, b.request_id, b.slice,
+       b.expected as expected_baseline, a.expected as expected_arm, b.expected = a.expected as label_stable,
+       b.trials as trials_baseline, b.correct as correct_baseline, a.trials as trials_arm, a.correct as correct_arm,
+       b.majority_right as right_baseline, a.majority_right as right_arm,
+       b.majority_right and not a.majority_right as worse, a.majority_right and not b.majority_right as better
+from comparisons c
+join outcomes b on b.run_id = c.run_id and b.arm = c.baseline
+join outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id""",
+
+    "paired_tool_changes": """
+with outcomes as materialized (
+    select run_id, arm, request_id, min(slice) as slice, min(expected) as expected,
+           count(*) as trials, count(*) filter (where correct) as correct,
+           count(*) filter (where correct) * 2 > count(*) as majority_right
+    from {rows}
+    group by run_id, arm, request_id
+)
+select c.run_id, c.baseline, c.arm, b.slice, b.expected as tool, count(*) as n_requests,
+       sum(b.trials) as rows_baseline, sum(a.trials) as rows_arm,
+       sum(b.correct) / sum(b.trials) as accuracy_baseline, sum(a.correct) / sum(a.trials) as accuracy_arm,
+       sum(a.correct) / sum(a.trials) - sum(b.correct) / sum(b.trials) as change,
+       count(*) filter (where b.majority_right and not a.majority_right) as worse,
+       count(*) filter (where a.majority_right and not b.majority_right) as better
+from comparisons c
+join outcomes b on b.run_id = c.run_id and b.arm = c.baseline
+join outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id
+where b.expected = a.expected
+group by c.run_id, c.baseline, c.arm, b.slice, b.expected""",
+
+    "position_accuracy": f"""
+select run_id, arm, rung, slice, expected_position, position_third, n, n_requests, correct, correct / n as accuracy,
+       {_wilson("correct / n", "n")}
+from (
+    select run_id, arm, min(rung) as rung, slice, expected_position,
+           least(3, 1 + floor(3 * (expected_position - 1) / max(n_tools)))::integer as position_third,
+           count(*) as n, count(distinct request_id) as n_requests, count(*) filter (where correct) as correct
+    from {{rows}}
+    where expected_position is not null
+    group by run_id, arm, slice, expected_position
+)""",
+
+    "position_band_accuracy": """
+with per_request as (
+    select run_id, arm, slice, least(3, 1 + floor(3 * (expected_position - 1) / n_tools))::integer as position_third,
+           request_id, min(rung) as rung, count(*) as trials, count(*) filter (where correct) as correct
+    from {rows}
+    where expected_position is not null and n_tools > 0
+    group by run_id, arm, slice, position_third, request_id
+),""" + _clustered("run_id, arm, slice, position_third").replace("{extra_sums}", "") + f"""
+select run_id, arm, rung, slice, position_third, n, n_requests, correct, p as accuracy,
+       {_wilson("p", "n_effective")}, n_effective
+from effective""",
+
+    "arm_operations": """
+select run_id, arm, min(rung) as rung, any_value(selector) as selector, any_value(model_id) as model_id,
+       any_value(route) as route, any_value(router) as router,
+       count(*) as n, count(*) filter (where correct) as correct,
+       count(*) filter (where correct) / count(*) as first_match_accuracy,
+       count(*) filter (where outcome = 'empty') as empty,
+       count(*) filter (where outcome = 'invalid') as invalid,
+       count(*) filter (where outcome = 'error' and detail is distinct from 'budget reached') as error,
+       count(*) filter (where outcome = 'error' and detail = 'budget reached') as budget_stopped,
+       count(*) filter (where cache_hit) as cache_hits,
+       avg(latency_ms) filter (where not coalesce(outcome = 'error' and detail = 'budget reached', false)) as mean_latency_ms,
+       avg(input_tokens) filter (where not coalesce(outcome = 'error' and detail = 'budget reached', false)) as mean_input_tokens,
+       avg(output_tokens) filter (where not coalesce(outcome = 'error' and detail = 'budget reached', false)) as mean_output_tokens,
+       avg(cost_usd) filter (where not coalesce(outcome = 'error' and detail = 'budget reached', false)) as mean_cost_usd,
+       sum(cost_usd) filter (where not cache_hit) as run_cost_usd,
+       sum(retries) as retries,
+       count(*) filter (where decided_by = 'router') as decided_by_router,
+       count(*) filter (where fallback) as fallbacks,
+       count(*) filter (where fallback) / nullif(count(*) filter (where fallback is not null), 0) as fallback_rate,
+       count(*) filter (where judge_verdict is not null) as judged,
+       count(*) filter (where (judge_verdict = 'right') = correct and judge_verdict != 'unsure') as judge_agrees,
+       count(*) filter (where judge_verdict = 'right' and not correct) as judge_right_label_wrong,
+       count(*) filter (where judge_verdict = 'wrong' and correct) as judge_wrong_label_right
+from {rows}
+group by run_id, arm""",
+
+    "label_status_counts": """
+select run_id, taskset, taskset_version, label_status, count(distinct request_id) as n_requests, count(*) as n_rows
+from {rows}
+group by run_id, taskset, taskset_version, label_status""",
+
+    "version_calibration": """
+with version_pairs as (
+    select run_id, baseline as old_arm, arm as new_arm from comparisons where changed = ['version']
+),
+per_tool as materialized (
+    select run_id, arm, min(taskset_version) as taskset_version, expected as tool,
+           count(distinct request_id) as n_requests, count(*) as n, count(*) filter (where correct) as correct
+    from {rows}
+    where (run_id, arm) in (select run_id, old_arm from version_pairs union select run_id, new_arm from version_pairs)
+    group by run_id, arm, expected
+),
+tools as (
+    select distinct p.run_id, p.old_arm, p.new_arm, t.tool
+    from version_pairs p join per_tool t on t.run_id = p.run_id and t.arm in (p.old_arm, p.new_arm)
+)
+select t.run_id, t.old_arm, t.new_arm, t.tool,
+       o.taskset_version as old_version, o.n_requests as old_requests, o.n as old_rows, o.correct / o.n as old_accuracy,
+       n.taskset_version as new_version, n.n_requests as new_requests, n.n as new_rows, n.correct / n.n as new_accuracy,
+       n.correct / n.n - o.correct / o.n as difference
+from tools t
+left join per_tool o on o.run_id = t.run_id and o.arm = t.old_arm and o.tool = t.tool
+left join per_tool n on n.run_id = t.run_id and n.arm = t.new_arm and n.tool = t.tool""",
+}
+"""Per view: a plain query computing the same figures straight from the rows (``{rows}``), with no view
+stacked on another, one scan where one suffices, no ORDER BY (the report orders what it shows)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Setup
+# --------------------------------------------------------------------------------------------------
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def write_parquet(path: Path, n_rows: int, n_runs: int) -> int:
+    written = 0
+    with pq.ParquetWriter(path, arrow_schema(SelectionRow), compression="zstd") as writer:
+        for table in selection_row_batches(n_rows, n_runs):
+            writer.write_table(table)
+            written += table.num_rows
+    return written
+
+
+def insert_records(con: duckdb.DuckDBPyConnection, n_runs: int) -> None:
+    for table, records in warehouse_records(n_runs).items():
+        arrow = to_arrow_table(TABLES[table], [r.model_dump() for r in records])
+        con.register("_incoming", arrow)
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
+        con.unregister("_incoming")
+
+
+def configure(con: duckdb.DuckDBPyConnection, memory_limit: str, threads: int) -> None:
+    con.execute(f"SET memory_limit = '{memory_limit}'")
+    con.execute(f"SET threads = {threads}")
+
+
+def parquet_connection(parquet: Path, n_runs: int, memory_limit: str, threads: int) -> duckdb.DuckDBPyConnection:
+    """In-memory DuckDB whose landed_rows is a view over the Parquet file."""
+    con = duckdb.connect(":memory:")
+    configure(con, memory_limit, threads)
+    create_tables(con)
+    con.execute("DROP TABLE landed_rows")
+    con.execute(f"CREATE VIEW landed_rows AS SELECT * FROM read_parquet('{parquet}')")
+    create_views(con)
+    insert_records(con, n_runs)
+    return con
+
+
+def table_connection(parquet: Path, db_path: Path, n_runs: int, memory_limit: str,
+                     threads: int) -> tuple[duckdb.DuckDBPyConnection, float]:
+    """A .duckdb file opened as the warehouse opens it, the Parquet loaded into landed_rows."""
+    con = connect(db_path)
+    configure(con, memory_limit, threads)
+    started = time.perf_counter()
+    con.execute("INSERT INTO landed_rows BY NAME SELECT * FROM read_parquet(?)", [str(parquet)])
+    insert_records(con, n_runs)
+    con.execute("CHECKPOINT")
+    return con, time.perf_counter() - started
+
+
+# --------------------------------------------------------------------------------------------------
+# Timing and checking
+# --------------------------------------------------------------------------------------------------
+
+
+def consume(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    """Run ``sql`` and fetch every row (as Arrow batches, dropped as they come): the row count."""
+    reader = con.sql(sql).to_arrow_reader(1_000_000)
+    return sum(batch.num_rows for batch in reader)
+
+
+def best_of(con: duckdb.DuckDBPyConnection, sql: str, repeats: int) -> tuple[float, int]:
+    times, n = [], 0
+    for _ in range(repeats):
+        started = time.perf_counter()
+        n = consume(con, sql)
+        times.append(time.perf_counter() - started)
+    return min(times), n
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if a is None or b is None:
+            return a is b
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _rows_sorted(rows: list[tuple]) -> list[tuple]:
+    def key(row: tuple) -> tuple:
+        return tuple("" if isinstance(v, (float, list)) else str(v) for v in row)
+    return sorted(rows, key=key)
+
+
+def compare(con: duckdb.DuckDBPyConnection, view: str, plain: str) -> str:
+    cursor = con.execute(f"SELECT * FROM {view}")
+    view_columns = [d[0] for d in cursor.description]
+    view_rows = _rows_sorted(cursor.fetchall())
+    cursor = con.execute(plain)
+    plain_columns = [d[0] for d in cursor.description]
+    plain_rows = _rows_sorted(cursor.fetchall())
+    if view_columns != plain_columns:
+        return f"DIFFERENT COLUMNS: view {view_columns} vs plain {plain_columns}"
+    if len(view_rows) != len(plain_rows):
+        return f"DIFFERENT ROW COUNT: {len(view_rows)} vs {len(plain_rows)}"
+    for a, b in zip(view_rows, plain_rows):
+        if not all(_same_value(x, y) for x, y in zip(a, b)):
+            return f"DIFFERENT ROWS, e.g. view {a} vs plain {b}"
+    return f"same ({len(view_rows)} rows)"
+
+
+def check_plain_queries(workdir: Path, views: list[str], n_rows: int, memory_limit: str, threads: int) -> dict[str, str]:
+    parquet = workdir / "check.parquet"
+    write_parquet(parquet, n_rows, max(2, n_rows // 60_000))
+    con = parquet_connection(parquet, max(2, n_rows // 60_000), memory_limit, threads)
+    rows_sql = f"read_parquet('{parquet}')"
+    try:
+        return {view: compare(con, view, PLAIN[view].format(rows=rows_sql)) for view in views if view in PLAIN}
+    finally:
+        con.close()
+
+
+def time_setting(con: duckdb.DuckDBPyConnection, label: str, rows_sql: str, views: list[str], repeats: int,
+                 one_run: str | None) -> list[dict[str, Any]]:
+    print(f"\n== {label}   ({load_average()} before)", flush=True)
+    header = f"{'view':24s} {'rows out':>10s} {'view s':>8s} {'plain s':>8s} {'ratio':>6s} {'<=1.5x':>6s}"
+    if one_run:
+        header += f" | {'1 run: view s':>13s} {'plain s':>8s} {'ratio':>6s} {'<=1.5x':>6s}"
+    print(header, flush=True)
+    results = []
+    for view in views:
+        view_s, n_out = best_of(con, f"SELECT * FROM {view}", repeats)
+        plain_sql = PLAIN.get(view)
+        plain_s = best_of(con, plain_sql.format(rows=rows_sql), repeats)[0] if plain_sql else None
+        record: dict[str, Any] = {"view": view, "rows": n_out, "view_s": view_s, "plain_s": plain_s}
+        line = f"{view:24s} {n_out:>10,d} {view_s:8.3f} " + (
+            f"{plain_s:8.3f} {view_s / plain_s:6.2f} {'yes' if view_s / plain_s <= TARGET_RATIO else 'NO':>6s}"
+            if plain_s else f"{'—':>8s} {'':6s} {'':6s}")
+        if one_run:
+            one_view_s = best_of(con, f"SELECT * FROM {view} WHERE run_id = '{one_run}'", repeats)[0]
+            one_rows = f"(SELECT * FROM {rows_sql} WHERE run_id = '{one_run}')"
+            one_plain_s = best_of(con, plain_sql.format(rows=one_rows), repeats)[0] if plain_sql else None
+            record.update(one_view_s=one_view_s, one_plain_s=one_plain_s)
+            line += f" | {one_view_s:13.3f} " + (
+                f"{one_plain_s:8.3f} {one_view_s / one_plain_s:6.2f} "
+                f"{'yes' if one_view_s / one_plain_s <= TARGET_RATIO else 'NO':>6s}"
+                if one_plain_s else f"{'—':>8s}")
+        print(line, flush=True)
+        results.append(record)
+    print(f"({load_average()} after)", flush=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--runs", type=int, default=200, help="runs the rows are spread over (default 200: ~50k rows a run)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory-limit", default="8GB")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (Parquet, .duckdb)")
+    parser.add_argument("--views", default="", help="comma-separated subset of views (default: every view)")
+    parser.add_argument("--no-one-run", dest="one_run", action="store_false",
+                        help="skip the WHERE run_id = <one run> timings")
+    parser.add_argument("--check-rows", type=int, default=120_000, help="rows of the plain-vs-view check (0: skip)")
+    parser.add_argument("--settings", default="parquet,table", help="parquet, table or both")
+    args = parser.parse_args()
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tooleval-views-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    views = list(view_files())
+    if args.views:
+        views = [v for v in views if v in set(args.views.split(","))]
+    print(f"duckdb {duckdb.__version__}; {os.cpu_count()} cores; DuckDB threads={args.threads} "
+          f"memory_limit={args.memory_limit}; best of {args.repeats}; {load_average()}")
+    print(f"views in warehouse/views/: {', '.join(view_files())}")
+    missing = [v for v in views if v not in PLAIN]
+    if missing:
+        print(f"views without a plain query here (timed alone): {', '.join(missing)}")
+
+    try:
+        if args.check_rows:
+            started = time.perf_counter()
+            checks = check_plain_queries(workdir, views, args.check_rows, args.memory_limit, args.threads)
+            print(f"\nplain query == view on {args.check_rows:,} rows ({time.perf_counter() - started:.1f} s):")
+            for view, verdict in checks.items():
+                print(f"  {view:24s} {verdict}")
+
+        parquet = workdir / "rows.parquet"
+        started = time.perf_counter()
+        n = write_parquet(parquet, args.rows, args.runs)
+        meta = pq.ParquetFile(parquet).metadata
+        print(f"\nwrote {n:,} rows ({args.runs} runs, {meta.num_row_groups} row groups, {meta.num_columns} columns) "
+              f"to Parquet: {time.perf_counter() - started:.1f} s, {parquet.stat().st_size / 1e6:.0f} MB "
+              f"({load_average()})")
+        one_run = run_ids(args.runs)[args.runs // 2] if args.one_run else None
+        settings = args.settings.split(",")
+
+        if "parquet" in settings:
+            con = parquet_connection(parquet, args.runs, args.memory_limit, args.threads)
+            time_setting(con, "views over the Parquet (in-memory DuckDB, landed_rows = read_parquet view)",
+                         f"read_parquet('{parquet}')", views, args.repeats, one_run)
+            con.close()
+
+        if "table" in settings:
+            db_path = workdir / "tooleval.duckdb"
+            db_path.unlink(missing_ok=True)
+            con, load_s = table_connection(parquet, db_path, args.runs, args.memory_limit, args.threads)
+            print(f"\nloaded {n:,} rows into landed_rows of {db_path.name}: {load_s:.1f} s, "
+                  f"file {db_path.stat().st_size / 1e6:.0f} MB")
+            time_setting(con, "views over a DuckDB table (.duckdb file, as the warehouse stores rows)",
+                         "landed_rows", views, args.repeats, one_run)
+            con.close()
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+        elif args.keep:
+            print(f"\nkept {workdir}")
+
+
+if __name__ == "__main__":
+    main()

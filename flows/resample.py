@@ -1,0 +1,82 @@
+"""The resample flow: settings -> (an identical earlier draw, or draw -> label checks -> publish).
+
+Reads a window of the production log, masks personal data in memory (no unmasked text crosses a task
+boundary or reaches Prefect's result storage: these tasks persist nothing), and publishes a new version
+with provisional labels, the window's production weights and the labelling queue.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from schemas.traffic import MaskingRules, ResampleSummary
+from tasks.traffic.resample_version import (
+    ResampleDraft,
+    ResampleSettings,
+    check_resample,
+    draw_resample,
+    load_traffic_config,
+    previous_resample,
+    publish_resample,
+    resample_settings,
+)
+
+QUIET = {"cache_policy": NO_CACHE, "persist_result": False, "log_prints": False}
+
+
+@task(name="resample-settings", **QUIET)
+def settings_task(taskset_dir: str, options: dict) -> ResampleSettings:
+    return resample_settings(taskset_dir, **options)
+
+
+@task(name="draw-sample", **QUIET)
+def draw_task(taskset_dir: str, settings: ResampleSettings) -> ResampleDraft:
+    return draw_resample(taskset_dir, settings)
+
+
+@task(name="label-checks-draft", **QUIET)
+def check_draft_task(draft: ResampleDraft):
+    return check_resample(draft)
+
+
+@task(name="publish-version", **QUIET)
+def publish_task(draft: ResampleDraft) -> ResampleSummary:
+    return publish_resample(draft)
+
+
+def resample_options(traffic: str | None, traffic_format: str | None, traffic_table: str | None, window: str | None,
+                     weeks: int | None, size: int | None, floor_per_tool: int | None, floor_none: int | None,
+                     seed: int | None, order_id_patterns: list[str] | None, now: datetime | None,
+                     taskset_dir: str) -> dict:
+    sampling = {k: v for k, v in (("size", size), ("floor_per_tool", floor_per_tool), ("floor_none", floor_none))
+                if v is not None}
+    masking = None
+    if order_id_patterns is not None:
+        config = load_traffic_config(taskset_dir)
+        masking = (config.masking if config else MaskingRules()).model_copy(update={"order_ids": order_id_patterns})
+    return {"traffic": traffic, "traffic_format": traffic_format, "traffic_table": traffic_table, "window": window,
+            "weeks": weeks, "now": now, "seed": seed, "sampling": sampling or None, "masking": masking}
+
+
+@flow(name="resample", log_prints=False)
+def resample(taskset_dir: str = "tasksets/support", traffic: str | None = None, traffic_format: str | None = None,
+             traffic_table: str | None = None, window: str | None = None, weeks: int | None = None,
+             size: int | None = None, floor_per_tool: int | None = None, floor_none: int | None = None,
+             seed: int | None = None, order_id_patterns: list[str] | None = None,
+             now: datetime | None = None) -> ResampleSummary:
+    """Draw a new version of the task set from its production log (defaults: production/traffic.yaml)."""
+    options = resample_options(traffic, traffic_format, traffic_table, window, weeks, size, floor_per_tool,
+                               floor_none, seed, order_id_patterns, now, taskset_dir)
+    settings = settings_task(taskset_dir, options)
+    previous = previous_resample(taskset_dir, settings)
+    if previous is not None:
+        get_run_logger().info("window %s was drawn before: %s", settings.window.id, previous.version)
+        return previous
+    draft = draw_task(taskset_dir, settings)
+    check_draft_task(draft)
+    summary = publish_task(draft)
+    get_run_logger().info("%s %s from window %s", summary.taskset, summary.version, summary.window.id)
+    return summary

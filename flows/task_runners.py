@@ -1,0 +1,72 @@
+"""Where the selection tasks run: one setting, ``thread`` (default), ``dask`` or ``ray``.
+
+Given as ``--task-runner`` (CLI), the ``task_runner`` parameter (pre-change and weekly flows, hence the
+deployments), or the environment variable ``TOOLEVAL_TASK_RUNNER``; applied with
+``evaluate.with_options(task_runner=...)``, so the evaluate flow itself never changes.
+
+- ``thread``: Prefect's ThreadPoolTaskRunner, bounded at ``flows.evaluate.MAX_WORKERS`` threads;
+- ``dask``: prefect-dask on a Dask cluster: the scheduler at ``TOOLEVAL_DASK_ADDRESS`` (e.g.
+  ``tcp://scheduler:8786``), else a local cluster of ``TOOLEVAL_DASK_WORKERS`` worker processes (2) with
+  ``TOOLEVAL_DASK_THREADS`` threads each (1);
+- ``ray``: prefect-ray on the Ray cluster at ``TOOLEVAL_RAY_ADDRESS`` (else a local one); needs
+  ``pip install prefect-ray``.
+
+Workers land rows as Parquet partitions themselves (atomic, one file per work unit) and share the
+selection cache (SQLite, WAL); the flow registers the run once all units are done, so no step assumes a
+single writing process.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tasks.input_errors import InputError
+
+ENV_VAR = "TOOLEVAL_TASK_RUNNER"
+RUNNERS = ("thread", "dask", "ray")
+
+
+def runner_name(name: str | None = None) -> str:
+    chosen = (name or os.environ.get(ENV_VAR) or "thread").strip().lower()
+    if chosen not in RUNNERS:
+        raise InputError.one(ENV_VAR if not name else "--task-runner", chosen, "task-runner",
+                             f"one of {', '.join(RUNNERS)}")
+    return chosen
+
+
+def task_runner_for(name: str | None = None) -> Any:
+    """A fresh task runner for ``evaluate.with_options(task_runner=...)``."""
+    chosen = runner_name(name)
+    if chosen == "thread":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        from flows.evaluate import MAX_WORKERS
+
+        return ThreadPoolTaskRunner(max_workers=MAX_WORKERS)
+    if chosen == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if address := os.environ.get("TOOLEVAL_DASK_ADDRESS"):
+            return DaskTaskRunner(address=address)
+        return DaskTaskRunner(cluster_kwargs={
+            "n_workers": int(os.environ.get("TOOLEVAL_DASK_WORKERS", "2")),
+            "threads_per_worker": int(os.environ.get("TOOLEVAL_DASK_THREADS", "1")),
+            "processes": True,
+            "dashboard_address": None,
+        })
+    try:
+        from prefect_ray import RayTaskRunner
+    except ImportError:
+        raise InputError.one(ENV_VAR, "ray", "task-runner-installed",
+                             "the Ray runner needs prefect-ray: pip install prefect-ray==0.6.0") from None
+    return RayTaskRunner(address=os.environ.get("TOOLEVAL_RAY_ADDRESS"))
+
+
+def evaluate_on(name: str | None = None):
+    """The evaluate flow with the chosen task runner."""
+    from flows.evaluate import evaluate
+
+    if runner_name(name) == "thread":
+        return evaluate
+    return evaluate.with_options(task_runner=task_runner_for(name))

@@ -1,0 +1,153 @@
+"""Acceptance criteria (a YAML file versioned with the experiment) and the verdict a run gets against them.
+
+The criteria are written before the run and registered (sha256 + UTC time) before its first selection;
+each gate names the figure it reads, the limit, and the decision rule that turns the figure and its 95%
+interval into PASS or FAIL, so nobody can move a gate after seeing the numbers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Rule = Literal["point", "confident", "demonstrated"]
+"""How a gate reads a figure against its limit.
+
+- point: FAIL when the measured figure is beyond the limit (the interval is shown as evidence);
+- confident: FAIL only when the whole 95% interval is beyond the limit (harm shown beyond the noise);
+- demonstrated: PASS only when the whole 95% interval is within the limit (safety shown; needs data).
+"""
+
+ArmSelection = Union[Literal["all", "candidates", "final"], list[str]]
+"""Which arms a gate judges: every arm; 'candidates' = every arm compared to a baseline (the changes
+under test); 'final' = the last rung; or a list of arm names."""
+
+
+class _Gate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Short name printed beside PASS / FAIL.")
+    why: str = Field(default="", description="Why the team holds this line (printed in the report).")
+    rule: Rule = Field(default="point", description="Decision rule: point, confident or demonstrated.")
+
+
+class ToolDropGate(_Gate):
+    """No tool with at least ``min_volume_share`` of production traffic drops more than
+    ``max_drop_points`` in any declared comparison (paired on requests labelled with the tool in both arms)."""
+
+    kind: Literal["tool_drop"] = Field(description="Gate kind.")
+    min_volume_share: float = Field(ge=0, le=1, description="Tools with at least this share of traffic (0.03 = 3%).")
+    max_drop_points: float = Field(gt=0, le=100, description="Largest allowed drop, in percentage points.")
+    slices: list[str] | None = Field(default=None, description="Slices judged (default: every slice).")
+
+
+class ConfusedPairGate(_Gate):
+    """No single confused pair (expected -> chosen) carries more than ``max_share`` of an arm's failures."""
+
+    kind: Literal["confused_pair_share"] = Field(description="Gate kind.")
+    max_share: float = Field(gt=0, le=1, description="Largest share of an arm's failures one pair may carry.")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class WeightedFloorGate(_Gate):
+    """Volume-weighted accuracy is at least ``min_accuracy``."""
+
+    kind: Literal["weighted_floor"] = Field(description="Gate kind.")
+    min_accuracy: float = Field(ge=0, le=1, description="Floor for traffic-weighted accuracy (0.8 = 80%).")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class WeightedDropGate(_Gate):
+    """Volume-weighted accuracy drops no more than ``max_drop_points`` in any declared comparison."""
+
+    kind: Literal["weighted_drop"] = Field(description="Gate kind.")
+    max_drop_points: float = Field(gt=0, le=100, description="Largest allowed weighted drop, in points.")
+
+
+class SliceFloorGate(_Gate):
+    """Accuracy of each named slice is at least its floor (slices are judged apart, never averaged)."""
+
+    kind: Literal["slice_floor"] = Field(description="Gate kind.")
+    floors: dict[str, float] = Field(min_length=1, description="Slice name -> floor (0..1).")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class ConfidenceGapGate(_Gate):
+    """For a selector that gives a confidence: the least confident third is at least ``min_gap_points``
+    below the most confident third (otherwise its confidence cannot route anything). Arms without a
+    confidence are not applicable."""
+
+    kind: Literal["confidence_gap"] = Field(description="Gate kind.")
+    min_gap_points: float = Field(ge=0, le=100, description="Smallest allowed gap, in percentage points.")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class FailureRateGate(_Gate):
+    """Invalid, error and empty rows together are at most ``max_rate`` of each slice's rows."""
+
+    kind: Literal["failure_rate"] = Field(description="Gate kind.")
+    max_rate: float = Field(ge=0, le=1, description="Largest allowed share of invalid + error + empty rows.")
+    arms: ArmSelection = Field(default="all", description="Arms judged.")
+
+
+Gate = Annotated[
+    Union[ToolDropGate, ConfusedPairGate, WeightedFloorGate, WeightedDropGate, SliceFloorGate,
+          ConfidenceGapGate, FailureRateGate],
+    Field(discriminator="kind"),
+]
+
+
+class CriteriaFile(BaseModel):
+    """An acceptance-criteria file as a team writes it, before the run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Name of the criteria set.")
+    description: str = Field(default="", description="What the gates protect.")
+    written_by: str | None = Field(default=None, description="Who wrote the gates.")
+    written_on: str | None = Field(default=None, description="When they were written (before any run judged).")
+    gates: list[Gate] = Field(min_length=1, description="The gates; every one must PASS for the run to PASS.")
+
+
+GateStatus = Literal["PASS", "FAIL", "SKIP", "NOT JUDGED"]
+"""PASS / FAIL; SKIP when the gate does not apply to any judged arm by its own definition (e.g. a
+confidence gate where no selector gives a confidence); NOT JUDGED when the run lacks what the gate
+needs (e.g. production weights)."""
+
+VerdictStatus = Literal["PASS", "FAIL", "NOT JUDGED", "NO CRITERIA"]
+
+
+class GateResult(BaseModel):
+    """One gate's outcome with the evidence that decided it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="The gate's name.")
+    kind: str = Field(description="The gate's kind.")
+    status: GateStatus = Field(description="PASS, FAIL, SKIP or NOT JUDGED.")
+    statement: str = Field(description="The gate in words, with its limit and rule.")
+    evidence: list[str] = Field(default_factory=list, description="Figures that decided it: failing cases, or the closest one.")
+    n_checked: int = Field(default=0, description="Cases (tool x comparison, arm, arm x slice, ...) the gate checked.")
+    n_failed: int = Field(default=0, description="Cases beyond the limit under the gate's rule.")
+    why: str = Field(default="", description="The gate's reason, as written in the criteria file.")
+
+
+class Verdict(BaseModel):
+    """A run's verdict against its registered criteria."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run judged.")
+    status: VerdictStatus = Field(description="PASS, FAIL, NOT JUDGED (criteria changed or unreadable) or NO CRITERIA.")
+    reason: str = Field(default="", description="Why the run was not judged, or a one-line summary.")
+    criteria_path: str | None = Field(default=None, description="The criteria file as the experiment names it.")
+    criteria_hash: str | None = Field(default=None, description="sha256 of the criteria registered before selection.")
+    registered_at: datetime | None = Field(default=None, description="When the criteria were registered (UTC).")
+    judged_at: datetime | None = Field(default=None, description="When the gates were judged (UTC).")
+    gates: list[GateResult] = Field(default_factory=list, description="Every gate's outcome, in file order.")
+
+    @property
+    def failed(self) -> list[GateResult]:
+        return [g for g in self.gates if g.status == "FAIL"]

@@ -1,0 +1,221 @@
+"""The hosted-model selector (kinds 'openai' and 'anthropic'): one chat call per request, run concurrently.
+
+Per batch (a work unit of ~200 requests) the offline decision model, if any, routes the whole batch at
+once; then each request runs in a thread pool bounded by the endpoint's ``concurrency``: the LLM router's
+call, the routing decision, the chat call (tools in the seed's order, names mapped to what the provider
+accepts), reading the first tool call, the judge's votes. Latency-bound calls overlap; the process-wide
+gate keeps every batch of the process within the endpoint's bound.
+
+Reading a reply (the outcome taxonomy; nothing invalid or empty is ever a correct 'none'):
+
+- a tool call of an offered tool with arguments valid under its JSON schema: that tool;
+- a tool call naming no offered tool, or with arguments that are not a JSON object or break the schema:
+  *invalid* (the tool, when known, is kept in ``chosen`` and the reason in ``detail``);
+- no tool call and some text: 'none';
+- no tool call and no text, or a reply cut short (length / max_tokens / content filter / refusal): *empty*;
+- no reply after the retries, or a served model that is not the pinned one: *error* (never cached);
+- not sent because the run's budget was reached: *error* with the detail ``budget reached``.
+
+Each answer is handed to the batch scope as it completes (``run_budget.BatchScope.on_answer``), so the
+caller can cache it at once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any, Mapping, Sequence
+
+from schemas.catalogue import NONE_LABEL, ToolSpec
+from schemas.rows import Selection
+from tasks.run_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.chat_options import DEFAULT_CONCURRENCY, provider_defaults
+from tasks.selectors.chat_types import ChatRequest, WireTool
+from tasks.selectors.judge import Judge, arguments_text
+from tasks.selectors.provider_calls import CallResult, ProviderCaller
+from tasks.selectors.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
+from tasks.selectors.tool_call_check import check_arguments
+from tasks.selectors.tool_names import ToolNameMap
+
+
+def read_reply(result: CallResult, sent_tools: tuple[ToolSpec, ...], names: ToolNameMap,
+               all_tools: dict[str, ToolSpec]) -> dict[str, Any]:
+    """Selection fields from one chat call (see the module docstring for the taxonomy)."""
+    reply = result.reply
+    fields: dict[str, Any] = {"retries": result.retries}
+    if reply is not None:
+        fields.update(served_model_id=reply.served_model, input_tokens=reply.input_tokens,
+                      output_tokens=reply.output_tokens, stop_reason=reply.stop_reason)
+    if result.detail is not None:
+        chosen = None
+        return {**fields, "chosen": chosen, "outcome_hint": "error", "detail": result.detail}
+    assert reply is not None
+    if reply.unfinished:
+        reason = "refused by the provider" if reply.stop_reason == "refusal" else "unfinished reply"
+        return {**fields, "chosen": None, "outcome_hint": "empty",
+                "detail": f"{reason} (stop reason {reply.stop_reason})"}
+    if reply.tool_name is None:
+        if reply.refusal:
+            return {**fields, "chosen": None, "outcome_hint": "empty", "detail": "refused by the provider"}
+        if not reply.text.strip():
+            return {**fields, "chosen": None, "outcome_hint": "empty", "detail": "empty reply: no tool call, no text"}
+        return {**fields, "chosen": NONE_LABEL, "outcome_hint": "ok"}
+    original = names.original(reply.tool_name)
+    sent = {tool.name for tool in sent_tools}
+    if original is None or original not in sent:
+        where = "was not offered in this call" if original is not None else "is not an offered tool"
+        return {**fields, "chosen": original or reply.tool_name, "outcome_hint": "invalid",
+                "arguments": arguments_text(reply.arguments), "detail": f"tool '{reply.tool_name}' {where}"}
+    check = check_arguments(all_tools[original], reply.arguments)
+    if not check.ok:
+        return {**fields, "chosen": original, "outcome_hint": "invalid", "arguments": check.arguments_json,
+                "detail": check.detail}
+    return {**fields, "chosen": original, "outcome_hint": "ok", "arguments": check.arguments_json}
+
+
+class ChatSelector:
+    """A chat model choosing among tools, optionally routed and judged (see ``routed.py``, ``judge.py``)."""
+
+    def __init__(self, kind: str, model_id: str, options: Mapping[str, Any] | None = None):
+        self.kind, self.model_id = kind, model_id
+        self.options = provider_defaults(kind, options or {})
+        self.caller = ProviderCaller(kind, model_id, self.options)
+        self.concurrency = int(self.options.get("concurrency", DEFAULT_CONCURRENCY))
+        self.max_tokens = int(self.options["max_tokens"])
+        self.route: str | None = self.options.get("route")
+        self.threshold = self.options.get("threshold")
+        self.narrow_k = int(self.options.get("narrow_k", 1))
+        self.router = build_router(self.options)
+        judge = self.options.get("judge")
+        self.judge = Judge(judge) if judge else None
+        self._wire_tools: dict[tuple[int, str], tuple[ToolSpec, WireTool]] = {}
+
+    # -- one request ------------------------------------------------------------------------------------
+
+    def _wire_tool(self, tool: ToolSpec, wire: str) -> WireTool:
+        """One WireTool per (tool, wire name), reused by every request that offers it."""
+        key = (id(tool), wire)
+        cached = self._wire_tools.get(key)
+        if cached is None or cached[0] is not tool:
+            size = len(wire) + len(tool.description) + len(json.dumps(tool.parameters))
+            cached = (tool, WireTool(wire, tool.description, dict(tool.parameters), size))
+            self._wire_tools[key] = cached
+        return cached[1]
+
+    def _request(self, item: SelectionInput, tools: tuple[ToolSpec, ...], tool_choice: str | None,
+                 names: ToolNameMap) -> ChatRequest:
+        wire_tools = tuple(self._wire_tool(t, names.wire(t.name)) for t in tools)
+        choice = tool_choice
+        if tool_choice not in (None, "none", "required"):
+            choice = names.wire(tool_choice)
+        if not wire_tools:
+            choice = None
+        return ChatRequest(model=self.model_id, system=item.prompt,
+                           messages=tuple((m.role, m.content) for m in item.messages),
+                           tools=wire_tools, tool_choice=choice, max_tokens=self.max_tokens)
+
+    def turn_estimate(self, item: SelectionInput, names: ToolNameMap) -> tuple[float, int]:
+        """An upper bound on one turn's cost, and its calls: the LLM router's, the chat model's over every
+        tool (narrowing only shortens it), and the judge's votes."""
+        estimate, calls = self.caller.estimate_usd(self._request(item, item.tools, None, names)), 1
+        if isinstance(self.router, LLMRouter):
+            estimate += self.router.caller.estimate_usd(self.router.request(item))
+            calls += 1
+        if self.judge is not None:
+            estimate += self.judge.estimate_usd(item)
+            calls += self.judge.votes
+        return estimate, calls
+
+    def select_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None = None) -> Selection:
+        started = time.perf_counter()
+        names = ToolNameMap.for_names(t.name for t in item.tools)
+        estimate, calls = self.turn_estimate(item, names)
+        reservation = ledger.reserve(estimate, calls)
+        if reservation is None:
+            return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=BUDGET_REACHED,
+                             latency_ms=0.0, route=self.route)
+        turn = Turn()
+        try:
+            return self._turn(item, ledger, routed, names, turn, started)
+        finally:
+            ledger.settle(reservation, turn.cost_usd, turn.calls)
+
+    def _turn(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None, names: ToolNameMap,
+              turn: Turn, started: float) -> Selection:
+        all_tools = {t.name: t for t in item.tools}
+        router_fields: dict[str, Any] = {}
+        router_cost, router_latency, router_retries = 0.0, 0.0, 0
+        if isinstance(self.router, LLMRouter):
+            routed = self.router.route(item, ledger, turn)
+        if self.router is not None and routed is not None:
+            router_cost, router_latency, router_retries = routed.cost_usd or 0.0, routed.latency_ms, routed.retries
+            router_fields = {"router": self.router.label, "router_pick": routed.pick,
+                             "router_confidence": routed.confidence, "router_probabilities": routed.probabilities,
+                             "router_latency_ms": routed.latency_ms, "router_cost_usd": routed.cost_usd}
+        if routed is not None and not routed.sent:  # the router's call was not made: neither is the chat call
+            return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=routed.detail,
+                             latency_ms=(time.perf_counter() - started) * 1000, retries=routed.retries,
+                             route=self.route, **router_fields)
+        decision = decide(self.route or "default", routed, item.tools, self.threshold, self.narrow_k)
+        request = self._request(item, decision.tools, decision.tool_choice, names)
+        result = self.caller.call(request, ledger, turn)
+        fields = read_reply(result, decision.tools, names, all_tools)
+        fields["retries"] = fields.get("retries", 0) + router_retries
+        chat_cost = result.cost_usd
+        total_cost = None if chat_cost is None and not router_cost else (chat_cost or 0.0) + router_cost
+        if self.route is not None:
+            fields.update(route=self.route, decided_by=decision.decided_by, fallback=decision.fallback)
+            if routed is not None and routed.detail and decision.fallback:
+                fields["detail"] = fields.get("detail") or routed.detail
+        selection = Selection(
+            request_id=item.request_id, latency_ms=result.latency_ms + router_latency, cost_usd=total_cost,
+            price_version=self.caller.price.version, **router_fields, **fields,
+        )
+        if self.judge is not None and selection.chosen is not None and selection.outcome_hint != "error":
+            verdict = self.judge.judge(item, selection.chosen, selection.arguments,
+                                       result.reply.text if result.reply else "", ledger, turn)
+            selection = selection.model_copy(update={"judge_verdict": verdict.verdict,
+                                                     "judge_votes": list(verdict.votes),
+                                                     "judge_cost_usd": verdict.cost_usd})
+        return selection
+
+    # -- a batch -------------------------------------------------------------------------------------------
+
+    def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
+        batch = list(batch)
+        if not batch:
+            return []
+        scope = current_scope()
+        own_ledger = None
+        if scope is None:
+            own_ledger = RunLedger(None, "unscoped")
+            scope = BatchScope(own_ledger)
+        routed: list[RouterResult | None] = [None] * len(batch)
+        if isinstance(self.router, OfflineRouter):
+            routed = list(self.router.route_batch(batch))
+        answers: list[Selection | None] = [None] * len(batch)
+        try:
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch)),
+                                    thread_name_prefix=f"tooleval-{self.kind}") as pool:
+                futures = {pool.submit(self._safe_one, item, scope.ledger, routed[i]): i
+                           for i, item in enumerate(batch)}
+                for future in as_completed(futures):
+                    index = futures[future]
+                    answers[index] = future.result()
+                    if scope.on_answer is not None:
+                        scope.on_answer(index, answers[index])
+        finally:
+            if own_ledger is not None:
+                own_ledger.close()
+        return [a for a in answers if a is not None]
+
+    def _safe_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None) -> Selection:
+        started = time.perf_counter()
+        try:
+            return self.select_one(item, ledger, routed)
+        except Exception as error:  # a bug in reading one reply must not sink the batch: it lands as a row
+            return Selection(request_id=item.request_id, chosen=None, outcome_hint="error",
+                             detail=f"selector failed: {type(error).__name__}",
+                             latency_ms=(time.perf_counter() - started) * 1000)

@@ -1,0 +1,100 @@
+"""An optional LLM judge: a pinned model asked whether the chosen tool was the right first step.
+
+``options.judge: {model: <pinned id>, selector: openai|anthropic, votes: 3, ...}`` on an openai /
+anthropic arm. For every row with a choice (a tool, possibly with broken arguments, or no tool) the
+judge votes ``votes`` times — independent calls that differ in the provider seed (OpenAI: temperature
+0.7 unless set) — and the majority is kept (``unsure`` when there is none). The verdict is stored beside
+the label check (``correct``) as ``judge_verdict``: where the judge says *right* but the row is not
+correct, the failure lay in the arguments or the reply (or in the label), not in the choice of tool.
+Judge calls count against the run's caps; their cost is ``judge_cost_usd``, apart from the cost per turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from schemas.catalogue import NONE_LABEL
+from tasks.run_budget import RunLedger, Turn
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.chat_types import ChatRequest
+from tasks.selectors.provider_calls import ProviderCaller
+
+JUDGE_SYSTEM = (
+    "You grade the first step an AI support agent took in a conversation. You are given the conversation, "
+    "the tools the agent could call, and what the agent did first. Decide whether the agent's CHOICE was "
+    "right: the right tool to call, or rightly calling no tool. Judge the choice only, not the argument "
+    "values. Answer with one word: right or wrong."
+)
+VERDICTS = ("right", "wrong")
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    verdict: str
+    votes: tuple[str, ...]
+    cost_usd: float | None
+
+
+def read_vote(text: str) -> str:
+    words = text.strip().lower().split()
+    first = words[0].strip(".,:;!*\"'") if words else ""
+    return first if first in VERDICTS else "unsure"
+
+
+def majority(votes: tuple[str, ...]) -> str:
+    counts = Counter(votes)
+    for verdict in VERDICTS:
+        if counts[verdict] * 2 > len(votes):
+            return verdict
+    return "unsure"
+
+
+def judge_prompt(item: SelectionInput, chosen: str, arguments: str | None, reply_text: str) -> str:
+    conversation = "\n".join(f"{m.role}: {m.content}" for m in item.messages)
+    tools = "\n".join(f"- {t.name}: {' '.join(t.description.split())}" for t in item.tools)
+    if chosen == NONE_LABEL:
+        action = f"The agent called no tool and replied: {reply_text.strip()[:1000] or '(nothing)'}"
+    else:
+        action = f"The agent called {chosen} with arguments {arguments or '{}'}"
+    return f"Conversation:\n{conversation}\n\nTools:\n{tools}\n\n{action}\n\nWas this choice right or wrong?"
+
+
+class Judge:
+    def __init__(self, options: Mapping[str, Any]):
+        options = dict(options)
+        self.kind = str(options.pop("selector", "openai"))
+        self.model_id = str(options.pop("model"))
+        self.votes = int(options.pop("votes", 3))
+        self.max_tokens = int(options.get("max_tokens", 16))
+        options["max_tokens"] = self.max_tokens
+        if self.kind == "openai":
+            options.setdefault("temperature", 0.7)  # votes that could differ; they differ in the seed too
+        self.caller = ProviderCaller(self.kind, self.model_id, options)
+
+    def estimate_usd(self, item: SelectionInput) -> float:
+        """An upper bound on the cost of the votes on one turn (the agent's reply at most max_tokens long)."""
+        prompt = judge_prompt(item, NONE_LABEL, None, "x" * 1000)  # the longest reply the prompt quotes
+        request = ChatRequest(model=self.model_id, system=JUDGE_SYSTEM, messages=(("user", prompt),),
+                              max_tokens=self.max_tokens)
+        return self.votes * self.caller.estimate_usd(request) * 1.5
+
+    def judge(self, item: SelectionInput, chosen: str, arguments: str | None, reply_text: str,
+              ledger: RunLedger, turn: Turn | None = None) -> JudgeResult:
+        prompt = judge_prompt(item, chosen, arguments, reply_text)
+        votes, cost = [], 0.0
+        for vote in range(self.votes):
+            request = ChatRequest(model=self.model_id, system=JUDGE_SYSTEM, messages=(("user", prompt),),
+                                  max_tokens=self.max_tokens, vote_seed=vote)
+            result = self.caller.call(request, ledger, turn)
+            cost += result.cost_usd or 0.0
+            votes.append(read_vote(result.reply.text) if result.ok and result.reply is not None else "unsure")
+        return JudgeResult(majority(tuple(votes)), tuple(votes), cost)
+
+
+def arguments_text(arguments: Any) -> str | None:
+    if arguments is None or isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)

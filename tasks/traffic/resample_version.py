@@ -1,0 +1,321 @@
+"""Resample live traffic into a new task-set version (plain functions; ``flows/resample.py`` wraps them).
+
+draw: read the window's turns -> mask personal data (nothing unmasked goes further) -> production weights
+-> distinct requests -> remove those already in earlier versions -> allocate per tool -> draw, skipping
+near-duplicates. check: the label checks (Great Expectations) on the draft, in memory. publish: the
+version (provisional labels, frozen manifest with parent, window, seed and counts), the window's weights,
+the labelling queue and ``resamples/<version>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from schemas.catalogue import NONE_LABEL
+from schemas.taskset import LabelledRequest, ProductionWeights
+from schemas.traffic import (
+    HINT_SOURCE,
+    MaskingRules,
+    ProductionTurn,
+    ResampleSummary,
+    SamplingPlan,
+    ToolSampleCount,
+    TrafficConfig,
+    Window,
+)
+from tasks.input_errors import InputError
+from tasks.labelling_queue import queue_items, queue_path, write_queue
+from tasks.load_taskset import load_version
+from tasks.traffic.mask_personal_data import Masker
+from tasks.traffic.near_duplicates import NearDuplicateIndex, conversation_text, normalise
+from tasks.traffic.production_weights import (
+    check_weights_writable,
+    first_tool_counts,
+    production_weights,
+    weights_path,
+    write_weights,
+)
+from tasks.traffic.publish_version import (
+    VersionDraft,
+    all_catalogues,
+    check_draft,
+    manifests,
+    publish,
+    write_exclusive,
+)
+from tasks.traffic.read_turns import TrafficSource, newest_turn_time, read_turns
+from tasks.traffic.stratified_sample import Candidate, Draw, allocate, distinct_candidates, draw
+from tasks.traffic.version_age import version_is_adjudicated
+from tasks.traffic.window import last_complete_weeks, parse_window, sampling_seed_for
+
+CONFIG_FILE = Path("production") / "traffic.yaml"
+
+
+def load_traffic_config(taskset_dir: Path) -> TrafficConfig | None:
+    """``<taskset>/production/traffic.yaml``, or None when the task set has none."""
+    path = Path(taskset_dir) / CONFIG_FILE
+    if not path.is_file():
+        return None
+    try:
+        return TrafficConfig.model_validate(yaml.safe_load(path.read_text()) or {})
+    except (yaml.YAMLError, ValidationError) as error:
+        raise InputError.one(str(path), "", "traffic-config", str(error).splitlines()[0]) from None
+
+
+@dataclass(frozen=True)
+class ResampleDraft:
+    """Everything a resample decided, in memory and masked, before anything is written."""
+
+    taskset_dir: Path
+    source: TrafficSource
+    window: Window
+    plan: SamplingPlan
+    masking: MaskingRules
+    newest_turn: datetime | None
+    n_turns: int
+    counts: dict[str, int]
+    """Turns per first tool in the window, 'none' and unknown tools included."""
+    unknown_tools: dict[str, int]
+    masked: dict[str, int]
+    n_distinct: int
+    n_earlier_duplicates: int
+    available: dict[str, int]
+    targets: dict[str, int]
+    drawn: Draw
+    weights: ProductionWeights
+    version: VersionDraft
+    candidates_by_request: dict[str, Candidate]
+
+    @property
+    def weights_path(self) -> Path:
+        return weights_path(self.taskset_dir, self.window.id)
+
+
+def parent_version(taskset_dir: Path) -> str | None:
+    """The newest adjudicated version (by creation time), else the newest version."""
+    found = manifests(taskset_dir)
+    adjudicated = [(m.created_at, v) for v, m in found.items() if version_is_adjudicated(taskset_dir, v)]
+    if adjudicated:
+        return max(adjudicated)[1]
+    return max(((m.created_at, v) for v, m in found.items()), default=(None, None))[1]
+
+
+def slices_by_label(taskset_dir: Path, parent: str | None) -> tuple[dict[str, str], list[str], str]:
+    """Each label's most common slice in the parent version, the parent's slices, and the default slice."""
+    if parent is None:
+        return {}, ["production"], "production"
+    loaded = load_version(taskset_dir, parent)
+    per_label: dict[str, Counter[str]] = {}
+    for request in loaded.requests:
+        per_label.setdefault(request.expected, Counter())[request.slice] += 1
+    default = Counter(r.slice for r in loaded.requests).most_common(1)[0][0] if loaded.requests else "production"
+    return ({label: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for label, c in per_label.items()},
+            list(loaded.manifest.slices), default)
+
+
+def earlier_texts(taskset_dir: Path, masker: Masker) -> list[str]:
+    """Every request of every version, masked like the traffic, as conversation text."""
+    texts = []
+    for version in manifests(taskset_dir):
+        for request in load_version(taskset_dir, version).requests:
+            texts.append(conversation_text(masker.mask_messages(request.messages)))
+    return texts
+
+
+@dataclass(frozen=True)
+class ResampleSettings:
+    """What a resample reads and how it draws, from ``production/traffic.yaml`` and the run's overrides."""
+
+    source: TrafficSource
+    window: Window
+    plan: SamplingPlan
+    masking: MaskingRules
+    newest_turn: datetime | None
+
+
+def resample_settings(
+    taskset_dir: Path | str,
+    *,
+    traffic: str | Path | None = None,
+    traffic_format: str | None = None,
+    traffic_table: str | None = None,
+    window: str | None = None,
+    weeks: int | None = None,
+    now: datetime | None = None,
+    seed: int | None = None,
+    sampling: dict[str, Any] | None = None,
+    masking: MaskingRules | None = None,
+) -> ResampleSettings:
+    """Arguments override ``production/traffic.yaml``; the default window is the last complete weeks."""
+    taskset_dir = Path(taskset_dir)
+    config = load_traffic_config(taskset_dir)
+    if traffic is None and config is None:
+        raise InputError.one(str(taskset_dir / CONFIG_FILE), "", "traffic-config",
+                             "no production log given and the task set has no production/traffic.yaml")
+    source = TrafficSource(
+        path=Path(traffic) if traffic is not None else taskset_dir / config.log,
+        format=traffic_format or (config.format if config else "auto"),
+        table=traffic_table or (config.table if config else "turns"),
+    )
+    newest = newest_turn_time(source)
+    chosen_window = (parse_window(window) if window else last_complete_weeks(
+        weeks or (config.window_weeks if config else 4), now or datetime.now(timezone.utc), newest))
+    try:
+        plan = SamplingPlan(**{**(config.sampling if config else {}), **(sampling or {}),
+                               "seed": seed if seed is not None else sampling_seed_for(chosen_window)})
+    except ValidationError as error:
+        raise InputError.one(str(taskset_dir / CONFIG_FILE), "sampling", "sampling-plan",
+                             str(error).splitlines()[0]) from None
+    return ResampleSettings(source=source, window=chosen_window, plan=plan,
+                            masking=masking or (config.masking if config else MaskingRules()), newest_turn=newest)
+
+
+def previous_resample(taskset_dir: Path | str, settings: ResampleSettings) -> ResampleSummary | None:
+    """A version already drawn from the same log, window, plan and masking (a repeated or retried run)."""
+    for path in sorted((Path(taskset_dir) / "resamples").glob("v*.json")):
+        summary = ResampleSummary.model_validate_json(path.read_bytes())
+        if (summary.source == settings.source.name and summary.window.id == settings.window.id
+                and summary.plan == settings.plan and summary.masking == settings.masking
+                and (Path(taskset_dir) / f"{summary.version}.manifest.json").is_file()):
+            return summary.model_copy(update={"reused": True})
+    return None
+
+
+def draw_resample(taskset_dir: Path | str, settings: ResampleSettings) -> ResampleDraft:
+    """Read, mask, weigh and draw; writes nothing."""
+    taskset_dir = Path(taskset_dir)
+    source, chosen_window, plan, masking = settings.source, settings.window, settings.plan, settings.masking
+    masker = Masker(masking)
+    newest = settings.newest_turn
+    masked_counts: Counter[str] = Counter()
+    turns: list[ProductionTurn] = [masker.mask_turn(t, masked_counts) for t in read_turns(source, chosen_window)]
+    if not turns:
+        raise InputError.one(str(source.path), chosen_window.id, "window-has-traffic",
+                             f"no turn between {chosen_window.start:%Y-%m-%d} and {chosen_window.end:%Y-%m-%d}")
+
+    catalogue_tools = {name for c in all_catalogues(taskset_dir) for name in c.names}
+    counts = first_tool_counts(turns)
+    unknown = {t: n for t, n in sorted(counts.items()) if t != NONE_LABEL and t not in catalogue_tools}
+    weights = production_weights(counts, chosen_window, source.name, catalogue_tools)
+    check_weights_writable(taskset_dir, weights)
+
+    earlier = earlier_texts(taskset_dir, masker)
+    earlier_keys = {normalise(text) for text in earlier}
+    candidates = [c for c in distinct_candidates(turns) if c.hint not in unknown]
+    fresh = [c for c in candidates if c.key not in earlier_keys]
+    by_stratum: dict[str, list[Candidate]] = {}
+    for candidate in fresh:
+        by_stratum.setdefault(candidate.hint, []).append(candidate)
+    volumes = {t: n for t, n in counts.items() if t not in unknown}
+    available = {t: len(by_stratum.get(t, [])) for t in volumes}
+    targets = allocate(volumes, available, plan)
+    drawn = draw(by_stratum, targets, plan.seed, NearDuplicateIndex(plan.near_duplicate_threshold, earlier))
+
+    parent = parent_version(taskset_dir)
+    slice_of, slices, default_slice = slices_by_label(taskset_dir, parent)
+    requests: list[LabelledRequest] = []
+    by_request: dict[str, Candidate] = {}
+    for candidate in sorted((c for picked in drawn.chosen.values() for c in picked),
+                            key=lambda c: (c.turn.time, c.turn.turn_id)):
+        request = LabelledRequest(
+            id=f"prod-{candidate.turn.turn_id}", messages=candidate.messages, expected=candidate.hint,
+            slice=slice_of.get(candidate.hint, default_slice), label_status="provisional",
+        )
+        requests.append(request)
+        by_request[request.id] = candidate
+    if not requests:
+        raise InputError.one(str(source.path), chosen_window.id, "sample-non-empty",
+                             "every request of the window is already in an earlier version")
+    if default_slice not in slices and any(r.slice == default_slice for r in requests):
+        slices.append(default_slice)
+    version = VersionDraft(
+        taskset_dir=taskset_dir, requests=tuple(requests), adjudications=(), slices=slices, parent=parent,
+        window=chosen_window.id, sampling_seed=plan.seed,
+        notes=(f"Resampled from {source.name}, window {chosen_window.id}: {len(turns):,} turns, "
+               f"{len(candidates):,} distinct masked requests, {len(requests)} drawn (floor {plan.floor_per_tool} per tool, "
+               f"{plan.floor_none} for none, the rest by volume). Labels are provisional ({HINT_SOURCE}): "
+               "import the adjudicated labelling queue to decide them."),
+    )
+    return ResampleDraft(
+        taskset_dir=taskset_dir, source=source, window=chosen_window, plan=plan, masking=masking, newest_turn=newest,
+        n_turns=len(turns), counts=dict(counts), unknown_tools=unknown, masked=dict(sorted(masked_counts.items())),
+        n_distinct=len(candidates), n_earlier_duplicates=len(candidates) - len(fresh), available=available,
+        targets=targets, drawn=drawn, weights=weights, version=version, candidates_by_request=by_request,
+    )
+
+
+def check_resample(draft: ResampleDraft):
+    """Label checks (Great Expectations) on the draft version and the window's weights."""
+    return check_draft(draft.version, draft.weights, draft.weights_path)
+
+
+def publish_resample(draft: ResampleDraft) -> ResampleSummary:
+    """Write the version, its weights, its queue and its summary; an identical earlier draw is reused."""
+    manifest, reused = publish(draft.version)
+    weights_file = write_weights(draft.taskset_dir, draft.weights)
+    queue_file = queue_path(draft.taskset_dir, manifest.version)
+    requests = list(load_version(draft.taskset_dir, manifest.version).requests)
+    write_queue(queue_file, queue_items(manifest.taskset, manifest.version, requests, draft.candidates_by_request))
+    total = sum(n for t, n in draft.counts.items() if t not in draft.unknown_tools)
+    per_tool = [
+        ToolSampleCount(tool=t, turns=n, share=n / total, candidates=draft.available.get(t, 0),
+                        target=draft.targets.get(t, 0), sampled=len(draft.drawn.chosen.get(t, [])),
+                        shortfall=max(draft.targets.get(t, 0) - len(draft.drawn.chosen.get(t, [])), 0))
+        for t, n in sorted(draft.counts.items(), key=lambda kv: (-kv[1], kv[0])) if t not in draft.unknown_tools
+    ]
+    summary = ResampleSummary(
+        taskset=manifest.taskset, version=manifest.version, parent=manifest.parent, reused=reused,
+        source=draft.source.name, window=draft.window,
+        weights_file=str(weights_file.relative_to(draft.taskset_dir)),
+        queue_file=str(queue_file.relative_to(draft.taskset_dir)), plan=draft.plan, masking=draft.masking,
+        n_turns=draft.n_turns, n_distinct=draft.n_distinct,
+        n_near_duplicates_removed=draft.drawn.near_duplicates_skipped,
+        n_earlier_duplicates_removed=draft.n_earlier_duplicates, masked=draft.masked,
+        unknown_tools=draft.unknown_tools, newest_turn=draft.newest_turn, per_tool=per_tool,
+    )
+    summary_file = draft.taskset_dir / "resamples" / f"{manifest.version}.json"
+    write_exclusive(summary_file, (json.dumps(summary.model_dump(mode="json"), indent=2) + "\n").encode())
+    return summary
+
+
+def resample_version(taskset_dir: Path | str, **options: Any) -> ResampleSummary:
+    """settings -> (an identical earlier draw, or draw -> check -> publish), for the CLI; the flow runs the
+    same steps as tasks."""
+    settings = resample_settings(taskset_dir, **options)
+    if previous := previous_resample(taskset_dir, settings):
+        return previous
+    draft = draw_resample(taskset_dir, settings)
+    check_resample(draft)
+    return publish_resample(draft)
+
+
+def describe_resample(summary: ResampleSummary) -> list[str]:
+    """What a resample did, as lines for the terminal."""
+    head = "found an identical earlier draw:" if summary.reused else "wrote"
+    lines = [
+        f"{head} {summary.taskset} {summary.version} (parent {summary.parent or '-'}), provisional labels",
+        f"window {summary.window.id} ({summary.window.start:%Y-%m-%d}..{summary.window.end:%Y-%m-%d}) of "
+        f"{summary.source}: {summary.n_turns:,} turns, {summary.n_distinct:,} distinct masked requests; "
+        f"{summary.n_earlier_duplicates_removed:,} already in earlier versions, "
+        f"{summary.n_near_duplicates_removed:,} near-duplicates skipped",
+        "masked: " + (", ".join(f"{n:,} {kind}" for kind, n in summary.masked.items()) or "nothing"),
+        f"sampling seed {summary.plan.seed}: {sum(t.sampled for t in summary.per_tool)} requests "
+        f"(floor {summary.plan.floor_per_tool} per tool, {summary.plan.floor_none} for none, the rest by volume)",
+        f"{'tool':<26} {'turns':>7} {'share':>6} {'drawn':>6}",
+    ]
+    lines += [f"{t.tool:<26} {t.turns:>7,} {100 * t.share:>5.1f}% {t.sampled:>6}"
+              + (f"  (short by {t.shortfall})" if t.shortfall else "") for t in summary.per_tool]
+    if summary.unknown_tools:
+        lines.append("WARNING: first tools in no catalogue (left out): "
+                     + ", ".join(f"{t} ({n:,})" for t, n in summary.unknown_tools.items()))
+    lines += [f"weights:  {summary.weights_file}", f"queue:    {summary.queue_file}  <- label it, then "
+              f"`tooleval queue import <taskset>/{summary.queue_file}`"]
+    return lines

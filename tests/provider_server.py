@@ -1,0 +1,390 @@
+"""A loopback HTTP server that speaks OpenAI chat completions and Anthropic messages well enough for the
+official SDKs, with scripted replies: tool calls, text-only replies, malformed or schema-breaking
+arguments, unknown tool names, 429 with Retry-After, 500s, slow replies (time-outs), a served model id
+that differs, empty and unfinished replies, and token log-probabilities. Nothing leaves 127.0.0.1.
+
+    with ProviderServer(script, api_key="sk-test-...", latency_s=0.0) as server:
+        openai.OpenAI(base_url=server.openai_url, api_key=...)
+        anthropic.Anthropic(base_url=server.anthropic_url, api_key=...)
+
+A *script* is a function ``(Seen) -> Reply`` (``Seen`` is the parsed request, with ``attempt``: how many
+earlier requests carried the same conversation, tools and tool choice, so a script can fail the first
+attempts and then answer). ``oracle(...)`` builds a script from a map of request text -> expected tool.
+The server also runs as a process for the benchmark:
+
+    python -m tests.provider_server --latency-ms 200      (prints "port <n>", serves until killed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Mapping
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted reply. Leave everything unset for a plain text reply."""
+
+    tool: str | None = None
+    """Wire name of the tool to call (any string: an unknown name is allowed)."""
+    arguments: Any = "{}"
+    """Tool arguments: JSON text (sent as is, so it may be malformed) or an object."""
+    text: str | None = None
+    status: int | None = None
+    """Reply with this HTTP error status instead."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    served_model: str | None = None
+    finish: str | None = None
+    """Override the finish / stop reason ('length', 'max_tokens', 'content_filter', 'refusal', ...)."""
+    logprobs: tuple[tuple[str, float], ...] | None = None
+    """(token, probability) alternatives of the first output token (OpenAI-compatible)."""
+    empty: bool = False
+    """No tool call and no text at all."""
+    no_choices: bool = False
+    """OpenAI: an empty ``choices`` list."""
+    extra_tools: tuple[str, ...] = ()
+    """Further tool calls after the first (parallel calls)."""
+    error_message: str = "scripted error"
+
+
+def tool_call(tool: str, arguments: Any = "{}", **kwargs: Any) -> Reply:
+    return Reply(tool=tool, arguments=arguments, **kwargs)
+
+
+def text_reply(text: str = "Happy to help! Could you tell me a little more?", **kwargs: Any) -> Reply:
+    return Reply(text=text, **kwargs)
+
+
+def status_reply(status: int, retry_after: float | None = None, **kwargs: Any) -> Reply:
+    headers = dict(kwargs.pop("headers", {}))
+    if retry_after is not None:
+        headers["Retry-After"] = f"{retry_after:g}"
+    return Reply(status=status, headers=headers, **kwargs)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A request as the server received it (no credentials: only whether they were right)."""
+
+    api: str
+    """'openai' or 'anthropic'."""
+    model: str
+    system: str
+    user_text: str
+    messages: tuple[tuple[str, str], ...]
+    tools: tuple[str, ...]
+    tool_choice: str | None
+    """None (auto), 'none', 'required' or the forced tool's wire name."""
+    top_logprobs: int | None
+    max_tokens: int | None
+    temperature: float | None
+    seed: int | None
+    anthropic_version: str | None
+    authorized: bool
+    body: dict[str, Any]
+    attempt: int = 0
+
+    @property
+    def is_router(self) -> bool:
+        return self.top_logprobs is not None
+
+    def option_index(self, label: str) -> int | None:
+        """The number of option ``label`` in an LLM-router prompt ("3. name: ...")."""
+        match = re.search(rf"^(\d+)\. {re.escape(label)}:", self.user_text, re.MULTILINE)
+        return int(match.group(1)) if match else None
+
+    @property
+    def n_options(self) -> int:
+        return len(re.findall(r"^\d+\. ", self.user_text, re.MULTILINE))
+
+
+Script = Callable[[Seen], Reply]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+    """The listen backlog (set before listen(), unlike an attribute set afterwards): with the default of 5,
+    32 clients connecting at once lose SYNs and wait a second for the retransmission."""
+
+
+def first_tool(seen: Seen) -> Reply:
+    """The default script: call the first offered tool (text when none is offered); routers answer 1."""
+    if seen.is_router:
+        return Reply(logprobs=(("1", 0.9), ("2", 0.1)))
+    if seen.tools and seen.tool_choice != "none":
+        return tool_call(seen.tool_choice if seen.tool_choice not in (None, "required") else seen.tools[0])
+    return text_reply()
+
+
+def oracle(expected: Mapping[str, str], arguments: Mapping[str, Any] | None = None, router_confidence: float = 0.9,
+           judge: str = "right") -> Script:
+    """Answer every request right: call the expected tool of its text (by wire name; text when 'none' or not
+    offered), obey a forced tool_choice, route with ``router_confidence`` on the expected option, and vote
+    ``judge`` when asked to judge."""
+    arguments = arguments or {}
+
+    def script(seen: Seen) -> Reply:
+        if seen.system.startswith("You grade"):
+            return text_reply(judge)
+        if seen.is_router:
+            conversation = seen.user_text.split("\n\nOptions:", 1)[0]
+            users = [line[len("user: "):] for line in conversation.splitlines() if line.startswith("user: ")]
+            text = users[-1].strip() if users else ""
+            label = expected.get(text, "none")
+            index = seen.option_index(label) or seen.n_options
+            other = 1 if index != 1 else 2
+            return Reply(logprobs=((str(index), router_confidence), (str(other), 1 - router_confidence)))
+        if seen.tool_choice == "none":
+            return text_reply()
+        if seen.tool_choice not in (None, "required"):
+            return tool_call(seen.tool_choice, arguments.get(seen.tool_choice, "{}"))
+        label = expected.get(seen.user_text.strip(), "none")
+        if label in seen.tools:
+            return tool_call(label, arguments.get(label, "{}"))
+        return text_reply()
+
+    return script
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class ProviderServer:
+    """The server; a context manager that serves in a background thread on 127.0.0.1."""
+
+    def __init__(self, script: Script = first_tool, api_key: str | None = None, latency_s: float = 0.0,
+                 port: int = 0, record: bool = True):
+        self.script, self.api_key, self.latency_s, self.record = script, api_key, latency_s, record
+        self.seen: list[Seen] = []
+        self._lock = threading.Lock()
+        self._attempts: dict[str, int] = {}
+        self._httpd = _Server(("127.0.0.1", port), self._handler_class())
+        self._thread: threading.Thread | None = None
+
+    # -- addresses ----------------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def openai_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "ProviderServer":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def requests(self, api: str | None = None, router: bool | None = None) -> list[Seen]:
+        with self._lock:
+            return [s for s in self.seen if (api is None or s.api == api) and (router is None or s.is_router == router)]
+
+    # -- parsing ------------------------------------------------------------------------------------------
+    def _authorized(self, headers: Mapping[str, str], api: str) -> bool:
+        if self.api_key is None:
+            return True
+        bearer = headers.get("Authorization", "")
+        if bearer == f"Bearer {self.api_key}":
+            return True
+        return api == "anthropic" and headers.get("x-api-key") == self.api_key
+
+    def parse(self, api: str, body: dict[str, Any], headers: Mapping[str, str]) -> Seen:
+        messages: list[tuple[str, str]] = []
+        system = ""
+        for message in body.get("messages", []):
+            content = message.get("content")
+            if isinstance(content, list):
+                content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+            content = content or ""
+            if message.get("role") == "system" and not system:
+                system = content
+                continue
+            messages.append((message.get("role", ""), content))
+        if api == "anthropic":
+            raw_system = body.get("system") or ""
+            system = raw_system if isinstance(raw_system, str) else "".join(b.get("text", "") for b in raw_system)
+            tools = tuple(t["name"] for t in body.get("tools", []))
+            choice = body.get("tool_choice") or {}
+            tool_choice = {"auto": None, "none": "none", "any": "required"}.get(choice.get("type"), choice.get("name"))
+            max_tokens = body.get("max_tokens")
+        else:
+            tools = tuple(t["function"]["name"] for t in body.get("tools", []))
+            choice = body.get("tool_choice")
+            if isinstance(choice, dict):
+                tool_choice = choice.get("function", {}).get("name")
+            else:
+                tool_choice = None if choice in (None, "auto") else choice
+            max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+        user_text = next((c for r, c in reversed(messages) if r == "user"), "")
+        top = body.get("top_logprobs") if body.get("logprobs") else None
+        key = json.dumps([api, body.get("model"), messages, tools, tool_choice, top], sort_keys=True)
+        with self._lock:
+            attempt = self._attempts.get(key, 0)
+            self._attempts[key] = attempt + 1
+        return Seen(api=api, model=body.get("model", ""), system=system, user_text=user_text,
+                    messages=tuple(messages), tools=tools, tool_choice=tool_choice, top_logprobs=top,
+                    max_tokens=max_tokens, temperature=body.get("temperature"), seed=body.get("seed"),
+                    anthropic_version=headers.get("anthropic-version"), authorized=self._authorized(headers, api),
+                    body=body, attempt=attempt)
+
+    # -- replies ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _arguments_text(arguments: Any) -> str:
+        return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+    def openai_body(self, seen: Seen, reply: Reply) -> dict[str, Any]:
+        model = reply.served_model or seen.model
+        prompt_tokens = _tokens(json.dumps(seen.body))
+        message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+        finish = "stop"
+        if reply.tool is not None:
+            calls = [reply.tool, *reply.extra_tools]
+            message["tool_calls"] = [
+                {"id": f"call_{i}", "type": "function",
+                 "function": {"name": name, "arguments": self._arguments_text(reply.arguments if i == 0 else "{}")}}
+                for i, name in enumerate(calls)
+            ]
+            finish = "tool_calls"
+        elif reply.logprobs is not None:
+            message["content"] = reply.logprobs[0][0]
+        elif not reply.empty:
+            message["content"] = reply.text if reply.text is not None else "Happy to help!"
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": reply.finish or finish,
+                                  "logprobs": None}
+        if reply.logprobs is not None:
+            alternatives = [{"token": token, "logprob": math.log(p) if p > 0 else -9999.0,
+                             "bytes": list(token.encode())} for token, p in reply.logprobs]
+            choice["logprobs"] = {"content": [{**alternatives[0], "top_logprobs": alternatives[: seen.top_logprobs or 1]}],
+                                  "refusal": None}
+        return {"id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()), "model": model,
+                "choices": [] if reply.no_choices else [choice], "system_fingerprint": "fp_loopback",
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 12,
+                          "total_tokens": prompt_tokens + 12,
+                          "prompt_tokens_details": {"cached_tokens": 0}}}
+
+    def anthropic_body(self, seen: Seen, reply: Reply) -> dict[str, Any]:
+        model = reply.served_model or seen.model
+        content: list[dict[str, Any]] = []
+        stop = "end_turn"
+        if reply.text is not None and reply.tool is not None:
+            content.append({"type": "text", "text": reply.text})
+        if reply.tool is not None:
+            for i, name in enumerate([reply.tool, *reply.extra_tools]):
+                arguments = reply.arguments if i == 0 else {}
+                if isinstance(arguments, str):
+                    try:
+                        arguments = json.loads(arguments)
+                    except json.JSONDecodeError:
+                        pass  # sent as a string: what a broken proxy might do
+                content.append({"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": arguments})
+            stop = "tool_use"
+        elif not reply.empty:
+            content.append({"type": "text", "text": reply.text if reply.text is not None else "Happy to help!"})
+        return {"id": "msg_loopback", "type": "message", "role": "assistant", "model": model, "content": content,
+                "stop_reason": reply.finish or stop, "stop_sequence": None,
+                "usage": {"input_tokens": _tokens(json.dumps(seen.body)), "output_tokens": 12,
+                          "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                return
+
+            def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for key, value in (headers or {}).items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and left
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._send(200, {"object": "list", "data": []})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/chat/completions"):
+                    api = "openai"
+                elif path.endswith("/messages"):
+                    api = "anthropic"
+                else:
+                    self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+                    return
+                seen = server.parse(api, body, self.headers)
+                if server.record:
+                    with server._lock:
+                        server.seen.append(seen)
+                if not seen.authorized:
+                    presented = (self.headers.get("Authorization", "").removeprefix("Bearer ")
+                                 or self.headers.get("x-api-key", ""))
+                    # like the real services, the message echoes the key presented: clients must scrub it
+                    self._error(api, 401, f"Incorrect API key provided: {presented}", "authentication_error", {})
+                    return
+                reply = server.script(seen)
+                delay = server.latency_s + reply.delay_s
+                if delay:
+                    time.sleep(delay)
+                if reply.status is not None:
+                    self._error(api, reply.status, reply.error_message,
+                                "rate_limit_error" if reply.status == 429 else "api_error", reply.headers)
+                    return
+                payload = server.openai_body(seen, reply) if api == "openai" else server.anthropic_body(seen, reply)
+                self._send(200, payload, reply.headers)
+
+            def _error(self, api: str, status: int, message: str, kind: str, headers: Mapping[str, str]) -> None:
+                if api == "openai":
+                    payload = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+                else:
+                    payload = {"type": "error", "error": {"type": kind, "message": message}}
+                self._send(status, payload, headers)
+
+        return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve the loopback OpenAI/Anthropic API (first offered tool).")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    server = ProviderServer(first_tool, latency_s=args.latency_ms / 1000, port=args.port, record=False)
+    print(f"port {server.port}", flush=True)
+    try:
+        server._httpd.serve_forever(poll_interval=0.05)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""The statistics functions on hand-checked cases, and the SQL views agreeing with them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+from statsmodels.stats.proportion import proportion_confint
+
+from tasks.stats.calibration import (
+    brier_score,
+    coverage_curve,
+    expected_calibration_error,
+    find_threshold,
+    multiclass_brier_score,
+    reliability_bins,
+    request_split,
+    tercile_gap,
+    tercile_order,
+)
+from tasks.stats.interaction import find_factorials, interaction_table
+from tasks.stats.intervals import (
+    cluster_bootstrap,
+    clustered_wilson_interval,
+    effective_trials,
+    ratio_bootstrap_interval,
+    wilson_interval,
+)
+from tasks.stats.paired import exact_mcnemar, inside_noise_floor, paired_comparison
+from tasks.stats.planner import effective_trials_planned, minimal_detectable_drop, plan
+from tests.stats.known_rows import KnownRun, one, selection_row
+
+
+# intervals -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k,n", [(0, 10), (10, 10), (3, 7), (44, 50), (500, 1000)])
+def test_wilson_is_statsmodels_wilson(k, n):
+    low, high = proportion_confint(k, n, method="wilson")
+    interval = wilson_interval(k, n)
+    assert (interval.low, interval.high) == pytest.approx((low, high))
+
+
+def test_one_seed_gives_exactly_wilson_and_the_cluster_interval_never_beats_the_rows():
+    rng = np.random.default_rng(1)
+    k = rng.integers(0, 2, 60)
+    single = clustered_wilson_interval(k, np.ones(60))
+    plain = wilson_interval(k.sum(), 60)
+    assert (single.low, single.high) == pytest.approx((plain.low, plain.high))
+    correlated = np.repeat(k, 1) * 3  # three seeds that always agree
+    assert effective_trials(correlated, np.full(60, 3)) == pytest.approx(60)
+
+
+def test_cluster_bootstrap_is_deterministic_and_agrees_with_the_clustered_wilson():
+    rng = np.random.default_rng(7)
+    p_request = rng.beta(4, 2, 200)
+    k = rng.binomial(3, p_request)
+    m = np.full(200, 3)
+    first, second = ratio_bootstrap_interval(k, m), ratio_bootstrap_interval(k, m)
+    assert (first.low, first.high) == (second.low, second.high)
+    wilson = clustered_wilson_interval(k, m)
+    assert first.low == pytest.approx(wilson.low, abs=0.02) and first.high == pytest.approx(wilson.high, abs=0.02)
+
+
+def test_stratified_bootstrap_keeps_each_stratum_whole():
+    seen = []
+
+    def statistic(w, stratum, value):
+        seen.append((w, stratum))
+        return w @ value
+
+    cluster_bootstrap(statistic, [[0, 0, 1, 1, 1], [1, 2, 3, 3, 4]], 5.0, strata=[0, 0, 1, 1, 1], resamples=50)
+    w, stratum = seen[0]
+    assert (w[:, stratum == 0].sum(axis=1) == 2).all() and (w[:, stratum == 1].sum(axis=1) == 3).all()
+
+
+def test_pooling_identical_requests_draws_like_drawing_requests_one_by_one():
+    # 1,000 requests but four patterns: the pooled multinomial has the per-request bootstrap's spread
+    k = np.array([3] * 500 + [0] * 300 + [2] * 100 + [1] * 100)
+    m = np.full(1000, 3)
+    pooled = ratio_bootstrap_interval(k, m)
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, 1000, size=(2000, 1000))
+    one_by_one = np.quantile(k[draws].sum(axis=1) / m[draws].sum(axis=1), [0.025, 0.975])
+    assert (pooled.low, pooled.high) == pytest.approx(tuple(one_by_one), abs=0.005)
+
+
+def test_the_views_interval_is_the_python_interval_on_random_rows():
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(40):
+        p = rng.uniform(0.1, 0.9)
+        for seed in (1, 2, 3):
+            rows.append(selection_row(f"r{i:02d}", "t", bool(rng.random() < p), seed=seed))
+    con = KnownRun(seeds=3).add(rows).finish()
+    view = one(con, "SELECT * FROM aggregate_accuracy")
+    k = [sum(r["correct"] for r in rows if r["request_id"] == f"r{i:02d}") for i in range(40)]
+    python = clustered_wilson_interval(k, [3] * 40)
+    assert (view["ci_low"], view["ci_high"], view["n_effective"]) == pytest.approx(
+        (python.low, python.high, python.n_effective))
+
+
+# paired comparisons ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("worse,better", [(0, 0), (5, 0), (7, 1), (10, 12), (30, 12)])
+def test_exact_mcnemar_is_the_two_sided_binomial_test_on_discordant_requests(worse, better):
+    expected = 1.0 if worse + better == 0 else binomtest(worse, worse + better, 0.5).pvalue
+    assert exact_mcnemar(worse, better) == pytest.approx(expected)
+
+
+def test_seeds_are_not_counted_as_extra_pairs():
+    # 10 requests, three identical seeds each: 4 right -> wrong; counted once per request, not three times
+    before = [3] * 10
+    after = [0] * 4 + [3] * 6
+    paired = paired_comparison(before, [3] * 10, after, [3] * 10)
+    assert (paired.worse, paired.better, paired.n_requests) == (4, 0, 10)
+    assert paired.p_value == pytest.approx(2 * 0.5**4)
+    assert paired.change.estimate == pytest.approx(-0.4)
+    assert paired.change.low < -0.4 < paired.change.high <= 0
+
+
+def test_majority_of_seeds_decides_a_request():
+    paired = paired_comparison([2, 1, 3], [3, 3, 3], [1, 2, 3], [3, 3, 3])
+    assert (paired.worse, paired.better, paired.both_right) == (1, 1, 1)
+
+
+def test_noise_floor():
+    assert inside_noise_floor(-0.01, 0.02, 0.0)
+    assert not inside_noise_floor(-0.03, 0.02, 0.01)
+    assert not inside_noise_floor(0.0, 0.0, 0.0)  # identical seeds: no floor to hide in
+
+
+# planner -------------------------------------------------------------------------------------------
+
+
+def test_the_planner_counts_seeds_only_as_far_as_they_disagree():
+    assert effective_trials_planned(24, 3, icc=0.0) == 72
+    assert effective_trials_planned(24, 3, icc=1.0) == 24
+    assert plan(0.458, 24, seeds=3, icc=1.0).half_width == pytest.approx(plan(0.458, 24).half_width)
+    assert plan(0.88, 50, target_half_width=0.05).requests_for_target == plan(0.88, 10, target_half_width=0.05).requests_for_target
+
+
+def test_smaller_sets_only_see_larger_drops():
+    drops = [minimal_detectable_drop(0.9, n) for n in (24, 100, 400)]
+    assert drops[0] > drops[1] > drops[2] > 0
+    assert minimal_detectable_drop(0.9, 400) == pytest.approx(0.061, abs=0.01)
+
+
+# calibration ----------------------------------------------------------------------------------------
+
+
+def test_reliability_ece_and_brier_on_a_hand_checked_case():
+    confidence = [0.95, 0.95, 0.95, 0.95, 0.35, 0.35]
+    correct = [True, True, True, False, False, True]
+    bins = reliability_bins(confidence, correct)
+    assert bins[9].n == 4 and bins[9].accuracy == 0.75 and bins[3].n == 2 and bins[3].accuracy == 0.5
+    # ECE = 4/6 * |0.75 - 0.95| + 2/6 * |0.5 - 0.35| = 0.1333 + 0.05
+    assert expected_calibration_error(confidence, correct) == pytest.approx(4 / 6 * 0.2 + 2 / 6 * 0.15)
+    assert brier_score([1.0, 0.0, 0.5], [True, True, False]) == pytest.approx((0 + 1 + 0.25) / 3)
+    assert multiclass_brier_score([{"a": 0.7, "b": 0.3}], ["a"]) == pytest.approx(0.09 + 0.09)
+    curve = coverage_curve(confidence, correct, [0.0, 0.5])
+    assert (curve[1].coverage, curve[1].accuracy) == pytest.approx((4 / 6, 0.75))
+
+
+def test_the_calibration_views_agree_with_the_functions():
+    rng = np.random.default_rng(11)
+    rows = []
+    for i in range(90):
+        c = float(rng.uniform(0.05, 1.0))
+        rows.append(selection_row(f"r{i:02d}", "t", bool(rng.random() < c), confidence=c))
+    con = KnownRun().add(rows).finish()
+    summary = one(con, "SELECT * FROM calibration_summary")
+    conf = [r["confidence"] for r in rows]
+    right = [r["correct"] for r in rows]
+    assert summary["ece"] == pytest.approx(expected_calibration_error(conf, right))
+    assert summary["brier"] == pytest.approx(brier_score(conf, right))
+    view = con.execute("SELECT tercile, correct, n FROM confidence_terciles ORDER BY tercile").fetchall()
+    terciles = tercile_order(conf, [r["request_id"] for r in rows], [r["seed"] for r in rows])
+    y = np.array(right)
+    assert view == [(t, int(y[terciles == t].sum()), int((terciles == t).sum())) for t in (1, 2, 3)]
+    gap = tercile_gap(conf, right, [r["request_id"] for r in rows])
+    assert gap.estimate == pytest.approx(view[2][1] / view[2][2] - view[0][1] / view[0][2])
+
+
+def test_the_threshold_is_fitted_on_one_half_of_the_requests_and_judged_on_the_other():
+    rng = np.random.default_rng(5)
+    ids = [f"q{i:03d}" for i in range(400)]
+    confidence = rng.uniform(0, 1, 400)
+    correct = rng.random(400) < confidence
+    fit = find_threshold(confidence, correct, ids, target_accuracy=0.8)
+    halves = {request_split(r) for r in ids}
+    assert halves == {"fit", "confirm"}
+    assert fit.threshold is not None and fit.fit_accuracy >= 0.8
+    assert fit.fit_rows + fit.confirm_rows == 400
+    # the confirm figure uses only confirm-half requests at the fitted threshold
+    confirm = [(c, y) for r, c, y in zip(ids, confidence, correct) if request_split(r) == "confirm" and c >= fit.threshold]
+    assert fit.confirm_accuracy.estimate == pytest.approx(np.mean([y for _, y in confirm]))
+    assert request_split("q001") == request_split("q001")  # fixed by the id, every run
+
+
+def test_no_threshold_when_no_cut_reaches_the_target():
+    fit = find_threshold([0.9] * 20, [False] * 20, [f"r{i}" for i in range(20)], 0.9)
+    assert fit.threshold is None and fit.confirm_accuracy is None and fit.confirmed is None
+
+
+# interaction ----------------------------------------------------------------------------------------
+
+
+def test_a_2x2_is_found_and_its_gap_is_measured_minus_additive():
+    arms = [
+        {"arm": "base", "catalogue_hash": "c0", "prompt_hash": "p0", "model_id": "m", "selector": "s", "taskset_version": "v"},
+        {"arm": "prompt", "catalogue_hash": "c0", "prompt_hash": "p1", "model_id": "m", "selector": "s", "taskset_version": "v"},
+        {"arm": "surface", "catalogue_hash": "c1", "prompt_hash": "p0", "model_id": "m", "selector": "s", "taskset_version": "v"},
+        {"arm": "both", "catalogue_hash": "c1", "prompt_hash": "p1", "model_id": "m", "selector": "s", "taskset_version": "v"},
+    ]
+    (square,) = find_factorials(arms)
+    assert (square.baseline, {square.first, square.second}, square.both) == ("base", {"prompt", "surface"}, "both")
+    n = 100
+    acc = {"base": 60, "prompt": 70, "surface": 65, "both": 90}  # additive: 60 + 10 + 5 = 75; gap +15
+    correct = [[1] * acc[a] + [0] * (n - acc[a]) for a in ("base", "prompt", "surface", "both")]
+    table = interaction_table(correct, [[1] * n] * 4)
+    assert table.additive_prediction == pytest.approx(0.75) and table.gap.estimate == pytest.approx(0.15)
+    assert table.gap.low <= 0.15 <= table.gap.high
+
+
+def test_the_interval_from_group_by_sums_is_the_interval_from_requests():
+    from tasks.stats.intervals import clustered_wilson_from_sums
+
+    rng = np.random.default_rng(2)
+    m = rng.integers(1, 4, 80).astype(float)
+    k = np.array([rng.integers(0, x + 1) for x in m], float)
+    direct = clustered_wilson_interval(k, m)
+    sums = clustered_wilson_from_sums(k.sum(), m.sum(), (k * k).sum(), (k * m).sum(), (m * m).sum(), len(m))
+    assert (sums.low, sums.high, sums.n_effective) == pytest.approx((direct.low, direct.high, direct.n_effective))
