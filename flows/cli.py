@@ -45,13 +45,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     experiment_criteria(prepared)  # a broken criteria file is bad input too, caught before any selection
     apply_prefect_defaults()
-    from flows.task_runners import evaluate_on
+    from flows.task_runners import api_for_workers, evaluate_on
 
     evaluate = evaluate_on(args.task_runner)
-
-    summary = evaluate(experiment_path=str(args.experiment), warehouse_dir=args.warehouse,
-                       use_cache=not args.no_cache, max_calls=args.max_calls, max_spend_usd=args.max_spend_usd,
-                       allow_provisional=args.allow_provisional)
+    with api_for_workers(args.task_runner):
+        summary = evaluate(experiment_path=str(args.experiment), warehouse_dir=args.warehouse,
+                           use_cache=not args.no_cache, max_calls=args.max_calls, max_spend_usd=args.max_spend_usd,
+                           allow_provisional=args.allow_provisional)
     warehouse = warehouse_at(summary.warehouse)
     report = read_report(warehouse, summary.run_id)
     report.verdict = summary.verdict or report.verdict
@@ -92,14 +92,14 @@ def _print_spend(summary, args: argparse.Namespace) -> int:
 
 
 def cmd_resample(args: argparse.Namespace) -> int:
-    import json
-
-    from tasks.traffic.resample_version import describe_resample, load_traffic_config, resample_version
+    from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
 
     sampling = {key: value for key, value in (("size", args.size), ("floor_per_tool", args.floor),
                                               ("floor_none", args.floor_none)) if value is not None}
     if args.targets:
-        sampling["targets"] = json.loads(Path(args.targets).read_text())
+        sampling["targets"] = load_targets(args.targets)
+    if args.half_width is not None:
+        sampling["target_half_width"] = args.half_width / 100
     masking = None
     if args.order_id_pattern:
         config = load_traffic_config(args.taskset)
@@ -212,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     resample.add_argument("--floor", type=int, default=None, help="at least this many requests per tool")
     resample.add_argument("--floor-none", type=int, default=None, help="at least this many 'none' requests")
     resample.add_argument("--targets", default=None, metavar="JSON", help="target count per tool (JSON file)")
+    resample.add_argument("--half-width", type=float, default=None, metavar="PTS",
+                          help="plan each tool with >= 2%% of traffic for a 95%% interval of +-PTS points "
+                               "(the sample-size planner); the others get the floor")
     resample.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the window)")
     resample.add_argument("--order-id-pattern", action="append", default=None, metavar="REGEX",
                           help="mask order ids matching REGEX (repeatable; default: traffic.yaml)")
@@ -240,8 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     planner = commands.add_parser(
         "plan", help="size a task set: interval width, smallest detectable drop, requests for a target width",
-        description="For a tool (or slice) with N requests at accuracy P: the 95%% interval, the smallest drop "
-        "detectable at 80%% power, and the requests a target half-width needs. Widths shrink with the square "
+        description="For a tool (or slice) with N requests at accuracy P: the 95% interval, the smallest drop "
+        "detectable at 80% power, and the requests a target half-width needs. Widths shrink with the square "
         "root of the trials; seeds count as trials only insofar as they disagree (--icc).")
     planner.add_argument("--accuracy", type=float, required=True, metavar="P", help="expected accuracy, 0..1")
     planner.add_argument("--requests", type=int, required=True, metavar="N", help="requests behind the figure")

@@ -13,6 +13,7 @@ router).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from dataclasses import dataclass
@@ -234,6 +235,8 @@ class LexicalSelector:
 
     def _build_index(self, tools: Sequence[ToolSpec]) -> _Index:
         import bm25s  # imported here: tooleval starts without it when no lexical arm runs
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # its per-index DEBUG lines drown the report
 
         corpus = [list(self._tokenize(self.document(tool))) for tool in tools]
         model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
