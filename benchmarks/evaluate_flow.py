@@ -160,6 +160,7 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
     from tasks.registration_records import new_run_id, registration_records
     from tasks.report_files import publish_report
     from tasks.resolve_experiment import resolve_experiment
+    from tasks.run_budget import RunLedger, ledger_path
     from tasks.selection_cache import SelectionCache
     from tasks.selectors import registry
     from warehouse.location import warehouse_at
@@ -186,9 +187,11 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
 
     def select_all(warehouse_dir: Path, use_cache: bool, run_id: str) -> select_batch.RunContext:
         warehouse = warehouse_at(warehouse_dir)
+        # as flows/evaluate.py builds it (the run ledger is a file beside the cache, cache on or off)
         ctx = select_batch.RunContext(run_id=run_id, experiment=prepared.experiment.name,
                                       rows_dir=warehouse.rows_dir,
-                                      cache_path=warehouse.cache_path if use_cache else None)
+                                      cache_path=warehouse.cache_path if use_cache else None,
+                                      ledger_path=ledger_path(warehouse.cache_path))
         for unit in units:
             select_batch.select_and_land(unit, ctx)
         return ctx
@@ -199,6 +202,8 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
     watch.wrap(select_batch, "write_partition", "  write_partition (Parquet + fsync)")
     watch.wrap(SelectionCache, "get_many", "  cache get_many")
     watch.wrap(SelectionCache, "put_many", "  cache put_many")
+    watch.wrap(RunLedger, "__init__", "  run ledger open (SQLite file, WAL)")
+    watch.wrap(RunLedger, "close", "  run ledger close (WAL checkpoint)")
     registry._cached.cache_clear()
     original_selector_for = select_batch.selector_for
 
@@ -231,10 +236,18 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
     timed("publish_report (views -> md + html)", lambda: publish_report(warehouse, run_id))
 
     cache_dir = workdir / "warehouse-breakdown-cache"
-    registry._cached.cache_clear()
-    timed("select_and_land, every unit (cache cold fill)", lambda: select_all(cache_dir, True, run_id + "c"))
-    registry._cached.cache_clear()
-    timed("select_and_land, every unit (cache warm)", lambda: select_all(cache_dir, True, run_id + "w"))
+    for label, tag in (("cache cold fill", "c"), ("cache warm", "w")):
+        watch = Stopwatch()
+        watch.wrap(SelectionCache, "__init__", "  cache open (SQLite file, WAL)")
+        watch.wrap(SelectionCache, "get_many", "  cache get_many (SELECT + validate_json)")
+        watch.wrap(SelectionCache, "put_many", "  cache put_many (model_dump_json + INSERT)")
+        watch.wrap(SelectionCache, "close", "  cache close (WAL checkpoint)")
+        registry._cached.cache_clear()
+        try:
+            timed(f"select_and_land, every unit ({label})", lambda: select_all(cache_dir, True, run_id + tag))
+        finally:
+            watch.restore()
+        out.update({f"{key} [{label}]": value for key, value in watch.seconds.items()})
 
     if profiler:
         text = io.StringIO()
@@ -308,14 +321,16 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
                                      arms=args.arms, seeds=tuple(range(1, args.seeds + 1)))
     expected_rows = args.requests * args.arms * args.seeds
     print(f"task set: {args.requests:,} requests x {args.arms} arms x {args.seeds} seeds = {expected_rows:,} rows, "
-          f"batch size {args.batch_size}, flow max_workers={MAX_WORKERS}; built in {time.perf_counter() - started:.1f} s",
+          f"batch size {args.batch_size}, flow max_workers={MAX_WORKERS}; "
+          f"built in {time.perf_counter() - started:.1f} s",
           flush=True)
 
     runs = [("cache off", workdir / "warehouse-nocache", False),
             ("cache on, cold fill", workdir / "warehouse-cache", True),
             ("cache on, warm", workdir / "warehouse-cache", True)]
     print(f"\n{'run':22s} {'rows':>8s} {'units':>6s} {'cache hits':>10s} {'seconds':>8s} {'ms/row':>7s} "
-          f"{'<=0.5':>6s} {'CPU s (self+server)':>20s} {'peak RSS this run':>18s} {'ru_maxrss after':>16s}  load before",
+          f"{'<=0.5':>6s} {'CPU s (self+server)':>20s} {'peak RSS this run':>18s} {'ru_maxrss after':>16s}"
+          "  load before",
           flush=True)
     for label, warehouse, use_cache in runs:
         registry._cached.cache_clear()  # a fresh CLI process starts with no selector (no tokenizer/index caches)
@@ -343,14 +358,14 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     if args.breakdown:
         print("\nbreakdown: the plain functions the flow calls, in order, no Prefect (one thread):", flush=True)
         parts, cpu_parts = breakdown(experiment, workdir, args.profile)
-        print(f"  {'step':50s} {'wall s':>7s}  {'ms/row':>7s}  {'CPU s':>6s}")
+        print(f"  {'step':62s} {'wall s':>7s}  {'ms/row':>7s}  {'CPU s':>6s}")
         for label, seconds in parts.items():
             cpu = f"{cpu_parts[label]:6.2f}" if label in cpu_parts else ""
-            print(f"  {label:50s} {seconds:7.2f}  {seconds / expected_rows * 1000:7.3f}  {cpu}")
+            print(f"  {label:62s} {seconds:7.2f}  {seconds / expected_rows * 1000:7.3f}  {cpu}")
         flow_parts = ("prepare_run (all of the above)", "plan_units", "select_and_land, every unit (cache off)",
                       "registration_records", "register_run (DuckDB load)", "publish_report (views -> md + html)")
         total = sum(parts[p] for p in flow_parts)
-        print(f"  {'sum of the flow steps (cache off)':50s} {total:7.2f}  {total / expected_rows * 1000:7.3f}")
+        print(f"  {'sum of the flow steps (cache off)':62s} {total:7.2f}  {total / expected_rows * 1000:7.3f}")
         print("  (indented lines: parts of the select_and_land pass above; the flow runs that pass in "
               f"{MAX_WORKERS} threads)")
         print(f"({load_average()})")

@@ -89,6 +89,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     reports = published.paths
     with RunLedger(ctx.ledger_path, run_id) as ledger:
         spent = ledger.summary()
+    for model, reason in spent.halts.items():
+        get_run_logger().warning("run %s: %s halted: %s", run_id, model, reason)
+    if spent.refused:
+        get_run_logger().warning("run %s: budget reached, %d requests not sent; rerun to resume from the cache",
+                                 run_id, spent.refused)
     return RunSummary(run_id=run_id, n_rows=n_rows, n_units=len(units),
                       n_cache_hits=sum(r.n_cache_hits for r in results),
                       n_failures=sum(r.n_failures for r in results), warehouse=str(warehouse.root),

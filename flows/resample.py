@@ -50,9 +50,9 @@ def publish_task(draft: ResampleDraft) -> ResampleSummary:
 def resample_options(traffic: str | None, traffic_format: str | None, traffic_table: str | None, window: str | None,
                      weeks: int | None, size: int | None, floor_per_tool: int | None, floor_none: int | None,
                      seed: int | None, order_id_patterns: list[str] | None, now: datetime | None,
-                     taskset_dir: str) -> dict:
-    sampling = {k: v for k, v in (("size", size), ("floor_per_tool", floor_per_tool), ("floor_none", floor_none))
-                if v is not None}
+                     taskset_dir: str, target_half_width: float | None = None) -> dict:
+    sampling = {k: v for k, v in (("size", size), ("floor_per_tool", floor_per_tool), ("floor_none", floor_none),
+                                  ("target_half_width", target_half_width)) if v is not None}
     masking = None
     if order_id_patterns is not None:
         config = load_traffic_config(taskset_dir)
@@ -66,10 +66,12 @@ def resample(taskset_dir: str = "tasksets/support", traffic: str | None = None, 
              traffic_table: str | None = None, window: str | None = None, weeks: int | None = None,
              size: int | None = None, floor_per_tool: int | None = None, floor_none: int | None = None,
              seed: int | None = None, order_id_patterns: list[str] | None = None,
-             now: datetime | None = None) -> ResampleSummary:
-    """Draw a new version of the task set from its production log (defaults: production/traffic.yaml)."""
+             target_half_width: float | None = None, now: datetime | None = None) -> ResampleSummary:
+    """Draw a new version of the task set from its production log (defaults: production/traffic.yaml).
+
+    ``target_half_width`` (e.g. 0.1): size each busy tool with the sample-size planner instead of ``size``."""
     options = resample_options(traffic, traffic_format, traffic_table, window, weeks, size, floor_per_tool,
-                               floor_none, seed, order_id_patterns, now, taskset_dir)
+                               floor_none, seed, order_id_patterns, now, taskset_dir, target_half_width)
     settings = settings_task(taskset_dir, options)
     previous = previous_resample(taskset_dir, settings)
     if previous is not None:

@@ -11,6 +11,11 @@ deployments), or the environment variable ``TOOLEVAL_TASK_RUNNER``; applied with
 - ``ray``: prefect-ray on the Ray cluster at ``TOOLEVAL_RAY_ADDRESS`` (else a local one); needs
   ``pip install prefect-ray``.
 
+Dask and Ray workers are other processes and report their task runs to the flow's Prefect API, so the API
+must be a server they can reach: with ``PREFECT_API_URL`` unset (Prefect's ephemeral mode) each worker
+would start a temporary server of its own. Deployments always have one; ``tooleval run --task-runner
+dask`` starts one local server for the run (``api_for_workers``).
+
 Workers land rows as Parquet partitions themselves (atomic, one file per work unit) and share the
 selection cache (SQLite, WAL); the flow registers the run once all units are done, so no step assumes a
 single writing process.
@@ -19,7 +24,8 @@ single writing process.
 from __future__ import annotations
 
 import os
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from tasks.input_errors import InputError
 
@@ -70,3 +76,23 @@ def evaluate_on(name: str | None = None):
     if runner_name(name) == "thread":
         return evaluate
     return evaluate.with_options(task_runner=task_runner_for(name))
+
+
+@contextmanager
+def api_for_workers(name: str | None = None) -> Iterator[None]:
+    """For a Dask or Ray run without ``PREFECT_API_URL``: one local Prefect server for the run, its URL in
+    the settings every worker receives with its tasks. A no-op for threads or when a server is set."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if runner_name(name) == "thread" or PREFECT_API_URL.value():
+        yield
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start(timeout=int(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")))
+    try:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            yield
+    finally:
+        server.stop()

@@ -88,6 +88,14 @@ class SamplingPlan(BaseModel):
     targets: dict[str, int] | None = Field(
         default=None,
         description="Target count per tool (e.g. from the sample-size planner); replaces the volume share, floors still apply.")
+    target_half_width: float | None = Field(
+        default=None, gt=0, lt=0.5,
+        description=("Instead of size: every tool with at least planner_min_share of the window's turns gets the "
+                     "requests the sample-size planner (tasks/stats/planner.py) needs for a 95% interval of "
+                     "+-this (0.1 = 10 points) at planner_accuracy; the others get their floor."))
+    planner_accuracy: float = Field(default=0.8, gt=0, lt=1, description="Accuracy the planner assumes per tool.")
+    planner_min_share: float = Field(
+        default=0.02, ge=0, le=1, description="Share of the window's turns from which a tool is planned, not floored.")
     seed: int = Field(description="Sampling seed: the same window, plan and seed draw the same requests.")
     near_duplicate_threshold: float = Field(
         default=0.7, gt=0, le=1,

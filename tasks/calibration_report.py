@@ -55,13 +55,6 @@ def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list
     return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
-def version_pairs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[tuple[str, str]]:
-    """(old arm, new arm) of every comparison of the run whose only change is the task-set version."""
-    rows = con.execute("SELECT DISTINCT old_arm, new_arm FROM version_calibration WHERE run_id = ? ORDER BY 1, 2",
-                       [run_id]).fetchall()
-    return [(a, b) for a, b in rows]
-
-
 def _noise(diff: float | None, spreads: list[float | None], old: dict | None, new: dict | None) -> str:
     if diff is None:
         return ""

@@ -22,23 +22,21 @@ def arm_operations_table(records: list[dict[str, Any]]) -> ReportTable | None:
         return None
     rows = []
     for r in records:
-        judge = "—"
-        if r["judged"]:
-            judge = f"{pct_with_fraction(r['judge_agrees'], r['judged'])}; right but not correct: " \
-                    f"{r['judge_right_label_wrong']}"
-        routed = "—" if not r["route"] else (
-            f"{r['route']}: router decided {r['decided_by_router']}, fallback {pct(r['fallback_rate'])}")
+        judge = "—" if not r["judged"] else pct_with_fraction(r["judge_agrees"], r["judged"])
+        routed = "—" if not r["route"] else f"{r['decided_by_router']} / {pct(r['fallback_rate'])}"
+        failures = f"{r['invalid']}/{r['error']}" + (f" +{r['budget_stopped']}b" if r["budget_stopped"] else "")
         rows.append([
-            f"{r['rung']}. {r['arm']}", pct_with_fraction(r["correct"], r["n"]), str(r["empty"]),
-            f"{r['invalid']}/{r['error']}" + (f" (+{r['budget_stopped']} budget)" if r["budget_stopped"] else ""),
+            f"{r['rung']}. {r['arm']}", pct_with_fraction(r["correct"], r["n"]), str(r["empty"]), failures,
             "—" if r["mean_latency_ms"] is None else f"{r['mean_latency_ms']:,.0f}",
-            _money(r["mean_cost_usd"]), _money(r["run_cost_usd"], 4), str(r["retries"]), routed, judge,
+            _money(r["mean_cost_usd"]), _money(r["run_cost_usd"], 2), routed, judge,
         ])
     return ReportTable(
         title="Per arm: first-match accuracy, empty replies, latency and cost per turn, routing, judge",
-        columns=["rung", "first match", "empty", "invalid/error", "ms/turn", "cost/turn", "run spend",
-                 "retries", "routing", "judge agrees with label"],
+        columns=["rung", "1st match", "empty", "inv/err", "ms", "$/turn", "spend", "router/fb", "judge"],
         rows=rows, key="arm_operations", summary=True,
-        note="cost from the dated price file (rows' price_version); a routed turn's cost includes its decision "
-             "model; run spend excludes cache hits; budget = rows not sent because a cap was reached.",
+        note="1st match: the first tool call (or none) is the label; inv/err: invalid / error rows (+Nb: not sent, "
+             "budget reached); ms: mean latency per turn; $ from the dated price file (rows' price_version), a "
+             "routed turn's including its decision model; spend: this run's calls (cache hits cost nothing "
+             "again); router/fb: turns the decision model decided / share that fell back to the chat model; "
+             "judge: the LLM judge's verdict agrees with the label check.",
     )

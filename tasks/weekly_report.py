@@ -128,7 +128,7 @@ def build_weekly_report(
                 rows=[[r["arm"], r["slice"], pct(r["accuracy"]), str(r["n_requests"]),
                        pct(next((w["weighted_accuracy"] for w in weighted if w["arm"] == r["arm"]), None))]
                       for r in aggregate],
-                note="the full report of the run is in reports/<run id>/"))
+                note=f"the run's full report: {warehouse.reports_dir / run_id / 'report.md'}"))
             if weekly.skipped_provisional:
                 headline.append(f"Not measured (provisional labels, allow_provisional is off): "
                                 f"{', '.join(weekly.skipped_provisional)}.")

@@ -304,6 +304,22 @@ class ProviderServer:
                 "usage": {"input_tokens": _tokens(json.dumps(seen.body)), "output_tokens": 12,
                           "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}
 
+    @staticmethod
+    def refuse_schema(api: str, body: dict[str, Any]) -> str | None:
+        """The 400 the real services give a tool schema with a combinator at its root (or no object type)."""
+        for i, tool in enumerate(body.get("tools") or []):
+            if api == "openai":
+                schema, name = tool.get("function", {}).get("parameters") or {}, tool.get("function", {}).get("name")
+                if schema.get("type") != "object" or any(k in schema for k in ("oneOf", "anyOf", "allOf", "enum",
+                                                                               "const", "not")):
+                    return (f"Invalid schema for function '{name}': schema must have type 'object' and not have "
+                            "'oneOf'/'anyOf'/'allOf'/'enum'/'const'/'not' at the top level.")
+            else:
+                schema = tool.get("input_schema") or {}
+                if any(k in schema for k in ("oneOf", "anyOf", "allOf")):
+                    return f"tools.{i}.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level"
+        return None
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -350,6 +366,10 @@ class ProviderServer:
                                  or self.headers.get("x-api-key", ""))
                     # like the real services, the message echoes the key presented: clients must scrub it
                     self._error(api, 401, f"Incorrect API key provided: {presented}", "authentication_error", {})
+                    return
+                refusal = server.refuse_schema(api, body)
+                if refusal:
+                    self._error(api, 400, refusal, "invalid_request_error", {})
                     return
                 reply = server.script(seen)
                 delay = server.latency_s + reply.delay_s

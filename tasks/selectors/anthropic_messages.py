@@ -12,6 +12,7 @@ block of the reply is the choice.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 from tasks.selectors.chat_types import ChatReply, ChatRequest
@@ -65,29 +66,30 @@ class AnthropicMessages:
         return body
 
     def complete(self, request: ChatRequest, timeout_s: float) -> ChatReply:
-        response = self._client.messages.create(**self.request_body(request), timeout=timeout_s)
-        return self.read_reply(response)
+        # the raw response, read as JSON (see openai_chat): the SDK still sends, authenticates and raises
+        raw = self._client.messages.with_raw_response.create(**self.request_body(request), timeout=timeout_s)
+        return self.read_reply(json.loads(raw.http_response.content))
 
     @staticmethod
-    def read_reply(response: Any) -> ChatReply:
-        usage = getattr(response, "usage", None)
-        fresh = getattr(usage, "input_tokens", None) if usage else None
-        cache_read = (getattr(usage, "cache_read_input_tokens", None) or 0) if usage else 0
-        cache_write = (getattr(usage, "cache_creation_input_tokens", None) or 0) if usage else 0
-        input_tokens = None if fresh is None else fresh + cache_read + cache_write
-        blocks = list(getattr(response, "content", None) or [])
-        uses = [b for b in blocks if getattr(b, "type", None) == "tool_use"]
-        text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
+    def read_reply(data: Mapping[str, Any]) -> ChatReply:
+        """A ChatReply from the JSON of a message."""
+        usage = data.get("usage") or {}
+        fresh = usage.get("input_tokens")
+        cache_read = usage.get("cache_read_input_tokens") or 0
+        cache_write = usage.get("cache_creation_input_tokens") or 0
+        blocks = list(data.get("content") or [])
+        uses = [b for b in blocks if b.get("type") == "tool_use"]
+        text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
         first = uses[0] if uses else None
-        stop = getattr(response, "stop_reason", None)
+        stop = data.get("stop_reason")
         return ChatReply(
-            served_model=getattr(response, "model", None),
-            tool_name=getattr(first, "name", None) if first is not None else None,
-            arguments=getattr(first, "input", None) if first is not None else None,
+            served_model=data.get("model"),
+            tool_name=first.get("name") if first else None,
+            arguments=first.get("input") if first else None,
             text=text,
             stop_reason=stop,
-            input_tokens=input_tokens,
-            output_tokens=getattr(usage, "output_tokens", None) if usage else None,
+            input_tokens=None if fresh is None else fresh + cache_read + cache_write,
+            output_tokens=usage.get("output_tokens"),
             cached_input_tokens=cache_read,
             n_tool_calls=len(uses),
             unfinished=stop in UNFINISHED,

@@ -26,6 +26,7 @@ Arm options (all optional unless said):
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlparse
@@ -63,6 +64,9 @@ ROUTING_OPTIONS = frozenset({"route", "router", "router_model", "router_options"
 CHAT_OPTIONS = PROVIDER_OPTIONS | ROUTING_OPTIONS | {"judge"}
 JUDGE_OPTIONS = PROVIDER_OPTIONS | {"model", "selector", "votes"}
 LLM_ROUTER_OPTIONS = PROVIDER_OPTIONS | {"max_options"}
+
+
+_SECRET_NAME = re.compile(r"(^|_)(api_?key|key|token|secret|password|auth)(_|$)", re.IGNORECASE)
 
 
 def answer_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,7 +127,11 @@ def _check_provider(kind: str, model_id: str, options: dict[str, Any], allowed: 
                     environ: Mapping[str, str]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Checks shared by the chat model, the LLM router and the judge; returns options with defaults filled."""
     problems: list[tuple[str, str]] = []
-    unknown = sorted(set(options) - allowed)
+    secrets = sorted(n for n in options if n not in KEY_OPTIONS and _SECRET_NAME.search(n))
+    if secrets:
+        problems.append(("secret-in-options", f"{what}: {', '.join(secrets)} in the experiment file: keys come only "
+                                              f"from the environment ({key_source(kind, options)}) or api_key_file"))
+    unknown = sorted(set(options) - allowed - set(secrets))
     if unknown:
         problems.append(("option-known", f"{what}: unknown option(s) {', '.join(unknown)}; "
                                          f"known: {', '.join(sorted(allowed))}"))

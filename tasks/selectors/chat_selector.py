@@ -1,10 +1,10 @@
 """The hosted-model selector (kinds 'openai' and 'anthropic'): one chat call per request, run concurrently.
 
 Per batch (a work unit of ~200 requests) the offline decision model, if any, routes the whole batch at
-once; then each request runs in a thread pool bounded by the endpoint's ``concurrency``: the LLM router's
-call, the routing decision, the chat call (tools in the seed's order, names mapped to what the provider
-accepts), reading the first tool call, the judge's votes. Latency-bound calls overlap; the process-wide
-gate keeps every batch of the process within the endpoint's bound.
+once; then each request runs as one task on the endpoint's threads (``concurrency`` of them per process,
+shared by every batch the process runs): the LLM router's call, the routing decision, the chat call (tools
+in the seed's order, names mapped to what the provider accepts), reading the first tool call, the judge's
+votes. Latency-bound calls overlap, and the gate keeps every call of the process within the bound.
 
 Reading a reply (the outcome taxonomy; nothing invalid or empty is ever a correct 'none'):
 
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
@@ -38,6 +39,20 @@ from tasks.selectors.provider_calls import CallResult, ProviderCaller
 from tasks.selectors.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
 from tasks.selectors.tool_call_check import check_arguments
 from tasks.selectors.tool_names import ToolNameMap
+from tasks.selectors.tool_schemas import wire_schema
+
+OFFERED_SET_CACHE = 2_000
+
+
+@dataclass(frozen=True)
+class OfferedTools:
+    """One offered tool set, prepared for the wire."""
+
+    tools: tuple[ToolSpec, ...]
+    names: ToolNameMap
+    wire: dict[str, WireTool]
+    all_wire: tuple[WireTool, ...]
+    by_name: dict[str, ToolSpec]
 
 
 def read_reply(result: CallResult, sent_tools: tuple[ToolSpec, ...], names: ToolNameMap,
@@ -49,8 +64,7 @@ def read_reply(result: CallResult, sent_tools: tuple[ToolSpec, ...], names: Tool
         fields.update(served_model_id=reply.served_model, input_tokens=reply.input_tokens,
                       output_tokens=reply.output_tokens, stop_reason=reply.stop_reason)
     if result.detail is not None:
-        chosen = None
-        return {**fields, "chosen": chosen, "outcome_hint": "error", "detail": result.detail}
+        return {**fields, "chosen": None, "outcome_hint": "error", "detail": result.detail}
     assert reply is not None
     if reply.unfinished:
         reason = "refused by the provider" if reply.stop_reason == "refusal" else "unfinished reply"
@@ -87,39 +101,53 @@ class ChatSelector:
         self.route: str | None = self.options.get("route")
         self.threshold = self.options.get("threshold")
         self.narrow_k = int(self.options.get("narrow_k", 1))
-        self.router = build_router(self.options)
+        # the LLM router and the judge call within the chat model's turns: by default they get its bound too
+        routing = dict(self.options)
+        if routing.get("router") == "llm":
+            routing["router_options"] = {"concurrency": self.concurrency, **(routing.get("router_options") or {})}
+        self.router = build_router(routing)
         judge = self.options.get("judge")
-        self.judge = Judge(judge) if judge else None
-        self._wire_tools: dict[tuple[int, str], tuple[ToolSpec, WireTool]] = {}
+        self.judge = Judge({"concurrency": self.concurrency, **judge}) if judge else None
+        self._offered_sets: dict[int, OfferedTools] = {}
 
     # -- one request ------------------------------------------------------------------------------------
 
     def _wire_tool(self, tool: ToolSpec, wire: str) -> WireTool:
-        """One WireTool per (tool, wire name), reused by every request that offers it."""
-        key = (id(tool), wire)
-        cached = self._wire_tools.get(key)
-        if cached is None or cached[0] is not tool:
-            size = len(wire) + len(tool.description) + len(json.dumps(tool.parameters))
-            cached = (tool, WireTool(wire, tool.description, dict(tool.parameters), size))
-            self._wire_tools[key] = cached
-        return cached[1]
+        """A tool as sent: its wire name, and a schema with no combinator at the root (both providers refuse
+        one; ``tool_schemas``), what the combinator said added to the description in words."""
+        parameters, note = wire_schema(tool.parameters)
+        description = f"{tool.description} {note}" if note else tool.description
+        return WireTool(wire, description, parameters, len(wire) + len(description) + len(json.dumps(parameters)))
+
+    def _offered(self, tools: tuple[ToolSpec, ...]) -> "OfferedTools":
+        """The name map and wire form of one offered tool set, built once: every request of a seed shares the
+        tools tuple of its permuted catalogue."""
+        cached = self._offered_sets.get(id(tools))
+        if cached is None or cached.tools is not tools:
+            if len(self._offered_sets) > OFFERED_SET_CACHE:  # per-request tool sets (BFCL) would grow it forever
+                self._offered_sets.clear()
+            names = ToolNameMap.for_names(t.name for t in tools)
+            wire = {t.name: self._wire_tool(t, names.wire(t.name)) for t in tools}
+            cached = OfferedTools(tools, names, wire, tuple(wire[t.name] for t in tools), {t.name: t for t in tools})
+            self._offered_sets[id(tools)] = cached
+        return cached
 
     def _request(self, item: SelectionInput, tools: tuple[ToolSpec, ...], tool_choice: str | None,
-                 names: ToolNameMap) -> ChatRequest:
-        wire_tools = tuple(self._wire_tool(t, names.wire(t.name)) for t in tools)
+                 offered: "OfferedTools") -> ChatRequest:
+        wire_tools = offered.all_wire if tools is item.tools else tuple(offered.wire[t.name] for t in tools)
         choice = tool_choice
         if tool_choice not in (None, "none", "required"):
-            choice = names.wire(tool_choice)
+            choice = offered.names.wire(tool_choice)
         if not wire_tools:
             choice = None
         return ChatRequest(model=self.model_id, system=item.prompt,
                            messages=tuple((m.role, m.content) for m in item.messages),
                            tools=wire_tools, tool_choice=choice, max_tokens=self.max_tokens)
 
-    def turn_estimate(self, item: SelectionInput, names: ToolNameMap) -> tuple[float, int]:
+    def turn_estimate(self, item: SelectionInput, full_request: ChatRequest) -> tuple[float, int]:
         """An upper bound on one turn's cost, and its calls: the LLM router's, the chat model's over every
         tool (narrowing only shortens it), and the judge's votes."""
-        estimate, calls = self.caller.estimate_usd(self._request(item, item.tools, None, names)), 1
+        estimate, calls = self.caller.estimate_usd(full_request), 1
         if isinstance(self.router, LLMRouter):
             estimate += self.router.caller.estimate_usd(self.router.request(item))
             calls += 1
@@ -130,21 +158,21 @@ class ChatSelector:
 
     def select_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None = None) -> Selection:
         started = time.perf_counter()
-        names = ToolNameMap.for_names(t.name for t in item.tools)
-        estimate, calls = self.turn_estimate(item, names)
+        offered = self._offered(item.tools)
+        full_request = self._request(item, item.tools, None, offered)
+        estimate, calls = self.turn_estimate(item, full_request)
         reservation = ledger.reserve(estimate, calls)
         if reservation is None:
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=BUDGET_REACHED,
                              latency_ms=0.0, route=self.route)
         turn = Turn()
         try:
-            return self._turn(item, ledger, routed, names, turn, started)
+            return self._turn(item, ledger, routed, offered, full_request, turn, started)
         finally:
             ledger.settle(reservation, turn.cost_usd, turn.calls)
 
-    def _turn(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None, names: ToolNameMap,
-              turn: Turn, started: float) -> Selection:
-        all_tools = {t.name: t for t in item.tools}
+    def _turn(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None, offered: "OfferedTools",
+              full_request: ChatRequest, turn: Turn, started: float) -> Selection:
         router_fields: dict[str, Any] = {}
         router_cost, router_latency, router_retries = 0.0, 0.0, 0
         if isinstance(self.router, LLMRouter):
@@ -159,9 +187,10 @@ class ChatSelector:
                              latency_ms=(time.perf_counter() - started) * 1000, retries=routed.retries,
                              route=self.route, **router_fields)
         decision = decide(self.route or "default", routed, item.tools, self.threshold, self.narrow_k)
-        request = self._request(item, decision.tools, decision.tool_choice, names)
+        request = full_request if decision.tools is item.tools and decision.tool_choice is None else \
+            self._request(item, decision.tools, decision.tool_choice, offered)
         result = self.caller.call(request, ledger, turn)
-        fields = read_reply(result, decision.tools, names, all_tools)
+        fields = read_reply(result, decision.tools, offered.names, offered.by_name)
         fields["retries"] = fields.get("retries", 0) + router_retries
         chat_cost = result.cost_usd
         total_cost = None if chat_cost is None and not router_cost else (chat_cost or 0.0) + router_cost
@@ -196,17 +225,17 @@ class ChatSelector:
         if isinstance(self.router, OfflineRouter):
             routed = list(self.router.route_batch(batch))
         answers: list[Selection | None] = [None] * len(batch)
+        pool = self.caller.gate.workers  # the endpoint's threads, shared with the process's other batches
+        futures = {pool.submit(self._safe_one, item, scope.ledger, routed[i]): i for i, item in enumerate(batch)}
         try:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch)),
-                                    thread_name_prefix=f"tooleval-{self.kind}") as pool:
-                futures = {pool.submit(self._safe_one, item, scope.ledger, routed[i]): i
-                           for i, item in enumerate(batch)}
-                for future in as_completed(futures):
-                    index = futures[future]
-                    answers[index] = future.result()
-                    if scope.on_answer is not None:
-                        scope.on_answer(index, answers[index])
+            for future in as_completed(futures):
+                index = futures[future]
+                answers[index] = future.result()
+                if scope.on_answer is not None:
+                    scope.on_answer(index, answers[index])
         finally:
+            for future in futures:
+                future.cancel()  # an interrupted batch leaves nothing queued behind it
             if own_ledger is not None:
                 own_ledger.close()
         return [a for a in answers if a is not None]

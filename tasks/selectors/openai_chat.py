@@ -9,6 +9,7 @@ nowhere else.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 from tasks.selectors.chat_types import ChatReply, ChatRequest
@@ -72,44 +73,40 @@ class OpenAIChat:
         return body
 
     def complete(self, request: ChatRequest, timeout_s: float) -> ChatReply:
-        response = self._client.chat.completions.create(**self.request_body(request), timeout=timeout_s)
-        return self.read_reply(response)
+        # the raw response: the SDK still sends, authenticates and raises its errors, but the reply is read as
+        # JSON rather than built into typed models (~1 ms CPU a call saved)
+        raw = self._client.chat.completions.with_raw_response.create(**self.request_body(request), timeout=timeout_s)
+        return self.read_reply(json.loads(raw.http_response.content))
 
     @staticmethod
-    def read_reply(response: Any) -> ChatReply:
-        usage = getattr(response, "usage", None)
-        input_tokens = getattr(usage, "prompt_tokens", None) if usage else None
-        output_tokens = getattr(usage, "completion_tokens", None) if usage else None
-        details = getattr(usage, "prompt_tokens_details", None) if usage else None
-        cached = getattr(details, "cached_tokens", None) if details else None
-        choices = getattr(response, "choices", None) or []
+    def read_reply(data: Mapping[str, Any]) -> ChatReply:
+        """A ChatReply from the JSON of a chat completion."""
+        usage = data.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
+        base = {"served_model": data.get("model"), "input_tokens": usage.get("prompt_tokens"),
+                "output_tokens": usage.get("completion_tokens"), "cached_input_tokens": details.get("cached_tokens")}
+        choices = data.get("choices") or []
         if not choices:
-            return ChatReply(served_model=getattr(response, "model", None), tool_name=None, stop_reason=None,
-                             input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached)
+            return ChatReply(tool_name=None, stop_reason=None, **base)
         choice = choices[0]
-        message = choice.message
-        calls = list(getattr(message, "tool_calls", None) or [])
-        first = calls[0] if calls else None
-        function = getattr(first, "function", None) if first is not None else None
+        message = choice.get("message") or {}
+        calls = list(message.get("tool_calls") or [])
+        function = (calls[0].get("function") or {}) if calls else {}
         top: tuple[tuple[str, float], ...] | None = None
-        logprobs = getattr(choice, "logprobs", None)
-        content_logprobs = getattr(logprobs, "content", None) if logprobs else None
+        content_logprobs = (choice.get("logprobs") or {}).get("content") or []
         if content_logprobs:
-            alternatives = content_logprobs[0].top_logprobs or []
-            top = tuple((alt.token, float(alt.logprob)) for alt in alternatives)
-            if not top:
-                top = ((content_logprobs[0].token, float(content_logprobs[0].logprob)),)
+            first = content_logprobs[0]
+            alternatives = first.get("top_logprobs") or [first]
+            top = tuple((alt["token"], float(alt["logprob"])) for alt in alternatives)
+        finish = choice.get("finish_reason")
         return ChatReply(
-            served_model=getattr(response, "model", None),
-            tool_name=getattr(function, "name", None) if function is not None else None,
-            arguments=getattr(function, "arguments", None) if function is not None else None,
-            text=message.content or "",
-            stop_reason=choice.finish_reason,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cached_input_tokens=cached,
+            tool_name=function.get("name") if calls else None,
+            arguments=function.get("arguments") if calls else None,
+            text=message.get("content") or "",
+            stop_reason=finish,
             n_tool_calls=len(calls),
             top_logprobs=top,
-            unfinished=choice.finish_reason in UNFINISHED,
-            refusal=getattr(message, "refusal", None),
+            unfinished=finish in UNFINISHED,
+            refusal=message.get("refusal"),
+            **base,
         )

@@ -17,6 +17,7 @@ import email.utils
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -125,6 +126,16 @@ class ProviderGate:
         self._slots = threading.BoundedSemaphore(concurrency)
         self._lock = threading.Lock()
         self._paused_until = 0.0
+        self._workers: ThreadPoolExecutor | None = None
+
+    @property
+    def workers(self) -> ThreadPoolExecutor:
+        """The endpoint's threads, shared by every batch of the process: as many as calls may be in flight,
+        so concurrent batches add requests to one queue instead of threads that fight over the GIL."""
+        with self._lock:
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="tooleval-call")
+            return self._workers
 
     def pause(self, seconds: float) -> None:
         """Hold every new attempt on this endpoint for ``seconds`` (a 429's Retry-After)."""

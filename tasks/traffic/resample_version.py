@@ -121,10 +121,24 @@ def slices_by_label(taskset_dir: Path, parent: str | None) -> tuple[dict[str, st
             list(loaded.manifest.slices), default)
 
 
-def earlier_texts(taskset_dir: Path, masker: Masker) -> list[str]:
-    """Every request of every version, masked like the traffic, as conversation text."""
+def interrupted_draws(taskset_dir: Path, settings: "ResampleSettings") -> set[str]:
+    """Versions of this same draw (window and seed) whose run stopped before writing their summary.
+
+    They are not 'earlier versions' of the draw: left out, the draw comes out identical and ``publish``
+    finds the version instead of writing another; the weights, queue and summary are then completed.
+    """
+    return {version for version, manifest in manifests(taskset_dir).items()
+            if manifest.window == settings.window.id and manifest.sampling_seed == settings.plan.seed
+            and not (Path(taskset_dir) / "resamples" / f"{version}.json").is_file()
+            and manifest.notes.startswith("Resampled")}
+
+
+def earlier_texts(taskset_dir: Path, masker: Masker, skip: set[str] = frozenset()) -> list[str]:
+    """Every request of every version (but ``skip``), masked like the traffic, as conversation text."""
     texts = []
     for version in manifests(taskset_dir):
+        if version in skip:
+            continue
         for request in load_version(taskset_dir, version).requests:
             texts.append(conversation_text(masker.mask_messages(request.messages)))
     return texts
@@ -207,7 +221,7 @@ def draw_resample(taskset_dir: Path | str, settings: ResampleSettings) -> Resamp
     weights = production_weights(counts, chosen_window, source.name, catalogue_tools)
     check_weights_writable(taskset_dir, weights)
 
-    earlier = earlier_texts(taskset_dir, masker)
+    earlier = earlier_texts(taskset_dir, masker, skip=interrupted_draws(taskset_dir, settings))
     earlier_keys = {normalise(text) for text in earlier}
     candidates = [c for c in distinct_candidates(turns) if c.hint not in unknown]
     fresh = [c for c in candidates if c.key not in earlier_keys]
@@ -240,8 +254,8 @@ def draw_resample(taskset_dir: Path | str, settings: ResampleSettings) -> Resamp
         taskset_dir=taskset_dir, requests=tuple(requests), adjudications=(), slices=slices, parent=parent,
         window=chosen_window.id, sampling_seed=plan.seed,
         notes=(f"Resampled from {source.name}, window {chosen_window.id}: {len(turns):,} turns, "
-               f"{len(candidates):,} distinct masked requests, {len(requests)} drawn (floor {plan.floor_per_tool} per tool, "
-               f"{plan.floor_none} for none, the rest by volume). Labels are provisional ({HINT_SOURCE}): "
+               f"{len(candidates):,} distinct masked requests, {len(requests)} drawn ({plan_description(plan)}). "
+               f"Labels are provisional ({HINT_SOURCE}): "
                "import the adjudicated labelling queue to decide them."),
     )
     return ResampleDraft(
@@ -297,6 +311,31 @@ def resample_version(taskset_dir: Path | str, **options: Any) -> ResampleSummary
     return publish_resample(draft)
 
 
+def plan_description(plan: SamplingPlan) -> str:
+    floors = f"floor {plan.floor_per_tool} per tool, {plan.floor_none} for none"
+    if plan.targets is not None:
+        return f"a target count per tool for {len(plan.targets)} tools, {floors}"
+    if plan.target_half_width is not None:
+        return (f"the planner's count for +-{100 * plan.target_half_width:g} points at {100 * plan.planner_accuracy:g}% "
+                f"for tools with >= {100 * plan.planner_min_share:g}% of turns, {floors}")
+    return f"{floors}, the rest of {plan.size} by volume"
+
+
+def load_targets(path: Path | str) -> dict[str, int]:
+    """A target count per tool (``{"refund_order": 120, ...}``), e.g. written by the sample-size planner."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError.one(str(path), "", "file-exists", "targets file not found")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise InputError.one(str(path), f"line {error.lineno}", "json", error.msg) from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, int) and v >= 0
+                                             for k, v in data.items()):
+        raise InputError.one(str(path), "", "targets-schema", "a JSON object: tool name -> non-negative count")
+    return data
+
+
 def describe_resample(summary: ResampleSummary) -> list[str]:
     """What a resample did, as lines for the terminal."""
     head = "found an identical earlier draw:" if summary.reused else "wrote"
@@ -308,11 +347,14 @@ def describe_resample(summary: ResampleSummary) -> list[str]:
         f"{summary.n_near_duplicates_removed:,} near-duplicates skipped",
         "masked: " + (", ".join(f"{n:,} {kind}" for kind, n in summary.masked.items()) or "nothing"),
         f"sampling seed {summary.plan.seed}: {sum(t.sampled for t in summary.per_tool)} requests "
-        f"(floor {summary.plan.floor_per_tool} per tool, {summary.plan.floor_none} for none, the rest by volume)",
+        f"({plan_description(summary.plan)})",
         f"{'tool':<26} {'turns':>7} {'share':>6} {'drawn':>6}",
     ]
     lines += [f"{t.tool:<26} {t.turns:>7,} {100 * t.share:>5.1f}% {t.sampled:>6}"
               + (f"  (short by {t.shortfall})" if t.shortfall else "") for t in summary.per_tool]
+    drawn = sum(t.sampled for t in summary.per_tool)
+    if drawn > summary.plan.size:
+        lines.append(f"note: the floors ask for more than --size {summary.plan.size}: {drawn} drawn")
     if summary.unknown_tools:
         lines.append("WARNING: first tools in no catalogue (left out): "
                      + ", ".join(f"{t} ({n:,})" for t, n in summary.unknown_tools.items()))

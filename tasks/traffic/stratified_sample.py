@@ -2,8 +2,9 @@
 
 Allocation: every stratum first gets its floor (``floor_per_tool``, ``floor_none``); the rest of ``size``
 goes to the strata in proportion to their production volume, so the highest-volume tools are sampled the
-most (or, when the plan carries ``targets`` from the sample-size planner, each stratum gets its target,
-never less than its floor). No stratum gets more than the distinct requests it has; what it cannot use
+most. Or, when the plan carries ``targets`` (a count per tool), each stratum gets its target; or, with
+``target_half_width``, every tool with real volume gets the requests the sample-size planner needs for
+that interval width. Never less than the floor. No stratum gets more than the distinct requests it has; what it cannot use
 goes to the others (water-filling, largest remainders).
 
 Draw: inside a stratum, requests are drawn without replacement with probability proportional to how often
@@ -89,6 +90,12 @@ def allocate(volumes: dict[str, int], available: dict[str, int], plan: SamplingP
     floors = {s: plan.floor_none if s == NONE_LABEL else plan.floor_per_tool for s in volumes}
     if plan.targets is not None:
         return {s: max(plan.targets.get(s, 0), floors[s]) for s in volumes}
+    if plan.target_half_width is not None:
+        from tasks.stats.planner import plan as plan_figure
+
+        needed = plan_figure(plan.planner_accuracy, 1, target_half_width=plan.target_half_width).requests_for_target
+        total = sum(volumes.values()) or 1
+        return {s: max(needed if volumes[s] / total >= plan.planner_min_share else 0, floors[s]) for s in volumes}
     extra = {s: 0 for s in volumes}
     capacity = {s: max(available.get(s, 0) - floors[s], 0) for s in volumes}
     remaining = plan.size - sum(min(floors[s], available.get(s, 0)) for s in volumes)

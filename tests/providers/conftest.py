@@ -1,8 +1,8 @@
 """Fixtures for the hosted-model tests: a fake key in the environment, the loopback server, support tools.
 
 Every test here talks to ``tests/provider_server.py`` on 127.0.0.1 through the official SDKs; the
-official endpoints are never reachable because every selector is given the loopback ``base_url`` (and
-``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` point there too).
+official endpoints are never reachable: selectors are given the loopback ``base_url``, and
+``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` point at a closed loopback port for any that is not.
 """
 
 from __future__ import annotations
@@ -27,11 +27,17 @@ MODELS = {"openai": "gpt-4.1-mini-2025-04-14", "anthropic": "claude-haiku-4-5-20
 FAST_RETRIES = {"retry_base_delay_s": 0.01, "retry_max_delay_s": 0.05, "timeout_s": 5.0}
 
 
+NOWHERE = "http://127.0.0.1:9"
+"""The discard port on loopback: a selector given no base_url is refused here, never sent to the internet."""
+
+
 @pytest.fixture(autouse=True)
 def provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
-    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{NOWHERE}/v1")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", NOWHERE)
+    for name in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -94,7 +94,7 @@ def test_models_experiment_runs_through_prefect_and_no_artifact_holds_the_key(
         con.close()
     for kind in ("markdown", "html"):
         report = Path(summary.reports[kind]).read_text()
-        assert "Per arm: first-match accuracy" in report and "gated: router decided" in report
+        assert "Per arm: first-match accuracy" in report and "router/fb" in report
 
     out = capsys.readouterr()
     artifacts = files_under(Path(summary.warehouse), *prefect_paths())

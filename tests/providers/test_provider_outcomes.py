@@ -272,3 +272,14 @@ def test_a_batch_keeps_input_order_and_bounds_concurrency(serve):
     assert [a.request_id for a in answers] == [f"q{i}" for i in range(12)]
     assert [a.chosen for a in answers] == names
     assert peak[0] <= 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_root_combinator_is_sent_as_words_and_still_checked(serve, kind):
+    server = serve(lambda s: tool_call("lookup_order", {"include_items": True}))
+    [answer] = ChatSelector(kind, MODELS[kind], chat_options(server, kind)).select([item("my orders?", TOOLS)])
+    [seen] = server.requests()
+    sent = seen.body["tools"][0]
+    description = sent["function"]["description"] if kind == "openai" else sent["description"]
+    assert description.endswith("Give at least one of: order_id, customer_email.")
+    assert answer.outcome_hint == "invalid" and "(top level)" in answer.detail  # the anyOf still applies

@@ -63,7 +63,9 @@ def _experiment(tmp_path: Path, arms: list[dict], **defaults) -> Path:
                                                                        **defaults})
 
 
-def test_resolution_refuses_an_alias_naming_file_arm_and_rule(tmp_path):
+def test_resolution_refuses_an_alias_naming_file_arm_and_rule(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
     path = _experiment(tmp_path, [{"name": "gpt", "selector": "openai", "model": "gpt-4.1-mini"},
                                   {"name": "claude", "selector": "anthropic", "model": "claude-3-5-haiku-latest"}])
     with pytest.raises(InputError) as raised:
@@ -100,13 +102,14 @@ def test_resolution_refuses_a_pinned_router_or_judge_alias_and_missing_keys(tmp_
     ({"base_url": "https://user:pw@proxy.example/v1", "model_revision": "r"}, "[secret-in-options]"),
     ({"judge": {"model": "gpt-4.1-mini-2025-04-14", "votes": 2}}, "[judge]"),
     ({"max_tokens": 0}, "[option-value]"),
+    ({"api_key": "sk-oops"}, "[secret-in-options]"),
 ])
 def test_bad_hosted_options_are_refused(tmp_path, options, rule):
     path = _experiment(tmp_path, [{"name": "a", "selector": "openai", "model": "gpt-4.1-mini-2025-04-14",
                                    "options": options}])
     with pytest.raises(InputError) as raised:
         resolve_experiment(path)
-    assert f"{path}:arm a: {rule}" in str(raised.value)
+    assert f"{path}:arm a: {rule}" in str(raised.value) and "sk-oops" not in str(raised.value)
 
 
 def test_anthropic_temperature_needs_the_older_api_version():
@@ -151,8 +154,12 @@ def test_a_route_change_is_a_selector_change_and_a_model_change_must_be_declared
         resolve_experiment(path)
 
 
-def test_the_bundled_models_experiment_resolves_with_keys_set():
+def test_the_bundled_models_experiment_resolves_with_keys_set(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
     experiment = resolve_experiment(SUPPORT / "experiments" / "models.yaml")
+    assert {arm.options["base_url"] for arm in experiment.arms} == {"https://api.openai.com/v1",
+                                                                    "https://api.anthropic.com"}
     kinds = {arm.selector for arm in experiment.arms}
     routes = {arm.options.get("route") for arm in experiment.arms}
     assert kinds == {"openai", "anthropic"} and {"forced", "gated", "narrowed"} <= routes

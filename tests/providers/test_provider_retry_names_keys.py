@@ -68,7 +68,7 @@ def test_classify_sdk_errors():
     assert classify(openai.APIConnectionError(request=request)).retryable
 
 
-def test_a_429_pauses_every_caller_of_the_endpoint_for_its_retry_after():
+def test_a_429_pauses_every_caller_of_the_endpoint_for_its_retry_after(monkeypatch):
     class Flaky:
         provider, endpoint = "openai", "http://loopback.invalid/v1"
         calls = 0
@@ -89,7 +89,7 @@ def test_a_429_pauses_every_caller_of_the_endpoint_for_its_retry_after():
     caller = ProviderCaller("openai", MODELS["openai"], {"base_url": "http://loopback.invalid/v1"}, sleep=slept.append)
     caller._provider = Flaky()
     paused: list[float] = []
-    caller.gate.pause = paused.append
+    monkeypatch.setattr(caller.gate, "pause", paused.append)
     with RunLedger(None, "r") as ledger:
         result = caller.call(ChatRequest(model=MODELS["openai"], system="", messages=(("user", "hi"),)), ledger)
     assert result.ok and result.retries == 1
@@ -201,3 +201,54 @@ def test_secret_looking_options_never_enter_the_key_but_max_tokens_does():
     leaked = arm(options={**BASE_OPTIONS, "api_key": FAKE_KEY})
     assert selector_fingerprint(leaked) == selector_fingerprint(arm())
     assert selector_fingerprint(arm(options={**BASE_OPTIONS, "max_tokens": 10})) != selector_fingerprint(arm())
+
+
+# -- tool schemas as the providers accept them ----------------------------------------------------------------
+
+def test_a_root_any_of_becomes_words_in_the_description():
+    from tasks.selectors.tool_schemas import wire_schema
+
+    [lookup] = support_tools("lookup_order")
+    sent, note = wire_schema(lookup.parameters)
+    assert "anyOf" not in sent and sent["type"] == "object" and set(sent["properties"]) == set(lookup.parameters["properties"])
+    assert note == "Give at least one of: order_id, customer_email."
+    assert lookup.parameters["anyOf"]  # the tool's own schema (used to check arguments) is untouched
+
+
+def test_all_of_merges_and_one_of_with_properties_joins_them():
+    from tasks.selectors.tool_schemas import wire_schema
+
+    schema = {"type": "object", "properties": {"a": {"type": "string"}},
+              "allOf": [{"properties": {"b": {"type": "integer"}}, "required": ["b"]}],
+              "oneOf": [{"properties": {"c": {"type": "string"}}, "required": ["c"]},
+                        {"properties": {"d": {"type": "string"}}, "required": ["d"]}]}
+    sent, note = wire_schema(schema)
+    assert set(sent["properties"]) == {"a", "b", "c", "d"} and sent["required"] == ["b"]
+    assert not {"allOf", "oneOf"} & set(sent) and note == "Give exactly one of: c, d."
+    plain = {"type": "object", "properties": {"x": {"type": "string"}}}
+    assert wire_schema(plain) == (plain, "")
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_the_loopback_server_refuses_a_root_combinator_like_the_real_services(serve, kind):
+    import anthropic
+    import openai
+
+    from tests.providers.conftest import base_url
+
+    server = serve()
+    [lookup] = support_tools("lookup_order")
+    if kind == "openai":
+        client = openai.OpenAI(api_key=FAKE_KEY, base_url=base_url(server, kind), max_retries=0)
+        call = lambda: client.chat.completions.create(  # noqa: E731
+            model=MODELS[kind], messages=[{"role": "user", "content": "hi"}],
+            tools=[{"type": "function", "function": {"name": lookup.name, "parameters": lookup.parameters}}])
+        error = openai.BadRequestError
+    else:
+        client = anthropic.Anthropic(api_key=FAKE_KEY, base_url=base_url(server, kind), max_retries=0)
+        call = lambda: client.messages.create(  # noqa: E731
+            model=MODELS[kind], max_tokens=10, messages=[{"role": "user", "content": "hi"}],
+            tools=[{"name": lookup.name, "input_schema": lookup.parameters}])
+        error = anthropic.BadRequestError
+    with pytest.raises(error, match="top level"):
+        call()

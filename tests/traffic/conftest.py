@@ -26,6 +26,10 @@ def shrink_sampling(taskset_dir: Path, **sampling) -> None:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: starts real servers, workers or clusters (tens of seconds); runs in make test")
+
+
 @pytest.fixture(scope="session")
 def resampled_base(tmp_path_factory):
     """The support set resampled once from the bundled log (v2 from 2026-W44-W47): (folder, summary)."""

@@ -86,6 +86,21 @@ def test_duckdb_table_reader_filters_the_window(tmp_path):
     assert caught.value.problems[0].rule == "table-name"
 
 
+def test_a_folder_of_parquet_partitions_is_one_log(tmp_path):
+    import pyarrow.parquet as pq
+
+    from schemas.arrow import to_arrow_table
+    from schemas.traffic import ProductionTurn
+
+    turns = make_turns(60)
+    for week, part in ((44, turns[:30]), (45, turns[30:])):
+        (tmp_path / "log" / f"week={week}").mkdir(parents=True)
+        pq.write_table(to_arrow_table(ProductionTurn, part), tmp_path / "log" / f"week={week}" / "part-0.parquet")
+    source = TrafficSource(tmp_path / "log")
+    assert detect_format(source.path) == "parquet"
+    assert [t.turn_id for t in read_turns(source, None)] == [t["turn_id"] for t in turns]
+
+
 def test_a_parquet_log_missing_a_column_is_refused_naming_it(tmp_path):
     path = tmp_path / "bad.parquet"
     duckdb.connect().execute(f"copy (select 't1' as turn_id, now() as time, 'hi' as user_message) to '{path}'")

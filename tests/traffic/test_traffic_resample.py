@@ -83,8 +83,8 @@ def test_no_personal_data_reaches_any_written_file(resampled_base):
     for path in [root / "v2.jsonl", root / summary.queue_file, root / "resamples" / "v2.json", root / summary.weights_file]:
         text = path.read_text()
         assert not PERSONAL.search(text), (path.name, PERSONAL.search(text))
-    texts = path_texts = (root / "v2.jsonl").read_text()
-    assert "[ORDER_ID]" in path_texts and "[EMAIL]" in texts
+    written = (root / "v2.jsonl").read_text()
+    assert "[ORDER_ID]" in written and "[EMAIL]" in written
 
 
 def test_no_request_duplicates_or_near_duplicates_an_earlier_version(resampled_base):
@@ -147,3 +147,13 @@ def test_masking_leaves_no_personal_data_in_any_turn_of_the_window():
              for text in [masker.mask(turn.user_message)] + [masker.mask(m.content) for m in turn.earlier_turns]
              if PERSONAL.search(text)]
     assert leaks == []
+
+
+def test_a_run_interrupted_after_publishing_completes_the_same_version(resampled):
+    for leftover in ("resamples/v2.json", "queue/v2.queue.jsonl", "weights/2026-W44-W47.json"):
+        (resampled / leftover).unlink()
+    summary = resample_version(resampled, now=NOW)
+    assert (summary.version, summary.reused) == ("v2", True)
+    assert not (resampled / "v3.jsonl").exists()
+    for leftover in ("resamples/v2.json", "queue/v2.queue.jsonl", "weights/2026-W44-W47.json"):
+        assert (resampled / leftover).is_file()

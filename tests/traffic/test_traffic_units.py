@@ -95,6 +95,17 @@ def test_allocation_gives_floors_then_volume_and_never_more_than_available():
     assert planned["refund_order"] == 30 and planned["search_kb"] == 5 and planned["track_shipment"] == 5
 
 
+def test_allocation_from_the_sample_size_planner():
+    from tasks.stats.planner import trials_for_half_width
+
+    volumes = {"refund_order": 600, "track_shipment": 300, "search_kb": 80, "rare": 15, "none": 5}
+    plan = SamplingPlan(floor_per_tool=5, floor_none=8, seed=1, target_half_width=0.1, planner_min_share=0.05)
+    targets = allocate(volumes, dict(volumes), plan)
+    needed = trials_for_half_width(0.8, 0.1)  # one seed of a request = one trial
+    assert 50 < needed < 80
+    assert targets == {"refund_order": needed, "track_shipment": needed, "search_kb": needed, "rare": 5, "none": 8}
+
+
 def _turn(n: int, text: str, tool: str) -> ProductionTurn:
     return ProductionTurn(turn_id=f"t{n}", time=datetime(2026, 11, 2, tzinfo=timezone.utc) + timedelta(minutes=n),
                           user_message=text, first_tool=tool)

@@ -148,3 +148,17 @@ def test_cli_resample_bad_input_exits_2_writing_nothing(tmp_path, capsys):
     assert main(["resample", str(root)]) == 2  # no log given and no production/traffic.yaml
     assert "traffic-config" in capsys.readouterr().err
     assert sorted(str(p) for p in root.rglob("*")) == before
+
+
+def test_cli_resample_with_targets_from_the_planner(tmp_path, capsys):
+    root = write_taskset(tmp_path / "small")
+    log = write_jsonl(tmp_path / "turns.jsonl", make_turns(400))
+    targets = tmp_path / "targets.json"
+    targets.write_text(json.dumps({"refund_order": 8, "track_shipment": 2}))
+    assert main(["resample", str(root), "--traffic", str(log), "--window", "2026-W44-W47", "--targets", str(targets),
+                 "--floor", "3", "--floor-none", "3"]) == 0, capsys.readouterr()
+    counts = load_version(root, "v2").manifest.counts_by_label
+    assert counts == {"refund_order": 8, "track_shipment": 3, "reset_password": 3, "search_kb": 3, "none": 3}
+    targets.write_text("{not json")
+    assert main(["resample", str(root), "--traffic", str(log), "--targets", str(targets)]) == 2
+    assert "[json]" in capsys.readouterr().err

@@ -14,6 +14,8 @@ from tasks.load_taskset import load_version
 from tests.conftest import SUPPORT
 from tests.traffic.conftest import NOW, shrink_sampling
 
+pytestmark = pytest.mark.slow  # two weekly flow runs through Prefect: ~40 s after the session's harness
+
 
 @pytest.fixture(scope="module")
 def weekly_run(prefect_harness, tmp_path_factory):

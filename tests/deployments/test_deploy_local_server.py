@@ -1,0 +1,174 @@
+"""A real local Prefect server on loopback: deploy from deployments/prefect.yaml, trigger the manual
+pre-change deployment with parameters, let a process worker run it, and find its rows in the warehouse.
+Every process the test starts is stopped in ``finally`` (bounded waits, then SIGKILL). Slow: ~1 minute."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import httpx
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+PREFECT = str(Path(sys.executable).parent / "prefect")
+PREFECT_YAML = ROOT / "deployments" / "prefect.yaml"
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Processes:
+    """Processes this test started, each in its own session, stopped by id (with their children)."""
+
+    def __init__(self, logs: Path):
+        self.logs = logs
+        self.started: list[subprocess.Popen] = []
+
+    def start(self, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "wb")
+        process = subprocess.Popen(args, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        self.started.append(process)
+        return process
+
+    def log(self, name: str) -> str:
+        path = self.logs / f"{name}.log"
+        return path.read_text(errors="replace")[-4000:] if path.is_file() else ""
+
+    def _descendants(self, process: subprocess.Popen) -> list[int]:
+        try:
+            import psutil
+
+            return [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
+        except Exception:  # psutil missing or the process already gone
+            return []
+
+    def stop_all(self, grace: float = 15.0) -> None:
+        for process in reversed(self.started):
+            if process.poll() is not None:
+                continue
+            children = self._descendants(process)
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                for pid in [process.pid] + children:
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        pass
+                try:
+                    process.wait(timeout=grace if sig == signal.SIGTERM else 10)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            for pid in children:  # children that outlived their parent
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def alive(self) -> list[int]:
+        return [p.pid for p in self.started if p.poll() is None]
+
+
+def prefect_cli(args: list[str], env: dict[str, str], timeout: float) -> str:
+    done = subprocess.run([PREFECT, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"prefect {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def wait_until(check, timeout: float, what: str, on_fail=lambda: ""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(1)
+    pytest.fail(f"{what} within {timeout:.0f} s\n{on_fail()}")
+
+
+def small_experiment(taskset: Path) -> Path:
+    path = taskset / "experiments" / "pre_change.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "pre-change-check", "taskset": "..", "version": "v1", "seeds": [1, 2, 3], "batch_size": 270,
+        "weights": "2026-W36-W47",
+        "defaults": {"prompt": "default", "selector": "lexical", "model": "bm25-okapi"},
+        "arms": [{"name": "base-18", "catalogue": "base"}, {"name": "giftcards-30", "catalogue": "giftcards"}],
+    }, sort_keys=False))
+    return path
+
+
+def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(support_copy, tmp_path):
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TOOLEVAL_"))}
+    env.update({
+        "PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_API_URL": api,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_UI_ENABLED": "false",
+        "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",  # no weekly runs scheduled during the test
+        "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
+        "PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_LOGGING_TO_API_ENABLED": "false",
+    })
+    experiment = small_experiment(support_copy)
+    warehouse = tmp_path / "warehouse"
+    processes = Processes(tmp_path)
+    try:
+        server = processes.start("server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env)
+
+        def healthy() -> bool:
+            if server.poll() is not None:
+                pytest.fail(f"the Prefect server exited:\n{processes.log('server')}")
+            try:
+                return httpx.get(f"{api}/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(healthy, 180, "the local Prefect server answering /api/health", lambda: processes.log("server"))
+        prefect_cli(["work-pool", "create", "tooleval-process", "--type", "process"], env, 120)
+        prefect_cli(["--no-prompt", "deploy", "--all", "--prefect-file", str(PREFECT_YAML)], env, 300)
+
+        weekly = httpx.get(f"{api}/deployments/name/weekly/weekly-support", timeout=10).json()
+        assert [s["schedule"]["cron"] for s in weekly["schedules"]] == ["0 6 * * 1"]
+        assert weekly["work_pool_name"] == "tooleval-process"
+        assert weekly["parameters"]["experiment"] == "tasksets/support/experiments/production.yaml"
+
+        out = prefect_cli(["deployment", "run", "pre-change/pre-change", "--param", f"experiment_path={experiment}",
+                           "--param", f"warehouse_dir={warehouse}"], env, 120)
+        flow_run_id = re.search(r"UUID: ([0-9a-f-]{36})", out)[1]
+        processes.start("worker", [PREFECT, "worker", "start", "--pool", "tooleval-process", "--type", "process"], env)
+
+        def finished() -> str | None:
+            state = httpx.get(f"{api}/flow_runs/{flow_run_id}", timeout=10).json()["state"]["type"]
+            return state if state in TERMINAL else None
+
+        state = wait_until(finished, 420, "the triggered flow run finishing", lambda: processes.log("worker"))
+        assert state == "COMPLETED", processes.log("worker")
+        flow_run = httpx.get(f"{api}/flow_runs/{flow_run_id}", timeout=10).json()
+        assert flow_run["parameters"]["experiment_path"] == str(experiment)
+    finally:
+        processes.stop_all()
+    assert processes.alive() == []
+
+    con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
+    try:
+        runs = con.execute("select run_id, experiment, n_rows from runs").fetchall()
+        assert [(name, n) for _, name, n in runs] == [("pre-change-check", 2 * 3 * 540)]
+        by_arm = dict(con.execute("select arm, count(*) from selection_rows group by arm").fetchall())
+        assert by_arm == {"base-18": 3 * 540, "giftcards-30": 3 * 540}
+    finally:
+        con.close()
+    assert (warehouse / "reports" / runs[0][0] / "report.md").is_file()
