@@ -16,7 +16,6 @@ What every importer shares (``ImportSummary``, ``write_taskset``) is in ``taskse
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -35,6 +34,7 @@ from tasks.importers.taskset_writer import (
     refuse_frozen,
     write_taskset,
 )
+from tasks.json_lines import read_json_objects
 from tasks.load_taskset import validation_message
 
 # --------------------------------------------------------------------------------------------------
@@ -139,22 +139,12 @@ def category_of(path: Path) -> str:
 
 
 def _read_json_lines(path: Path, problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; bad lines become problems."""
-    if not path.is_file():
-        raise InputError.one(str(path), "", "file-exists", "file not found")
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as error:
-                problems.append(Problem(str(path), f"line {number}", "json-lines", f"not JSON: {error.msg}"))
-                continue
-            if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not record["id"]:
-                problems.append(Problem(str(path), f"line {number}", "bfcl-record", "expected an object with a string 'id'"))
-                continue
-            yield number, record
+    """(line number, record) for each BFCL record; bad lines become problems."""
+    for number, record in read_json_objects(path, problems):
+        if not isinstance(record.get("id"), str) or not record["id"]:
+            problems.append(Problem(str(path), f"line {number}", "bfcl-record", "expected an object with a string 'id'"))
+            continue
+        yield number, record
 
 
 def _read_answers(answers: Path, problems: list[Problem]) -> dict[str, tuple[int, Any]]:

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from schemas.traffic import ProductionTurn, Window
+from tasks.json_lines import read_json_objects
 from tasks.input_errors import InputError, Problem
 
 FORMATS = ("auto", "parquet", "jsonl", "duckdb", "openinference")
@@ -173,23 +174,10 @@ def newest_turn_time(source: TrafficSource) -> datetime | None:
 # -- JSON Lines -----------------------------------------------------------------------------------------
 
 def _read_jsonl(path: Path, window: Window | None) -> list[ProductionTurn]:
-    if not path.is_file():
-        raise InputError.one(str(path), "", "file-exists", "production log not found")
     records: list[tuple[str, dict[str, Any]]] = []
     problems: list[Problem] = []
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as error:
-                problems.append(Problem(str(path), f"line {number}", "json", error.msg))
-                continue
-            if not isinstance(record, dict):
-                problems.append(Problem(str(path), f"line {number}", "turn-schema", "a turn is a JSON object"))
-                continue
-            records.append((f"line {number}", record))
+    for number, record in read_json_objects(path, problems, "production log"):
+        records.append((f"line {number}", record))
     try:
         turns = validate_turns(records, str(path))
     except InputError as error:

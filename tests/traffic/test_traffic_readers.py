@@ -67,7 +67,7 @@ def test_jsonl_reader_and_its_line_numbered_errors(tmp_path):
     with pytest.raises(InputError) as caught:
         read_turns(TrafficSource(path), None)
     rules = rules_of(caught)
-    assert ("turn-schema", "line 3") in rules and ("json", "line 5") in rules
+    assert ("turn-schema", "line 3") in rules and ("json-lines", "line 5") in rules
     assert ("turn-id-unique", "line 8") in rules
     assert all(p.file == str(path) for p in caught.value.problems)
 
