@@ -59,16 +59,27 @@ class PlannedRequest:
     cache_key: str
 
 
-@dataclass(frozen=True)
 class WorkUnit:
-    """One Prefect task's worth of work: a batch of requests for one arm under one seed."""
+    """One Prefect task's worth of work: a batch of requests for one arm under one seed.
 
-    arm: ResolvedArm
-    seed: int
-    batch_index: int
-    requests: tuple[PlannedRequest, ...]
-    taskset: str
-    taskset_version: str
+    A plain class on purpose, not a dataclass: Prefect walks dataclass and pydantic parameters field by
+    field looking for futures, twice per task, and a unit holds hundreds of requests with their tools
+    (about 0.4 ms a request, more than the selection itself). An instance is a leaf to that walk.
+    """
+
+    __slots__ = ("arm", "seed", "batch_index", "requests", "taskset", "taskset_version")
+
+    def __init__(self, *, arm: ResolvedArm, seed: int, batch_index: int, requests: tuple[PlannedRequest, ...],
+                 taskset: str, taskset_version: str) -> None:
+        self.arm = arm
+        self.seed = seed
+        self.batch_index = batch_index
+        self.requests = requests
+        self.taskset = taskset
+        self.taskset_version = taskset_version
+
+    def __repr__(self) -> str:
+        return f"WorkUnit({self.label}, {len(self.requests)} requests)"
 
     @property
     def label(self) -> str:
