@@ -6,7 +6,7 @@
 -- decided and the fallback rate; for judged arms how often the judge agreed with the label check.
 with turns as (
     select *,
-           outcome = 'error' and detail = 'budget reached' as budget_stopped
+           coalesce(outcome = 'error' and detail = 'budget reached', false) as budget_stopped
     from selection_rows
 )
 select run_id, arm,
