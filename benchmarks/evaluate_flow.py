@@ -152,16 +152,16 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
     """Seconds per step of the flow, calling the plain functions in order (cache off), no Prefect."""
     from datetime import datetime, timezone
 
-    import tasks.select_batch as select_batch
-    from tasks.label_checks import check_labels
-    from tasks.load_taskset import load_version, load_weights
-    from tasks.plan_units import plan_units
-    from tasks.prepare_run import prepare_run
-    from tasks.registration_records import new_run_id, registration_records
-    from tasks.report_files import publish_report
-    from tasks.resolve_experiment import resolve_experiment
-    from tasks.run_budget import RunLedger, ledger_path
-    from tasks.selection_cache import SelectionCache
+    import tasks.run.select_batch as select_batch
+    from tasks.taskset.label_checks import check_labels
+    from tasks.taskset.load_taskset import load_version, load_weights
+    from tasks.run.plan_units import plan_units
+    from tasks.run.prepare_run import prepare_run
+    from tasks.run.registration_records import new_run_id, registration_records
+    from tasks.report.publish import publish_report
+    from tasks.experiment.resolve_experiment import resolve_experiment
+    from tasks.selectors.call_budget import RunLedger, ledger_path
+    from tasks.run.selection_cache import SelectionCache
     from tasks.selectors import registry
     from warehouse.location import warehouse_at
     from warehouse.register_run import register_run
@@ -204,7 +204,7 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
     watch.wrap(SelectionCache, "put_many", "  cache put_many")
     watch.wrap(RunLedger, "__init__", "  run ledger open (SQLite file, WAL)")
     watch.wrap(RunLedger, "close", "  run ledger close (WAL checkpoint)")
-    registry._cached.cache_clear()
+    registry.clear_selectors()
     original_selector_for = select_batch.selector_for
 
     def selector_for(*args: Any, **kwargs: Any) -> Any:
@@ -242,7 +242,7 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
         watch.wrap(SelectionCache, "get_many", "  cache get_many (SELECT + validate_json)")
         watch.wrap(SelectionCache, "put_many", "  cache put_many (model_dump_json + INSERT)")
         watch.wrap(SelectionCache, "close", "  cache close (WAL checkpoint)")
-        registry._cached.cache_clear()
+        registry.clear_selectors()
         try:
             timed(f"select_and_land, every unit ({label})", lambda: select_all(cache_dir, True, run_id + tag))
         finally:
@@ -333,7 +333,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
           "  load before",
           flush=True)
     for label, warehouse, use_cache in runs:
-        registry._cached.cache_clear()  # a fresh CLI process starts with no selector (no tokenizer/index caches)
+        registry.clear_selectors()  # a fresh CLI process starts with no selector (no tokenizer/index caches)
         load = load_average()
         reset_peak()
         cpu_before, server_before = time.process_time(), server_cpu_seconds()

@@ -35,9 +35,9 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from schemas.catalogue import Catalogue, ToolSpec  # noqa: E402
 from schemas.taskset import LabelledRequest  # noqa: E402
-from tasks.plan_units import plan_arm_seed  # noqa: E402
-from tasks.resolve_experiment import ResolvedArm  # noqa: E402
-from tasks.select_batch import RunContext, select_and_land  # noqa: E402
+from tasks.run.plan_units import plan_arm_seed  # noqa: E402
+from tasks.experiment.resolve_experiment import ResolvedArm  # noqa: E402
+from tasks.run.select_batch import RunContext, select_and_land  # noqa: E402
 from tasks.selectors.tool_schemas import wire_schema  # noqa: E402
 
 SUPPORT = ROOT / "tasksets" / "support"

@@ -33,12 +33,12 @@ from rich.console import Console  # noqa: E402
 from schemas.arrow import to_arrow_table  # noqa: E402
 from schemas.rows import ArmRecord  # noqa: E402
 from synthetic import LADDER, ladder_tools, selection_row_batches, warehouse_records  # noqa: E402
-from tasks.criteria import load_criteria  # noqa: E402
-from tasks.gates import judge  # noqa: E402
-from tasks.render_report import render_html, render_markdown, render_terminal  # noqa: E402
-from tasks.report_figures import load_figures  # noqa: E402
-from tasks.report_files import open_read_only  # noqa: E402
-from tasks.report_tables import build_report_from, latest_run_id  # noqa: E402
+from tasks.experiment.criteria import load_criteria  # noqa: E402
+from tasks.report.gates import judge  # noqa: E402
+from tasks.report.render import render_html, render_markdown, render_terminal  # noqa: E402
+from tasks.report.figures import load_figures  # noqa: E402
+from tasks.report.publish import open_read_only  # noqa: E402
+from tasks.report.tables import build_report_from, latest_run_id  # noqa: E402
 from warehouse.connect import connect  # noqa: E402
 from warehouse.tables import TABLES  # noqa: E402
 

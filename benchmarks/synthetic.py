@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 from schemas.arrow import arrow_schema  # noqa: E402
 from schemas.catalogue import NONE_LABEL  # noqa: E402
 from schemas.rows import ComparisonRecord, OfferedTool, RunRecord, SelectionRow, WeightRecord  # noqa: E402
-from tasks.load_taskset import freeze_version  # noqa: E402
-from tasks.permute_tools import tool_set_id  # noqa: E402
+from tasks.taskset.load_taskset import freeze_version  # noqa: E402
+from tasks.run.permute_tools import tool_set_id  # noqa: E402
 
 SUPPORT = ROOT / "tasksets" / "support"
 WEIGHTS_WINDOW = "2026-W36-W47"

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tasks.input_errors import InputError
+from tasks.files.input_errors import InputError
 
 EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_MODEL_MISMATCH = 3
@@ -32,16 +32,16 @@ def _warehouse_arg(parser: argparse.ArgumentParser) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from flows.prefect_settings import apply_prefect_defaults
-    from tasks.prepare_run import prepare_run
-    from tasks.report_files import read_report
-    from tasks.render_report import render_terminal
+    from tasks.run.prepare_run import prepare_run
+    from tasks.report.publish import read_report
+    from tasks.report.render import render_terminal
     from warehouse.location import warehouse_at
 
     prepared = prepare_run(args.experiment)  # fail fast, before Prefect starts, on any bad input
-    from tasks.provisional_labels import refuse_provisional
+    from tasks.taskset.provisional_labels import refuse_provisional
 
-    refuse_provisional(prepared, args.allow_provisional)
-    from tasks.criteria import experiment_criteria
+    refuse_provisional(prepared.versions, args.allow_provisional)
+    from tasks.experiment.criteria import experiment_criteria
 
     experiment_criteria(prepared)  # a broken criteria file is bad input too, caught before any selection
     apply_prefect_defaults()
@@ -115,7 +115,7 @@ def cmd_resample(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_import(args: argparse.Namespace) -> int:
-    from tasks.labelling_queue import import_queue
+    from tasks.traffic.labelling_queue import import_queue
 
     result = import_queue(args.queue_file, args.taskset, partial=args.partial)
     verb = "found identical" if result.reused else "wrote"
@@ -125,8 +125,8 @@ def cmd_queue_import(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tasks.render_report import render_markdown, render_terminal
-    from tasks.report_files import read_report
+    from tasks.report.render import render_markdown, render_terminal
+    from tasks.report.publish import read_report
     from warehouse.location import warehouse_at
 
     report = read_report(warehouse_at(args.warehouse), args.run_id)
@@ -150,7 +150,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from tasks.validate_version import validate_version_file
+    from tasks.taskset.validate_version import validate_version_file
 
     summary = validate_version_file(Path(args.version_path), args.catalogue, args.weights)
     print(summary)

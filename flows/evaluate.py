@@ -10,14 +10,14 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from schemas.criteria import Verdict
 
-from tasks.plan_units import plan_units
-from tasks.prepare_run import prepare_run
-from tasks.provisional_labels import refuse_provisional
-from tasks.criteria import experiment_criteria, register_criteria
-from tasks.report_files import judge_and_publish
-from tasks.registration_records import new_run_id, registration_records
-from tasks.run_budget import RunLedger, ledger_path
-from tasks.select_batch import RunContext, UnitResult, select_and_land_task
+from tasks.run.plan_units import plan_units
+from tasks.run.prepare_run import prepare_run
+from tasks.taskset.provisional_labels import refuse_provisional
+from tasks.experiment.criteria import experiment_criteria, register_criteria
+from tasks.report.publish import judge_and_publish
+from tasks.run.registration_records import new_run_id, registration_records
+from tasks.selectors.call_budget import RunLedger, ledger_path
+from tasks.run.select_batch import RunContext, UnitResult, select_and_land_task
 from warehouse.location import warehouse_at
 from warehouse.register_run import register_run
 
@@ -62,7 +62,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     run_id = run_id or new_run_id(started_at)
 
     prepared = prepare_run(experiment_path)
-    refuse_provisional(prepared, allow_provisional)  # provisional labels only when the run says so
+    refuse_provisional(prepared.versions, allow_provisional)  # provisional labels only when the run says so
     requests = {version: loaded.requests for version, loaded in prepared.versions.items()}
     units = plan_units(prepared.experiment, requests, prepared.taskset)
     budget = prepared.experiment.spec.budget

@@ -27,7 +27,8 @@ import os
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from tasks.input_errors import InputError
+from tasks.files.input_errors import InputError
+from flows.evaluate import MAX_WORKERS, evaluate
 
 ENV_VAR = "TOOLEVAL_TASK_RUNNER"
 RUNNERS = ("thread", "dask", "ray")
@@ -46,8 +47,6 @@ def task_runner_for(name: str | None = None) -> Any:
     chosen = runner_name(name)
     if chosen == "thread":
         from prefect.task_runners import ThreadPoolTaskRunner
-
-        from flows.evaluate import MAX_WORKERS
 
         return ThreadPoolTaskRunner(max_workers=MAX_WORKERS)
     if chosen == "dask":
@@ -71,8 +70,6 @@ def task_runner_for(name: str | None = None) -> Any:
 
 def evaluate_on(name: str | None = None):
     """The evaluate flow with the chosen task runner."""
-    from flows.evaluate import evaluate
-
     if runner_name(name) == "thread":
         return evaluate
     return evaluate.with_options(task_runner=task_runner_for(name))

@@ -18,14 +18,14 @@ from prefect.cache_policies import NO_CACHE
 from flows.resample import resample
 from flows.task_runners import evaluate_on
 from schemas.traffic import ResampleSummary
-from tasks.input_errors import InputError
-from tasks.label_checks import CheckReport, check_labels
-from tasks.load_taskset import load_catalogue, load_version, load_weights
-from tasks.resolve_experiment import load_experiment_file
+from tasks.files.input_errors import InputError
+from tasks.taskset.label_checks import CheckReport, check_labels
+from tasks.taskset.load_taskset import load_catalogue, load_version, load_weights
+from tasks.experiment.resolve_experiment import load_experiment_file
 from tasks.traffic.resample_version import load_traffic_config
 from tasks.traffic.version_age import label_age
-from tasks.weekly_experiment import WeeklyExperiment, write_weekly_experiment
-from tasks.weekly_report import build_weekly_report, write_weekly_report
+from tasks.weekly.weekly_experiment import WeeklyExperiment, write_weekly_experiment
+from tasks.weekly.weekly_report import build_weekly_report, write_weekly_report
 from warehouse.location import warehouse_at
 
 QUIET = {"cache_policy": NO_CACHE, "persist_result": False, "log_prints": False}

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from tasks.load_taskset import freeze_version
+from tasks.taskset.load_taskset import freeze_version
 
 TOOLS = [
     {"name": "refund_order", "description": "Refund money for an order that arrived damaged or never arrived."},

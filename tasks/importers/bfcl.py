@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.experiment import PER_REQUEST_CATALOGUE
 from schemas.taskset import LabelledRequest, Message
-from tasks.input_errors import InputError, Problem
+from tasks.files.input_errors import InputError, Problem
 from tasks.importers.taskset_writer import (
     ImportSummary,
     file_digest,
@@ -34,8 +34,8 @@ from tasks.importers.taskset_writer import (
     refuse_frozen,
     write_taskset,
 )
-from tasks.json_lines import read_json_objects
-from tasks.load_taskset import validation_message
+from tasks.files.json_lines import read_json_objects
+from tasks.taskset.load_taskset import validation_message
 
 # --------------------------------------------------------------------------------------------------
 # BFCL parameter types -> JSON schema

@@ -40,8 +40,8 @@ from tasks.importers.taskset_writer import (
     refuse_frozen,
     write_taskset,
 )
-from tasks.input_errors import InputError
-from tasks.load_taskset import validation_message
+from tasks.files.input_errors import InputError
+from tasks.taskset.load_taskset import validation_message
 
 CATALOGUE = "metatool"
 SLICE = "toole-single"

@@ -12,8 +12,8 @@ import yaml
 from schemas.catalogue import CatalogueFile
 from schemas.experiment import ExperimentFile
 from schemas.taskset import LabelledRequest, VersionManifest
-from tasks.input_errors import InputError
-from tasks.load_taskset import freeze_version, write_jsonl
+from tasks.files.input_errors import InputError
+from tasks.taskset.load_taskset import freeze_version, write_jsonl
 
 VERSION = "v1"
 """Every import writes the first version of a new task set."""

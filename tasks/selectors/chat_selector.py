@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.rows import Selection
-from tasks.run_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
+from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.chat_options import DEFAULT_CONCURRENCY, provider_defaults
 from tasks.selectors.chat_types import ChatRequest, WireTool

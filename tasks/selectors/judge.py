@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from schemas.catalogue import NONE_LABEL
-from tasks.run_budget import RunLedger, Turn
+from tasks.selectors.call_budget import RunLedger, Turn
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.chat_types import ChatRequest
 from tasks.selectors.provider_calls import ProviderCaller

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from tasks.run_budget import BUDGET_REACHED, RunLedger, Turn
+from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger, Turn
 from tasks.selectors.chat_options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_KEY_ENV,
@@ -23,6 +23,8 @@ from tasks.selectors.chat_types import ChatProvider, ChatReply, ChatRequest
 from tasks.selectors.pinned_models import served_problem
 from tasks.selectors.pricing import ModelPrice, price_for
 from tasks.selectors.retry_policy import Failure, RetryPolicy, classify, gate_for
+from tasks.selectors.openai_chat import OpenAIChat
+from tasks.selectors.anthropic_messages import AnthropicMessages
 
 _KEY_LIKE = re.compile(r"\b(sk|pk|key|token)[-_][A-Za-z0-9_\-*]{6,}", re.IGNORECASE)
 CHARS_PER_TOKEN_BOUND = 3
@@ -70,12 +72,8 @@ class CallResult:
 
 def make_provider(kind: str, options: Mapping[str, Any], api_key: str) -> ChatProvider:
     if kind == "openai":
-        from tasks.selectors.openai_chat import OpenAIChat
-
         return OpenAIChat(api_key, resolve_base_url(kind, options), options)
     if kind == "anthropic":
-        from tasks.selectors.anthropic_messages import AnthropicMessages
-
         return AnthropicMessages(api_key, resolve_base_url(kind, options), options)
     raise ValueError(f"unknown provider {kind}")
 

@@ -7,26 +7,26 @@ from functools import lru_cache
 from typing import Any
 
 from tasks.selectors.base import Selector
+from tasks.selectors.chat_selector import ChatSelector
+from tasks.selectors.offline import OFFLINE_KINDS, offline_selector
+from tasks.selectors.offline import clear as offline_selector_cache_clear
 
 
 @lru_cache(maxsize=None)
-def _cached(kind: str, model_id: str, options_json: str) -> Selector:
-    options: dict[str, Any] = json.loads(options_json)
-    if kind == "lexical":
-        from tasks.selectors.lexical import LexicalSelector
-
-        return LexicalSelector(model_id, options)
-    if kind == "embedding":
-        from tasks.selectors.embedding import EmbeddingSelector
-
-        return EmbeddingSelector(model_id, options)
-    if kind in ("openai", "anthropic"):
-        # hosted chat models; routed arms (options.route / router / threshold) and the judge live inside
-        from tasks.selectors.chat_selector import ChatSelector
-
-        return ChatSelector(kind, model_id, options)
-    raise ValueError(f"unknown selector kind '{kind}'")
+def _cached_chat(kind: str, model_id: str, options_json: str) -> Selector:
+    # hosted chat models; routed arms (options.route / router / threshold) and the judge live inside
+    return ChatSelector(kind, model_id, json.loads(options_json))
 
 
 def selector_for(kind: str, model_id: str, options: dict[str, Any]) -> Selector:
-    return _cached(kind, model_id, json.dumps(options, sort_keys=True))
+    if kind in OFFLINE_KINDS:
+        return offline_selector(kind, model_id, options)
+    if kind in ("openai", "anthropic"):
+        return _cached_chat(kind, model_id, json.dumps(options, sort_keys=True))
+    raise ValueError(f"unknown selector kind '{kind}'")
+
+
+def clear_selectors() -> None:
+    """Forget every built selector (as a fresh process would start): benchmarks measure cold runs with it."""
+    _cached_chat.cache_clear()
+    offline_selector_cache_clear()

@@ -35,10 +35,11 @@ from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.rows import Selection
-from tasks.run_budget import RunLedger, Turn
+from tasks.selectors.call_budget import RunLedger, Turn
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.chat_types import ChatRequest
 from tasks.selectors.provider_calls import ProviderCaller
+from tasks.selectors.offline import DEFAULT_MODELS, offline_selector
 
 MAX_TOP_LOGPROBS = 20
 
@@ -104,12 +105,9 @@ class OfflineRouter:
     """The lexical / embedding selector as a decision model, run over the whole batch at once."""
 
     def __init__(self, kind: str, model_id: str | None, options: Mapping[str, Any]):
-        from tasks.selectors.registry import selector_for
-
-        defaults = {"lexical": "bm25-okapi", "embedding": "sentence-transformers/all-MiniLM-L6-v2"}
         self.kind = kind
-        self.model_id = model_id or defaults[kind]
-        self.selector = selector_for(kind, self.model_id, dict(options))
+        self.model_id = model_id or DEFAULT_MODELS[kind]
+        self.selector = offline_selector(kind, self.model_id, dict(options))
 
     @property
     def label(self) -> str:

@@ -16,7 +16,7 @@ from typing import Callable
 
 from schemas.taskset import Message
 from schemas.traffic import MaskingRules, ProductionTurn
-from tasks.input_errors import InputError
+from tasks.files.input_errors import InputError
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from schemas.catalogue import NONE_LABEL
-from tasks.input_errors import InputError, Problem
-from tasks.traffic.read_turns import MAX_PROBLEMS, validate_turns
+from tasks.files.input_errors import InputError, Problem
+from tasks.traffic.turn_checks import MAX_PROBLEMS, validate_turns
 
 _INPUT = re.compile(r"^llm\.input_messages\.(\d+)\.message\.(role|content)$")
 _OUTPUT_TOOL = re.compile(r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.function\.name$")

@@ -14,7 +14,8 @@ from pathlib import Path
 from schemas.catalogue import NONE_LABEL
 from schemas.taskset import ProductionWeights
 from schemas.traffic import ProductionTurn, Window
-from tasks.input_errors import InputError
+from tasks.files.input_errors import InputError
+from tasks.traffic.publish_version import write_exclusive
 
 DIGITS = 6
 
@@ -69,8 +70,6 @@ def check_weights_writable(taskset_dir: Path, weights: ProductionWeights) -> boo
 
 def write_weights(taskset_dir: Path, weights: ProductionWeights) -> Path:
     """Write the weights file unless an identical one is there (exclusive create: safe with other writers)."""
-    from tasks.traffic.publish_version import write_exclusive
-
     path = weights_path(taskset_dir, weights.window)
     if check_weights_writable(taskset_dir, weights):
         return path

@@ -22,8 +22,9 @@ from pydantic import BaseModel
 
 from schemas.catalogue import Catalogue
 from schemas.taskset import Adjudication, LabelledRequest, ProductionWeights, VersionManifest
-from tasks.input_errors import InputError
-from tasks.load_taskset import TaskSetVersion, freeze_version, load_catalogue, read_json_model, version_paths
+from tasks.files.input_errors import InputError
+from tasks.taskset.load_taskset import TaskSetVersion, freeze_version, load_catalogue, read_json_model, version_paths
+from tasks.taskset.label_checks import check_labels
 
 _VERSION = re.compile(r"^v(\d+)$")
 
@@ -133,8 +134,6 @@ class VersionDraft:
 
 def check_draft(draft: VersionDraft, weights: ProductionWeights | None = None, weights_path: Path | None = None):
     """The Great Expectations label checks on the draft, before anything is written."""
-    from tasks.label_checks import check_labels
-
     return check_labels(draft.as_loaded(), all_catalogues(draft.taskset_dir), weights, weights_path)
 
 

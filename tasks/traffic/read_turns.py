@@ -16,16 +16,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
-from pydantic import ValidationError
+import duckdb
 
 from schemas.traffic import ProductionTurn, Window
-from tasks.json_lines import read_json_objects
-from tasks.input_errors import InputError, Problem
+from tasks.files.json_lines import read_json_objects
+from tasks.files.input_errors import InputError, Problem
+from tasks.traffic.openinference import read_openinference
+from tasks.traffic.turn_checks import COLUMNS, MAX_PROBLEMS, validate_turns
 
 FORMATS = ("auto", "parquet", "jsonl", "duckdb", "openinference")
-COLUMNS = tuple(ProductionTurn.model_fields)
 REQUIRED = tuple(name for name, info in ProductionTurn.model_fields.items() if info.is_required())
-MAX_PROBLEMS = 50
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
@@ -70,33 +70,6 @@ def detect_format(path: Path) -> str:
                          "cannot tell the format: use .parquet, .jsonl, .duckdb or give --format")
 
 
-def _validation_message(error: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in error.errors())
-
-
-def validate_turns(records: Iterable[tuple[str, dict[str, Any]]], file: str) -> list[ProductionTurn]:
-    """(where, record) pairs as turns; every bad record and every repeated turn id is a Problem."""
-    turns: list[ProductionTurn] = []
-    problems: list[Problem] = []
-    seen: dict[str, str] = {}
-    for where, record in records:
-        try:
-            turn = ProductionTurn.model_validate({k: v for k, v in record.items() if k in COLUMNS and v is not None})
-        except ValidationError as error:
-            problems.append(Problem(file, where, "turn-schema", _validation_message(error)))
-            continue
-        if turn.turn_id in seen:
-            problems.append(Problem(file, where, "turn-id-unique", f"turn id {turn.turn_id} also at {seen[turn.turn_id]}"))
-            continue
-        seen[turn.turn_id] = where
-        turns.append(turn)
-    if problems:
-        raise InputError(problems[:MAX_PROBLEMS] + ([Problem(file, "", "turn-schema",
-                                                             f"{len(problems) - MAX_PROBLEMS} more problems")]
-                                                    if len(problems) > MAX_PROBLEMS else []))
-    return turns
-
-
 def _in_window(turns: list[ProductionTurn], window: Window | None) -> list[ProductionTurn]:
     if window is None:
         return turns
@@ -107,8 +80,6 @@ def _in_window(turns: list[ProductionTurn], window: Window | None) -> list[Produ
 
 def _duckdb_relation(source: TrafficSource) -> tuple[Any, str]:
     """A connection and the FROM clause for a Parquet or DuckDB source."""
-    import duckdb
-
     path = source.path
     if not path.exists():
         raise InputError.one(str(path), "", "file-exists", "production log not found")
@@ -127,8 +98,6 @@ def _duckdb_relation(source: TrafficSource) -> tuple[Any, str]:
 
 
 def _columns(con: Any, relation: str, file: str) -> list[str]:
-    import duckdb
-
     try:
         names = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()]
     except duckdb.Error as error:
@@ -198,7 +167,5 @@ def read_turns(source: TrafficSource, window: Window | None) -> list[ProductionT
     elif fmt == "jsonl":
         turns = _read_jsonl(source.path, window)
     else:
-        from tasks.traffic.openinference import read_openinference
-
         turns = _in_window(read_openinference(source.path), window)
     return sorted(turns, key=lambda t: (t.time, t.turn_id))

@@ -25,6 +25,7 @@ from schemas.catalogue import NONE_LABEL
 from schemas.taskset import Message
 from schemas.traffic import ProductionTurn, SamplingPlan
 from tasks.traffic.near_duplicates import NearDuplicateIndex, conversation_text, normalise
+from tasks.stats.planner import plan as plan_figure
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,6 @@ def allocate(volumes: dict[str, int], available: dict[str, int], plan: SamplingP
     if plan.targets is not None:
         return {s: max(plan.targets.get(s, 0), floors[s]) for s in volumes}
     if plan.target_half_width is not None:
-        from tasks.stats.planner import plan as plan_figure
-
         needed = plan_figure(plan.planner_accuracy, 1, target_half_width=plan.target_half_width).requests_for_target
         total = sum(volumes.values()) or 1
         return {s: max(needed if volumes[s] / total >= plan.planner_min_share else 0, floors[s]) for s in volumes}

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from tasks.load_taskset import load_version
+from tasks.taskset.load_taskset import load_version
 from tasks.traffic.publish_version import manifests
 
 

@@ -6,7 +6,8 @@ import re
 from datetime import date, datetime, time, timedelta, timezone
 
 from schemas.traffic import Window
-from tasks.input_errors import InputError
+from tasks.files.input_errors import InputError
+import hashlib
 
 _SAME_YEAR = re.compile(r"^(\d{4})-W(\d{2})(?:-W(\d{2}))?$")
 _ACROSS = re.compile(r"^(\d{4})-W(\d{2})\.\.(\d{4})-W(\d{2})$")
@@ -68,6 +69,4 @@ def last_complete_weeks(weeks: int, now: datetime, newest_turn: datetime | None)
 
 def sampling_seed_for(window: Window) -> int:
     """A seed derived from the window id: re-running a week's resample draws the same requests."""
-    import hashlib
-
     return int(hashlib.sha256(window.id.encode()).hexdigest()[:8], 16) % (2**31)

@@ -12,7 +12,7 @@ import yaml
 
 from flows.evaluate import evaluate
 from flows.task_runners import evaluate_on, runner_name
-from tasks.input_errors import InputError
+from tasks.files.input_errors import InputError
 
 pytestmark = pytest.mark.slow
 VOLATILE = ("run_id", "latency_ms", "cache_hit")
@@ -52,7 +52,7 @@ def test_dask_worker_processes_give_the_same_rows_as_threads(prefect_harness, su
         monkeypatch.setenv("TOOLEVAL_DASK_ADDRESS", cluster.scheduler_address)
         on_dask = evaluate_on()  # the one setting: TOOLEVAL_TASK_RUNNER=dask
         dask = on_dask(experiment_path=experiment, warehouse_dir=str(tmp_path / "dask"), use_cache=False)
-        ran_on_workers = client.run(lambda: "tasks.select_batch" in sys.modules)
+        ran_on_workers = client.run(lambda: "tasks.run.select_batch" in sys.modules)
     finally:
         client.close()
         cluster.close()

@@ -12,8 +12,8 @@ import yaml
 
 from schemas.experiment import ExperimentFile
 from tasks.importers.bfcl import convert_parameters, import_bfcl
-from tasks.input_errors import InputError
-from tasks.load_taskset import load_prompt, load_version
+from tasks.files.input_errors import InputError
+from tasks.taskset.load_taskset import load_prompt, load_version
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bfcl"
 QUESTIONS = FIXTURES / "BFCL_v4_multiple.json"

@@ -9,8 +9,8 @@ import yaml
 
 from schemas.experiment import ExperimentFile
 from tasks.importers.metatool import import_metatool
-from tasks.input_errors import InputError
-from tasks.load_taskset import load_catalogue, load_version
+from tasks.files.input_errors import InputError
+from tasks.taskset.load_taskset import load_catalogue, load_version
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metatool"
 PLUGINS = FIXTURES / "plugin_des.json"

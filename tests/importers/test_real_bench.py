@@ -9,7 +9,7 @@ import pytest
 
 from tasks.importers.bfcl import import_bfcl
 from tasks.importers.metatool import import_metatool
-from tasks.load_taskset import load_catalogue, load_version
+from tasks.taskset.load_taskset import load_catalogue, load_version
 
 BENCH = Path(__file__).resolve().parents[2].parent / "shared" / "bench"
 

@@ -12,11 +12,11 @@ import pytest
 from rich.console import Console
 
 from schemas.criteria import CriteriaFile
-from tasks.gates import judge
-from tasks.render_report import render_markdown, render_terminal, write_report_files
-from tasks.report_figures import load_figures
-from tasks.report_files import open_read_only, read_report
-from tasks.report_tables import build_report_from
+from tasks.report.gates import judge
+from tasks.report.render import render_markdown, render_terminal, write_report_files
+from tasks.report.figures import load_figures
+from tasks.report.publish import open_read_only, read_report
+from tasks.report.tables import build_report_from
 from tests.stats.known_rows import KnownRun, selection_row, tool_rows
 from warehouse.location import Warehouse
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from flows.cli import main
-from tasks.input_errors import InputError
-from tasks.labelling_queue import CONFIRMED, import_queue
-from tasks.load_taskset import content_hash, load_version
-from tasks.validate_version import validate_version_file
+from tasks.files.input_errors import InputError
+from tasks.traffic.labelling_queue import CONFIRMED, import_queue
+from tasks.taskset.load_taskset import content_hash, load_version
+from tasks.taskset.validate_version import validate_version_file
 
 WHO, WHEN = "support-ops:maria.keller", "2026-12-01T10:15:00Z"
 

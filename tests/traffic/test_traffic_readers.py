@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import duckdb
 import pytest
 
-from tasks.input_errors import InputError
+from tasks.files.input_errors import InputError
 from tasks.traffic.openinference import read_openinference
 from tasks.traffic.read_turns import TrafficSource, detect_format, newest_turn_time, read_turns
 from tasks.traffic.window import last_complete_weeks, parse_window, sampling_seed_for

@@ -11,12 +11,12 @@ import pytest
 from schemas.labelling import QueueItem
 from schemas.taskset import ProductionWeights
 from schemas.traffic import ResampleSummary
-from tasks.input_errors import InputError
-from tasks.load_taskset import content_hash, load_version, read_jsonl_models
+from tasks.files.input_errors import InputError
+from tasks.taskset.load_taskset import content_hash, load_version, read_jsonl_models
 from tasks.traffic.near_duplicates import NearDuplicateIndex, conversation_text
 from tasks.traffic.mask_personal_data import Masker
 from tasks.traffic.resample_version import resample_version
-from tasks.validate_version import validate_version_file
+from tasks.taskset.validate_version import validate_version_file
 from tests.conftest import SUPPORT
 from tests.traffic.conftest import NOW, SMALL_SAMPLING
 

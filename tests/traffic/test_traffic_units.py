@@ -10,7 +10,7 @@ import pytest
 
 from schemas.taskset import LabelledRequest, Message, ProductionWeights
 from schemas.traffic import MaskingRules, ProductionTurn, SamplingPlan
-from tasks.input_errors import InputError
+from tasks.files.input_errors import InputError
 from tasks.traffic.drift import compare, eval_set_drift, window_drift
 from tasks.traffic.mask_personal_data import Masker, luhn_valid
 from tasks.traffic.near_duplicates import NearDuplicateIndex, jaccard, shingles

@@ -11,11 +11,11 @@ import pytest
 from flows.cli import build_parser, main
 from schemas.arrow import to_arrow_table
 from schemas.rows import ArmRecord, ComparisonRecord, RunRecord, SelectionRow
-from tasks.calibration_report import calibration_markdown, calibration_report
-from tasks.input_errors import InputError
-from tasks.load_taskset import load_version
-from tasks.prepare_run import prepare_run
-from tasks.provisional_labels import provisional_notice, refuse_provisional
+from tasks.weekly.calibration_report import calibration_markdown, calibration_report
+from tasks.files.input_errors import InputError
+from tasks.taskset.load_taskset import load_version
+from tasks.run.prepare_run import prepare_run
+from tasks.taskset.provisional_labels import provisional_notice, refuse_provisional
 from tests.stats.known_rows import NOW, selection_row
 from tests.taskset_factory import write_taskset
 from tests.traffic.traffic_factory import make_turns, write_duckdb, write_jsonl
@@ -98,12 +98,12 @@ def test_provisional_labels_are_refused_unless_allowed(resampled, tmp_path, caps
     experiment = provisional_experiment(resampled)
     prepared = prepare_run(experiment)
     with pytest.raises(InputError) as caught:
-        refuse_provisional(prepared, allow=False)
+        refuse_provisional(prepared.versions, allow=False)
     (problem,) = caught.value.problems
     n = len(load_version(resampled, "v2").requests)
     assert problem.rule == "labels-adjudicated" and problem.file.endswith("v2.jsonl")
     assert problem.where.startswith(f"{n} of {n} requests (first: id prod-t")
-    assert refuse_provisional(prepared, allow=True) == {"v2": n}
+    assert refuse_provisional(prepared.versions, allow=True) == {"v2": n}
     warehouse = tmp_path / "wh"
     assert main(["run", str(experiment), "--warehouse", str(warehouse)]) == 2
     assert "labels-adjudicated" in capsys.readouterr().err and not warehouse.exists()

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from flows.weekly import weekly
-from tasks.load_taskset import load_version
+from tasks.taskset.load_taskset import load_version
 from tests.conftest import SUPPORT
 from tests.traffic.conftest import NOW, shrink_sampling
 

@@ -1,0 +1,1 @@
+"""Experiment files: resolving arms, the one-change rule, acceptance criteria registration."""

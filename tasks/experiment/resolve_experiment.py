@@ -1,0 +1,236 @@
+"""Load an experiment file and resolve its arms; refuse comparisons that change more than one thing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from schemas.catalogue import Catalogue
+from schemas.experiment import PER_REQUEST_CATALOGUE, RESPECTS, ArmSpec, Comparison, ExperimentFile
+from tasks.files.input_errors import InputError, Problem
+from tasks.taskset.load_taskset import load_catalogue, load_prompt
+from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
+
+MIN_SEEDS = 3
+ARM_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def sha256_text(text: str | bytes) -> str:
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class ResolvedArm:
+    """An arm with every respect filled in and its catalogue and prompt read."""
+
+    name: str
+    rung: int
+    catalogue_name: str
+    catalogue: Catalogue | None
+    """None when each request offers its own tools ('per_request')."""
+    prompt_name: str
+    prompt_text: str
+    model_id: str
+    selector: str
+    version: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def catalogue_hash(self) -> str:
+        if self.catalogue is None:
+            return sha256_text(PER_REQUEST_CATALOGUE)
+        return sha256_text(self.catalogue.model_dump_json())
+
+    @property
+    def prompt_hash(self) -> str:
+        return sha256_text(self.prompt_text)
+
+    def respect(self, respect: str) -> Any:
+        return {
+            "catalogue": self.catalogue_hash,
+            "prompt": self.prompt_hash,
+            "model": self.model_id,
+            "selector": json.dumps([self.selector, _answer_options(self.options)], sort_keys=True, default=str),
+            "version": self.version,
+        }[respect]
+
+
+def _answer_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Options that can change an answer: concurrency, timeouts, retries, key names and prices do not,
+    so arms differing only in them are not a selector change (see tasks/selectors/chat_options.py)."""
+    return answer_options(options)
+
+
+@dataclass(frozen=True)
+class ResolvedComparison:
+    baseline: str
+    arm: str
+    changed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ResolvedExperiment:
+    path: Path
+    experiment_hash: str
+    spec: ExperimentFile
+    taskset_dir: Path
+    arms: tuple[ResolvedArm, ...]
+    comparisons: tuple[ResolvedComparison, ...]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def seeds(self) -> list[int]:
+        return self.spec.seeds
+
+    @property
+    def versions(self) -> list[str]:
+        return sorted({arm.version for arm in self.arms})
+
+    def arm(self, name: str) -> ResolvedArm:
+        return next(a for a in self.arms if a.name == name)
+
+
+def load_experiment_file(path: Path) -> ExperimentFile:
+    """Parse the YAML and validate it against ExperimentFile, naming the file and the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError.one(str(path), "", "file-exists", "experiment file not found")
+    raw = path.read_bytes()
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        raise InputError.one(str(path), where, "yaml", str(getattr(error, "problem", error))) from None
+    if not isinstance(data, dict):
+        raise InputError.one(str(path), "", "schema", "an experiment file is a YAML mapping")
+    try:
+        return ExperimentFile.model_validate(data)
+    except ValidationError as error:
+        problems = [
+            Problem(str(path), ".".join(str(p) for p in e["loc"]), "schema", e["msg"]) for e in error.errors()
+        ]
+        raise InputError(problems) from None
+
+
+def _merge(defaults: ArmSpec | None, arm: ArmSpec) -> dict[str, Any]:
+    merged = defaults.model_dump(exclude={"name"}, exclude_none=True) if defaults else {}
+    for key, value in arm.model_dump().items():
+        if key == "options":
+            merged["options"] = {**merged.get("options", {}), **value}
+        elif value is not None:
+            merged[key] = value
+    return merged
+
+
+def _changed(a: ResolvedArm, b: ResolvedArm) -> tuple[str, ...]:
+    return tuple(r for r in RESPECTS if a.respect(r) != b.respect(r))
+
+
+def _check_model_arm(merged: dict[str, Any]) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """Hosted-model arms: pinned ids, keys in the environment, prices, routing and judge options
+    (see tasks/selectors/chat_options.py); answer-changing defaults are filled in. Nothing is called."""
+    options = dict(merged.get("options") or {})
+    if merged["selector"] in HOSTED_KINDS:
+        filled, problems = check_hosted_arm(merged["selector"], merged["model"], options)
+        return problems, filled
+    return check_offline_arm(options), options
+
+
+def resolve_experiment(path: Path) -> ResolvedExperiment:
+    """Everything an experiment refers to, resolved and checked, before any data or model is touched."""
+    path = Path(path)
+    spec = load_experiment_file(path)
+    file = str(path)
+    problems: list[Problem] = []
+    taskset_dir = (path.parent / spec.taskset).resolve()
+    if not taskset_dir.is_dir():
+        raise InputError.one(file, "taskset", "taskset-exists", f"task-set folder {taskset_dir} not found")
+
+    if len(spec.seeds) < MIN_SEEDS and not spec.declared.few_seeds:
+        problems.append(Problem(file, "seeds", "min-seeds",
+                                f"{len(spec.seeds)} seed(s) given; at least {MIN_SEEDS} are needed to see the noise "
+                                "floor, unless `declared: {few_seeds: <why>}` says otherwise"))
+    if len(set(spec.seeds)) != len(spec.seeds):
+        problems.append(Problem(file, "seeds", "seeds-unique", f"seeds repeat: {spec.seeds}"))
+
+    names = [arm.name for arm in spec.arms]
+    for name in {n for n in names if names.count(n) > 1}:
+        problems.append(Problem(file, f"arm {name}", "arm-names-unique", "two arms share this name"))
+    for name in names:
+        if not name or set(name) - ARM_NAME_CHARS:
+            problems.append(Problem(file, f"arm {name}", "arm-name-chars", "use letters, digits, '.', '_' or '-'"))
+
+    arms: list[ResolvedArm] = []
+    catalogues: dict[str, Catalogue | None] = {}
+    prompts: dict[str, str] = {}
+    for rung, arm in enumerate(spec.arms, start=1):
+        merged = _merge(spec.defaults, arm)
+        merged.setdefault("version", spec.version)
+        missing = [k for k in ("catalogue", "prompt", "model", "selector") if not merged.get(k)]
+        if missing:
+            problems.append(Problem(file, f"arm {arm.name}", "arm-complete",
+                                    f"no {', '.join(missing)} (set it on the arm or under defaults)"))
+            continue
+        hosted_problems, merged["options"] = _check_model_arm(merged)
+        if hosted_problems:
+            problems.extend(Problem(file, f"arm {arm.name}", rule, message) for rule, message in hosted_problems)
+            continue
+        try:
+            if merged["catalogue"] not in catalogues:
+                catalogues[merged["catalogue"]] = (
+                    None if merged["catalogue"] == PER_REQUEST_CATALOGUE
+                    else load_catalogue(taskset_dir, merged["catalogue"])
+                )
+            if merged["prompt"] not in prompts:
+                prompts[merged["prompt"]] = load_prompt(taskset_dir, merged["prompt"])
+        except InputError as error:
+            problems.extend(Problem(file, f"arm {arm.name}", p.rule, f"{p.file}: {p.message}") for p in error.problems)
+            continue
+        arms.append(ResolvedArm(
+            name=arm.name, rung=rung, catalogue_name=merged["catalogue"], catalogue=catalogues[merged["catalogue"]],
+            prompt_name=merged["prompt"], prompt_text=prompts[merged["prompt"]], model_id=merged["model"],
+            selector=merged["selector"], version=merged["version"], options=merged.get("options", {}),
+        ))
+    if problems:
+        raise InputError(problems)
+
+    by_name = {arm.name: arm for arm in arms}
+    if spec.comparisons == "ladder":
+        pairs = [Comparison(**{"from": a.name, "to": b.name}) for a, b in zip(arms, arms[1:])]
+    else:
+        pairs = spec.comparisons
+    comparisons: list[ResolvedComparison] = []
+    for pair in pairs:
+        where = f"comparison {pair.baseline} -> {pair.arm}"
+        if pair.baseline not in by_name or pair.arm not in by_name:
+            problems.append(Problem(file, where, "comparison-arms", "names an arm the experiment does not have"))
+            continue
+        changed = _changed(by_name[pair.baseline], by_name[pair.arm])
+        undeclared = [r for r in changed if r not in pair.declare]
+        if not changed:
+            problems.append(Problem(file, where, "one-change", "the two arms are identical: nothing is compared"))
+        elif len(undeclared) > 1:
+            problems.append(Problem(
+                file, where, "one-change",
+                f"the arms differ in {len(changed)} respects ({', '.join(changed)}); a comparison changes one. "
+                f"Declare the others knowingly with `declare: [{', '.join(changed[1:])}]` or split the change",
+            ))
+        comparisons.append(ResolvedComparison(pair.baseline, pair.arm, changed))
+    if problems:
+        raise InputError(problems)
+
+    return ResolvedExperiment(
+        path=path, experiment_hash=sha256_text(path.read_bytes()), spec=spec, taskset_dir=taskset_dir,
+        arms=tuple(arms), comparisons=tuple(comparisons),
+    )

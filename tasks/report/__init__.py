@@ -1,0 +1,1 @@
+"""Reports: figures from the views, tables, gates and verdict, terminal/markdown/HTML rendering."""

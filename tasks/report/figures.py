@@ -1,0 +1,448 @@
+"""Every figure of a run's report and gates, read from the warehouse views and given its uncertainty.
+
+Counts, accuracies and the request-clustered Wilson intervals come from the SQL views; what has no
+closed form (paired changes, weighted figures, the threshold split, interaction gaps) is computed here
+from the ``request_outcomes`` view with ``tasks/stats``. The report tables and the gates both read a
+``RunFigures``, so what a gate judges is exactly what the report shows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from tasks.taskset.provisional_labels import provisional_notice
+from tasks.stats.calibration import CoveragePoint, ThresholdFit, coverage_curve, find_threshold, tercile_gap
+from tasks.stats.intervals import Interval, cluster_bootstrap, clustered_wilson_from_sums, clustered_wilson_interval
+from tasks.stats.interaction import Factorial, InteractionTable, find_factorials, interaction_table
+from tasks.stats.paired import PairedComparison, inside_noise_floor, paired_comparison
+from tasks.stats.weighted import WeightedChange, weighted_accuracy, weighted_change
+
+ROUTER_TARGET_ACCURACY = 0.90
+"""Accuracy the threshold finder asks of the decisions a router keeps (the rest go to the chat model)."""
+
+SPREAD_EPSILON = 1e-9
+"""Seed spreads below this are float noise: identical seeds."""
+
+
+def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    cursor = con.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _spread(value: float | None) -> float:
+    return 0.0 if value is None or value < SPREAD_EPSILON else float(value)
+
+
+@dataclass(frozen=True)
+class Level:
+    """One proportion with its interval and seed figures (an arm x slice, or an arm x slice x tool)."""
+
+    arm: str
+    rung: int
+    slice: str
+    correct: int
+    n: int
+    n_requests: int
+    accuracy: float
+    ci_low: float
+    ci_high: float
+    seed_min: float
+    seed_max: float
+    seed_accuracies: list[float] = field(default_factory=list)
+    n_effective: float | None = None
+    """Effective number of independent trials behind the interval (requests when seeds agree)."""
+
+    @property
+    def seed_spread(self) -> float:
+        return _spread(self.seed_max - self.seed_min)
+
+    @property
+    def interval(self) -> Interval:
+        return Interval(self.accuracy, self.ci_low, self.ci_high, "clustered wilson")
+
+
+@dataclass(frozen=True)
+class Change:
+    """A paired change between two arms for one slice (tool = None) or one tool of a slice."""
+
+    baseline: str
+    arm: str
+    slice: str
+    tool: str | None
+    paired: PairedComparison
+    spread_baseline: float
+    spread_arm: float
+    n_relabelled: int = 0
+    """Requests of the baseline's tool whose label differs in the arm (left out of a per-tool change)."""
+
+    @property
+    def noise_floor(self) -> float:
+        return max(self.spread_baseline, self.spread_arm)
+
+    @property
+    def inside_noise(self) -> bool:
+        return inside_noise_floor(self.paired.change.estimate, self.spread_baseline, self.spread_arm)
+
+    @property
+    def interval_covers_zero(self) -> bool:
+        return self.paired.change.low <= 0 <= self.paired.change.high
+
+
+@dataclass(frozen=True)
+class WeightedLevel:
+    arm: str
+    rung: int
+    weighted: Interval | None
+    unweighted: float
+    weight_covered: float
+    seed_min: float | None
+    seed_max: float | None
+
+    @property
+    def seed_spread(self) -> float:
+        if self.seed_min is None or self.seed_max is None:
+            return 0.0
+        return _spread(self.seed_max - self.seed_min)
+
+
+@dataclass(frozen=True)
+class PairShare:
+    """A confused pair's share of an arm's failures, with a request-clustered interval."""
+
+    arm: str
+    rung: int
+    expected: str
+    chosen: str
+    n: int
+    n_failures: int
+    share: Interval
+    n_offered_together: int | None
+    pair_rate: float | None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    arm: str
+    rung: int
+    n: int
+    accuracy: float
+    mean_confidence: float
+    ece: float
+    brier: float
+    terciles: list[dict[str, Any]]
+    bins: list[dict[str, Any]]
+    threshold: ThresholdFit
+    gap: Interval
+    coverage: list[CoveragePoint] = field(default_factory=list)
+    """Accuracy of the decisions kept at confidence >= t, and the share kept, for t = 0, 0.1, ..., 0.9."""
+    """Accuracy of the most confident third minus the least confident third, request-clustered interval."""
+
+
+@dataclass(frozen=True)
+class FailureLevel:
+    """Invalid, error and empty rows of an arm x slice: counted apart, never folded into wrong answers."""
+
+    arm: str
+    rung: int
+    slice: str
+    n: int
+    invalid: int
+    error: int
+    empty: int
+    rate: Interval
+    """Share of rows that failed (invalid + error + empty), request-clustered interval."""
+
+
+@dataclass(frozen=True)
+class PositionShift:
+    """Within-request position effect of an arm x slice: each request whose expected tool stood at
+    different positions under different seeds, right at its latest position minus right at its earliest.
+    With one permutation per seed, accuracy by position band mixes tools; this contrast does not."""
+
+    arm: str
+    rung: int
+    slice: str
+    n_requests: int
+    change: Interval
+    """Mean of (right when latest) - (right when earliest), request-bootstrap interval."""
+    worse: int
+    """Requests right at their earliest position and wrong at their latest."""
+    better: int
+
+
+@dataclass(frozen=True)
+class Interaction:
+    factorial: Factorial
+    slice: str
+    table: InteractionTable
+
+
+@dataclass
+class RunFigures:
+    run: dict[str, Any]
+    arms: list[dict[str, Any]]
+    comparisons: list[dict[str, Any]]
+    weights: dict[str, float]
+    slices: list[Level]
+    tools: list[Level]
+    slice_changes: list[Change]
+    tool_changes: list[Change]
+    pairs: list[PairShare]
+    confusion: list[dict[str, Any]]
+    weighted: list[WeightedLevel]
+    weighted_changes: dict[tuple[str, str], WeightedChange]
+    positions: list[dict[str, Any]]
+    position_shifts: list[PositionShift]
+    calibration: list[Calibration]
+    interactions: list[Interaction]
+    failures: list[FailureLevel]
+    notices: list[str] = field(default_factory=list)
+    """Lines the headline must carry (e.g. provisional labels measured with --allow-provisional)."""
+    arm_operations: list[dict[str, Any]] = field(default_factory=list)
+    """Rows of the arm_operations view: accuracy, latency, cost, routing, judge per arm (hosted arms)."""
+
+    @property
+    def run_id(self) -> str:
+        return self.run["run_id"]
+
+    @property
+    def arm_order(self) -> list[str]:
+        return [a["arm"] for a in self.arms]
+
+    def rung_of(self, arm: str) -> int:
+        return next(a["rung"] for a in self.arms if a["arm"] == arm)
+
+    def level(self, arm: str, slice_: str, tool: str | None = None) -> Level | None:
+        pool = self.slices if tool is None else self.tools
+        return next((x for x in pool if x.arm == arm and x.slice == slice_
+                     and (tool is None or getattr(x, "tool", None) == tool)), None)
+
+
+@dataclass(frozen=True)
+class ToolLevel(Level):
+    tool: str = ""
+
+
+class _Outcomes:
+    """request_outcomes of a run as arrays per arm, indexed by request id."""
+
+    def __init__(self, rows: list[dict[str, Any]]):
+        self.by_arm: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        for r in rows:
+            self.by_arm[r["arm"]][r["request_id"]] = r
+
+    def arm(self, arm: str) -> dict[str, dict[str, Any]]:
+        return self.by_arm.get(arm, {})
+
+
+def _paired(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> PairedComparison:
+    return paired_comparison([r["correct"] for r in a], [r["trials"] for r in a],
+                             [r["correct"] for r in b], [r["trials"] for r in b])
+
+
+def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
+    runs = records(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])
+    if not runs:
+        raise KeyError(f"run {run_id} is not registered")
+    run = runs[0]
+    arms = records(con, "SELECT * FROM arms WHERE run_id = ? ORDER BY rung", [run_id])
+    rung = {a["arm"]: a["rung"] for a in arms}
+    comparisons = records(con, "SELECT * FROM comparisons WHERE run_id = ?", [run_id])
+    comparisons.sort(key=lambda c: (rung.get(c["arm"], 0), rung.get(c["baseline"], 0)))
+    weights = {}
+    if run.get("weights_window"):
+        weights = {r["tool"]: r["weight"] for r in records(
+            con, "SELECT tool, weight FROM production_weights WHERE taskset = ? AND window_id = ?",
+            [run["taskset"], run["weights_window"]])}
+
+    slices = [Level(arm=r["arm"], rung=r["rung"], slice=r["slice"], correct=r["correct"], n=r["n"],
+                    n_requests=r["n_requests"], accuracy=r["accuracy"], ci_low=r["ci_low"], ci_high=r["ci_high"],
+                    seed_min=r["seed_min"], seed_max=r["seed_max"], seed_accuracies=list(r["seed_accuracies"] or []),
+                    n_effective=r["n_effective"])
+              for r in records(con, "SELECT * FROM aggregate_accuracy WHERE run_id = ? ORDER BY slice, rung",
+                               [run_id])]
+    tools = [ToolLevel(arm=r["arm"], rung=r["rung"], slice=r["slice"], correct=r["correct"], n=r["n"],
+                       n_requests=r["n_requests"], accuracy=r["accuracy"], ci_low=r["ci_low"], ci_high=r["ci_high"],
+                       seed_min=r["seed_min"], seed_max=r["seed_max"], n_effective=r["n_effective"], tool=r["tool"])
+             for r in records(con, "SELECT * FROM per_tool_accuracy WHERE run_id = ? ORDER BY slice, tool, rung",
+                              [run_id])]
+    outcomes = _Outcomes(records(con, "SELECT * FROM request_outcomes WHERE run_id = ?", [run_id]))
+
+    slice_spread = {(x.arm, x.slice): x.seed_spread for x in slices}
+    tool_spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
+    slice_changes: list[Change] = []
+    tool_changes: list[Change] = []
+    weighted_changes: dict[tuple[str, str], WeightedChange] = {}
+    for comparison in comparisons:
+        base, arm = comparison["baseline"], comparison["arm"]
+        before, after = outcomes.arm(base), outcomes.arm(arm)
+        common = sorted(set(before) & set(after))
+        by_slice: dict[str, list[str]] = defaultdict(list)
+        for request_id in common:
+            by_slice[before[request_id]["slice"]].append(request_id)
+        for slice_, ids in sorted(by_slice.items()):
+            slice_changes.append(Change(base, arm, slice_, None,
+                                        _paired([before[i] for i in ids], [after[i] for i in ids]),
+                                        slice_spread.get((base, slice_), 0.0), slice_spread.get((arm, slice_), 0.0)))
+            by_tool: dict[str, list[str]] = defaultdict(list)
+            relabelled: dict[str, int] = defaultdict(int)
+            for i in ids:
+                if before[i]["expected"] == after[i]["expected"]:
+                    by_tool[before[i]["expected"]].append(i)
+                else:
+                    relabelled[before[i]["expected"]] += 1
+            for tool, tool_ids in sorted(by_tool.items()):
+                tool_changes.append(Change(base, arm, slice_, tool,
+                                           _paired([before[i] for i in tool_ids], [after[i] for i in tool_ids]),
+                                           tool_spread.get((base, slice_, tool), 0.0),
+                                           tool_spread.get((arm, slice_, tool), 0.0), relabelled.get(tool, 0)))
+        stable = [i for i in common if before[i]["expected"] == after[i]["expected"]]
+        if stable:
+            weighted_changes[(base, arm)] = weighted_change(
+                [before[i]["expected"] for i in stable],
+                [before[i]["correct"] for i in stable], [before[i]["trials"] for i in stable],
+                [after[i]["correct"] for i in stable], [after[i]["trials"] for i in stable], weights)
+
+    weighted: list[WeightedLevel] = []
+    if weights:
+        view = {r["arm"]: r for r in records(con, "SELECT * FROM weighted_accuracy WHERE run_id = ?", [run_id])}
+        for a in arms:
+            rows = [r for r in outcomes.arm(a["arm"]).values() if r["expected"] in weights]
+            if not rows:
+                continue
+            interval, covered = weighted_accuracy([r["expected"] for r in rows], [r["correct"] for r in rows],
+                                                  [r["trials"] for r in rows], weights)
+            v = view.get(a["arm"], {})
+            weighted.append(WeightedLevel(a["arm"], a["rung"], interval,
+                                          sum(r["correct"] for r in rows) / sum(r["trials"] for r in rows),
+                                          covered, v.get("seed_min"), v.get("seed_max")))
+
+    return RunFigures(
+        run=run, arms=arms, comparisons=comparisons, weights=weights, slices=slices, tools=tools,
+        slice_changes=slice_changes, tool_changes=tool_changes, pairs=_pair_shares(con, run_id),
+        confusion=records(con, "SELECT * FROM confusion_matrix WHERE run_id = ? ORDER BY rung, expected, answer",
+                          [run_id]),
+        weighted=weighted, weighted_changes=weighted_changes,
+        positions=records(con, "SELECT * FROM position_band_accuracy WHERE run_id = ? ORDER BY rung, slice, "
+                               "position_third", [run_id]),
+        position_shifts=_position_shifts(con, run_id, rung),
+        calibration=_calibration(con, run_id),
+        interactions=_interactions(arms, outcomes),
+        failures=_failures(con, run_id, outcomes),
+        notices=provisional_notice(con, run_id),
+        arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id]),
+    )
+
+
+def _failures(con: duckdb.DuckDBPyConnection, run_id: str, outcomes: _Outcomes) -> list[FailureLevel]:
+    out = []
+    for r in records(con, "SELECT arm, rung, slice, n, invalid, error, empty FROM aggregate_accuracy "
+                          "WHERE run_id = ? ORDER BY rung, slice", [run_id]):
+        rows = [o for o in outcomes.arm(r["arm"]).values() if o["slice"] == r["slice"]]
+        rate = clustered_wilson_interval([o["failed"] for o in rows], [o["trials"] for o in rows])
+        out.append(FailureLevel(r["arm"], r["rung"], r["slice"], r["n"], r["invalid"], r["error"], r["empty"], rate))
+    return out
+
+
+def _pair_shares(con: duckdb.DuckDBPyConnection, run_id: str) -> list[PairShare]:
+    """Every confused pair of every arm with its share of the arm's failures, clustered on requests
+    (the interval from per-request sums: a request's failed rows, and those of them with the pair)."""
+    pairs = records(con, "SELECT * FROM confused_pairs WHERE run_id = ? ORDER BY rung, n DESC, expected, chosen",
+                    [run_id])
+    sums = records(con, """
+        WITH fails AS (
+            SELECT arm, request_id, count(*) AS m FROM selection_rows
+            WHERE run_id = ? AND NOT correct GROUP BY arm, request_id),
+        per_arm AS (
+            SELECT arm, sum(m) AS rows_, sum(m * m) AS mm, count(*) AS n_requests FROM fails GROUP BY arm),
+        hits AS (
+            SELECT arm, request_id, pair, count(*) AS k FROM selection_rows
+            WHERE run_id = ? AND NOT correct AND pair IS NOT NULL GROUP BY arm, request_id, pair)
+        SELECT h.arm, h.pair, sum(h.k) AS k, sum(h.k * h.k) AS kk, sum(h.k * f.m) AS km,
+               min(a.rows_) AS rows_, min(a.mm) AS mm, min(a.n_requests) AS n_requests
+        FROM hits h JOIN fails f USING (arm, request_id) JOIN per_arm a USING (arm)
+        GROUP BY h.arm, h.pair""", [run_id, run_id])
+    by_pair = {(r["arm"], r["pair"]): r for r in sums}
+    out = []
+    for p in pairs:
+        s = by_pair[(p["arm"], f"{p['expected']} -> {p['chosen']}")]
+        share = clustered_wilson_from_sums(s["k"], s["rows_"], s["kk"], s["km"], s["mm"], s["n_requests"])
+        out.append(PairShare(arm=p["arm"], rung=p["rung"], expected=p["expected"], chosen=p["chosen"], n=p["n"],
+                             n_failures=int(s["rows_"]), share=share,
+                             n_offered_together=p["n_offered_together"], pair_rate=p["pair_rate"]))
+    return out
+
+
+def _position_shifts(con: duckdb.DuckDBPyConnection, run_id: str, rung: dict[str, int]) -> list[PositionShift]:
+    rows = con.execute("""
+        SELECT arm, slice, request_id,
+               arg_min(correct::INTEGER, expected_position) AS early,
+               arg_max(correct::INTEGER, expected_position) AS late
+        FROM selection_rows
+        WHERE run_id = ? AND expected_position IS NOT NULL
+        GROUP BY arm, slice, request_id
+        HAVING min(expected_position) < max(expected_position)""", [run_id]).fetchall()
+    groups: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+    for arm, slice_, _, early, late in rows:
+        groups[(arm, slice_)].append((early, late))
+    out = []
+    for (arm, slice_), pairs in sorted(groups.items(), key=lambda kv: (rung.get(kv[0][0], 0), kv[0][1])):
+        early = np.array([p[0] for p in pairs], float)
+        late = np.array([p[1] for p in pairs], float)
+        estimate = float((late - early).mean())
+        interval = cluster_bootstrap(lambda w, d: (w @ d) / w.sum(axis=1), [late - early], estimate)
+        out.append(PositionShift(arm, rung.get(arm, 0), slice_, len(pairs), interval,
+                                 worse=int(((early == 1) & (late == 0)).sum()),
+                                 better=int(((early == 0) & (late == 1)).sum())))
+    return out
+
+
+def _calibration(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Calibration]:
+    summaries = records(con, "SELECT * FROM calibration_summary WHERE run_id = ? ORDER BY rung", [run_id])
+    if not summaries:
+        return []
+    terciles = defaultdict(list)
+    for r in records(con, "SELECT * FROM confidence_terciles WHERE run_id = ? ORDER BY rung, tercile", [run_id]):
+        terciles[r["arm"]].append(r)
+    bins = defaultdict(list)
+    for r in records(con, "SELECT * FROM calibration_bins WHERE run_id = ? ORDER BY rung, bin", [run_id]):
+        bins[r["arm"]].append(r)
+    out = []
+    for s in summaries:
+        rows = con.execute("""SELECT confidence, correct, request_id, seed FROM selection_rows
+                              WHERE run_id = ? AND arm = ? AND confidence IS NOT NULL""", [run_id, s["arm"]]).fetchall()
+        confidence = np.array([r[0] for r in rows], float)
+        correct = np.array([r[1] for r in rows], bool)
+        ids = [r[2] for r in rows]
+        fit = find_threshold(confidence, correct, ids, ROUTER_TARGET_ACCURACY)
+        gap = tercile_gap(confidence, correct, ids, [r[3] for r in rows])
+        coverage = coverage_curve(confidence, correct)
+        out.append(Calibration(arm=s["arm"], rung=s["rung"], n=s["n"], accuracy=s["accuracy"],
+                               mean_confidence=s["mean_confidence"], ece=s["ece"], brier=s["brier"],
+                               terciles=terciles[s["arm"]], bins=bins[s["arm"]], threshold=fit, gap=gap,
+                               coverage=coverage))
+    return out
+
+
+def _interactions(arms: list[dict[str, Any]], outcomes: _Outcomes) -> list[Interaction]:
+    out = []
+    for factorial in find_factorials(arms):
+        names = [factorial.baseline, factorial.first, factorial.second, factorial.both]
+        tables = [outcomes.arm(n) for n in names]
+        common = set(tables[0])
+        for t in tables[1:]:
+            common &= set(t)
+        by_slice: dict[str, list[str]] = defaultdict(list)
+        for request_id in sorted(common):
+            by_slice[tables[0][request_id]["slice"]].append(request_id)
+        for slice_, ids in sorted(by_slice.items()):
+            table = interaction_table([[t[i]["correct"] for i in ids] for t in tables],
+                                      [[t[i]["trials"] for i in ids] for t in tables])
+            out.append(Interaction(factorial, slice_, table))
+    return out

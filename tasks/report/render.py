@@ -1,0 +1,256 @@
+"""Render a Report as terminal text (rich), a markdown summary (a pull-request comment) or one
+self-contained HTML file with inline SVG charts.
+
+All three put the verdict first. The terminal tables fit 100 columns and read without colour (PASS /
+FAIL and ▲ / ▼ are words and symbols; colour only repeats them). The HTML has no script and no
+external asset: it opens from disk, offline.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import sys
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from schemas.criteria import Verdict
+from tasks.report.charts import confusion_heatmap, ladder_chart, reliability_chart, tool_whisker_chart
+from tasks.report.format import change_span, p_value, pct, points
+from tasks.report.tables import Report, ReportTable, reading
+
+TERMINAL_WIDTH = 100
+STATUS_MARK = {"PASS": "✔", "FAIL": "✘", "SKIP": "–", "NOT JUDGED": "?", "NO CRITERIA": "·"}
+STATUS_STYLE = {"PASS": "bold green", "FAIL": "bold red", "SKIP": "dim", "NOT JUDGED": "bold yellow",
+                "NO CRITERIA": "bold"}
+
+
+def display_path(path: str | None) -> str:
+    """A path relative to the working directory when it lies below it."""
+    if not path:
+        return "?"
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def verdict_lines(verdict: Verdict | None) -> list[tuple[str, str]]:
+    """(text, status) lines of the verdict block, shared by every format."""
+    if verdict is None:
+        return [("VERDICT: not judged in this view (no verdict recorded)", "NOT JUDGED")]
+    lines = [(f"VERDICT: {verdict.status} — {verdict.reason}", verdict.status)]
+    if verdict.criteria_hash:
+        when = f"{verdict.registered_at:%Y-%m-%d %H:%M:%SZ}" if verdict.registered_at else "?"
+        lines.append((f"criteria {display_path(verdict.criteria_path)} · sha256 {verdict.criteria_hash[:12]} · "
+                      f"registered {when} (before the first selection)", ""))
+    for gate in verdict.gates:
+        lines.append((f"{STATUS_MARK[gate.status]} {gate.status:<4} {gate.name}: {gate.statement}", gate.status))
+        lines += [(f"      {line}", "") for line in gate.evidence]
+    return lines
+
+
+def _console() -> Console:
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=TERMINAL_WIDTH)
+
+
+def _numeric(column: list[str]) -> bool:
+    """A column of figures (right-aligned): most cells are numbers, percentages, intervals or counts."""
+    cells = [c for c in column if c and c != "—"]
+    figures = [c for c in cells if not re.search(r"[A-Za-z_]", re.sub(r"\bto\b", "", c))]
+    return bool(cells) and len(figures) >= 0.7 * len(cells)
+
+
+READING_STYLE = {"▼ drop": "red", "▲ gain": "green"}
+
+
+
+def rich_table(table: ReportTable) -> Table:
+    out = Table(title=table.title, title_justify="left", title_style="bold", caption=table.note or None,
+                caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                collapse_padding=True)
+    for i, column in enumerate(table.columns):
+        values = [row[i] for row in table.rows if i < len(row)]
+        out.add_column(column, justify="right" if i > 0 and _numeric(values) else "left", overflow="fold",
+                       no_wrap=column not in table.wrap)
+    sections = set(table.sections)
+    for k, row in enumerate(table.rows):
+        if k in sections:
+            out.add_section()
+        cells = [Text(cell, style=READING_STYLE.get(cell, "")) for cell in row]
+        if row and row[0].startswith("[") and not any(row[1:]):
+            cells[0] = Text(row[0], style="bold")
+        out.add_row(*cells)
+    return out
+
+
+def render_verdict(verdict: Verdict | None, console: Console) -> None:
+    for text, status in verdict_lines(verdict):
+        style = STATUS_STYLE.get(status, "") if (text.startswith("VERDICT") or not text.startswith(" ")) else ""
+        console.print(Text(text, style=style))
+
+
+def render_terminal(report: Report, console: Console | None = None) -> None:
+    console = console or _console()
+    render_verdict(report.verdict, console)
+    console.print()
+    for line in report.headline:
+        console.print(line, highlight=False)
+    for table in report.tables:
+        console.print()
+        console.print(rich_table(table))
+
+
+def _markdown_table(table: ReportTable) -> list[str]:
+    lines = [f"**{table.title}**", "", "| " + " | ".join(table.columns) + " |",
+             "|" + "".join("---:|" if i and _numeric([r[i] for r in table.rows if i < len(r)]) else "---|"
+                           for i in range(len(table.columns)))]
+    for row in table.rows:
+        lines.append("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |")
+    if table.note:
+        lines += ["", f"<sub>{table.note}</sub>"]
+    return lines + [""]
+
+
+def render_markdown(report: Report, html_path: str | None = None) -> str:
+    """A summary for a pull-request comment: verdict and gate evidence, then the summary tables."""
+    verdict = report.verdict
+    status = verdict.status if verdict else "NOT JUDGED"
+    lines = [f"## tooleval: {STATUS_MARK.get(status, '')} {status} — run `{report.run_id}`", ""]
+    for text, line_status in verdict_lines(verdict)[1:]:
+        if text.startswith("      "):
+            lines.append(f"  - {text.strip()}")
+        elif line_status:
+            lines.append(f"- **{line_status}** {text.split(' ', 2)[2] if text[:1] in STATUS_MARK.values() else text}")
+        else:
+            lines.append(f"_{text}_")
+    lines += ["", *[f"{line}  " for line in report.headline], ""]
+    for table in report.tables:
+        if table.summary:
+            lines += _markdown_table(table)
+    drops = [c for c in (report.figures.tool_changes if report.figures else []) if reading(c) == "▼ drop"]
+    if drops:
+        weights = report.figures.weights if report.figures else {}
+        lines += ["**Per-tool drops outside the noise (paired; 95% CI excludes 0)**", "",
+                  "| comparison | slice | tool | traffic | Δ pts | 95% CI | worse/better | p |",
+                  "|---|---|---|---:|---:|---:|---:|---:|"]
+        for c in sorted(drops, key=lambda c: c.paired.change.estimate):
+            p = c.paired
+            lines.append(f"| {c.baseline} → {c.arm} | {c.slice} | {c.tool} | {pct(weights.get(c.tool or ''))} | "
+                         f"{points(p.change.estimate)} | {change_span(p.change)} | {p.worse} / {p.better} | "
+                         f"{p_value(p.p_value)} |")
+        lines.append("")
+    if html_path:
+        lines.append(f"Full report (per-tool tables, charts, calibration): `{html_path}`")
+    return "\n".join(lines) + "\n"
+
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2rem;color:#222;max-width:1100px}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem}
+td,th{border:1px solid #ccc;padding:.2rem .45rem;text-align:left;font-variant-numeric:tabular-nums;vertical-align:top}
+td.num{text-align:right}th{background:#f3f3f3}caption{text-align:left;font-weight:600;padding:.4rem 0}
+tr.section td{background:#fafafa;font-weight:600}.note{color:#555;font-size:.9em;margin-top:-1rem}
+.verdict{border:3px solid #333;padding:.6rem 1rem;margin:1rem 0}.verdict h2{margin:.2rem 0}
+.PASS{color:#006b3c}.FAIL{color:#b00020}.SKIP{color:#666}.NOTJUDGED{color:#8a5a00}
+.gate{margin:.4rem 0}.evidence{margin:.1rem 0 .1rem 2.2rem;font-size:.92em}
+.drop{color:#b00020}.gain{color:#006b3c}small{color:#555}figure{margin:1rem 0}
+figcaption{font-size:.9em;color:#444}details{margin:.5rem 0}summary{cursor:pointer;font-weight:600}"""
+
+
+def _html_table(table: ReportTable) -> str:
+    numeric = [i > 0 and _numeric([r[i] for r in table.rows if i < len(r)]) for i in range(len(table.columns))]
+    parts = [f"<table id='{html.escape(table.key)}'><caption>{html.escape(table.title)}</caption><tr>"]
+    parts += [f"<th>{html.escape(c)}</th>" for c in table.columns]
+    parts.append("</tr>")
+    for row in table.rows:
+        if row and row[0].startswith("[") and not any(row[1:]):
+            parts.append(f"<tr class='section'><td colspan='{len(table.columns)}'>{html.escape(row[0])}</td></tr>")
+            continue
+        cells = []
+        for i, cell in enumerate(row):
+            klass = ["num"] if numeric[i] else []
+            if cell == "▼ drop":
+                klass.append("drop")
+            elif cell == "▲ gain":
+                klass.append("gain")
+            attr = f" class='{' '.join(klass)}'" if klass else ""
+            cells.append(f"<td{attr}>{html.escape(cell).replace(chr(10), '<br><small>') + ('</small>' if chr(10) in cell else '')}</td>")
+        parts.append("<tr>" + "".join(cells) + "</tr>")
+    parts.append("</table>")
+    if table.note:
+        parts.append(f"<p class='note'>{html.escape(table.note)}</p>")
+    return "".join(parts)
+
+
+def _html_verdict(verdict: Verdict | None) -> str:
+    lines = verdict_lines(verdict)
+    status = verdict.status if verdict else "NOT JUDGED"
+    parts = [f"<section class='verdict'><h2 class='{status.replace(' ', '')}'>{html.escape(lines[0][0])}</h2>"]
+    for text, line_status in lines[1:]:
+        if text.startswith("      "):
+            parts.append(f"<div class='evidence'>{html.escape(text.strip())}</div>")
+        elif line_status:
+            parts.append(f"<div class='gate {line_status.replace(' ', '')}'><b>{html.escape(text)}</b></div>")
+            gate = next((g for g in (verdict.gates if verdict else []) if f" {g.name}: " in text), None)
+            if gate is not None and gate.why:
+                parts.append(f"<div class='evidence'><i>why: {html.escape(gate.why)}</i></div>")
+        else:
+            parts.append(f"<p><small>{html.escape(text)}</small></p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
+
+
+def render_html(report: Report) -> str:
+    """One file, no script, no external assets: opens from disk offline."""
+    title = f"tooleval report — {report.run_id}"
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{_STYLE}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
+             _html_verdict(report.verdict)]
+    parts += [f"<p>{html.escape(line)}</p>" for line in report.headline]
+    figures = report.figures
+    for table in report.tables:
+        parts.append(_html_table(table))
+        if figures is None:
+            continue
+        if table.key == "slices":
+            parts.append(_figure(ladder_chart(figures), "The ladder by slice: accuracy per rung with 95% intervals."))
+        elif table.key.startswith("tools-") and table.key.endswith("-1"):
+            slice_ = table.key[len("tools-"):-len("-1")]
+            parts.append(_figure(tool_whisker_chart(figures, slice_),
+                                 f"Per-tool accuracy across rungs, slice {slice_}: markers at the accuracy, "
+                                 "whiskers the 95% interval; traffic share beside the tool."))
+        elif table.key == "pairs":
+            for k, arm in enumerate(figures.arm_order):
+                opened = " open" if k == len(figures.arm_order) - 1 else ""
+                parts.append(f"<details{opened}><summary>Confusion heatmap — {figures.rung_of(arm)}. "
+                             f"{html.escape(arm)}</summary>"
+                             + _figure(confusion_heatmap(figures, arm),
+                                       "Rows: expected tool; columns: the answer. Blue outlined = correct; "
+                                       "orange = a confusion; darker = a larger share of the row.")
+                             + "</details>")
+        elif table.key == "calibration":
+            parts.append(_figure(reliability_chart(figures),
+                                 "Reliability diagram: accuracy against mean confidence in ten bins; the dashed "
+                                 "diagonal is perfect calibration; marker area follows the rows in the bin."))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report_files(report: Report, directory: Path) -> dict[str, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {"markdown": directory / "report.md", "html": directory / "report.html"}
+    paths["html"].write_text(render_html(report))
+    paths["markdown"].write_text(render_markdown(report, str(paths["html"])))
+    return paths

@@ -1,0 +1,456 @@
+"""The report as plain tables built from a run's figures; renderers turn them into text, markdown, HTML.
+
+Order: the verdict first (rendered from ``Report.verdict``), then the tables that explain it. Every
+proportion carries its 95% interval; small denominators show the fraction; every aggregate shows its
+seed figures and spread; changes are paired on the same requests, with discordant counts and an exact
+McNemar p-value, and are read against the seed noise floor. Tables are laid out to fit 100 columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from schemas.criteria import Verdict
+from tasks.report.arm_operations import arm_operations_table
+from tasks.report.figures import Change, RunFigures, ToolLevel, load_figures
+from tasks.report.format import (
+    change_span,
+    interval_text,
+    p_value,
+    pct,
+    pct_with_fraction,
+    points,
+    seeds_text,
+    fraction_if_small,
+    span,
+)
+from tasks.stats.planner import minimal_detectable_drop
+from tasks.report.report_types import Report, ReportTable
+
+TOP_PAIRS = 5
+TOP_CONTRIBUTORS = 8
+ARMS_PER_TOOL_TABLE = 4
+"""Arms side by side in the per-tool table (more are split over several tables to fit 100 columns)."""
+
+# re-exported for callers of the earlier module layout
+__all__ = ["Report", "ReportTable", "build_report", "build_report_from", "latest_run_id", "pct",
+           "pct_with_fraction", "points"]
+
+
+def latest_run_id(con: duckdb.DuckDBPyConnection) -> str | None:
+    rows = con.execute("SELECT run_id FROM runs ORDER BY finished_at DESC, run_id DESC LIMIT 1").fetchall()
+    return rows[0][0] if rows else None
+
+
+def build_report(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict | None = None) -> Report:
+    return build_report_from(load_figures(con, run_id), verdict)
+
+
+def arm_label(figures: RunFigures, arm: str) -> str:
+    return f"{figures.rung_of(arm)}. {arm}"
+
+
+def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Report:
+    run, arms = figures.run, figures.arms
+    headline = [
+        f"run {figures.run_id} · experiment {run['experiment']} · task set {run['taskset']} "
+        f"{', '.join(sorted({a['taskset_version'] for a in arms}))} · {run['n_rows']:,} rows"
+        + (f" · weights {run['weights_window']}" if run.get("weights_window") else ""),
+        *[f"  rung {a['rung']}. {a['arm']}: catalogue {a['catalogue']} ({a['n_tools'] or 'per-request'} tools), "
+          f"{a['selector']} {a['model_id']}, prompt {a['prompt']}, {len(a['seeds'])} seeds" for a in arms],
+        "95% intervals treat the request as the unit (seeds of one request are correlated); "
+        "changes are paired on the same requests.",
+        *figures.notices,
+    ]
+    report = Report(run_id=figures.run_id, headline=headline, verdict=verdict, figures=figures)
+    report.tables.append(slice_table(figures))
+    if figures.slice_changes:
+        report.tables.append(slice_changes_table(figures))
+    report.tables += per_tool_tables(figures)
+    report.tables += tool_changes_tables(figures)
+    report.tables.append(pairs_table(figures))
+    if figures.weighted:
+        report.tables.append(weighted_table(figures))
+    if figures.weighted_changes:
+        report.tables.append(weighted_changes_table(figures))
+        report.tables += contribution_tables(figures)
+    if figures.positions:
+        report.tables.append(position_table(figures))
+    if figures.calibration:
+        report.tables.append(calibration_table(figures))
+        report.tables += reliability_tables(figures)
+        report.tables.append(coverage_table(figures))
+        report.tables.append(threshold_table(figures))
+    if figures.interactions:
+        report.tables.append(interaction_table_(figures))
+    report.tables.append(failures_table(figures))
+    report.tables.append(resolution_table(figures))
+    operations = arm_operations_table(figures.arm_operations)
+    if operations is not None:
+        report.tables.append(operations)
+    return report
+
+
+def slice_table(figures: RunFigures) -> ReportTable:
+    rows, sections, last = [], [], None
+    for level in sorted(figures.slices, key=lambda x: (x.slice, x.rung)):
+        if level.slice != last and rows:
+            sections.append(len(rows))
+        last = level.slice
+        rows.append([level.slice, arm_label(figures, level.arm), f"{level.n_requests}×{len(level.seed_accuracies)}",
+                     pct_with_fraction(level.correct, level.n), span(level.ci_low, level.ci_high),
+                     seeds_text(level.seed_accuracies), points(level.seed_spread) or "0.0"])
+    return ReportTable(
+        title="Accuracy by slice and rung (slices are never averaged together)",
+        columns=["slice", "rung", "req×seeds", "accuracy", "95% CI", "per seed", "spread"],
+        rows=rows, sections=sections, key="slices", summary=True,
+        note="95% CI: Wilson on the effective number of requests; spread = max - min over seeds (the noise floor).",
+    )
+
+
+SIGNIFICANCE = 0.05
+
+
+def reading(change: Change) -> str:
+    """How to read a change: nothing moved, inside the seed noise floor, could be chance, or a real move
+    (exact McNemar p < 0.05 on the requests and a 95% interval that excludes 0)."""
+    estimate = change.paired.change.estimate
+    if change.paired.discordant == 0 and abs(estimate) < 1e-12:
+        return "no request changed"
+    if change.inside_noise:
+        return "within noise"
+    if change.interval_covers_zero or change.paired.p_value >= SIGNIFICANCE:
+        return "could be chance"
+    return "▼ drop" if estimate < 0 else "▲ gain"
+
+
+def slice_changes_table(figures: RunFigures) -> ReportTable:
+    rows, sections, last = [], [], None
+    for c in figures.slice_changes:
+        label = ""
+        if (c.baseline, c.arm) != last:
+            if rows:
+                sections.append(len(rows))
+            label = f"{c.baseline} → {c.arm}"
+            last = (c.baseline, c.arm)
+        p = c.paired
+        rows.append([label, c.slice, points(p.change.estimate), change_span(p.change), f"{p.worse} / {p.better}",
+                     p_value(p.p_value), reading(c)])
+    return ReportTable(
+        title="Rung-to-rung changes by slice, paired on the same requests",
+        columns=["comparison", "slice", "Δ pts", "95% CI", "worse/better", "McNemar p", "reading"],
+        rows=rows, sections=sections, key="slice-changes", summary=True, wrap=["comparison"],
+        note="worse / better = requests right before and wrong after / the reverse (majority of seeds); exact "
+             "McNemar on those; CI from resampling requests. ▼ / ▲ = p < 0.05 and the CI excludes 0; within noise "
+             "= no larger than the seed spread.",
+    )
+
+
+def _tool_cell(level: ToolLevel | None) -> str:
+    """'70.0% 21/30' over '39.7–89.2': accuracy (fraction on small denominators), then the 95% CI."""
+    if level is None:
+        return ""
+    fraction = fraction_if_small(level.correct, level.n)
+    text = f"{pct(level.accuracy)}{' ' + fraction if fraction else ''}\n{span(level.ci_low, level.ci_high)}"
+    if level.seed_spread > 0:
+        text += f"\nspread {100 * level.seed_spread:.1f}"
+    return text
+
+
+def per_tool_tables(figures: RunFigures) -> list[ReportTable]:
+    cells: dict[tuple[str, str], dict[str, ToolLevel]] = {}
+    requests: dict[tuple[str, str], int] = {}
+    for level in figures.tools:
+        cells.setdefault((level.slice, level.tool), {})[level.arm] = level
+        requests[(level.slice, level.tool)] = max(requests.get((level.slice, level.tool), 0), level.n_requests)
+    order = figures.arm_order
+    chunks = [order[i:i + ARMS_PER_TOOL_TABLE] for i in range(0, len(order), ARMS_PER_TOOL_TABLE)]
+    tables = []
+    for slice_ in sorted({s for s, _ in cells}):
+        for k, chunk in enumerate(chunks):
+            rows = []
+            for (s, tool), by_arm in sorted(cells.items()):
+                if s != slice_:
+                    continue
+                weight = figures.weights.get(tool)
+                rows.append([tool, pct(weight) if weight is not None else "—", str(requests[(s, tool)])]
+                            + [_tool_cell(by_arm.get(arm)) for arm in chunk])
+            part = f" ({k + 1}/{len(chunks)})" if len(chunks) > 1 else ""
+            tables.append(ReportTable(
+                title=f"Per-tool accuracy, slice {slice_}{part}: accuracy, then its 95% CI",
+                columns=["tool", "traffic", "req"] + [f"rung {figures.rung_of(a)}" for a in chunk],
+                rows=rows, key=f"tools-{slice_}-{k + 1}",
+                note="rungs: " + " · ".join(f"{figures.rung_of(a)} {a}" for a in chunk) + ". traffic = share "
+                     "of production volume; req = requests labelled with the tool (each under every seed); "
+                     "spread = max − min over seeds, shown when they disagree.",
+            ))
+    return tables
+
+
+def tool_changes_tables(figures: RunFigures) -> list[ReportTable]:
+    """One table per comparison and slice: the tools where some request changed, worst first."""
+    tables = []
+    for comparison in figures.comparisons:
+        base, arm = comparison["baseline"], comparison["arm"]
+        changes = [c for c in figures.tool_changes if c.baseline == base and c.arm == arm]
+        for slice_ in sorted({c.slice for c in changes}):
+            in_slice = [c for c in changes if c.slice == slice_]
+            moved = [c for c in in_slice if c.paired.discordant or abs(c.paired.change.estimate) > 1e-12]
+            rows = []
+            for c in sorted(moved, key=lambda c: (c.paired.change.estimate, c.tool or "")):
+                p = c.paired
+                weight = figures.weights.get(c.tool or "")
+                rows.append([c.tool or "", pct(weight) if weight is not None else "—", str(p.n_requests),
+                             points(p.change.estimate), change_span(p.change), f"{p.worse} / {p.better}",
+                             p_value(p.p_value), reading(c)])
+            if not rows:
+                continue
+            unchanged = len(in_slice) - len(moved)
+            relabelled = [f"{c.tool} {c.n_relabelled}" for c in in_slice if c.n_relabelled]
+            tables.append(ReportTable(
+                title=f"Per-tool changes {base} → {arm}, slice {slice_} (changed: "
+                      f"{', '.join(comparison['changed'])}), paired",
+                columns=["tool", "traffic", "req", "Δ pts", "95% CI", "worse/better", "p", "reading"],
+                rows=rows, key=f"tool-changes-{base}-{arm}-{slice_}",
+                note=f"{unchanged} tool(s) where no request changed are not listed. Requests whose label differs "
+                     "between the two arms are left out of a tool's change"
+                     + (f" (relabelled: {', '.join(relabelled)})." if relabelled else "."),
+            ))
+    return tables
+
+
+def pairs_table(figures: RunFigures) -> ReportTable:
+    rows, sections, count, last = [], [], {}, None
+    for p in figures.pairs:
+        count[p.arm] = count.get(p.arm, 0) + 1
+        if count[p.arm] > TOP_PAIRS:
+            continue
+        if p.arm != last and rows:
+            sections.append(len(rows))
+        last = p.arm
+        rate = pct_with_fraction(p.n, p.n_offered_together) if p.n_offered_together else "—"
+        rows.append([arm_label(figures, p.arm) if count[p.arm] == 1 else "", f"{p.expected} → {p.chosen}", str(p.n),
+                     f"{pct(p.share.estimate)} ({interval_text(p.share)})", rate])
+    return ReportTable(
+        title=f"Top {TOP_PAIRS} confused pairs per rung (expected → chosen)",
+        columns=["rung", "pair", "rows", "failure share (95% CI)", "rate when offered"],
+        rows=rows, sections=sections, key="pairs", summary=True, wrap=["rung", "pair"],
+        note="share of failures: of the rung's rows that were not correct; rate when offered: of the rows "
+             "expecting the tool in which the other was offered too.",
+    )
+
+
+def weighted_table(figures: RunFigures) -> ReportTable:
+    rows = []
+    for w in figures.weighted:
+        spread = points(w.seed_spread) or "0.0"
+        rows.append([arm_label(figures, w.arm), pct(w.weighted.estimate) if w.weighted else "—",
+                     interval_text(w.weighted), spread, pct(w.unweighted), pct(w.weight_covered)])
+    return ReportTable(
+        title=f"Volume-weighted accuracy (production window {figures.run.get('weights_window')})",
+        columns=["rung", "weighted", "95% CI", "seed spread", "unweighted", "traffic covered"],
+        rows=rows, key="weighted", summary=True,
+        note="weighted = Σ traffic share × tool accuracy over the tools this rung has requests for ('none' has no "
+             "traffic weight); CI: requests resampled within each tool.",
+    )
+
+
+def weighted_changes_table(figures: RunFigures) -> ReportTable:
+    rows = []
+    for (base, arm), change in figures.weighted_changes.items():
+        rows.append([f"{base} → {arm}", points(change.unweighted.estimate), change_span(change.unweighted),
+                     points(change.weighted.estimate) if change.weighted else "—", change_span(change.weighted),
+                     pct(change.weight_covered)])
+    return ReportTable(
+        title="Weighted and unweighted change, paired on requests labelled alike in both arms",
+        columns=["comparison", "unweighted Δ", "95% CI", "weighted Δ", "95% CI", "traffic"],
+        rows=rows, key="weighted-changes", summary=True, wrap=["comparison"],
+        note="traffic = share of production volume held by the tools compared.",
+    )
+
+
+def contribution_tables(figures: RunFigures) -> list[ReportTable]:
+    tables = []
+    for (base, arm), change in figures.weighted_changes.items():
+        parts = sorted(change.contributions,
+                       key=lambda c: (-(abs(c.weighted_contribution) if c.weighted_contribution is not None
+                                        else abs(c.unweighted_contribution)), c.tool))
+        shown = [c for c in parts if abs(c.change) > 1e-12][:TOP_CONTRIBUTORS]
+        rows = [[c.tool, pct(c.set_share), pct(c.traffic_share) if c.traffic_share is not None else "—",
+                 points(c.change), points(c.unweighted_contribution),
+                 points(c.weighted_contribution) if c.weighted_contribution is not None else "—"] for c in shown]
+        rest = [c for c in parts if c not in shown]
+        if rest:
+            weighted_rest = sum(c.weighted_contribution or 0.0 for c in rest)
+            rows.append([f"{len(rest)} other tools", pct(sum(c.set_share for c in rest)),
+                         pct(sum(c.traffic_share or 0.0 for c in rest)), "",
+                         points(sum(c.unweighted_contribution for c in rest)) or "0.0",
+                         points(weighted_rest) or "0.0"])
+        rows.append(["total", "100.0%", "100.0%", "", points(change.unweighted.estimate) or "0.0",
+                     points(change.weighted.estimate) if change.weighted else "—"])
+        tables.append(ReportTable(
+            title=f"Which tools make up the change {base} → {arm} (share × change)",
+            columns=["tool", "set share", "traffic share", "Δ pts", "unweighted part", "weighted part"],
+            rows=rows, sections=[len(rows) - 1], key=f"contributions-{base}-{arm}", summary=True,
+            note="set share × Δ = the tool's part of the unweighted change; traffic share × Δ = its part of "
+                 "the weighted change.",
+        ))
+    return tables
+
+
+def position_table(figures: RunFigures) -> ReportTable:
+    by_key: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    for r in figures.positions:
+        by_key.setdefault((r["arm"], r["slice"]), {})[r["position_third"]] = r
+    shifts = {(x.arm, x.slice): x for x in figures.position_shifts}
+    rows = []
+    for (arm, slice_), thirds in sorted(by_key.items(), key=lambda kv: (figures.rung_of(kv[0][0]), kv[0][1])):
+        cells = []
+        for t in (1, 2, 3):
+            r = thirds.get(t)
+            cells.append("" if r is None else f"{pct_with_fraction(r['correct'], r['n'])}\n"
+                                               f"{span(r['ci_low'], r['ci_high'])}")
+        shift = shifts.get((arm, slice_))
+        within = "" if shift is None else (f"{points(shift.change.estimate) or '0.0'} "
+                                           f"({shift.worse}/{shift.better})\n{change_span(shift.change)}")
+        rows.append([arm_label(figures, arm), slice_] + cells + [within])
+    return ReportTable(
+        title="Position effect: accuracy by where the expected tool stood in the permuted order",
+        columns=["rung", "slice", "first third", "middle third", "last third", "same request, late−early"],
+        rows=rows, key="position", wrap=["rung", "same request, late−early"],
+        note="Thirds mix tools (one permutation per seed puts each tool at a few positions only); the last "
+             "column compares each request with itself: right at its latest position minus right at its "
+             "earliest, in points (worse/better requests), with a 95% CI. Rows expecting 'none' have no position.",
+    )
+
+
+def calibration_table(figures: RunFigures) -> ReportTable:
+    rows = []
+    for cal in figures.calibration:
+        thirds = [f"{pct(t['accuracy'])}" for t in cal.terciles]
+        rows.append([arm_label(figures, cal.arm), str(cal.n), f"{cal.ece:.3f}", f"{cal.brier:.3f}"]
+                    + (thirds + [""] * (3 - len(thirds))) + [f"{points(cal.gap.estimate)} ({change_span(cal.gap)})"])
+    return ReportTable(
+        title="Calibration of the selector's confidence (slices pooled: the router sees all traffic)",
+        columns=["rung", "rows", "ECE", "Brier", "low third", "mid third", "high third", "high−low (95% CI)"],
+        rows=rows, key="calibration", summary=True, wrap=["rung", "high−low (95% CI)"],
+        note="ECE over ten equal-width bins; Brier of the confidence in the pick (0 is perfect).",
+    )
+
+
+def _calibration_chunks(figures: RunFigures) -> list[list]:
+    cals = figures.calibration
+    return [cals[i:i + ARMS_PER_TOOL_TABLE] for i in range(0, len(cals), ARMS_PER_TOOL_TABLE)]
+
+
+def reliability_tables(figures: RunFigures) -> list[ReportTable]:
+    """Ten equal-width confidence bins: accuracy and mean confidence of the rows in each, per rung."""
+    tables = []
+    chunks = _calibration_chunks(figures)
+    for k, chunk in enumerate(chunks):
+        rows = []
+        for b in range(1, 11):
+            line = [f"{(b - 1) / 10:.1f}–{b / 10:.1f}"]
+            for cal in chunk:
+                cell = next((x for x in cal.bins if x["bin"] == b), None)
+                line.append("" if cell is None else f"{pct_with_fraction(cell['correct'], cell['n'])}\n"
+                                                    f"conf {cell['mean_confidence']:.2f}")
+            rows.append(line)
+        part = f" ({k + 1}/{len(chunks)})" if len(chunks) > 1 else ""
+        tables.append(ReportTable(
+            title=f"Reliability: accuracy in ten confidence bins{part}",
+            columns=["confidence"] + [f"rung {cal.rung}" for cal in chunk], rows=rows, key=f"reliability-{k + 1}",
+            note="Each cell: accuracy of the rows whose confidence falls in the bin, then their mean confidence; "
+                 "calibrated = the two agree.",
+        ))
+    return tables
+
+
+def coverage_table(figures: RunFigures) -> ReportTable:
+    """Accuracy against coverage: keep the decisions with confidence >= t."""
+    cals = figures.calibration[-ARMS_PER_TOOL_TABLE:]
+    thresholds = [p.threshold for p in cals[0].coverage] if cals else []
+    rows = []
+    for i, t in enumerate(thresholds):
+        line = [f">= {t:.1f}"]
+        for cal in cals:
+            point = cal.coverage[i]
+            line.append(f"{pct(point.accuracy)} at {pct(point.coverage, 0)}" if point.n_kept else "none kept")
+        rows.append(line)
+    return ReportTable(
+        title="Accuracy against coverage (keep decisions with confidence >= t)",
+        columns=["t"] + [f"rung {cal.rung}" for cal in cals], rows=rows, key="coverage",
+        note="Each cell: accuracy of the kept decisions at the share of rows kept. Chosen on all rows: read it "
+             "as a curve; the threshold below is fitted and confirmed on separate requests.",
+    )
+
+
+def threshold_table(figures: RunFigures) -> ReportTable:
+    rows = []
+    for cal in figures.calibration:
+        t = cal.threshold
+        if t.threshold is None:
+            rows.append([arm_label(figures, cal.arm), pct(t.target_accuracy, 0), "none reaches the target",
+                         "", "", ""])
+            continue
+        confirm = t.confirm_accuracy
+        rows.append([arm_label(figures, cal.arm), pct(t.target_accuracy, 0), f"{t.threshold:.3f}",
+                     f"{pct(t.fit_accuracy)} at {pct(t.fit_coverage)}",
+                     f"{pct(confirm.estimate)} ({interval_text(confirm)})" if confirm else "—",
+                     pct(t.confirm_coverage)])
+    return ReportTable(
+        title="Router threshold: fitted on one half of the requests, confirmed on the other",
+        columns=["rung", "target", "threshold", "fit: accuracy at coverage", "confirm: accuracy (95% CI)",
+                 "confirm coverage"],
+        rows=rows, key="threshold", wrap=["rung", "fit: accuracy at coverage", "confirm: accuracy (95% CI)"],
+        note="Lowest confidence cut whose kept decisions reach the target on the fit half; the confirm half "
+             "(requests split by a hash of their id) judges it. Never judged on the data it was chosen on.",
+    )
+
+
+def interaction_table_(figures: RunFigures) -> ReportTable:
+    rows = []
+    for it in figures.interactions:
+        f, t = it.factorial, it.table
+        rows.append([f"{f.baseline} / {f.first} / {f.second} / {f.both}", it.slice, pct(t.baseline),
+                     f"{points(t.first_effect)} / {points(t.second_effect)}", pct(t.additive_prediction),
+                     pct(t.both), f"{points(t.gap.estimate)} ({change_span(t.gap)})"])
+    return ReportTable(
+        title="2×2 interaction: is the combined arm what the two single changes add up to?",
+        columns=["baseline / first / second / both", "slice", "baseline", "effects", "additive", "measured",
+                 "gap (95% CI)"],
+        rows=rows, key="interaction", wrap=["baseline / first / second / both"],
+        note="additive = baseline + each single effect; gap = measured − additive (paired request bootstrap).",
+    )
+
+
+def failures_table(figures: RunFigures) -> ReportTable:
+    rows = [[arm_label(figures, f.arm), f.slice, str(f.invalid), str(f.error), str(f.empty),
+             f"{pct_with_fraction(f.invalid + f.error + f.empty, f.n)} ({interval_text(f.rate)})"]
+            for f in figures.failures]
+    return ReportTable(
+        title="Invalid, error and empty rows (counted apart, never as a correct 'none')",
+        columns=["rung", "slice", "invalid", "error", "empty", "failure rate (95% CI)"],
+        rows=rows, key="failures", wrap=["rung"],
+    )
+
+
+def resolution_table(figures: RunFigures) -> ReportTable:
+    """What this task set can resolve: interval half-width and smallest detectable drop per slice."""
+    rows = []
+    last_rung = max((x.rung for x in figures.slices), default=0)
+    for level in sorted((x for x in figures.slices if x.rung == last_rung), key=lambda x: x.slice):
+        n_eff = level.n_effective or level.n_requests
+        drop = minimal_detectable_drop(level.accuracy, n_eff)
+        rows.append([level.slice, str(level.n_requests), f"±{100 * (level.ci_high - level.ci_low) / 2:.1f}",
+                     f"{100 * drop:.1f}", f"{100 / level.n_requests:.2f}"])
+    return ReportTable(
+        title=f"What this set can resolve (rung {last_rung})",
+        columns=["slice", "requests", "95% CI ± pts", "smallest detectable drop, pts", "pts per request"],
+        rows=rows, key="resolution", wrap=["smallest detectable drop, pts", "pts per request", "95% CI ± pts"],
+        note="80% power, 5% two-sided, on the effective number of trials (identical seeds count once). "
+             "`tooleval plan` sizes a set for a target width.",
+    )

@@ -1,0 +1,71 @@
+"""The records a run registers beside its rows: the run, its arms, comparisons, seed orders, tool sets, weights."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version as package_version
+
+from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SeedOrder, WeightRecord
+from tasks.run.permute_tools import permute_tools
+from tasks.run.plan_units import WorkUnit
+from tasks.run.prepare_run import PreparedRun
+from warehouse.register_run import RunRegistration
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Time-ordered and unique: 20261130T101502Z-3f9a1c."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+
+
+def tooleval_version() -> str:
+    try:
+        return package_version("tooleval")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def registration_records(
+    prepared: PreparedRun,
+    units: list[WorkUnit],
+    run_id: str,
+    started_at: datetime,
+    criteria_hash: str | None = None,
+    criteria_registered_at: datetime | None = None,
+) -> RunRegistration:
+    experiment = prepared.experiment
+    run = RunRecord(
+        run_id=run_id, experiment=experiment.name, experiment_path=str(experiment.path),
+        experiment_hash=experiment.experiment_hash, taskset=prepared.taskset, started_at=started_at,
+        finished_at=datetime.now(timezone.utc), n_rows=0, criteria_hash=criteria_hash,
+        criteria_registered_at=criteria_registered_at,
+        weights_window=prepared.weights.window if prepared.weights else None, tooleval_version=tooleval_version(),
+    )
+    arms = [
+        ArmRecord(run_id=run_id, arm=a.name, rung=a.rung, catalogue=a.catalogue_name, catalogue_hash=a.catalogue_hash,
+                  prompt=a.prompt_name, prompt_hash=a.prompt_hash, model_id=a.model_id, selector=a.selector,
+                  taskset_version=a.version, taskset_hash=prepared.versions[a.version].manifest.content_hash,
+                  n_tools=len(a.catalogue.tools) if a.catalogue else 0, seeds=list(experiment.seeds))
+        for a in experiment.arms
+    ]
+    comparisons = [ComparisonRecord(run_id=run_id, baseline=c.baseline, arm=c.arm, changed=list(c.changed))
+                   for c in experiment.comparisons]
+    seed_orders = [
+        SeedOrder(run_id=run_id, arm=a.name, seed=seed, tool=tool.name, position=position)
+        for a in experiment.arms if a.catalogue is not None
+        for seed in experiment.seeds
+        for position, tool in enumerate(permute_tools(a.catalogue.tools, seed), start=1)
+    ]
+    tool_sets: dict[str, tuple[str, ...]] = {}
+    for unit in units:
+        for planned in unit.requests:
+            if planned.tool_set_id not in tool_sets:
+                tool_sets[planned.tool_set_id] = tuple(t.name for t in planned.tools)
+    offered = [OfferedTool(tool_set_id=set_id, tool=name) for set_id, names in tool_sets.items() for name in names]
+    weights = [
+        WeightRecord(taskset=prepared.taskset, window_id=prepared.weights.window, tool=tool, weight=share)
+        for tool, share in prepared.weights.weights.items()
+    ] if prepared.weights else []
+    return RunRegistration(run=run, arms=arms, comparisons=comparisons, seed_orders=seed_orders,
+                           offered_tools=offered, weights=weights)

@@ -1,0 +1,119 @@
+"""Select and land one work unit: cached selections, fresh ones for the rest, scored rows to Parquet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from schemas.arrow import to_arrow_table
+from schemas.rows import Selection, SelectionRow
+from tasks.run.plan_units import PlannedRequest, WorkUnit
+from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
+from tasks.run.score_selection import score_selection
+from tasks.run.selection_cache import SelectionCache
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.registry import selector_for
+from warehouse.parquet_store import write_partition
+
+
+@dataclass(frozen=True)
+class RunContext:
+    run_id: str
+    experiment: str
+    rows_dir: Path
+    cache_path: Path | None
+    ledger_path: Path | None = None
+    """The run's budget ledger (tasks/selectors/call_budget.py), shared by every process; None keeps it in memory."""
+    max_calls: int | None = None
+    """Call cap of the run (hosted models), None for no cap."""
+    max_spend_usd: float | None = None
+    """Spend cap of the run in US dollars, None for no cap."""
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    label: str
+    path: str
+    n_rows: int
+    n_correct: int
+    n_cache_hits: int
+    n_failures: int
+    """Rows flagged invalid, error or empty."""
+    n_budget_stopped: int = 0
+    """Rows not selected because the run's spend or call cap was reached (error 'budget reached')."""
+
+
+def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cache_hit: bool, ctx: RunContext) -> dict:
+    request, arm = planned.request, unit.arm
+    score = score_selection(planned.expected, selection, {t.name for t in planned.tools})
+    return {
+        "run_id": ctx.run_id, "experiment": ctx.experiment, "arm": arm.name, "rung": arm.rung, "seed": unit.seed,
+        "taskset": unit.taskset, "taskset_version": unit.taskset_version, "request_id": request.id,
+        "slice": request.slice, "intent": request.intent, "label_status": request.label_status,
+        "catalogue": arm.catalogue_name, "tool_set_id": planned.tool_set_id, "n_tools": len(planned.tools),
+        "expected": planned.expected, "expected_position": planned.expected_position,
+        "chosen": score.chosen, "correct": score.correct, "outcome": score.outcome, "pair": score.pair,
+        "invalid": score.outcome == "invalid", "error": score.outcome == "error", "empty": score.outcome == "empty",
+        "confidence": selection.confidence,
+        "probabilities": list(selection.probabilities.items()) if selection.probabilities is not None else None,
+        "detail": score.detail, "input_tokens": selection.input_tokens, "output_tokens": selection.output_tokens,
+        "cost_usd": selection.cost_usd, "latency_ms": selection.latency_ms, "model_id": arm.model_id,
+        "served_model_id": selection.served_model_id, "selector": arm.selector, "prompt": arm.prompt_name,
+        "cache_hit": cache_hit, "retries": selection.retries,
+        **routing_columns(selection),
+    }
+
+
+ROUTING_COLUMNS = ("stop_reason", "price_version", "route", "router", "router_pick", "router_confidence",
+                   "router_probabilities", "router_latency_ms", "router_cost_usd", "decided_by", "fallback",
+                   "judge_verdict", "judge_votes", "judge_cost_usd")
+"""Selection fields copied to the row as they are (hosted models, routing, judge: issue 4)."""
+
+
+def routing_columns(selection: Selection) -> dict:
+    columns = {name: getattr(selection, name) for name in ROUTING_COLUMNS}
+    if columns["router_probabilities"] is not None:
+        columns["router_probabilities"] = list(columns["router_probabilities"].items())
+    return columns
+
+
+def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
+    """The plain function: tested with no Prefect engine."""
+    with SelectionCache(ctx.cache_path) as cache:
+        cached = cache.get_many(p.cache_key for p in unit.requests)
+        misses = [p for p in unit.requests if p.cache_key not in cached]
+        fresh: dict[str, Selection] = {}
+        if misses:
+            selector = selector_for(unit.arm.selector, unit.arm.model_id, unit.arm.options)
+            inputs = [SelectionInput(request_id=p.request.id, messages=p.request.messages, tools=p.tools,
+                                     prompt=unit.arm.prompt_text)
+                      for p in misses]
+            # hosted selectors reserve each call in the run's ledger and hand over each answer as it
+            # completes: cached at once, so a crash mid-batch repeats no completed call on resume
+            with RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger, \
+                    batch_scope(BatchScope(ledger, lambda i, answer: cache.put_many([(misses[i].cache_key, answer)]))):
+                answers = selector.select(inputs)
+            fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}
+            cache.put_many(fresh.items())
+    rows = [
+        build_row(unit, p, cached[p.cache_key] if p.cache_key in cached else fresh[p.cache_key],
+                  p.cache_key in cached, ctx)
+        for p in unit.requests
+    ]
+    path = write_partition(ctx.rows_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
+                           to_arrow_table(SelectionRow, rows))
+    return UnitResult(
+        label=unit.label, path=str(path), n_rows=len(rows), n_correct=sum(r["correct"] for r in rows),
+        n_cache_hits=len(unit.requests) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),
+        n_budget_stopped=sum(r["error"] and r["detail"] == BUDGET_REACHED for r in rows),
+    )
+
+
+@task(name="select-and-land", retries=2, retry_delay_seconds=[2, 10], task_run_name="{unit.label}",
+      cache_policy=NO_CACHE, log_prints=False)
+def select_and_land_task(unit: WorkUnit, ctx: RunContext) -> UnitResult:
+    """Retries on an unexpected failure; caching is per request inside (see SelectionCache)."""
+    return select_and_land(unit, ctx)

@@ -1,0 +1,199 @@
+"""The spend cap and the call cap of one run, shared by every thread and process that calls a model.
+
+A small SQLite ledger (WAL, one row per run_id) in the warehouse's cache directory. Before a model call a
+selector *reserves* it: one call and an estimated cost (an upper bound: prompt characters / 3 tokens and
+``max_tokens`` of output at the model's price). The reservation is refused when the run's calls would pass
+``max_calls`` or its spend plus the reservations in flight would pass ``max_spend_usd``; the selector then
+lands the request as an error row with the detail ``budget reached`` (errors are never cached). After the
+call the estimate is replaced by the cost billed. Each reservation is one ``BEGIN IMMEDIATE`` transaction,
+so processes on one machine never both take the last call.
+
+A call is one request to a provider with its retries (a 429 or a 5xx is not billed); the LLM router's and
+the judge's calls count too. The ledger also holds the run's halts: a model whose served id differed
+from its pin is halted, and no process sends it another request in that run.
+
+Resuming: rerun the same experiment. Every completed call sits in the per-request selection cache
+(``tasks/run/selection_cache.py``), so the new run repeats none of them and spends only on the rest.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+BUDGET_REACHED = "budget reached"
+"""The detail of a row whose call was not made because a cap was reached."""
+
+_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS run_budget (
+        run_id TEXT PRIMARY KEY, max_calls INTEGER, max_spend_usd REAL,
+        calls INTEGER NOT NULL DEFAULT 0, spend_usd REAL NOT NULL DEFAULT 0,
+        reserved_usd REAL NOT NULL DEFAULT 0, refused INTEGER NOT NULL DEFAULT 0)""",
+    """CREATE TABLE IF NOT EXISTS run_halts (
+        run_id TEXT NOT NULL, model TEXT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (run_id, model))""",
+]
+
+
+def ledger_path(cache_path: Path) -> Path:
+    """Where a warehouse keeps its runs' ledger: beside the selection cache."""
+    return Path(cache_path).parent / "run_ledger.sqlite"
+
+
+@dataclass(frozen=True)
+class Reservation:
+    estimate_usd: float
+    calls: int = 1
+
+
+@dataclass
+class Turn:
+    """What one request's calls (LLM router, chat model, judge votes) used of a reservation taken for all
+    of them at once: a turn is either sent whole or not at all, so a cap never leaves a paid router call
+    behind an unsent chat call (which a resumed run would have to repeat)."""
+
+    cost_usd: float = 0.0
+    calls: int = 0
+
+    def add(self, cost_usd: float | None) -> None:
+        self.cost_usd += cost_usd or 0.0
+        self.calls += 1
+
+
+@dataclass(frozen=True)
+class LedgerSummary:
+    run_id: str
+    calls: int
+    spend_usd: float
+    refused: int
+    """Requests not sent because a cap was reached."""
+    max_calls: int | None
+    max_spend_usd: float | None
+    halts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def budget_reached(self) -> bool:
+        return self.refused > 0
+
+
+class RunLedger:
+    """Open per process (cheap); ``path=None`` keeps the ledger in memory (one process, e.g. a unit test)."""
+
+    def __init__(self, path: Path | None, run_id: str, max_calls: int | None = None,
+                 max_spend_usd: float | None = None):
+        if max_calls is not None and max_calls < 0:
+            raise ValueError("max_calls must be >= 0")
+        if max_spend_usd is not None and max_spend_usd < 0:
+            raise ValueError("max_spend_usd must be >= 0")
+        self.path, self.run_id = path, run_id
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._con = sqlite3.connect(str(path) if path is not None else ":memory:", timeout=60,
+                                    isolation_level=None, check_same_thread=False)
+        if path is not None:
+            self._con.execute("PRAGMA journal_mode=WAL")
+            self._con.execute("PRAGMA synchronous=NORMAL")
+        for statement in _SCHEMA:
+            self._con.execute(statement)
+        with self._transaction() as con:
+            con.execute("INSERT OR IGNORE INTO run_budget (run_id) VALUES (?)", [run_id])
+            if max_calls is not None or max_spend_usd is not None:
+                con.execute("UPDATE run_budget SET max_calls = ?, max_spend_usd = ? WHERE run_id = ?",
+                            [max_calls, max_spend_usd, run_id])
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._con.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._con
+            except BaseException:
+                self._con.execute("ROLLBACK")
+                raise
+            self._con.execute("COMMIT")
+
+    def reserve(self, estimate_usd: float = 0.0, calls: int = 1) -> Reservation | None:
+        """Take ``calls`` calls and ``estimate_usd`` from the budget; None (and one refusal counted) when a cap
+        would be passed."""
+        estimate_usd = max(float(estimate_usd), 0.0)
+        with self._transaction() as con:
+            max_calls, max_spend, used, spend, reserved = con.execute(
+                "SELECT max_calls, max_spend_usd, calls, spend_usd, reserved_usd FROM run_budget WHERE run_id = ?",
+                [self.run_id]).fetchone()
+            if (max_calls is not None and used + calls > max_calls) or (
+                    max_spend is not None and spend + reserved + estimate_usd > max_spend):
+                con.execute("UPDATE run_budget SET refused = refused + 1 WHERE run_id = ?", [self.run_id])
+                return None
+            con.execute("UPDATE run_budget SET calls = calls + ?, reserved_usd = reserved_usd + ? WHERE run_id = ?",
+                        [calls, estimate_usd, self.run_id])
+        return Reservation(estimate_usd, calls)
+
+    def settle(self, reservation: Reservation, cost_usd: float | None, calls_used: int | None = None) -> None:
+        """Replace the reservation's estimate with the cost billed (0 for a call that failed), and give back
+        the calls reserved but not made (a judge not asked about an error row)."""
+        unused = 0 if calls_used is None else max(reservation.calls - calls_used, 0)
+        with self._transaction() as con:
+            con.execute("UPDATE run_budget SET reserved_usd = max(reserved_usd - ?, 0), spend_usd = spend_usd + ?, "
+                        "calls = calls - ? WHERE run_id = ?",
+                        [reservation.estimate_usd, max(cost_usd or 0.0, 0.0), unused, self.run_id])
+
+    def halt(self, model: str, reason: str) -> None:
+        with self._transaction() as con:
+            con.execute("INSERT OR IGNORE INTO run_halts VALUES (?, ?, ?)", [self.run_id, model, reason])
+
+    def halted(self, model: str) -> str | None:
+        with self._lock:
+            row = self._con.execute("SELECT reason FROM run_halts WHERE run_id = ? AND model = ?",
+                                    [self.run_id, model]).fetchone()
+        return row[0] if row else None
+
+    def summary(self) -> LedgerSummary:
+        with self._lock:
+            max_calls, max_spend, calls, spend, refused = self._con.execute(
+                "SELECT max_calls, max_spend_usd, calls, spend_usd, refused FROM run_budget WHERE run_id = ?",
+                [self.run_id]).fetchone()
+            halts = dict(self._con.execute("SELECT model, reason FROM run_halts WHERE run_id = ?",
+                                           [self.run_id]).fetchall())
+        return LedgerSummary(self.run_id, calls, spend, refused, max_calls, max_spend, halts)
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> "RunLedger":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- the scope a batch of selections runs in --------------------------------------------------------------
+
+@dataclass
+class BatchScope:
+    """What a hosted-model selector needs from the run it serves, set around ``selector.select``."""
+
+    ledger: RunLedger
+    on_answer: Callable[[int, object], None] | None = None
+    """Called in the selecting thread with (input index, Selection) as each answer completes: the caller
+    stores it in the selection cache at once, so a crash mid-batch loses no completed call."""
+
+
+_SCOPE: ContextVar[BatchScope | None] = ContextVar("tooleval_batch_scope", default=None)
+
+
+@contextmanager
+def batch_scope(scope: BatchScope) -> Iterator[BatchScope]:
+    token = _SCOPE.set(scope)
+    try:
+        yield scope
+    finally:
+        _SCOPE.reset(token)
+
+
+def current_scope() -> BatchScope | None:
+    return _SCOPE.get()

@@ -1,0 +1,34 @@
+"""The offline selectors (lexical BM25, MiniLM embedding): one instance per process and configuration, so
+models load once whether a selector serves an arm or a routed arm's decision model."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, Mapping
+
+from tasks.selectors.base import Selector
+from tasks.selectors.embedding import EmbeddingSelector
+from tasks.selectors.lexical import LexicalSelector
+
+OFFLINE_KINDS = ("lexical", "embedding")
+DEFAULT_MODELS = {"lexical": "bm25-okapi", "embedding": "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+@lru_cache(maxsize=None)
+def _cached(kind: str, model_id: str, options_json: str) -> Selector:
+    options: dict[str, Any] = json.loads(options_json)
+    if kind == "lexical":
+        return LexicalSelector(model_id, options)
+    if kind == "embedding":
+        return EmbeddingSelector(model_id, options)
+    raise ValueError(f"unknown offline selector kind '{kind}'")
+
+
+def offline_selector(kind: str, model_id: str, options: Mapping[str, Any]) -> Selector:
+    return _cached(kind, model_id, json.dumps(dict(options), sort_keys=True))
+
+
+def clear() -> None:
+    """Forget the built offline selectors."""
+    _cached.cache_clear()

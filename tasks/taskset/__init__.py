@@ -1,0 +1,1 @@
+"""Task-set versions: loading, the label checks (Great Expectations), validation, provisional labels."""

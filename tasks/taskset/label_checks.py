@@ -1,0 +1,199 @@
+"""Label checks on a task-set version, run with Great Expectations before any model call.
+
+Rules (each failure names the file, the line or id, and the rule):
+- ids-unique, request-non-empty, slice-declared: per request;
+- label-offered / fallback-offered: the label is an offered tool (the request's own tools, else the
+  catalogues in use) or 'none';
+- one-label-per-text: no request text (case- and space-insensitive) carries two different labels;
+- relabel-adjudicated: a request with a fallback label, or whose label differs from the parent
+  version's, has an adjudication record;
+- manifest-hash: the version's files hash to the manifest's content_hash;
+- weights-non-negative, weights-in-catalogue, weights-sum-to-one: the production weights.
+
+great_expectations is imported here only (its import costs seconds).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from schemas.catalogue import NONE_LABEL, Catalogue
+from schemas.taskset import ProductionWeights
+from tasks.files.input_errors import InputError, Problem
+from tasks.taskset.load_taskset import TaskSetVersion, load_version, version_paths
+
+WEIGHT_SUM_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What the checks looked at, for the CLI and the flow log."""
+
+    n_requests: int
+    n_expectations: int
+    n_weights: int
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip().lower())
+
+
+@lru_cache(maxsize=1)
+def _context() -> Any:
+    import great_expectations as gx
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = {"globally": False, "metric_calculations": False}
+    return context
+
+
+def _validate(name: str, frame: Any, expectations: list[Any], index_columns: list[str]) -> list[Any]:
+    """Run expectations on a pandas frame; return the failed expectation results."""
+    import great_expectations as gx
+
+    context = _context()
+    source = context.data_sources.add_or_update_pandas(f"tooleval_{name}")
+    asset = source.add_dataframe_asset(name)
+    batch = asset.add_batch_definition_whole_dataframe("all").get_batch(batch_parameters={"dataframe": frame})
+    suite = gx.ExpectationSuite(name=f"tooleval_{name}")
+    for expectation in expectations:
+        suite.add_expectation(expectation)
+    result = batch.validate(
+        suite, result_format={"result_format": "COMPLETE", "unexpected_index_column_names": index_columns}
+    )
+    return [r for r in result.results if not r.success]
+
+
+def _problems(failed: Iterable[Any], file: str) -> list[Problem]:
+    problems = []
+    for result in failed:
+        meta = result.expectation_config.meta or {}
+        rule, message = meta.get("rule", result.expectation_config.type), meta.get("message", "")
+        indexes = result.result.get("unexpected_index_list") or []
+        if not indexes:
+            observed = result.result.get("observed_value")
+            detail = f" (observed {observed})" if observed is not None else ""
+            problems.append(Problem(meta.get("file", file), "", rule, message + detail))
+        for index in indexes:
+            where = f"line {int(index['line'])} (id {index['id']})" if "line" in index else f"tool {index.get('tool')}"
+            value = index.get(meta.get("show", ""), "")
+            problems.append(Problem(meta.get("file", file), where, rule, message + (f": {value}" if value != "" else "")))
+    return problems
+
+
+def request_frame(version: TaskSetVersion, catalogue_tools: set[str]) -> Any:
+    """One row per request with the derived columns the expectations test."""
+    import pandas as pd
+
+    adjudicated = {a.request_id for a in version.adjudications}
+    parent_labels: dict[str, str] = {}
+    if version.manifest.parent:
+        parent = load_version(version.directory, version.manifest.parent)
+        parent_labels = {r.id: r.expected for r in parent.requests}
+    labels_by_text: dict[str, set[str]] = defaultdict(set)
+    for request in version.requests:
+        labels_by_text[_normalise(request.text)].add(request.expected)
+
+    records = []
+    for line, request in enumerate(version.requests, start=1):
+        offered = {t.name for t in request.tools} if request.tools is not None else catalogue_tools
+        relabelled = request.fallback is not None or (
+            request.id in parent_labels and parent_labels[request.id] != request.expected
+        )
+        records.append({
+            "line": line,
+            "id": request.id,
+            "text": request.text.strip(),
+            "expected": request.expected,
+            "fallback": request.fallback or NONE_LABEL,
+            "slice": request.slice,
+            "label_offered": request.expected == NONE_LABEL or request.expected in offered,
+            "fallback_offered": request.fallback in (None, NONE_LABEL) or request.fallback in offered,
+            "labels_for_text": len(labels_by_text[_normalise(request.text)]),
+            "relabel_adjudicated": (not relabelled) or request.id in adjudicated,
+        })
+    return pd.DataFrame.from_records(records)
+
+
+def check_labels(
+    version: TaskSetVersion,
+    catalogues: Iterable[Catalogue],
+    weights: ProductionWeights | None = None,
+    weights_path: Path | None = None,
+) -> CheckReport:
+    """Run every rule; raise InputError listing each failure, or return what was checked."""
+    import great_expectations.expectations as gxe
+    import pandas as pd
+
+    catalogue_tools = {name for catalogue in catalogues for name in catalogue.names}
+    file = str(version.requests_path)
+    frame = request_frame(version, catalogue_tools)
+    offered_where = "the catalogues in use" if catalogue_tools else "the request's own tools"
+
+    def meta(rule: str, message: str, show: str = "", on: str = file) -> dict[str, str]:
+        return {"rule": rule, "message": message, "show": show, "file": on}
+
+    request_expectations = [
+        gxe.ExpectColumnValuesToBeUnique(column="id", meta=meta("ids-unique", "id used more than once", "id")),
+        gxe.ExpectColumnValueLengthsToBeBetween(
+            column="text", min_value=1, meta=meta("request-non-empty", "the request text is empty")),
+        gxe.ExpectColumnValuesToBeInSet(
+            column="slice", value_set=list(version.manifest.slices),
+            meta=meta("slice-declared", f"slice not among the manifest's {version.manifest.slices}", "slice")),
+        gxe.ExpectColumnValuesToBeInSet(
+            column="label_offered", value_set=[True],
+            meta=meta("label-offered", f"expected label is neither 'none' nor a tool of {offered_where}", "expected")),
+        gxe.ExpectColumnValuesToBeInSet(
+            column="fallback_offered", value_set=[True],
+            meta=meta("fallback-offered", f"fallback label is neither 'none' nor a tool of {offered_where}", "fallback")),
+        gxe.ExpectColumnValuesToBeBetween(
+            column="labels_for_text", max_value=1,
+            meta=meta("one-label-per-text", "the same request text carries different labels elsewhere", "expected")),
+        gxe.ExpectColumnValuesToBeInSet(
+            column="relabel_adjudicated", value_set=[True],
+            meta=meta("relabel-adjudicated", "the label changes (fallback or parent version) without an adjudication "
+                      f"in {version_paths(version.directory, version.version)['adjudications'].name}", "expected")),
+    ]
+    failed = (_validate("requests", frame, request_expectations, ["line", "id", "expected", "fallback", "slice"])
+              if len(frame) else [])
+    n_expectations = len(request_expectations)
+
+    manifest_file = str(version_paths(version.directory, version.version)["manifest"])
+    manifest_frame = pd.DataFrame([{"manifest_hash": version.manifest.content_hash, "actual_hash": version.actual_hash}])
+    manifest_expectations = [gxe.ExpectColumnPairValuesToBeEqual(
+        column_A="manifest_hash", column_B="actual_hash",
+        meta=meta("manifest-hash", f"the version's files hash to {version.actual_hash[:12]}, the manifest says "
+                  f"{version.manifest.content_hash[:12]}: the version was edited after it was frozen",
+                  on=manifest_file))]
+    failed += _validate("manifest", manifest_frame, manifest_expectations, ["manifest_hash"])
+    n_expectations += 1
+
+    n_weights = 0
+    if weights is not None:
+        wfile = str(weights_path or "weights")
+        weight_frame = pd.DataFrame([
+            {"tool": tool, "weight": share, "in_catalogue": tool in catalogue_tools or not catalogue_tools}
+            for tool, share in weights.weights.items()
+        ])
+        weight_expectations = [
+            gxe.ExpectColumnValuesToBeBetween(column="weight", min_value=0,
+                                              meta=meta("weights-non-negative", "negative share", "weight", wfile)),
+            gxe.ExpectColumnValuesToBeInSet(column="in_catalogue", value_set=[True],
+                                            meta=meta("weights-in-catalogue", "not a tool of the catalogues in use",
+                                                      "", wfile)),
+            gxe.ExpectColumnSumToBeBetween(column="weight", min_value=1 - WEIGHT_SUM_TOLERANCE,
+                                           max_value=1 + WEIGHT_SUM_TOLERANCE,
+                                           meta=meta("weights-sum-to-one", "shares must sum to 1", on=wfile)),
+        ]
+        failed += _validate("weights", weight_frame, weight_expectations, ["tool"])
+        n_expectations += len(weight_expectations)
+        n_weights = len(weight_frame)
+
+    if failed:
+        raise InputError(_problems(failed, file))
+    return CheckReport(n_requests=len(frame), n_expectations=n_expectations, n_weights=n_weights)

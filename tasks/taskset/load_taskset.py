@@ -1,0 +1,205 @@
+"""Read a task-set folder: catalogues, versions (requests + adjudications + manifest), weights, prompts.
+
+Layout of ``tasksets/<name>/``::
+
+    catalogues/<catalogue>.json        CatalogueFile (a rung may `extends` another)
+    prompts/<prompt>.md                system prompts
+    <version>.jsonl                    LabelledRequest, one per line
+    <version>.adjudications.jsonl      Adjudication, one per line (optional)
+    <version>.manifest.json            VersionManifest: slices and the content hash that freezes the version
+    weights/<window>.json              ProductionWeights
+    experiments/*.yaml                 experiment files
+
+Every parse problem is an ``InputError`` naming the file, the line and the rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from schemas.catalogue import Catalogue, CatalogueFile
+from schemas.taskset import Adjudication, LabelledRequest, ProductionWeights, VersionManifest
+from tasks.files.input_errors import InputError, Problem
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validation_message(error: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in error.errors())
+
+
+def read_json_model(path: Path, model: type[M]) -> M:
+    """One JSON file as one model, or an InputError naming the file."""
+    if not path.is_file():
+        raise InputError.one(str(path), "", "file-exists", "file not found")
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except ValidationError as error:
+        raise InputError.one(str(path), "", "schema", validation_message(error)) from None
+
+
+def read_jsonl_models(path: Path, model: type[M]) -> list[M]:
+    """A JSON Lines file as models; every bad line is reported with its number."""
+    if not path.is_file():
+        raise InputError.one(str(path), "", "file-exists", "file not found")
+    records: list[M] = []
+    problems: list[Problem] = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                records.append(model.model_validate_json(raw))
+            except ValidationError as error:
+                problems.append(Problem(str(path), f"line {number}", "schema", validation_message(error)))
+    if problems:
+        raise InputError(problems)
+    return records
+
+
+def load_catalogue(taskset_dir: Path, name: str) -> Catalogue:
+    """Resolve a catalogue and the chain of catalogues it extends, inherited tools first."""
+    chain: list[CatalogueFile] = []
+    seen: set[str] = set()
+    current: str | None = name
+    while current is not None:
+        path = taskset_dir / "catalogues" / f"{current}.json"
+        if current in seen:
+            raise InputError.one(str(path), "", "catalogue-extends", f"'extends' loops back to {current}")
+        seen.add(current)
+        file = read_json_model(path, CatalogueFile)
+        if file.name != current:
+            raise InputError.one(str(path), "", "catalogue-name", f"name '{file.name}' differs from file stem '{current}'")
+        chain.append(file)
+        current = file.extends
+    tools = [tool for file in reversed(chain) for tool in file.tools]
+    duplicates = [n for n, c in Counter(t.name for t in tools).items() if c > 1]
+    if duplicates:
+        path = taskset_dir / "catalogues" / f"{name}.json"
+        raise InputError.one(str(path), "", "tool-names-unique", f"tools defined twice: {', '.join(sorted(duplicates))}")
+    return Catalogue(name=name, tools=tuple(tools))
+
+
+def version_paths(taskset_dir: Path, version: str) -> dict[str, Path]:
+    return {
+        "requests": taskset_dir / f"{version}.jsonl",
+        "adjudications": taskset_dir / f"{version}.adjudications.jsonl",
+        "manifest": taskset_dir / f"{version}.manifest.json",
+    }
+
+
+def content_hash(taskset_dir: Path, version: str) -> str:
+    """sha256 over the version's requests file and (if present) its adjudications file."""
+    digest = hashlib.sha256()
+    paths = version_paths(taskset_dir, version)
+    for key in ("requests", "adjudications"):
+        path = paths[key]
+        digest.update(key.encode())
+        digest.update(path.read_bytes() if path.is_file() else b"")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class TaskSetVersion:
+    """A loaded task-set version: its requests, adjudications and manifest, and where they came from."""
+
+    taskset: str
+    version: str
+    directory: Path
+    requests: tuple[LabelledRequest, ...]
+    adjudications: tuple[Adjudication, ...]
+    manifest: VersionManifest
+    actual_hash: str
+
+    @property
+    def requests_path(self) -> Path:
+        return version_paths(self.directory, self.version)["requests"]
+
+
+def load_version(taskset_dir: Path, version: str) -> TaskSetVersion:
+    """Read a version's files; schema problems raise here, label rules are checked by ``label_checks``."""
+    paths = version_paths(taskset_dir, version)
+    manifest = read_json_model(paths["manifest"], VersionManifest)
+    requests = read_jsonl_models(paths["requests"], LabelledRequest)
+    adjudications = (
+        read_jsonl_models(paths["adjudications"], Adjudication) if paths["adjudications"].is_file() else []
+    )
+    return TaskSetVersion(
+        taskset=manifest.taskset,
+        version=version,
+        directory=taskset_dir,
+        requests=tuple(requests),
+        adjudications=tuple(adjudications),
+        manifest=manifest,
+        actual_hash=content_hash(taskset_dir, version),
+    )
+
+
+def load_weights(taskset_dir: Path, window: str) -> ProductionWeights:
+    return read_json_model(taskset_dir / "weights" / f"{window}.json", ProductionWeights)
+
+
+def load_prompt(taskset_dir: Path, name: str) -> str:
+    path = taskset_dir / "prompts" / f"{name}.md"
+    if not path.is_file():
+        raise InputError.one(str(path), "", "prompt-exists", f"prompt '{name}' not found")
+    return path.read_text()
+
+
+def freeze_version(
+    taskset_dir: Path,
+    version: str,
+    slices: list[str],
+    *,
+    parent: str | None = None,
+    notes: str = "",
+    window: str | None = None,
+    sampling_seed: int | None = None,
+) -> VersionManifest:
+    """Write ``<version>.manifest.json`` for the version's files as they are now.
+
+    Refuses to overwrite a manifest whose hash differs: versions are immutable; make a new one.
+    """
+    taskset_dir = Path(taskset_dir)
+    paths = version_paths(taskset_dir, version)
+    requests = read_jsonl_models(paths["requests"], LabelledRequest)
+    actual = content_hash(taskset_dir, version)
+    if paths["manifest"].is_file():
+        existing = read_json_model(paths["manifest"], VersionManifest)
+        if existing.content_hash != actual:
+            raise InputError.one(
+                str(paths["manifest"]), "", "version-immutable",
+                f"version {version} is frozen with hash {existing.content_hash[:12]}; its files now hash to "
+                f"{actual[:12]}. Versions are never overwritten: write a new version.",
+            )
+        return existing
+    manifest = VersionManifest(
+        taskset=taskset_dir.resolve().name,
+        version=version,
+        parent=parent,
+        created_at=datetime.now(timezone.utc).replace(microsecond=0),
+        slices=slices,
+        content_hash=actual,
+        n_requests=len(requests),
+        counts_by_label=dict(sorted(Counter(r.expected for r in requests).items())),
+        window=window,
+        sampling_seed=sampling_seed,
+        notes=notes,
+    )
+    paths["manifest"].write_text(manifest.model_dump_json(indent=2) + "\n")
+    return manifest
+
+
+def write_jsonl(path: Path, records: list[BaseModel]) -> None:
+    """Write models as JSON Lines (one compact object a line, no unset defaults)."""
+    with Path(path).open("w") as handle:
+        for record in records:
+            handle.write(json.dumps(record.model_dump(mode="json", exclude_defaults=True), ensure_ascii=False) + "\n")

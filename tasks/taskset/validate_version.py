@@ -1,0 +1,26 @@
+"""`tooleval validate`: the label checks on one version file, without an experiment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tasks.files.input_errors import InputError
+from tasks.taskset.label_checks import check_labels
+from tasks.taskset.load_taskset import load_catalogue, load_version, load_weights
+
+
+def validate_version_file(path: Path, catalogues: list[str] | None = None, weights_window: str | None = None) -> str:
+    """Check ``<taskset>/<version>.jsonl``; returns a one-line summary or raises InputError."""
+    path = Path(path)
+    if path.suffix != ".jsonl" or not path.is_file():
+        raise InputError.one(str(path), "", "file-exists", "give a task-set version file such as tasksets/x/v1.jsonl")
+    taskset_dir, version = path.parent, path.stem
+    names = catalogues if catalogues is not None else sorted(p.stem for p in (taskset_dir / "catalogues").glob("*.json"))
+    loaded_catalogues = [load_catalogue(taskset_dir, name) for name in names]
+    weights = load_weights(taskset_dir, weights_window) if weights_window else None
+    weights_path = taskset_dir / "weights" / f"{weights_window}.json" if weights_window else None
+    loaded = load_version(taskset_dir, version)
+    report = check_labels(loaded, loaded_catalogues, weights, weights_path)
+    return (f"OK {path}: {report.n_requests} requests, {report.n_expectations} expectations passed"
+            + (f", {report.n_weights} weights" if weights else "")
+            + f"; catalogues: {', '.join(names) or 'per-request tools only'}")

@@ -1,0 +1,1 @@
+"""The weekly run: its experiment, calibration of a new version, the weekly report."""

@@ -1,0 +1,90 @@
+"""Fixtures for the hosted-model tests: a fake key in the environment, the loopback server, support tools.
+
+Every test here talks to ``tests/provider_server.py`` on 127.0.0.1 through the official SDKs; the
+official endpoints are never reachable: selectors are given the loopback ``base_url``, and
+``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` point at a closed loopback port for any that is not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from schemas.catalogue import ToolSpec
+from schemas.taskset import Message
+from tasks.selectors.call_budget import RunLedger
+from tasks.selectors.base import SelectionInput
+from tests.conftest import SUPPORT
+from tests.provider_server import ProviderServer, Script, first_tool
+
+FAKE_KEY = "sk-tooleval-FAKE-7d3c9e1a5b2f4086-DO-NOT-LEAK"
+"""Distinctive, so a grep of every artifact finds any copy of it."""
+
+MODELS = {"openai": "gpt-4.1-mini-2025-04-14", "anthropic": "claude-haiku-4-5-20251001"}
+FAST_RETRIES = {"retry_base_delay_s": 0.01, "retry_max_delay_s": 0.05, "timeout_s": 5.0}
+
+
+NOWHERE = "http://127.0.0.1:9"
+"""The discard port on loopback: a selector given no base_url is refused here, never sent to the internet."""
+
+
+@pytest.fixture(autouse=True)
+def provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{NOWHERE}/v1")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", NOWHERE)
+    for name in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class ServerFactory:
+    def __init__(self) -> None:
+        self.servers: list[ProviderServer] = []
+
+    def __call__(self, script: Script = first_tool, latency_s: float = 0.0, api_key: str | None = FAKE_KEY
+                 ) -> ProviderServer:
+        server = ProviderServer(script, api_key=api_key, latency_s=latency_s).__enter__()
+        self.servers.append(server)
+        return server
+
+
+@pytest.fixture
+def serve() -> Iterator[ServerFactory]:
+    """Start loopback servers with a script; all are stopped after the test."""
+    factory = ServerFactory()
+    yield factory
+    for server in factory.servers:
+        server.__exit__(None, None, None)
+
+
+def base_url(server: ProviderServer, kind: str) -> str:
+    return server.openai_url if kind == "openai" else server.anthropic_url
+
+
+def chat_options(server: ProviderServer, kind: str, **extra: Any) -> dict[str, Any]:
+    return {"base_url": base_url(server, kind), **FAST_RETRIES, **extra}
+
+
+def support_tools(*names: str) -> tuple[ToolSpec, ...]:
+    """Tools of the bundled support catalogues, with their real JSON schemas."""
+    tools: dict[str, ToolSpec] = {}
+    for path in sorted((SUPPORT / "catalogues").glob("*.json")):
+        for raw in json.loads(path.read_text())["tools"]:
+            tools[raw["name"]] = ToolSpec(**raw)
+    return tuple(tools[n] for n in names) if names else tuple(tools.values())
+
+
+def item(text: str, tools: tuple[ToolSpec, ...], request_id: str = "q1", prompt: str = "You are the agent.",
+         earlier: tuple[tuple[str, str], ...] = ()) -> SelectionInput:
+    messages = tuple(Message(role=r, content=c) for r, c in earlier) + (Message(role="user", content=text),)
+    return SelectionInput(request_id=request_id, messages=messages, tools=tools, prompt=prompt)
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[RunLedger]:
+    with RunLedger(tmp_path / "ledger.sqlite", "run-test") as opened:
+        yield opened

@@ -1,0 +1,156 @@
+"""The run's spend and call caps: shared across threads and processes; reaching one stops new calls
+cleanly, lands the rest as uncached 'budget reached' errors, and a rerun resumes without repeating a call."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from schemas.taskset import LabelledRequest, Message
+from tasks.run.plan_units import plan_arm_seed
+from tasks.experiment.resolve_experiment import ResolvedArm
+from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger
+from tasks.run.select_batch import RunContext, select_and_land
+from tasks.run.selection_cache import SelectionCache
+from tasks.selectors.chat_selector import ChatSelector
+from tests.conftest import ROOT
+from tests.provider_server import tool_call
+from tests.selectors.providers.conftest import MODELS, chat_options, item, support_tools
+from schemas.catalogue import Catalogue
+
+TOOLS = support_tools("lookup_order", "track_shipment", "refund_order")
+
+
+def test_call_cap_is_never_passed_by_many_threads(tmp_path):
+    with RunLedger(tmp_path / "l.sqlite", "r1", max_calls=25) as ledger:
+        with ThreadPoolExecutor(8) as pool:
+            taken = list(pool.map(lambda _: ledger.reserve(0.0) is not None, range(100)))
+        summary = ledger.summary()
+    assert sum(taken) == 25 and summary.calls == 25 and summary.refused == 75 and summary.budget_reached
+
+
+RESERVE_MANY = """
+import sys
+from pathlib import Path
+from tasks.selectors.call_budget import RunLedger
+with RunLedger(Path(sys.argv[1]), "shared-run") as ledger:
+    print(sum(ledger.reserve(0.001) is not None for _ in range(int(sys.argv[2]))))
+"""
+
+
+def test_caps_are_shared_across_processes(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    with RunLedger(path, "shared-run", max_calls=30, max_spend_usd=1.0):
+        pass
+    processes = [subprocess.Popen([sys.executable, "-c", RESERVE_MANY, str(path), "20"], cwd=ROOT,
+                                  stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    taken = [int(process.communicate(timeout=60)[0]) for process in processes]
+    with RunLedger(path, "shared-run") as ledger:
+        summary = ledger.summary()
+    assert sum(taken) == 30 and summary.calls == 30 and summary.max_calls == 30 and summary.refused == 30
+
+
+def test_spend_cap_counts_reservations_in_flight_and_settles_to_the_billed_cost(tmp_path):
+    with RunLedger(tmp_path / "l.sqlite", "r", max_spend_usd=0.010) as ledger:
+        first = ledger.reserve(0.004)
+        second = ledger.reserve(0.004)
+        assert first and second and ledger.reserve(0.004) is None  # 0.008 in flight + 0.004 > 0.010
+        ledger.settle(first, 0.001)
+        ledger.settle(second, 0.001)
+        assert ledger.reserve(0.004) is not None  # 0.002 spent + 0.004 fits
+        summary = ledger.summary()
+    assert summary.spend_usd == pytest.approx(0.002) and summary.refused == 1
+
+
+def test_runs_have_separate_budgets(tmp_path):
+    path = tmp_path / "l.sqlite"
+    with RunLedger(path, "a", max_calls=1) as a, RunLedger(path, "b", max_calls=1) as b:
+        assert a.reserve() and b.reserve() and not a.reserve()
+
+
+def test_a_selector_stops_at_the_cap_and_marks_the_rest(serve, ledger):
+    server = serve(lambda s: tool_call("lookup_order", {"order_id": "NW-1234567"}))
+    capped = RunLedger(ledger.path, "capped", max_calls=3)
+    from tasks.selectors.call_budget import BatchScope, batch_scope
+
+    selector = ChatSelector("openai", MODELS["openai"], chat_options(server, "openai", concurrency=2))
+    with batch_scope(BatchScope(capped)):
+        answers = selector.select([item("where is NW-1234567", TOOLS, f"q{i}") for i in range(8)])
+    assert sum(a.outcome_hint == "ok" for a in answers) == 3
+    assert sum(a.outcome_hint == "error" and a.detail == BUDGET_REACHED for a in answers) == 5
+    assert len(server.requests()) == 3
+    summary = capped.summary()
+    assert summary.calls == 3 and summary.refused == 5 and summary.spend_usd > 0
+    capped.close()
+
+
+def _unit(server, tmp_path: Path, n: int, concurrency: int = 4):
+    requests = tuple(
+        LabelledRequest(id=f"r{i}", messages=(Message(role="user", content=f"where is order NW-12345{i:02d}"),),
+                        expected="lookup_order", slice="existing")
+        for i in range(n)
+    )
+    arm = ResolvedArm(name="gpt", rung=1, catalogue_name="base", catalogue=Catalogue(name="base", tools=TOOLS),
+                      prompt_name="default", prompt_text="You are the agent.", model_id=MODELS["openai"],
+                      selector="openai", version="v1", options=chat_options(server, "openai", concurrency=concurrency))
+    [unit] = plan_arm_seed(arm, 1, requests, "shop", batch_size=n)
+    return unit
+
+
+def test_budget_reached_rows_land_uncached_and_a_rerun_resumes_without_repeating(serve, tmp_path):
+    server = serve(lambda s: tool_call("lookup_order", {"order_id": "NW-1234567"}))
+    unit = _unit(server, tmp_path, 10)
+    cache_path, ledger_path = tmp_path / "cache" / "selections.sqlite", tmp_path / "cache" / "run_ledger.sqlite"
+
+    first = select_and_land(unit, RunContext("run-1", "exp", tmp_path / "rows", cache_path, ledger_path, max_calls=4))
+    rows = pq.read_table(first.path).to_pylist()
+    assert first.n_rows == 10 and first.n_budget_stopped == 6 and len(server.requests()) == 4
+    stopped = [r for r in rows if r["detail"] == BUDGET_REACHED]
+    assert len(stopped) == 6 and all(r["error"] and r["outcome"] == "error" and r["chosen"] is None for r in stopped)
+    with SelectionCache(cache_path) as cache:
+        assert len(cache.get_many(p.cache_key for p in unit.requests)) == 4  # errors are never cached
+
+    second = select_and_land(unit, RunContext("run-2", "exp", tmp_path / "rows", cache_path, ledger_path))
+    assert second.n_cache_hits == 4 and second.n_budget_stopped == 0 and second.n_correct == 10
+    assert len(server.requests()) == 10  # the 4 completed calls were not repeated
+
+    third = select_and_land(unit, RunContext("run-3", "exp", tmp_path / "rows", cache_path, ledger_path))
+    assert third.n_cache_hits == 10 and len(server.requests()) == 10
+
+
+def test_each_answer_is_cached_as_it_completes(serve, tmp_path):
+    """A crash mid-batch loses no completed call: answers reach the cache before the batch ends."""
+    seen_in_cache: list[int] = []
+    cache_path = tmp_path / "cache" / "selections.sqlite"
+
+    def script(seen):
+        with SelectionCache(cache_path) as cache:
+            seen_in_cache.append(len(cache.get_many(p.cache_key for p in unit.requests)))
+        return tool_call("lookup_order", {"order_id": "NW-1234567"})
+
+    server = serve(script)
+    unit = _unit(server, tmp_path, 6, concurrency=1)
+    select_and_land(unit, RunContext("run-1", "exp", tmp_path / "rows", cache_path, tmp_path / "ledger.sqlite"))
+    assert seen_in_cache[-1] >= 1  # answers before the last call were already in the cache
+
+
+def test_a_routed_turn_is_reserved_whole_so_no_paid_router_call_is_left_behind(serve, tmp_path):
+    from tasks.selectors.call_budget import BatchScope, batch_scope
+    from tests.provider_server import oracle
+
+    text = "where is my order NW-1234567?"
+    server = serve(oracle({text: "lookup_order"}, {"lookup_order": {"order_id": "NW-1234567"}}))
+    options = chat_options(server, "openai", concurrency=1, route="gated", router="llm", threshold=0.5,
+                           router_model=MODELS["openai"], router_options={"base_url": server.openai_url})
+    selector = ChatSelector("openai", MODELS["openai"], options)
+    with RunLedger(tmp_path / "l.sqlite", "routed", max_calls=5) as capped, batch_scope(BatchScope(capped)):
+        answers = selector.select([item(text, TOOLS, f"q{i}") for i in range(4)])
+        summary = capped.summary()
+    assert [a.outcome_hint for a in answers].count("ok") == 2 and summary.calls == 4
+    assert len(server.requests(router=True)) == len(server.requests(router=False)) == 2
+    assert all(a.detail == BUDGET_REACHED for a in answers if a.outcome_hint == "error")
