@@ -1,7 +1,8 @@
-"""The ``tooleval`` command: a thin layer, each subcommand calls one function.
+"""The ``tooleval`` command: a thin layer that parses arguments, calls one function each (flows/api.py or
+the plain function the command is named after) and prints.
 
-Only ``run`` starts Prefect; ``report``, ``validate``, ``import``, ``resample`` and ``queue`` read and write
-files and DuckDB directly.
+Only ``run`` imports and starts Prefect; ``report``, ``validate``, ``plan``, ``import``, ``resample`` and
+``queue`` read and write files and DuckDB directly.
 """
 
 from __future__ import annotations
@@ -10,19 +11,26 @@ import argparse
 import sys
 from pathlib import Path
 
+from flows import api
+from flows.exit_codes import (
+    EXIT_BAD_INPUT,
+    EXIT_GATE_FAILED,
+    EXIT_MODEL_MISMATCH,
+    EXIT_NOT_JUDGED,
+    EXIT_OK,
+    verdict_exit_code,
+)
+from schemas.traffic import MaskingRules
 from tasks.files.input_errors import InputError
+from tasks.importers.bfcl import import_bfcl
+from tasks.importers.metatool import import_metatool
+from tasks.report.render import render_markdown, render_terminal
+from tasks.stats.planner import plan
+from tasks.traffic.labelling_queue import import_queue
+from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
 
-EXIT_OK, EXIT_GATE_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-EXIT_MODEL_MISMATCH = 3
-"""A hosted model served a different model id than the pinned one: its rows are errors, the run failed."""
-EXIT_NOT_JUDGED = 4
-"""The acceptance criteria changed after registration (or a gate lacked its data): the run was not judged."""
-
-
-def verdict_exit_code(verdict) -> int:
-    """FAIL -> 1, NOT JUDGED -> 4, PASS or no criteria -> 0."""
-    status = getattr(verdict, "status", "NO CRITERIA")
-    return {"FAIL": EXIT_GATE_FAILED, "NOT JUDGED": EXIT_NOT_JUDGED}.get(status, EXIT_OK)
+__all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_MODEL_MISMATCH", "EXIT_NOT_JUDGED", "EXIT_OK", "build_parser",
+           "main", "verdict_exit_code"]
 
 
 def _warehouse_arg(parser: argparse.ArgumentParser) -> None:
@@ -31,30 +39,12 @@ def _warehouse_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from flows.prefect_settings import apply_prefect_defaults
-    from tasks.run.prepare_run import prepare_run
-    from tasks.report.publish import read_report
-    from tasks.report.render import render_terminal
-    from warehouse.location import warehouse_at
-
-    prepared = prepare_run(args.experiment)  # fail fast, before Prefect starts, on any bad input
-    from tasks.taskset.provisional_labels import refuse_provisional
-
-    refuse_provisional(prepared.versions, args.allow_provisional)
-    from tasks.experiment.criteria import experiment_criteria
-
-    experiment_criteria(prepared)  # a broken criteria file is bad input too, caught before any selection
-    apply_prefect_defaults()
-    from flows.task_runners import api_for_workers, evaluate_on
-
-    evaluate = evaluate_on(args.task_runner)
-    with api_for_workers(args.task_runner):
-        summary = evaluate(experiment_path=str(args.experiment), warehouse_dir=args.warehouse,
-                           use_cache=not args.no_cache, max_calls=args.max_calls, max_spend_usd=args.max_spend_usd,
-                           allow_provisional=args.allow_provisional)
-    warehouse = warehouse_at(summary.warehouse)
-    report = read_report(warehouse, summary.run_id)
-    report.verdict = summary.verdict or report.verdict
+    print(f"tooleval run {args.experiment}: checking the experiment and its labels, starting Prefect ...",
+          file=sys.stderr, flush=True)
+    outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
+                                 allow_provisional=args.allow_provisional, task_runner=args.task_runner,
+                                 max_calls=args.max_calls, max_spend_usd=args.max_spend_usd)
+    summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
     render_terminal(report)  # the verdict first, then the tables that explain it
     print(f"\nrun {summary.run_id}: {summary.n_rows:,} rows in {summary.n_units} work units, "
           f"{summary.n_cache_hits:,} from cache, {summary.n_failures:,} invalid/error/empty")
@@ -62,14 +52,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"Parquet rows:  {warehouse.rows_dir / ('run_id=' + summary.run_id)}")
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
-    spend_code = _print_spend(summary, args)
-    verdict_code = verdict_exit_code(report.verdict)
+    _print_spend(summary, args)
     if report.verdict is not None:
-        print(f"verdict:       {report.verdict.status} — {report.verdict.reason} (exit {spend_code or verdict_code})")
-    return spend_code or verdict_code
+        print(f"verdict:       {report.verdict.status} — {report.verdict.reason} (exit {outcome.exit_code})")
+    return outcome.exit_code
 
 
-def _print_spend(summary, args: argparse.Namespace) -> int:
+def _print_spend(summary, args: argparse.Namespace) -> None:
     """Calls and spend of hosted models, the resume hint when a cap stopped the run, and model halts."""
     if summary.n_calls or summary.n_budget_stopped:
         caps = ", ".join(c for c in (f"max {summary.max_calls:,} calls" if summary.max_calls is not None else "",
@@ -87,13 +76,9 @@ def _print_spend(summary, args: argparse.Namespace) -> int:
         for model, reason in summary.halts.items():
             print(f"FAILED: {model}: {reason}", file=sys.stderr)
         print("Pin the id the provider serves (or declare options.served_model) and rerun.", file=sys.stderr)
-        return EXIT_MODEL_MISMATCH
-    return EXIT_OK
 
 
 def cmd_resample(args: argparse.Namespace) -> int:
-    from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
-
     sampling = {key: value for key, value in (("size", args.size), ("floor_per_tool", args.floor),
                                               ("floor_none", args.floor_none)) if value is not None}
     if args.targets:
@@ -104,8 +89,6 @@ def cmd_resample(args: argparse.Namespace) -> int:
     if args.order_id_pattern:
         config = load_traffic_config(args.taskset)
         base = config.masking if config else None
-        from schemas.traffic import MaskingRules
-
         masking = (base or MaskingRules()).model_copy(update={"order_ids": args.order_id_pattern})
     summary = resample_version(args.taskset, traffic=args.traffic, traffic_format=args.traffic_format,
                                traffic_table=args.traffic_table, window=args.window, weeks=args.weeks,
@@ -115,8 +98,6 @@ def cmd_resample(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_import(args: argparse.Namespace) -> int:
-    from tasks.traffic.labelling_queue import import_queue
-
     result = import_queue(args.queue_file, args.taskset, partial=args.partial)
     verb = "found identical" if result.reused else "wrote"
     print(f"{verb} {result.version} (parent {result.from_version}): {result.n_decided} labels adjudicated, "
@@ -125,11 +106,7 @@ def cmd_queue_import(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from tasks.report.render import render_markdown, render_terminal
-    from tasks.report.publish import read_report
-    from warehouse.location import warehouse_at
-
-    report = read_report(warehouse_at(args.warehouse), args.run_id)
+    report = api.report(args.run_id, args.warehouse)
     if args.format == "markdown":
         print(render_markdown(report))
     else:
@@ -138,8 +115,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from tasks.stats.planner import plan
-
     if not 0 <= args.accuracy <= 1:
         print("tooleval: --accuracy is a fraction between 0 and 1 (e.g. 0.88)", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -150,24 +125,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from tasks.taskset.validate_version import validate_version_file
-
-    summary = validate_version_file(Path(args.version_path), args.catalogue, args.weights)
-    print(summary)
+    print(api.validate(args.version_path, args.catalogue, args.weights))
     return EXIT_OK
 
 
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
-    from tasks.importers.bfcl import import_bfcl
-
     summary = import_bfcl(Path(args.questions), Path(args.answers) if args.answers else None, Path(args.out))
     print("\n".join(summary.lines()))
     return EXIT_OK
 
 
 def cmd_import_metatool(args: argparse.Namespace) -> int:
-    from tasks.importers.metatool import import_metatool
-
     summary = import_metatool(Path(args.plugin_des), Path(args.queries), Path(args.out))
     print("\n".join(summary.lines()))
     return EXIT_OK
@@ -291,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:
         print(f"tooleval: bad input, nothing was run or written:\n{error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except (FileNotFoundError, KeyError) as error:
+    except FileNotFoundError as error:
         print(f"tooleval: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
 

@@ -10,16 +10,17 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from schemas.criteria import Verdict
 
-from tasks.run.plan_units import plan_units
-from tasks.run.prepare_run import prepare_run
-from tasks.taskset.provisional_labels import refuse_provisional
+from flows.run_tasks import register_run_task, select_and_land_task
 from tasks.experiment.criteria import experiment_criteria, register_criteria
 from tasks.report.publish import judge_and_publish
+from tasks.report.report_types import Report
+from tasks.run.plan_units import plan_units
+from tasks.run.prepare_run import prepare_once
 from tasks.run.registration_records import new_run_id, registration_records
+from tasks.run.select_batch import RunContext, UnitResult
 from tasks.selectors.call_budget import RunLedger, ledger_path
-from tasks.run.select_batch import RunContext, UnitResult, select_and_land_task
+from tasks.taskset.provisional_labels import refuse_provisional
 from warehouse.location import warehouse_at
-from warehouse.register_run import register_run
 
 MAX_WORKERS = 4
 
@@ -45,6 +46,9 @@ class RunSummary:
     """Models no longer called because the served model differed from the pin: model -> reason."""
     verdict: Verdict | None = None
     """The run judged against the acceptance criteria it registered before its first selection."""
+    report: Report | None = None
+    """The published report (the same tables as the markdown and HTML files), so a caller need not read
+    the figures from the warehouse a second time."""
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
@@ -61,7 +65,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     warehouse = warehouse_at(warehouse_dir)
     run_id = run_id or new_run_id(started_at)
 
-    prepared = prepare_run(experiment_path)
+    prepared = prepare_once(experiment_path)  # the CLI's checked run when it prepared one in this process
     refuse_provisional(prepared.versions, allow_provisional)  # provisional labels only when the run says so
     requests = {version: loaded.requests for version, loaded in prepared.versions.items()}
     units = plan_units(prepared.experiment, requests, prepared.taskset)
@@ -82,7 +86,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     registration = registration_records(prepared, units, run_id, started_at,
                                         criteria_hash=registered.sha256 if registered else None,
                                         criteria_registered_at=registered.registered_at if registered else None)
-    n_rows = register_run(warehouse.db_path, warehouse.rows_dir, registration)
+    n_rows = register_run_task(warehouse.db_path, warehouse.rows_dir, registration)
     get_run_logger().info("run %s: %d rows registered in %s", run_id, n_rows, warehouse.db_path)
 
     published = judge_and_publish(warehouse, run_id)  # refuses to judge if the criteria file changed
@@ -101,4 +105,4 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       n_calls=spent.calls, spend_usd=spent.spend_usd,
                       n_budget_stopped=sum(r.n_budget_stopped for r in results),
                       max_calls=ctx.max_calls, max_spend_usd=ctx.max_spend_usd, halts=spent.halts,
-                      verdict=published.verdict)
+                      verdict=published.verdict, report=published.report)

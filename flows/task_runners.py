@@ -12,9 +12,8 @@ deployments), or the environment variable ``TOOLEVAL_TASK_RUNNER``; applied with
   ``pip install prefect-ray``.
 
 Dask and Ray workers are other processes and report their task runs to the flow's Prefect API, so the API
-must be a server they can reach: with ``PREFECT_API_URL`` unset (Prefect's ephemeral mode) each worker
-would start a temporary server of its own. Deployments always have one; ``tooleval run --task-runner
-dask`` starts one local server for the run (``api_for_workers``).
+must be a server they can reach. Deployments always have one; ``tooleval run`` (flows/api.py) starts one
+temporary local server for the run when ``PREFECT_API_URL`` is unset and hands its URL to the workers.
 
 Workers land rows as Parquet partitions themselves (atomic, one file per work unit) and share the
 selection cache (SQLite, WAL); the flow registers the run once all units are done, so no step assumes a
@@ -24,8 +23,7 @@ single writing process.
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from tasks.files.input_errors import InputError
 from flows.evaluate import MAX_WORKERS, evaluate
@@ -73,23 +71,3 @@ def evaluate_on(name: str | None = None):
     if runner_name(name) == "thread":
         return evaluate
     return evaluate.with_options(task_runner=task_runner_for(name))
-
-
-@contextmanager
-def api_for_workers(name: str | None = None) -> Iterator[None]:
-    """For a Dask or Ray run without ``PREFECT_API_URL``: one local Prefect server for the run, its URL in
-    the settings every worker receives with its tasks. A no-op for threads or when a server is set."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    if runner_name(name) == "thread" or PREFECT_API_URL.value():
-        yield
-        return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
-    server.start(timeout=int(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")))
-    try:
-        with temporary_settings({PREFECT_API_URL: server.api_url}):
-            yield
-    finally:
-        server.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ BENCH = ROOT.parent / "shared" / "bench"
 
 apply_prefect_defaults()
 os.environ.pop("TOOLEVAL_WAREHOUSE", None)
+# remembered label-check passes go to a folder of this session, not the user's cache
+os.environ["TOOLEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tooleval-test-cache-")
 
 
 @pytest.fixture(scope="session")

@@ -50,13 +50,22 @@ def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
 
 
 def read_figures(warehouse: Warehouse, run_id: str | None = None) -> RunFigures:
+    """A registered run's figures (default: the latest run). An absent warehouse or an unknown run id is
+    bad input (InputError naming the file and the run), never a KeyError."""
     if not warehouse.db_path.is_file():
-        raise FileNotFoundError(f"no warehouse at {warehouse.db_path}: run `tooleval run EXPERIMENT` first")
+        raise InputError.one(str(warehouse.db_path), "", "warehouse-exists",
+                             "no warehouse here: run `tooleval run EXPERIMENT_FILE` first, or give --warehouse DIR")
     con = open_read_only(warehouse.db_path)
     try:
-        run_id = run_id or latest_run_id(con)
         if run_id is None:
-            raise KeyError(f"no run registered in {warehouse.db_path}")
+            run_id = latest_run_id(con)
+            if run_id is None:
+                raise InputError.one(str(warehouse.db_path), "", "run-registered", "no run is registered yet")
+        elif not con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0][0]:
+            recent = [r for (r,) in con.execute(
+                "SELECT run_id FROM runs ORDER BY finished_at DESC LIMIT 3").fetchall()]
+            raise InputError.one(str(warehouse.db_path), f"run {run_id}", "run-registered",
+                                 "no such run in this warehouse" + (f"; the latest: {', '.join(recent)}" if recent else ""))
         return load_figures(con, run_id)
     finally:
         con.close()

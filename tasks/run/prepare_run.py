@@ -38,3 +38,22 @@ def prepare_run(experiment_path: Path | str) -> PreparedRun:
         versions[version] = load_version(experiment.taskset_dir, version)
         checks[version] = check_labels(versions[version], catalogues, weights, weights_path)
     return PreparedRun(experiment=experiment, versions=versions, weights=weights, checks=checks)
+
+
+_PREPARED: dict[tuple[str, int, int], PreparedRun] = {}
+
+
+def prepare_once(experiment_path: Path | str) -> PreparedRun:
+    """``prepare_run`` at most once per experiment file per process: the CLI prepares before Prefect starts
+    (bad input fails fast, before any model call) and the flow it then runs gets the same checked run
+    instead of loading and checking the task set a second time. A deployment's flow run, in a process of
+    its own, prepares here for the first time. The key holds the file's path, size and modification time,
+    so an edited experiment file is prepared again."""
+    path = Path(experiment_path).resolve()
+    stat = path.stat() if path.is_file() else None
+    key = (str(path), stat.st_size if stat else -1, stat.st_mtime_ns if stat else -1)
+    if key not in _PREPARED:
+        prepared = prepare_run(experiment_path)
+        _PREPARED.clear()  # one prepared run per process at a time: a run's requests can be large
+        _PREPARED[key] = prepared
+    return _PREPARED[key]

@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from schemas.arrow import to_arrow_table
 from schemas.rows import Selection, SelectionRow
 from tasks.run.plan_units import PlannedRequest, WorkUnit
@@ -111,9 +108,3 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
         n_budget_stopped=sum(r["error"] and r["detail"] == BUDGET_REACHED for r in rows),
     )
 
-
-@task(name="select-and-land", retries=2, retry_delay_seconds=[2, 10], task_run_name="{unit.label}",
-      cache_policy=NO_CACHE, log_prints=False)
-def select_and_land_task(unit: WorkUnit, ctx: RunContext) -> UnitResult:
-    """Retries on an unexpected failure; caching is per request inside (see SelectionCache)."""
-    return select_and_land(unit, ctx)

@@ -25,6 +25,7 @@ from typing import Any, Iterable
 from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.taskset import ProductionWeights
 from tasks.files.input_errors import InputError, Problem
+from tasks.taskset.check_cache import check_key, recall, remember
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, version_paths
 
 WEIGHT_SUM_TOLERANCE = 1e-6
@@ -37,6 +38,8 @@ class CheckReport:
     n_requests: int
     n_expectations: int
     n_weights: int
+    cached: bool = False
+    """The same content passed before (tasks/taskset/check_cache.py): Great Expectations was not run again."""
 
 
 def _normalise(text: str) -> str:
@@ -126,7 +129,24 @@ def check_labels(
     weights: ProductionWeights | None = None,
     weights_path: Path | None = None,
 ) -> CheckReport:
-    """Run every rule; raise InputError listing each failure, or return what was checked."""
+    """Every rule, or the remembered pass of the very same content; raise InputError listing each failure."""
+    catalogues = list(catalogues)
+    key = check_key(version, catalogues, weights, weights_path)
+    if (passed := recall(key)) is not None:
+        return CheckReport(**{**passed, "cached": True})
+    report = run_label_checks(version, catalogues, weights, weights_path)
+    remember(key, {"n_requests": report.n_requests, "n_expectations": report.n_expectations,
+                   "n_weights": report.n_weights})
+    return report
+
+
+def run_label_checks(
+    version: TaskSetVersion,
+    catalogues: Iterable[Catalogue],
+    weights: ProductionWeights | None = None,
+    weights_path: Path | None = None,
+) -> CheckReport:
+    """Run every rule with Great Expectations; raise InputError listing each failure, or return what was checked."""
     import great_expectations.expectations as gxe
     import pandas as pd
 

@@ -10,6 +10,7 @@ import duckdb
 import pytest
 
 import flows.evaluate as evaluate_module
+import flows.run_tasks as run_tasks_module
 from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, main
 from flows.evaluate import evaluate
 from tasks.experiment.criteria import sha256_bytes
@@ -81,13 +82,13 @@ def test_the_run_registers_its_criteria_before_selecting_and_fails_a_gate(prefec
 
 def test_criteria_changed_after_registration_make_the_run_refuse_to_judge(prefect_harness, tmp_path, monkeypatch):
     experiment, criteria = shop(tmp_path)
-    real_register_run = evaluate_module.register_run
+    real_register_run = run_tasks_module.register_run
 
     def move_the_gate_then_register(*args, **kwargs):
         criteria.write_text(CRITERIA.replace("{existing: 1.0}", "{existing: 0.1}"))  # after seeing numbers
         return real_register_run(*args, **kwargs)
 
-    monkeypatch.setattr(evaluate_module, "register_run", move_the_gate_then_register)
+    monkeypatch.setattr(run_tasks_module, "register_run", move_the_gate_then_register)
     summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(tmp_path / "warehouse"))
     assert summary.verdict.status == "NOT JUDGED" and not summary.verdict.gates
     assert "changed after it was registered" in summary.verdict.reason

@@ -1,0 +1,109 @@
+"""tooleval as a Python API: one function per thing a user does; the CLI only parses arguments and prints.
+
+    from flows.api import run_experiment, report, validate
+    outcome = run_experiment("tasksets/support/experiments/ladder.yaml")
+    outcome.report.verdict.status, outcome.exit_code
+
+``run_experiment`` prepares the run once (resolve the arms, load the task-set versions, label checks),
+before Prefect is involved, so bad input fails fast and nothing is written; meanwhile a temporary Prefect
+server starts in its own process (unless ``PREFECT_API_URL`` names a running one). The evaluate flow then
+runs once, reusing that prepared run, and returns the published report: nothing is loaded or checked twice.
+``report`` and ``validate`` never import Prefect.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from flows.exit_codes import EXIT_MODEL_MISMATCH, verdict_exit_code
+from flows.prefect_server import TemporaryServer, run_server
+from flows.prefect_settings import apply_prefect_defaults
+from tasks.experiment.criteria import experiment_criteria
+from tasks.report.publish import read_report
+from tasks.report.report_types import Report
+from tasks.run.prepare_run import prepare_once
+from tasks.taskset.provisional_labels import refuse_provisional
+from tasks.taskset.validate_version import validate_version_file
+from warehouse.location import Warehouse, warehouse_at
+
+if TYPE_CHECKING:  # the flow module imports Prefect: only runs pay for it
+    from flows.evaluate import RunSummary
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished run: what the flow returned, its report, and the exit code the CLI ends with."""
+
+    summary: "RunSummary"
+    report: Report
+    warehouse: Warehouse
+
+    @property
+    def exit_code(self) -> int:
+        if self.summary.halts:
+            return EXIT_MODEL_MISMATCH
+        return verdict_exit_code(self.report.verdict)
+
+
+@contextmanager
+def prefect_api(server: TemporaryServer | None) -> Iterator[None]:
+    """Point Prefect (and any worker process it starts) at the temporary server, once it answers."""
+    if server is None:
+        yield
+        return
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    url = server.wait_ready()
+    previous = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url  # Dask / Ray workers are other processes
+    try:
+        with temporary_settings({PREFECT_API_URL: url}):
+            yield
+    finally:
+        if previous is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = previous
+
+
+def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None = None, use_cache: bool = True,
+                   allow_provisional: bool = False, task_runner: str | None = None, max_calls: int | None = None,
+                   max_spend_usd: float | None = None) -> RunOutcome:
+    """Check, select, land, register and report one experiment. Raises InputError on bad input, before
+    any model call and with nothing written."""
+    apply_prefect_defaults()
+    server = run_server()  # spawned at process start by the console script, else now
+    try:
+        prepared = prepare_once(experiment_path)  # fail fast on bad input, while the server starts
+        refuse_provisional(prepared.versions, allow_provisional)
+        experiment_criteria(prepared)  # a broken criteria file is bad input too, caught before any selection
+        from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run
+
+        evaluate = evaluate_on(task_runner)
+        with prefect_api(server):
+            summary = evaluate(experiment_path=str(experiment_path),
+                               warehouse_dir=str(warehouse) if warehouse is not None else None,
+                               use_cache=use_cache, max_calls=max_calls, max_spend_usd=max_spend_usd,
+                               allow_provisional=allow_provisional)
+    finally:
+        if server is not None:
+            server.stop()
+    location = warehouse_at(summary.warehouse)
+    published = summary.report or read_report(location, summary.run_id)
+    if summary.verdict is not None:
+        published.verdict = summary.verdict
+    return RunOutcome(summary=summary, report=published, warehouse=location)
+
+
+def report(run_id: str | None = None, warehouse: str | Path | None = None) -> Report:
+    """A registered run's report (default: the latest), with the verdict it was given when it ran."""
+    return read_report(warehouse_at(warehouse), run_id)
+
+
+def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
+    """The label checks on one task-set version file; a one-line summary, or InputError."""
+    return validate_version_file(Path(version_path), catalogues, weights)

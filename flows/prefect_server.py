@@ -1,0 +1,166 @@
+"""The Prefect API a run talks to: the server at ``PREFECT_API_URL`` when one is configured, else a
+temporary local server started early, while the run's checks go on, and stopped with the run.
+
+Prefect's own ephemeral mode starts the same server (uvicorn serving ``prefect.server.api.server``) only
+when the first flow run asks for it, after the parent has imported the server app (~3 s) and then waits
+for it (~7 s): both on the critical path. Here the server process is spawned before anything heavy is
+imported, so its start-up overlaps the label checks; the parent never imports the server app.
+
+The temporary server dies with its parent: it is started with the parent-death signal set (Linux), so a
+``kill -9`` of ``tooleval`` takes it down too, and ``stop()`` (also registered at exit) ends it on every
+other way out. Its port is one the kernel just handed out; if another process takes it first the
+server exits and is started again on a new one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+START_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+PR_SET_PDEATHSIG = 1
+
+
+class PrefectServerError(RuntimeError):
+    """The temporary Prefect server could not be started (the message says why and what to do)."""
+
+
+def configured_api_url() -> str | None:
+    """The API a user configured (environment or Prefect profile), without importing Prefect when the
+    environment already answers."""
+    if url := os.environ.get("PREFECT_API_URL"):
+        return url
+    profile = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")) / "profiles.toml"
+    if not profile.is_file():
+        return None
+    from prefect.settings import PREFECT_API_URL  # only when a profile may set it
+
+    return PREFECT_API_URL.value() or None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+class TemporaryServer:
+    """A local Prefect server for one run: ``spawn()`` returns at once, ``wait_ready()`` blocks until it
+    answers, ``stop()`` ends it."""
+
+    def __init__(self, timeout_s: float | None = None) -> None:
+        self.timeout_s = timeout_s or float(os.environ.get(START_TIMEOUT_ENV, "120"))
+        self.port: int | None = None
+        self.process: subprocess.Popen | None = None
+        self._stderr = tempfile.TemporaryFile()
+        self._ready = False
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def spawn(self) -> "TemporaryServer":
+        spec = importlib.util.find_spec("prefect")
+        if spec is None or spec.origin is None:
+            raise PrefectServerError("Prefect is not installed in this environment: run `make install`")
+        self.port = _free_port()
+        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+               "PREFECT__SERVER_FINAL": "1", "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(spec.origin).parent.parent), "--factory",
+             "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+             "--log-level", "critical", "--lifespan", "on"],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        atexit.register(self.stop)
+        return self
+
+    def wait_ready(self) -> str:
+        """Block until the server answers ``/api/health``; the API URL. Restarts it once on a lost port."""
+        if self._ready:
+            return self.api_url
+        if self.process is None:
+            self.spawn()
+        deadline = time.monotonic() + self.timeout_s
+        restarted = False
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                self._stderr.seek(0)
+                stderr = self._stderr.read().decode(errors="replace")
+                self._stderr.seek(0)
+                self._stderr.truncate()
+                if not restarted and ("address already in use" in stderr.lower() or code == 3):
+                    restarted = True
+                    self.spawn()
+                    continue
+                last = "\n".join(stderr.strip().splitlines()[-5:])
+                raise PrefectServerError(
+                    f"the temporary Prefect server exited with code {code} before answering"
+                    + (f":\n{last}" if last else "")
+                    + f"\nCheck that PREFECT_HOME ({os.environ.get('PREFECT_HOME', '~/.prefect')}) is writable, "
+                    "or start a server (`prefect server start`) and set PREFECT_API_URL.")
+            try:
+                with urllib.request.urlopen(f"{self.api_url}/health", timeout=1) as response:
+                    if response.status == 200:
+                        self._ready = True
+                        return self.api_url
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise PrefectServerError(
+            f"the temporary Prefect server did not answer within {self.timeout_s:.0f} s ({START_TIMEOUT_ENV}); "
+            "the machine may be overloaded. Start a server (`prefect server start`) and set PREFECT_API_URL.")
+
+    def stop(self) -> None:
+        process, self.process, self._ready = self.process, None, False
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+_early: TemporaryServer | None = None
+
+
+def spawn_early() -> None:
+    """Spawn the temporary server at process start (before the heavy imports) unless an API is configured;
+    ``run_server()`` hands it to the run."""
+    global _early
+    if _early is None and not os.environ.get("PREFECT_API_URL"):
+        _early = TemporaryServer().spawn()
+
+
+def run_server() -> TemporaryServer | None:
+    """The server a run should use: None when an API is configured, else the early one or a new one."""
+    global _early
+    if configured_api_url():
+        if _early is not None:
+            _early.stop()
+            _early = None
+        return None
+    server, _early = (_early or TemporaryServer().spawn()), None
+    return server

@@ -1,0 +1,78 @@
+"""Passed label checks remembered by content, so a frozen version is checked by Great Expectations once.
+
+A task-set version is immutable and hashed; the label checks are a pure function of its files, its
+parent's labels, the catalogue tools in use, the weights, the rules (this package's source) and the Great
+Expectations version. A pass is kept under that key in the user's cache folder
+(``$TOOLEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/tooleval``, else ``~/.cache/tooleval``); a run or a
+``tooleval validate`` of the same content then answers at once without importing Great Expectations
+(~3-5 s). Failures are never kept: a broken version is checked, and its problems listed, every time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import Iterable
+
+from schemas.catalogue import Catalogue
+from schemas.taskset import ProductionWeights
+from tasks.taskset.load_taskset import TaskSetVersion, version_paths
+
+RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py")
+
+
+def cache_dir() -> Path:
+    if explicit := os.environ.get("TOOLEVAL_CACHE_DIR"):
+        return Path(explicit) / "label-checks"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tooleval" / "label-checks"
+
+
+def _file_stamp(path: Path) -> list:
+    stat = path.stat() if path.is_file() else None
+    return [str(path.resolve()), stat.st_size, stat.st_mtime_ns] if stat else [str(path), None, None]
+
+
+def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights: ProductionWeights | None,
+              weights_path: Path | None) -> str:
+    """Everything the checks' answer depends on, hashed."""
+    here = Path(__file__).parent
+    parent = (_file_stamp(version_paths(version.directory, version.manifest.parent)["requests"])
+              if version.manifest.parent else None)
+    try:
+        gx_version = metadata.version("great_expectations")
+    except metadata.PackageNotFoundError:
+        gx_version = None
+    parts = {
+        "rules": [hashlib.sha256((here / name).read_bytes()).hexdigest() for name in RULES_SOURCES],
+        "gx": gx_version,
+        "version": [str(version.requests_path.resolve()), version.actual_hash, version.manifest.model_dump(mode="json")],
+        "parent": parent,
+        "tools": sorted({name for catalogue in catalogues for name in catalogue.names}),
+        "weights": weights.model_dump(mode="json") if weights is not None else None,
+        "weights_path": str(weights_path) if weights_path else None,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def recall(key: str) -> dict | None:
+    path = cache_dir() / f"{key}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def remember(key: str, passed: dict) -> None:
+    """Keep a pass; a cache that cannot be written (read-only home) is simply not used."""
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        temporary = directory / f".tmp-{key}-{os.getpid()}"
+        temporary.write_text(json.dumps(passed))
+        os.replace(temporary, directory / f"{key}.json")
+    except OSError:
+        pass
