@@ -23,4 +23,5 @@ def validate_version_file(path: Path, catalogues: list[str] | None = None, weigh
     report = check_labels(loaded, loaded_catalogues, weights, weights_path)
     return (f"OK {path}: {report.n_requests} requests, {report.n_expectations} expectations passed"
             + (f", {report.n_weights} weights" if weights else "")
-            + f"; catalogues: {', '.join(names) or 'per-request tools only'}")
+            + f"; catalogues: {', '.join(names) or 'per-request tools only'}"
+            + (" (this content passed before: remembered, Great Expectations not run again)" if report.cached else ""))
