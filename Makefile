@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)
 
-# Exit 1 means a registered gate failed: the demo's finding, reported above, not a crash.
+# Exit 1 means a registered gate failed: the demo's finding, reported above. Any other non-zero code
+# (bad input 2, model mismatch 3, not judged 4, not registered 5, crashed 6) fails the demo.
 demo: $(STAMP)
 	@$(BIN)/tooleval run tasksets/support/experiments/ladder.yaml; status=$$?; \
 	if [ $$status -eq 1 ]; then echo "make demo: the run completed; a registered gate failed (exit 1), as reported above."; exit 0; fi; \

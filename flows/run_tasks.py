@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.run.select_batch import RunContext, UnitResult, select_and_land
 from tasks.run.plan_units import WorkUnit
+from warehouse.connect import WarehouseBusy
 from warehouse.register_run import RunRegistration, register_run
 
 IO_ERRORS = (OSError, duckdb.IOException)
@@ -43,6 +44,11 @@ def select_and_land_task(unit: WorkUnit, ctx: RunContext) -> UnitResult:
 
 @task(name="register-run", retries=3, retry_delay_seconds=[1, 5, 15], retry_condition_fn=retry_on_io,
       cache_policy=NO_CACHE, log_prints=False)
-def register_run_task(db_path: Path, rows_dir: Path, registration: RunRegistration) -> int:
-    """Load the landed Parquet and the run's records into the DuckDB file in one transaction."""
-    return register_run(db_path, rows_dir, registration)
+def register_run_task(db_path: Path, rows_dir: Path, registration: RunRegistration) -> int | WarehouseBusy:
+    """Load the landed Parquet and the run's records into the DuckDB file in one transaction; the number
+    of rows, or WarehouseBusy (returned, not raised: a held file is an outcome of the run, not a crash)
+    when another process held the file past the bounded wait."""
+    try:
+        return register_run(db_path, rows_dir, registration)
+    except WarehouseBusy as busy:
+        return busy

@@ -17,6 +17,7 @@ from tasks.files.input_errors import InputError, Problem
 from tasks.taskset.load_taskset import load_catalogue, load_prompt
 from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
 
+SEED_LIMIT = 2 ** 63
 MIN_SEEDS = 3
 ARM_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
@@ -163,6 +164,12 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
                                 "floor, unless `declared: {few_seeds: <why>}` says otherwise"))
     if len(set(spec.seeds)) != len(spec.seeds):
         problems.append(Problem(file, "seeds", "seeds-unique", f"seeds repeat: {spec.seeds}"))
+    if not spec.seeds:
+        problems.append(Problem(file, "seeds", "seeds-given", "no seeds: a run needs at least one (three to see "
+                                "the noise floor)"))
+    if out_of_range := [s for s in spec.seeds if not 0 <= s < SEED_LIMIT]:
+        problems.append(Problem(file, "seeds", "seed-range", f"seeds must be whole numbers from 0 to 2**63 - 1 "
+                                f"(they are stored as BIGINT): {out_of_range}"))
 
     names = [arm.name for arm in spec.arms]
     for name in {n for n in names if names.count(n) > 1}:
