@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from schemas.catalogue import ToolSpec
-from schemas.rows import Selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.router_scores import selections_from_scores, tool_name_words
+from tasks.selectors.router_scores import ScoreRouter, tool_name_words
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -79,7 +77,7 @@ def load_model(model_id: str = DEFAULT_MODEL_ID) -> Any:
     return model
 
 
-class EmbeddingSelector:
+class EmbeddingSelector(ScoreRouter):
     """Cosine similarity under all-MiniLM-L6-v2; a probability per offered tool and "none".
 
     Options (all optional):
@@ -227,20 +225,3 @@ class EmbeddingSelector:
             for row, i in enumerate(members):
                 out[i] = matrix[row].astype(np.float64)
         return out
-
-    def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
-        """One Selection per input, in order; latency is the batch's wall time split evenly."""
-        if not batch:
-            return []
-        started = time.perf_counter()
-        selections = selections_from_scores(
-            batch,
-            self.scores(batch),
-            threshold=self.abstain_threshold,
-            temperature=self.temperature,
-            model_id=self.model_id,
-        )
-        latency_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
-        for selection in selections:
-            selection.latency_ms = latency_ms
-        return selections

@@ -15,16 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from schemas.catalogue import ToolSpec
-from schemas.rows import Selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.router_scores import CAMEL_BOUNDARY, selections_from_scores, tool_name_words
+from tasks.selectors.router_scores import CAMEL_BOUNDARY, ScoreRouter, tool_name_words
 
 # --------------------------------------------------------------------------------------------------
 # Tokenizer
@@ -156,7 +154,7 @@ class _Placed:
     columns: np.ndarray
 
 
-class LexicalSelector:
+class LexicalSelector(ScoreRouter):
     """BM25 over tool names and descriptions; a probability per offered tool and "none".
 
     Options (all optional):
@@ -308,20 +306,3 @@ class LexicalSelector:
             for row, i in enumerate(members):
                 out[i] = matrix[row]
         return out
-
-    def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
-        """One Selection per input, in order; latency is the batch's wall time split evenly."""
-        if not batch:
-            return []
-        started = time.perf_counter()
-        selections = selections_from_scores(
-            batch,
-            self.scores(batch),
-            threshold=self.abstain_threshold,
-            temperature=self.temperature,
-            model_id=self.model_id,
-        )
-        latency_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
-        for selection in selections:
-            selection.latency_ms = latency_ms
-        return selections

@@ -15,8 +15,8 @@ from tasks.experiment.criteria import (
     read_registration,
     register_criteria,
     registered_criteria,
-    sha256_bytes,
 )
+from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError
 from tests.conftest import SUPPORT
 
@@ -75,7 +75,7 @@ def test_registration_keeps_the_bytes_hash_and_utc_time(tmp_path):
     path.write_text(GOOD)
     when = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
     registration = register_criteria(path, tmp_path / "registrations", "run-1", now=when)
-    assert registration.sha256 == sha256_bytes(GOOD.encode())
+    assert registration.sha256 == sha256_hex(GOOD.encode())
     assert registration.copy.read_text() == GOOD
     meta = json.loads((tmp_path / "registrations" / "run-1" / "registration.json").read_text())
     assert meta["sha256"] == registration.sha256 and meta["registered_at"] == "2026-11-30T10:00:00+00:00"

@@ -12,7 +12,7 @@ import pytest
 import flows.evaluate as evaluate_module
 from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, main
 from flows.evaluate import evaluate
-from tasks.experiment.criteria import sha256_bytes
+from tasks.files.content_hash import sha256_hex
 from tests.taskset_factory import REQUESTS, write_experiment, write_taskset
 
 CRITERIA = """name: shop-gates
@@ -66,7 +66,7 @@ def test_the_run_registers_its_criteria_before_selecting_and_fails_a_gate(prefec
     con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
     digest, when = con.execute("SELECT criteria_hash, criteria_registered_at FROM runs").fetchall()[0]
     con.close()
-    assert digest == sha256_bytes(criteria.read_bytes()) == summary.verdict.criteria_hash
+    assert digest == sha256_hex(criteria.read_bytes()) == summary.verdict.criteria_hash
     assert when is not None and len(registered_at) == 1
     landed = list((warehouse / "rows").rglob("*.parquet"))
     assert landed and min(p.stat().st_mtime for p in landed) >= registered_at[0]
