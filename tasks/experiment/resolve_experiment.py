@@ -14,8 +14,8 @@ from schemas.catalogue import Catalogue
 from schemas.experiment import PER_REQUEST_CATALOGUE, RESPECTS, ArmSpec, Comparison, ExperimentFile
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
-from tasks.taskset.load_taskset import load_catalogue, load_prompt
 from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
+from tasks.taskset.load_taskset import load_catalogue, load_prompt
 
 MIN_SEEDS = 3
 ARM_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")

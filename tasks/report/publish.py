@@ -15,11 +15,11 @@ import duckdb
 
 from schemas.criteria import Verdict
 from tasks.experiment.criteria import changed_since_registration, read_registration, registered_criteria
-from tasks.report.gates import judge, no_criteria, not_judged
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.report.render import write_report_files
 from tasks.report.figures import RunFigures, load_figures
+from tasks.report.gates import judge, no_criteria, not_judged
+from tasks.report.render import write_report_files
 from tasks.report.tables import Report, build_report_from, latest_run_id
 from warehouse.location import Warehouse
 from warehouse.views import view_files

@@ -19,9 +19,9 @@ from schemas.taskset import Adjudication, LabelledRequest, ProductionWeights, Ve
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError
 from tasks.files.json_lines import jsonl_bytes
+from tasks.taskset.label_checks import check_labels
 from tasks.taskset.load_taskset import (TaskSetVersion, freeze_version, load_catalogue, read_json_model, version_hash,
                                         version_paths)
-from tasks.taskset.label_checks import check_labels
 
 _VERSION = re.compile(r"^v(\d+)$")
 

@@ -33,8 +33,8 @@ from schemas.traffic import (
 )
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError
-from tasks.traffic.labelling_queue import queue_items, queue_path, write_queue
 from tasks.taskset.load_taskset import load_version
+from tasks.traffic.labelling_queue import queue_items, queue_path, write_queue
 from tasks.traffic.mask_personal_data import Masker
 from tasks.traffic.near_duplicates import NearDuplicateIndex, conversation_text, normalise
 from tasks.traffic.production_weights import (

@@ -17,9 +17,9 @@ from pathlib import Path
 import yaml
 
 from schemas.experiment import ArmSpec, Comparison
+from tasks.experiment.resolve_experiment import load_experiment_file
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.experiment.resolve_experiment import load_experiment_file
 from tasks.traffic.publish_version import manifests, version_number
 from tasks.traffic.version_age import version_is_adjudicated
 

@@ -18,18 +18,12 @@ from tasks.experiment.criteria import (
 )
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError
-from tests.conftest import SUPPORT
+from tests.factories import SUPPORT
+from tests.factories.criteria import criteria_text, gate
 
-GOOD = """name: test-gates
-gates:
-  - name: busy-tools-hold
-    kind: tool_drop
-    min_volume_share: 0.03
-    max_drop_points: 10
-  - name: floors
-    kind: slice_floor
-    floors: {existing: 0.7}
-"""
+GOOD = criteria_text("test-gates",
+                     gate("busy-tools-hold", "tool_drop", min_volume_share=0.03, max_drop_points=10),
+                     gate("floors", "slice_floor", floors={"existing": 0.7}))
 
 
 def test_the_bundled_criteria_file_is_valid_and_names_real_slices():
