@@ -26,7 +26,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-# The logic without the slow tier (Prefect flow runs, real servers, Dask, the MiniLM model, end-to-end CLI runs).
+# The logic without the slow tier (Prefect flow runs, real servers, Dask, the MiniLM model, end-to-end CLI runs,
+# whole-window reads of the bundled production log): `pytest -m slow` is that tier alone.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 

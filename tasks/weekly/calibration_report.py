@@ -11,10 +11,10 @@ called "inside the noise" when it is no larger than the larger seed spread or th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import duckdb
 
+from tasks.report.figures import records
 from tasks.report.format import pct, points
 from tasks.report.render import markdown_document
 from tasks.report.report_types import ReportTable
@@ -32,12 +32,6 @@ class CalibrationReport:
     tables: list[ReportTable] = field(default_factory=list)
     differences: dict[str, float] = field(default_factory=dict)
     """Slice (and 'weighted') -> new accuracy minus old accuracy."""
-
-
-def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-    cursor = con.execute(sql, params)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 def _noise(diff: float | None, spreads: list[float | None], old: dict | None, new: dict | None) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from schemas.taskset import ProductionWeights
 from schemas.traffic import ResampleSummary
 from tasks.files.atomic_write import write_atomic
+from tasks.report.figures import records
 from tasks.report.format import pct, points
 from tasks.report.render import markdown_document
 from tasks.report.report_types import ReportTable
@@ -20,7 +21,7 @@ from tasks.taskset.label_checks import CheckReport
 from tasks.taskset.load_taskset import load_version
 from tasks.traffic.drift import MixDrift, eval_set_drift, window_drift
 from tasks.traffic.version_age import LabelAge
-from tasks.weekly.calibration_report import calibration_markdown, calibration_report, records
+from tasks.weekly.calibration_report import calibration_markdown, calibration_report
 from tasks.weekly.weekly_experiment import WeeklyExperiment
 from warehouse.connect import connect
 from warehouse.location import Warehouse

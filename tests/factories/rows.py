@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from schemas.arrow import to_arrow_table
 from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SelectionRow, WeightRecord
+from tasks.report import figures
 from tests.factories import NOW
 from warehouse.tables import create_tables
 from warehouse.views import create_views
@@ -129,10 +130,8 @@ class KnownRun:
 
 
 def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-    """The result of a query as dicts."""
-    cursor = con.execute(sql, params or [])
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+    """The result of a query as dicts (the report's reader, parameters optional)."""
+    return figures.records(con, sql, params or [])
 
 
 def one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> dict[str, Any]:

@@ -52,8 +52,9 @@ def write_taskset(
     return root
 
 
-def write_experiment(root: Path, name: str = "exp.yaml", **overrides: Any) -> Path:
-    """An experiment over the task set at `root` (two lexical rungs on the same catalogue unless overridden)."""
+def write_experiment(root: Path, file: str = "exp.yaml", /, **overrides: Any) -> Path:
+    """``experiments/<file>`` over the task set at `root` (two lexical rungs on the same catalogue unless
+    ``overrides`` say otherwise: any key of the experiment file, ``name`` included)."""
     spec: dict[str, Any] = {
         "name": "test-experiment",
         "taskset": "..",
@@ -67,7 +68,7 @@ def write_experiment(root: Path, name: str = "exp.yaml", **overrides: Any) -> Pa
     }
     spec.update(overrides)
     (root / "experiments").mkdir(exist_ok=True)
-    path = root / "experiments" / name
+    path = root / "experiments" / file
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
 

@@ -32,6 +32,7 @@ def test_the_bundled_log_has_12_weeks_and_over_50000_turns():
     assert parse_window("2026-W36-W47").start <= first and last < parse_window("2026-W36-W47").end
 
 
+@pytest.mark.slow  # reads every turn of a window of the bundled production log
 def test_parquet_reader_returns_the_window_only_validated_and_ordered():
     turns = read_turns(TrafficSource(LOG), W44_W47)
     expected = duckdb.connect().execute(
@@ -43,6 +44,7 @@ def test_parquet_reader_returns_the_window_only_validated_and_ordered():
     assert newest_turn_time(TrafficSource(LOG)).isocalendar().week == 47
 
 
+@pytest.mark.slow  # reads every turn of a window of the bundled production log
 def test_the_promotion_week_and_the_dispute_launch_show_in_the_mix():
     def share(tool: str, window: str) -> float:
         turns = read_turns(TrafficSource(LOG), parse_window(window))

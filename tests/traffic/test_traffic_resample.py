@@ -140,6 +140,7 @@ def test_a_window_without_traffic_is_refused(resampled):
     assert caught.value.problems[0].rule == "window-has-traffic"
 
 
+@pytest.mark.slow  # reads every turn of a window of the bundled production log
 def test_masking_leaves_no_personal_data_in_any_turn_of_the_window():
     masker = Masker(load_traffic_config(SUPPORT).masking)
     turns = read_turns(TrafficSource(SUPPORT / "production" / "support_turns.parquet"), parse_window("2026-W44-W47"))
