@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install bench clean-warehouse
+.PHONY: demo test test-fast install bench clean-warehouse
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,14 @@ demo: $(STAMP)
 	if [ $$status -eq 1 ]; then echo "make demo: the run completed; a registered gate failed (exit 1), as reported above."; exit 0; fi; \
 	exit $$status
 
+# The full suite (what CI runs).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The logic without the slow tier (Prefect flow runs, real servers, Dask, the MiniLM model, end-to-end CLI runs,
+# whole-window reads of the bundled production log): `pytest -m slow` is that tier alone.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/evaluate_flow.py

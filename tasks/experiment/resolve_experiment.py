@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,18 +12,14 @@ from pydantic import ValidationError
 
 from schemas.catalogue import Catalogue
 from schemas.experiment import PER_REQUEST_CATALOGUE, RESPECTS, ArmSpec, Comparison, ExperimentFile
+from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
-from tasks.taskset.load_taskset import load_catalogue, load_prompt
 from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
+from tasks.taskset.load_taskset import load_catalogue, load_prompt
 
 SEED_LIMIT = 2 ** 63
 MIN_SEEDS = 3
 ARM_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-def sha256_text(text: str | bytes) -> str:
-    data = text.encode() if isinstance(text, str) else text
-    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -46,12 +41,12 @@ class ResolvedArm:
     @property
     def catalogue_hash(self) -> str:
         if self.catalogue is None:
-            return sha256_text(PER_REQUEST_CATALOGUE)
-        return sha256_text(self.catalogue.model_dump_json())
+            return sha256_hex(PER_REQUEST_CATALOGUE)
+        return sha256_hex(self.catalogue.model_dump_json())
 
     @property
     def prompt_hash(self) -> str:
-        return sha256_text(self.prompt_text)
+        return sha256_hex(self.prompt_text)
 
     def respect(self, respect: str) -> Any:
         return {
@@ -238,6 +233,6 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
         raise InputError(problems)
 
     return ResolvedExperiment(
-        path=path, experiment_hash=sha256_text(path.read_bytes()), spec=spec, taskset_dir=taskset_dir,
+        path=path, experiment_hash=sha256_hex(path.read_bytes()), spec=spec, taskset_dir=taskset_dir,
         arms=tuple(arms), comparisons=tuple(comparisons),
     )

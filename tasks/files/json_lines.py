@@ -1,11 +1,14 @@
-"""Read a JSON Lines file as objects, turning each bad line into a Problem that names it."""
+"""JSON Lines: read a file as objects (each bad line a Problem that names it); write models, one a line."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
+from pydantic import BaseModel
+
+from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError, Problem
 
 
@@ -27,3 +30,16 @@ def read_json_objects(path: Path, problems: list[Problem], what: str = "file") -
                 problems.append(Problem(str(path), f"line {number}", "json-lines", "each line must be a JSON object"))
                 continue
             yield number, record
+
+
+def jsonl_bytes(records: Iterable[BaseModel]) -> bytes:
+    """Models as JSON Lines: one compact object a line, unset defaults left out, UTF-8 kept as is.
+
+    The one serialisation of task-set files: their content hash is taken over exactly these bytes."""
+    return "".join(json.dumps(r.model_dump(mode="json", exclude_defaults=True), ensure_ascii=False) + "\n"
+                   for r in records).encode()
+
+
+def write_jsonl(path: Path, records: Iterable[BaseModel]) -> Path:
+    """Write ``jsonl_bytes(records)`` to ``path`` atomically (replacing any earlier file)."""
+    return write_atomic(path, jsonl_bytes(records))

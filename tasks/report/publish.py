@@ -7,7 +7,6 @@ The verdict a run gets when it finishes is kept in ``registrations/<run_id>/verd
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +15,11 @@ import duckdb
 
 from schemas.criteria import Verdict
 from tasks.experiment.criteria import changed_since_registration, read_registration, registered_criteria
-from tasks.report.gates import judge, no_criteria, not_judged
+from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.report.render import write_report_files
 from tasks.report.figures import RunFigures, load_figures
+from tasks.report.gates import judge, no_criteria, not_judged
+from tasks.report.render import write_report_files
 from tasks.report.tables import Report, build_report_from, latest_run_id
 from warehouse.connect import WarehouseUnreadable, connect
 from warehouse.location import Warehouse
@@ -117,13 +117,7 @@ def judge_registered(figures: RunFigures, warehouse: Warehouse, check_source: bo
 def save_verdict(warehouse: Warehouse, verdict: Verdict) -> Path | None:
     if verdict.status == "NO CRITERIA":
         return None
-    directory = warehouse.registrations_dir / verdict.run_id
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / VERDICT_FILE
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    tmp.write_text(verdict.model_dump_json(indent=2))
-    os.replace(tmp, path)
-    return path
+    return write_atomic(warehouse.registrations_dir / verdict.run_id / VERDICT_FILE, verdict.model_dump_json(indent=2))
 
 
 def load_verdict(warehouse: Warehouse, run_id: str) -> Verdict | None:

@@ -31,9 +31,10 @@ from schemas.traffic import (
     TrafficConfig,
     Window,
 )
+from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError
-from tasks.traffic.labelling_queue import queue_items, queue_path, write_queue
 from tasks.taskset.load_taskset import load_version
+from tasks.traffic.labelling_queue import queue_items, queue_path, write_queue
 from tasks.traffic.mask_personal_data import Masker
 from tasks.traffic.near_duplicates import NearDuplicateIndex, conversation_text, normalise
 from tasks.traffic.production_weights import (
@@ -49,7 +50,6 @@ from tasks.traffic.publish_version import (
     check_draft,
     manifests,
     publish,
-    write_exclusive,
 )
 from tasks.traffic.read_turns import TrafficSource, newest_turn_time, read_turns
 from tasks.traffic.stratified_sample import Candidate, Draw, allocate, distinct_candidates, draw

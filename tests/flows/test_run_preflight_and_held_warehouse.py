@@ -8,8 +8,8 @@ import yaml
 
 from flows.cli import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, main
 from flows.exit_codes import EXIT_CRASHED, EXIT_NOT_REGISTERED
-from tests.taskset_factory import write_experiment, write_taskset
-from tests.warehouse.test_lock_wait import hold
+from tests.factories.processes import hold
+from tests.factories.taskset import write_experiment, write_taskset
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.factories.processes import hold
 from warehouse.connect import WarehouseBusy, WarehouseUnreadable, connect, open_file
-
-
-def hold(path: Path, seconds: float, read_only: bool = True) -> subprocess.Popen:
-    """Another process with the file open; returns once it holds it."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(path)!r}, read_only={read_only}); "
-                               f"print('held', flush=True); time.sleep({seconds})"],
-        stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "held"
-    return holder
 
 
 def test_a_writer_waits_then_raises_busy_naming_the_holder(tmp_path, capsys):
