@@ -87,6 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
     _print_spend(summary, args)
+    for line in summary.leftovers or []:
+        print(f"leftovers:     {line}")
     for late in summary.late_registrations or []:
         print(f"also registered: run {late}, which had landed without registering (`tooleval report {late}`)")
     if report.verdict is not None:

@@ -13,7 +13,7 @@ from schemas.criteria import Verdict
 from flows.run_tasks import register_run_task, select_and_land_task
 from tasks.experiment.criteria import experiment_criteria, register_criteria
 from tasks.report.publish import judge_and_publish
-from tasks.run.deferred_registration import register_waiting_runs
+from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
 from tasks.report.report_types import Report
 from tasks.run.plan_units import plan_units
 from tasks.run.prepare_run import prepare_once
@@ -57,6 +57,8 @@ class RunSummary:
     saved; ``tooleval register RUN_ID`` (or the next run) registers, judges and reports it."""
     late_registrations: list[str] | None = None
     """Earlier runs that had landed without registering and that this run registered."""
+    leftovers: list[str] | None = None
+    """What this run cleaned or finished of crashed runs (tasks/run/leftovers.py), one line each."""
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
@@ -89,6 +91,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     criteria = experiment_criteria(prepared)
     registered = register_criteria(criteria[0], warehouse.registrations_dir, run_id) if criteria else None
 
+    mark_owner(warehouse, run_id)  # so a concurrent run never takes this run's rows for a crash's leftovers
     results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
 
     registration = registration_records(prepared, units, run_id, started_at,
@@ -99,11 +102,13 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     n_rows = register_run_task(warehouse.db_path, warehouse.rows_dir, registration)
     if isinstance(n_rows, WarehouseBusy):
         logger.warning("run %s: not registered yet: %s", run_id, n_rows)
-        published, n_rows, late = None, sum(r.n_rows for r in results), []
+        published, n_rows, late, leftovers = None, sum(r.n_rows for r in results), [], Leftovers()
     else:
         logger.info("run %s: %d rows registered in %s", run_id, n_rows, warehouse.db_path)
         published = judge_and_publish(warehouse, run_id)  # refuses to judge if the criteria file changed
-        late = register_waiting_runs(warehouse, wait_s=0)  # earlier runs that landed but could not register
+        late, leftovers = tidy_after_run(warehouse, run_id)  # earlier runs' waiting registrations, crash leftovers
+        for line in leftovers.lines():
+            logger.warning("run %s: %s", run_id, line)
         for done in late:
             logger.warning("run %s: registered earlier run %s (%d rows), which had landed without registering",
                            run_id, done.run_id, done.n_rows)
@@ -123,4 +128,5 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       max_calls=ctx.max_calls, max_spend_usd=ctx.max_spend_usd, halts=spent.halts,
                       verdict=published.verdict if published else None,
                       report=published.report if published else None,
-                      registered=published is not None, late_registrations=[done.run_id for done in late])
+                      registered=published is not None, late_registrations=[done.run_id for done in late],
+                      leftovers=leftovers.lines())

@@ -6,13 +6,13 @@ Idempotent: registering the same run again replaces its rows, so nothing is dupl
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from schemas.arrow import to_arrow_table
+from tasks.files.atomic_write import write_atomic
 from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SeedOrder, WeightRecord
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
@@ -42,11 +42,7 @@ def save_registration(registrations_dir: Path, registration: RunRegistration) ->
     record = {"run": registration.run.model_dump(mode="json"),
               **{name: [r.model_dump(mode="json") for r in getattr(registration, name)]
                  for name in ("arms", "comparisons", "seed_orders", "offered_tools", "weights")}}
-    path = directory / RUN_RECORDS_FILE
-    temporary = directory / f".tmp-{os.getpid()}-{RUN_RECORDS_FILE}"
-    temporary.write_text(json.dumps(record))
-    os.replace(temporary, path)
-    return path
+    return write_atomic(directory / RUN_RECORDS_FILE, json.dumps(record))
 
 
 def load_registration(registrations_dir: Path, run_id: str) -> RunRegistration | None:

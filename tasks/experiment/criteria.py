@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from schemas.criteria import CriteriaFile
 from tasks.files.atomic_write import write_atomic
 from tasks.files.content_hash import sha256_hex
+from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError, Problem
 
 REGISTRATION_FILE = "registration.json"
@@ -53,12 +54,7 @@ def _locate(raw: bytes, loc: tuple[Any, ...]) -> tuple[str, str]:
 def parse_criteria(path: Path, raw: bytes) -> CriteriaFile:
     """Validate criteria bytes against CriteriaFile, naming the file, the line and the rule."""
     file = str(path)
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        raise InputError.one(file, where, "yaml", str(getattr(error, "problem", error))) from None
+    data = load_yaml(raw, file)
     if not isinstance(data, dict):
         raise InputError.one(file, "", "schema", "a criteria file is a YAML mapping with `name` and `gates`")
     try:

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from schemas.catalogue import Catalogue
 from schemas.experiment import PER_REQUEST_CATALOGUE, RESPECTS, ArmSpec, Comparison, ExperimentFile
 from tasks.files.content_hash import sha256_hex
+from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError, Problem
 from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
 from tasks.taskset.load_taskset import load_catalogue, load_prompt
@@ -102,12 +102,7 @@ def load_experiment_file(path: Path) -> ExperimentFile:
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "experiment file not found")
     raw = path.read_bytes()
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        raise InputError.one(str(path), where, "yaml", str(getattr(error, "problem", error))) from None
+    data = load_yaml(raw, str(path))
     if not isinstance(data, dict):
         raise InputError.one(str(path), "", "schema", "an experiment file is a YAML mapping")
     try:

@@ -21,6 +21,9 @@ def read_json_objects(path: Path, problems: list[Problem], what: str = "file") -
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
+            if number == 1 and (problem := bom_problem(path, raw)):
+                problems.append(problem)
+                continue
             try:
                 record = json.loads(raw)
             except json.JSONDecodeError as error:
@@ -30,6 +33,18 @@ def read_json_objects(path: Path, problems: list[Problem], what: str = "file") -
                 problems.append(Problem(str(path), f"line {number}", "json-lines", "each line must be a JSON object"))
                 continue
             yield number, record
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def bom_problem(path: Path, first_line: bytes) -> Problem | None:
+    """A UTF-8 byte-order mark at the start of a JSON Lines file (some editors add one): named as such,
+    not as 'invalid JSON at line 1 column 1'."""
+    if first_line.startswith(UTF8_BOM):
+        return Problem(str(path), "line 1", "utf8-no-bom", "the file starts with a UTF-8 byte-order mark (BOM); "
+                       "save it as UTF-8 without a BOM")
+    return None
 
 
 def jsonl_bytes(records: Iterable[BaseModel]) -> bytes:

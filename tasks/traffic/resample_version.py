@@ -16,7 +16,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from schemas.catalogue import NONE_LABEL
@@ -32,6 +31,7 @@ from schemas.traffic import (
     Window,
 )
 from tasks.files.atomic_write import write_exclusive
+from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError
 from tasks.taskset.load_taskset import load_version
 from tasks.traffic.labelling_queue import queue_items, queue_path, write_queue
@@ -64,9 +64,10 @@ def load_traffic_config(taskset_dir: Path) -> TrafficConfig | None:
     path = Path(taskset_dir) / CONFIG_FILE
     if not path.is_file():
         return None
+    data = load_yaml(path.read_bytes(), str(path))
     try:
-        return TrafficConfig.model_validate(yaml.safe_load(path.read_text()) or {})
-    except (yaml.YAMLError, ValidationError) as error:
+        return TrafficConfig.model_validate(data or {})
+    except ValidationError as error:
         raise InputError.one(str(path), "", "traffic-config", str(error).splitlines()[0]) from None
 
 
