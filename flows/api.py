@@ -20,11 +20,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from flows.exit_codes import EXIT_MODEL_MISMATCH, EXIT_NOT_REGISTERED, verdict_exit_code
-from flows.prefect_server import TemporaryServer, run_server
-from flows.prefect_settings import apply_prefect_defaults
+from flows.prefect_server import (
+    ApiWatch,
+    TemporaryServer,
+    check_api_answers,
+    configured_api_url,
+    drain_prefect_client,
+    run_server,
+)
+from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks
 from tasks.experiment.criteria import experiment_criteria
 from tasks.report.publish import read_report
 from tasks.report.report_types import Report
+from tasks.run.drill_points import reached
 from tasks.run.deferred_registration import LateRegistration, register_saved_run
 from tasks.run.preflight import check_before_run
 from tasks.run.prepare_run import prepare_once
@@ -56,9 +64,16 @@ class RunOutcome:
 
 @contextmanager
 def prefect_api(server: TemporaryServer | None) -> Iterator[None]:
-    """Point Prefect (and any worker process it starts) at the temporary server, once it answers."""
+    """Point Prefect (and any worker process it starts) at the temporary server, once it answers; watch the
+    API for the run (a lost API ends the process at once with exit 6, see ApiWatch); before the server is
+    stopped, let Prefect's client send what it still queues (a quiet shutdown)."""
     if server is None:
-        yield
+        url = configured_api_url()
+        if url:
+            check_api_answers(url)  # a dead PREFECT_API_URL is said at once, not after a minute of retries
+        with ApiWatch(url, None) if url else _nothing():
+            yield
+        drain_prefect_client()
         return
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -66,13 +81,21 @@ def prefect_api(server: TemporaryServer | None) -> Iterator[None]:
     previous = os.environ.get("PREFECT_API_URL")
     os.environ["PREFECT_API_URL"] = url  # Dask / Ray workers are other processes
     try:
-        with temporary_settings({PREFECT_API_URL: url}):
-            yield
+        with temporary_settings({PREFECT_API_URL: url}), ApiWatch(url, server):
+            try:
+                yield
+            finally:
+                drain_prefect_client()
     finally:
         if previous is None:
             os.environ.pop("PREFECT_API_URL", None)
         else:
             os.environ["PREFECT_API_URL"] = previous
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None = None, use_cache: bool = True,
@@ -90,7 +113,9 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run
 
         evaluate = evaluate_on(task_runner)
+        quiet_prefect_tracebacks()  # a failure is one message and a traceback file (flows/crash.py), not a log
         with prefect_api(server):
+            reached("server-started")
             summary = evaluate(experiment_path=str(experiment_path),
                                warehouse_dir=str(warehouse) if warehouse is not None else None,
                                use_cache=use_cache, max_calls=max_calls, max_spend_usd=max_spend_usd,

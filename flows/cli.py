@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - the last line of defence: a message, not a traceback
-        return report_crash(error)
+        return report_crash(error, [p for p in (getattr(args, "warehouse", None), getattr(args, "out", None)) if p])
 
 
 if __name__ == "__main__":

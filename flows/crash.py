@@ -5,32 +5,86 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sys
 import tempfile
 import time
 import traceback
+from pathlib import Path
+from typing import Iterable, Iterator
 
 from flows.exit_codes import EXIT_CRASHED
-from flows.prefect_server import PrefectServerError
+from flows.prefect_server import PrefectApiLost, PrefectServerError
+
+RESUMES = "landed rows are kept and completed selections cached, so a rerun resumes"
+LOW_DISK_BYTES = 16 * 2**20
+"""Below this much free space a 'disk I/O error' is taken for a full disk."""
 
 
-def _hint(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.errno == errno.ENOSPC or "disk is full" in str(error).lower() \
-            or "no space left" in str(error).lower():
-        return "the disk is full: free space where the warehouse and the cache live, then rerun (landed rows are kept)"
-    if isinstance(error, OSError) and error.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-        return f"no permission to write {getattr(error, 'filename', '') or 'a file'}: choose a writable --warehouse"
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """The error and what caused it (``raise ... from``, or raised while handling another)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
+def _nearly_full(paths: Iterable[str | Path]) -> str | None:
+    """The first of ``paths`` (or its nearest existing parent) on a disk with almost no free space."""
+    for path in paths:
+        existing = Path(path).expanduser()
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        try:
+            free = shutil.disk_usage(existing).free
+        except OSError:
+            continue
+        if free < LOW_DISK_BYTES:
+            return f"{existing} has {free / 2**20:.1f} MiB free"
+    return None
+
+
+def disk_full(error: BaseException, paths: Iterable[str | Path] = ()) -> str | None:
+    """Why ``error`` is a full disk, or None. DuckDB says 'No space left on device', SQLite 'database or disk
+    is full' or, when its write-ahead log's index cannot grow, only 'disk I/O error': that one is taken for a
+    full disk when one of the run's folders has (almost) no free space left."""
+    for cause in _chain(error):
+        text = str(cause).lower()
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return "no space left on the device"
+        if "no space left" in text or "disk is full" in text or "disk quota exceeded" in text:
+            return "no space left on the device"
+        if "disk i/o error" in text or "i/o error" in text and "duckdb" in type(cause).__module__:
+            candidates = [*paths, os.environ.get("TOOLEVAL_WAREHOUSE") or "", os.environ.get("PREFECT_HOME") or "",
+                          tempfile.gettempdir(), os.getcwd()]
+            if where := _nearly_full(p for p in candidates if p):
+                return where
+    return None
+
+
+def _hint(error: BaseException, paths: Iterable[str | Path] = ()) -> str:
+    if full := disk_full(error, paths):
+        return f"the disk is full ({full}): free space where the warehouse and the cache live, then rerun ({RESUMES})"
+    for cause in _chain(error):
+        if isinstance(cause, OSError) and cause.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+            what = getattr(cause, "filename", "") or "a file"
+            return (f"no permission to write {what}" + (" (a read-only file system)" if cause.errno == errno.EROFS
+                                                        else "") + ": choose a writable --warehouse")
+    if isinstance(error, PrefectApiLost):
+        return RESUMES
     if isinstance(error, PrefectServerError):
         return "Prefect could not start"
-    text = f"{type(error).__name__} {error}".lower()
-    if "prefect" in text or "httpx" in text or "connect" in text:
+    text = " ".join(f"{type(c).__name__} {c}" for c in _chain(error)).lower()
+    if any(word in text for word in ("prefect", "httpx", "connecterror", "connection refused", "reach api")):
         return ("the Prefect API stopped answering: check PREFECT_API_URL (unset it to use a temporary server); "
-                "landed rows are kept and completed selections cached, so a rerun resumes")
-    return "an unexpected failure; landed rows are kept and completed selections cached, so a rerun resumes"
+                + RESUMES)
+    return "an unexpected failure; " + RESUMES
 
 
-def report_crash(error: BaseException) -> int:
-    """Print one line (and the hint), write the traceback to a file, return the crash exit code."""
+def report_crash(error: BaseException, paths: Iterable[str | Path] = ()) -> int:
+    """Print one line (and the hint), write the traceback to a file, return the crash exit code.
+    ``paths``: the folders the command wrote to (the warehouse), where a full disk is looked for."""
     path = os.path.join(tempfile.gettempdir(), f"tooleval-crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log")
     try:
         with open(path, "w") as handle:
@@ -39,5 +93,5 @@ def report_crash(error: BaseException) -> int:
     except OSError:
         where = ""
     message = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
-    print(f"tooleval: failed: {message}\n{_hint(error)}{where}", file=sys.stderr)
+    print(f"tooleval: failed: {message}\n{_hint(error, paths)}{where}", file=sys.stderr)
     return EXIT_CRASHED

@@ -13,6 +13,7 @@ from schemas.criteria import Verdict
 from flows.run_tasks import register_run_task, select_and_land_task
 from tasks.experiment.criteria import experiment_criteria, register_criteria
 from tasks.report.publish import judge_and_publish
+from tasks.run.drill_points import reached
 from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
 from tasks.report.report_types import Report
 from tasks.run.plan_units import plan_units
@@ -87,17 +88,18 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                      max_spend_usd=max_spend_usd if max_spend_usd is not None else (
                          budget.max_spend_usd if budget else None))
 
+    mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
     # acceptance criteria: hashed and timestamped before the first selection, judged after registration
     criteria = experiment_criteria(prepared)
     registered = register_criteria(criteria[0], warehouse.registrations_dir, run_id) if criteria else None
-
-    mark_owner(warehouse, run_id)  # so a concurrent run never takes this run's rows for a crash's leftovers
     results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
 
+    reached("all-landed")
     registration = registration_records(prepared, units, run_id, started_at,
                                         criteria_hash=registered.sha256 if registered else None,
                                         criteria_registered_at=registered.registered_at if registered else None)
     save_registration(warehouse.registrations_dir, registration)  # registrable later if the file stays held
+    reached("records-saved")
     logger = get_run_logger()
     n_rows = register_run_task(warehouse.db_path, warehouse.rows_dir, registration)
     if isinstance(n_rows, WarehouseBusy):
@@ -105,7 +107,9 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         published, n_rows, late, leftovers = None, sum(r.n_rows for r in results), [], Leftovers()
     else:
         logger.info("run %s: %d rows registered in %s", run_id, n_rows, warehouse.db_path)
+        reached("registered")
         published = judge_and_publish(warehouse, run_id)  # refuses to judge if the criteria file changed
+        reached("published")
         late, leftovers = tidy_after_run(warehouse, run_id)  # earlier runs' waiting registrations, crash leftovers
         for line in leftovers.lines():
             logger.warning("run %s: %s", run_id, line)

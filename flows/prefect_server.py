@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +35,14 @@ PR_SET_PDEATHSIG = 1
 
 class PrefectServerError(RuntimeError):
     """The temporary Prefect server could not be started (the message says why and what to do)."""
+
+
+class PrefectApiLost(PrefectServerError):
+    """The Prefect API refuses connections (before or during a run): the message names it and what to do."""
+
+
+LOST_EXIT_CODE = 6
+"""flows/exit_codes.py EXIT_CRASHED (not imported: this module stays import-light for the launcher)."""
 
 
 def configured_api_url() -> str | None:
@@ -131,6 +140,11 @@ class TemporaryServer:
             f"the temporary Prefect server did not answer within {self.timeout_s:.0f} s ({START_TIMEOUT_ENV}); "
             "the machine may be overloaded. Start a server (`prefect server start`) and set PREFECT_API_URL.")
 
+    def exited(self) -> int | None:
+        """The server's exit code once it has exited on its own (None while it runs or after stop())."""
+        process = self.process
+        return process.poll() if process is not None else None
+
     def stop(self) -> None:
         process, self.process, self._ready = self.process, None, False
         if process is None or process.poll() is not None:
@@ -164,3 +178,98 @@ def run_server() -> TemporaryServer | None:
         return None
     server, _early = (_early or TemporaryServer().spawn()), None
     return server
+
+
+def _host_port(api_url: str) -> tuple[str, int] | None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(api_url)
+    if not parts.hostname:
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _refuses(address: tuple[str, int]) -> bool:
+    """Does the API's address refuse a TCP connection? A slow or busy server still accepts one (the kernel
+    queues it), so only a server that is gone answers True; a time-out is not taken for a refusal."""
+    try:
+        with socket.create_connection(address, timeout=5):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+
+
+def check_api_answers(api_url: str) -> None:
+    """Before a run: a configured API that refuses connections is said at once (Prefect's client would
+    retry it for a minute or more)."""
+    address = _host_port(api_url)
+    if address is not None and _refuses(address):
+        raise PrefectApiLost(f"the Prefect API at {api_url} refuses connections: start it (`prefect server start`) "
+                             "or unset PREFECT_API_URL so that tooleval starts a temporary server")
+
+
+class ApiWatch:
+    """While a run talks to Prefect: if the API goes away (the temporary server exits, or a local API
+    refuses connections twice in a row), end the process at once with one message and exit 6 instead of
+    letting Prefect's client retry every call with back-off for minutes. Ending abruptly is safe by
+    construction: the failure drill kills runs at every step and the next run resumes (landed rows kept or
+    re-registered, completed selections cached, leftovers tidied)."""
+
+    def __init__(self, api_url: str, server: "TemporaryServer | None" = None, interval_s: float = 0.5) -> None:
+        self.api_url, self.server, self.interval_s = api_url, server, interval_s
+        address = _host_port(api_url)
+        # a remote API is left to Prefect's retries: refusals there are rare and time-outs are not losses
+        self.address = address if address is not None and (server is not None or address[0] in LOOPBACK) else None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="tooleval-api-watch", daemon=True)
+
+    def __enter__(self) -> "ApiWatch":
+        if self.address is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        refusals = 0
+        while not self._stop.wait(self.interval_s):
+            code = self.server.exited() if self.server is not None else None
+            if code is not None:
+                self._lost(f"the temporary Prefect server exited with code {code} during the run")
+            refusals = refusals + 1 if _refuses(self.address) else 0
+            if refusals >= 2 and not self._stop.is_set():
+                self._lost(f"the Prefect API at {self.api_url} stopped answering (connection refused) during the run")
+
+    def _lost(self, what: str) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            sys.stdout.flush()
+            print(f"tooleval: failed: {what}.\nThe run stops here. Landed rows are kept and completed selections "
+                  "are cached: rerun the same command to resume (it repeats no completed selection; the next run "
+                  "registers or tidies what this one left).", file=sys.stderr, flush=True)
+        finally:
+            os._exit(LOST_EXIT_CODE)
+
+
+def drain_prefect_client() -> None:
+    """Send what Prefect's client still queues (events, API logs) while its server is up, so that stopping
+    the temporary server afterwards leaves nothing to fail, and nothing to print, at interpreter exit."""
+    if "prefect" not in sys.modules:
+        return
+    try:
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
+    except ImportError:
+        return
+    for worker in (APILogWorker, EventsWorker):
+        try:
+            worker.drain_all(timeout=10)
+        except Exception:  # noqa: BLE001 - a worker that never started, or a server already gone: nothing to send
+            pass

@@ -24,3 +24,30 @@ DEFAULTS = {
 def apply_prefect_defaults() -> None:
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
+
+
+class _NoTraceback:
+    """A logging filter: Prefect's records keep their one-line message, never a traceback. A run that fails
+    says so once (flows/crash.py) and writes the traceback to a file; Prefect would print it again, at
+    length, on the terminal (task failures, crash detection, a lost API)."""
+
+    def filter(self, record) -> bool:
+        if record.name.startswith("prefect"):
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+            message = record.getMessage()
+            if "Traceback (most recent call last)" in message:
+                record.msg, record.args = message.split("Traceback (most recent call last)")[0].rstrip(), None
+        return True
+
+
+def quiet_prefect_tracebacks() -> None:
+    """Add the filter to every handler that prints Prefect's records (call once Prefect is imported)."""
+    import logging
+
+    loggers = [logging.getLogger(), logging.getLogger("prefect"), logging.getLogger("prefect._internal")]
+    loggers += [logger for name, logger in logging.Logger.manager.loggerDict.items()
+                if name.startswith("prefect") and isinstance(logger, logging.Logger)]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if not any(isinstance(f, _NoTraceback) for f in handler.filters):
+                handler.addFilter(_NoTraceback())

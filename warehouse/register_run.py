@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from schemas.arrow import to_arrow_table
 from tasks.files.atomic_write import write_atomic
 from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SeedOrder, WeightRecord
+from tasks.run.drill_points import reached
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
 from warehouse.tables import TABLES
@@ -98,6 +99,7 @@ def register_run(db_path: Path, rows_dir: Path, registration: RunRegistration, w
         for taskset, window in {(w.taskset, w.window_id) for w in registration.weights}:
             con.execute("DELETE FROM production_weights WHERE taskset = ? AND window_id = ?", [taskset, window])
         _insert(con, "production_weights", registration.weights)
+        reached("registration-uncommitted", run_id)
         con.execute("COMMIT")
         return n_rows
     except BaseException:

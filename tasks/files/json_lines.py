@@ -29,10 +29,46 @@ def read_json_objects(path: Path, problems: list[Problem], what: str = "file") -
             except json.JSONDecodeError as error:
                 problems.append(Problem(str(path), f"line {number}", "json-lines", f"not JSON: {error.msg}"))
                 continue
+            except UnicodeDecodeError:
+                problems.append(Problem(str(path), f"line {number}", "utf8", "not UTF-8 text (a binary file, or "
+                                        "another encoding): JSON Lines files are UTF-8"))
+                continue
             if not isinstance(record, dict):
                 problems.append(Problem(str(path), f"line {number}", "json-lines", "each line must be a JSON object"))
                 continue
             yield number, record
+
+
+def refuse_non_json_lines(path: Path, what: str, expected: str) -> None:
+    """Raise InputError unless the first non-blank line of ``path`` is a JSON object: a CSV, a JSON array or
+    a binary file given where JSON Lines belong is named as such, before anything else is said about it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError.one(str(path), "", "file-exists",
+                             f"{what} is a folder, not a file" if path.is_dir() else f"{what} not found")
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            if number == 1 and (problem := bom_problem(path, raw)):
+                raise InputError([problem])
+            try:
+                record = json.loads(raw)
+            except UnicodeDecodeError:
+                raise InputError.one(str(path), f"line {number}", "json-lines",
+                                     f"{what} is not JSON Lines ({expected}): it is not UTF-8 text (a binary "
+                                     "file, or another encoding)") from None
+            except json.JSONDecodeError:
+                first = raw[:60].decode("utf-8", errors="replace").strip()
+                raise InputError.one(str(path), f"line {number}", "json-lines",
+                                     f"{what} is not JSON Lines ({expected}); line {number} reads {first!r}"
+                                     + (" (a CSV file?)" if "," in first and not first.startswith(("{", "[")) else ""))
+            if not isinstance(record, dict):
+                raise InputError.one(str(path), f"line {number}", "json-lines",
+                                     f"{what} is not JSON Lines ({expected}); line {number} is a JSON "
+                                     f"{type(record).__name__}, not an object")
+            return
+    raise InputError.one(str(path), "", "not-empty", f"{what} is empty")
 
 
 UTF8_BOM = b"\xef\xbb\xbf"

@@ -34,7 +34,7 @@ from tasks.importers.taskset_writer import (
     refuse_frozen,
     write_taskset,
 )
-from tasks.files.json_lines import read_json_objects
+from tasks.files.json_lines import read_json_objects, refuse_non_json_lines
 from tasks.taskset.load_taskset import validation_message
 
 # --------------------------------------------------------------------------------------------------
@@ -229,6 +229,10 @@ def import_bfcl(questions: Path, answers: Path | None, out: Path) -> ImportSumma
     questions, out = Path(questions), Path(out)
     answers = Path(answers) if answers is not None else None
     refuse_frozen(out)
+    refuse_non_json_lines(questions, "the BFCL questions file", "one JSON object a line, e.g. BFCL_v4_multiple.json")
+    if answers is not None:
+        refuse_non_json_lines(answers, "the BFCL answers file",
+                              "one JSON object a line, e.g. possible_answer/BFCL_v4_multiple.json")
     category = category_of(questions)
     if answers is None and "irrelevance" not in category:
         raise InputError.one(

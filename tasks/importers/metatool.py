@@ -24,6 +24,7 @@ reply ("Sure! ...", "Here are ...") are kept but listed as a notice.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from collections import defaultdict
@@ -69,6 +70,9 @@ def read_plugin_descriptions(path: Path) -> CatalogueFile:
         raw = json.loads(path.read_bytes())
     except json.JSONDecodeError as error:
         raise InputError.one(str(path), f"line {error.lineno}", "json", f"not JSON: {error.msg}") from None
+    except UnicodeDecodeError:
+        raise InputError.one(str(path), "", "json", "not UTF-8 text (a binary file, or another encoding): "
+                             "plugin_des.json is a UTF-8 JSON object {\"ToolName\": \"description\"}") from None
     if not isinstance(raw, dict) or not raw:
         raise InputError.one(str(path), "", "plugin-descriptions", 'expected a non-empty object {"ToolName": "description"}')
     tools = []
@@ -92,8 +96,21 @@ def read_queries(path: Path) -> list[tuple[int, str, str]]:
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "file not found")
     rows: list[tuple[int, str, str]] = []
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.reader(handle)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise InputError.one(str(path), f"line {line}", "csv-utf8",
+                             f"not UTF-8 text at byte {error.start} (a binary file, a spreadsheet, or another "
+                             "encoding?): export the queries as a UTF-8 CSV with the columns Query,Tool") from None
+    if "\x00" in text:
+        line = text[:text.index("\x00")].count("\n") + 1
+        raise InputError.one(str(path), f"line {line}", "csv-utf8",
+                             "holds NUL bytes (a binary file, or UTF-16 text?): export the queries as a UTF-8 CSV "
+                             "with the columns Query,Tool")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
         header = [cell.strip() for cell in next(reader, [])]
         if header != ["Query", "Tool"]:
             raise InputError.one(str(path), "line 1", "csv-header", f"expected the columns Query,Tool, found {','.join(header) or 'nothing'}")
@@ -104,6 +121,8 @@ def read_queries(path: Path) -> list[tuple[int, str, str]]:
                 raise InputError.one(str(path), f"line {reader.line_num}", "csv-columns",
                                      f"expected 2 fields (Query,Tool), found {len(cells)}")
             rows.append((row, cells[0], cells[1].strip()))
+    except csv.Error as error:
+        raise InputError.one(str(path), f"line {reader.line_num}", "csv", f"not a readable CSV: {error}") from None
     return rows
 
 

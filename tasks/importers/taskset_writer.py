@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,8 +74,21 @@ def file_digest(path: Path) -> str:
 
 
 def refuse_frozen(out: Path) -> None:
-    """Versions are never overwritten: refuse a folder that already holds a frozen v1."""
-    manifest = Path(out) / f"{VERSION}.manifest.json"
+    """Versions are never overwritten: refuse a folder that already holds a frozen v1, and an ``--out``
+    that is a file or lies under one (it could never hold the task set)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError.one(str(out), "", "out-folder", "--out is a file, not a folder: give a new folder for the "
+                             "task set (it is created)")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise InputError.one(str(out), "", "out-folder", f"--out cannot be made: {parent} is a file, not a folder")
+    if not os.access(parent if not out.exists() else out, os.W_OK):
+        raise InputError.one(str(out), "", "out-folder", f"--out is not writable: no permission to write in "
+                             f"{parent if not out.exists() else out}; choose another folder")
+    manifest = out / f"{VERSION}.manifest.json"
     if manifest.exists():
         raise InputError.one(
             str(manifest), "", "version-immutable",

@@ -20,6 +20,7 @@ from tasks.files.input_errors import InputError
 from tasks.report.figures import RunFigures, load_figures
 from tasks.report.gates import judge, no_criteria, not_judged
 from tasks.report.render import write_report_files
+from tasks.run.drill_points import reached
 from tasks.report.tables import Report, build_report_from, latest_run_id
 from warehouse.connect import WarehouseUnreadable, connect
 from warehouse.location import Warehouse
@@ -151,6 +152,7 @@ def judge_and_publish(warehouse: Warehouse, run_id: str) -> PublishedReport:
     figures = read_figures(warehouse, run_id)
     verdict = judge_registered(figures, warehouse, check_source=True)
     save_verdict(warehouse, verdict)
+    reached("report-verdict-saved", run_id)
     report = build_report_from(figures, verdict)
     return PublishedReport(report, write_report_files(report, warehouse.reports_dir / run_id))
 

@@ -4,8 +4,10 @@
   (a live writer's temporary file exists for milliseconds). Removed.
 - ``rows/run_id=X`` folders of a run that died before it saved its records (no ``run-records.json``) and
   whose process is gone: its completed selections are in the cache, its Parquet can never be registered.
-  Removed. (A run that saved its records registers instead: tasks/run/deferred_registration.py.)
-- a run registered in DuckDB but killed before it was judged and published: judged and published now.
+  Removed, with its ``registrations/X`` folder (owner mark, registered criteria). (A run that saved its
+  records registers instead: tasks/run/deferred_registration.py.)
+- a run registered in DuckDB but killed before its reports were written (before it was judged, or after
+  its verdict was saved): judged (or its saved verdict kept) and published now.
 
 A run marks itself live with ``registrations/<run_id>/owner.json`` (pid and host) before it selects, so a
 concurrent run's folders are never taken for leftovers.
@@ -21,9 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tasks.experiment.criteria import read_registration
 from tasks.files.atomic_write import write_atomic
-from tasks.report.publish import VERDICT_FILE, judge_and_publish
+from tasks.report.publish import judge_and_publish
 from tasks.run.deferred_registration import LateRegistration, register_waiting_runs, registered_run_ids
 from warehouse.connect import WarehouseBusy
 from warehouse.location import Warehouse
@@ -38,6 +39,8 @@ class Leftovers:
     temporary_files: int = 0
     removed_runs: list[str] = field(default_factory=list)
     published_runs: list[str] = field(default_factory=list)
+    removed_records: list[str] = field(default_factory=list)
+    """``registrations/X`` folders of dead runs that landed no rows and saved no records."""
 
     def lines(self) -> list[str]:
         out = []
@@ -48,6 +51,9 @@ class Leftovers:
                        "(its completed selections stay in the cache)")
         for run_id in self.published_runs:
             out.append(f"judged and published run {run_id}, which was registered but died before its report")
+        if self.removed_records:
+            out.append(f"removed the records of {len(self.removed_records)} run(s) that died before landing any "
+                       f"row: {', '.join(self.removed_records)}")
         return out
 
 
@@ -76,6 +82,24 @@ def _alive(owner: Path) -> bool:
     return True
 
 
+def _owner_gone(records: Path, now: float) -> bool:
+    """Is the run that owns ``registrations/<run_id>`` dead? A folder whose owner mark is missing counts as
+    dead only once it is older than a live run's first moments (it marks itself first thing)."""
+    owner = records / OWNER_FILE
+    if owner.is_file():
+        return not _alive(owner)
+    try:
+        return now - records.stat().st_mtime > STALE_TEMPORARY_S
+    except FileNotFoundError:
+        return False
+
+
+def published(warehouse: Warehouse, run_id: str) -> bool:
+    """Were the run's reports written (the last thing a run does with its own data)?"""
+    folder = warehouse.reports_dir / run_id
+    return (folder / "report.md").is_file() and (folder / "report.html").is_file()
+
+
 def clean_leftovers(warehouse: Warehouse, registered: set[str], own_run_id: str | None = None,
                     now: float | None = None) -> Leftovers:
     """Remove or finish what crashed runs left; ``registered`` are the run ids DuckDB holds."""
@@ -94,15 +118,28 @@ def clean_leftovers(warehouse: Warehouse, registered: set[str], own_run_id: str 
             records = warehouse.registrations_dir / run_id
             if run_id == own_run_id or run_id in registered or (records / RUN_RECORDS_FILE).is_file():
                 continue
-            if _alive(records / OWNER_FILE):
+            if not _owner_gone(records, now):
                 continue
             shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(records, ignore_errors=True)
             found.removed_runs.append(run_id)
+    if warehouse.registrations_dir.is_dir():
+        for records in sorted(warehouse.registrations_dir.iterdir()):
+            run_id = records.name
+            if (not records.is_dir() or run_id == own_run_id or run_id in registered
+                    or (records / RUN_RECORDS_FILE).is_file()
+                    or (warehouse.rows_dir / f"run_id={run_id}").exists() or not _owner_gone(records, now)):
+                continue
+            shutil.rmtree(records, ignore_errors=True)
+            found.removed_records.append(run_id)
     for run_id in sorted(registered - {own_run_id}):
-        criteria_registered = read_registration(warehouse.registrations_dir, run_id) is not None
-        if criteria_registered and not (warehouse.registrations_dir / run_id / VERDICT_FILE).is_file():
-            judge_and_publish(warehouse, run_id)
-            found.published_runs.append(run_id)
+        records = warehouse.registrations_dir / run_id
+        # only runs a flow registered (their records are saved) and whose process is gone: a run registered
+        # by other means (a benchmark) is not ours to publish, a live one publishes itself
+        if published(warehouse, run_id) or not (records / RUN_RECORDS_FILE).is_file() or not _owner_gone(records, now):
+            continue
+        judge_and_publish(warehouse, run_id)  # judged again on the same rows and registered criteria
+        found.published_runs.append(run_id)
     return found
 
 

@@ -2,7 +2,10 @@
 fail only after selections were paid for. Each problem is an InputError naming the path and the rule.
 
 - the run has work: at least one request under at least one seed;
-- the warehouse folder is a folder (or can be made) and is writable;
+- the warehouse folder is a folder (or can be made) and is writable, and so are the folders and files a run
+  writes inside it (the DuckDB file, the selection cache and its SQLite journal files, rows/, registrations/,
+  reports/): a read-only warehouse (a read-only mount, files of another user) is refused here, before any
+  selection, instead of failing at registration or inside SQLite;
 - an existing DuckDB file opens (a file held by another process is fine: registration waits for it);
 - there is room on the disk for the planned rows (a rough bound, with a margin);
 - Prefect's home folder is writable when a temporary server will be started (its SQLite database).
@@ -49,6 +52,40 @@ def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
     return []
 
 
+WAREHOUSE_FOLDERS = ("rows", "registrations", "reports", "cache")
+WAREHOUSE_FILES = ("tooleval.duckdb", "tooleval.duckdb.wal", "cache/selections.sqlite",
+                   "cache/selections.sqlite-wal", "cache/selections.sqlite-shm")
+
+
+def _read_only(path: Path) -> str | None:
+    """Why an existing file cannot be written, or None (access(2) also says so for a read-only mount)."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "it is on a read-only file system"
+    except OSError:
+        return None
+    if not os.access(path, os.W_OK):
+        return "no permission to write it"
+    return None
+
+
+def warehouse_writable(warehouse: Warehouse) -> list[Problem]:
+    """The warehouse folder, and what a run writes inside it, can be written."""
+    problems = _writable(warehouse.root, "the warehouse folder", "warehouse-writable")
+    if problems or not warehouse.root.is_dir():
+        return problems
+    for name in WAREHOUSE_FOLDERS:
+        folder = warehouse.root / name
+        if folder.exists():
+            problems += _writable(folder, f"the warehouse's {name}/ folder", "warehouse-writable")
+    for name in WAREHOUSE_FILES:
+        path = warehouse.root / name
+        if path.is_file() and (why := _read_only(path)):
+            problems.append(Problem(str(path), "", "warehouse-writable",
+                                    f"a run writes this file but {why}: fix its permissions or give --warehouse DIR"))
+    return problems
+
+
 def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect_server: bool) -> int:
     """Raise InputError listing every problem; return the number of rows the run plans."""
     rows = planned_rows(prepared)
@@ -56,7 +93,7 @@ def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect
     if rows == 0:
         problems.append(Problem(str(prepared.experiment.path), "", "run-has-work",
                                 "the run plans no rows (an empty task-set version, or no seeds): nothing to measure"))
-    problems += _writable(warehouse.root, "the warehouse folder", "warehouse-writable")
+    problems += warehouse_writable(warehouse)
     if not problems and warehouse.db_path.exists():
         if not warehouse.db_path.is_file():
             problems.append(Problem(str(warehouse.db_path), "", "warehouse-readable", "not a file"))

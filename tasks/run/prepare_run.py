@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schemas.taskset import ProductionWeights
+from tasks.run.drill_points import reached
 from tasks.taskset.label_checks import CheckReport, check_labels
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, load_weights
 from tasks.experiment.resolve_experiment import ResolvedExperiment, resolve_experiment
@@ -36,6 +37,7 @@ def prepare_run(experiment_path: Path | str) -> PreparedRun:
     versions, checks = {}, {}
     for version in experiment.versions:
         versions[version] = load_version(experiment.taskset_dir, version)
+        reached("label-checks", version)
         checks[version] = check_labels(versions[version], catalogues, weights, weights_path)
     return PreparedRun(experiment=experiment, versions=versions, weights=weights, checks=checks)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from schemas.arrow import to_arrow_table
 from schemas.rows import Selection, SelectionRow
+from tasks.run.drill_points import reached
 from tasks.run.plan_units import PlannedRequest, WorkUnit
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.run.score_selection import score_selection
@@ -90,9 +91,11 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
                       for p in misses]
             # hosted selectors reserve each call in the run's ledger and hand over each answer as it
             # completes: cached at once, so a crash mid-batch repeats no completed call on resume
+            reached("unit-selecting", unit.label)
             with RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger, \
                     batch_scope(BatchScope(ledger, lambda i, answer: cache.put_many([(misses[i].cache_key, answer)]))):
                 answers = selector.select(inputs)
+            reached("unit-selected", unit.label)
             fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}
             cache.put_many(fresh.items())
     rows = [
@@ -102,6 +105,7 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     ]
     path = write_partition(ctx.rows_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
                            to_arrow_table(SelectionRow, rows))
+    reached("unit-landed", unit.label)
     return UnitResult(
         label=unit.label, path=str(path), n_rows=len(rows), n_correct=sum(r["correct"] for r in rows),
         n_cache_hits=len(unit.requests) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),

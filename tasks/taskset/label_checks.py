@@ -83,7 +83,12 @@ def _problems(failed: Iterable[Any], file: str) -> list[Problem]:
             detail = f" (observed {observed})" if observed is not None else ""
             problems.append(Problem(meta.get("file", file), "", rule, message + detail))
         for index in indexes:
-            where = f"line {int(index['line'])} (id {index['id']})" if "line" in index else f"tool {index.get('tool')}"
+            if "line" in index:
+                where = f"line {int(index['line'])} (id {index['id']})"
+            elif index.get("tool") is not None:
+                where = f"tool {index['tool']}"
+            else:  # a whole-file rule (the manifest's hash): the file alone locates it
+                where = ""
             value = index.get(meta.get("show", ""), "")
             problems.append(Problem(meta.get("file", file), where, rule, message + (f": {value}" if value != "" else "")))
     return problems
