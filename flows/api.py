@@ -69,8 +69,6 @@ def prefect_api(server: TemporaryServer | None) -> Iterator[None]:
     stopped, let Prefect's client send what it still queues (a quiet shutdown)."""
     if server is None:
         url = configured_api_url()
-        if url:
-            check_api_answers(url)  # a dead PREFECT_API_URL is said at once, not after a minute of retries
         with ApiWatch(url, None) if url else _nothing():
             yield
         drain_prefect_client()
@@ -110,6 +108,8 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
         refuse_provisional(prepared.versions, allow_provisional)
         experiment_criteria(prepared)  # a broken criteria file is bad input too, caught before any selection
         check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=server is not None)
+        if server is None and (url := configured_api_url()):
+            check_api_answers(url)  # a dead PREFECT_API_URL is said now, not after a minute of Prefect's retries
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run
 
         evaluate = evaluate_on(task_runner)

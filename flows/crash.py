@@ -72,7 +72,7 @@ def _hint(error: BaseException, paths: Iterable[str | Path] = ()) -> str:
             return (f"no permission to write {what}" + (" (a read-only file system)" if cause.errno == errno.EROFS
                                                         else "") + ": choose a writable --warehouse")
     if isinstance(error, PrefectApiLost):
-        return RESUMES
+        return "nothing was run or written"
     if isinstance(error, PrefectServerError):
         return "Prefect could not start"
     text = " ".join(f"{type(c).__name__} {c}" for c in _chain(error)).lower()

@@ -28,6 +28,7 @@ from schemas.taskset import Adjudication, LabelledRequest, ProductionWeights, Ve
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.content_hash import parts_sha256
 from tasks.files.input_errors import InputError, Problem
+from tasks.files.json_lines import bom_problem
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,6 +56,9 @@ def read_jsonl_models(path: Path, model: type[M]) -> list[M]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
+                continue
+            if number == 1 and (bom := bom_problem(path, raw)):  # named as such, not 'invalid JSON at column 1'
+                problems.append(bom)
                 continue
             try:
                 records.append(model.model_validate_json(raw))
