@@ -367,7 +367,7 @@ def kill_and_resume(point: str, experiment: DrillExperiment, workdir: Path, pref
     problems += [f"{what}: {n}" for what, n in checks.items() if n]
     if len(repeated) > len(in_flight):
         problems.append(f"{len(repeated)} completed calls repeated, more than the {len(in_flight)} in flight")
-    shown = "Traceback" in killed.output or "Traceback" in rerun.output
+    shown = any(word in text for word in ("Traceback", "CancelledError") for text in (killed.output, rerun.output))
     if shown:
         problems.append("a traceback reached the terminal")
     return KillOutcome(
@@ -539,3 +539,55 @@ def as_json(outcomes: list) -> str:
     from dataclasses import asdict
 
     return json.dumps([asdict(o) for o in outcomes], indent=2)
+
+
+# --------------------------------------------------------------------------------------------------
+# the Prefect API goes away during a run
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LostApiOutcome:
+    exit_code: int
+    seconds_after_loss: float
+    message: str
+    rerun_exit: int
+    rows_lost: int
+    duplicated: int
+    traceback_shown: bool
+    problems: list[str] = field(default_factory=list)
+
+
+def lose_the_api(experiment: DrillExperiment, workdir: Path, prefect_home: Path, at: str = "unit-landed") -> LostApiOutcome:
+    """Kill the run's temporary Prefect server once the run reaches ``at``: the run must end on its own with
+    exit 6 and one message (not a minute of client retries and a traceback); the rerun resumes."""
+    import psutil
+
+    warehouse, log = workdir / "wh-lost-api", workdir / "lost-api.points"
+    args = ["run", str(experiment.path), "--warehouse", str(warehouse)]
+    running = Running(args, cli_env(prefect_home, TOOLEVAL_DRILL_LOG=str(log)), workdir, "lost-api")
+    running.wait_for(lambda: any(p == at for p, _ in points_log(log)), 1200, f"the run reaching {at}")
+    servers = [c for c in psutil.Process(running.process.pid).children(recursive=True)
+               if "uvicorn" in " ".join(c.cmdline())]
+    lost_at = time.monotonic()
+    for server in servers:
+        server.kill()
+    result = running.finish()
+    seconds = time.monotonic() - lost_at
+    rerun = tooleval(args, cli_env(prefect_home), workdir, "lost-api-rerun")
+    after = census(warehouse)
+    lost = sum(max(0, experiment.planned_rows - n) for n in after.registered.values())
+    problems = []
+    if not servers:
+        problems.append("no temporary server found to kill")
+    if result.returncode != 6 or "Prefect server exited" not in result.stderr:
+        problems.append(f"expected exit 6 saying the server exited, got {result.returncode}: {result.stderr[-1500:]}")
+    if rerun.returncode not in FINISHED or run_id_of(rerun) not in after.registered:
+        problems.append(f"the rerun did not complete (exit {rerun.returncode}): {rerun.stderr[-1500:]}")
+    duplicated = after.duplicated_duckdb + after.duplicated_parquet
+    shown = "Traceback" in result.output or "Traceback" in rerun.output
+    problems += [f"{what}: {n}" for what, n in (("rows lost", lost), ("duplicated rows", duplicated)) if n]
+    problems += ["a traceback reached the terminal"] if shown else []
+    problems += [f"process {pid} outlived tooleval" for pid in orphans(result) + orphans(rerun)]
+    message = next((line for line in result.stderr.splitlines() if line.startswith("tooleval: failed")), "")
+    return LostApiOutcome(result.returncode, seconds, message, rerun.returncode, lost, duplicated, shown, problems)
