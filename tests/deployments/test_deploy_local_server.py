@@ -1,6 +1,9 @@
 """A real local Prefect server on loopback: deploy from deployments/prefect.yaml, trigger the manual
 pre-change deployment with parameters, let a process worker run it, and find its rows in the warehouse.
-Every process the test starts is stopped in ``finally`` (bounded waits, then SIGKILL). Slow: ~1 minute."""
+Meanwhile an analyst's read-only DuckDB session in another process holds the warehouse file: the flow run's
+registration says it waits, the session closes, and the flow run still completes with every row registered
+(issue 10). Every process the test starts is stopped in ``finally`` (bounded waits, then SIGKILL).
+Slow: ~1-3 minutes."""
 
 from __future__ import annotations
 
@@ -17,8 +20,10 @@ import duckdb
 import httpx
 import pytest
 
+from tests.drill.harness import WAITING, Holder
 from tests.factories import ROOT
 from tests.factories.taskset import write_support_experiment
+from warehouse.connect import connect
 
 pytestmark = pytest.mark.slow
 PREFECT = str(Path(sys.executable).parent / "prefect")
@@ -111,11 +116,14 @@ def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(suppo
         "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",  # no weekly runs scheduled during the test
         "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
         "PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_LOGGING_TO_API_ENABLED": "false",
+        "TOOLEVAL_LOCK_WAIT_S": "900",  # the registration waits for the analyst's session (released below)
     })
     arms = [{"name": "base-18", "catalogue": "base"}, {"name": "giftcards-30", "catalogue": "giftcards"}]
     experiment = write_support_experiment(support_copy, "pre-change-check", arms, "pre_change.yaml")
     warehouse = tmp_path / "warehouse"
+    connect(warehouse / "tooleval.duckdb").close()  # an existing warehouse, which an analyst has open
     processes = Processes(tmp_path)
+    analyst = Holder(warehouse / "tooleval.duckdb", read_only=True)
     try:
         server = processes.start("server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env)
 
@@ -140,6 +148,11 @@ def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(suppo
                            "--param", f"warehouse_dir={warehouse}"], env, 120)
         flow_run_id = re.search(r"UUID: ([0-9a-f-]{36})", out)[1]
         processes.start("worker", [PREFECT, "worker", "start", "--pool", "tooleval-process", "--type", "process"], env)
+        # the flow run lands every row, then waits for the file the analyst holds, and says so
+        worker_log = tmp_path / "worker.log"
+        wait_until(lambda: worker_log.is_file() and WAITING in worker_log.read_text(errors="replace"), 600, "the flow run saying it waits for the file",
+                   lambda: processes.log("worker"))
+        analyst.release()
 
         def finished() -> str | None:
             state = httpx.get(f"{api}/flow_runs/{flow_run_id}", timeout=10).json()["state"]["type"]
@@ -150,6 +163,7 @@ def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(suppo
         flow_run = httpx.get(f"{api}/flow_runs/{flow_run_id}", timeout=10).json()
         assert flow_run["parameters"]["experiment_path"] == str(experiment)
     finally:
+        analyst.release()
         processes.stop_all()
     assert processes.alive() == []
 
