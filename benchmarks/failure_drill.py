@@ -30,6 +30,7 @@ from tests.drill.harness import (  # noqa: E402
     cli_env,
     concurrent_runs,
     drill_experiment,
+    hosted_kill_and_resume,
     kill_and_resume,
     lose_the_api,
     orphans,
@@ -108,6 +109,14 @@ def main(argv: list[str] | None = None) -> int:
             for line in outcome.rerun_said:
                 print(f"           rerun: {line.strip()}", flush=True)
         report["kills"] = kills
+        hosted = hosted_kill_and_resume(experiment, work, prefect_home)
+        report["hosted_kill"] = asdict(hosted)
+        failed += bool(hosted.problems)
+        print(f"  {'resumed' if not hosted.problems else 'FAIL'}  hosted selector (OpenAI API on loopback, concurrency 2), "
+              f"kill -9 at its {hosted.killed_after_calls}th call: {hosted.calls_cached_at_kill} answers cached, "
+              f"{hosted.calls_in_flight} in flight, {hosted.calls_repeated} repeated by the rerun "
+              f"({hosted.rerun_calls} calls); lost {hosted.rows_lost}, duplicated {hosted.duplicated}"
+              + (f"  {hosted.problems}" if hosted.problems else ""), flush=True)
 
     if "shared" in parts:
         print("readers and a second writer on one warehouse:", flush=True)
@@ -154,6 +163,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{sum(k['rows_lost'] for k in kills)}, duplicated {sum(k['duplicated_duckdb'] + k['duplicated_parquet'] for k in kills)}; "
               f"calls repeated {sum(k['calls_repeated'] for k in kills)} (in flight at the kills: "
               f"{sum(k['calls_in_flight'] for k in kills)}); orphaned processes {sum(k['orphaned_processes'] for k in kills)}")
+    if "hosted_kill" in report:
+        hosted = report["hosted_kill"]
+        print(f"  hosted kill: {hosted['calls_repeated']} calls repeated of {hosted['calls_in_flight']} in flight "
+              f"({hosted['calls_cached_at_kill']} of {hosted['killed_after_calls']} answers cached when killed)")
     if report.get("shared"):
         shared = report["shared"]
         print(f"  readers / second writers: {sum(not s['problems'] for s in shared)} of {len(shared)} cases landed "

@@ -591,3 +591,98 @@ def lose_the_api(experiment: DrillExperiment, workdir: Path, prefect_home: Path,
     problems += [f"process {pid} outlived tooleval" for pid in orphans(result) + orphans(rerun)]
     message = next((line for line in result.stderr.splitlines() if line.startswith("tooleval: failed")), "")
     return LostApiOutcome(result.returncode, seconds, message, rerun.returncode, lost, duplicated, shown, problems)
+
+
+# --------------------------------------------------------------------------------------------------
+# a hosted selector killed between calls: each answer is cached as it completes
+# --------------------------------------------------------------------------------------------------
+
+HOSTED_MODEL = "gpt-4.1-mini-2025-04-14"
+FAKE_KEY = "sk-tooleval-drill-FAKE-not-a-key"
+
+
+def hosted_experiment(experiment: DrillExperiment, concurrency: int = 2) -> DrillExperiment:
+    """The drill's task set read by one OpenAI arm (sent to the loopback provider server)."""
+    taskset = experiment.path.parent.parent
+    path = write_experiment(taskset, "hosted.yaml", name="drill-hosted", batch_size=8, arms=[{
+        "name": "gpt", "selector": "openai", "model": HOSTED_MODEL,
+        "options": {"concurrency": concurrency, "timeout_s": 60, "retry_base_delay_s": 0.01, "retry_max_delay_s": 0.05}}])
+    return DrillExperiment(path, experiment.n_requests, experiment.seeds, arms=1, batch_size=8)
+
+
+@dataclass
+class HostedKillOutcome:
+    killed_after_calls: int
+    calls_cached_at_kill: int
+    calls_in_flight: int
+    calls_repeated: int
+    rerun_calls: int
+    rerun_exit: int
+    rows_lost: int
+    duplicated: int
+    problems: list[str] = field(default_factory=list)
+
+
+def hosted_kill_and_resume(experiment: DrillExperiment, workdir: Path, prefect_home: Path,
+                           kill_at_call: int = 30) -> HostedKillOutcome:
+    """kill -9 from outside when the provider receives its ``kill_at_call``-th request (a point fixed by the
+    count of calls, not by time), then rerun against the same provider: the calls made again are at most the
+    calls that were in flight (sent, answer not cached yet)."""
+    import sqlite3
+    import threading
+
+    from tests.provider_server import ProviderServer, oracle
+
+    hosted = hosted_experiment(experiment)
+    expected = {phrase if copy == 0 else f"{phrase} (order {copy}{number})": label
+                for copy in range(hosted.n_requests // 20) for label, phrases in PHRASES.items()
+                for number, phrase in enumerate(phrases)}
+    answer = oracle(expected)
+    state = {"pid": None, "count": 0}
+    lock = threading.Lock()
+
+    def script(seen):
+        with lock:
+            state["count"] += 1
+            if state["count"] == kill_at_call and state["pid"]:
+                os.kill(state["pid"], signal.SIGKILL)
+        return answer(seen)
+
+    warehouse = workdir / "wh-hosted"
+    args = ["run", str(hosted.path), "--warehouse", str(warehouse)]
+    env = cli_env(prefect_home, OPENAI_API_KEY=FAKE_KEY)
+    with ProviderServer(script, api_key=FAKE_KEY) as server:
+        env["OPENAI_BASE_URL"] = server.openai_url
+        running = Running(args, env, workdir, "hosted-killed")
+        state["pid"] = running.process.pid
+        killed = running.finish()
+        orphaned = orphans(killed)
+        before = list(server.requests())
+        with sqlite3.connect(str(warehouse / "cache" / "selections.sqlite")) as cache:
+            cached = cache.execute("SELECT count(*) FROM selections").fetchall()[0][0]
+        state["pid"] = None
+        rerun = tooleval(args, env, workdir, "hosted-rerun")
+        orphaned += orphans(rerun)
+        after_requests = list(server.requests())[len(before):]
+    keys_before = Counter((s.user_text, s.tools) for s in before)
+    keys_rerun = Counter((s.user_text, s.tools) for s in after_requests)
+    repeated = sum(min(keys_before[k], keys_rerun[k]) for k in keys_rerun)
+    in_flight = len(before) - cached
+    after = census(warehouse)
+    lost = sum(max(0, hosted.planned_rows - n) for n in after.registered.values())
+    duplicated = after.duplicated_duckdb + after.duplicated_parquet
+    problems = []
+    if killed.returncode != -signal.SIGKILL:
+        problems.append(f"the run was not killed (exit {killed.returncode}): {killed.stderr[-1500:]}")
+    if rerun.returncode not in FINISHED or run_id_of(rerun) not in after.registered:
+        problems.append(f"the rerun did not complete (exit {rerun.returncode}): {rerun.stderr[-1500:]}")
+    if repeated > in_flight:
+        problems.append(f"{repeated} calls repeated, more than the {in_flight} in flight")
+    if len(after_requests) != hosted.planned_rows - cached:
+        problems.append(f"the rerun made {len(after_requests)} calls, expected {hosted.planned_rows - cached}")
+    problems += [f"{what}: {n}" for what, n in (("rows lost", lost), ("duplicated rows", duplicated),
+                                                 ("processes outliving tooleval", len(orphaned))) if n]
+    if any("Traceback" in r.output for r in (killed, rerun)):
+        problems.append("a traceback reached the terminal")
+    return HostedKillOutcome(len(before), cached, in_flight, repeated, len(after_requests), rerun.returncode, lost,
+                             duplicated, problems)

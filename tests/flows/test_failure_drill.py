@@ -5,7 +5,7 @@
   is fast; the benchmark runs each as a real ``tooleval`` process.
 - Slow tier: kill -9 at two points of a real run (a selector call in flight; the registration's
   uncommitted transaction) and a rerun that loses and duplicates nothing and repeats no more calls than
-  were in flight; a read-write connection held by another process while a run registers; two runs into one
+  were in flight; a hosted selector killed from outside at its 30th call (answers are cached one by one); a read-write connection held by another process while a run registers; two runs into one
   warehouse at once; ``tooleval report`` while another process writes.
 """
 
@@ -23,6 +23,7 @@ from tests.drill.bad_inputs import BAD_INPUTS, check, root_can_mount, snapshot, 
 from tests.drill.harness import (
     concurrent_runs,
     drill_experiment,
+    hosted_kill_and_resume,
     kill_and_resume,
     report_while_written,
     run_while_held,
@@ -87,6 +88,15 @@ def test_a_run_killed_at_a_point_resumes_with_nothing_lost_or_duplicated(drill, 
         assert outcome.registered_runs == 2 and any("also registered" in line for line in outcome.rerun_said)
     else:  # killed mid-selection: its rows were unregistrable and removed; the rerun selected the rest
         assert outcome.registered_runs == 1 and outcome.calls_in_killed_run >= 1
+
+
+@pytest.mark.slow
+def test_a_hosted_run_killed_between_calls_repeats_only_the_calls_in_flight(drill):
+    work, experiment, prefect_home = drill
+    outcome = hosted_kill_and_resume(experiment, work, prefect_home, kill_at_call=30)
+    assert outcome.killed_after_calls >= 30 and outcome.calls_cached_at_kill >= 20  # answers cached as they came
+    assert outcome.calls_repeated <= outcome.calls_in_flight <= 8  # 4 units x concurrency 2 at most
+    assert outcome.rows_lost == 0 and outcome.duplicated == 0 and not outcome.problems, outcome.problems
 
 
 @pytest.mark.slow
