@@ -10,6 +10,11 @@ that differs, empty and unfinished replies, and token log-probabilities. Nothing
 A *script* is a function ``(Seen) -> Reply`` (``Seen`` is the parsed request, with ``attempt``: how many
 earlier requests carried the same conversation, tools and tool choice, so a script can fail the first
 attempts and then answer). ``oracle(...)`` builds a script from a map of request text -> expected tool.
+
+Multi-turn conversations (an agent loop sends the tool calls it got and their results back): ``Seen.turn``
+is how many assistant turns the conversation already holds (0 on the first request), ``Seen.tool_results``
+the (content, is_error) results that answered the last one, and ``Seen.calls_so_far`` every earlier call as
+(wire name, arguments). ``Reply.extra_calls`` adds parallel calls with their own arguments.
 The server also runs as a process for the benchmark:
 
     python -m tests.provider_server --latency-ms 200      (prints "port <n>", serves until killed)
@@ -53,6 +58,8 @@ class Reply:
     """OpenAI: an empty ``choices`` list."""
     extra_tools: tuple[str, ...] = ()
     """Further tool calls after the first (parallel calls)."""
+    extra_calls: tuple[tuple[str, Any], ...] = ()
+    """Further (tool, arguments) calls after the first and after ``extra_tools`` (parallel calls)."""
     error_message: str = "scripted error"
 
 
@@ -92,6 +99,12 @@ class Seen:
     authorized: bool
     body: dict[str, Any]
     attempt: int = 0
+    turn: int = 0
+    """Assistant turns already in the conversation (0: the first request of a run)."""
+    tool_results: tuple[tuple[str, bool], ...] = ()
+    """(content, is_error) of the tool results that answered the last assistant turn."""
+    calls_so_far: tuple[tuple[str, Any], ...] = ()
+    """Every earlier tool call of the conversation as (wire name, arguments), oldest first."""
 
     @property
     def is_router(self) -> bool:
@@ -207,12 +220,44 @@ class ProviderServer:
             return True
         return api == "anthropic" and headers.get("x-api-key") == self.api_key
 
+    @staticmethod
+    def conversation_state(api: str, body: dict[str, Any]) -> tuple[int, tuple[tuple[str, bool], ...],
+                                                                   tuple[tuple[str, Any], ...]]:
+        """(assistant turns, results of the last one, every earlier call) of a multi-turn request."""
+        turns, results, calls = 0, [], []
+        for message in body.get("messages", []):
+            role, content = message.get("role"), message.get("content")
+            if role == "assistant":
+                turns += 1
+                results = []
+                for call in message.get("tool_calls") or []:
+                    function = call.get("function") or {}
+                    calls.append((function.get("name"), function.get("arguments")))
+                for block in content if isinstance(content, list) else []:
+                    if isinstance(block, dict) and block.get("type") == "tool_use":
+                        calls.append((block.get("name"), block.get("input")))
+            elif role == "tool":
+                results.append((content if isinstance(content, str) else json.dumps(content), False))
+            elif role == "user" and isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                        inner = block.get("content")
+                        text = inner if isinstance(inner, str) else "".join(
+                            b.get("text", "") for b in inner or [] if isinstance(b, dict))
+                        results.append((text, bool(block.get("is_error"))))
+        if api == "openai":  # OpenAI's tool messages carry no error flag: the content says it
+            results = [(text, text.startswith('{"error"')) for text, _ in results]
+        return turns, tuple(results), tuple(calls)
+
     def parse(self, api: str, body: dict[str, Any], headers: Mapping[str, str]) -> Seen:
         messages: list[tuple[str, str]] = []
         system = ""
         for message in body.get("messages", []):
             content = message.get("content")
             if isinstance(content, list):
+                if message.get("role") == "user" and content and all(
+                        isinstance(p, dict) and p.get("type") == "tool_result" for p in content):
+                    continue  # tool results, not something the user said
                 content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
             content = content or ""
             if message.get("role") == "system" and not system:
@@ -237,6 +282,9 @@ class ProviderServer:
         user_text = next((c for r, c in reversed(messages) if r == "user"), "")
         top = body.get("top_logprobs") if body.get("logprobs") else None
         key = json.dumps([api, body.get("model"), messages, tools, tool_choice, top], sort_keys=True)
+        turn, results, calls = self.conversation_state(api, body)
+        if turn:  # a multi-turn request: earlier calls and results make it a different request
+            key = json.dumps([key, json.dumps(body.get("messages"), sort_keys=True, default=str)])
         with self._lock:
             attempt = self._attempts.get(key, 0)
             self._attempts[key] = attempt + 1
@@ -244,7 +292,7 @@ class ProviderServer:
                     messages=tuple(messages), tools=tools, tool_choice=tool_choice, top_logprobs=top,
                     max_tokens=max_tokens, temperature=body.get("temperature"), seed=body.get("seed"),
                     anthropic_version=headers.get("anthropic-version"), authorized=self._authorized(headers, api),
-                    body=body, attempt=attempt)
+                    body=body, attempt=attempt, turn=turn, tool_results=results, calls_so_far=calls)
 
     # -- replies ------------------------------------------------------------------------------------------
     @staticmethod
@@ -257,11 +305,12 @@ class ProviderServer:
         message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
         finish = "stop"
         if reply.tool is not None:
-            calls = [reply.tool, *reply.extra_tools]
+            calls = [(reply.tool, reply.arguments), *((name, "{}") for name in reply.extra_tools), *reply.extra_calls]
+            prefix = f"call_{seen.turn}_" if seen.turn else "call_"
             message["tool_calls"] = [
-                {"id": f"call_{i}", "type": "function",
-                 "function": {"name": name, "arguments": self._arguments_text(reply.arguments if i == 0 else "{}")}}
-                for i, name in enumerate(calls)
+                {"id": f"{prefix}{i}", "type": "function",
+                 "function": {"name": name, "arguments": self._arguments_text(arguments)}}
+                for i, (name, arguments) in enumerate(calls)
             ]
             finish = "tool_calls"
         elif reply.logprobs is not None:
@@ -288,14 +337,15 @@ class ProviderServer:
         if reply.text is not None and reply.tool is not None:
             content.append({"type": "text", "text": reply.text})
         if reply.tool is not None:
-            for i, name in enumerate([reply.tool, *reply.extra_tools]):
-                arguments = reply.arguments if i == 0 else {}
+            calls = [(reply.tool, reply.arguments), *((name, {}) for name in reply.extra_tools), *reply.extra_calls]
+            prefix = f"toolu_{seen.turn}_" if seen.turn else "toolu_"
+            for i, (name, arguments) in enumerate(calls):
                 if isinstance(arguments, str):
                     try:
                         arguments = json.loads(arguments)
                     except json.JSONDecodeError:
                         pass  # sent as a string: what a broken proxy might do
-                content.append({"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": arguments})
+                content.append({"type": "tool_use", "id": f"{prefix}{i}", "name": name, "input": arguments})
             stop = "tool_use"
         elif not reply.empty:
             content.append({"type": "text", "text": reply.text if reply.text is not None else "Happy to help!"})
