@@ -28,6 +28,7 @@ from tasks.report.render import render_markdown, render_terminal
 from tasks.stats.planner import plan
 from tasks.traffic.labelling_queue import import_queue
 from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
+from flows.surface_cli import add_tasks_parser
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_MODEL_MISMATCH", "EXIT_NOT_JUDGED", "EXIT_OK", "build_parser",
            "main", "verdict_exit_code"]
@@ -249,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     metatool.add_argument("queries", metavar="QUERIES_CSV")
     metatool.add_argument("--out", required=True, metavar="DIR")
     metatool.set_defaults(func=cmd_import_metatool)
+
+    add_tasks_parser(commands)  # tasks done on a tool surface (flows/surface_cli.py)
     return parser
 
 
