@@ -278,17 +278,25 @@ def multi_step_tasks(rng: random.Random, tickets: Tickets, people: list[dict]) -
     return out
 
 
-def main() -> int:
+def build() -> dict[str, str]:
+    """The files of the version, by path relative to this folder: the same text on every run."""
     rng = random.Random(SEED)
     people = customers(rng)
-    (HERE / "fixtures").mkdir(exist_ok=True)
-    (HERE / "fixtures" / "kb.json").write_text(json.dumps(kb(), indent=1) + "\n")
-    (HERE / "fixtures" / "customers.json").write_text(
-        json.dumps({"customers": {c["customer_id"]: c for c in people}}, indent=1) + "\n")
     tickets = Tickets(rng)
     tasks = answer_tasks(rng, tickets) + ticket_tasks(rng, tickets, people) + multi_step_tasks(rng, tickets, people)
-    lines = "".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")) + "\n" for t in tasks)
-    (HERE / f"{VERSION}.jsonl").write_text(lines)
+    return {
+        "fixtures/kb.json": json.dumps(kb(), indent=1) + "\n",
+        "fixtures/customers.json": json.dumps({"customers": {c["customer_id"]: c for c in people}}, indent=1) + "\n",
+        f"{VERSION}.jsonl": "".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")) + "\n" for t in tasks),
+    }
+
+
+def main() -> int:
+    files = build()
+    (HERE / "fixtures").mkdir(exist_ok=True)
+    for relative, text in files.items():
+        (HERE / relative).write_text(text)
+    tasks = files[f"{VERSION}.jsonl"].splitlines()
     manifest = freeze_task_version(HERE, VERSION, SLICES, notes=(
         f"generate_tasks.py, seed {SEED}: {len(tasks)} tasks over the shared fixtures kb and customers"))
     print(f"{VERSION}: {manifest.n_tasks} tasks {manifest.counts_by_slice}, hash {manifest.content_hash[:12]}")
