@@ -169,6 +169,15 @@ def oracle(expected: Mapping[str, str], arguments: Mapping[str, Any] | None = No
     return script
 
 
+def turns_then_text(turns: int) -> Script:
+    """An agent conversation of ``turns`` replies: the first offered tool until the last turn, then text."""
+    def script(seen: Seen) -> Reply:
+        if seen.turn >= turns - 1 or not seen.tools:
+            return text_reply("Done.")
+        return tool_call(seen.tools[0])
+    return script
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -446,8 +455,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve the loopback OpenAI/Anthropic API (first offered tool).")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--turns", type=int, default=1,
+                        help="agent conversations: call the first offered tool on the first TURNS-1 turns, then reply "
+                             "in text (default 1: every request calls the first offered tool)")
     args = parser.parse_args(argv)
-    server = ProviderServer(first_tool, latency_s=args.latency_ms / 1000, port=args.port, record=False)
+    script = first_tool if args.turns <= 1 else turns_then_text(args.turns)
+    server = ProviderServer(script, latency_s=args.latency_ms / 1000, port=args.port, record=False)
     print(f"port {server.port}", flush=True)
     try:
         server._httpd.serve_forever(poll_interval=0.05)
