@@ -6,6 +6,7 @@ for a pull request; both from the same tables."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from schemas.criteria import Verdict
@@ -86,8 +87,17 @@ def interaction_tables(figures: TaskRunFigures) -> list[Table]:
     return tables
 
 
+def _same_as_earlier(tables: list[Table], table: Table) -> Table:
+    """An arm whose table equals an earlier arm's, cell for cell, is printed as one line saying so."""
+    for earlier in tables:
+        if earlier.rows and earlier.rows == table.rows and earlier.headers == table.headers:
+            arm = earlier.title.rsplit("arm ", 1)[-1]
+            return Table(table.title, [], [], [f"the same as arm {arm}, row for row"])
+    return table
+
+
 def tool_tables(figures: TaskRunFigures) -> list[Table]:
-    tables = []
+    tables: list[Table] = []
     totals = {r["arm"]: r for r in figures.call_totals}
     for arm in [a["arm"] for a in figures.arms]:
         rows = [r for r in figures.tool_counters if r["arm"] == arm]
@@ -106,19 +116,19 @@ def tool_tables(figures: TaskRunFigures) -> list[Table]:
                 f"aggregate invalid rate {total['invalid']:,}/{total['calls']:,} = {pct(total['invalid_rate'])}, an "
                 f"average over per-tool rates from {pct(total['tool_invalid_min'])} to {pct(total['tool_invalid_max'])}: "
                 "it weights each tool by how often it is called and describes none of them.")
-        tables.append(table)
+        tables.append(_same_as_earlier(tables, table))
     return tables
 
 
 def first_call_tables(figures: TaskRunFigures) -> list[Table]:
-    tables = []
+    tables: list[Table] = []
     for arm in [a["arm"] for a in figures.arms]:
         table = Table(f"First call by declared intent, arm {arm}", ["intent", "first tool", "runs", "share of intent"])
         for r in figures.first_calls:
             if r["arm"] == arm:
                 table.rows.append([r["intent"], r["first_tool"], f"{r['n']} of {int(r['intent_runs'])}",
                                    pct(r["share_of_intent"])])
-        tables.append(table)
+        tables.append(_same_as_earlier(tables, table))
     if tables:
         tables[0].notes.append("An intent split close to evenly between two tools means they are interchangeable "
                                "from where the agent stands; a tool taking nearly all of its intent routes.")
@@ -166,6 +176,8 @@ def build_task_report(figures: TaskRunFigures, verdict: Verdict | None) -> TaskR
 
 
 def _fixed(table: Table) -> list[str]:
+    if not table.headers:
+        return [f"{table.title}: {' '.join(table.notes)}"]
     widths = [max(len(str(x)) for x in [h, *(row[i] for row in table.rows)]) for i, h in enumerate(table.headers)]
     line = lambda cells: "  ".join(str(c).ljust(w) if i == 0 or not _numeric(str(c)) else str(c).rjust(w)  # noqa: E731
                                    for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
@@ -179,12 +191,22 @@ def _numeric(text: str) -> bool:
     return bool(text) and (text[0].isdigit() or text[0] in "+-—") and "->" not in text
 
 
+def _relative(path: str | None) -> str:
+    """A path under the working directory as written from it (reports are read from the checkout)."""
+    if not path:
+        return ""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
+
+
 def verdict_lines(verdict: Verdict | None) -> list[str]:
     if verdict is None:
         return ["VERDICT: NO CRITERIA — the experiment names no criteria file"]
     lines = [f"VERDICT: {verdict.status} — {verdict.reason}"]
     if verdict.criteria_hash:
-        lines.append(f"criteria {verdict.criteria_path} · sha256 {verdict.criteria_hash[:12]} · registered "
+        lines.append(f"criteria {_relative(verdict.criteria_path)} · sha256 {verdict.criteria_hash[:12]} · registered "
                      f"{verdict.registered_at:%Y-%m-%d %H:%M:%SZ} (before the first call)")
     for gate in verdict.gates:
         mark = {"PASS": "✔", "FAIL": "✘"}.get(gate.status, "·")
@@ -208,6 +230,9 @@ def render_task_markdown(report: TaskReport) -> str:
                   for g in report.verdict.gates] + [""]
     lines += [f"> {n}" for n in report.notes]
     for table in report.tables:
+        if not table.headers:
+            lines += ["", f"**{table.title}**: {' '.join(table.notes)}"]
+            continue
         lines += ["", f"**{table.title}**", "", "| " + " | ".join(table.headers) + " |",
                   "|" + "---|" * len(table.headers)]
         lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in table.rows]
