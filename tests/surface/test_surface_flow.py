@@ -102,3 +102,41 @@ def test_bad_input_stops_before_any_run_and_writes_nothing(tmp_path, capsys):
     assert not warehouse.exists()
     assert main(["tasks", "validate", str(folder / "t1.jsonl")]) == 2
     assert "bad input, nothing was run or written" in capsys.readouterr().err
+
+
+def test_a_hosted_agent_arm_runs_through_the_flow_and_no_key_reaches_a_file(prefect_harness, tmp_path, monkeypatch):
+    from flows.surface_run import surface_run
+    from tests.provider_server import ProviderServer, Seen, text_reply, tool_call
+    from tests.selectors.providers.conftest import FAKE_KEY
+
+    def script(seen: Seen):
+        if seen.turn == 0:
+            return tool_call(next(t for t in seen.tools if t.endswith("close_ticket")), {"ticket_id": "T-1002"})
+        return text_reply("Closed T-1002.")
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with ProviderServer(script, api_key=FAKE_KEY) as server:
+        folder = write_desk(tmp_path, experiment=f"""\
+name: hosted
+taskset: ..
+version: t1
+seeds: [1, 2]
+declared: {{few_seeds: "a flow test"}}
+defaults: {{agent: openai, model: gpt-4.1-mini-2025-04-14, prompt: default,
+           options: {{base_url: "{server.openai_url}", concurrency: 4, retry_base_delay_s: 0.01}}}}
+arms:
+  - {{name: A, surface: plain}}
+  - {{name: C, surface: prefixed}}
+""")
+        summary = surface_run(experiment_path=str(folder / "experiments" / "four.yaml"),
+                              warehouse_dir=str(tmp_path / "wh"))
+    assert summary.n_runs == 2 * 2 * 4 and summary.n_failed == 0 and summary.n_calls == 2 * 2 * 4 * 2
+    con = duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True)
+    rows = con.execute("SELECT arm, task_id, success, n_turns, input_tokens > 0, cost_usd > 0, served_model_id, "
+                       "first_tool FROM task_runs WHERE task_id = 'close-1' ORDER BY arm, seed").fetchall()
+    con.close()
+    assert [r[:3] for r in rows] == [("A", "close-1", True)] * 2 + [("C", "close-1", True)] * 2
+    assert all(r[3] == 2 and r[4] and r[5] and r[6] == "gpt-4.1-mini-2025-04-14" for r in rows)
+    assert {r[7] for r in rows} == {"close_ticket", "desk.close_ticket"}  # mapped back from desk_close_ticket
+    leaked = [p for p in (tmp_path / "wh").rglob("*") if p.is_file() and FAKE_KEY.encode() in p.read_bytes()]
+    assert leaked == []
