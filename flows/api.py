@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from flows.exit_codes import EXIT_MODEL_MISMATCH, verdict_exit_code
+from flows.exit_codes import EXIT_MODEL_MISMATCH, EXIT_NOT_REGISTERED, verdict_exit_code
 from flows.prefect_server import TemporaryServer, run_server
 from flows.prefect_settings import apply_prefect_defaults
 from tasks.experiment.criteria import experiment_criteria
 from tasks.report.publish import read_report
 from tasks.report.report_types import Report
+from tasks.run.deferred_registration import LateRegistration, register_saved_run
+from tasks.run.preflight import check_before_run
 from tasks.run.prepare_run import prepare_once
 from tasks.taskset.provisional_labels import refuse_provisional
 from tasks.taskset.validate_version import validate_version_file
@@ -39,14 +41,17 @@ class RunOutcome:
     """A finished run: what the flow returned, its report, and the exit code the CLI ends with."""
 
     summary: "RunSummary"
-    report: Report
+    report: Report | None
+    """None when the run could not register yet (``summary.registered`` is False)."""
     warehouse: Warehouse
 
     @property
     def exit_code(self) -> int:
         if self.summary.halts:
             return EXIT_MODEL_MISMATCH
-        return verdict_exit_code(self.report.verdict)
+        if not self.summary.registered:
+            return EXIT_NOT_REGISTERED
+        return verdict_exit_code(self.report.verdict if self.report is not None else None)
 
 
 @contextmanager
@@ -81,6 +86,7 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
         prepared = prepare_once(experiment_path)  # fail fast on bad input, while the server starts
         refuse_provisional(prepared.versions, allow_provisional)
         experiment_criteria(prepared)  # a broken criteria file is bad input too, caught before any selection
+        check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=server is not None)
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run
 
         evaluate = evaluate_on(task_runner)
@@ -93,10 +99,18 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
         if server is not None:
             server.stop()
     location = warehouse_at(summary.warehouse)
+    if not summary.registered:
+        return RunOutcome(summary=summary, report=None, warehouse=location)
     published = summary.report or read_report(location, summary.run_id)
     if summary.verdict is not None:
         published.verdict = summary.verdict
     return RunOutcome(summary=summary, report=published, warehouse=location)
+
+
+def register(run_id: str, warehouse: str | Path | None = None, wait_s: float | None = None) -> LateRegistration:
+    """Register a run that landed its rows but could not register (the DuckDB file was held), then judge
+    and publish it. No selection is made and Prefect is not involved."""
+    return register_saved_run(warehouse_at(warehouse), run_id, wait_s)
 
 
 def report(run_id: str | None = None, warehouse: str | Path | None = None) -> Report:

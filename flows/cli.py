@@ -17,10 +17,12 @@ from flows.exit_codes import (
     EXIT_GATE_FAILED,
     EXIT_MODEL_MISMATCH,
     EXIT_NOT_JUDGED,
+    EXIT_NOT_REGISTERED,
     EXIT_OK,
     verdict_exit_code,
 )
 from schemas.traffic import MaskingRules
+from flows.crash import report_crash
 from tasks.files.input_errors import InputError
 from tasks.importers.bfcl import import_bfcl
 from tasks.importers.metatool import import_metatool
@@ -28,10 +30,35 @@ from tasks.report.render import render_markdown, render_terminal
 from tasks.stats.planner import plan
 from tasks.traffic.labelling_queue import import_queue
 from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
+from warehouse.connect import WarehouseBusy
 from flows.surface_cli import add_tasks_parser
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_MODEL_MISMATCH", "EXIT_NOT_JUDGED", "EXIT_OK", "build_parser",
            "main", "verdict_exit_code"]
+
+
+def _count(minimum: int):
+    """An argparse type: a whole number >= minimum, with a message that says so."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+    return parse
+
+
+def _amount(text: str) -> float:
+    """An argparse type: a non-negative number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
 
 
 def _warehouse_arg(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +73,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
                                  max_calls=args.max_calls, max_spend_usd=args.max_spend_usd)
     summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
+    if report is None:  # landed, not registered: the file stayed held by another process
+        again = f"tooleval register {summary.run_id}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
+        print(f"run {summary.run_id}: {summary.n_rows:,} rows landed in {warehouse.rows_dir}, NOT registered: "
+              f"{warehouse.db_path} stayed held by another process (close the other connection, e.g. an analyst's "
+              f"DuckDB session). Register, judge and report it without selecting again:\n    {again}\n"
+              "(the next `tooleval run` into this warehouse also registers it)", file=sys.stderr)
+        return outcome.exit_code
     render_terminal(report)  # the verdict first, then the tables that explain it
     print(f"\nrun {summary.run_id}: {summary.n_rows:,} rows in {summary.n_units} work units, "
           f"{summary.n_cache_hits:,} from cache, {summary.n_failures:,} invalid/error/empty")
@@ -54,6 +88,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
     _print_spend(summary, args)
+    for line in summary.leftovers or []:
+        print(f"leftovers:     {line}")
+    for late in summary.late_registrations or []:
+        print(f"also registered: run {late}, which had landed without registering (`tooleval report {late}`)")
     if report.verdict is not None:
         print(f"verdict:       {report.verdict.status} — {report.verdict.reason} (exit {outcome.exit_code})")
     return outcome.exit_code
@@ -106,6 +144,14 @@ def cmd_queue_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_register(args: argparse.Namespace) -> int:
+    late = api.register(args.run_id, args.warehouse)
+    render_terminal(late.published.report)
+    print(f"\nrun {late.run_id}: {late.n_rows:,} rows registered; reports: "
+          + ", ".join(str(path) for path in late.published.paths.values()))
+    return verdict_exit_code(late.published.verdict)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     report = api.report(args.run_id, args.warehouse)
     if args.format == "markdown":
@@ -153,10 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
     _warehouse_arg(run)
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the selection cache")
-    run.add_argument("--max-spend-usd", type=float, default=None, metavar="USD",
+    run.add_argument("--max-spend-usd", type=_amount, default=None, metavar="USD",
                      help="stop new hosted-model calls once the run has spent this much (default: the experiment's "
                           "budget); rerun to resume from the cache")
-    run.add_argument("--max-calls", type=int, default=None, metavar="N",
+    run.add_argument("--max-calls", type=_count(0), default=None, metavar="N",
                      help="stop new hosted-model calls after N calls (default: the experiment's budget)")
     run.add_argument("--allow-provisional", action="store_true",
                      help="measure versions whose labels are still provisional (production hints); the report says so")
@@ -176,10 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
                           choices=["auto", "parquet", "jsonl", "duckdb", "openinference"])
     resample.add_argument("--table", dest="traffic_table", default=None, help="table name in a DuckDB log")
     resample.add_argument("--window", default=None, metavar="ID", help="e.g. 2026-W44-W47 (default: the last weeks)")
-    resample.add_argument("--weeks", type=int, default=None, help="weeks in the default window")
-    resample.add_argument("--size", type=int, default=None, help="requests to draw")
-    resample.add_argument("--floor", type=int, default=None, help="at least this many requests per tool")
-    resample.add_argument("--floor-none", type=int, default=None, help="at least this many 'none' requests")
+    resample.add_argument("--weeks", type=_count(1), default=None, help="weeks in the default window")
+    resample.add_argument("--size", type=_count(1), default=None, help="requests to draw")
+    resample.add_argument("--floor", type=_count(0), default=None, help="at least this many requests per tool")
+    resample.add_argument("--floor-none", type=_count(0), default=None, help="at least this many 'none' requests")
     resample.add_argument("--targets", default=None, metavar="JSON", help="target count per tool (JSON file)")
     resample.add_argument("--half-width", type=float, default=None, metavar="PTS",
                           help="plan each tool with >= 2%% of traffic for a 95%% interval of +-PTS points "
@@ -203,6 +249,14 @@ def build_parser() -> argparse.ArgumentParser:
                               help="import the decided items and keep the undecided ones provisional")
     queue_import.set_defaults(func=cmd_queue_import)
 
+    register = commands.add_parser(
+        "register", help="register a run whose rows landed while the DuckDB file was held",
+        description="Register a run that landed its Parquet rows but could not register because another process "
+        "held the DuckDB file (exit 5), then judge and report it. Selects nothing again.")
+    register.add_argument("run_id", metavar="RUN_ID")
+    _warehouse_arg(register)
+    register.set_defaults(func=cmd_register)
+
     report = commands.add_parser("report", help="print the report of a run (default: the latest)",
                                  description="Print a registered run's report from the DuckDB file.")
     report.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID")
@@ -216,8 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
         "detectable at 80% power, and the requests a target half-width needs. Widths shrink with the square "
         "root of the trials; seeds count as trials only insofar as they disagree (--icc).")
     planner.add_argument("--accuracy", type=float, required=True, metavar="P", help="expected accuracy, 0..1")
-    planner.add_argument("--requests", type=int, required=True, metavar="N", help="requests behind the figure")
-    planner.add_argument("--seeds", type=int, default=1, metavar="M", help="seeds per request (default 1)")
+    planner.add_argument("--requests", type=_count(1), required=True, metavar="N", help="requests behind the figure")
+    planner.add_argument("--seeds", type=_count(1), default=1, metavar="M", help="seeds per request (default 1)")
     planner.add_argument("--icc", type=float, default=1.0, metavar="R",
                          help="correlation of a request's seeds: 1 = seeds always agree (a deterministic "
                               "router; the default), 0 = independent")
@@ -265,6 +319,15 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         print(f"tooleval: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except WarehouseBusy as busy:
+        print(f"tooleval: {busy}; try again once the other process has closed it", file=sys.stderr)
+        return EXIT_NOT_REGISTERED
+    except KeyboardInterrupt:
+        print("tooleval: interrupted; landed rows are kept and completed selections are cached: rerun to resume",
+              file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - the last line of defence: a message, not a traceback
+        return report_crash(error)
 
 
 if __name__ == "__main__":

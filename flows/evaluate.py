@@ -13,6 +13,7 @@ from schemas.criteria import Verdict
 from flows.run_tasks import register_run_task, select_and_land_task
 from tasks.experiment.criteria import experiment_criteria, register_criteria
 from tasks.report.publish import judge_and_publish
+from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
 from tasks.report.report_types import Report
 from tasks.run.plan_units import plan_units
 from tasks.run.prepare_run import prepare_once
@@ -20,7 +21,9 @@ from tasks.run.registration_records import new_run_id, registration_records
 from tasks.run.select_batch import RunContext, UnitResult
 from tasks.selectors.call_budget import RunLedger, ledger_path
 from tasks.taskset.provisional_labels import refuse_provisional
+from warehouse.connect import WarehouseBusy
 from warehouse.location import warehouse_at
+from warehouse.register_run import save_registration
 
 MAX_WORKERS = 4
 
@@ -49,6 +52,13 @@ class RunSummary:
     report: Report | None = None
     """The published report (the same tables as the markdown and HTML files), so a caller need not read
     the figures from the warehouse a second time."""
+    registered: bool = True
+    """False when the DuckDB file stayed held by another process: the rows are landed and the run's records
+    saved; ``tooleval register RUN_ID`` (or the next run) registers, judges and reports it."""
+    late_registrations: list[str] | None = None
+    """Earlier runs that had landed without registering and that this run registered."""
+    leftovers: list[str] | None = None
+    """What this run cleaned or finished of crashed runs (tasks/run/leftovers.py), one line each."""
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
@@ -81,16 +91,27 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     criteria = experiment_criteria(prepared)
     registered = register_criteria(criteria[0], warehouse.registrations_dir, run_id) if criteria else None
 
+    mark_owner(warehouse, run_id)  # so a concurrent run never takes this run's rows for a crash's leftovers
     results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
 
     registration = registration_records(prepared, units, run_id, started_at,
                                         criteria_hash=registered.sha256 if registered else None,
                                         criteria_registered_at=registered.registered_at if registered else None)
+    save_registration(warehouse.registrations_dir, registration)  # registrable later if the file stays held
+    logger = get_run_logger()
     n_rows = register_run_task(warehouse.db_path, warehouse.rows_dir, registration)
-    get_run_logger().info("run %s: %d rows registered in %s", run_id, n_rows, warehouse.db_path)
-
-    published = judge_and_publish(warehouse, run_id)  # refuses to judge if the criteria file changed
-    reports = published.paths
+    if isinstance(n_rows, WarehouseBusy):
+        logger.warning("run %s: not registered yet: %s", run_id, n_rows)
+        published, n_rows, late, leftovers = None, sum(r.n_rows for r in results), [], Leftovers()
+    else:
+        logger.info("run %s: %d rows registered in %s", run_id, n_rows, warehouse.db_path)
+        published = judge_and_publish(warehouse, run_id)  # refuses to judge if the criteria file changed
+        late, leftovers = tidy_after_run(warehouse, run_id)  # earlier runs' waiting registrations, crash leftovers
+        for line in leftovers.lines():
+            logger.warning("run %s: %s", run_id, line)
+        for done in late:
+            logger.warning("run %s: registered earlier run %s (%d rows), which had landed without registering",
+                           run_id, done.run_id, done.n_rows)
     with RunLedger(ctx.ledger_path, run_id) as ledger:
         spent = ledger.summary()
     for model, reason in spent.halts.items():
@@ -101,8 +122,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     return RunSummary(run_id=run_id, n_rows=n_rows, n_units=len(units),
                       n_cache_hits=sum(r.n_cache_hits for r in results),
                       n_failures=sum(r.n_failures for r in results), warehouse=str(warehouse.root),
-                      reports={kind: str(path) for kind, path in reports.items()},
+                      reports={kind: str(path) for kind, path in published.paths.items()} if published else {},
                       n_calls=spent.calls, spend_usd=spent.spend_usd,
                       n_budget_stopped=sum(r.n_budget_stopped for r in results),
                       max_calls=ctx.max_calls, max_spend_usd=ctx.max_spend_usd, halts=spent.halts,
-                      verdict=published.verdict, report=published.report)
+                      verdict=published.verdict if published else None,
+                      report=published.report if published else None,
+                      registered=published is not None, late_registrations=[done.run_id for done in late],
+                      leftovers=leftovers.lines())

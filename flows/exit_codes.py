@@ -11,7 +11,12 @@ EXIT_BAD_INPUT = 2
 EXIT_MODEL_MISMATCH = 3
 """A hosted model served a different model id than the pinned one: its rows are errors, the run failed."""
 EXIT_NOT_JUDGED = 4
-"""The acceptance criteria changed after registration (or a gate lacked its data): the run was not judged."""
+"""Not judged: the acceptance criteria changed after registration, the run has no rows, or no gate applied."""
+EXIT_NOT_REGISTERED = 5
+"""The rows landed but another process held the DuckDB file past the bounded wait: run
+``tooleval register RUN_ID`` (or any later run) to register, judge and report it without selecting again."""
+EXIT_CRASHED = 6
+"""An unexpected failure (a bug, a dead Prefect API, a full disk): the message says what; landed rows are kept."""
 
 
 def verdict_exit_code(verdict: object) -> int:

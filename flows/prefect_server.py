@@ -37,14 +37,14 @@ class PrefectServerError(RuntimeError):
 
 
 def configured_api_url() -> str | None:
-    """The API a user configured (environment or Prefect profile), without importing Prefect when the
-    environment already answers."""
+    """The API a user configured (environment, Prefect profile, or an active Prefect settings context such
+    as a test harness), without importing Prefect when nothing can have configured one."""
     if url := os.environ.get("PREFECT_API_URL"):
         return url
     profile = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")) / "profiles.toml"
-    if not profile.is_file():
+    if "prefect.settings" not in sys.modules and not profile.is_file():
         return None
-    from prefect.settings import PREFECT_API_URL  # only when a profile may set it
+    from prefect.settings import PREFECT_API_URL  # settings contexts and profiles live in Prefect
 
     return PREFECT_API_URL.value() or None
 

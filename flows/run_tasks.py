@@ -8,6 +8,7 @@ not retried: it would fail the same way. Network retries of model calls live in 
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +18,25 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.run.select_batch import RunContext, UnitResult, select_and_land
 from tasks.run.plan_units import WorkUnit
+from warehouse.connect import WarehouseBusy
 from warehouse.register_run import RunRegistration, register_run
 
 IO_ERRORS = (OSError, duckdb.IOException)
-"""Failures a retry can mend: file-system and DuckDB file I/O (a lock held elsewhere included)."""
+"""Failures a retry can mend: file-system and DuckDB file I/O (a lock held elsewhere included), and a
+SQLite file (the selection cache, the budget ledger) locked by another process for longer than its timeout."""
+
+
+def is_io_failure(error: BaseException) -> bool:
+    return isinstance(error, IO_ERRORS) or (isinstance(error, sqlite3.OperationalError)
+                                            and "locked" in str(error).lower())
 
 
 def retry_on_io(task: Any, task_run: Any, state: Any) -> bool:
     """Prefect's retry condition: retry only when the task failed on I/O."""
     try:
         state.result()
-    except IO_ERRORS:
-        return True
-    except BaseException:  # noqa: BLE001 - anything else is deterministic here: do not retry
-        return False
+    except BaseException as error:  # noqa: BLE001 - anything but I/O is deterministic here: not retried
+        return is_io_failure(error)
     return False
 
 
@@ -43,6 +49,11 @@ def select_and_land_task(unit: WorkUnit, ctx: RunContext) -> UnitResult:
 
 @task(name="register-run", retries=3, retry_delay_seconds=[1, 5, 15], retry_condition_fn=retry_on_io,
       cache_policy=NO_CACHE, log_prints=False)
-def register_run_task(db_path: Path, rows_dir: Path, registration: RunRegistration) -> int:
-    """Load the landed Parquet and the run's records into the DuckDB file in one transaction."""
-    return register_run(db_path, rows_dir, registration)
+def register_run_task(db_path: Path, rows_dir: Path, registration: RunRegistration) -> int | WarehouseBusy:
+    """Load the landed Parquet and the run's records into the DuckDB file in one transaction; the number
+    of rows, or WarehouseBusy (returned, not raised: a held file is an outcome of the run, not a crash)
+    when another process held the file past the bounded wait."""
+    try:
+        return register_run(db_path, rows_dir, registration)
+    except WarehouseBusy as busy:
+        return busy

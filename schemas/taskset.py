@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +17,14 @@ class Message(BaseModel):
 
     role: Literal["user", "assistant", "system"] = Field(description="Who spoke.")
     content: str = Field(description="What was said.")
+
+
+def last_user_text(messages: Sequence[Message]) -> str:
+    """What the user said last ('' when the user never spoke): the request a selector answers."""
+    for message in reversed(messages):
+        if message.role == "user":
+            return message.content
+    return ""
 
 
 class LabelledRequest(BaseModel):
@@ -48,10 +56,7 @@ class LabelledRequest(BaseModel):
     @property
     def text(self) -> str:
         """The last user turn: the request itself."""
-        for message in reversed(self.messages):
-            if message.role == "user":
-                return message.content
-        return ""
+        return last_user_text(self.messages)
 
 
 class Adjudication(BaseModel):

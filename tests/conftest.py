@@ -1,4 +1,6 @@
-"""Shared fixtures: the repository paths, one Prefect test harness per session, small task sets."""
+"""Shared fixtures: one Prefect test harness per session, a private copy of the support task set, an
+in-memory warehouse; and the rule that puts a test in the slow tier (``make test`` runs every test,
+``make test-fast`` leaves the slow ones out). Inputs are built with tests/factories/."""
 
 from __future__ import annotations
 
@@ -10,21 +12,32 @@ from pathlib import Path
 import pytest
 
 from flows.prefect_settings import apply_prefect_defaults
-
-ROOT = Path(__file__).resolve().parents[1]
-SUPPORT = ROOT / "tasksets" / "support"
-BENCH = ROOT.parent / "shared" / "bench"
+from tests.factories import SUPPORT
+from tests.factories.rows import memory_warehouse
 
 apply_prefect_defaults()
 os.environ.pop("TOOLEVAL_WAREHOUSE", None)
 # remembered label-check passes go to a folder of this session, not the user's cache
 os.environ["TOOLEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tooleval-test-cache-")
 
+SLOW_FIXTURES = {
+    "prefect_harness": "runs flows through Prefect's engine and its temporary API server",
+    "embedding_selector": "loads the MiniLM model (torch)",
+}
+"""A test that asks for one of these (directly or through another fixture) is marked slow. Tests that start
+real servers, workers or clusters, or run the CLI end to end, say ``pytest.mark.slow`` themselves."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def prefect_harness():
     """A temporary Prefect API for the whole session (each harness start costs ~30 s)."""
-    from prefect.testing.utilities import prefect_test_harness
+    from prefect.testing.utilities import prefect_test_harness  # only the slow tier pays for it
 
     with prefect_test_harness(server_startup_timeout=180):
         yield
@@ -41,3 +54,11 @@ def support_copy(tmp_path: Path) -> Path:
 @pytest.fixture
 def warehouse_dir(tmp_path: Path) -> Path:
     return tmp_path / "warehouse"
+
+
+@pytest.fixture
+def con():
+    """An in-memory warehouse: the project's tables and views, no rows (fill it with tests/factories/rows.py)."""
+    connection = memory_warehouse()
+    yield connection
+    connection.close()

@@ -47,6 +47,8 @@ class Reply:
     """Reply with this HTTP error status instead."""
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    hold: bool = False
+    """Answer only when the server stops (a client time-out is then certain, whatever the machine's load)."""
     served_model: str | None = None
     finish: str | None = None
     """Override the finish / stop reason ('length', 'max_tokens', 'content_filter', 'refusal', ...)."""
@@ -123,6 +125,10 @@ class Seen:
 Script = Callable[[Seen], Reply]
 
 
+HOLD_LIMIT_S = 120.0
+"""The longest a held reply waits for the server to stop."""
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024
@@ -193,6 +199,8 @@ class ProviderServer:
         self._attempts: dict[str, int] = {}
         self._httpd = _Server(("127.0.0.1", port), self._handler_class())
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        """Set when the server stops: releases the replies that ``hold``."""
 
     # -- addresses ----------------------------------------------------------------------------------------
     @property
@@ -213,6 +221,7 @@ class ProviderServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -431,6 +440,8 @@ class ProviderServer:
                     self._error(api, 400, refusal, "invalid_request_error", {})
                     return
                 reply = server.script(seen)
+                if reply.hold:
+                    server._stopping.wait(HOLD_LIMIT_S)
                 delay = server.latency_s + reply.delay_s
                 if delay:
                     time.sleep(delay)

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from flows.cli import build_parser
-from tests.conftest import ROOT
+from tests.factories import ROOT
 from warehouse.schema_doc import BEGIN, END, schema_markdown
 
 README = (ROOT / "README.md").read_text()

@@ -6,12 +6,12 @@ file whole, so a landed row is never lost or duplicated. Any number of processes
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from tasks.files.atomic_write import write_atomic
 
 
 def partition_dir(rows_dir: Path, run_id: str, arm: str, seed: int) -> Path:
@@ -22,15 +22,7 @@ def write_partition(rows_dir: Path, run_id: str, arm: str, seed: int, batch_inde
     directory = partition_dir(rows_dir, run_id, arm, seed)
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"part-{batch_index:05d}.parquet"
-    temporary = directory / f".tmp-{uuid.uuid4().hex}-{final.name}"
-    try:
-        pq.write_table(table, temporary, compression="zstd")
-        with open(temporary, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temporary, final)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return final
+    return write_atomic(final, lambda temporary: pq.write_table(table, temporary, compression="zstd"))
 
 
 def run_files(rows_dir: Path, run_id: str) -> list[Path]:

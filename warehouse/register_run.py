@@ -5,12 +5,14 @@ Idempotent: registering the same run again replaces its rows, so nothing is dupl
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from schemas.arrow import to_arrow_table
+from tasks.files.atomic_write import write_atomic
 from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SeedOrder, WeightRecord
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
@@ -29,6 +31,38 @@ class RunRegistration:
     weights: list[WeightRecord] = field(default_factory=list)
 
 
+RUN_RECORDS_FILE = "run-records.json"
+
+
+def save_registration(registrations_dir: Path, registration: RunRegistration) -> Path:
+    """Keep a run's records beside its landed rows, before it registers: if the DuckDB file is held (or the
+    process dies) ``tooleval register RUN_ID`` or the next run registers it from here, selecting nothing."""
+    directory = Path(registrations_dir) / registration.run.run_id
+    directory.mkdir(parents=True, exist_ok=True)
+    record = {"run": registration.run.model_dump(mode="json"),
+              **{name: [r.model_dump(mode="json") for r in getattr(registration, name)]
+                 for name in ("arms", "comparisons", "seed_orders", "offered_tools", "weights")}}
+    return write_atomic(directory / RUN_RECORDS_FILE, json.dumps(record))
+
+
+def load_registration(registrations_dir: Path, run_id: str) -> RunRegistration | None:
+    path = Path(registrations_dir) / run_id / RUN_RECORDS_FILE
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    return RunRegistration(run=RunRecord.model_validate(record["run"]),
+                           arms=[ArmRecord.model_validate(r) for r in record["arms"]],
+                           comparisons=[ComparisonRecord.model_validate(r) for r in record["comparisons"]],
+                           seed_orders=[SeedOrder.model_validate(r) for r in record["seed_orders"]],
+                           offered_tools=[OfferedTool.model_validate(r) for r in record["offered_tools"]],
+                           weights=[WeightRecord.model_validate(r) for r in record["weights"]])
+
+
+def saved_run_ids(registrations_dir: Path) -> list[str]:
+    """Runs whose records were saved (registered or not), oldest first."""
+    return sorted(p.parent.name for p in Path(registrations_dir).glob(f"*/{RUN_RECORDS_FILE}"))
+
+
 def _insert(con, table: str, records: list[BaseModel]) -> None:
     if not records:
         return
@@ -41,11 +75,12 @@ def _insert(con, table: str, records: list[BaseModel]) -> None:
         con.unregister("_incoming")
 
 
-def register_run(db_path: Path, rows_dir: Path, registration: RunRegistration) -> int:
-    """Load the run's rows and records; returns the number of rows registered."""
+def register_run(db_path: Path, rows_dir: Path, registration: RunRegistration, wait_s: float | None = None) -> int:
+    """Load the run's rows and records; returns the number of rows registered. Waits (bounded) while
+    another process holds the file, then raises WarehouseBusy (warehouse/connect.py)."""
     run_id = registration.run.run_id
     files = [str(p) for p in run_files(rows_dir, run_id)]
-    con = connect(db_path)
+    con = connect(db_path, wait_s=wait_s)
     try:
         con.execute("BEGIN TRANSACTION")
         for table in ("landed_rows", "runs", "arms", "comparisons", "seed_orders"):

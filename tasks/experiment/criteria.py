@@ -8,9 +8,7 @@ hash and time. A run whose criteria file changed between registration and judgem
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,14 +18,13 @@ import yaml
 from pydantic import ValidationError
 
 from schemas.criteria import CriteriaFile
+from tasks.files.atomic_write import write_atomic
+from tasks.files.content_hash import sha256_hex
+from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError, Problem
 
 REGISTRATION_FILE = "registration.json"
 CRITERIA_COPY = "criteria.yaml"
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _locate(raw: bytes, loc: tuple[Any, ...]) -> tuple[str, str]:
@@ -57,12 +54,7 @@ def _locate(raw: bytes, loc: tuple[Any, ...]) -> tuple[str, str]:
 def parse_criteria(path: Path, raw: bytes) -> CriteriaFile:
     """Validate criteria bytes against CriteriaFile, naming the file, the line and the rule."""
     file = str(path)
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        raise InputError.one(file, where, "yaml", str(getattr(error, "problem", error))) from None
+    data = load_yaml(raw, file)
     if not isinstance(data, dict):
         raise InputError.one(file, "", "schema", "a criteria file is a YAML mapping with `name` and `gates`")
     try:
@@ -144,12 +136,6 @@ class CriteriaRegistration:
                 "registered_at": self.registered_at.isoformat(), "copy": self.copy.name}
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def register_criteria(path: Path, registrations_dir: Path, run_id: str,
                       now: datetime | None = None) -> CriteriaRegistration:
     """Hash the criteria file, keep its bytes and the UTC time under registrations/<run_id>/.
@@ -160,7 +146,7 @@ def register_criteria(path: Path, registrations_dir: Path, run_id: str,
     path = Path(path)
     raw = path.read_bytes()
     parse_criteria(path, raw)
-    digest = sha256_bytes(raw)
+    digest = sha256_hex(raw)
     directory = Path(registrations_dir) / run_id
     existing = read_registration(registrations_dir, run_id)
     if existing is not None:
@@ -172,8 +158,8 @@ def register_criteria(path: Path, registrations_dir: Path, run_id: str,
     registration = CriteriaRegistration(run_id=run_id, source=str(path), sha256=digest,
                                         registered_at=now or datetime.now(timezone.utc),
                                         copy=directory / CRITERIA_COPY)
-    _write_atomic(registration.copy, raw)
-    _write_atomic(directory / REGISTRATION_FILE, json.dumps(registration.to_json(), indent=2).encode())
+    write_atomic(registration.copy, raw)
+    write_atomic(directory / REGISTRATION_FILE, json.dumps(registration.to_json(), indent=2).encode())
     return registration
 
 
@@ -193,7 +179,7 @@ def changed_since_registration(registration: CriteriaRegistration) -> str | None
     source = Path(registration.source)
     if not source.is_file():
         return f"the criteria file {source} is gone since it was registered at {registration.registered_at:%Y-%m-%d %H:%M:%SZ}"
-    digest = sha256_bytes(source.read_bytes())
+    digest = sha256_hex(source.read_bytes())
     if digest != registration.sha256:
         return (f"the criteria file {source} changed after it was registered at "
                 f"{registration.registered_at:%Y-%m-%d %H:%M:%SZ} (sha256 {registration.sha256[:12]} -> {digest[:12]}); "
@@ -204,6 +190,6 @@ def changed_since_registration(registration: CriteriaRegistration) -> str | None
 def registered_criteria(registration: CriteriaRegistration) -> CriteriaFile:
     """The registered criteria, read from the kept copy, which must still hash to the registered sha256."""
     raw = registration.copy.read_bytes()
-    if sha256_bytes(raw) != registration.sha256:
+    if sha256_hex(raw) != registration.sha256:
         raise ValueError(f"the registered copy {registration.copy} does not match sha256 {registration.sha256[:12]}")
     return parse_criteria(registration.copy, raw)

@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from schemas.catalogue import Catalogue
 from schemas.experiment import PER_REQUEST_CATALOGUE, RESPECTS, ArmSpec, Comparison, ExperimentFile
+from tasks.files.content_hash import sha256_hex
+from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError, Problem
-from tasks.taskset.load_taskset import load_catalogue, load_prompt
 from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
+from tasks.taskset.load_taskset import load_catalogue, load_prompt
 
+SEED_LIMIT = 2 ** 63
 MIN_SEEDS = 3
 ARM_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-def sha256_text(text: str | bytes) -> str:
-    data = text.encode() if isinstance(text, str) else text
-    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -45,12 +41,12 @@ class ResolvedArm:
     @property
     def catalogue_hash(self) -> str:
         if self.catalogue is None:
-            return sha256_text(PER_REQUEST_CATALOGUE)
-        return sha256_text(self.catalogue.model_dump_json())
+            return sha256_hex(PER_REQUEST_CATALOGUE)
+        return sha256_hex(self.catalogue.model_dump_json())
 
     @property
     def prompt_hash(self) -> str:
-        return sha256_text(self.prompt_text)
+        return sha256_hex(self.prompt_text)
 
     def respect(self, respect: str) -> Any:
         return {
@@ -106,12 +102,7 @@ def load_experiment_file(path: Path) -> ExperimentFile:
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "experiment file not found")
     raw = path.read_bytes()
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else ""
-        raise InputError.one(str(path), where, "yaml", str(getattr(error, "problem", error))) from None
+    data = load_yaml(raw, str(path))
     if not isinstance(data, dict):
         raise InputError.one(str(path), "", "schema", "an experiment file is a YAML mapping")
     try:
@@ -163,6 +154,12 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
                                 "floor, unless `declared: {few_seeds: <why>}` says otherwise"))
     if len(set(spec.seeds)) != len(spec.seeds):
         problems.append(Problem(file, "seeds", "seeds-unique", f"seeds repeat: {spec.seeds}"))
+    if not spec.seeds:
+        problems.append(Problem(file, "seeds", "seeds-given", "no seeds: a run needs at least one (three to see "
+                                "the noise floor)"))
+    if out_of_range := [s for s in spec.seeds if not 0 <= s < SEED_LIMIT]:
+        problems.append(Problem(file, "seeds", "seed-range", f"seeds must be whole numbers from 0 to 2**63 - 1 "
+                                f"(they are stored as BIGINT): {out_of_range}"))
 
     names = [arm.name for arm in spec.arms]
     for name in {n for n in names if names.count(n) > 1}:
@@ -231,6 +228,6 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
         raise InputError(problems)
 
     return ResolvedExperiment(
-        path=path, experiment_hash=sha256_text(path.read_bytes()), spec=spec, taskset_dir=taskset_dir,
+        path=path, experiment_hash=sha256_hex(path.read_bytes()), spec=spec, taskset_dir=taskset_dir,
         arms=tuple(arms), comparisons=tuple(comparisons),
     )

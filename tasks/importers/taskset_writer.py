@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,8 +11,10 @@ import yaml
 from schemas.catalogue import CatalogueFile
 from schemas.experiment import ExperimentFile
 from schemas.taskset import LabelledRequest, VersionManifest
+from tasks.files.content_hash import file_sha256
 from tasks.files.input_errors import InputError
-from tasks.taskset.load_taskset import freeze_version, write_jsonl
+from tasks.files.json_lines import write_jsonl
+from tasks.taskset.load_taskset import freeze_version
 
 VERSION = "v1"
 """Every import writes the first version of a new task set."""
@@ -68,11 +69,7 @@ class ImportSummary:
 
 def file_digest(path: Path) -> str:
     """First 12 hex digits of the file's sha256, to name a source file unambiguously in notes."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()[:12]
+    return file_sha256(path)[:12]
 
 
 def refuse_frozen(out: Path) -> None:

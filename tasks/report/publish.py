@@ -7,7 +7,6 @@ The verdict a run gets when it finishes is kept in ``registrations/<run_id>/verd
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +15,13 @@ import duckdb
 
 from schemas.criteria import Verdict
 from tasks.experiment.criteria import changed_since_registration, read_registration, registered_criteria
-from tasks.report.gates import judge, no_criteria, not_judged
+from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.report.render import write_report_files
 from tasks.report.figures import RunFigures, load_figures
+from tasks.report.gates import judge, no_criteria, not_judged
+from tasks.report.render import write_report_files
 from tasks.report.tables import Report, build_report_from, latest_run_id
+from warehouse.connect import WarehouseUnreadable, connect
 from warehouse.location import Warehouse
 from warehouse.views import view_files
 
@@ -30,7 +31,7 @@ VERDICT_FILE = "verdict.json"
 def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection with the current view definitions as temporary views, so a warehouse
     written by an older tooleval still answers every view of this one (nothing is written to the file)."""
-    con = duckdb.connect(str(db_path), read_only=True)
+    con = connect(db_path, read_only=True)  # waits (bounded) while a run's registration holds the file
     files = view_files()
     texts = {name: path.read_text() for name, path in files.items()}
     done: set[str] = set()
@@ -55,7 +56,12 @@ def read_figures(warehouse: Warehouse, run_id: str | None = None) -> RunFigures:
     if not warehouse.db_path.is_file():
         raise InputError.one(str(warehouse.db_path), "", "warehouse-exists",
                              "no warehouse here: run `tooleval run EXPERIMENT_FILE` first, or give --warehouse DIR")
-    con = open_read_only(warehouse.db_path)
+    try:
+        con = open_read_only(warehouse.db_path)
+    except WarehouseUnreadable as error:
+        raise InputError.one(str(warehouse.db_path), "", "warehouse-readable",
+                             f"not a DuckDB file this tooleval can read ({error}); move it away and rerun the "
+                             "experiment, or give --warehouse DIR") from None
     try:
         if run_id is None:
             run_id = latest_run_id(con)
@@ -96,19 +102,22 @@ def judge_registered(figures: RunFigures, warehouse: Warehouse, check_source: bo
         criteria = registered_criteria(registration)
     except (ValueError, InputError, OSError) as error:
         return not_judged(run_id, f"the registered criteria cannot be read: {error}", registration)
-    return judge(figures, criteria, registration)
+    if not figures.run.get("n_rows"):
+        return not_judged(run_id, "the run registered no rows: there is nothing to judge (an empty task-set "
+                                  "version, or no seeds)", registration)
+    verdict = judge(figures, criteria, registration)
+    if verdict.status == "PASS" and not any(g.status == "PASS" for g in verdict.gates):
+        return verdict.model_copy(update={
+            "status": "NOT JUDGED",
+            "reason": f"none of the {len(verdict.gates)} gates applied to this run (every one skipped): a run "
+                      "that no gate could judge does not pass"})
+    return verdict
 
 
 def save_verdict(warehouse: Warehouse, verdict: Verdict) -> Path | None:
     if verdict.status == "NO CRITERIA":
         return None
-    directory = warehouse.registrations_dir / verdict.run_id
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / VERDICT_FILE
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    tmp.write_text(verdict.model_dump_json(indent=2))
-    os.replace(tmp, path)
-    return path
+    return write_atomic(warehouse.registrations_dir / verdict.run_id / VERDICT_FILE, verdict.model_dump_json(indent=2))
 
 
 def load_verdict(warehouse: Warehouse, run_id: str) -> Verdict | None:

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from schemas.criteria import Verdict
+from tasks.files.atomic_write import write_atomic
 from tasks.report.charts import confusion_heatmap, ladder_chart, reliability_chart, tool_whisker_chart
 from tasks.report.format import change_span, p_value, pct, points
 from tasks.report.tables import Report, ReportTable, reading
@@ -109,15 +110,29 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
         console.print(rich_table(table))
 
 
-def _markdown_table(table: ReportTable) -> list[str]:
-    lines = [f"**{table.title}**", "", "| " + " | ".join(table.columns) + " |",
-             "|" + "".join("---:|" if i and _numeric([r[i] for r in table.rows if i < len(r)]) else "---|"
-                           for i in range(len(table.columns)))]
-    for row in table.rows:
-        lines.append("| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |")
+def markdown_table(table: ReportTable, heading: str = "**{}**") -> list[str]:
+    """The one markdown writer of a table: the title set in ``heading``, the header (figure columns
+    right-aligned), the rows, the note. A table without columns is a list of its rows' first cells."""
+    lines = [heading.format(table.title), ""]
+    if table.columns:
+        lines += ["| " + " | ".join(table.columns) + " |",
+                  "|" + "".join("---:|" if i and _numeric([r[i] for r in table.rows if i < len(r)]) else "---|"
+                                for i in range(len(table.columns)))]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |"
+                  for row in table.rows]
+    else:
+        lines += [f"- {row[0]}" for row in table.rows]
     if table.note:
         lines += ["", f"<sub>{table.note}</sub>"]
     return lines + [""]
+
+
+def markdown_document(title: str, headline: list[str], tables: list[ReportTable]) -> str:
+    """A standalone markdown file: a title, the headline lines, then each table under its own heading."""
+    lines = [f"# {title}", "", *[f"{line}  " for line in headline], ""]
+    for table in tables:
+        lines += markdown_table(table, heading="## {}")
+    return "\n".join(lines)
 
 
 def render_markdown(report: Report, html_path: str | None = None) -> str:
@@ -135,7 +150,7 @@ def render_markdown(report: Report, html_path: str | None = None) -> str:
     lines += ["", *[f"{line}  " for line in report.headline], ""]
     for table in report.tables:
         if table.summary:
-            lines += _markdown_table(table)
+            lines += markdown_table(table)
     drops = [c for c in (report.figures.tool_changes if report.figures else []) if reading(c) == "▼ drop"]
     if drops:
         weights = report.figures.weights if report.figures else {}
@@ -249,8 +264,8 @@ def render_html(report: Report) -> str:
 
 
 def write_report_files(report: Report, directory: Path) -> dict[str, Path]:
-    directory.mkdir(parents=True, exist_ok=True)
+    """``report.html`` and ``report.md`` in ``directory``, each replaced whole (a reader never sees a part)."""
     paths = {"markdown": directory / "report.md", "html": directory / "report.html"}
-    paths["html"].write_text(render_html(report))
-    paths["markdown"].write_text(render_markdown(report, str(paths["html"])))
+    write_atomic(paths["html"], render_html(report))
+    write_atomic(paths["markdown"], render_markdown(report, str(paths["html"])))
     return paths

@@ -11,6 +11,7 @@ import hashlib
 from typing import Sequence
 
 from schemas.catalogue import ToolSpec
+from tasks.files.content_hash import sha256_hex
 
 
 def seed_key(seed: int, tool_name: str) -> bytes:
@@ -24,4 +25,4 @@ def permute_tools(tools: Sequence[ToolSpec], seed: int) -> tuple[ToolSpec, ...]:
 
 def tool_set_id(names: Sequence[str]) -> str:
     """A short stable id of a set of tool names (order-independent)."""
-    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()[:16]
+    return sha256_hex("\n".join(sorted(names)))[:16]

@@ -7,7 +7,7 @@ from typing import Protocol, Sequence
 
 from schemas.catalogue import ToolSpec
 from schemas.rows import Selection
-from schemas.taskset import Message
+from schemas.taskset import Message, last_user_text
 
 
 @dataclass(frozen=True)
@@ -22,10 +22,7 @@ class SelectionInput:
     @property
     def text(self) -> str:
         """The last user turn."""
-        for message in reversed(self.messages):
-            if message.role == "user":
-                return message.content
-        return ""
+        return last_user_text(self.messages)
 
 
 class Selector(Protocol):

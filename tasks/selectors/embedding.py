@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from schemas.catalogue import ToolSpec
-from schemas.rows import Selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.router_scores import selections_from_scores, tool_name_words
+from tasks.selectors.identity_memo import IdentityMemo
+from tasks.selectors.router_scores import ScoreRouter, tool_name_words
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -79,7 +78,7 @@ def load_model(model_id: str = DEFAULT_MODEL_ID) -> Any:
     return model
 
 
-class EmbeddingSelector:
+class EmbeddingSelector(ScoreRouter):
     """Cosine similarity under all-MiniLM-L6-v2; a probability per offered tool and "none".
 
     Options (all optional):
@@ -117,9 +116,10 @@ class EmbeddingSelector:
         if self.threads < 1 or self.batch_size < 1 or self.context_turns < 0:
             raise ValueError("threads and batch_size must be >= 1, context_turns >= 0")
         self._path = str(model_path(model_id))
-        self._tool_texts: dict[int, tuple[ToolSpec, str]] = {}
+        self._tool_text = IdentityMemo(self.document, _TOOL_KEY_CACHE_LIMIT)
         self._matrices: dict[tuple[str, ...], np.ndarray] = {}
-        self._by_tuple: dict[int, tuple[Sequence[ToolSpec], tuple[str, ...]]] = {}
+        self._tool_texts_of = IdentityMemo(self._texts_of, _TOOL_KEY_CACHE_LIMIT)
+        """The texts of an offered tool list, memoised per tuple object (one per arm and seed)."""
 
     # texts ----------------------------------------------------------------------------------------
 
@@ -132,26 +132,8 @@ class EmbeddingSelector:
                 text += f"\n{tool_name_words(name)}" + (f": {described}" if isinstance(described, str) else "")
         return text
 
-    def _tool_text(self, tool: ToolSpec) -> str:
-        entry = self._tool_texts.get(id(tool))
-        if entry is not None and entry[0] is tool:
-            return entry[1]
-        text = self.document(tool)
-        if len(self._tool_texts) >= _TOOL_KEY_CACHE_LIMIT:
-            self._tool_texts.clear()
-        self._tool_texts[id(tool)] = (tool, text)  # holding the tool keeps its id from being reused
-        return text
-
-    def _tool_texts_of(self, tools: Sequence[ToolSpec]) -> tuple[str, ...]:
-        """The texts of an offered tool list, memoised per tuple object (one per arm and seed)."""
-        entry = self._by_tuple.get(id(tools))
-        if entry is not None and entry[0] is tools:
-            return entry[1]
-        texts = tuple(self._tool_text(tool) for tool in tools)
-        if len(self._by_tuple) >= _TOOL_KEY_CACHE_LIMIT:
-            self._by_tuple.clear()
-        self._by_tuple[id(tools)] = (tools, texts)  # holding the tuple keeps its id from being reused
-        return texts
+    def _texts_of(self, tools: Sequence[ToolSpec]) -> tuple[str, ...]:
+        return tuple(self._tool_text(tool) for tool in tools)
 
     def request_text(self, item: SelectionInput) -> str:
         """The last user turn, after ``context_turns`` earlier user turns if asked."""
@@ -227,20 +209,3 @@ class EmbeddingSelector:
             for row, i in enumerate(members):
                 out[i] = matrix[row].astype(np.float64)
         return out
-
-    def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
-        """One Selection per input, in order; latency is the batch's wall time split evenly."""
-        if not batch:
-            return []
-        started = time.perf_counter()
-        selections = selections_from_scores(
-            batch,
-            self.scores(batch),
-            threshold=self.abstain_threshold,
-            temperature=self.temperature,
-            model_id=self.model_id,
-        )
-        latency_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
-        for selection in selections:
-            selection.latency_ms = latency_ms
-        return selections

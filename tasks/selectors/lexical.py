@@ -15,16 +15,15 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from schemas.catalogue import ToolSpec
-from schemas.rows import Selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.router_scores import CAMEL_BOUNDARY, selections_from_scores, tool_name_words
+from tasks.selectors.identity_memo import IdentityMemo
+from tasks.selectors.router_scores import CAMEL_BOUNDARY, ScoreRouter, tool_name_words
 
 # --------------------------------------------------------------------------------------------------
 # Tokenizer
@@ -156,7 +155,7 @@ class _Placed:
     columns: np.ndarray
 
 
-class LexicalSelector:
+class LexicalSelector(ScoreRouter):
     """BM25 over tool names and descriptions; a probability per offered tool and "none".
 
     Options (all optional):
@@ -202,10 +201,12 @@ class LexicalSelector:
         if not self.abstain_threshold > 0:
             raise ValueError("abstain_threshold must be > 0 (a score of 0 means no request word matched)")
         self._tokenize = _Tokenizer(_stopword_set(stopwords), stem)
-        self._tool_keys: dict[int, tuple[ToolSpec, tuple[str, str]]] = {}
+        self._tool_key = IdentityMemo(self._key_of, _INDEX_CACHE_LIMIT)
+        """(name, document) of a tool, memoised per ToolSpec object (permutations reuse the objects)."""
         self._indexes: dict[tuple, _Index] = {}
         self._placements: dict[tuple, _Placed] = {}
-        self._by_tuple: dict[int, tuple[Sequence[ToolSpec], _Placed]] = {}
+        self._placed = IdentityMemo(self._placed_by_content, _INDEX_CACHE_LIMIT)
+        """The index and column order of an offered tool list, memoised per tuple object (one per arm and seed)."""
 
     # documents ------------------------------------------------------------------------------------
 
@@ -219,19 +220,10 @@ class LexicalSelector:
                     parts.append(schema["description"])
         return "\n".join(parts)
 
-    def _tool_key(self, tool: ToolSpec) -> tuple[str, str]:
-        """(name, document) of a tool, memoised per ToolSpec object (permutations reuse the objects)."""
-        entry = self._tool_keys.get(id(tool))
-        if entry is not None and entry[0] is tool:
-            return entry[1]
+    def _key_of(self, tool: ToolSpec) -> tuple[str, str]:
         if self.use_parameters:
-            key = (tool.name, self.document(tool) + json.dumps(tool.parameters, sort_keys=True, default=str))
-        else:
-            key = (tool.name, tool.description)
-        if len(self._tool_keys) >= _INDEX_CACHE_LIMIT:
-            self._tool_keys.clear()
-        self._tool_keys[id(tool)] = (tool, key)  # holding the tool keeps its id from being reused
-        return key
+            return (tool.name, self.document(tool) + json.dumps(tool.parameters, sort_keys=True, default=str))
+        return (tool.name, tool.description)
 
     def _build_index(self, tools: Sequence[ToolSpec]) -> _Index:
         import bm25s  # imported here: tooleval starts without it when no lexical arm runs
@@ -251,17 +243,6 @@ class LexicalSelector:
             nonoccurrence=None if nonoccurrence is None else np.asarray(nonoccurrence, dtype=np.float64),
             n_docs=int(scores["num_docs"]),
         )
-
-    def _placed(self, tools: Sequence[ToolSpec]) -> _Placed:
-        # fast path: the harness hands every request of one (arm, seed) the same tuple object
-        entry = self._by_tuple.get(id(tools))
-        if entry is not None and entry[0] is tools:
-            return entry[1]
-        placed = self._placed_by_content(tools)
-        if len(self._by_tuple) >= _INDEX_CACHE_LIMIT:
-            self._by_tuple.clear()
-        self._by_tuple[id(tools)] = (tools, placed)  # holding the tuple keeps its id from being reused
-        return placed
 
     def _placed_by_content(self, tools: Sequence[ToolSpec]) -> _Placed:
         ordered_key = tuple(self._tool_key(tool) for tool in tools)
@@ -308,20 +289,3 @@ class LexicalSelector:
             for row, i in enumerate(members):
                 out[i] = matrix[row]
         return out
-
-    def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
-        """One Selection per input, in order; latency is the batch's wall time split evenly."""
-        if not batch:
-            return []
-        started = time.perf_counter()
-        selections = selections_from_scores(
-            batch,
-            self.scores(batch),
-            threshold=self.abstain_threshold,
-            temperature=self.temperature,
-            model_id=self.model_id,
-        )
-        latency_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
-        for selection in selections:
-            selection.latency_ms = latency_ms
-        return selections

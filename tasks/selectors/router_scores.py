@@ -1,4 +1,5 @@
-"""What both offline routers share: tool names as words, and scores turned into probabilities and picks.
+"""What both offline routers share: tool names as words, scores turned into probabilities and picks, and
+``select`` itself (``ScoreRouter``: a router only says how it scores the offered tools).
 
 Scores become probabilities over every offered tool plus ``"none"`` by a softmax with a temperature,
 where ``"none"`` scores the abstain threshold (``abstain_softmax``).
@@ -7,6 +8,7 @@ where ``"none"`` scores the abstain threshold (``abstain_softmax``).
 from __future__ import annotations
 
 import re
+import time
 from typing import Sequence
 
 import numpy as np
@@ -94,3 +96,33 @@ def selections_from_scores(
                 served_model_id=model_id,
             )
     return out  # type: ignore[return-value]
+
+
+class ScoreRouter:
+    """Base of the offline routers: ``select`` turns the subclass's ``scores`` into Selections and times
+    the batch; the subclass sets ``model_id``, ``temperature`` and ``abstain_threshold``."""
+
+    model_id: str
+    temperature: float
+    abstain_threshold: float
+
+    def scores(self, batch: Sequence[SelectionInput]) -> list[np.ndarray | None]:
+        """A score per offered tool (offered order) for each input; ``None`` for an empty request."""
+        raise NotImplementedError
+
+    def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
+        """One Selection per input, in order; latency is the batch's wall time split evenly."""
+        if not batch:
+            return []
+        started = time.perf_counter()
+        selections = selections_from_scores(
+            batch,
+            self.scores(batch),
+            threshold=self.abstain_threshold,
+            temperature=self.temperature,
+            model_id=self.model_id,
+        )
+        latency_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
+        for selection in selections:
+            selection.latency_ms = latency_ms
+        return selections

@@ -10,7 +10,6 @@ Expectations version. A pass is kept under that key in the user's cache folder
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from importlib import metadata
@@ -19,6 +18,8 @@ from typing import Iterable
 
 from schemas.catalogue import Catalogue
 from schemas.taskset import ProductionWeights
+from tasks.files.atomic_write import write_atomic
+from tasks.files.content_hash import sha256_hex
 from tasks.taskset.load_taskset import TaskSetVersion, version_paths
 
 RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py")
@@ -47,7 +48,7 @@ def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights:
     except metadata.PackageNotFoundError:
         gx_version = None
     parts = {
-        "rules": [hashlib.sha256((here / name).read_bytes()).hexdigest() for name in RULES_SOURCES],
+        "rules": [sha256_hex((here / name).read_bytes()) for name in RULES_SOURCES],
         "gx": gx_version,
         "version": [str(version.requests_path.resolve()), version.actual_hash, version.manifest.model_dump(mode="json")],
         "parent": parent,
@@ -55,7 +56,7 @@ def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights:
         "weights": weights.model_dump(mode="json") if weights is not None else None,
         "weights_path": str(weights_path) if weights_path else None,
     }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    return sha256_hex(json.dumps(parts, sort_keys=True, default=str))
 
 
 def recall(key: str) -> dict | None:
@@ -71,8 +72,6 @@ def remember(key: str, passed: dict) -> None:
     directory = cache_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        temporary = directory / f".tmp-{key}-{os.getpid()}"
-        temporary.write_text(json.dumps(passed))
-        os.replace(temporary, directory / f"{key}.json")
+        write_atomic(directory / f"{key}.json", json.dumps(passed))
     except OSError:
         pass

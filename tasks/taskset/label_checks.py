@@ -89,6 +89,20 @@ def _problems(failed: Iterable[Any], file: str) -> list[Problem]:
     return problems
 
 
+def edit_explanation(requests_path: Path) -> str:
+    """Why a frozen version's files no longer hash to its manifest: an edit, or line endings a checkout
+    converted (git's core.autocrlf turns LF into CRLF on Windows)."""
+    try:
+        converted = b"\r\n" in requests_path.read_bytes()
+    except OSError:
+        converted = False
+    if converted:
+        return ("the file has Windows line endings (CRLF), so a checkout converted it (git core.autocrlf); "
+                "versions are frozen with LF: the repository's .gitattributes keeps task-set files LF, run "
+                "`git add --renormalize . && git checkout -- tasksets` or set core.autocrlf=false and check out again")
+    return "the version was edited after it was frozen"
+
+
 def request_frame(version: TaskSetVersion, catalogue_tools: set[str]) -> Any:
     """One row per request with the derived columns the expectations test."""
     import pandas as pd
@@ -188,7 +202,7 @@ def run_label_checks(
     manifest_expectations = [gxe.ExpectColumnPairValuesToBeEqual(
         column_A="manifest_hash", column_B="actual_hash",
         meta=meta("manifest-hash", f"the version's files hash to {version.actual_hash[:12]}, the manifest says "
-                  f"{version.manifest.content_hash[:12]}: the version was edited after it was frozen",
+                  f"{version.manifest.content_hash[:12]}: " + edit_explanation(version.requests_path),
                   on=manifest_file))]
     failed += _validate("manifest", manifest_frame, manifest_expectations, ["manifest_hash"])
     n_expectations += 1

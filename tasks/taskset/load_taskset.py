@@ -15,8 +15,6 @@ Every parse problem is an ``InputError`` naming the file, the line and the rule.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -27,6 +25,8 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.catalogue import Catalogue, CatalogueFile
 from schemas.taskset import Adjudication, LabelledRequest, ProductionWeights, VersionManifest
+from tasks.files.atomic_write import write_exclusive
+from tasks.files.content_hash import parts_sha256
 from tasks.files.input_errors import InputError, Problem
 
 M = TypeVar("M", bound=BaseModel)
@@ -96,15 +96,17 @@ def version_paths(taskset_dir: Path, version: str) -> dict[str, Path]:
     }
 
 
+def version_hash(requests: bytes, adjudications: bytes) -> str:
+    """The content hash of a version whose files hold these bytes (no adjudications file = empty)."""
+    return parts_sha256((("requests", requests), ("adjudications", adjudications)))
+
+
 def content_hash(taskset_dir: Path, version: str) -> str:
     """sha256 over the version's requests file and (if present) its adjudications file."""
-    digest = hashlib.sha256()
     paths = version_paths(taskset_dir, version)
-    for key in ("requests", "adjudications"):
-        path = paths[key]
-        digest.update(key.encode())
-        digest.update(path.read_bytes() if path.is_file() else b"")
-    return digest.hexdigest()
+    requests, adjudications = (paths[key].read_bytes() if paths[key].is_file() else b""
+                               for key in ("requests", "adjudications"))
+    return version_hash(requests, adjudications)
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,8 @@ def freeze_version(
 ) -> VersionManifest:
     """Write ``<version>.manifest.json`` for the version's files as they are now.
 
-    Refuses to overwrite a manifest whose hash differs: versions are immutable; make a new one.
+    Refuses to overwrite a manifest whose hash differs: versions are immutable; make a new one. The manifest
+    is created whole and only if absent (``write_exclusive``).
     """
     taskset_dir = Path(taskset_dir)
     paths = version_paths(taskset_dir, version)
@@ -194,12 +197,8 @@ def freeze_version(
         sampling_seed=sampling_seed,
         notes=notes,
     )
-    paths["manifest"].write_text(manifest.model_dump_json(indent=2) + "\n")
+    if not write_exclusive(paths["manifest"], manifest.model_dump_json(indent=2) + "\n"):
+        # another writer froze the version meanwhile: accept its manifest if it holds the same hash
+        return freeze_version(taskset_dir, version, slices, parent=parent, notes=notes, window=window,
+                              sampling_seed=sampling_seed)
     return manifest
-
-
-def write_jsonl(path: Path, records: list[BaseModel]) -> None:
-    """Write models as JSON Lines (one compact object a line, no unset defaults)."""
-    with Path(path).open("w") as handle:
-        for record in records:
-            handle.write(json.dumps(record.model_dump(mode="json", exclude_defaults=True), ensure_ascii=False) + "\n")

@@ -15,9 +15,11 @@ from pathlib import Path
 from schemas.catalogue import NONE_LABEL
 from schemas.labelling import QueueImport, QueueItem
 from schemas.taskset import Adjudication, LabelledRequest
+from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError, Problem
+from tasks.files.json_lines import jsonl_bytes
 from tasks.taskset.load_taskset import load_version, read_jsonl_models
-from tasks.traffic.publish_version import VersionDraft, all_catalogues, check_draft, jsonl_bytes, publish, write_exclusive
+from tasks.traffic.publish_version import VersionDraft, all_catalogues, check_draft, publish
 from tasks.traffic.stratified_sample import Candidate
 
 CONFIRMED = "confirmed the production hint"

@@ -14,8 +14,8 @@ from pathlib import Path
 from schemas.catalogue import NONE_LABEL
 from schemas.taskset import ProductionWeights
 from schemas.traffic import ProductionTurn, Window
+from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError
-from tasks.traffic.publish_version import write_exclusive
 
 DIGITS = 6
 

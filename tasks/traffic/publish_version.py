@@ -9,58 +9,21 @@ parent) returns that version instead of writing a copy: a retried or repeated ru
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from schemas.catalogue import Catalogue
 from schemas.taskset import Adjudication, LabelledRequest, ProductionWeights, VersionManifest
+from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError
-from tasks.taskset.load_taskset import TaskSetVersion, freeze_version, load_catalogue, read_json_model, version_paths
+from tasks.files.json_lines import jsonl_bytes
 from tasks.taskset.label_checks import check_labels
+from tasks.taskset.load_taskset import (TaskSetVersion, freeze_version, load_catalogue, read_json_model, version_hash,
+                                        version_paths)
 
 _VERSION = re.compile(r"^v(\d+)$")
-
-
-def jsonl_bytes(records: list[BaseModel]) -> bytes:
-    """Exactly what ``load_taskset.write_jsonl`` writes for these records."""
-    return "".join(json.dumps(r.model_dump(mode="json", exclude_defaults=True), ensure_ascii=False) + "\n"
-                   for r in records).encode()
-
-
-def hash_of(requests: bytes, adjudications: bytes) -> str:
-    """``load_taskset.content_hash`` of files holding these bytes (no adjudications file = empty)."""
-    digest = hashlib.sha256()
-    for key, data in (("requests", requests), ("adjudications", adjudications)):
-        digest.update(key.encode())
-        digest.update(data)
-    return digest.hexdigest()
-
-
-def write_exclusive(path: Path, data: bytes) -> bool:
-    """Create ``path`` holding ``data`` whole, or return False if it exists (never replaces a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.parent / f".tmp-{uuid.uuid4().hex}-{path.name}"
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def version_number(version: str) -> int:
@@ -112,7 +75,7 @@ class VersionDraft:
 
     @property
     def content_hash(self) -> str:
-        return hash_of(self.requests_bytes, self.adjudications_bytes)
+        return version_hash(self.requests_bytes, self.adjudications_bytes)
 
     def next_name(self) -> str:
         numbers = version_numbers(self.taskset_dir)

@@ -16,7 +16,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from schemas.catalogue import NONE_LABEL
@@ -31,9 +30,11 @@ from schemas.traffic import (
     TrafficConfig,
     Window,
 )
+from tasks.files.atomic_write import write_exclusive
+from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError
-from tasks.traffic.labelling_queue import queue_items, queue_path, write_queue
 from tasks.taskset.load_taskset import load_version
+from tasks.traffic.labelling_queue import queue_items, queue_path, write_queue
 from tasks.traffic.mask_personal_data import Masker
 from tasks.traffic.near_duplicates import NearDuplicateIndex, conversation_text, normalise
 from tasks.traffic.production_weights import (
@@ -49,7 +50,6 @@ from tasks.traffic.publish_version import (
     check_draft,
     manifests,
     publish,
-    write_exclusive,
 )
 from tasks.traffic.read_turns import TrafficSource, newest_turn_time, read_turns
 from tasks.traffic.stratified_sample import Candidate, Draw, allocate, distinct_candidates, draw
@@ -64,9 +64,10 @@ def load_traffic_config(taskset_dir: Path) -> TrafficConfig | None:
     path = Path(taskset_dir) / CONFIG_FILE
     if not path.is_file():
         return None
+    data = load_yaml(path.read_bytes(), str(path))
     try:
-        return TrafficConfig.model_validate(yaml.safe_load(path.read_text()) or {})
-    except (yaml.YAMLError, ValidationError) as error:
+        return TrafficConfig.model_validate(data or {})
+    except ValidationError as error:
         raise InputError.one(str(path), "", "traffic-config", str(error).splitlines()[0]) from None
 
 

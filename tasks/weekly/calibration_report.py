@@ -11,21 +11,14 @@ called "inside the noise" when it is no larger than the larger seed spread or th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import duckdb
 
+from tasks.report.figures import records
+from tasks.report.format import pct, points
+from tasks.report.render import markdown_document
+from tasks.report.report_types import ReportTable
 from tasks.taskset.provisional_labels import provisional_notice
-
-
-@dataclass
-class Section:
-    """One table of a markdown report."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    note: str = ""
 
 
 @dataclass
@@ -36,23 +29,9 @@ class CalibrationReport:
     old_version: str
     new_version: str
     headline: list[str]
-    sections: list[Section] = field(default_factory=list)
+    tables: list[ReportTable] = field(default_factory=list)
     differences: dict[str, float] = field(default_factory=dict)
     """Slice (and 'weighted') -> new accuracy minus old accuracy."""
-
-
-def pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
-
-
-def pts(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:+.1f}"
-
-
-def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-    cursor = con.execute(sql, params)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 def _noise(diff: float | None, spreads: list[float | None], old: dict | None, new: dict | None) -> str:
@@ -98,10 +77,10 @@ def calibration_report(con: duckdb.DuckDBPyConnection, run_id: str, old_arm: str
             ci = f" [{pct(r['ci_low'])}–{pct(r['ci_high'])}]" if r.get("ci_low") is not None else ""
             return f"{pct(r['accuracy'])}{ci} ({r['n_requests']} req.)"
 
-        rows.append([slice_, cell(old), cell(new), pts(diff),
-                     f"{pts(old and old['seed_spread'])} / {pts(new and new['seed_spread'])}",
+        spreads = [points(r and r["seed_spread"]) or "—" for r in (old, new)]
+        rows.append([slice_, cell(old), cell(new), points(diff), " / ".join(spreads),
                      _noise(diff, [old and old["seed_spread"], new and new["seed_spread"]], old, new)])
-    report.sections.append(Section(
+    report.tables.append(ReportTable(
         title=f"Accuracy by slice: {old_version} vs {new_version} (same arm)",
         columns=["slice", old_version, new_version, "Δ pts", "seed spread pts", "reading"], rows=rows,
         note="unpaired: the versions hold different requests; 'instrument shift' = larger than the seed spread "
@@ -114,43 +93,27 @@ def calibration_report(con: duckdb.DuckDBPyConnection, run_id: str, old_arm: str
         diff = new["weighted_accuracy"] - old["weighted_accuracy"]
         report.differences["weighted"] = diff
         window = con.execute("SELECT weights_window FROM runs WHERE run_id = ?", [run_id]).fetchall()[0][0]
-        report.sections.append(Section(
+        report.tables.append(ReportTable(
             title=f"Volume-weighted accuracy under production window {window}",
             columns=["version", "weighted", "unweighted", "traffic covered"],
             rows=[[old_version, pct(old["weighted_accuracy"]), pct(old["accuracy_unweighted"]), pct(old["weight_covered"])],
                   [new_version, pct(new["weighted_accuracy"]), pct(new["accuracy_unweighted"]), pct(new["weight_covered"])],
-                  ["Δ", pts(diff), pts(new["accuracy_unweighted"] - old["accuracy_unweighted"]), ""]],
+                  ["Δ", points(diff), points(new["accuracy_unweighted"] - old["accuracy_unweighted"]), ""]],
         ))
 
     tools = records(con, "SELECT * FROM version_calibration WHERE run_id = ? AND old_arm = ? AND new_arm = ?",
                     [run_id, old_arm, new_arm])
     tools.sort(key=lambda r: (-(abs(r["difference"]) if r["difference"] is not None else -1), r["tool"]))
-    report.sections.append(Section(
+    report.tables.append(ReportTable(
         title=f"Per-tool accuracy on {old_version} and {new_version}, largest difference first",
         columns=["tool", f"{old_version} accuracy", f"{old_version} requests", f"{new_version} accuracy",
                  f"{new_version} requests", "Δ pts"],
         rows=[[r["tool"], pct(r["old_accuracy"]), str(r["old_requests"] or 0), pct(r["new_accuracy"]),
-               str(r["new_requests"] or 0), pts(r["difference"])] for r in tools],
+               str(r["new_requests"] or 0), points(r["difference"])] for r in tools],
     ))
     return report
 
 
-def sections_markdown(title: str, headline: list[str], sections: list[Section]) -> str:
-    lines = [f"# {title}", ""] + [f"{line}  " for line in headline] + [""]
-    for section in sections:
-        lines += [f"## {section.title}", ""]
-        if section.columns:
-            lines.append("| " + " | ".join(section.columns) + " |")
-            lines.append("|" + "---|" * len(section.columns))
-            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in section.rows]
-        else:
-            lines += [f"- {row[0]}" for row in section.rows]
-        if section.note:
-            lines += ["", f"_{section.note}_"]
-        lines.append("")
-    return "\n".join(lines)
-
-
 def calibration_markdown(report: CalibrationReport) -> str:
-    return sections_markdown(f"Calibration {report.new_version} vs {report.old_version} — run {report.run_id}",
-                             report.headline, report.sections)
+    return markdown_document(f"Calibration {report.new_version} vs {report.old_version} — run {report.run_id}",
+                             report.headline, report.tables)

@@ -17,8 +17,9 @@ from pathlib import Path
 import yaml
 
 from schemas.experiment import ArmSpec, Comparison
-from tasks.files.input_errors import InputError
 from tasks.experiment.resolve_experiment import load_experiment_file
+from tasks.files.atomic_write import write_atomic
+from tasks.files.input_errors import InputError
 from tasks.traffic.publish_version import manifests, version_number
 from tasks.traffic.version_age import version_is_adjudicated
 
@@ -91,12 +92,8 @@ def write_weekly_experiment(
     for key in ("criteria",):
         if data.get(key) and not Path(data[key]).is_absolute():
             data[key] = str((production_experiment.parent / data[key]).resolve())
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{spec.name}-weekly-{window}-{'-'.join(versions)}.yaml"
-    text = ("# Written by the weekly flow from " + str(production_experiment) + "\n"
-            + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-    temporary = path.with_name(f".tmp-{path.name}")
-    temporary.write_text(text)
-    temporary.replace(path)
+    path = write_atomic(out_dir / f"{spec.name}-weekly-{window}-{'-'.join(versions)}.yaml",
+                        "# Written by the weekly flow from " + str(production_experiment) + "\n"
+                        + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     return WeeklyExperiment(path=path, versions=versions, arms=[a.name for a in chosen], calibration=calibration,
                             skipped_provisional=skipped)

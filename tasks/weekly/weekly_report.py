@@ -12,11 +12,16 @@ from pathlib import Path
 
 from schemas.taskset import ProductionWeights
 from schemas.traffic import ResampleSummary
-from tasks.weekly.calibration_report import Section, calibration_markdown, calibration_report, pct, pts, records, sections_markdown
+from tasks.files.atomic_write import write_atomic
+from tasks.report.figures import records
+from tasks.report.format import pct, points
+from tasks.report.render import markdown_document
+from tasks.report.report_types import ReportTable
 from tasks.taskset.label_checks import CheckReport
 from tasks.taskset.load_taskset import load_version
 from tasks.traffic.drift import MixDrift, eval_set_drift, window_drift
 from tasks.traffic.version_age import LabelAge
+from tasks.weekly.calibration_report import calibration_markdown, calibration_report
 from tasks.weekly.weekly_experiment import WeeklyExperiment
 from warehouse.connect import connect
 from warehouse.location import Warehouse
@@ -29,7 +34,7 @@ class WeeklyReport:
     title: str
     headline: list[str]
     warnings: list[str]
-    sections: list[Section] = field(default_factory=list)
+    tables: list[ReportTable] = field(default_factory=list)
     calibration: dict[str, float] = field(default_factory=dict)
     """Slice / 'weighted' -> difference new - old version for the calibrated arm."""
     drift: dict[str, float] = field(default_factory=dict)
@@ -37,18 +42,18 @@ class WeeklyReport:
 
     def markdown(self) -> str:
         warnings = [f"WARNING: {w}" for w in self.warnings]
-        return sections_markdown(self.title, self.headline + warnings, self.sections)
+        return markdown_document(self.title, self.headline + warnings, self.tables)
 
 
-def _drift_section(drift: MixDrift, counts: bool = True) -> Section:
+def _drift_table(drift: MixDrift, counts: bool = True) -> ReportTable:
     """The largest differences; ``counts``: the other mix is an eval set (show its request counts)."""
     rows = [[r.tool, pct(r.production_share), pct(r.other_share)] + ([str(r.other_count)] if counts else [])
-            + [pts(r.difference)] for r in drift.rows[:TOP_DRIFT_ROWS]]
+            + [points(r.difference)] for r in drift.rows[:TOP_DRIFT_ROWS]]
     thin = drift.thin_tools() if counts else []
     note = f"the {TOP_DRIFT_ROWS} largest differences; 0 = the same mix, 1 = nothing in common"
     if thin:
         note += "; thinly covered (>= 1% of traffic, < 10 requests): " + ", ".join(r.tool for r in thin)
-    return Section(title=f"Production mix vs {drift.against}: total variation distance {drift.tvd:.3f}",
+    return ReportTable(title=f"Production mix vs {drift.against}: total variation distance {drift.tvd:.3f}",
                    columns=["tool", "production", drift.against] + (["requests"] if counts else []) + ["Δ pts"],
                    rows=rows, note=note)
 
@@ -85,20 +90,20 @@ def build_weekly_report(
         warnings.append("production called tools that no catalogue of the task set has: "
                         + ", ".join(f"{t} ({n:,} turns)" for t, n in summary.unknown_tools.items()))
 
-    sections = [
-        Section(title="Production traffic and the stratified sample, per first tool",
+    tables = [
+        ReportTable(title="Production traffic and the stratified sample, per first tool",
                 columns=["tool", "turns", "share", "distinct available", "target", "drawn"],
                 rows=[[t.tool, f"{t.turns:,}", pct(t.share), f"{t.candidates:,}", str(t.target),
                        str(t.sampled) + (f" (short {t.shortfall})" if t.shortfall else "")] for t in summary.per_tool],
                 note=(f"{summary.n_turns:,} turns, {summary.n_distinct:,} distinct masked requests; "
                       f"{summary.n_earlier_duplicates_removed:,} already in earlier versions and "
                       f"{summary.n_near_duplicates_removed:,} near-duplicates left out; sampling seed {summary.plan.seed}")),
-        Section(title="Personal data masked before anything was written",
+        ReportTable(title="Personal data masked before anything was written",
                 columns=["kind", "masks"], rows=[[k, f"{n:,}"] for k, n in summary.masked.items()] or [["none", "0"]]),
-        Section(title=f"Label checks (Great Expectations) on {summary.version}", columns=[],
+        ReportTable(title=f"Label checks (Great Expectations) on {summary.version}", columns=[],
                 rows=[[f"{checks.n_expectations} expectations passed on {checks.n_requests} requests and "
                        f"{checks.n_weights} production weights ({summary.weights_file})"]]),
-        Section(title="Age of the labels", columns=[], rows=[[
+        ReportTable(title="Age of the labels", columns=[], rows=[[
             f"newest fully adjudicated version: {label_age.newest_adjudicated or 'none'}"
             + (f", created {label_age.created_at:%Y-%m-%d} ({max(label_age.age_days, 0):.0f} days ago; warning past "
                f"{label_age.max_age_days})" if label_age.created_at else "")],
@@ -112,9 +117,9 @@ def build_weekly_report(
     for version in versions:
         drift = eval_set_drift(counts, load_version(taskset_dir, version).requests, version)
         report.drift[version] = drift.tvd
-        sections.append(_drift_section(drift))
+        tables.append(_drift_table(drift))
     if previous_weights is not None and previous_weights.window != current_weights.window:
-        sections.append(_drift_section(window_drift(current_weights, previous_weights), counts=False))
+        tables.append(_drift_table(window_drift(current_weights, previous_weights), counts=False))
 
     calibration_text = None
     if weekly is not None and run_id is not None:
@@ -122,7 +127,7 @@ def build_weekly_report(
         try:
             weighted = records(con, "SELECT * FROM weighted_accuracy WHERE run_id = ? ORDER BY rung", [run_id])
             aggregate = records(con, "SELECT * FROM aggregate_accuracy WHERE run_id = ? ORDER BY rung, slice", [run_id])
-            sections.append(Section(
+            tables.append(ReportTable(
                 title=f"Production configuration on every version in use (run {run_id})",
                 columns=["arm", "slice", "accuracy", "requests", "weighted (window " + summary.window.id + ")"],
                 rows=[[r["arm"], r["slice"], pct(r["accuracy"]), str(r["n_requests"]),
@@ -136,7 +141,7 @@ def build_weekly_report(
                 old_arm, new_arm = weekly.calibration[0]
                 calibration = calibration_report(con, run_id, old_arm, new_arm)
                 report.calibration = calibration.differences
-                sections += calibration.sections
+                tables += calibration.tables
                 headline += calibration.headline
                 calibration_text = calibration_markdown(calibration)
             else:
@@ -144,17 +149,14 @@ def build_weekly_report(
                                 "(no parent, or a provisional version not allowed)")
         finally:
             con.close()
-    report.sections = sections
+    report.tables = tables
     return report, calibration_text
 
 
 def write_weekly_report(warehouse: Warehouse, report: WeeklyReport, calibration_text: str | None,
                         window: str, version: str) -> dict[str, Path]:
     directory = warehouse.reports_dir / "weekly" / f"{window}-{version}"
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = {"weekly": directory / "weekly.md"}
-    paths["weekly"].write_text(report.markdown())
+    paths = {"weekly": write_atomic(directory / "weekly.md", report.markdown())}
     if calibration_text is not None:
-        paths["calibration"] = directory / "calibration.md"
-        paths["calibration"].write_text(calibration_text)
+        paths["calibration"] = write_atomic(directory / "calibration.md", calibration_text)
     return paths

@@ -8,26 +8,15 @@ from pathlib import Path
 
 import duckdb
 import pytest
-import yaml
 
 from flows.evaluate import evaluate
 from flows.task_runners import evaluate_on, runner_name
 from tasks.files.input_errors import InputError
+from tests.factories.taskset import write_support_experiment
 
 pytestmark = pytest.mark.slow
 VOLATILE = ("run_id", "latency_ms", "cache_hit")
 """Columns that differ between two runs of the same work by design."""
-
-
-def small_experiment(taskset: Path) -> Path:
-    path = taskset / "experiments" / "scale.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "scale-out", "taskset": "..", "version": "v1", "seeds": [1, 2, 3], "batch_size": 270,
-        "weights": "2026-W36-W47",
-        "defaults": {"prompt": "default", "selector": "lexical", "model": "bm25-okapi"},
-        "arms": [{"name": "giftcards-30", "catalogue": "giftcards"}],
-    }, sort_keys=False))
-    return path
 
 
 def rows_of(warehouse: Path, run_id: str) -> list[tuple]:
@@ -42,7 +31,8 @@ def rows_of(warehouse: Path, run_id: str) -> list[tuple]:
 def test_dask_worker_processes_give_the_same_rows_as_threads(prefect_harness, support_copy, tmp_path, monkeypatch):
     from distributed import Client, LocalCluster
 
-    experiment = str(small_experiment(support_copy))
+    arms = [{"name": "giftcards-30", "catalogue": "giftcards"}]
+    experiment = str(write_support_experiment(support_copy, "scale-out", arms, "scale.yaml"))
     threads = evaluate(experiment_path=experiment, warehouse_dir=str(tmp_path / "threads"), use_cache=False)
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)

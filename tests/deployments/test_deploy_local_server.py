@@ -16,9 +16,9 @@ from pathlib import Path
 import duckdb
 import httpx
 import pytest
-import yaml
 
-from tests.conftest import ROOT
+from tests.factories import ROOT
+from tests.factories.taskset import write_support_experiment
 
 pytestmark = pytest.mark.slow
 PREFECT = str(Path(sys.executable).parent / "prefect")
@@ -101,17 +101,6 @@ def wait_until(check, timeout: float, what: str, on_fail=lambda: ""):
     pytest.fail(f"{what} within {timeout:.0f} s\n{on_fail()}")
 
 
-def small_experiment(taskset: Path) -> Path:
-    path = taskset / "experiments" / "pre_change.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "pre-change-check", "taskset": "..", "version": "v1", "seeds": [1, 2, 3], "batch_size": 270,
-        "weights": "2026-W36-W47",
-        "defaults": {"prompt": "default", "selector": "lexical", "model": "bm25-okapi"},
-        "arms": [{"name": "base-18", "catalogue": "base"}, {"name": "giftcards-30", "catalogue": "giftcards"}],
-    }, sort_keys=False))
-    return path
-
-
 def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(support_copy, tmp_path):
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
@@ -123,7 +112,8 @@ def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(suppo
         "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
         "PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_LOGGING_TO_API_ENABLED": "false",
     })
-    experiment = small_experiment(support_copy)
+    arms = [{"name": "base-18", "catalogue": "base"}, {"name": "giftcards-30", "catalogue": "giftcards"}]
+    experiment = write_support_experiment(support_copy, "pre-change-check", arms, "pre_change.yaml")
     warehouse = tmp_path / "warehouse"
     processes = Processes(tmp_path)
     try:

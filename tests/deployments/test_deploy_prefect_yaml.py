@@ -8,7 +8,7 @@ import inspect
 import yaml
 from prefect.flows import load_flow_from_entrypoint
 
-from tests.conftest import ROOT
+from tests.factories import ROOT
 
 PREFECT_YAML = ROOT / "deployments" / "prefect.yaml"
 

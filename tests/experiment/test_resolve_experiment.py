@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.files.input_errors import InputError
 from tasks.experiment.resolve_experiment import resolve_experiment
-from tests.taskset_factory import write_experiment, write_taskset
+from tasks.files.input_errors import InputError
+from tests.factories import SUPPORT
+from tests.factories.taskset import write_experiment, write_taskset
 
 
 def rules(path) -> set[tuple[str, str]]:
@@ -71,8 +72,6 @@ def test_yaml_error_names_the_line(taskset):
 
 
 def test_the_bundled_ladder_is_four_rungs_each_one_catalogue_change():
-    from tests.conftest import SUPPORT
-
     resolved = resolve_experiment(SUPPORT / "experiments" / "ladder.yaml")
     assert [len(a.catalogue.tools) for a in resolved.arms] == [18, 22, 26, 30]
     assert [c.changed for c in resolved.comparisons] == [("catalogue",)] * 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from flows.cli import EXIT_BAD_INPUT, main
-from tests.taskset_factory import REQUESTS, write_experiment, write_taskset
+from tests.factories.taskset import REQUESTS, write_experiment, write_taskset
 
 
 def run_cli(capsys, *args) -> tuple[int, str]:

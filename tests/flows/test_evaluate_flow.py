@@ -12,7 +12,7 @@ from flows.evaluate import evaluate
 from schemas.arrow import arrow_schema
 from schemas.rows import SelectionRow
 from tasks.selectors import offline
-from tests.conftest import SUPPORT
+from tests.factories import SUPPORT
 
 LADDER = SUPPORT / "experiments" / "ladder.yaml"
 VIEWS = ["selection_rows", "aggregate_accuracy", "per_tool_accuracy", "confused_pairs", "weighted_accuracy"]

@@ -15,21 +15,15 @@ from tasks.experiment.criteria import (
     read_registration,
     register_criteria,
     registered_criteria,
-    sha256_bytes,
 )
+from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError
-from tests.conftest import SUPPORT
+from tests.factories import SUPPORT
+from tests.factories.criteria import criteria_text, gate
 
-GOOD = """name: test-gates
-gates:
-  - name: busy-tools-hold
-    kind: tool_drop
-    min_volume_share: 0.03
-    max_drop_points: 10
-  - name: floors
-    kind: slice_floor
-    floors: {existing: 0.7}
-"""
+GOOD = criteria_text("test-gates",
+                     gate("busy-tools-hold", "tool_drop", min_volume_share=0.03, max_drop_points=10),
+                     gate("floors", "slice_floor", floors={"existing": 0.7}))
 
 
 def test_the_bundled_criteria_file_is_valid_and_names_real_slices():
@@ -75,7 +69,7 @@ def test_registration_keeps_the_bytes_hash_and_utc_time(tmp_path):
     path.write_text(GOOD)
     when = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
     registration = register_criteria(path, tmp_path / "registrations", "run-1", now=when)
-    assert registration.sha256 == sha256_bytes(GOOD.encode())
+    assert registration.sha256 == sha256_hex(GOOD.encode())
     assert registration.copy.read_text() == GOOD
     meta = json.loads((tmp_path / "registrations" / "run-1" / "registration.json").read_text())
     assert meta["sha256"] == registration.sha256 and meta["registered_at"] == "2026-11-30T10:00:00+00:00"

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import duckdb
@@ -11,25 +10,18 @@ import pytest
 
 import flows.evaluate as evaluate_module
 import flows.run_tasks as run_tasks_module
-from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, main
+from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, main, verdict_exit_code
 from flows.evaluate import evaluate
-from tasks.experiment.criteria import sha256_bytes
-from tests.taskset_factory import REQUESTS, write_experiment, write_taskset
+from schemas.criteria import Verdict
+from tasks.files.content_hash import sha256_hex
+from tasks.run import select_batch
+from tests.factories.criteria import criteria_text, gate
+from tests.factories.taskset import REQUESTS, write_experiment, write_taskset
 
-CRITERIA = """name: shop-gates
-gates:
-  - name: busy-tools-hold
-    kind: tool_drop
-    min_volume_share: 0.05
-    max_drop_points: 10
-  - name: perfect-existing
-    kind: slice_floor
-    floors: {existing: 1.0}
-    arms: all
-  - name: clean-replies
-    kind: failure_rate
-    max_rate: 0.02
-"""
+CRITERIA = criteria_text("shop-gates",
+                         gate("busy-tools-hold", "tool_drop", min_volume_share=0.05, max_drop_points=10),
+                         gate("perfect-existing", "slice_floor", floors={"existing": 1.0}, arms="all"),
+                         gate("clean-replies", "failure_rate", max_rate=0.02))
 
 # a request the lexical router must get wrong: refund words, labelled track_shipment
 TRICKY = {"id": "r6", "messages": [{"role": "user", "content": "my parcel arrived smashed, refund my money"}],
@@ -49,14 +41,16 @@ def shop(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_the_run_registers_its_criteria_before_selecting_and_fails_a_gate(prefect_harness, tmp_path, monkeypatch):
     experiment, criteria = shop(tmp_path)
-    registered_at: list[float] = []
-    real_register = evaluate_module.register_criteria
+    events: list[str] = []  # in the order they happened (appends are atomic across Prefect's worker threads)
 
-    def recording_register(*args, **kwargs):
-        registered_at.append(time.time())
-        return real_register(*args, **kwargs)
+    def recording(name: str, real):
+        def call(*args, **kwargs):
+            events.append(name)
+            return real(*args, **kwargs)
+        return call
 
-    monkeypatch.setattr(evaluate_module, "register_criteria", recording_register)
+    monkeypatch.setattr(evaluate_module, "register_criteria", recording("registered", evaluate_module.register_criteria))
+    monkeypatch.setattr(select_batch, "write_partition", recording("landed", select_batch.write_partition))
     warehouse = tmp_path / "warehouse"
     summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(warehouse))
 
@@ -67,10 +61,9 @@ def test_the_run_registers_its_criteria_before_selecting_and_fails_a_gate(prefec
     con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
     digest, when = con.execute("SELECT criteria_hash, criteria_registered_at FROM runs").fetchall()[0]
     con.close()
-    assert digest == sha256_bytes(criteria.read_bytes()) == summary.verdict.criteria_hash
-    assert when is not None and len(registered_at) == 1
-    landed = list((warehouse / "rows").rglob("*.parquet"))
-    assert landed and min(p.stat().st_mtime for p in landed) >= registered_at[0]
+    assert digest == sha256_hex(criteria.read_bytes()) == summary.verdict.criteria_hash
+    assert when is not None and events.count("registered") == 1
+    assert events[0] == "registered" and events.count("landed") == len(list((warehouse / "rows").rglob("*.parquet")))
     copy = warehouse / "registrations" / summary.run_id / "criteria.yaml"
     assert copy.read_bytes() == criteria.read_bytes()
     # the reports carry the verdict first
@@ -118,7 +111,4 @@ def test_a_broken_criteria_file_is_bad_input_before_anything_runs(tmp_path, caps
 
 @pytest.mark.parametrize("status,code", [("FAIL", EXIT_GATE_FAILED), ("NOT JUDGED", EXIT_NOT_JUDGED)])
 def test_verdict_codes_block_a_merge(status, code):
-    from flows.cli import verdict_exit_code
-    from schemas.criteria import Verdict
-
     assert verdict_exit_code(Verdict(run_id="r", status=status)) == code

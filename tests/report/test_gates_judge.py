@@ -6,10 +6,10 @@ import pytest
 
 from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, EXIT_OK, verdict_exit_code
 from schemas.criteria import CriteriaFile
-from tasks.report.gates import beyond, judge, no_criteria, not_judged
 from tasks.report.figures import load_figures
+from tasks.report.gates import beyond, judge, no_criteria, not_judged
 from tasks.stats.intervals import Interval
-from tests.stats.known_rows import KnownRun, selection_row, tool_rows
+from tests.factories.rows import KnownRun, selection_row, tool_rows
 
 WEIGHTS = {"gift_cards": 0.31, "track_shipment": 0.30, "refund_order": 0.20, "lookup_order": 0.12,
            "reset_password": 0.02, "tiny": 0.05}

@@ -12,12 +12,13 @@ import pytest
 from rich.console import Console
 
 from schemas.criteria import CriteriaFile
-from tasks.report.gates import judge
-from tasks.report.render import render_markdown, render_terminal, write_report_files
 from tasks.report.figures import load_figures
+from tasks.report.gates import judge
 from tasks.report.publish import open_read_only, read_report
+from tasks.report.render import markdown_document, render_markdown, render_terminal, write_report_files
+from tasks.report.report_types import ReportTable
 from tasks.report.tables import build_report_from
-from tests.stats.known_rows import KnownRun, selection_row, tool_rows
+from tests.factories.rows import KnownRun, selection_row, tool_rows
 from warehouse.location import Warehouse
 
 WEIGHTS = {"gift_cards": 0.31, "track_shipment": 0.39, "update_shipping_address_and_contact_details": 0.30}
@@ -167,3 +168,14 @@ def test_a_tool_whose_seeds_disagree_shows_its_spread(report):
     gift = next(r for r in tools.rows if r[0] == "gift_cards")
     assert "spread" not in gift[3]  # base-18: the seeds agree
     assert gift[5].endswith("spread 100.0") or "spread" in gift[5]  # subscriptions-26: 2 of 3 seeds right
+
+
+def test_one_markdown_writer_for_every_table():
+    figures = ReportTable(title="Per tool", columns=["tool", "accuracy", "Δ pts"],
+                          rows=[["a|b", "80.0%", "-30.0"], ["c", "—", ""]], note="paired")
+    listed = ReportTable(title="Label checks", columns=[], rows=[["12 expectations passed"]])
+    text = markdown_document("Weekly", ["headline"], [figures, listed])
+    assert text.startswith("# Weekly\n\nheadline  \n\n## Per tool\n\n| tool | accuracy | Δ pts |\n|---|---:|---:|\n")
+    assert "| a\\|b | 80.0% | -30.0 |" in text and "<sub>paired</sub>" in text  # figures right-aligned, pipes escaped
+    assert "## Label checks\n\n- 12 expectations passed\n" in text  # a table without columns is a list
+

@@ -28,7 +28,7 @@ from tasks.stats.intervals import (
 )
 from tasks.stats.paired import exact_mcnemar, inside_noise_floor, paired_comparison
 from tasks.stats.planner import effective_trials_planned, minimal_detectable_drop, plan
-from tests.stats.known_rows import KnownRun, one, selection_row
+from tests.factories.rows import KnownRun, one, selection_row
 
 
 # intervals -------------------------------------------------------------------------------------------

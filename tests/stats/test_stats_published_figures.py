@@ -22,7 +22,7 @@ from tasks.stats.planner import (
     width_ratio,
 )
 from tasks.stats.weighted import weighted_change
-from tests.stats.known_rows import KnownRun, one, selection_row, tool_rows
+from tests.factories.rows import KnownRun, one, selection_row, tool_rows
 
 
 def per_tool(con, tool: str, arm: str = "base") -> dict:

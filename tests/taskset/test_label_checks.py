@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from tasks.files.input_errors import InputError
+from tasks.taskset.load_taskset import freeze_version
 from tasks.taskset.validate_version import validate_version_file
-from tests.taskset_factory import REQUESTS, write_taskset
+from tests.factories import SUPPORT
+from tests.factories.taskset import REQUESTS, write_taskset
 
 
 def problems_of(path: Path, **kwargs) -> list:
@@ -69,7 +71,6 @@ def test_label_changed_against_parent_version_needs_an_adjudication(tmp_path):
     changed = [dict(r) for r in REQUESTS]
     changed[3] = {**changed[3], "expected": "none"}
     (root / "v2.jsonl").write_text("\n".join(json.dumps(r) for r in changed) + "\n")
-    from tasks.taskset.load_taskset import freeze_version
 
     freeze_version(root, "v2", ["existing"], parent="v1")
     with pytest.raises(InputError) as caught:
@@ -109,7 +110,5 @@ def test_schema_error_names_the_line(tmp_path):
 
 
 def test_the_bundled_support_set_passes():
-    from tests.conftest import SUPPORT
-
     summary = validate_version_file(SUPPORT / "v1.jsonl", weights_window="2026-W36-W47")
     assert "540 requests" in summary and "30 weights" in summary

@@ -6,14 +6,16 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
+from schemas.arrow import to_arrow_table
+from schemas.traffic import ProductionTurn
 from tasks.files.input_errors import InputError
 from tasks.traffic.openinference import read_openinference
 from tasks.traffic.read_turns import TrafficSource, detect_format, newest_turn_time, read_turns
 from tasks.traffic.window import last_complete_weeks, parse_window, sampling_seed_for
-from tests.traffic.conftest import LOG
-from tests.traffic.traffic_factory import make_turns, otlp_trace, write_duckdb, write_jsonl
+from tests.factories.traffic import LOG, make_turns, otlp_trace, write_duckdb, write_jsonl
 
 W44_W47 = parse_window("2026-W44-W47")
 
@@ -30,6 +32,7 @@ def test_the_bundled_log_has_12_weeks_and_over_50000_turns():
     assert parse_window("2026-W36-W47").start <= first and last < parse_window("2026-W36-W47").end
 
 
+@pytest.mark.slow  # reads every turn of a window of the bundled production log
 def test_parquet_reader_returns_the_window_only_validated_and_ordered():
     turns = read_turns(TrafficSource(LOG), W44_W47)
     expected = duckdb.connect().execute(
@@ -41,6 +44,7 @@ def test_parquet_reader_returns_the_window_only_validated_and_ordered():
     assert newest_turn_time(TrafficSource(LOG)).isocalendar().week == 47
 
 
+@pytest.mark.slow  # reads every turn of a window of the bundled production log
 def test_the_promotion_week_and_the_dispute_launch_show_in_the_mix():
     def share(tool: str, window: str) -> float:
         turns = read_turns(TrafficSource(LOG), parse_window(window))
@@ -87,11 +91,6 @@ def test_duckdb_table_reader_filters_the_window(tmp_path):
 
 
 def test_a_folder_of_parquet_partitions_is_one_log(tmp_path):
-    import pyarrow.parquet as pq
-
-    from schemas.arrow import to_arrow_table
-    from schemas.traffic import ProductionTurn
-
     turns = make_turns(60)
     for week, part in ((44, turns[:30]), (45, turns[30:])):
         (tmp_path / "log" / f"week={week}").mkdir(parents=True)

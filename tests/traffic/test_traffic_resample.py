@@ -13,12 +13,16 @@ from schemas.taskset import ProductionWeights
 from schemas.traffic import ResampleSummary
 from tasks.files.input_errors import InputError
 from tasks.taskset.load_taskset import content_hash, load_version, read_jsonl_models
-from tasks.traffic.near_duplicates import NearDuplicateIndex, conversation_text
-from tasks.traffic.mask_personal_data import Masker
-from tasks.traffic.resample_version import resample_version
 from tasks.taskset.validate_version import validate_version_file
-from tests.conftest import SUPPORT
-from tests.traffic.conftest import NOW, SMALL_SAMPLING
+from tasks.traffic.mask_personal_data import Masker
+from tasks.traffic.near_duplicates import NearDuplicateIndex, conversation_text
+from tasks.traffic.read_turns import TrafficSource, read_turns
+from tasks.traffic.resample_version import load_traffic_config
+from tasks.traffic.resample_version import resample_version
+from tasks.traffic.window import parse_window
+from tests.factories import NOW
+from tests.factories import SUPPORT
+from tests.factories.traffic import SMALL_SAMPLING
 
 PERSONAL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+|NW-\d{7}|07700 ?900\d{3}|\+44 7700|4111 1111|5555 5555|"
                       r"\(555\) 01|\b\d+ (\w+ ){1,2}(Lane|Road|Street|Close|Avenue|Way|Drive|Crescent|Gardens|"
@@ -136,11 +140,8 @@ def test_a_window_without_traffic_is_refused(resampled):
     assert caught.value.problems[0].rule == "window-has-traffic"
 
 
+@pytest.mark.slow  # reads every turn of a window of the bundled production log
 def test_masking_leaves_no_personal_data_in_any_turn_of_the_window():
-    from tasks.traffic.read_turns import TrafficSource, read_turns
-    from tasks.traffic.resample_version import load_traffic_config
-    from tasks.traffic.window import parse_window
-
     masker = Masker(load_traffic_config(SUPPORT).masking)
     turns = read_turns(TrafficSource(SUPPORT / "production" / "support_turns.parquet"), parse_window("2026-W44-W47"))
     leaks = [text for turn in turns

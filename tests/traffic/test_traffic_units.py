@@ -11,6 +11,7 @@ import pytest
 from schemas.taskset import LabelledRequest, Message, ProductionWeights
 from schemas.traffic import MaskingRules, ProductionTurn, SamplingPlan
 from tasks.files.input_errors import InputError
+from tasks.stats.planner import trials_for_half_width
 from tasks.traffic.drift import compare, eval_set_drift, window_drift
 from tasks.traffic.mask_personal_data import Masker, luhn_valid
 from tasks.traffic.near_duplicates import NearDuplicateIndex, jaccard, shingles
@@ -18,7 +19,7 @@ from tasks.traffic.production_weights import production_weights, weights_path, w
 from tasks.traffic.stratified_sample import allocate, distinct_candidates, draw
 from tasks.traffic.version_age import label_age
 from tasks.traffic.window import parse_window
-from tests.taskset_factory import write_taskset
+from tests.factories.taskset import write_taskset
 
 MASKER = Masker(MaskingRules(order_ids=[r"NW-\d{7}"]))
 
@@ -96,8 +97,6 @@ def test_allocation_gives_floors_then_volume_and_never_more_than_available():
 
 
 def test_allocation_from_the_sample_size_planner():
-    from tasks.stats.planner import trials_for_half_width
-
     volumes = {"refund_order": 600, "track_shipment": 300, "search_kb": 80, "rare": 15, "none": 5}
     plan = SamplingPlan(floor_per_tool=5, floor_none=8, seed=1, target_half_width=0.1, planner_min_share=0.05)
     targets = allocate(volumes, dict(volumes), plan)

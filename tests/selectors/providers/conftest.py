@@ -1,4 +1,4 @@
-"""Fixtures for the hosted-model tests: a fake key in the environment, the loopback server, support tools.
+"""Fixtures for the hosted-model tests: a fake key in the environment, the loopback server, a run ledger.
 
 Every test here talks to ``tests/provider_server.py`` on 127.0.0.1 through the official SDKs; the
 official endpoints are never reachable: selectors are given the loopback ``base_url``, and
@@ -7,17 +7,13 @@ official endpoints are never reachable: selectors are given the loopback ``base_
 
 from __future__ import annotations
 
-import json
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from schemas.catalogue import ToolSpec
-from schemas.taskset import Message
 from tasks.selectors.call_budget import RunLedger
-from tasks.selectors.base import SelectionInput
-from tests.conftest import SUPPORT
 from tests.provider_server import ProviderServer, Script, first_tool
 
 FAKE_KEY = "sk-tooleval-FAKE-7d3c9e1a5b2f4086-DO-NOT-LEAK"
@@ -69,22 +65,30 @@ def chat_options(server: ProviderServer, kind: str, **extra: Any) -> dict[str, A
     return {"base_url": base_url(server, kind), **FAST_RETRIES, **extra}
 
 
-def support_tools(*names: str) -> tuple[ToolSpec, ...]:
-    """Tools of the bundled support catalogues, with their real JSON schemas."""
-    tools: dict[str, ToolSpec] = {}
-    for path in sorted((SUPPORT / "catalogues").glob("*.json")):
-        for raw in json.loads(path.read_text())["tools"]:
-            tools[raw["name"]] = ToolSpec(**raw)
-    return tuple(tools[n] for n in names) if names else tuple(tools.values())
-
-
-def item(text: str, tools: tuple[ToolSpec, ...], request_id: str = "q1", prompt: str = "You are the agent.",
-         earlier: tuple[tuple[str, str], ...] = ()) -> SelectionInput:
-    messages = tuple(Message(role=r, content=c) for r, c in earlier) + (Message(role="user", content=text),)
-    return SelectionInput(request_id=request_id, messages=messages, tools=tools, prompt=prompt)
-
-
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[RunLedger]:
     with RunLedger(tmp_path / "ledger.sqlite", "run-test") as opened:
         yield opened
+
+
+class InFlight:
+    """Counts the callers inside ``with`` at once and the most seen. Callers wait inside for ``meet`` of them
+    to be there, so a bound on concurrency is reached by construction, not by sleeping and hoping; a caller
+    left alone (a bound lower than ``meet``) fails after ``timeout_s`` with ``BrokenBarrierError``."""
+
+    def __init__(self, meet: int, timeout_s: float = 30.0) -> None:
+        self._barrier = threading.Barrier(meet, timeout=timeout_s)
+        self._lock = threading.Lock()
+        self.now = self.peak = self.entered = 0
+
+    def __enter__(self) -> "InFlight":
+        with self._lock:
+            self.now += 1
+            self.entered += 1
+            self.peak = max(self.peak, self.now)
+        self._barrier.wait()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self.now -= 1

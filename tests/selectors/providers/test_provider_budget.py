@@ -11,17 +11,18 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from schemas.catalogue import Catalogue
 from schemas.taskset import LabelledRequest, Message
-from tasks.run.plan_units import plan_arm_seed
 from tasks.experiment.resolve_experiment import ResolvedArm
-from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger
+from tasks.run.plan_units import plan_arm_seed
 from tasks.run.select_batch import RunContext, select_and_land
 from tasks.run.selection_cache import SelectionCache
+from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.selectors.chat_selector import ChatSelector
-from tests.conftest import ROOT
-from tests.provider_server import tool_call
-from tests.selectors.providers.conftest import MODELS, chat_options, item, support_tools
-from schemas.catalogue import Catalogue
+from tests.factories import ROOT
+from tests.factories.catalogues import selection_input, support_tools
+from tests.provider_server import oracle, tool_call
+from tests.selectors.providers.conftest import MODELS, chat_options
 
 TOOLS = support_tools("lookup_order", "track_shipment", "refund_order")
 
@@ -76,11 +77,9 @@ def test_runs_have_separate_budgets(tmp_path):
 def test_a_selector_stops_at_the_cap_and_marks_the_rest(serve, ledger):
     server = serve(lambda s: tool_call("lookup_order", {"order_id": "NW-1234567"}))
     capped = RunLedger(ledger.path, "capped", max_calls=3)
-    from tasks.selectors.call_budget import BatchScope, batch_scope
-
     selector = ChatSelector("openai", MODELS["openai"], chat_options(server, "openai", concurrency=2))
     with batch_scope(BatchScope(capped)):
-        answers = selector.select([item("where is NW-1234567", TOOLS, f"q{i}") for i in range(8)])
+        answers = selector.select([selection_input("where is NW-1234567", TOOLS, f"q{i}") for i in range(8)])
     assert sum(a.outcome_hint == "ok" for a in answers) == 3
     assert sum(a.outcome_hint == "error" and a.detail == BUDGET_REACHED for a in answers) == 5
     assert len(server.requests()) == 3
@@ -140,16 +139,13 @@ def test_each_answer_is_cached_as_it_completes(serve, tmp_path):
 
 
 def test_a_routed_turn_is_reserved_whole_so_no_paid_router_call_is_left_behind(serve, tmp_path):
-    from tasks.selectors.call_budget import BatchScope, batch_scope
-    from tests.provider_server import oracle
-
     text = "where is my order NW-1234567?"
     server = serve(oracle({text: "lookup_order"}, {"lookup_order": {"order_id": "NW-1234567"}}))
     options = chat_options(server, "openai", concurrency=1, route="gated", router="llm", threshold=0.5,
                            router_model=MODELS["openai"], router_options={"base_url": server.openai_url})
     selector = ChatSelector("openai", MODELS["openai"], options)
     with RunLedger(tmp_path / "l.sqlite", "routed", max_calls=5) as capped, batch_scope(BatchScope(capped)):
-        answers = selector.select([item(text, TOOLS, f"q{i}") for i in range(4)])
+        answers = selector.select([selection_input(text, TOOLS, f"q{i}") for i in range(4)])
         summary = capped.summary()
     assert [a.outcome_hint for a in answers].count("ok") == 2 and summary.calls == 4
     assert len(server.requests(router=True)) == len(server.requests(router=False)) == 2

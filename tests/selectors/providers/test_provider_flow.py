@@ -16,8 +16,9 @@ import pytest
 
 from flows.cli import EXIT_MODEL_MISMATCH, EXIT_OK, main
 from tasks.taskset.load_taskset import freeze_version
+from tests.factories.catalogues import support_tools
 from tests.provider_server import ProviderServer, oracle, tool_call
-from tests.selectors.providers.conftest import FAKE_KEY, support_tools
+from tests.selectors.providers.conftest import FAKE_KEY
 from tests.selectors.providers.example_arguments import example_arguments
 
 N_REQUESTS = 12

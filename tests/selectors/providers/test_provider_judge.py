@@ -6,8 +6,10 @@ import pytest
 
 from tasks.selectors.chat_selector import ChatSelector
 from tasks.selectors.judge import majority, read_vote
+from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import Reply, Seen, text_reply, tool_call
-from tests.selectors.providers.conftest import MODELS, chat_options, item, support_tools
+from tests.provider_server import status_reply
+from tests.selectors.providers.conftest import MODELS, chat_options
 
 TOOLS = support_tools("lookup_order", "track_shipment")
 
@@ -29,7 +31,7 @@ def judged(serve, votes_by_seed, agent_reply, judge_kind="openai"):
     server = serve(script)
     judge = {"model": MODELS[judge_kind], "selector": judge_kind, "base_url": chat_options(server, judge_kind)["base_url"]}
     selector = ChatSelector("openai", MODELS["openai"], chat_options(server, "openai", judge=judge))
-    [answer] = selector.select([item("where is my parcel NW-1234567", TOOLS)])
+    [answer] = selector.select([selection_input("where is my parcel NW-1234567", TOOLS)])
     return answer, server
 
 
@@ -61,8 +63,6 @@ def test_a_text_reply_is_judged_as_calling_no_tool(serve):
 
 
 def test_error_rows_are_not_judged(serve):
-    from tests.provider_server import status_reply
-
     answer, server = judged(serve, ["right"], status_reply(400))
     assert answer.outcome_hint == "error" and answer.judge_verdict is None
     assert not any(s.system.startswith("You grade") for s in server.requests())

@@ -9,8 +9,9 @@ import pytest
 from schemas.catalogue import ToolSpec
 from tasks.run.score_selection import score_selection
 from tasks.selectors.chat_selector import ChatSelector
+from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import Reply, Seen, status_reply, text_reply, tool_call
-from tests.selectors.providers.conftest import FAKE_KEY, MODELS, chat_options, item, support_tools
+from tests.selectors.providers.conftest import FAKE_KEY, MODELS, InFlight, chat_options
 from tests.selectors.providers.example_arguments import example_arguments
 
 KINDS = ["openai", "anthropic"]
@@ -23,7 +24,7 @@ def select(serve, kind: str, script, expected: str = "lookup_order", tools: tupl
            text: str = "where is my order NW-1234567?", **options):
     server = serve(script)
     selector = ChatSelector(kind, MODELS[kind], chat_options(server, kind, **options))
-    [selection] = selector.select([item(text, tools)])
+    [selection] = selector.select([selection_input(text, tools)])
     return selection, score_selection(expected, selection, {t.name for t in tools}), server
 
 
@@ -120,7 +121,7 @@ def test_tools_go_in_the_seed_order_with_the_prompt_and_turns(serve, kind):
     order = support_tools("refund_order", "lookup_order", "track_shipment")
     server = serve(lambda s: text_reply())
     selector = ChatSelector(kind, MODELS[kind], chat_options(server, kind))
-    selector.select([item("and where is it now?", order, prompt="AGENT PROMPT",
+    selector.select([selection_input("and where is it now?", order, prompt="AGENT PROMPT",
                           earlier=(("user", "I ordered a lamp"), ("assistant", "Thanks, noted.")))])
     [seen] = server.requests()
     assert seen.tools == ("refund_order", "lookup_order", "track_shipment")
@@ -132,14 +133,14 @@ def test_tools_go_in_the_seed_order_with_the_prompt_and_turns(serve, kind):
 def test_openai_sends_temperature_zero_and_the_provider_seed(serve):
     server = serve(lambda s: text_reply())
     ChatSelector("openai", MODELS["openai"], chat_options(server, "openai", provider_seed=7)).select(
-        [item("hi", TOOLS)])
+        [selection_input("hi", TOOLS)])
     [seen] = server.requests()
     assert seen.temperature == 0 and seen.seed == 7 and seen.body["max_completion_tokens"] == 1024
 
 
 def test_anthropic_sends_no_sampling_parameter_under_the_sdk_api_version(serve):
     server = serve(lambda s: text_reply())
-    ChatSelector("anthropic", MODELS["anthropic"], chat_options(server, "anthropic")).select([item("hi", TOOLS)])
+    ChatSelector("anthropic", MODELS["anthropic"], chat_options(server, "anthropic")).select([selection_input("hi", TOOLS)])
     [seen] = server.requests()
     assert seen.anthropic_version == "2026-10-21"
     assert "temperature" not in seen.body and "top_p" not in seen.body and "seed" not in seen.body
@@ -148,7 +149,7 @@ def test_anthropic_sends_no_sampling_parameter_under_the_sdk_api_version(serve):
 def test_anthropic_temperature_goes_in_the_body_under_the_older_api_version(serve):
     server = serve(lambda s: text_reply())
     options = chat_options(server, "anthropic", temperature=0.0, api_version="2023-06-01")
-    ChatSelector("anthropic", MODELS["anthropic"], options).select([item("hi", TOOLS)])
+    ChatSelector("anthropic", MODELS["anthropic"], options).select([selection_input("hi", TOOLS)])
     [seen] = server.requests()
     assert seen.anthropic_version == "2023-06-01" and seen.temperature == 0
 
@@ -167,7 +168,7 @@ def test_names_a_provider_forbids_are_mapped_and_mapped_back(serve, kind):
 
     server = serve(script)
     selector = ChatSelector(kind, MODELS[kind], chat_options(server, kind))
-    first, second = selector.select([item("hypotenuse of 3 and 4", tools, "a"), item("refund it", tools, "b")])
+    first, second = selector.select([selection_input("hypotenuse of 3 and 4", tools, "a"), selection_input("refund it", tools, "b")])
     assert first.chosen == "math.hypot" and first.outcome_hint == "ok"
     assert second.chosen == long_name and second.outcome_hint == "ok"
     assert server.requests()[0].tools[1] != server.requests()[0].tools[0]
@@ -208,16 +209,16 @@ def test_a_400_is_not_retried(serve, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_slow_reply_times_out_and_is_retried(serve, kind):
-    def script(seen: Seen) -> Reply:
-        return Reply(delay_s=1.5, text="late") if seen.attempt == 0 else tool_call("lookup_order", VALID["lookup_order"])
+    def script(seen: Seen) -> Reply:  # the first attempt never answers in time; the retry answers at once
+        return Reply(hold=True, text="late") if seen.attempt == 0 else tool_call("lookup_order", VALID["lookup_order"])
 
-    selection, score, _ = select(serve, kind, script, timeout_s=0.3)
+    selection, score, _ = select(serve, kind, script, timeout_s=1.0)
     assert score.outcome == "correct" and selection.retries == 1
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_reply_that_always_times_out_is_an_error(serve, kind):
-    selection, score, _ = select(serve, kind, lambda s: Reply(delay_s=1.0), timeout_s=0.2, max_retries=1)
+    selection, score, _ = select(serve, kind, lambda s: Reply(hold=True), timeout_s=0.2, max_retries=1)
     assert score.outcome == "error" and "timed out" in selection.detail and selection.retries == 1
 
 
@@ -226,7 +227,7 @@ def test_a_served_model_that_differs_is_an_error_and_halts_the_model(serve, kind
     served = MODELS[kind] + "-rerouted"
     server = serve(lambda s: tool_call("lookup_order", VALID["lookup_order"], served_model=served))
     selector = ChatSelector(kind, MODELS[kind], chat_options(server, kind, concurrency=1))
-    answers = selector.select([item("where is NW-1234567", TOOLS, f"q{i}") for i in range(4)])
+    answers = selector.select([selection_input("where is NW-1234567", TOOLS, f"q{i}") for i in range(4)])
     assert answers[0].outcome_hint == "error" and answers[0].served_model_id == served
     assert "differs from the pinned" in answers[0].detail
     assert all(a.outcome_hint == "error" and a.detail.startswith("not sent") for a in answers[1:])
@@ -236,7 +237,7 @@ def test_a_served_model_that_differs_is_an_error_and_halts_the_model(serve, kind
 def test_a_declared_served_model_is_accepted(serve):
     server = serve(lambda s: tool_call("lookup_order", VALID["lookup_order"], served_model="my-finetune"))
     selector = ChatSelector("openai", MODELS["openai"], chat_options(server, "openai", served_model="my-finetune"))
-    [answer] = selector.select([item("where is NW-1234567", TOOLS)])
+    [answer] = selector.select([selection_input("where is NW-1234567", TOOLS)])
     assert answer.outcome_hint == "ok" and answer.served_model_id == "my-finetune"
 
 
@@ -244,40 +245,32 @@ def test_a_declared_served_model_is_accepted(serve):
 def test_a_rejected_key_is_an_error_whose_detail_does_not_carry_the_key(serve, kind, monkeypatch):
     server = serve(lambda s: text_reply(), api_key="sk-the-right-one-000000")
     selector = ChatSelector(kind, MODELS[kind], chat_options(server, kind))
-    [answer] = selector.select([item("hi", TOOLS)])
+    [answer] = selector.select([selection_input("hi", TOOLS)])
     assert answer.outcome_hint == "error" and "HTTP 401" in answer.detail
     assert FAKE_KEY not in answer.detail and FAKE_KEY[-8:] not in answer.detail
     assert "[redacted]" in answer.detail
 
 
 def test_a_batch_keeps_input_order_and_bounds_concurrency(serve):
-    in_flight, peak = [0], [0]
-    import threading
-    lock = threading.Lock()
+    in_flight = InFlight(meet=3)  # the calls wait inside until three are there: 12 calls, 4 rounds
 
     def script(seen: Seen) -> Reply:
-        with lock:
-            in_flight[0] += 1
-            peak[0] = max(peak[0], in_flight[0])
-        import time
-        time.sleep(0.05)
-        with lock:
-            in_flight[0] -= 1
-        return tool_call(seen.user_text.split()[-1], VALID.get(seen.user_text.split()[-1], {}))
+        with in_flight:
+            return tool_call(seen.user_text.split()[-1], VALID.get(seen.user_text.split()[-1], {}))
 
     server = serve(script)
     selector = ChatSelector("openai", MODELS["openai"], chat_options(server, "openai", concurrency=3))
     names = ["lookup_order", "track_shipment", "refund_order"] * 4
-    answers = selector.select([item(f"please call {n}", TOOLS, f"q{i}") for i, n in enumerate(names)])
+    answers = selector.select([selection_input(f"please call {n}", TOOLS, f"q{i}") for i, n in enumerate(names)])
     assert [a.request_id for a in answers] == [f"q{i}" for i in range(12)]
     assert [a.chosen for a in answers] == names
-    assert peak[0] <= 3
+    assert in_flight.peak == 3
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_root_combinator_is_sent_as_words_and_still_checked(serve, kind):
     server = serve(lambda s: tool_call("lookup_order", {"include_items": True}))
-    [answer] = ChatSelector(kind, MODELS[kind], chat_options(server, kind)).select([item("my orders?", TOOLS)])
+    [answer] = ChatSelector(kind, MODELS[kind], chat_options(server, kind)).select([selection_input("my orders?", TOOLS)])
     [seen] = server.requests()
     sent = seen.body["tools"][0]
     description = sent["function"]["description"] if kind == "openai" else sent["description"]

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import random
-from email.utils import format_datetime
+import threading
 from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 
 import pytest
 
-from schemas.catalogue import Catalogue, ToolSpec
+from schemas.catalogue import Catalogue
 from schemas.taskset import LabelledRequest, Message
-from tasks.run.plan_units import plan_arm_seed, selector_fingerprint
 from tasks.experiment.resolve_experiment import ResolvedArm
+from tasks.run.plan_units import plan_arm_seed, selector_fingerprint
 from tasks.selectors.call_budget import RunLedger
 from tasks.selectors.chat_types import ChatReply, ChatRequest
 from tasks.selectors.provider_calls import ProviderCaller, scrub
 from tasks.selectors.retry_policy import Failure, ProviderGate, RetryPolicy, classify, parse_retry_after
 from tasks.selectors.tool_names import ToolNameMap, wire_name
-from tests.selectors.providers.conftest import FAKE_KEY, MODELS, support_tools
+from tasks.selectors.tool_schemas import wire_schema
+from tests.factories.catalogues import support_tools
+from tests.selectors.providers.conftest import FAKE_KEY, MODELS, InFlight
+from tests.selectors.providers.conftest import base_url
 
 
 # -- retry policy -----------------------------------------------------------------------------------------
@@ -98,25 +102,16 @@ def test_a_429_pauses_every_caller_of_the_endpoint_for_its_retry_after(monkeypat
 
 
 def test_the_gate_bounds_calls_in_flight():
-    import threading
-    import time
-
-    gate = ProviderGate(2)
-    inside, peak, lock = [0], [0], threading.Lock()
+    gate, in_flight = ProviderGate(2), InFlight(meet=2)  # two at a time wait for each other inside the gate
 
     def work():
-        with gate:
-            with lock:
-                inside[0] += 1
-                peak[0] = max(peak[0], inside[0])
-            time.sleep(0.02)
-            with lock:
-                inside[0] -= 1
+        with gate, in_flight:
+            pass
 
     threads = [threading.Thread(target=work) for _ in range(8)]
     [t.start() for t in threads]
-    [t.join() for t in threads]
-    assert peak[0] == 2
+    [t.join(timeout=60) for t in threads]
+    assert in_flight.peak == 2 and in_flight.entered == 8
 
 
 def test_scrub_removes_keys_and_key_shaped_strings():
@@ -206,8 +201,6 @@ def test_secret_looking_options_never_enter_the_key_but_max_tokens_does():
 # -- tool schemas as the providers accept them ----------------------------------------------------------------
 
 def test_a_root_any_of_becomes_words_in_the_description():
-    from tasks.selectors.tool_schemas import wire_schema
-
     [lookup] = support_tools("lookup_order")
     sent, note = wire_schema(lookup.parameters)
     assert "anyOf" not in sent and sent["type"] == "object" and set(sent["properties"]) == set(lookup.parameters["properties"])
@@ -216,8 +209,6 @@ def test_a_root_any_of_becomes_words_in_the_description():
 
 
 def test_all_of_merges_and_one_of_with_properties_joins_them():
-    from tasks.selectors.tool_schemas import wire_schema
-
     schema = {"type": "object", "properties": {"a": {"type": "string"}},
               "allOf": [{"properties": {"b": {"type": "integer"}}, "required": ["b"]}],
               "oneOf": [{"properties": {"c": {"type": "string"}}, "required": ["c"]},
@@ -234,7 +225,6 @@ def test_the_loopback_server_refuses_a_root_combinator_like_the_real_services(se
     import anthropic
     import openai
 
-    from tests.selectors.providers.conftest import base_url
 
     server = serve()
     [lookup] = support_tools("lookup_order")

@@ -9,8 +9,10 @@ import pytest
 from tasks.run.score_selection import score_selection
 from tasks.selectors.chat_selector import ChatSelector
 from tasks.selectors.routed import RouterResult, decide, probabilities_from_logprobs
+from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import Reply, Seen, oracle, text_reply, tool_call
-from tests.selectors.providers.conftest import MODELS, chat_options, item, support_tools
+from tests.provider_server import status_reply
+from tests.selectors.providers.conftest import MODELS, chat_options
 from tests.selectors.providers.example_arguments import example_arguments
 
 TOOLS = support_tools("lookup_order", "track_shipment", "refund_order", "reset_password")
@@ -84,7 +86,7 @@ def routed_selector(server, kind="openai", **routing):
 def test_llm_router_gated_above_threshold_forces_the_chat_models_tool_choice(serve, kind):
     server = serve(oracle(EXPECTED, VALID, router_confidence=0.9))
     selector = routed_selector(server, kind, route="gated", router="llm", threshold=0.8)
-    [answer] = selector.select([item(TRACK, TOOLS)])
+    [answer] = selector.select([selection_input(TRACK, TOOLS)])
     assert answer.chosen == "track_shipment" and answer.outcome_hint == "ok"
     assert answer.route == "gated" and answer.decided_by == "router" and answer.fallback is False
     assert answer.router == f"llm:{MODELS['openai']}" and answer.router_pick == "track_shipment"
@@ -100,7 +102,7 @@ def test_llm_router_gated_above_threshold_forces_the_chat_models_tool_choice(ser
 def test_llm_router_below_threshold_falls_back_and_the_row_says_so(serve):
     server = serve(oracle(EXPECTED, VALID, router_confidence=0.55))
     selector = routed_selector(server, route="gated", router="llm", threshold=0.8)
-    [answer] = selector.select([item(TRACK, TOOLS)])
+    [answer] = selector.select([selection_input(TRACK, TOOLS)])
     assert answer.decided_by == "chat" and answer.fallback is True and answer.chosen == "track_shipment"
     [chat] = server.requests(router=False)
     assert chat.tool_choice is None
@@ -113,14 +115,12 @@ def test_llm_router_without_an_index_token_falls_back(serve):
         return tool_call("track_shipment", VALID["track_shipment"])
 
     server = serve(script)
-    [answer] = routed_selector(server, route="forced", router="llm").select([item(TRACK, TOOLS)])
+    [answer] = routed_selector(server, route="forced", router="llm").select([selection_input(TRACK, TOOLS)])
     assert answer.fallback is True and answer.router_pick is None and "no option index" in answer.detail
     assert answer.outcome_hint == "ok" and answer.chosen == "track_shipment"
 
 
 def test_llm_router_that_errors_falls_back_and_counts_its_retries(serve):
-    from tests.provider_server import status_reply
-
     def script(seen: Seen) -> Reply:
         if seen.is_router:
             return status_reply(500)
@@ -129,7 +129,7 @@ def test_llm_router_that_errors_falls_back_and_counts_its_retries(serve):
     server = serve(script)
     selector = routed_selector(server, route="gated", router="llm", threshold=0.5)
     selector.router.caller.policy = type(selector.router.caller.policy)(max_retries=1, base_delay_s=0.01)
-    [answer] = selector.select([item(TRACK, TOOLS)])
+    [answer] = selector.select([selection_input(TRACK, TOOLS)])
     assert answer.fallback is True and answer.retries == 1 and "router: HTTP 500" in answer.detail
     assert answer.chosen == "track_shipment"
 
@@ -137,7 +137,7 @@ def test_llm_router_that_errors_falls_back_and_counts_its_retries(serve):
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_forced_with_a_none_pick_sends_tool_choice_none(serve, kind):
     server = serve(oracle(EXPECTED, VALID))
-    [answer] = routed_selector(server, kind, route="forced", router="llm").select([item("tell me a joke", TOOLS)])
+    [answer] = routed_selector(server, kind, route="forced", router="llm").select([selection_input("tell me a joke", TOOLS)])
     assert answer.router_pick == "none" and answer.chosen == "none" and answer.decided_by == "router"
     [chat] = server.requests(api=kind, router=False)
     assert chat.tool_choice == "none"
@@ -150,7 +150,7 @@ def test_a_forced_chat_model_that_disobeys_is_scored_on_what_it_called(serve):
         return tool_call("refund_order", VALID["refund_order"])
 
     server = serve(script)
-    [answer] = routed_selector(server, route="forced", router="llm").select([item(TRACK, TOOLS)])
+    [answer] = routed_selector(server, route="forced", router="llm").select([selection_input(TRACK, TOOLS)])
     assert answer.router_pick == "track_shipment" and answer.chosen == "refund_order"
     assert score_selection("track_shipment", answer, {t.name for t in TOOLS}).outcome == "wrong_tool"
 
@@ -158,7 +158,7 @@ def test_a_forced_chat_model_that_disobeys_is_scored_on_what_it_called(serve):
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_narrowed_sends_only_the_routers_tool(serve, kind):
     server = serve(oracle(EXPECTED, VALID))
-    [answer] = routed_selector(server, kind, route="narrowed", router="llm").select([item(TRACK, TOOLS)])
+    [answer] = routed_selector(server, kind, route="narrowed", router="llm").select([selection_input(TRACK, TOOLS)])
     [chat] = server.requests(api=kind, router=False)
     assert chat.tools == ("track_shipment",) and chat.tool_choice is None
     assert answer.chosen == "track_shipment" and answer.decided_by == "chat" and answer.fallback is False
@@ -166,7 +166,7 @@ def test_narrowed_sends_only_the_routers_tool(serve, kind):
 
 def test_narrowed_to_none_sends_no_tools(serve):
     server = serve(lambda seen: oracle(EXPECTED)(seen) if seen.is_router else text_reply("Here's a joke..."))
-    [answer] = routed_selector(server, route="narrowed", router="llm").select([item("tell me a joke", TOOLS)])
+    [answer] = routed_selector(server, route="narrowed", router="llm").select([selection_input("tell me a joke", TOOLS)])
     [chat] = server.requests(router=False)
     assert chat.tools == () and answer.chosen == "none"
 
@@ -174,8 +174,8 @@ def test_narrowed_to_none_sends_no_tools(serve):
 def test_offline_lexical_router_in_a_gated_arm(serve):
     server = serve(oracle(EXPECTED, VALID))
     selector = routed_selector(server, route="gated", router="lexical", threshold=0.0)
-    answers = selector.select([item(TRACK_SHIPMENT, TOOLS, "a"),
-                               item("please send me a password reset link", TOOLS, "b")])
+    answers = selector.select([selection_input(TRACK_SHIPMENT, TOOLS, "a"),
+                               selection_input("please send me a password reset link", TOOLS, "b")])
     assert [a.router_pick for a in answers] == ["track_shipment", "reset_password"]
     assert all(a.router.startswith("lexical:") and a.decided_by == "router" and a.router_cost_usd is None
                for a in answers)
@@ -186,6 +186,6 @@ def test_offline_lexical_router_in_a_gated_arm(serve):
 
 def test_default_route_with_a_router_records_it_but_lets_the_chat_model_choose(serve):
     server = serve(oracle(EXPECTED, VALID))
-    [answer] = routed_selector(server, route="default", router="lexical").select([item(TRACK_SHIPMENT, TOOLS)])
+    [answer] = routed_selector(server, route="default", router="lexical").select([selection_input(TRACK_SHIPMENT, TOOLS)])
     assert answer.route == "default" and answer.decided_by == "chat" and answer.router_pick == "track_shipment"
     assert server.requests()[0].tool_choice is None

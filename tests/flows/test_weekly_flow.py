@@ -11,8 +11,9 @@ import pytest
 
 from flows.weekly import weekly
 from tasks.taskset.load_taskset import load_version
-from tests.conftest import SUPPORT
-from tests.traffic.conftest import NOW, shrink_sampling
+from tests.factories import NOW
+from tests.factories import SUPPORT
+from tests.factories.traffic import shrink_sampling
 
 pytestmark = pytest.mark.slow  # two weekly flow runs through Prefect: ~40 s after the session's harness
 

@@ -1,89 +1,19 @@
-"""The views the weekly report reads (on known rows), the refusal of provisional labels, and the CLI."""
+"""The refusal of provisional labels, and the traffic commands of the CLI (resample, queue)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from flows.cli import build_parser, main
-from schemas.arrow import to_arrow_table
-from schemas.rows import ArmRecord, ComparisonRecord, RunRecord, SelectionRow
-from tasks.weekly.calibration_report import calibration_markdown, calibration_report
 from tasks.files.input_errors import InputError
-from tasks.taskset.load_taskset import load_version
 from tasks.run.prepare_run import prepare_run
-from tasks.taskset.provisional_labels import provisional_notice, refuse_provisional
-from tests.stats.known_rows import NOW, selection_row
-from tests.taskset_factory import write_taskset
-from tests.traffic.traffic_factory import make_turns, write_duckdb, write_jsonl
-
-
-def version_rows(arm: str, version: str, tool: str, n: int, n_correct: int, status: str = "adjudicated") -> list[dict]:
-    rows = []
-    for i in range(n):
-        row = selection_row(f"{version}-{tool}-{i}", tool, i < n_correct, arm=arm, rung=1 if version == "v1" else 2)
-        row.update(taskset_version=version, label_status=status)
-        rows.append(row)
-    return rows
-
-
-@pytest.fixture
-def calibrated() -> duckdb.DuckDBPyConnection:
-    """Run 'run1': arm prod.v1 on v1 and prod.v2 on v2 (provisional), compared on the version only."""
-    from warehouse.tables import create_tables
-    from warehouse.views import create_views
-
-    con = duckdb.connect(":memory:")
-    create_tables(con)
-    create_views(con)
-    rows = (version_rows("prod.v1", "v1", "refund", 10, 8) + version_rows("prod.v1", "v1", "track", 4, 4)
-            + version_rows("prod.v2", "v2", "refund", 20, 10, "provisional")
-            + version_rows("prod.v2", "v2", "promo", 5, 5, "provisional"))
-
-    def insert(table: str, model, records: list[dict]) -> None:
-        con.register("_in", to_arrow_table(model, [model.model_validate(r).model_dump() for r in records]))
-        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _in")
-        con.unregister("_in")
-
-    insert("landed_rows", SelectionRow, rows)
-    insert("runs", RunRecord, [dict(run_id="run1", experiment="w", experiment_path="w.yaml", experiment_hash="h",
-                                    taskset="known", started_at=NOW, finished_at=NOW, n_rows=len(rows),
-                                    criteria_hash=None, criteria_registered_at=None, weights_window=None,
-                                    tooleval_version="test")])
-    insert("arms", ArmRecord, [dict(run_id="run1", arm=f"prod.{v}", rung=i, catalogue="c", catalogue_hash="c",
-                                    prompt="p", prompt_hash="p", model_id="m", selector="lexical", taskset_version=v,
-                                    taskset_hash=v, n_tools=4, seeds=[1]) for i, v in ((1, "v1"), (2, "v2"))])
-    insert("comparisons", ComparisonRecord, [dict(run_id="run1", baseline="prod.v1", arm="prod.v2", changed=["version"])])
-    yield con
-    con.close()
-
-
-def test_version_calibration_view_on_known_rows(calibrated):
-    rows = {r[0]: r[1:] for r in calibrated.execute(
-        "select tool, old_requests, old_accuracy, new_requests, new_accuracy, difference from version_calibration "
-        "where run_id = 'run1' and old_arm = 'prod.v1' and new_arm = 'prod.v2'").fetchall()}
-    assert rows["refund"] == (10, 0.8, 20, 0.5, pytest.approx(-0.3))
-    assert rows["track"] == (4, 1.0, None, None, None)
-    assert rows["promo"] == (None, None, 5, 1.0, None)
-
-
-def test_label_status_counts_and_the_notice(calibrated):
-    counts = calibrated.execute("select taskset_version, label_status, n_requests from label_status_counts "
-                                "where run_id = 'run1' order by 1").fetchall()
-    assert counts == [("v1", "adjudicated", 14), ("v2", "provisional", 25)]
-    (line,) = provisional_notice(calibrated, "run1")
-    assert line.startswith("PROVISIONAL LABELS: v2 has 25 of 25 requests") and "--allow-provisional" in line
-
-
-def test_calibration_report_reads_the_difference_per_slice_and_tool(calibrated):
-    report = calibration_report(calibrated, "run1", "prod.v1", "prod.v2")
-    assert (report.old_version, report.new_version) == ("v1", "v2")
-    assert report.differences["existing"] == pytest.approx(15 / 25 - 12 / 14)
-    text = calibration_markdown(report)
-    assert "Calibration v2 vs v1" in text and "PROVISIONAL LABELS" in text and "| refund | 80.0% | 10 | 50.0% | 20 | -30.0 |" in text
+from tasks.taskset.load_taskset import load_version
+from tasks.taskset.provisional_labels import refuse_provisional
+from tests.factories.taskset import write_taskset
+from tests.factories.traffic import make_turns, write_duckdb, write_jsonl
 
 
 def provisional_experiment(root: Path) -> Path:

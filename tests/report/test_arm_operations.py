@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-import duckdb
 import pytest
 
-from schemas.arrow import to_arrow_table
 from schemas.rows import SelectionRow
 from tasks.report.arm_operations import arm_operations_table
-from warehouse.tables import create_tables
-from warehouse.views import create_views
+from tests.factories.rows import insert, records, selection_row
+
+MODEL = "gpt-4.1-mini-2025-04-14"
+
+
+HOSTED = dict(slice_="s", tool_set_id="ts", n_tools=3, input_tokens=1000, output_tokens=20, cost_usd=0.001,
+              latency_ms=300.0, model_id=MODEL, served_model_id=MODEL, selector="openai")
 
 
 def row(i: int, arm: str, outcome: str, **extra) -> dict:
-    correct = outcome == "correct"
-    base = dict(
-        run_id="run1", experiment="e", arm=arm, rung=1 if arm == "chat" else 2, seed=1, taskset="t",
-        taskset_version="v1", request_id=f"r{i}", slice="s", intent=None, label_status="adjudicated", catalogue="c",
-        tool_set_id="ts", n_tools=3, expected="track", expected_position=1, chosen="track" if correct else None,
-        correct=correct, outcome=outcome, pair=None, invalid=outcome == "invalid", error=outcome == "error",
-        empty=outcome == "empty", confidence=None, probabilities=None, detail=None, input_tokens=1000,
-        output_tokens=20, cost_usd=0.001, latency_ms=300.0, model_id="gpt-4.1-mini-2025-04-14",
-        served_model_id="gpt-4.1-mini-2025-04-14", selector="openai", prompt="p", cache_hit=False, retries=0,
-    )
-    base.update(extra)
-    return base
-
-
-@pytest.fixture
-def con():
-    connection = duckdb.connect(":memory:")
-    create_tables(connection)
-    create_views(connection)
-    yield connection
-    connection.close()
+    """A hosted-model row of request r{i} (expected 'track'); ``extra`` overrides any column."""
+    fields = {**HOSTED, "chosen": "track" if outcome == "correct" else None, **extra}
+    return selection_row(f"r{i}", "track", outcome=outcome, arm=arm, rung=1 if arm == "chat" else 2, **fields)
 
 
 def test_arm_operations_on_known_rows(con):
@@ -53,11 +38,8 @@ def test_arm_operations_on_known_rows(con):
         row(4, "gated", "correct", route="gated", router="embedding:m", decided_by="chat", fallback=True,
             judge_verdict="unsure"),
     ]
-    con.register("incoming", to_arrow_table(SelectionRow, rows))
-    con.execute("insert into landed_rows by name select * from incoming")
-    cursor = con.execute("select * from arm_operations order by rung")
-    names = [d[0] for d in cursor.description]
-    chat, gated = [dict(zip(names, r)) for r in cursor.fetchall()]
+    insert(con, "landed_rows", SelectionRow, rows)
+    chat, gated = records(con, "select * from arm_operations order by rung")
 
     assert (chat["n"], chat["correct"], chat["empty"], chat["error"], chat["budget_stopped"]) == (5, 2, 1, 1, 1)
     assert chat["first_match_accuracy"] == pytest.approx(0.4)

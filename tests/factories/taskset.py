@@ -9,13 +9,7 @@ from typing import Any
 import yaml
 
 from tasks.taskset.load_taskset import freeze_version
-
-TOOLS = [
-    {"name": "refund_order", "description": "Refund money for an order that arrived damaged or never arrived."},
-    {"name": "track_shipment", "description": "Track where a parcel is and when the delivery will arrive."},
-    {"name": "reset_password", "description": "Send a password reset link when the customer cannot log in."},
-    {"name": "search_kb", "description": "Search the help centre for policy questions such as the return window."},
-]
+from tests.factories.catalogues import SHOP_TOOLS
 
 REQUESTS = [
     {"id": "r1", "messages": [{"role": "user", "content": "my parcel arrived smashed, I want my money back"}],
@@ -44,7 +38,7 @@ def write_taskset(
     (root / "catalogues").mkdir(parents=True, exist_ok=True)
     (root / "prompts").mkdir(exist_ok=True)
     (root / "weights").mkdir(exist_ok=True)
-    (root / "catalogues" / "base.json").write_text(json.dumps({"name": "base", "tools": tools or TOOLS}))
+    (root / "catalogues" / "base.json").write_text(json.dumps({"name": "base", "tools": tools or SHOP_TOOLS}))
     (root / "prompts" / "default.md").write_text("Pick the one tool that fits, or none.\n")
     lines = [json.dumps(r) for r in (REQUESTS if requests is None else requests)]
     (root / "v1.jsonl").write_text("\n".join(lines) + "\n")
@@ -58,8 +52,9 @@ def write_taskset(
     return root
 
 
-def write_experiment(root: Path, name: str = "exp.yaml", **overrides: Any) -> Path:
-    """An experiment over the task set at `root` (two lexical rungs on the same catalogue unless overridden)."""
+def write_experiment(root: Path, file: str = "exp.yaml", /, **overrides: Any) -> Path:
+    """``experiments/<file>`` over the task set at `root` (two lexical rungs on the same catalogue unless
+    ``overrides`` say otherwise: any key of the experiment file, ``name`` included)."""
     spec: dict[str, Any] = {
         "name": "test-experiment",
         "taskset": "..",
@@ -73,6 +68,16 @@ def write_experiment(root: Path, name: str = "exp.yaml", **overrides: Any) -> Pa
     }
     spec.update(overrides)
     (root / "experiments").mkdir(exist_ok=True)
-    path = root / "experiments" / name
+    path = root / "experiments" / file
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+SUPPORT_OFFLINE = {"batch_size": 270, "weights": "2026-W36-W47", "comparisons": "ladder",
+                   "defaults": {"prompt": "default", "selector": "lexical", "model": "bm25-okapi"}}
+"""An offline (BM25) run over the bundled support set: 540 requests in two batches a seed, its weights window."""
+
+
+def write_support_experiment(taskset: Path, name: str, arms: list[dict[str, Any]], file: str | None = None) -> Path:
+    """An offline experiment over a copy of the support set (``support_copy``): the given arms, 3 seeds."""
+    return write_experiment(taskset, file or f"{name}.yaml", name=name, arms=arms, **SUPPORT_OFFLINE)

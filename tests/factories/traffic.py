@@ -1,4 +1,4 @@
-"""Small production logs for tests, in every accepted format, over the tools of tests/taskset_factory."""
+"""Small production logs for tests, in every accepted format, over the tools of tests/factories/taskset.py."""
 
 from __future__ import annotations
 
@@ -6,6 +6,26 @@ import json
 import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+
+import duckdb
+import yaml
+
+from schemas.arrow import to_arrow_table
+from schemas.traffic import ProductionTurn
+from tests.factories import SUPPORT
+
+LOG = SUPPORT / "production" / "support_turns.parquet"
+"""The bundled production log of the support task set."""
+SMALL_SAMPLING = {"size": 200, "floor_per_tool": 4, "floor_none": 8}
+
+
+def shrink_sampling(taskset_dir: Path, **sampling) -> None:
+    """Make the task set's resample plan small (fewer requests to check and evaluate in tests)."""
+    path = taskset_dir / "production" / "traffic.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["sampling"] = {**config.get("sampling", {}), **(sampling or SMALL_SAMPLING)}
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
 
 ITEMS = ["kettle", "desk lamp", "garden hose", "office chair", "toaster", "rug", "wine glasses", "yoga mat"]
 TEXTS = {
@@ -46,11 +66,6 @@ def write_jsonl(path: Path, turns: list[dict]) -> Path:
 
 
 def write_duckdb(path: Path, turns: list[dict], table: str = "turns") -> Path:
-    import duckdb
-
-    from schemas.arrow import to_arrow_table
-    from schemas.traffic import ProductionTurn
-
     arrow = to_arrow_table(ProductionTurn, turns)
     con = duckdb.connect(str(path))
     con.register("incoming", arrow)

@@ -1,0 +1,59 @@
+"""Runs whose rows landed but whose registration waited: a DuckDB file held by another process past the
+bounded wait, or a process that died between landing and registering. Their records are kept in
+``registrations/<run_id>/run-records.json`` (warehouse/register_run.py); ``tooleval register RUN_ID``
+and every later run register them from there, select nothing again, then judge and publish them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tasks.files.input_errors import InputError
+from tasks.report.publish import PublishedReport, judge_and_publish
+from warehouse.connect import WarehouseBusy, connect
+from warehouse.location import Warehouse
+from warehouse.register_run import load_registration, register_run, saved_run_ids
+
+
+@dataclass(frozen=True)
+class LateRegistration:
+    run_id: str
+    n_rows: int
+    published: PublishedReport
+
+
+def registered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> set[str]:
+    if not warehouse.db_path.is_file():
+        return set()
+    con = connect(warehouse.db_path, read_only=True, wait_s=wait_s)
+    try:
+        return {run_id for (run_id,) in con.execute("SELECT run_id FROM runs").fetchall()}
+    finally:
+        con.close()
+
+
+def unregistered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> list[str]:
+    """Runs with saved records that the DuckDB file does not hold yet, oldest first."""
+    registered = registered_run_ids(warehouse, wait_s)
+    return [run_id for run_id in saved_run_ids(warehouse.registrations_dir) if run_id not in registered]
+
+
+def register_saved_run(warehouse: Warehouse, run_id: str, wait_s: float | None = None) -> LateRegistration:
+    """Register a run from its saved records and landed Parquet, then judge and publish it."""
+    registration = load_registration(warehouse.registrations_dir, run_id)
+    if registration is None:
+        raise InputError.one(str(warehouse.registrations_dir / run_id), f"run {run_id}", "run-landed",
+                             "no saved registration for this run id in this warehouse")
+    n_rows = register_run(warehouse.db_path, warehouse.rows_dir, registration, wait_s=wait_s)
+    return LateRegistration(run_id, n_rows, judge_and_publish(warehouse, run_id))
+
+
+def register_waiting_runs(warehouse: Warehouse, wait_s: float | None = None) -> list[LateRegistration]:
+    """Register every run that landed but did not register (called by each run after its own); stops
+    quietly when the file is held (the next run tries again)."""
+    done: list[LateRegistration] = []
+    try:
+        for run_id in unregistered_run_ids(warehouse, wait_s):
+            done.append(register_saved_run(warehouse, run_id, wait_s))
+    except WarehouseBusy:
+        pass
+    return done

@@ -1,0 +1,91 @@
+"""Checks a run makes before Prefect starts and before any model call: everything that would otherwise
+fail only after selections were paid for. Each problem is an InputError naming the path and the rule.
+
+- the run has work: at least one request under at least one seed;
+- the warehouse folder is a folder (or can be made) and is writable;
+- an existing DuckDB file opens (a file held by another process is fine: registration waits for it);
+- there is room on the disk for the planned rows (a rough bound, with a margin);
+- Prefect's home folder is writable when a temporary server will be started (its SQLite database).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from tasks.files.input_errors import InputError, Problem
+from tasks.run.prepare_run import PreparedRun
+from warehouse.connect import WarehouseBusy, WarehouseUnreadable, connect
+from warehouse.location import Warehouse
+
+BYTES_PER_ROW = 400
+"""A generous bound on what one row costs on disk: Parquet (~10 B compressed), the DuckDB table, the cache."""
+DISK_MARGIN_BYTES = 64 * 2**20
+
+
+def planned_rows(prepared: PreparedRun) -> int:
+    experiment = prepared.experiment
+    return sum(len(prepared.versions[arm.version].requests) for arm in experiment.arms) * len(experiment.seeds)
+
+
+def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
+    """Can ``directory`` be written (or made)? Writes nothing that stays: the nearest existing folder is
+    tried with a temporary file that is removed at once."""
+    if directory.exists() and not directory.is_dir():
+        return [Problem(str(directory), "", rule, f"{what} is a file, not a folder: give a folder")]
+    existing = directory
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return [Problem(str(directory), "", rule, f"{what} cannot be made: {existing} is a file")]
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".tooleval-write-check-"):
+            pass
+    except OSError as error:
+        return [Problem(str(directory), "", rule, f"{what} is not writable ({error.strerror or error}): choose "
+                                                  "another folder or fix its permissions")]
+    return []
+
+
+def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect_server: bool) -> int:
+    """Raise InputError listing every problem; return the number of rows the run plans."""
+    rows = planned_rows(prepared)
+    problems: list[Problem] = []
+    if rows == 0:
+        problems.append(Problem(str(prepared.experiment.path), "", "run-has-work",
+                                "the run plans no rows (an empty task-set version, or no seeds): nothing to measure"))
+    problems += _writable(warehouse.root, "the warehouse folder", "warehouse-writable")
+    if not problems and warehouse.db_path.exists():
+        if not warehouse.db_path.is_file():
+            problems.append(Problem(str(warehouse.db_path), "", "warehouse-readable", "not a file"))
+        else:
+            try:
+                connect(warehouse.db_path, read_only=True, wait_s=0).close()
+            except WarehouseBusy:
+                pass  # held by a reader or another run: registration waits for it
+            except WarehouseUnreadable as error:
+                problems.append(Problem(str(warehouse.db_path), "", "warehouse-readable",
+                                        f"not a DuckDB file this tooleval can open ({error}); move it away (it is "
+                                        "rebuilt from nothing: earlier runs' Parquet rows stay in rows/) or give "
+                                        "--warehouse DIR"))
+    if not problems:
+        existing = warehouse.root
+        while not existing.exists():
+            existing = existing.parent
+        free = shutil.disk_usage(existing).free
+        needed = rows * BYTES_PER_ROW + DISK_MARGIN_BYTES
+        if free < needed:
+            problems.append(Problem(str(warehouse.root), "", "disk-space",
+                                    f"{free / 2**20:,.0f} MiB free, about {needed / 2**20:,.0f} MiB needed for "
+                                    f"{rows:,} rows: free some space or give --warehouse on another disk"))
+    if starts_prefect_server:
+        home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+        problems += [Problem(p.file, p.where, "prefect-home-writable",
+                             p.message + " (PREFECT_HOME: the temporary Prefect server keeps its database there; "
+                             "set PREFECT_HOME to a writable folder or PREFECT_API_URL to a running server)")
+                     for p in _writable(home, "PREFECT_HOME", "prefect-home-writable")]
+    if problems:
+        raise InputError(problems)
+    return rows
