@@ -10,7 +10,6 @@ of backend is a change of surface for the one-change rule and for the task cache
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -18,6 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
+from tasks.files.content_hash import parts_sha256, sha256_hex
 from tasks.files.input_errors import InputError
 from tasks.surface.toolkit import Toolkit
 
@@ -31,18 +31,13 @@ def backend_dir(taskset_dir: Path) -> Path:
 
 def backend_hash(taskset_dir: Path) -> str:
     """sha256 over every .py file of the backend package (paths and bytes, sorted)."""
-    digest = hashlib.sha256()
     root = backend_dir(taskset_dir)
-    for path in sorted(root.rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    return parts_sha256((str(path.relative_to(root)), path.read_bytes())
+                        for path in sorted(root.rglob("*.py")) if "__pycache__" not in path.parts)
 
 
 def _package_name(taskset_dir: Path, source_hash: str) -> str:
-    where = hashlib.sha256(str(Path(taskset_dir).resolve()).encode()).hexdigest()[:10]
+    where = sha256_hex(str(Path(taskset_dir).resolve()))[:10]
     return f"_tooleval_backend_{where}_{source_hash[:10]}"
 
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from schemas.catalogue import Catalogue, ToolSpec
 from schemas.surface import SurfaceFile
+from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
+from tasks.files.yaml_files import load_yaml
 from tasks.surface.load_backend import backend_hash, load_toolkit
 from tasks.surface.toolkit import BackendTool, Toolkit
 from tasks.surface.transform_tools import transform_problems, transform_tools
@@ -69,12 +69,7 @@ def read_surface_file(path: Path) -> SurfaceFile:
     file = str(path)
     if not path.is_file():
         raise InputError.one(file, "", "file-exists", "surface file not found")
-    try:
-        data = yaml.safe_load(path.read_bytes())
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise InputError.one(file, f"line {mark.line + 1}" if mark else "", "yaml",
-                             str(getattr(error, "problem", error))) from None
+    data = load_yaml(path.read_bytes(), file)
     try:
         return SurfaceFile.model_validate(data)
     except ValidationError as error:
@@ -97,10 +92,10 @@ def load_surface(taskset_dir: Path, name: str) -> ResolvedSurface:
         raise InputError([Problem(str(path), "transform", rule, message) for rule, message in problems])
     tools = tuple(OfferedTool(offered, backend[original])
                   for offered, original in transform_tools(underlying, spec.transform))
-    digest = hashlib.sha256(json.dumps({
+    digest = sha256_hex(json.dumps({
         "file": spec.model_dump(mode="json", exclude={"description"}),
         "backend": backend_hash(taskset_dir),
         "offered": [[t.spec.model_dump(), t.backend.name, t.backend.marks.model_dump()] for t in tools],
-    }, sort_keys=True).encode()).hexdigest()
+    }, sort_keys=True))
     return ResolvedSurface(name=name, description=spec.description, taskset_dir=taskset_dir,
                            toolkit_reference=spec.toolkit, toolkit=toolkit, tools=tools, surface_hash=digest)

@@ -15,7 +15,6 @@ Every parse problem is an InputError naming the file, the line (and id) and the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.surface_task import FIXTURE_INCLUDE_KEY, SurfaceTask, TaskSetManifest
+from tasks.files.content_hash import parts_sha256
 from tasks.files.input_errors import InputError, Problem
 from tasks.taskset.load_taskset import read_json_model, validation_message
 
@@ -123,15 +123,12 @@ def included_files(lines: list[TaskLine]) -> list[str]:
 
 def content_hash(taskset_dir: Path, version: str, fixture_names: list[str]) -> str:
     """sha256 over the tasks file and each shared fixture file it includes (missing files hash as empty)."""
-    digest = hashlib.sha256()
     tasks = task_paths(taskset_dir, version)["tasks"]
-    digest.update(b"tasks")
-    digest.update(tasks.read_bytes() if tasks.is_file() else b"")
+    parts = [("tasks", tasks.read_bytes() if tasks.is_file() else b"")]
     for name in sorted(fixture_names):
         path = fixture_path(taskset_dir, name)
-        digest.update(f"fixtures/{name}".encode())
-        digest.update(path.read_bytes() if path.is_file() else b"")
-    return digest.hexdigest()
+        parts.append((f"fixtures/{name}", path.read_bytes() if path.is_file() else b""))
+    return parts_sha256(parts)
 
 
 def read_shared_fixtures(taskset_dir: Path, names: list[str]) -> tuple[dict[str, dict[str, Any]], list[Problem]]:

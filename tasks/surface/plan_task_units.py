@@ -3,13 +3,13 @@ the seed's order, and the cache key of its outcome."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from schemas.catalogue import ToolSpec
 from schemas.surface_task import SurfaceTask
+from tasks.files.content_hash import sha256_hex
 from tasks.run.permute_tools import permute_tools
 from tasks.run.plan_units import _SECRET_OPTION_NAME, tools_fingerprint
 from tasks.surface.load_tasks import TaskVersion
@@ -17,7 +17,7 @@ from tasks.surface.resolve_task_experiment import ResolvedTaskArm, ResolvedTaskE
 
 
 def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+    return sha256_hex(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
 
 
 def agent_fingerprint(arm: ResolvedTaskArm) -> str:

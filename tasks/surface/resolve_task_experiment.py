@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from schemas.surface_experiment import TASK_RESPECTS, TaskArmSpec, TaskComparison, TaskExperimentFile
-from tasks.experiment.resolve_experiment import ARM_NAME_CHARS, MIN_SEEDS, sha256_text
+from tasks.experiment.resolve_experiment import ARM_NAME_CHARS, MIN_SEEDS
+from tasks.files.content_hash import sha256_hex
+from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError, Problem
 from tasks.selectors.chat_options import HOSTED_KINDS, ROUTING_OPTIONS, answer_options, check_hosted_arm
 from tasks.surface.load_surface import ResolvedSurface, load_surface
@@ -47,7 +48,7 @@ class ResolvedTaskArm:
 
     @property
     def prompt_hash(self) -> str:
-        return sha256_text(self.prompt_text)
+        return sha256_hex(self.prompt_text)
 
     @property
     def agent_options(self) -> dict[str, Any]:
@@ -55,7 +56,7 @@ class ResolvedTaskArm:
 
     @property
     def agent_options_hash(self) -> str:
-        return sha256_text(json.dumps(self.agent_options, sort_keys=True, default=str))
+        return sha256_hex(json.dumps(self.agent_options, sort_keys=True, default=str))
 
     def respect(self, respect: str) -> Any:
         return {
@@ -103,12 +104,7 @@ def load_task_experiment_file(path: Path) -> TaskExperimentFile:
     path = Path(path)
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "experiment file not found")
-    try:
-        data = yaml.safe_load(path.read_bytes())
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise InputError.one(str(path), f"line {mark.line + 1}" if mark else "", "yaml",
-                             str(getattr(error, "problem", error))) from None
+    data = load_yaml(path.read_bytes(), str(path))
     if not isinstance(data, dict):
         raise InputError.one(str(path), "", "schema", "an experiment file is a YAML mapping")
     try:
@@ -221,5 +217,5 @@ def resolve_task_experiment(path: Path) -> ResolvedTaskExperiment:
         comparisons.append(ResolvedTaskComparison(pair.baseline, pair.arm, changed))
     if problems:
         raise InputError(problems)
-    return ResolvedTaskExperiment(path=path, experiment_hash=sha256_text(path.read_bytes()), spec=spec,
+    return ResolvedTaskExperiment(path=path, experiment_hash=sha256_hex(path.read_bytes()), spec=spec,
                                   taskset_dir=taskset_dir, arms=tuple(arms), comparisons=tuple(comparisons))

@@ -7,7 +7,6 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from schemas.surface_criteria import TaskCriteriaFile
@@ -16,22 +15,18 @@ from tasks.experiment.criteria import (
     REGISTRATION_FILE,
     CriteriaRegistration,
     _locate,
-    _write_atomic,
     criteria_path,
     read_registration,
-    sha256_bytes,
 )
+from tasks.files.atomic_write import write_atomic
+from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
+from tasks.files.yaml_files import load_yaml
 
 
 def parse_task_criteria(path: Path, raw: bytes) -> TaskCriteriaFile:
     file = str(path)
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise InputError.one(file, f"line {mark.line + 1}" if mark else "", "yaml",
-                             str(getattr(error, "problem", error))) from None
+    data = load_yaml(raw, file)
     if not isinstance(data, dict):
         raise InputError.one(file, "", "schema", "a criteria file is a YAML mapping with `name` and `gates`")
     try:
@@ -79,7 +74,7 @@ def register_task_criteria(path: Path, registrations_dir: Path, run_id: str) -> 
     first call; a run id already registered with other criteria is refused."""
     raw = Path(path).read_bytes()
     parse_task_criteria(Path(path), raw)
-    digest = sha256_bytes(raw)
+    digest = sha256_hex(raw)
     existing = read_registration(registrations_dir, run_id)
     if existing is not None:
         if existing.sha256 != digest:
@@ -90,13 +85,13 @@ def register_task_criteria(path: Path, registrations_dir: Path, run_id: str) -> 
     directory.mkdir(parents=True, exist_ok=True)
     registration = CriteriaRegistration(run_id=run_id, source=str(path), sha256=digest,
                                         registered_at=datetime.now(timezone.utc), copy=directory / CRITERIA_COPY)
-    _write_atomic(registration.copy, raw)
-    _write_atomic(directory / REGISTRATION_FILE, json.dumps(registration.to_json(), indent=2).encode())
+    write_atomic(registration.copy, raw)
+    write_atomic(directory / REGISTRATION_FILE, json.dumps(registration.to_json(), indent=2).encode())
     return registration
 
 
 def registered_task_criteria(registration: CriteriaRegistration) -> TaskCriteriaFile:
     raw = registration.copy.read_bytes()
-    if sha256_bytes(raw) != registration.sha256:
+    if sha256_hex(raw) != registration.sha256:
         raise ValueError(f"the registered copy {registration.copy} does not match sha256 {registration.sha256[:12]}")
     return parse_task_criteria(registration.copy, raw)

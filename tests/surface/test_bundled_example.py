@@ -9,7 +9,7 @@ from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import load_task_version
 from tasks.surface.prepare_task_run import prepare_task_run
 from tasks.surface.task_checks import check_tasks
-from tests.conftest import ROOT
+from tests.factories import ROOT
 
 FOLDER = ROOT / "tasksets" / "support_tasks"
 

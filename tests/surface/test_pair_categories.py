@@ -3,7 +3,7 @@ namespace (seed 000's question), from the view confused_pair_categories."""
 
 from __future__ import annotations
 
-from tests.stats.known_rows import KnownRun, selection_row
+from tests.factories.rows import KnownRun, selection_row
 
 
 def test_confused_pairs_say_whether_they_cross_a_category():

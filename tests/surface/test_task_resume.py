@@ -12,7 +12,9 @@ import textwrap
 import time
 from collections import Counter
 
-from tests.conftest import ROOT
+import pytest
+
+from tests.factories import ROOT
 from tests.provider_server import ProviderServer, Seen, text_reply, tool_call
 from tests.selectors.providers.conftest import FAKE_KEY
 from tests.surface.tiny_desk import desk_task, write_desk
@@ -51,6 +53,7 @@ def cached_task_ids(path) -> set[str]:
         con.close()
 
 
+@pytest.mark.slow  # two child processes and a loopback server with latency
 def test_a_killed_run_resumes_without_repeating_a_completed_task(tmp_path):
     tasks = [desk_task(f"close-{n:02d}", f"Please close ticket T-1002 (request {n}).",
                        {"state": [{"path": "tickets.T-1002.status", "equals": "closed"}]}) for n in range(N_TASKS)]
