@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from flows.exit_codes import EXIT_MODEL_MISMATCH, verdict_exit_code
 from flows.prefect_server import run_server
 from flows.prefect_settings import apply_prefect_defaults
+from tasks.run.preflight import check_before_run
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import load_task_version
-from tasks.surface.prepare_task_run import prepare_task_run_once
+from tasks.surface.prepare_task_run import PreparedTaskRun, prepare_task_run_once
 from tasks.surface.publish_task_report import read_task_report
 from tasks.surface.task_checks import check_tasks
 from tasks.surface.task_report import TaskReport
@@ -29,6 +30,24 @@ from warehouse.location import Warehouse, warehouse_at
 
 if TYPE_CHECKING:
     from flows.surface_run import SurfaceRunSummary
+
+
+@dataclass(frozen=True)
+class _Planned:
+    requests: tuple
+    """A version's tasks under the name the selection preflight counts (one task run is one row of task_runs)."""
+
+
+@dataclass(frozen=True)
+class _PreflightView:
+    """A prepared task run as the selection preflight reads it (experiment path, arms' versions, seeds)."""
+
+    experiment: object
+    versions: dict[str, _Planned]
+
+    @classmethod
+    def of(cls, prepared: PreparedTaskRun) -> "_PreflightView":
+        return cls(prepared.experiment, {name: _Planned(v.tasks) for name, v in prepared.versions.items()})
 
 
 @dataclass(frozen=True)
@@ -51,7 +70,9 @@ def run_task_experiment(experiment_path: Path | str, *, warehouse: str | Path | 
     apply_prefect_defaults()
     server = run_server()
     try:
-        prepare_task_run_once(experiment_path)  # fail fast on bad input, while the server starts
+        prepared = prepare_task_run_once(experiment_path)  # fail fast on bad input, while the server starts
+        # the selection run's preflight: work planned, warehouse folder and DuckDB file, disk, PREFECT_HOME
+        check_before_run(_PreflightView.of(prepared), warehouse_at(warehouse), starts_prefect_server=server is not None)
         from flows.api import prefect_api  # the selection API's server hand-over, reused
         from flows.surface_run import surface_run  # Prefect: heavy, imported only to run
 

@@ -140,3 +140,12 @@ arms:
     assert {r[7] for r in rows} == {"close_ticket", "desk.close_ticket"}  # mapped back from desk_close_ticket
     leaked = [p for p in (tmp_path / "wh").rglob("*") if p.is_file() and FAKE_KEY.encode() in p.read_bytes()]
     assert leaked == []
+
+
+def test_the_preflight_refuses_a_warehouse_that_cannot_be_written(tmp_path):
+    folder = write_desk(tmp_path)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the warehouse should go")
+    with pytest.raises(InputError) as raised:
+        run_task_experiment(folder / "experiments" / "four.yaml", warehouse=blocker)
+    assert "[warehouse-writable] the warehouse folder is a file, not a folder" in str(raised.value)
