@@ -57,10 +57,10 @@ def find_factorials(arms: Sequence[Mapping[str, object]],
                                             by_key.get(both_key, "")})
                         if both_key in by_key and square not in seen:
                             seen.add(square)
-                            a, b, ra, rb = first, second, ri, rj
-                            if order[str(a["arm"])] > order[str(b["arm"])]:  # single changes in arm order
-                                a, b, ra, rb = b, a, rj, ri
-                            found.append(Factorial(str(base["arm"]), str(a["arm"]), str(b["arm"]),
+                            one, two, ra, rb = first, second, ri, rj
+                            if order[str(one["arm"])] > order[str(two["arm"])]:  # single changes in arm order
+                                one, two, ra, rb = two, one, rj, ri
+                            found.append(Factorial(str(base["arm"]), str(one["arm"]), str(two["arm"]),
                                                    by_key[both_key], ra, rb))
     return found
 
