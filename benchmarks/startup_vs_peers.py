@@ -2,7 +2,7 @@
 
     python benchmarks/startup_vs_peers.py [--runs 5] [--only tooleval|promptfoo|inspect] [--with-inspect]
         [--tooleval-checkout DIR] [--tooleval-cmd CMD] [--no-warmup] [--isolate-network] [--cache-dir DIR]
-        [--keep]
+        [--import-breakdown] [--keep]
 
 The work, the same for every tool: the support task set's 540 requests (tasksets/support/v1.jsonl) x 3
 repeats = 1,620 evaluations, one arm (the 30-tool ``giftcards`` catalogue, the default prompt), an instant
@@ -23,6 +23,8 @@ offline selector and a tool-name check per row.
   (an OpenAI-style tool call to the expected tool at once) and a javascript assertion on the tool name.
   Offline: telemetry, update checks and sharing off, cache off, results written to a fresh SQLite database
   per run (PROMPTFOO_CONFIG_DIR in a temporary folder), as tooleval writes a fresh warehouse.
+  ``--isolate-network`` runs every tool in a new network namespace with only loopback (root only), which
+  shows that none of them needs the network.
 - Inspect AI 0.3.285 (``--with-inspect``), pip-installed into its own venv in the cache folder when missing:
   benchmarks/peers/inspect_task.py, the same samples x 3 epochs, an in-process instant model that answers
   with a tool call to the expected tool and reports its token usage (so nothing reaches for tiktoken).
@@ -32,13 +34,17 @@ untimed warm-up round (page cache, Prefect's database, npm's module cache; ``--n
 run: wall time; CPU seconds of the child's process tree (user + sys: getrusage(RUSAGE_CHILDREN) deltas, or
 the sum over the tree sampled from /proc when larger: a grandchild that is not waited for escapes rusage);
 peak RSS of the whole tree (sum of VmRSS over the tree, sampled every 0.1 s) and of its largest process;
-time to the first child process (tooleval: the Prefect server starting, after imports and preparation) and
-to the first output line; the 1-minute load average at its start. Every run is checked to have done 1,620
+time to the first and last output lines (Python children run with PYTHONUNBUFFERED=1, else a pipe holds
+their lines until exit) and, for tooleval, to the spawn of Prefect's temporary server
+process (what comes before it: interpreter, imports, preparation, label checks); the 1-minute load
+average at its start. Every run is checked to have done 1,620
 evaluations: tooleval's ``run ...: 1,620 rows`` line, promptfoo's ``1,620 passed`` summary and the rows in
 its results database, Inspect's printed sample count. A run that fails the check stops the benchmark.
 
 Prints one table: tool, wall min / median, CPU s (median), peak RSS tree / largest process (max), time to
-first child process and first output (median), and the load average before and after. Not part of any
+the first output line (median), the load at the runs' starts; then the load average before and after, the
+start-up target's verdict (tooleval's min wall <= promptfoo's) and tooleval's breakdown; with
+``--import-breakdown`` also one untimed tooleval run under ``python -X importtime`` (seconds per package). Not part of any
 test suite; nothing here runs in CI (the npm and pip installs happen only when this script is run).
 """
 
@@ -75,6 +81,7 @@ SAMPLE_SECONDS = 0.1
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TOOLS = ("tooleval", "promptfoo", "inspect")
+PROJECT_PACKAGES = {"flows", "tasks", "schemas", "warehouse", "benchmarks"}
 
 
 def default_cache_dir() -> Path:
@@ -136,15 +143,18 @@ def _cmdline(pid: int) -> str:
 class TreeSampler(threading.Thread):
     """Samples a process tree until stopped: peak summed RSS, per-process peak RSS and CPU, first child."""
 
-    def __init__(self, root: int, started: float, skip: set[int] | None = None) -> None:
+    def __init__(self, root: int, started: float, marker: str | None = None) -> None:
         super().__init__(daemon=True)
         self.root, self.started = root, started
-        self.skip = skip or set()  # wrappers (e.g. unshare) whose first child is not the tool's own
+        self.marker = re.compile(marker) if marker else None  # the child process whose start is timed
         self.stop_event = threading.Event()
         self.peak_tree_kib = 0.0
         self.peak_process_kib: dict[int, float] = {}
         self.cpu_seconds: dict[int, float] = {}
-        self.first_child: tuple[float, str] | None = None
+        self.marked_child: tuple[float, str] | None = None
+        self.marked_pid: int | None = None
+        self.marked_last_seen: float | None = None
+        self.seen: set[int] = set()
         self.max_processes = 0
 
     def sample(self) -> None:
@@ -158,8 +168,14 @@ class TreeSampler(threading.Thread):
             total += rss
             self.cpu_seconds[pid] = max(cpu, self.cpu_seconds.get(pid, 0.0))
             self.peak_process_kib[pid] = max(rss, self.peak_process_kib.get(pid, 0.0))
-            if self.first_child is None and pid != self.root and pid not in self.skip:
-                self.first_child = (time.perf_counter() - self.started, _cmdline(pid)[:120])
+            if self.marker and self.marked_child is None and pid != self.root and pid not in self.seen:
+                self.seen.add(pid)
+                command = _cmdline(pid)
+                if self.marker.search(command):
+                    self.marked_child = (time.perf_counter() - self.started, command[:120])
+                    self.marked_pid = pid
+            if pid == self.marked_pid:
+                self.marked_last_seen = time.perf_counter() - self.started
         self.peak_tree_kib = max(self.peak_tree_kib, total)
         self.max_processes = max(self.max_processes, len(pids))
 
@@ -183,9 +199,11 @@ class Measured:
     cpu_sampled: float
     peak_tree_mib: float
     peak_process_mib: float
-    first_child: float | None
-    first_child_cmd: str
+    marked_child: float | None
+    marked_child_cmd: str
+    marked_child_gone: float | None
     first_output: float | None
+    last_output: float | None
     load_at_start: float
     evaluations: int
     processes: int
@@ -200,6 +218,7 @@ class Command:
     cwd: Path
     scratch: Path  # fresh per run; removed afterwards unless --keep
     count: Callable[[str, str, Path], int]  # (stdout, stderr, scratch) -> evaluations done, or raises
+    marker: str | None = None  # regex on a child process's command line whose start time is reported
 
 
 def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
@@ -209,21 +228,22 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
         argv = ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *argv]
     lines: list[str] = []
     first_output: list[float] = []
+    last_output: list[float] = [0.0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as stderr:
         started = time.perf_counter()
         process = subprocess.Popen(argv, cwd=command.cwd, env=command.env, stdout=subprocess.PIPE,
                                    stderr=stderr, stdin=subprocess.DEVNULL, text=True, errors="replace")
-        sampler = TreeSampler(process.pid, started)
-        if isolate_network:
-            sampler.skip.add(process.pid)
+        sampler = TreeSampler(process.pid, started, command.marker)
         sampler.start()
 
         def read_stdout() -> None:
             for line in process.stdout:
-                if not first_output and line.strip():
-                    first_output.append(time.perf_counter() - started)
+                if line.strip():
+                    last_output[0] = time.perf_counter() - started
+                    if not first_output:
+                        first_output.append(last_output[0])
                 lines.append(line)
 
         reader = threading.Thread(target=read_stdout, daemon=True)
@@ -243,13 +263,15 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
     evaluations = command.count(out, err, command.scratch)
     cpu_rusage = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpu_sampled = sum(sampler.cpu_seconds.values())
-    first_child = sampler.first_child
+    marked = sampler.marked_child
     return Measured(
         tool=command.tool, wall=wall, cpu=max(cpu_rusage, cpu_sampled), cpu_rusage=cpu_rusage,
         cpu_sampled=cpu_sampled, peak_tree_mib=sampler.peak_tree_kib / 1024,
         peak_process_mib=max(sampler.peak_process_kib.values(), default=0.0) / 1024,
-        first_child=first_child[0] if first_child else None, first_child_cmd=first_child[1] if first_child else "",
-        first_output=first_output[0] if first_output else None, load_at_start=load, evaluations=evaluations,
+        marked_child=marked[0] if marked else None, marked_child_cmd=marked[1] if marked else "",
+        marked_child_gone=sampler.marked_last_seen,
+        first_output=first_output[0] if first_output else None, last_output=last_output[0] or None,
+        load_at_start=load, evaluations=evaluations,
         processes=sampler.max_processes,
     ), out, err
 
@@ -267,6 +289,7 @@ def tooleval_command(args: argparse.Namespace, scratch: Path) -> Command:
         venv_python = checkout / ".venv" / "bin" / "python"
         base = [str(venv_python if venv_python.exists() else Path(sys.executable)), "-m", "flows.cli"]
     env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"  # lines reach the pipe when printed: times to first and last output
     env["PYTHONPATH"] = str(checkout) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("TOOLEVAL_WAREHOUSE", None)
     argv = [*base, "run", str(EXPERIMENT), "--no-cache", "--warehouse", str(scratch / "warehouse")]
@@ -277,7 +300,7 @@ def tooleval_command(args: argparse.Namespace, scratch: Path) -> Command:
             raise RuntimeError(f"tooleval printed no 'run ...: N rows' line:\n{out[-2000:]}\n{err[-2000:]}")
         return int(match.group(1).replace(",", ""))
 
-    return Command("tooleval", argv, env, checkout, scratch, count)
+    return Command("tooleval", argv, env, checkout, scratch, count, marker=r"uvicorn|prefect\.server|prefect server")
 
 
 def promptfoo_bin(cache: Path) -> Path:
@@ -354,7 +377,7 @@ def ensure_inspect(cache: Path) -> Path:
 
 
 def inspect_command(args: argparse.Namespace, scratch: Path, workdir: Path) -> Command:
-    env = {**os.environ, "INSPECT_LOG_DIR": str(scratch / "inspect-logs"), "DO_NOT_TRACK": "1",
+    env = {**os.environ, "INSPECT_LOG_DIR": str(scratch / "inspect-logs"), "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1",
            "INSPECT_DISPLAY": "plain", "HF_HUB_OFFLINE": "1"}
     env.pop("PYTHONPATH", None)
     argv = [str(inspect_python(args.cache_dir)), str(PEERS / "inspect_task.py"),
@@ -381,7 +404,7 @@ def fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
 
 def table(results: dict[str, list[Measured]], runs: int) -> list[str]:
     rows = [("tool", f"wall min / median of {runs}", "CPU s (median)", "peak RSS tree / largest process",
-             "first child process", "first output line", "load at start")]
+             "first output line (median)", "load at start")]
     for tool, measured in results.items():
         if not measured:
             continue
@@ -396,7 +419,6 @@ def table(results: dict[str, list[Measured]], runs: int) -> list[str]:
             f"{min(walls):.1f} s / {statistics.median(walls):.1f} s",
             fmt(med([m.cpu for m in measured])),
             f"{max(m.peak_tree_mib for m in measured):.0f} / {max(m.peak_process_mib for m in measured):.0f} MiB",
-            fmt(med([m.first_child for m in measured]), 1, " s"),
             fmt(med([m.first_output for m in measured]), 1, " s"),
             f"{min(m.load_at_start for m in measured):.2f}-{max(m.load_at_start for m in measured):.2f}",
         ))
@@ -425,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", type=Path, default=default_cache_dir(), metavar="DIR",
                         help="where promptfoo and Inspect AI are installed (default: $TOOLEVAL_PEERS_CACHE, "
                              "else $XDG_CACHE_HOME/tooleval-peers, else ~/.cache/tooleval-peers)")
+    parser.add_argument("--import-breakdown", action="store_true",
+                        help="after the table, one more untimed tooleval run under -X importtime: seconds per "
+                             "top-level imported package")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders (and print them)")
     args = parser.parse_args(argv)
 
@@ -464,11 +489,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {label:<8} {tool:<9} wall {measured.wall:6.1f} s  cpu {measured.cpu:6.1f} s "
                       f"(rusage {measured.cpu_rusage:.1f}, sampled {measured.cpu_sampled:.1f})  "
                       f"rss tree {measured.peak_tree_mib:5.0f} MiB, largest {measured.peak_process_mib:5.0f} MiB, "
-                      f"{measured.processes} processes  first child {fmt(measured.first_child, 1, ' s')}"
-                      f"  first output {fmt(measured.first_output, 1, ' s')}  load {measured.load_at_start:.2f}  "
-                      f"{measured.evaluations:,} evaluations", flush=True)
-                if round_no == 1 and measured.first_child_cmd:
-                    print(f"           first child: {measured.first_child_cmd}")
+                      f"{measured.processes} processes  "
+                      + (f"server spawned {fmt(measured.marked_child, 1, ' s')}  " if measured.tool == "tooleval" else "")
+                      + f"output {fmt(measured.first_output, 1, ' s')}-{fmt(measured.last_output, 1, ' s')}  "
+                      f"load {measured.load_at_start:.2f}  {measured.evaluations:,} evaluations", flush=True)
                 if round_no:
                     results[tool].append(measured)
                 if not args.keep:
@@ -489,7 +513,70 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "met" if te <= pf else "not met"
         print(f"start-up target (tooleval wall <= promptfoo wall, min of {args.runs}): {te:.1f} s vs {pf:.1f} s: "
               f"{verdict} ({te / pf:.2f}x)")
+    if results.get("tooleval"):
+        print(tooleval_breakdown(results["tooleval"]))
+    if args.import_breakdown and "tooleval" in tools:
+        print(import_breakdown(args))
     return 0
+
+
+def tooleval_breakdown(measured: list[Measured]) -> str:
+    """Medians of the moments seen from outside: Prefect's server process spawned, first and last output."""
+    def med(values: list[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return statistics.median(present) if present else None
+
+    spawned, gone, first, last = (med([getattr(m, name) for m in measured])
+                                  for name in ("marked_child", "marked_child_gone", "first_output", "last_output"))
+    wall = statistics.median(m.wall for m in measured)
+    parts = [f"tooleval, median of {len(measured)}: "]
+    if spawned is not None:
+        parts.append(f"Prefect's temporary server spawned at {spawned:.1f} s (interpreter, imports, preparation and "
+                     "label checks before it); ")
+    else:
+        parts.append("no Prefect server process seen (PREFECT_API_URL set, or started another way); ")
+    parts.append(f"first output line at {fmt(first, 1, ' s')} (flow done, report read), last at {fmt(last, 1, ' s')}"
+                 + (f", server last seen at {gone:.1f} s" if gone is not None else "") + f", exit at {wall:.1f} s")
+    return "".join(parts)
+
+
+def import_breakdown(args: argparse.Namespace, top: int = 10) -> str:
+    """One more, untimed, tooleval run under ``python -X importtime``: cumulative import seconds of the
+    top-level imports (the first importer of a package is charged with it; imports made inside functions
+    while the run goes on count as top-level). The Prefect server subprocess is not included."""
+    if args.tooleval_cmd:
+        return "import breakdown: skipped (only for the default '<python> -m flows.cli' command)"
+    scratch = Path(tempfile.mkdtemp(prefix="tooleval-importtime-"))
+    try:
+        command = tooleval_command(args, scratch)
+        argv = [command.argv[0], "-X", "importtime", *command.argv[1:]]
+        started = time.perf_counter()
+        done = subprocess.run(argv, cwd=command.cwd, env=command.env, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    totals: dict[str, float] = {}
+    own = 0.0
+    ancestors: list[str] = []  # packages of the imports enclosing the current line
+    # -X importtime prints an import after the ones it caused (post-order, two spaces per level):
+    # reversed, each line follows its parent. A package is charged with its cumulative time when no
+    # enclosing import is another outside package; the project's own modules count their self time.
+    for line in reversed(done.stderr.splitlines()):
+        match = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$", line)
+        if not match:
+            continue
+        depth, package = len(match.group(3)) // 2, match.group(4).split(".")[0]
+        del ancestors[depth:]
+        if package in PROJECT_PACKAGES:
+            own += int(match.group(1)) / 1e6
+        elif all(parent in PROJECT_PACKAGES for parent in ancestors):
+            totals[package] = totals.get(package, 0.0) + int(match.group(2)) / 1e6
+        ancestors.append(package)
+    ranked = sorted(totals.items(), key=lambda item: -item[1])
+    listed = ", ".join(f"{name} {seconds:.1f}" for name, seconds in ranked[:top])
+    return (f"import breakdown (one untimed run under -X importtime, wall {wall:.1f} s, exit {done.returncode}): "
+            f"{sum(totals.values()) + own:.1f} s importing; by package, cumulative s: {listed}; "
+            f"the project's own modules {own:.1f}")
 
 
 def _node_version() -> str:
