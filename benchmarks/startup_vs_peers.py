@@ -39,13 +39,15 @@ their lines until exit) and, for tooleval, to the spawn of Prefect's temporary s
 process (what comes before it: interpreter, imports, preparation, label checks); the 1-minute load
 average at its start. Every run is checked to have done 1,620
 evaluations: tooleval's ``run ...: 1,620 rows`` line, promptfoo's ``1,620 passed`` summary and the rows in
-its results database, Inspect's printed sample count. A run that fails the check stops the benchmark.
+its results database, Inspect's printed sample count. A run that exits non-zero or fails the check is
+not counted: the benchmark says so, keeps its output and files, goes on, and exits 1 at the end.
 
 Prints one table: tool, wall min / median, CPU s (median), peak RSS tree / largest process (max), time to
 the first output line (median), the load at the runs' starts; then the load average before and after, the
 start-up target's verdict (tooleval's min wall <= promptfoo's) and tooleval's breakdown; with
-``--import-breakdown`` also one untimed tooleval run under ``python -X importtime`` (seconds per package). Not part of any
-test suite; nothing here runs in CI (the npm and pip installs happen only when this script is run).
+``--import-breakdown`` also one untimed tooleval run under ``python -X importtime`` (seconds per package).
+Not part of any test suite; nothing here runs in CI (the npm and pip installs happen only when this script
+is run, and never with CI set).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -207,7 +209,8 @@ class Measured:
     load_at_start: float
     evaluations: int
     processes: int
-    notes: list[str] = field(default_factory=list)
+    failure: str | None = None
+    """Why the run does not count (non-zero exit, or not 1,620 evaluations seen); None when it counts."""
 
 
 @dataclass
@@ -257,10 +260,17 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
         stderr.seek(0)
         err = stderr.read()
     out = "".join(lines)
+    failure, evaluations = None, 0
     if process.returncode != 0:
-        raise RuntimeError(f"{command.tool} exited {process.returncode}: {shlex.join(argv)}\n"
-                           f"--- stdout (tail)\n{out[-3000:]}\n--- stderr (tail)\n{err[-3000:]}")
-    evaluations = command.count(out, err, command.scratch)
+        failure = f"exited {process.returncode}"
+    else:
+        try:
+            evaluations = command.count(out, err, command.scratch)
+        except Exception as error:  # noqa: BLE001 (any failed check is reported, the benchmark goes on)
+            failure = str(error).splitlines()[0]
+        else:
+            if evaluations != EXPECTED_ROWS:
+                failure = f"did {evaluations:,} evaluations, not {EXPECTED_ROWS:,}"
     cpu_rusage = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpu_sampled = sum(sampler.cpu_seconds.values())
     marked = sampler.marked_child
@@ -272,7 +282,7 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
         marked_child_gone=sampler.marked_last_seen,
         first_output=first_output[0] if first_output else None, last_output=last_output[0] or None,
         load_at_start=load, evaluations=evaluations,
-        processes=sampler.max_processes,
+        processes=sampler.max_processes, failure=failure,
     ), out, err
 
 
@@ -402,11 +412,13 @@ def fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
     return "-" if value is None else f"{value:.{digits}f}{unit}"
 
 
-def table(results: dict[str, list[Measured]], runs: int) -> list[str]:
-    rows = [("tool", f"wall min / median of {runs}", "CPU s (median)", "peak RSS tree / largest process",
+def table(results: dict[str, list[Measured]]) -> list[str]:
+    rows = [("tool", "runs counted", "wall min / median", "CPU s (median)", "peak RSS tree / largest process",
              "first output line (median)", "load at start")]
-    for tool, measured in results.items():
+    for tool, all_runs in results.items():
+        measured = [m for m in all_runs if not m.failure]
         if not measured:
+            rows.append((tool, f"0 of {len(all_runs)}", "-", "-", "-", "-", "-"))
             continue
 
         def med(values: list[float | None]) -> float | None:
@@ -416,6 +428,7 @@ def table(results: dict[str, list[Measured]], runs: int) -> list[str]:
         walls = [m.wall for m in measured]
         rows.append((
             tool,
+            f"{len(measured)} of {len(all_runs)}",
             f"{min(walls):.1f} s / {statistics.median(walls):.1f} s",
             fmt(med([m.cpu for m in measured])),
             f"{max(m.peak_tree_mib for m in measured):.0f} / {max(m.peak_process_mib for m in measured):.0f} MiB",
@@ -469,8 +482,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"work: {EXPECTED_ROWS:,} evaluations per run (540 requests x {work.SEEDS}), {len(work.catalogue_tools())} "
           f"tools; tools {', '.join(tools)}, interleaved, {args.runs} timed runs each"
           + ("" if args.no_warmup else " after one warm-up round"))
+    api_url = os.environ.get("PREFECT_API_URL")
+    prefect_api = f"= {api_url}" if api_url else "unset: temporary server"
     print(f"tooleval: {shlex.join(tooleval_command(args, Path('<fresh>')).argv)} (checkout {args.tooleval_checkout}); "
-          f"PREFECT_API_URL {'= ' + os.environ['PREFECT_API_URL'] if os.environ.get('PREFECT_API_URL') else 'unset: temporary server'}")
+          f"PREFECT_API_URL {prefect_api}")
     if "promptfoo" in tools:
         print(f"promptfoo {PROMPTFOO_VERSION}: {promptfoo_bin(args.cache_dir)}, node {_node_version()}")
     load_before = os.getloadavg()
@@ -482,17 +497,22 @@ def main(argv: list[str] | None = None) -> int:
         for round_no in rounds:
             for tool in tools:
                 scratch = Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir))
-                measured, _out, _err = timed(builders[tool](scratch), args.isolate_network)
-                if measured.evaluations != EXPECTED_ROWS:
-                    raise RuntimeError(f"{tool} did {measured.evaluations:,} evaluations, not {EXPECTED_ROWS:,}")
+                measured, out, err = timed(builders[tool](scratch), args.isolate_network)
                 label = "warm-up" if round_no == 0 else f"run {round_no}"
                 print(f"  {label:<8} {tool:<9} wall {measured.wall:6.1f} s  cpu {measured.cpu:6.1f} s "
                       f"(rusage {measured.cpu_rusage:.1f}, sampled {measured.cpu_sampled:.1f})  "
                       f"rss tree {measured.peak_tree_mib:5.0f} MiB, largest {measured.peak_process_mib:5.0f} MiB, "
                       f"{measured.processes} processes  "
-                      + (f"server spawned {fmt(measured.marked_child, 1, ' s')}  " if measured.tool == "tooleval" else "")
+                      + (f"server spawned {fmt(measured.marked_child, 1, ' s')}  " if measured.marked_child else "")
                       + f"output {fmt(measured.first_output, 1, ' s')}-{fmt(measured.last_output, 1, ' s')}  "
                       f"load {measured.load_at_start:.2f}  {measured.evaluations:,} evaluations", flush=True)
+                if measured.failure:
+                    kept = Path(tempfile.mkdtemp(prefix=f"startup-peers-failed-{tool}-"))
+                    shutil.copytree(scratch, kept / "scratch", dirs_exist_ok=True)
+                    (kept / "stdout.txt").write_text(out, encoding="utf-8")
+                    (kept / "stderr.txt").write_text(err, encoding="utf-8")
+                    print(f"           FAILED, not counted: {measured.failure} (output and files kept in {kept})",
+                          flush=True)
                 if round_no:
                     results[tool].append(measured)
                 if not args.keep:
@@ -504,20 +524,24 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     load_after = os.getloadavg()
     print()
-    print("\n".join(table(results, args.runs)))
+    print("\n".join(table(results)))
     print(f"\nload average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
           f"{' '.join(f'{x:.2f}' for x in load_after)} (1, 5, 15 min; {os.cpu_count()} cores)")
-    if "tooleval" in results and "promptfoo" in results and results["tooleval"] and results["promptfoo"]:
-        te = min(m.wall for m in results["tooleval"])
-        pf = min(m.wall for m in results["promptfoo"])
+    counted = {tool: [m for m in runs if not m.failure] for tool, runs in results.items()}
+    if counted.get("tooleval") and counted.get("promptfoo"):
+        te = min(m.wall for m in counted["tooleval"])
+        pf = min(m.wall for m in counted["promptfoo"])
         verdict = "met" if te <= pf else "not met"
-        print(f"start-up target (tooleval wall <= promptfoo wall, min of {args.runs}): {te:.1f} s vs {pf:.1f} s: "
-              f"{verdict} ({te / pf:.2f}x)")
-    if results.get("tooleval"):
-        print(tooleval_breakdown(results["tooleval"]))
+        print(f"start-up target (tooleval wall <= promptfoo wall, min of the runs counted): {te:.1f} s vs "
+              f"{pf:.1f} s: {verdict} ({te / pf:.2f}x)")
+    if counted.get("tooleval"):
+        print(tooleval_breakdown(counted["tooleval"]))
     if args.import_breakdown and "tooleval" in tools:
         print(import_breakdown(args))
-    return 0
+    failed = sum(1 for runs in results.values() for m in runs if m.failure)
+    if failed:
+        print(f"{failed} run(s) failed their check and were not counted (see FAILED above)")
+    return 1 if failed else 0
 
 
 def tooleval_breakdown(measured: list[Measured]) -> str:
