@@ -9,7 +9,7 @@ repeats = 1,620 evaluations, one arm (the 30-tool ``giftcards`` catalogue, the d
 offline selector and a tool-name check per row.
 
 - tooleval: ``tooleval run benchmarks/peers/one_arm.yaml --no-cache --warehouse <fresh temporary dir>``
-  (lexical BM25 router, seeds [1, 2, 3], no criteria file, no weights). Run as ``<python> -m flows.cli``
+  (lexical BM25 router, seeds [1, 2, 3], no criteria file, no weights). Run as ``<python> -m flows.launch`` (the console script's entry point)
   with PYTHONPATH and the working directory set to the checkout being measured: by default the checkout
   this script is in (its .venv's python if it has one, else the python running this script);
   ``--tooleval-checkout DIR`` measures another checkout, ``--tooleval-cmd CMD`` replaces the command
@@ -304,7 +304,7 @@ def tooleval_command(args: argparse.Namespace, scratch: Path) -> Command:
         base = shlex.split(args.tooleval_cmd)
     else:
         venv_python = checkout / ".venv" / "bin" / "python"
-        base = [str(venv_python if venv_python.exists() else Path(sys.executable)), "-m", "flows.cli"]
+        base = [str(venv_python if venv_python.exists() else Path(sys.executable)), "-m", "flows.launch"]
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the pipe when printed: times to first and last output
     env["PYTHONPATH"] = str(checkout) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -466,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="checkout whose tooleval is measured (PYTHONPATH and working directory; "
                              "default: the one this script is in)")
     parser.add_argument("--tooleval-cmd", default=None, metavar="CMD",
-                        help="tooleval command to run instead of '<python> -m flows.cli' "
+                        help="tooleval command to run instead of '<python> -m flows.launch' "
                              "(e.g. '/work/main/.venv/bin/tooleval')")
     parser.add_argument("--no-warmup", action="store_true", help="skip the untimed warm-up round")
     parser.add_argument("--isolate-network", action="store_true",
@@ -590,7 +590,7 @@ def import_breakdown(args: argparse.Namespace, top: int = 10) -> str:
     top-level imports (the first importer of a package is charged with it; imports made inside functions
     while the run goes on count as top-level). The Prefect server subprocess is not included."""
     if args.tooleval_cmd:
-        return "import breakdown: skipped (only for the default '<python> -m flows.cli' command)"
+        return "import breakdown: skipped (only for the default '<python> -m flows.launch' command)"
     scratch = Path(tempfile.mkdtemp(prefix="tooleval-importtime-"))
     try:
         command = tooleval_command(args, scratch)

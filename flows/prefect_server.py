@@ -164,3 +164,11 @@ def run_server() -> TemporaryServer | None:
         return None
     server, _early = (_early or TemporaryServer().spawn()), None
     return server
+
+
+def stop_early() -> None:
+    """Stop a server spawned early that no run took (bad input, --help): called on the way out."""
+    global _early
+    if _early is not None:
+        _early.stop()
+        _early = None
