@@ -26,6 +26,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from tasks.stats.estimate import Interval
+from tasks.stats.interaction import interaction_table
+from tasks.stats.paired import paired_comparison
+from tasks.stats.weighted import weighted_accuracy, weighted_change
+from tasks.stats.wilson import clustered_wilson_interval
 
 KAPPA = 4.0
 """Concentration of the Beta the request accuracies are drawn from (smaller = requests differ more)."""
@@ -248,3 +252,63 @@ def paired_key(before: Arms, after: Arms) -> bytes:
 def cells(values: Sequence[Coverage]) -> list[tuple[str, str, int, float, float]]:
     """(method, scenario, n, coverage %, mean width in points) rows for a table."""
     return [(c.method, c.label, c.n, 100 * c.rate, c.mean_width_points) for c in values]
+
+
+# The report's intervals, as the simulation calls them ------------------------------------------------
+
+
+def reported_change(before: Arms, after: Arms) -> Interval:
+    """The paired change interval the report prints (reaching 0 when exact McNemar cannot reject)."""
+    return paired_comparison(before[0], before[1], after[0], after[1]).change
+
+
+def weighted_change_interval(weighted: bool) -> Callable[..., Interval]:
+    def interval(names: list[str], before: Arms, after: Arms, weights: dict[str, float]) -> Interval:
+        change = weighted_change(names, before[0], before[1], after[0], after[1], weights)
+        return change.weighted if weighted else change.unweighted
+    return interval
+
+
+def weighted_accuracy_interval(names: list[str], before: Arms, after: Arms, weights: dict[str, float]) -> Interval:
+    interval, _ = weighted_accuracy(names, before[0], before[1], weights)
+    return interval
+
+
+def interaction_gap(arms: list[Arms]) -> Interval:
+    return interaction_table([a[0] for a in arms], [a[1] for a in arms]).gap
+
+
+def clustered_interval(arm: Arms) -> Interval:
+    return clustered_wilson_interval(arm[0], arm[1])
+
+
+def proportion_key(arm: Arms) -> bytes:
+    unique, counts = np.unique(np.stack(arm, axis=1), axis=0, return_counts=True)
+    return unique.tobytes() + counts.tobytes()
+
+
+def run_paired(scenario: PairedScenario, replicates: int, seed: int) -> Coverage:
+    return simulate(scenario.draw, reported_change, replicates, seed, scenario.label(), "paired change",
+                    scenario.n, key=paired_key)
+
+
+def run_weighted(scenario: WeightedScenario, replicates: int, seed: int) -> Coverage:
+    method = "weighted change" if scenario.weighted else "unweighted change"
+    return simulate(scenario.draw, weighted_change_interval(scenario.weighted), replicates, seed,
+                    scenario.label(), method, scenario.n)
+
+
+def run_interaction(scenario: InteractionScenario, replicates: int, seed: int) -> Coverage:
+    return simulate(scenario.draw, interaction_gap, replicates, seed, scenario.label(), "2x2 gap", scenario.n)
+
+
+def run_proportion(scenario: ProportionScenario, replicates: int, seed: int) -> Coverage:
+    return simulate(scenario.draw, clustered_interval, replicates, seed, scenario.label(), "clustered Wilson",
+                    scenario.n, key=proportion_key)
+
+
+def three_tools(n: int) -> tuple[tuple[int, float, float], ...]:
+    """n requests over three tools (50/30/20% of the set; 20/50/30% of traffic); the two larger ones drop
+    10 and 20 points, the third holds."""
+    first, second = round(n * 0.5), round(n * 0.3)
+    return ((first, 0.2, 0.1), (second, 0.5, 0.2), (n - first - second, 0.3, 0.0))

@@ -96,12 +96,12 @@ def effective_scale(mean_abs: float, mean: float, variance: float, cap: float) -
 
 def paired_score_interval(contrasts: Sequence[float], residuals: Sequence[float] | None = None,
                           rows_per_request: float = 1.0, confidence: float = CONFIDENCE,
-                          method: str = "paired score (Tango)") -> Interval:
+                          method: str = "paired score (Tango)", scale: float | None = None) -> Interval:
     """Interval for the mean of per-request contrasts ``d_i`` in -1..1 (e.g. accuracy after - before).
 
     ``residuals`` are the per-request deviations whose mean square is the estimate's variance times n
     (for a ratio of sums, the linearised residuals; by default ``d_i - mean``). ``rows_per_request`` caps
-    the scale f (seeds per request). See the module notes.
+    the scale f (seeds per request); ``scale`` sets f instead (``weighted.py``). See the module notes.
     """
     d = [float(x) for x in contrasts]
     n = len(d)
@@ -113,6 +113,6 @@ def paired_score_interval(contrasts: Sequence[float], residuals: Sequence[float]
     variance = sum(float(e) * float(e) for e in residuals) / max(1, n - 1)
     plus = sum(x for x in d if x > 0)
     minus = -sum(x for x in d if x < 0)
-    f = effective_scale((plus + minus) / n, mean, variance, rows_per_request)
+    f = effective_scale((plus + minus) / n, mean, variance, rows_per_request) if scale is None else scale
     low, high = tango_interval(f * plus, f * minus, f * n, confidence)
     return Interval(mean, min(low, mean), max(high, mean), method, n_effective=f * n)
