@@ -1,16 +1,23 @@
 """Coverage of the report's 95% intervals by simulation: how often each holds the true figure.
 
     python benchmarks/interval_coverage.py [--replicates 2000] [--seed 20261201] [--markdown]
+                                           [--only paired weighted interaction proportion]
 
 Scenarios and the data-generating model are in ``tasks/stats/coverage.py`` (request accuracy ~ Beta,
 3 seeds whose verdicts correlate by 0 / 0.5 / 1, changes in one direction, churn, shifts, a 2x2; each
-data set's true change drawn within +-20% of the scenario's). Every interval is computed by the
+data set's true figure drawn within +-20% of the scenario's). Every interval is computed by the
 project's own functions, exactly as the report computes it. For reference, the intervals the report
 printed before issue 11 are re-run on the same data where they were simple to keep here: the request
 bootstrap of a paired change (percentile, 1,000 resamples) and the uncorrected Kish-Wilson interval.
 
 Prints one row per (method, requests, scenario): coverage in percent, the earlier method's coverage
-where run, and the mean width in points; ``--markdown`` prints the same as a markdown table (README).
+where run, and the mean width in points; ``--markdown`` prints the same as a markdown table.
+
+    python benchmarks/interval_coverage.py --summarize OUT.txt [OUT2.txt ...]
+
+reads the markdown tables of saved runs and prints the condensed table in README.md (per method and
+number of requests: the lowest and highest coverage over the scenarios with a change, the earlier
+method's lowest, the no-change scenario apart, identical seeds apart for the clustered interval).
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from tasks.stats.estimate import Interval  # noqa: E402
 from tasks.stats.wilson import wilson_bounds  # noqa: E402
 
 TASKSET = ROOT / "tasksets" / "support"
+PARTS = ["paired", "weighted", "interaction", "proportion"]
 DEMO_DROPS = {"refund_order": 0.10, "track_shipment": 0.05, "cancel_order": 0.20, "open_dispute": 0.15}
 """The demo-set scenario: these tools drop (points as fractions), the other 29 hold."""
 
@@ -128,12 +136,53 @@ def proportion_grid() -> list[ProportionScenario]:
     return [ProportionScenario(n, p, c) for n in (20, 24, 40, 200) for p in (0.8, 0.9, 0.97) for c in (0.0, 0.5, 1.0)]
 
 
+def summarize(paths: list[str]) -> None:
+    """The README's condensed table from saved ``--markdown`` outputs (a method in a later file replaces
+    that method's rows from earlier ones: a part re-run with ``--only``)."""
+    cells: dict[tuple[str, int, str], list[tuple[float, float | None]]] = {}
+    order: list[tuple[str, int, str]] = []
+    for path in paths:
+        lines = Path(path).read_text().splitlines()
+        methods = {line.strip().strip("|").split("|")[0].strip() for line in lines if line.startswith("| ")}
+        for key in [k for k in order if k[0] in methods]:
+            order.remove(key)
+            del cells[key]
+        for line in lines:
+            parts = [p.strip() for p in line.strip().strip("|").split("|")]
+            if len(parts) != 6 or not parts[1].isdigit():
+                continue
+            method, n, scenario, cover, before = parts[0], int(parts[1]), parts[2], float(parts[3]), parts[4]
+            group = ("no change (reaches 0 whenever exact McNemar cannot reject)" if scenario.startswith("none")
+                     else "identical seeds (= Wilson on the requests)" if scenario.endswith("seed corr 1")
+                     else "seeds vary" if method == "clustered Wilson"
+                     else "one arm, seeds vary" if method == "weighted accuracy" else "changes")
+            key = (method, n, group)
+            if key not in cells:
+                cells[key] = []
+                order.append(key)
+            cells[key].append((cover, None if before == "—" else float(before)))
+    print("| interval | requests | scenarios | coverage % (lowest–highest) | before, lowest % |")
+    print("|---|---:|---|---:|---:|")
+    for key in order:
+        values = cells[key]
+        low, high = min(v for v, _ in values), max(v for v, _ in values)
+        befores = [b for _, b in values if b is not None]
+        earlier = f"{min(befores):.1f}" if befores else "—"
+        span = f"{low:.1f}" if len(values) == 1 else f"{low:.1f}–{high:.1f}"
+        print(f"| {key[0]} | {key[1]} | {key[2]} ({len(values)}) | {span} | {earlier} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--replicates", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    parser.add_argument("--only", nargs="+", choices=PARTS, default=PARTS, help="run only these parts of the grid")
+    parser.add_argument("--summarize", nargs="+", metavar="OUT", help="condense saved --markdown outputs")
     args = parser.parse_args()
+    if args.summarize:
+        summarize(args.summarize)
+        return
     reps, seed = args.replicates, args.seed
     rows: list[tuple[Coverage, Coverage | None]] = []
     started = time.perf_counter()
@@ -145,13 +194,14 @@ def main() -> None:
               f"{current.mean_width_points:5.1f}", flush=True)
 
     print(f"{'method':18s} {'n':>4s}  {'scenario':58s} {'cover':>5s}  {'before':>5s}  width")
-    for scenario in paired_grid():
+    parts = set(args.only)
+    for scenario in paired_grid() if "paired" in parts else []:
         before = simulate(scenario.draw, bootstrap_change, reps, seed, scenario.label(), "request bootstrap",
                           scenario.n, key=paired_key)
         report(run_paired(scenario, reps, seed), before)
-    for scenario in weighted_grid():
+    for scenario in weighted_grid() if "weighted" in parts else []:
         report(run_weighted(scenario, reps if scenario.n <= 40 else max(500, reps // 2), seed))
-    for scenario in weighted_grid():
+    for scenario in weighted_grid() if "weighted" in parts else []:
         if scenario.weighted and scenario.seed_correlation == 0.5:
             def draw_before(rng, scenario=scenario):  # truth: every tool's population accuracy
                 names, before, after, weights, _ = scenario.draw(rng)
@@ -160,9 +210,9 @@ def main() -> None:
             report(simulate(draw_before, weighted_accuracy_interval, max(500, reps // 2), seed,
                             f"weighted accuracy, {scenario.name}, before arm",
                             "weighted accuracy", scenario.n))
-    for scenario in interaction_grid():
+    for scenario in interaction_grid() if "interaction" in parts else []:
         report(run_interaction(scenario, reps, seed))
-    for scenario in proportion_grid():
+    for scenario in proportion_grid() if "proportion" in parts else []:
         before = simulate(scenario.draw, kish_wilson, reps, seed, scenario.label(), "kish wilson", scenario.n,
                           key=proportion_key)
         report(run_proportion(scenario, reps, seed), before)

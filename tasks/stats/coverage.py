@@ -35,10 +35,10 @@ KAPPA = 4.0
 """Concentration of the Beta the request accuracies are drawn from (smaller = requests differ more)."""
 
 BAND = 0.2
-"""The true change of each simulated data set is drawn within +-20% of the scenario's: coverage is then an
-average over a small range of changes, not read at one lucky or unlucky point of the binomial lattice
-(at a fixed change, the coverage of any interval for counts swings by a point or two between
-neighbouring changes, e.g. Wilson's between 93% and 97% at 40 requests)."""
+"""The true figure of each simulated data set is drawn within +-20% of the scenario's (a change; a
+failure rate; a 2x2's two changes): coverage is then an average over a small range, not read at one
+lucky or unlucky point of the binomial lattice (at a fixed figure the coverage of any interval for counts
+swings by a point or two between neighbours, e.g. Wilson's between 93% and 97% at 40 requests)."""
 
 Arms = tuple[np.ndarray, np.ndarray]
 """(correct per request, seeds per request) of one arm."""
@@ -111,19 +111,22 @@ class PairedScenario:
 
 @dataclass(frozen=True)
 class ProportionScenario:
-    """One arm's accuracy on ``n`` requests x ``seeds``."""
+    """One arm's accuracy on ``n`` requests x ``seeds``; each data set's true accuracy is drawn with its
+    failure rate within +-band of the scenario's (see BAND)."""
 
     n: int
     accuracy: float
     seed_correlation: float
     seeds: int = 3
+    band: float = BAND
 
     def label(self) -> str:
         return f"accuracy {100 * self.accuracy:g}%, seed corr {self.seed_correlation:g}"
 
     def draw(self, rng: np.random.Generator) -> tuple[Arms, float]:
-        p = _accuracies(rng, self.n, self.accuracy, False)
-        return (_verdicts(rng, p, self.seeds, self.seed_correlation), np.full(self.n, float(self.seeds))), self.accuracy
+        accuracy = 1 - (1 - self.accuracy) * rng.uniform(1 - self.band, 1 + self.band)
+        p = _accuracies(rng, self.n, accuracy, False)
+        return (_verdicts(rng, p, self.seeds, self.seed_correlation), np.full(self.n, float(self.seeds))), accuracy
 
 
 @dataclass(frozen=True)
@@ -171,31 +174,32 @@ class WeightedScenario:
 class InteractionScenario:
     """A 2x2 on the same requests: baseline, first change, second change, both. Each change makes a
     request always wrong with probability ``first`` / ``second``; both together lose the union, so the
-    measured arm is better than the additive prediction by accuracy x first x second (the true gap)."""
+    measured arm is better than the additive prediction by accuracy x first x second (the true gap).
+    Each data set draws ``first`` and ``second`` within +-band of the scenario's (see BAND)."""
 
     n: int
-    first: float = 0.1
-    second: float = 0.1
+    first: float = 0.3
+    second: float = 0.3
     seed_correlation: float = 1.0
     seeds: int = 3
     accuracy: float = 0.9
+    band: float = BAND
 
     def label(self) -> str:
         seeds = "deterministic" if self.seed_correlation >= 1 else f"seeds vary (corr {self.seed_correlation:g})"
-        return f"2x2 gap, {seeds}, true gap {100 * self.truth:+.1f} pts"
-
-    @property
-    def truth(self) -> float:
-        return self.accuracy * self.first * self.second
+        return f"2x2 gap, {seeds}, gap +{100 * self.accuracy * self.first * self.second:.1f} pts"
 
     def draw(self, rng: np.random.Generator) -> tuple[list[Arms], float]:
         deterministic = self.seed_correlation >= 1
+        first = self.first * rng.uniform(1 - self.band, 1 + self.band)
+        second = self.second * rng.uniform(1 - self.band, 1 + self.band)
         base = _accuracies(rng, self.n, self.accuracy, deterministic)
-        u1 = rng.random(self.n) < self.first
-        u2 = rng.random(self.n) < self.second
+        u1 = rng.random(self.n) < first
+        u2 = rng.random(self.n) < second
         arms = [base, base * ~u1, base * ~u2, base * ~u1 * ~u2]
         m = np.full(self.n, float(self.seeds))
-        return [(_verdicts(rng, p, self.seeds, min(1.0, self.seed_correlation)), m) for p in arms], self.truth
+        return ([(_verdicts(rng, p, self.seeds, min(1.0, self.seed_correlation)), m) for p in arms],
+                self.accuracy * first * second)
 
 
 @dataclass

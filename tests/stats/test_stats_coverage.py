@@ -72,6 +72,7 @@ def test_weighted_and_unweighted_change_intervals_cover(scenario):
 @pytest.mark.parametrize("correlation", [1.0, 0.5])
 def test_interaction_gap_intervals_cover(correlation):
     coverage = run_interaction(InteractionScenario(40, seed_correlation=correlation), 800, SEED)
+    assert coverage.rate <= 0.99, f"{coverage.label}: {100 * coverage.rate:.1f}% (no wider than it must be)"
     assert coverage.rate >= LOW, f"{coverage.label}: {100 * coverage.rate:.1f}%"
 
 
