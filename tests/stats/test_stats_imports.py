@@ -21,7 +21,8 @@ def loaded_after_import(modules: list[str]) -> set[str]:
     code = ("import sys, json\n" + "".join(f"import {m}\n" for m in modules)
             + "print(json.dumps(sorted(sys.modules)))")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    # cwd=ROOT: with -c the working directory comes first on sys.path, before PYTHONPATH
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
     return set(json.loads(out.stdout))
 
 
