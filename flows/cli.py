@@ -266,8 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     planner = commands.add_parser(
         "plan", help="size a task set: interval width, smallest detectable drop, requests for a target width",
-        description="For a tool (or slice) with N requests at accuracy P: the 95% interval, the smallest drop "
-        "detectable at 80% power, and the requests a target half-width needs. Widths shrink with the square "
+        description="For a tool (or slice) with N requests at accuracy P: the 95% interval itself, the smallest "
+        "drop the report's exact McNemar test detects with --power on N paired requests (every changed request "
+        "worse; and with 5% churn), and the requests a target half-width needs. Widths shrink with the square "
         "root of the trials; seeds count as trials only insofar as they disagree (--icc).")
     planner.add_argument("--accuracy", type=float, required=True, metavar="P", help="expected accuracy, 0..1")
     planner.add_argument("--requests", type=_count(1), required=True, metavar="N", help="requests behind the figure")
