@@ -28,6 +28,7 @@ import argparse
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -478,21 +479,30 @@ def _rows_sorted(rows: list[tuple]) -> list[tuple]:
     return sorted(rows, key=key)
 
 
+def _result(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[tuple[str, str]], list[tuple]]:
+    """(column name, type) pairs and rows (sorted) of ``sql``."""
+    cursor = con.execute(sql)
+    columns = [(d[0], str(d[1])) for d in cursor.description]
+    return columns, _rows_sorted(cursor.fetchall())
+
+
+def _same_result(a: tuple[list[tuple[str, str]], list[tuple]], b: tuple[list[tuple[str, str]], list[tuple]],
+                 types: bool = False, names: tuple[str, str] = ("view", "plain")) -> str:
+    (a_columns, a_rows), (b_columns, b_rows) = a, b
+    if [c[0] for c in a_columns] != [c[0] for c in b_columns]:
+        return f"DIFFERENT COLUMNS: {names[0]} {[c[0] for c in a_columns]} vs {names[1]} {[c[0] for c in b_columns]}"
+    if types and a_columns != b_columns:
+        return f"DIFFERENT TYPES: {names[0]} {a_columns} vs {names[1]} {b_columns}"
+    if len(a_rows) != len(b_rows):
+        return f"DIFFERENT ROW COUNT: {len(a_rows)} vs {len(b_rows)}"
+    for x, y in zip(a_rows, b_rows):
+        if not all(_same_value(u, v) for u, v in zip(x, y)):
+            return f"DIFFERENT ROWS, e.g. {names[0]} {x} vs {names[1]} {y}"
+    return f"same ({len(a_rows)} rows)"
+
+
 def compare(con: duckdb.DuckDBPyConnection, view: str, plain: str) -> str:
-    cursor = con.execute(f"SELECT * FROM {view}")
-    view_columns = [d[0] for d in cursor.description]
-    view_rows = _rows_sorted(cursor.fetchall())
-    cursor = con.execute(plain)
-    plain_columns = [d[0] for d in cursor.description]
-    plain_rows = _rows_sorted(cursor.fetchall())
-    if view_columns != plain_columns:
-        return f"DIFFERENT COLUMNS: view {view_columns} vs plain {plain_columns}"
-    if len(view_rows) != len(plain_rows):
-        return f"DIFFERENT ROW COUNT: {len(view_rows)} vs {len(plain_rows)}"
-    for a, b in zip(view_rows, plain_rows):
-        if not all(_same_value(x, y) for x, y in zip(a, b)):
-            return f"DIFFERENT ROWS, e.g. view {a} vs plain {b}"
-    return f"same ({len(view_rows)} rows)"
+    return _same_result(_result(con, f"SELECT * FROM {view}"), _result(con, plain))
 
 
 def check_plain_queries(workdir: Path, views: list[str], n_rows: int, memory_limit: str,
@@ -505,6 +515,76 @@ def check_plain_queries(workdir: Path, views: list[str], n_rows: int, memory_lim
         return {view: compare(con, view, PLAIN[view].format(rows=rows_sql)) for view in views if view in PLAIN}
     finally:
         con.close()
+
+
+def sql_at_revision(revision: str) -> tuple[str | None, dict[str, str]]:
+    """The macro file (None if the revision has none) and each view's SQL as git ``revision`` has them."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+    paths = [line for line in git("ls-tree", "--name-only", revision, "warehouse/views/").splitlines()
+             if line.endswith(".sql")]
+    views = {Path(path).stem: git("show", f"{revision}:{path}") for path in paths}
+    try:
+        macros = git("show", f"{revision}:warehouse/macros.sql")
+    except subprocess.CalledProcessError:
+        macros = None
+    return macros, views
+
+
+def create_views_from(con: duckdb.DuckDBPyConnection, macros: str | None, views: dict[str, str]) -> None:
+    """``create_views`` for SQL given as text (another revision's): macros first, views retried until all resolve."""
+    if macros:
+        con.execute(macros)
+    pending = dict(views)
+    while pending:
+        created = 0
+        for name, sql in list(pending.items()):
+            try:
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS\n{sql}")
+            except duckdb.CatalogException:
+                continue
+            del pending[name]
+            created += 1
+        if not created:
+            raise RuntimeError(f"views of the other revision that cannot be created: {sorted(pending)}")
+
+
+def check_against_revision(workdir: Path, revision: str, views: list[str], n_rows: int, memory_limit: str,
+                           threads: int) -> dict[str, str]:
+    """Each view as this checkout has it vs as git ``revision`` had it, on the same synthetic rows: same
+    columns, same types, same rows (floats to 1e-9 relative), each once over all runs and once for one run."""
+    n_runs = max(2, n_rows // 60_000)
+    parquet = workdir / "revision-check.parquet"
+    write_parquet(parquet, n_rows, n_runs)
+    ours = parquet_connection(parquet, n_runs, memory_limit, threads)
+    theirs = duckdb.connect(":memory:")
+    configure(theirs, memory_limit, threads)
+    create_tables(theirs)
+    theirs.execute("DROP TABLE landed_rows")
+    theirs.execute(f"CREATE VIEW landed_rows AS SELECT * FROM read_parquet('{parquet}')")
+    insert_records(theirs, n_runs)
+    macros, old_views = sql_at_revision(revision)
+    create_views_from(theirs, macros, old_views)
+    one_run = run_ids(n_runs)[n_runs // 2]
+    verdicts = {}
+    try:
+        for view in views:
+            if view not in old_views:
+                verdicts[view] = f"new (not in {revision})"
+                continue
+            verdict = []
+            for where in ("", f" WHERE run_id = '{one_run}'"):
+                sql = f"SELECT * FROM {view}{where}"
+                verdict.append(_same_result(_result(ours, sql), _result(theirs, sql), types=True,
+                                            names=("this checkout", revision)))
+            verdicts[view] = f"all runs {verdict[0]}; one run {verdict[1]}"
+    finally:
+        ours.close()
+        theirs.close()
+    return verdicts
 
 
 def _ratio(view_s: float, plain_s: float | None) -> str:
@@ -569,6 +649,11 @@ def main() -> None:
                         help="skip the WHERE run_id = <one run> timings")
     parser.add_argument("--check-rows", type=int, default=120_000, help="rows of the plain-vs-view check (0: skip)")
     parser.add_argument("--settings", default="parquet,table", help="parquet, table or both")
+    parser.add_argument("--compare-revision", default=None, metavar="REV",
+                        help="first check every view against the same view at git revision REV (columns, types, "
+                             "rows to 1e-9; all runs and one run) on --compare-rows rows")
+    parser.add_argument("--compare-rows", type=int, default=1_000_000)
+    parser.add_argument("--only-checks", action="store_true", help="run the checks, time nothing")
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tooleval-views-"))
@@ -590,6 +675,17 @@ def main() -> None:
             print(f"\nplain query == view on {args.check_rows:,} rows ({time.perf_counter() - started:.1f} s):")
             for view, verdict in checks.items():
                 print(f"  {view:24s} {verdict}")
+
+        if args.compare_revision:
+            started = time.perf_counter()
+            checks = check_against_revision(workdir, args.compare_revision, views, args.compare_rows,
+                                            args.memory_limit, args.threads)
+            print(f"\nview here == view at {args.compare_revision} on {args.compare_rows:,} rows "
+                  f"({time.perf_counter() - started:.1f} s):")
+            for view, verdict in checks.items():
+                print(f"  {view:24s} {verdict}")
+        if args.only_checks:
+            return
 
         parquet = workdir / "rows.parquet"
         started = time.perf_counter()

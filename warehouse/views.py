@@ -1,4 +1,5 @@
-"""Create the report views from ``warehouse/views/*.sql`` (file name = view name)."""
+"""Create the report views from ``warehouse/views/*.sql`` (file name = view name), and before them the
+macros they share from ``warehouse/macros.sql``."""
 
 from __future__ import annotations
 
@@ -7,14 +8,22 @@ from pathlib import Path
 import duckdb
 
 VIEWS_DIR = Path(__file__).resolve().parent / "views"
+MACROS_FILE = Path(__file__).resolve().parent / "macros.sql"
 
 
 def view_files() -> dict[str, Path]:
     return {path.stem: path for path in sorted(VIEWS_DIR.glob("*.sql"))}
 
 
+def create_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """CREATE OR REPLACE every shared macro (persistent: stored in a DuckDB file like the views)."""
+    con.execute(MACROS_FILE.read_text())
+
+
 def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """CREATE OR REPLACE every view; views that read other views are retried until all resolve."""
+    """CREATE OR REPLACE the shared macros, then every view; views that read other views are retried until
+    all resolve."""
+    create_macros(con)
     pending = view_files()
     created: list[str] = []
     while pending:
