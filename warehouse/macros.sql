@@ -44,3 +44,12 @@ CREATE OR REPLACE MACRO clustered_n_effective(correct, n, n_requests, sum_cc, su
 CREATE OR REPLACE MACRO position_third(expected_position, n_tools) AS
     case when n_tools > 0
          then least(3, 1 + floor(3 * (expected_position - 1) / n_tools))::integer end;
+
+-- majority_right: a request is right by majority when more than half of its trials (seeds) were correct.
+CREATE OR REPLACE MACRO majority_right(correct, trials) AS
+    correct * 2 > trials;
+
+-- confidence_bin: which of ten equal-width confidence bins a confidence falls in (1 = [0, 0.1), ...,
+-- 10 = [0.9, 1.0]).
+CREATE OR REPLACE MACRO confidence_bin(confidence) AS
+    least(10, 1 + floor(confidence * 10))::integer;
