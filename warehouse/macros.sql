@@ -40,9 +40,10 @@ CREATE OR REPLACE MACRO clustered_n_effective(correct, n, n_requests, sum_cc, su
     end;
 
 -- position_third: which third of the offered tools a 1-based position falls in (1 = first third,
--- 2 = middle, 3 = last third) when n_tools were offered; NULL without a position or with no tools.
+-- 2 = middle, 3 = last third) when n_tools were offered; NULL without a position or with no tools (the
+-- explicit test matters: least() ignores a NULL argument).
 CREATE OR REPLACE MACRO position_third(expected_position, n_tools) AS
-    case when n_tools > 0
+    case when expected_position is not null and n_tools > 0
          then least(3, 1 + floor(3 * (expected_position - 1) / n_tools))::integer end;
 
 -- majority_right: a request is right by majority when more than half of its trials (seeds) were correct.

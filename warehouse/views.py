@@ -15,9 +15,14 @@ def view_files() -> dict[str, Path]:
     return {path.stem: path for path in sorted(VIEWS_DIR.glob("*.sql"))}
 
 
-def create_macros(con: duckdb.DuckDBPyConnection) -> None:
-    """CREATE OR REPLACE every shared macro (persistent: stored in a DuckDB file like the views)."""
-    con.execute(MACROS_FILE.read_text())
+def create_macros(con: duckdb.DuckDBPyConnection, temporary: bool = False) -> None:
+    """CREATE OR REPLACE every shared macro: persistent (stored in a DuckDB file like the views), or with
+    ``temporary`` as TEMP macros of this connection only (a read-only connection to a file written before
+    the macros existed, whose views are re-created as TEMP views)."""
+    text = MACROS_FILE.read_text()
+    if temporary:
+        text = text.replace("CREATE OR REPLACE MACRO", "CREATE OR REPLACE TEMP MACRO")
+    con.execute(text)
 
 
 def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:

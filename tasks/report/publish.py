@@ -22,7 +22,7 @@ from tasks.report.render import write_report_files
 from tasks.report.figures import RunFigures, load_figures
 from tasks.report.tables import Report, build_report_from, latest_run_id
 from warehouse.location import Warehouse
-from warehouse.views import view_files
+from warehouse.views import create_macros, view_files
 
 VERDICT_FILE = "verdict.json"
 
@@ -31,6 +31,7 @@ def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection with the current view definitions as temporary views, so a warehouse
     written by an older tooleval still answers every view of this one (nothing is written to the file)."""
     con = duckdb.connect(str(db_path), read_only=True)
+    create_macros(con, temporary=True)
     files = view_files()
     texts = {name: path.read_text() for name, path in files.items()}
     done: set[str] = set()

@@ -167,3 +167,19 @@ def test_a_tool_whose_seeds_disagree_shows_its_spread(report):
     gift = next(r for r in tools.rows if r[0] == "gift_cards")
     assert "spread" not in gift[3]  # base-18: the seeds agree
     assert gift[5].endswith("spread 100.0") or "spread" in gift[5]  # subscriptions-26: 2 of 3 seeds right
+
+
+def test_a_warehouse_written_before_the_shared_macros_still_reports(tmp_path):
+    db = tmp_path / "tooleval.duckdb"
+    con = known_run(db).finish()
+    for (view,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall():
+        con.execute(f"DROP VIEW {view}")
+    for (macro,) in con.execute("SELECT DISTINCT function_name FROM duckdb_functions() "
+                                "WHERE function_type = 'macro' AND NOT internal").fetchall():
+        con.execute(f"DROP MACRO {macro}")
+    con.close()
+    read_only = open_read_only(db)  # TEMP macros, then TEMP views
+    assert read_only.execute("SELECT count(*) FROM aggregate_accuracy WHERE ci_low > 0").fetchall()[0][0] > 0
+    read_only.close()
+    report = read_report(Warehouse(tmp_path), "run1")
+    assert report.verdict is not None and report.verdict.status == "NO CRITERIA"
