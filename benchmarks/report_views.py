@@ -2,13 +2,20 @@
 
     python benchmarks/report_views.py [--rows 10000000] [--runs 200] [--repeats 3] [--memory-limit 8GB]
         [--threads 2] [--workdir DIR] [--keep] [--views a,b] [--no-one-run] [--check-rows 120000]
+        [--settings parquet,table] [--compare-revision REV [--compare-rows 1000000]] [--only-checks] [--reuse]
+
+While developing, keep the per-run size and shrink the rest: ``--rows 2000000 --runs 40`` (~50k rows a run,
+as the default) takes ~3 minutes instead of ~15.
 
 1. Writes ``--rows`` synthetic rows shaped like SelectionRow (``benchmarks/synthetic.py``: 4 arms = the
    support ladder 18 -> 30 tools, 3 seeds, 2 slices, ~80% correct, confusions concentrated on a few
    neighbours per tool, probabilities NULL) to one Parquet file (zstd), in ``--runs`` runs, plus the
    records they join to (runs with a weights window, the ladder's comparisons, weights, tool sets).
 2. Checks, on a small data set (``--check-rows``), that each plain query returns what its view returns
-   (same columns, same rows; floats to 1e-9 relative).
+   (same columns, same rows; floats to 1e-9 relative). With ``--compare-revision REV``, also that each view
+   returns what the same view returned at git revision REV (its ``warehouse/views/*.sql`` and
+   ``warehouse/macros.sql`` if any) on ``--compare-rows`` rows: same columns and types, same rows (floats
+   to 1e-9 relative), all runs and one run. ``--only-checks`` stops there.
 3. Times, best of ``--repeats``, each view in ``warehouse/views/`` (whatever is there when it runs:
    ``SELECT * FROM view``, every row fetched as Arrow batches) and its plain query, in two settings:
    a. views over the Parquet: in-memory DuckDB, ``warehouse.tables.create_tables``, ``landed_rows``
@@ -654,6 +661,9 @@ def main() -> None:
                              "rows to 1e-9; all runs and one run) on --compare-rows rows")
     parser.add_argument("--compare-rows", type=int, default=1_000_000)
     parser.add_argument("--only-checks", action="store_true", help="run the checks, time nothing")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --workdir: time the rows.parquet already there (same --rows and --runs) instead "
+                             "of writing it again")
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tooleval-views-"))
@@ -689,9 +699,10 @@ def main() -> None:
 
         parquet = workdir / "rows.parquet"
         started = time.perf_counter()
-        n = write_parquet(parquet, args.rows, args.runs)
+        reused = args.reuse and parquet.is_file()
+        n = pq.ParquetFile(parquet).metadata.num_rows if reused else write_parquet(parquet, args.rows, args.runs)
         meta = pq.ParquetFile(parquet).metadata
-        print(f"\nwrote {n:,} rows ({args.runs} runs, {meta.num_row_groups} row groups, {meta.num_columns} columns) "
+        print(f"\n{'reused' if reused else 'wrote'} {n:,} rows ({args.runs} runs, {meta.num_row_groups} row groups, {meta.num_columns} columns) "
               f"to Parquet: {time.perf_counter() - started:.1f} s, {parquet.stat().st_size / 1e6:.0f} MB "
               f"({load_average()})")
         one_run = run_ids(args.runs)[args.runs // 2] if args.one_run else None
