@@ -2,10 +2,11 @@
 
     python benchmarks/report_views.py [--rows 10000000] [--runs 200] [--repeats 3] [--memory-limit 8GB]
         [--threads 2] [--workdir DIR] [--keep] [--views a,b] [--no-one-run] [--check-rows 120000]
-        [--settings parquet,table] [--compare-revision REV [--compare-rows 1000000]] [--only-checks] [--reuse]
+        [--settings parquet,table] [--one-run-repeats N] [--compare-revision REV [--compare-rows 1000000]]
+        [--only-checks] [--reuse]
 
 While developing, keep the per-run size and shrink the rest: ``--rows 2000000 --runs 40`` (~50k rows a run,
-as the default) takes ~3 minutes instead of ~15.
+as the default) does a fifth of the work.
 
 1. Writes ``--rows`` synthetic rows shaped like SelectionRow (``benchmarks/synthetic.py``: 4 arms = the
    support ladder 18 -> 30 tools, 3 seeds, 2 slices, ~80% correct, confusions concentrated on a few
@@ -608,7 +609,8 @@ def _verdict(view: tuple[float, float], plain: tuple[float, float] | None) -> st
 
 
 def time_setting(con: duckdb.DuckDBPyConnection, label: str, rows_sql: str, views: list[str], repeats: int,
-                 one_run: str | None) -> list[dict[str, Any]]:
+                 one_run: str | None, one_run_repeats: int | None = None) -> list[dict[str, Any]]:
+    one_run_repeats = one_run_repeats or repeats
     print(f"\n== {label}   ({load_average()} before)", flush=True)
     header = (f"{'view':23s} {'rows out':>9s} | {'view s':>7s} {'plain s':>7s} {'ratio':>6s} {'cpu s':>6s} "
               f"{'cpu s':>6s} {'ratio':>6s} {'<=1.5':>5s}")
@@ -628,9 +630,9 @@ def time_setting(con: duckdb.DuckDBPyConnection, label: str, rows_sql: str, view
                 + (f"{plain[1]:6.2f}" if plain else f"{'—':>6s}")
                 + f" {_ratio(view_cpu, plain and plain[1])} {_verdict((view_wall, view_cpu), plain):>5s}")
         if one_run:
-            one_view = best_of(con, f"SELECT * FROM {view} WHERE run_id = '{one_run}'", repeats)[:2]
+            one_view = best_of(con, f"SELECT * FROM {view} WHERE run_id = '{one_run}'", one_run_repeats)[:2]
             one_rows = f"(SELECT * FROM {rows_sql} WHERE run_id = '{one_run}')"
-            one_plain = best_of(con, plain_sql.format(rows=one_rows), repeats)[:2] if plain_sql else None
+            one_plain = best_of(con, plain_sql.format(rows=one_rows), one_run_repeats)[:2] if plain_sql else None
             record.update(one_view=one_view, one_plain=one_plain)
             line += (f" | {one_view[0]:6.3f} " + (f"{one_plain[0]:7.3f}" if one_plain else f"{'—':>7s}")
                      + f" {_ratio(one_view[0], one_plain and one_plain[0])}"
@@ -647,6 +649,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200,
                         help="runs the rows are spread over (default 200: ~50k rows a run)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--one-run-repeats", type=int, default=None,
+                        help="repeats of the one-run queries (default: --repeats; they take milliseconds, so more "
+                             "repeats steady them on a loaded machine)")
     parser.add_argument("--memory-limit", default="8GB")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None)
@@ -702,8 +707,8 @@ def main() -> None:
         reused = args.reuse and parquet.is_file()
         n = pq.ParquetFile(parquet).metadata.num_rows if reused else write_parquet(parquet, args.rows, args.runs)
         meta = pq.ParquetFile(parquet).metadata
-        print(f"\n{'reused' if reused else 'wrote'} {n:,} rows ({args.runs} runs, {meta.num_row_groups} row groups, {meta.num_columns} columns) "
-              f"to Parquet: {time.perf_counter() - started:.1f} s, {parquet.stat().st_size / 1e6:.0f} MB "
+        print(f"\n{'reused' if reused else 'wrote'} {n:,} rows ({args.runs} runs, {meta.num_row_groups} row groups, "
+              f"{meta.num_columns} columns) to Parquet: {time.perf_counter() - started:.1f} s, {parquet.stat().st_size / 1e6:.0f} MB "
               f"({load_average()})")
         one_run = run_ids(args.runs)[args.runs // 2] if args.one_run else None
         settings = args.settings.split(",")
@@ -711,7 +716,8 @@ def main() -> None:
         if "parquet" in settings:
             con = parquet_connection(parquet, args.runs, args.memory_limit, args.threads)
             time_setting(con, "views over the Parquet (in-memory DuckDB, landed_rows = read_parquet view)",
-                         f"read_parquet('{parquet}')", views, args.repeats, one_run)
+                         f"read_parquet('{parquet}')", views, args.repeats, one_run,
+                         args.one_run_repeats)
             con.close()
 
         if "table" in settings:
@@ -721,7 +727,8 @@ def main() -> None:
             print(f"\nloaded {n:,} rows into landed_rows of {db_path.name}: {load_s:.1f} s, "
                   f"file {db_path.stat().st_size / 1e6:.0f} MB")
             time_setting(con, "views over a DuckDB table (.duckdb file, as the warehouse stores rows)",
-                         "landed_rows", views, args.repeats, one_run)
+                         "landed_rows", views, args.repeats, one_run,
+                         args.one_run_repeats)
             con.close()
     finally:
         if not args.keep and args.workdir is None:
