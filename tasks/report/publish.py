@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from schemas.arrow import arrow_schema, create_table_sql, duckdb_type
 from schemas.criteria import Verdict
 from tasks.experiment.criteria import changed_since_registration, read_registration, registered_criteria
 from tasks.files.atomic_write import write_atomic
@@ -24,8 +25,7 @@ from tasks.report.tables import Report, build_report_from, latest_run_id
 from warehouse.connect import WarehouseUnreadable, connect
 from warehouse.location import Warehouse
 from warehouse.tables import TABLES
-from schemas.arrow import arrow_schema, create_table_sql, duckdb_type
-from warehouse.views import view_files
+from warehouse.views import create_macros, view_files
 
 VERDICT_FILE = "verdict.json"
 
@@ -35,6 +35,7 @@ def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
     written by an older tooleval still answers every view of this one (nothing is written to the file)."""
     con = connect(db_path, read_only=True)  # waits (bounded) while a run's registration holds the file
     shadow_older_tables(con)
+    create_macros(con, temporary=True)
     files = view_files()
     texts = {name: path.read_text() for name, path in files.items()}
     done: set[str] = set()

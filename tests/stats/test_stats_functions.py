@@ -78,9 +78,6 @@ def test_fewer_than_ten_requests_do_not_credit_seeds():
     assert (interval.low, interval.high) == pytest.approx((plain.low, plain.high))
 
 
-@pytest.mark.xfail(strict=True, reason="the views still compute Wilson on the uncorrected Kish n; drop this marker "
-                   "once warehouse/macros.sql has clustered_n_star (tasks/stats/wilson.py: clustered_effective_trials) "
-                   "and the views call it")
 def test_the_views_interval_is_the_python_interval_on_random_rows():
     rng = np.random.default_rng(3)
     rows = []
