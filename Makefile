@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-fast install bench clean-warehouse
+.PHONY: demo demo-tasks test test-fast install bench clean-warehouse
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ demo: $(STAMP)
 	if [ $$status -eq 1 ]; then echo "make demo: the run completed; a registered gate failed (exit 1), as reported above."; exit 0; fi; \
 	exit $$status
 
+# Tasks done on a tool surface: the four-arm support-desk experiment, offline (the baseline agent, no key).
+demo-tasks: $(STAMP)
+	@$(BIN)/tooleval tasks run tasksets/support_tasks/experiments/four_arms.yaml; status=$$?; \
+	if [ $$status -eq 1 ]; then echo "make demo-tasks: the run completed; a registered gate failed (exit 1), as reported above."; exit 0; fi; \
+	exit $$status
+
 # The full suite (what CI runs).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -37,4 +43,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/report_views.py
 
 clean-warehouse:
-	rm -rf warehouse/tooleval.duckdb warehouse/tooleval.duckdb.wal warehouse/rows warehouse/reports warehouse/cache
+	rm -rf warehouse/tooleval.duckdb warehouse/tooleval.duckdb.wal warehouse/rows warehouse/reports warehouse/cache warehouse/task_runs warehouse/task_calls

@@ -2,13 +2,21 @@
 
     python benchmarks/report_views.py [--rows 10000000] [--runs 200] [--repeats 3] [--memory-limit 8GB]
         [--threads 2] [--workdir DIR] [--keep] [--views a,b] [--no-one-run] [--check-rows 120000]
+        [--settings parquet,table] [--one-run-repeats N] [--compare-revision REV [--compare-rows 1000000]]
+        [--only-checks] [--reuse]
+
+While developing, keep the per-run size and shrink the rest: ``--rows 2000000 --runs 40`` (~50k rows a run,
+as the default) does a fifth of the work.
 
 1. Writes ``--rows`` synthetic rows shaped like SelectionRow (``benchmarks/synthetic.py``: 4 arms = the
    support ladder 18 -> 30 tools, 3 seeds, 2 slices, ~80% correct, confusions concentrated on a few
    neighbours per tool, probabilities NULL) to one Parquet file (zstd), in ``--runs`` runs, plus the
    records they join to (runs with a weights window, the ladder's comparisons, weights, tool sets).
 2. Checks, on a small data set (``--check-rows``), that each plain query returns what its view returns
-   (same columns, same rows; floats to 1e-9 relative).
+   (same columns, same rows; floats to 1e-9 relative). With ``--compare-revision REV``, also that each view
+   returns what the same view returned at git revision REV (its ``warehouse/views/*.sql`` and
+   ``warehouse/macros.sql`` if any) on ``--compare-rows`` rows: same columns and types, same rows (floats
+   to 1e-9 relative), all runs and one run. ``--only-checks`` stops there.
 3. Times, best of ``--repeats``, each view in ``warehouse/views/`` (whatever is there when it runs:
    ``SELECT * FROM view``, every row fetched as Arrow batches) and its plain query, in two settings:
    a. views over the Parquet: in-memory DuckDB, ``warehouse.tables.create_tables``, ``landed_rows``
@@ -28,6 +36,7 @@ import argparse
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -478,21 +487,30 @@ def _rows_sorted(rows: list[tuple]) -> list[tuple]:
     return sorted(rows, key=key)
 
 
+def _result(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[list[tuple[str, str]], list[tuple]]:
+    """(column name, type) pairs and rows (sorted) of ``sql``."""
+    cursor = con.execute(sql)
+    columns = [(d[0], str(d[1])) for d in cursor.description]
+    return columns, _rows_sorted(cursor.fetchall())
+
+
+def _same_result(a: tuple[list[tuple[str, str]], list[tuple]], b: tuple[list[tuple[str, str]], list[tuple]],
+                 types: bool = False, names: tuple[str, str] = ("view", "plain")) -> str:
+    (a_columns, a_rows), (b_columns, b_rows) = a, b
+    if [c[0] for c in a_columns] != [c[0] for c in b_columns]:
+        return f"DIFFERENT COLUMNS: {names[0]} {[c[0] for c in a_columns]} vs {names[1]} {[c[0] for c in b_columns]}"
+    if types and a_columns != b_columns:
+        return f"DIFFERENT TYPES: {names[0]} {a_columns} vs {names[1]} {b_columns}"
+    if len(a_rows) != len(b_rows):
+        return f"DIFFERENT ROW COUNT: {len(a_rows)} vs {len(b_rows)}"
+    for x, y in zip(a_rows, b_rows):
+        if not all(_same_value(u, v) for u, v in zip(x, y)):
+            return f"DIFFERENT ROWS, e.g. {names[0]} {x} vs {names[1]} {y}"
+    return f"same ({len(a_rows)} rows)"
+
+
 def compare(con: duckdb.DuckDBPyConnection, view: str, plain: str) -> str:
-    cursor = con.execute(f"SELECT * FROM {view}")
-    view_columns = [d[0] for d in cursor.description]
-    view_rows = _rows_sorted(cursor.fetchall())
-    cursor = con.execute(plain)
-    plain_columns = [d[0] for d in cursor.description]
-    plain_rows = _rows_sorted(cursor.fetchall())
-    if view_columns != plain_columns:
-        return f"DIFFERENT COLUMNS: view {view_columns} vs plain {plain_columns}"
-    if len(view_rows) != len(plain_rows):
-        return f"DIFFERENT ROW COUNT: {len(view_rows)} vs {len(plain_rows)}"
-    for a, b in zip(view_rows, plain_rows):
-        if not all(_same_value(x, y) for x, y in zip(a, b)):
-            return f"DIFFERENT ROWS, e.g. view {a} vs plain {b}"
-    return f"same ({len(view_rows)} rows)"
+    return _same_result(_result(con, f"SELECT * FROM {view}"), _result(con, plain))
 
 
 def check_plain_queries(workdir: Path, views: list[str], n_rows: int, memory_limit: str,
@@ -505,6 +523,76 @@ def check_plain_queries(workdir: Path, views: list[str], n_rows: int, memory_lim
         return {view: compare(con, view, PLAIN[view].format(rows=rows_sql)) for view in views if view in PLAIN}
     finally:
         con.close()
+
+
+def sql_at_revision(revision: str) -> tuple[str | None, dict[str, str]]:
+    """The macro file (None if the revision has none) and each view's SQL as git ``revision`` has them."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+    paths = [line for line in git("ls-tree", "--name-only", revision, "warehouse/views/").splitlines()
+             if line.endswith(".sql")]
+    views = {Path(path).stem: git("show", f"{revision}:{path}") for path in paths}
+    try:
+        macros = git("show", f"{revision}:warehouse/macros.sql")
+    except subprocess.CalledProcessError:
+        macros = None
+    return macros, views
+
+
+def create_views_from(con: duckdb.DuckDBPyConnection, macros: str | None, views: dict[str, str]) -> None:
+    """``create_views`` for SQL given as text (another revision's): macros first, views retried until all resolve."""
+    if macros:
+        con.execute(macros)
+    pending = dict(views)
+    while pending:
+        created = 0
+        for name, sql in list(pending.items()):
+            try:
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS\n{sql}")
+            except duckdb.CatalogException:
+                continue
+            del pending[name]
+            created += 1
+        if not created:
+            raise RuntimeError(f"views of the other revision that cannot be created: {sorted(pending)}")
+
+
+def check_against_revision(workdir: Path, revision: str, views: list[str], n_rows: int, memory_limit: str,
+                           threads: int) -> dict[str, str]:
+    """Each view as this checkout has it vs as git ``revision`` had it, on the same synthetic rows: same
+    columns, same types, same rows (floats to 1e-9 relative), each once over all runs and once for one run."""
+    n_runs = max(2, n_rows // 60_000)
+    parquet = workdir / "revision-check.parquet"
+    write_parquet(parquet, n_rows, n_runs)
+    ours = parquet_connection(parquet, n_runs, memory_limit, threads)
+    theirs = duckdb.connect(":memory:")
+    configure(theirs, memory_limit, threads)
+    create_tables(theirs)
+    theirs.execute("DROP TABLE landed_rows")
+    theirs.execute(f"CREATE VIEW landed_rows AS SELECT * FROM read_parquet('{parquet}')")
+    insert_records(theirs, n_runs)
+    macros, old_views = sql_at_revision(revision)
+    create_views_from(theirs, macros, old_views)
+    one_run = run_ids(n_runs)[n_runs // 2]
+    verdicts = {}
+    try:
+        for view in views:
+            if view not in old_views:
+                verdicts[view] = f"new (not in {revision})"
+                continue
+            verdict = []
+            for where in ("", f" WHERE run_id = '{one_run}'"):
+                sql = f"SELECT * FROM {view}{where}"
+                verdict.append(_same_result(_result(ours, sql), _result(theirs, sql), types=True,
+                                            names=("this checkout", revision)))
+            verdicts[view] = f"all runs {verdict[0]}; one run {verdict[1]}"
+    finally:
+        ours.close()
+        theirs.close()
+    return verdicts
 
 
 def _ratio(view_s: float, plain_s: float | None) -> str:
@@ -521,7 +609,8 @@ def _verdict(view: tuple[float, float], plain: tuple[float, float] | None) -> st
 
 
 def time_setting(con: duckdb.DuckDBPyConnection, label: str, rows_sql: str, views: list[str], repeats: int,
-                 one_run: str | None) -> list[dict[str, Any]]:
+                 one_run: str | None, one_run_repeats: int | None = None) -> list[dict[str, Any]]:
+    one_run_repeats = one_run_repeats or repeats
     print(f"\n== {label}   ({load_average()} before)", flush=True)
     header = (f"{'view':23s} {'rows out':>9s} | {'view s':>7s} {'plain s':>7s} {'ratio':>6s} {'cpu s':>6s} "
               f"{'cpu s':>6s} {'ratio':>6s} {'<=1.5':>5s}")
@@ -541,9 +630,9 @@ def time_setting(con: duckdb.DuckDBPyConnection, label: str, rows_sql: str, view
                 + (f"{plain[1]:6.2f}" if plain else f"{'—':>6s}")
                 + f" {_ratio(view_cpu, plain and plain[1])} {_verdict((view_wall, view_cpu), plain):>5s}")
         if one_run:
-            one_view = best_of(con, f"SELECT * FROM {view} WHERE run_id = '{one_run}'", repeats)[:2]
+            one_view = best_of(con, f"SELECT * FROM {view} WHERE run_id = '{one_run}'", one_run_repeats)[:2]
             one_rows = f"(SELECT * FROM {rows_sql} WHERE run_id = '{one_run}')"
-            one_plain = best_of(con, plain_sql.format(rows=one_rows), repeats)[:2] if plain_sql else None
+            one_plain = best_of(con, plain_sql.format(rows=one_rows), one_run_repeats)[:2] if plain_sql else None
             record.update(one_view=one_view, one_plain=one_plain)
             line += (f" | {one_view[0]:6.3f} " + (f"{one_plain[0]:7.3f}" if one_plain else f"{'—':>7s}")
                      + f" {_ratio(one_view[0], one_plain and one_plain[0])}"
@@ -560,6 +649,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200,
                         help="runs the rows are spread over (default 200: ~50k rows a run)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--one-run-repeats", type=int, default=None,
+                        help="repeats of the one-run queries (default: --repeats; they take milliseconds, so more "
+                             "repeats steady them on a loaded machine)")
     parser.add_argument("--memory-limit", default="8GB")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None)
@@ -569,6 +661,14 @@ def main() -> None:
                         help="skip the WHERE run_id = <one run> timings")
     parser.add_argument("--check-rows", type=int, default=120_000, help="rows of the plain-vs-view check (0: skip)")
     parser.add_argument("--settings", default="parquet,table", help="parquet, table or both")
+    parser.add_argument("--compare-revision", default=None, metavar="REV",
+                        help="first check every view against the same view at git revision REV (columns, types, "
+                             "rows to 1e-9; all runs and one run) on --compare-rows rows")
+    parser.add_argument("--compare-rows", type=int, default=1_000_000)
+    parser.add_argument("--only-checks", action="store_true", help="run the checks, time nothing")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --workdir: time the rows.parquet already there (same --rows and --runs) instead "
+                             "of writing it again")
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tooleval-views-"))
@@ -591,12 +691,24 @@ def main() -> None:
             for view, verdict in checks.items():
                 print(f"  {view:24s} {verdict}")
 
+        if args.compare_revision:
+            started = time.perf_counter()
+            checks = check_against_revision(workdir, args.compare_revision, views, args.compare_rows,
+                                            args.memory_limit, args.threads)
+            print(f"\nview here == view at {args.compare_revision} on {args.compare_rows:,} rows "
+                  f"({time.perf_counter() - started:.1f} s):")
+            for view, verdict in checks.items():
+                print(f"  {view:24s} {verdict}")
+        if args.only_checks:
+            return
+
         parquet = workdir / "rows.parquet"
         started = time.perf_counter()
-        n = write_parquet(parquet, args.rows, args.runs)
+        reused = args.reuse and parquet.is_file()
+        n = pq.ParquetFile(parquet).metadata.num_rows if reused else write_parquet(parquet, args.rows, args.runs)
         meta = pq.ParquetFile(parquet).metadata
-        print(f"\nwrote {n:,} rows ({args.runs} runs, {meta.num_row_groups} row groups, {meta.num_columns} columns) "
-              f"to Parquet: {time.perf_counter() - started:.1f} s, {parquet.stat().st_size / 1e6:.0f} MB "
+        print(f"\n{'reused' if reused else 'wrote'} {n:,} rows ({args.runs} runs, {meta.num_row_groups} row groups, "
+              f"{meta.num_columns} columns) to Parquet: {time.perf_counter() - started:.1f} s, {parquet.stat().st_size / 1e6:.0f} MB "
               f"({load_average()})")
         one_run = run_ids(args.runs)[args.runs // 2] if args.one_run else None
         settings = args.settings.split(",")
@@ -604,7 +716,8 @@ def main() -> None:
         if "parquet" in settings:
             con = parquet_connection(parquet, args.runs, args.memory_limit, args.threads)
             time_setting(con, "views over the Parquet (in-memory DuckDB, landed_rows = read_parquet view)",
-                         f"read_parquet('{parquet}')", views, args.repeats, one_run)
+                         f"read_parquet('{parquet}')", views, args.repeats, one_run,
+                         args.one_run_repeats)
             con.close()
 
         if "table" in settings:
@@ -614,7 +727,8 @@ def main() -> None:
             print(f"\nloaded {n:,} rows into landed_rows of {db_path.name}: {load_s:.1f} s, "
                   f"file {db_path.stat().st_size / 1e6:.0f} MB")
             time_setting(con, "views over a DuckDB table (.duckdb file, as the warehouse stores rows)",
-                         "landed_rows", views, args.repeats, one_run)
+                         "landed_rows", views, args.repeats, one_run,
+                         args.one_run_repeats)
             con.close()
     finally:
         if not args.keep and args.workdir is None:

@@ -31,6 +31,7 @@ from tasks.stats.planner import plan
 from tasks.traffic.labelling_queue import import_queue
 from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
 from warehouse.connect import WarehouseBusy
+from flows.surface_cli import add_tasks_parser
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_MODEL_MISMATCH", "EXIT_NOT_JUDGED", "EXIT_OK", "build_parser",
            "main", "verdict_exit_code"]
@@ -265,8 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     planner = commands.add_parser(
         "plan", help="size a task set: interval width, smallest detectable drop, requests for a target width",
-        description="For a tool (or slice) with N requests at accuracy P: the 95% interval, the smallest drop "
-        "detectable at 80% power, and the requests a target half-width needs. Widths shrink with the square "
+        description="For a tool (or slice) with N requests at accuracy P: the 95% interval itself, the smallest "
+        "drop the report's exact McNemar test detects with --power on N paired requests (every changed request "
+        "worse; and with 5% churn), and the requests a target half-width needs. Widths shrink with the square "
         "root of the trials; seeds count as trials only insofar as they disagree (--icc).")
     planner.add_argument("--accuracy", type=float, required=True, metavar="P", help="expected accuracy, 0..1")
     planner.add_argument("--requests", type=_count(1), required=True, metavar="N", help="requests behind the figure")
@@ -303,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     metatool.add_argument("queries", metavar="QUERIES_CSV")
     metatool.add_argument("--out", required=True, metavar="DIR")
     metatool.set_defaults(func=cmd_import_metatool)
+
+    add_tasks_parser(commands)  # tasks done on a tool surface (flows/surface_cli.py)
     return parser
 
 

@@ -180,6 +180,14 @@ def run_server() -> TemporaryServer | None:
     return server
 
 
+def stop_early() -> None:
+    """Stop a server spawned early that no run took (bad input, --help): called on the way out."""
+    global _early
+    if _early is not None:
+        _early.stop()
+        _early = None
+
+
 def _host_port(api_url: str) -> tuple[str, int] | None:
     from urllib.parse import urlsplit
 

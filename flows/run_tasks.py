@@ -8,6 +8,7 @@ not retried: it would fail the same way. Network retries of model calls live in 
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +22,21 @@ from warehouse.connect import WarehouseBusy
 from warehouse.register_run import RunRegistration, register_run
 
 IO_ERRORS = (OSError, duckdb.IOException)
-"""Failures a retry can mend: file-system and DuckDB file I/O (a lock held elsewhere included)."""
+"""Failures a retry can mend: file-system and DuckDB file I/O (a lock held elsewhere included), and a
+SQLite file (the selection cache, the budget ledger) locked by another process for longer than its timeout."""
+
+
+def is_io_failure(error: BaseException) -> bool:
+    return isinstance(error, IO_ERRORS) or (isinstance(error, sqlite3.OperationalError)
+                                            and "locked" in str(error).lower())
 
 
 def retry_on_io(task: Any, task_run: Any, state: Any) -> bool:
     """Prefect's retry condition: retry only when the task failed on I/O."""
     try:
         state.result()
-    except IO_ERRORS:
-        return True
-    except BaseException:  # noqa: BLE001 - anything else is deterministic here: do not retry
-        return False
+    except BaseException as error:  # noqa: BLE001 - anything but I/O is deterministic here: not retried
+        return is_io_failure(error)
     return False
 
 

@@ -10,6 +10,11 @@ that differs, empty and unfinished replies, and token log-probabilities. Nothing
 A *script* is a function ``(Seen) -> Reply`` (``Seen`` is the parsed request, with ``attempt``: how many
 earlier requests carried the same conversation, tools and tool choice, so a script can fail the first
 attempts and then answer). ``oracle(...)`` builds a script from a map of request text -> expected tool.
+
+Multi-turn conversations (an agent loop sends the tool calls it got and their results back): ``Seen.turn``
+is how many assistant turns the conversation already holds (0 on the first request), ``Seen.tool_results``
+the (content, is_error) results that answered the last one, and ``Seen.calls_so_far`` every earlier call as
+(wire name, arguments). ``Reply.extra_calls`` adds parallel calls with their own arguments.
 The server also runs as a process for the benchmark:
 
     python -m tests.provider_server --latency-ms 200      (prints "port <n>", serves until killed)
@@ -55,6 +60,8 @@ class Reply:
     """OpenAI: an empty ``choices`` list."""
     extra_tools: tuple[str, ...] = ()
     """Further tool calls after the first (parallel calls)."""
+    extra_calls: tuple[tuple[str, Any], ...] = ()
+    """Further (tool, arguments) calls after the first and after ``extra_tools`` (parallel calls)."""
     error_message: str = "scripted error"
 
 
@@ -94,6 +101,12 @@ class Seen:
     authorized: bool
     body: dict[str, Any]
     attempt: int = 0
+    turn: int = 0
+    """Assistant turns already in the conversation (0: the first request of a run)."""
+    tool_results: tuple[tuple[str, bool], ...] = ()
+    """(content, is_error) of the tool results that answered the last assistant turn."""
+    calls_so_far: tuple[tuple[str, Any], ...] = ()
+    """Every earlier tool call of the conversation as (wire name, arguments), oldest first."""
 
     @property
     def is_router(self) -> bool:
@@ -162,6 +175,15 @@ def oracle(expected: Mapping[str, str], arguments: Mapping[str, Any] | None = No
     return script
 
 
+def turns_then_text(turns: int) -> Script:
+    """An agent conversation of ``turns`` replies: the first offered tool until the last turn, then text."""
+    def script(seen: Seen) -> Reply:
+        if seen.turn >= turns - 1 or not seen.tools:
+            return text_reply("Done.")
+        return tool_call(seen.tools[0])
+    return script
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -216,12 +238,44 @@ class ProviderServer:
             return True
         return api == "anthropic" and headers.get("x-api-key") == self.api_key
 
+    @staticmethod
+    def conversation_state(api: str, body: dict[str, Any]) -> tuple[int, tuple[tuple[str, bool], ...],
+                                                                   tuple[tuple[str, Any], ...]]:
+        """(assistant turns, results of the last one, every earlier call) of a multi-turn request."""
+        turns, results, calls = 0, [], []
+        for message in body.get("messages", []):
+            role, content = message.get("role"), message.get("content")
+            if role == "assistant":
+                turns += 1
+                results = []
+                for call in message.get("tool_calls") or []:
+                    function = call.get("function") or {}
+                    calls.append((function.get("name"), function.get("arguments")))
+                for block in content if isinstance(content, list) else []:
+                    if isinstance(block, dict) and block.get("type") == "tool_use":
+                        calls.append((block.get("name"), block.get("input")))
+            elif role == "tool":
+                results.append((content if isinstance(content, str) else json.dumps(content), False))
+            elif role == "user" and isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                        inner = block.get("content")
+                        text = inner if isinstance(inner, str) else "".join(
+                            b.get("text", "") for b in inner or [] if isinstance(b, dict))
+                        results.append((text, bool(block.get("is_error"))))
+        if api == "openai":  # OpenAI's tool messages carry no error flag: the content says it
+            results = [(text, text.startswith('{"error"')) for text, _ in results]
+        return turns, tuple(results), tuple(calls)
+
     def parse(self, api: str, body: dict[str, Any], headers: Mapping[str, str]) -> Seen:
         messages: list[tuple[str, str]] = []
         system = ""
         for message in body.get("messages", []):
             content = message.get("content")
             if isinstance(content, list):
+                if message.get("role") == "user" and content and all(
+                        isinstance(p, dict) and p.get("type") == "tool_result" for p in content):
+                    continue  # tool results, not something the user said
                 content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
             content = content or ""
             if message.get("role") == "system" and not system:
@@ -246,6 +300,9 @@ class ProviderServer:
         user_text = next((c for r, c in reversed(messages) if r == "user"), "")
         top = body.get("top_logprobs") if body.get("logprobs") else None
         key = json.dumps([api, body.get("model"), messages, tools, tool_choice, top], sort_keys=True)
+        turn, results, calls = self.conversation_state(api, body)
+        if turn:  # a multi-turn request: earlier calls and results make it a different request
+            key = json.dumps([key, json.dumps(body.get("messages"), sort_keys=True, default=str)])
         with self._lock:
             attempt = self._attempts.get(key, 0)
             self._attempts[key] = attempt + 1
@@ -253,7 +310,7 @@ class ProviderServer:
                     messages=tuple(messages), tools=tools, tool_choice=tool_choice, top_logprobs=top,
                     max_tokens=max_tokens, temperature=body.get("temperature"), seed=body.get("seed"),
                     anthropic_version=headers.get("anthropic-version"), authorized=self._authorized(headers, api),
-                    body=body, attempt=attempt)
+                    body=body, attempt=attempt, turn=turn, tool_results=results, calls_so_far=calls)
 
     # -- replies ------------------------------------------------------------------------------------------
     @staticmethod
@@ -266,11 +323,12 @@ class ProviderServer:
         message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
         finish = "stop"
         if reply.tool is not None:
-            calls = [reply.tool, *reply.extra_tools]
+            calls = [(reply.tool, reply.arguments), *((name, "{}") for name in reply.extra_tools), *reply.extra_calls]
+            prefix = f"call_{seen.turn}_" if seen.turn else "call_"
             message["tool_calls"] = [
-                {"id": f"call_{i}", "type": "function",
-                 "function": {"name": name, "arguments": self._arguments_text(reply.arguments if i == 0 else "{}")}}
-                for i, name in enumerate(calls)
+                {"id": f"{prefix}{i}", "type": "function",
+                 "function": {"name": name, "arguments": self._arguments_text(arguments)}}
+                for i, (name, arguments) in enumerate(calls)
             ]
             finish = "tool_calls"
         elif reply.logprobs is not None:
@@ -297,14 +355,15 @@ class ProviderServer:
         if reply.text is not None and reply.tool is not None:
             content.append({"type": "text", "text": reply.text})
         if reply.tool is not None:
-            for i, name in enumerate([reply.tool, *reply.extra_tools]):
-                arguments = reply.arguments if i == 0 else {}
+            calls = [(reply.tool, reply.arguments), *((name, {}) for name in reply.extra_tools), *reply.extra_calls]
+            prefix = f"toolu_{seen.turn}_" if seen.turn else "toolu_"
+            for i, (name, arguments) in enumerate(calls):
                 if isinstance(arguments, str):
                     try:
                         arguments = json.loads(arguments)
                     except json.JSONDecodeError:
                         pass  # sent as a string: what a broken proxy might do
-                content.append({"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": arguments})
+                content.append({"type": "tool_use", "id": f"{prefix}{i}", "name": name, "input": arguments})
             stop = "tool_use"
         elif not reply.empty:
             content.append({"type": "text", "text": reply.text if reply.text is not None else "Happy to help!"})
@@ -407,8 +466,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve the loopback OpenAI/Anthropic API (first offered tool).")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--turns", type=int, default=1,
+                        help="agent conversations: call the first offered tool on the first TURNS-1 turns, then reply "
+                             "in text (default 1: every request calls the first offered tool)")
     args = parser.parse_args(argv)
-    server = ProviderServer(first_tool, latency_s=args.latency_ms / 1000, port=args.port, record=False)
+    script = first_tool if args.turns <= 1 else turns_then_text(args.turns)
+    server = ProviderServer(script, latency_s=args.latency_ms / 1000, port=args.port, record=False)
     print(f"port {server.port}", flush=True)
     try:
         server._httpd.serve_forever(poll_interval=0.05)

@@ -38,11 +38,6 @@ class WarehouseUnreadable(RuntimeError):
     """The file is not a DuckDB database this DuckDB can open (corrupt, truncated, another format)."""
 
 
-class WarehouseIncomplete(WarehouseUnreadable):
-    """The file opens but lacks tables or columns (a run killed while it first created them): the next run's
-    writable connection completes them; a reader cannot use it before."""
-
-
 def lock_wait_s() -> float:
     try:
         return max(0.0, float(os.environ.get(LOCK_WAIT_ENV, DEFAULT_LOCK_WAIT_S)))
@@ -96,33 +91,10 @@ def _holder(error: BaseException) -> str:
     return f"process {match.group(2)} ({Path(match.group(1)).name})" if match else "another process"
 
 
-def missing_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Tables (or table.column) the warehouse lacks, from the models in warehouse/tables.py."""
-    from schemas.arrow import arrow_schema
-    from warehouse.tables import TABLES
-
-    present: dict[str, set[str]] = {}
-    for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns").fetchall():
-        present.setdefault(table, set()).add(column)
-    tables = [table for table in TABLES if table not in present]
-    columns = [f"{table}.{f.name}" for table, model in TABLES.items() if table in present
-               for f in arrow_schema(model) if f.name not in present[table]]
-    return tables + columns  # whole tables first: they say most
-
-
-def connect(db_path: Path | str, read_only: bool = False, wait_s: float | None = None,
-            complete: bool = True) -> duckdb.DuckDBPyConnection:
-    """A connection; a writable one brings tables and views up to date first. A read-only one checks that
-    the tables are all there (``complete``), else raises WarehouseIncomplete: a reader of a file that a
-    killed run left half-created gets a message, not a binder error."""
+def connect(db_path: Path | str, read_only: bool = False, wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection; a writable one brings tables and views up to date first."""
     if read_only:
-        con = open_file(db_path, True, wait_s)
-        if complete and (missing := missing_tables(con)):
-            con.close()
-            shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
-            raise WarehouseIncomplete(f"{db_path} lacks {shown} (a run was killed while it first created the "
-                                      "tables?): the next `tooleval run` into this warehouse completes them")
-        return con
+        return open_file(db_path, True, wait_s)
     Path(db_path).parent.mkdir(parents=True, exist_ok=True)
     con = open_file(db_path, False, wait_s)
     create_tables(con)

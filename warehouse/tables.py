@@ -15,6 +15,13 @@ from schemas.rows import (
     SelectionRow,
     WeightRecord,
 )
+from schemas.surface_rows import (
+    TaskArmRecord,
+    TaskCallRow,
+    TaskComparisonRecord,
+    TaskExperimentRecord,
+    TaskRunRow,
+)
 
 TABLES: dict[str, type[BaseModel]] = {
     "landed_rows": SelectionRow,
@@ -24,6 +31,12 @@ TABLES: dict[str, type[BaseModel]] = {
     "seed_orders": SeedOrder,
     "offered_tools": OfferedTool,
     "production_weights": WeightRecord,
+    # tasks done on a tool surface (issue 9): one row per (run, arm, seed, task), one per call, the registers
+    "task_runs": TaskRunRow,
+    "task_calls": TaskCallRow,
+    "task_experiments": TaskExperimentRecord,
+    "task_arms": TaskArmRecord,
+    "task_comparisons": TaskComparisonRecord,
 }
 
 

@@ -39,5 +39,5 @@ def load_yaml(text: str | bytes, file: str) -> Any:
         raise InputError.one(file, line, "yaml-duplicate-key", error.problem or str(error)) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
-        raise InputError.one(file, f"line {mark.line + 1}" if mark else "", "yaml-syntax",
+        raise InputError.one(file, f"line {mark.line + 1}" if mark else "", "yaml",
                              str(getattr(error, "problem", None) or error)) from None

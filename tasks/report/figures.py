@@ -1,26 +1,39 @@
 """Every figure of a run's report and gates, read from the warehouse views and given its uncertainty.
 
-Counts, accuracies and the request-clustered Wilson intervals come from the SQL views; what has no
-closed form (paired changes, weighted figures, the threshold split, interaction gaps) is computed here
-from the ``request_outcomes`` view with ``tasks/stats``. The report tables and the gates both read a
-``RunFigures``, so what a gate judges is exactly what the report shows.
+Counts and accuracies come from the SQL views; every interval is computed here from the
+``request_outcomes`` view with ``tasks/stats`` (closed form, no resampling): the request-clustered
+Wilson intervals of slices and tools (recomputed so that the report carries the small-sample corrected
+interval whatever version of the views the warehouse holds), paired changes, weighted figures, the
+threshold split, interaction gaps. The report tables and the gates both read a ``RunFigures``, so what a
+gate judges is exactly what the report shows.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import duckdb
 import numpy as np
 
 from tasks.taskset.provisional_labels import provisional_notice
-from tasks.stats.calibration import CoveragePoint, ThresholdFit, coverage_curve, find_threshold, tercile_gap
-from tasks.stats.intervals import Interval, cluster_bootstrap, clustered_wilson_from_sums, clustered_wilson_interval
+from tasks.stats.calibration import (
+    CoveragePoint,
+    ThresholdFit,
+    bin_intervals,
+    brier_interval,
+    coverage_curve,
+    find_threshold,
+    tercile_gap,
+    tercile_intervals,
+)
+from tasks.stats.estimate import Interval
 from tasks.stats.interaction import Factorial, InteractionTable, find_factorials, interaction_table
 from tasks.stats.paired import PairedComparison, inside_noise_floor, paired_comparison
+from tasks.stats.paired_score import paired_score_interval
 from tasks.stats.weighted import WeightedChange, weighted_accuracy, weighted_change
+from tasks.stats.wilson import clustered_wilson_from_sums, clustered_wilson_interval
 
 ROUTER_TARGET_ACCURACY = 0.90
 """Accuracy the threshold finder asks of the decisions a router keeps (the rest go to the chat model)."""
@@ -139,9 +152,16 @@ class Calibration:
     bins: list[dict[str, Any]]
     threshold: ThresholdFit
     gap: Interval
+    """Accuracy of the most confident third minus the least confident third, request-clustered interval."""
     coverage: list[CoveragePoint] = field(default_factory=list)
     """Accuracy of the decisions kept at confidence >= t, and the share kept, for t = 0, 0.1, ..., 0.9."""
-    """Accuracy of the most confident third minus the least confident third, request-clustered interval."""
+    n_requests: int = 0
+    """Requests behind the rows (each under every seed): the unit of every interval here."""
+    tercile_intervals: list[Interval | None] = field(default_factory=list)
+    """Accuracy of the least, middle and most confident thirds with request-clustered intervals."""
+    bin_intervals: list[Interval | None] = field(default_factory=list)
+    """Accuracy of each of the ten confidence bins with a request-clustered interval."""
+    brier_interval: Interval | None = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +190,7 @@ class PositionShift:
     slice: str
     n_requests: int
     change: Interval
-    """Mean of (right when latest) - (right when earliest), request-bootstrap interval."""
+    """Mean of (right when latest) - (right when earliest), paired score interval over requests."""
     worse: int
     """Requests right at their earliest position and wrong at their latest."""
     better: int
@@ -246,6 +266,15 @@ def _paired(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> PairedCompariso
                              [r["correct"] for r in b], [r["trials"] for r in b])
 
 
+def _with_interval(level: Level, rows, belongs) -> Level:
+    """The level with its request-clustered Wilson interval computed from the request outcomes."""
+    chosen = [r for r in rows if belongs(r)]
+    if not chosen:
+        return level
+    interval = clustered_wilson_interval([r["correct"] for r in chosen], [r["trials"] for r in chosen])
+    return replace(level, ci_low=interval.low, ci_high=interval.high, n_effective=interval.n_effective)
+
+
 def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
     runs = records(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])
     if not runs:
@@ -273,6 +302,9 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
              for r in records(con, "SELECT * FROM per_tool_accuracy WHERE run_id = ? ORDER BY slice, tool, rung",
                               [run_id])]
     outcomes = _Outcomes(records(con, "SELECT * FROM request_outcomes WHERE run_id = ?", [run_id]))
+    slices = [_with_interval(x, outcomes.arm(x.arm).values(), lambda r, x=x: r["slice"] == x.slice) for x in slices]
+    tools = [_with_interval(x, outcomes.arm(x.arm).values(),
+                            lambda r, x=x: r["slice"] == x.slice and r["expected"] == x.tool) for x in tools]
 
     slice_spread = {(x.arm, x.slice): x.seed_spread for x in slices}
     tool_spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
@@ -352,27 +384,34 @@ def _failures(con: duckdb.DuckDBPyConnection, run_id: str, outcomes: _Outcomes) 
 
 def _pair_shares(con: duckdb.DuckDBPyConnection, run_id: str) -> list[PairShare]:
     """Every confused pair of every arm with its share of the arm's failures, clustered on requests
-    (the interval from per-request sums: a request's failed rows, and those of them with the pair)."""
+    (the interval from per-request sums: a request's failed rows m, and those of them with the pair k;
+    ``e = k - p m`` summed in powers 2 and 4 over every failed request of the arm)."""
     pairs = records(con, "SELECT * FROM confused_pairs WHERE run_id = ? ORDER BY rung, n DESC, expected, chosen",
                     [run_id])
     sums = records(con, """
         WITH fails AS (
-            SELECT arm, request_id, count(*) AS m FROM selection_rows
+            SELECT arm, request_id, count(*)::DOUBLE AS m FROM selection_rows
             WHERE run_id = ? AND NOT correct GROUP BY arm, request_id),
         per_arm AS (
-            SELECT arm, sum(m) AS rows_, sum(m * m) AS mm, count(*) AS n_requests FROM fails GROUP BY arm),
+            SELECT arm, sum(m) AS rows_, sum(m * m) AS m2, sum(m * m * m * m) AS m4, count(*) AS n_requests
+            FROM fails GROUP BY arm),
         hits AS (
-            SELECT arm, request_id, pair, count(*) AS k FROM selection_rows
+            SELECT arm, request_id, pair, count(*)::DOUBLE AS k FROM selection_rows
             WHERE run_id = ? AND NOT correct AND pair IS NOT NULL GROUP BY arm, request_id, pair)
         SELECT h.arm, h.pair, sum(h.k) AS k, sum(h.k * h.k) AS kk, sum(h.k * f.m) AS km,
-               min(a.rows_) AS rows_, min(a.mm) AS mm, min(a.n_requests) AS n_requests
+               sum(h.k * h.k * h.k * h.k) AS k4, sum(h.k * h.k * h.k * f.m) AS k3m,
+               sum(h.k * h.k * f.m * f.m) AS k2m2, sum(h.k * f.m * f.m * f.m) AS km3,
+               min(a.rows_) AS rows_, min(a.m2) AS m2, min(a.m4) AS m4, min(a.n_requests) AS n_requests
         FROM hits h JOIN fails f USING (arm, request_id) JOIN per_arm a USING (arm)
         GROUP BY h.arm, h.pair""", [run_id, run_id])
     by_pair = {(r["arm"], r["pair"]): r for r in sums}
     out = []
     for p in pairs:
         s = by_pair[(p["arm"], f"{p['expected']} -> {p['chosen']}")]
-        share = clustered_wilson_from_sums(s["k"], s["rows_"], s["kk"], s["km"], s["mm"], s["n_requests"])
+        q = s["k"] / s["rows_"]
+        e2 = max(0.0, s["kk"] - 2 * q * s["km"] + q * q * s["m2"])
+        e4 = max(0.0, s["k4"] - 4 * q * s["k3m"] + 6 * q * q * s["k2m2"] - 4 * q**3 * s["km3"] + q**4 * s["m4"])
+        share = clustered_wilson_from_sums(s["k"], s["rows_"], e2, e4, int(s["n_requests"]))
         out.append(PairShare(arm=p["arm"], rung=p["rung"], expected=p["expected"], chosen=p["chosen"], n=p["n"],
                              n_failures=int(s["rows_"]), share=share,
                              n_offered_together=p["n_offered_together"], pair_rate=p["pair_rate"]))
@@ -393,13 +432,10 @@ def _position_shifts(con: duckdb.DuckDBPyConnection, run_id: str, rung: dict[str
         groups[(arm, slice_)].append((early, late))
     out = []
     for (arm, slice_), pairs in sorted(groups.items(), key=lambda kv: (rung.get(kv[0][0], 0), kv[0][1])):
-        early = np.array([p[0] for p in pairs], float)
-        late = np.array([p[1] for p in pairs], float)
-        estimate = float((late - early).mean())
-        interval = cluster_bootstrap(lambda w, d: (w @ d) / w.sum(axis=1), [late - early], estimate)
+        interval = paired_score_interval([late - early for early, late in pairs])
         out.append(PositionShift(arm, rung.get(arm, 0), slice_, len(pairs), interval,
-                                 worse=int(((early == 1) & (late == 0)).sum()),
-                                 better=int(((early == 0) & (late == 1)).sum())))
+                                 worse=sum(early == 1 and late == 0 for early, late in pairs),
+                                 better=sum(early == 0 and late == 1 for early, late in pairs)))
     return out
 
 
@@ -420,13 +456,17 @@ def _calibration(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Calibratio
         confidence = np.array([r[0] for r in rows], float)
         correct = np.array([r[1] for r in rows], bool)
         ids = [r[2] for r in rows]
+        seeds = [r[3] for r in rows]
         fit = find_threshold(confidence, correct, ids, ROUTER_TARGET_ACCURACY)
-        gap = tercile_gap(confidence, correct, ids, [r[3] for r in rows])
+        gap = tercile_gap(confidence, correct, ids, seeds)
         coverage = coverage_curve(confidence, correct)
         out.append(Calibration(arm=s["arm"], rung=s["rung"], n=s["n"], accuracy=s["accuracy"],
                                mean_confidence=s["mean_confidence"], ece=s["ece"], brier=s["brier"],
                                terciles=terciles[s["arm"]], bins=bins[s["arm"]], threshold=fit, gap=gap,
-                               coverage=coverage))
+                               coverage=coverage, n_requests=len(set(ids)),
+                               tercile_intervals=tercile_intervals(confidence, correct, ids, seeds),
+                               bin_intervals=bin_intervals(confidence, correct, ids),
+                               brier_interval=brier_interval(confidence, correct, ids)))
     return out
 
 

@@ -1,12 +1,14 @@
 """How figures are written in every report format: percentages, fractions, points, intervals, p-values.
 
 Percentages on small denominators carry the fraction (23/24) as the reader needs both; intervals are
-written low–high in percent; changes in signed points.
+written low–high in percent; changes in signed points; p-values to three decimals, rounded half up
+(exact McNemar p-values are often exact binary fractions: 0.125 prints as 0.125, not 0.12).
 """
 
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 
 from tasks.stats.intervals import Interval
 
@@ -35,7 +37,7 @@ def points(delta: float | None, digits: int = 1) -> str:
     """A change in signed percentage points: '+3.5', '-22.2'."""
     if delta is None or (isinstance(delta, float) and math.isnan(delta)):
         return ""
-    value = round(100 * delta, digits)
+    value = as_printed(delta, digits)
     if value == 0:
         return f"{0:.{digits}f}"
     return f"{value:+.{digits}f}"
@@ -59,14 +61,24 @@ def change_span(interval: Interval | None, digits: int = 1) -> str:
     return f"{points(interval.low, digits) or '0'} to {points(interval.high, digits) or '0'}"
 
 
+PRINTED_DIGITS = 1
+"""Decimals of every percentage and point figure the report prints; gates compare at this precision."""
+
+
+def as_printed(value: float, digits: int = PRINTED_DIGITS) -> float:
+    """A fraction as the report prints it, in percent or points: 0.10000000000000003 -> 10.0."""
+    return round(100 * value, digits)
+
+
 def p_value(p: float | None) -> str:
+    """'<0.001', '0.002', '0.031', '0.125', '0.5', '1' (three decimals, half up, trailing zeros dropped)."""
     if p is None or math.isnan(p):
         return ""
     if p < 0.001:
         return "<0.001"
-    if p >= 0.995:
-        return "1"
-    return f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+    text = str(Decimal(p).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+    text = text.rstrip("0").rstrip(".")
+    return "1" if text in ("1", "") else text
 
 
 def seeds_text(values: list[float]) -> str:

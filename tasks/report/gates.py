@@ -3,6 +3,10 @@
 Every gate reads a figure with its 95% interval from ``RunFigures`` (what the report shows) and applies
 its pre-registered rule (schemas/criteria.py: point, confident, demonstrated). The verdict is FAIL when
 any gate fails; NOT JUDGED when the criteria changed since registration or a gate lacks what it needs.
+
+Tolerance: a figure and its limit are compared as the report prints them, to 0.1 point
+(``format.as_printed``): a drop of -0.10000000000000003 prints as -10.0 and is judged as exactly -10.0,
+i.e. not "more than 10 points". Floating-point error never decides a gate.
 """
 
 from __future__ import annotations
@@ -26,8 +30,17 @@ from schemas.criteria import (
 )
 from tasks.experiment.criteria import CriteriaRegistration
 from tasks.report.figures import Change, RunFigures
-from tasks.report.format import change_span, interval_text, p_value, pct, pct_with_fraction, points
-from tasks.stats.intervals import Interval
+from tasks.report.format import (
+    PRINTED_DIGITS,
+    as_printed,
+    change_span,
+    interval_text,
+    p_value,
+    pct,
+    pct_with_fraction,
+    points,
+)
+from tasks.stats.estimate import Interval
 
 EVIDENCE_LINES = 6
 """Failing cases listed per gate before '... and N more'."""
@@ -37,6 +50,7 @@ RULE_WORDS = {
     "confident": "fails only when the whole 95% interval is beyond the limit",
     "demonstrated": "passes only when the whole 95% interval is within the limit",
 }
+TOLERANCE_WORDS = f"compared as printed, to {10 ** -PRINTED_DIGITS:g} point"
 
 
 @dataclass(frozen=True)
@@ -48,14 +62,16 @@ class Case:
 
 
 def beyond(interval: Interval, limit: float, bad_below: bool, rule: str) -> bool:
-    """Is the figure beyond the limit under the rule? ``bad_below``: lower is worse (floors, drops)."""
+    """Is the figure beyond the limit under the rule? ``bad_below``: lower is worse (floors, drops).
+    Both are compared as printed (to 0.1 point): a figure that prints as the limit is at the limit."""
     if rule == "point":
         x = interval.estimate
     elif rule == "confident":  # fail only when the whole interval is on the bad side
         x = interval.high if bad_below else interval.low
     else:  # demonstrated: fail unless the whole interval is on the good side
         x = interval.low if bad_below else interval.high
-    return x < limit if bad_below else x > limit
+    shown, bound = as_printed(x), as_printed(limit)
+    return shown < bound if bad_below else shown > bound
 
 
 def select_arms(figures: RunFigures, selection: ArmSelection) -> list[str]:
@@ -72,7 +88,7 @@ def select_arms(figures: RunFigures, selection: ArmSelection) -> list[str]:
 
 def _result(gate, statement: str, cases: list[Case], failed: list[Case], closest: Case | None,
             skip_reason: str = "", unjudged_reason: str = "") -> GateResult:
-    rule = f" ({RULE_WORDS[gate.rule]})"
+    rule = f" ({RULE_WORDS[gate.rule]}; {TOLERANCE_WORDS})"
     why = " ".join(gate.why.split())
     if unjudged_reason:
         return GateResult(name=gate.name, kind=gate.kind, status="NOT JUDGED", statement=statement + rule,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from schemas.arrow import arrow_schema, create_table_sql, duckdb_type
 from schemas.criteria import Verdict
 from tasks.experiment.criteria import changed_since_registration, read_registration, registered_criteria
 from tasks.files.atomic_write import write_atomic
@@ -24,7 +25,8 @@ from tasks.run.drill_points import reached
 from tasks.report.tables import Report, build_report_from, latest_run_id
 from warehouse.connect import WarehouseUnreadable, connect
 from warehouse.location import Warehouse
-from warehouse.views import view_files
+from warehouse.tables import TABLES
+from warehouse.views import create_macros, view_files
 
 VERDICT_FILE = "verdict.json"
 
@@ -33,6 +35,8 @@ def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection with the current view definitions as temporary views, so a warehouse
     written by an older tooleval still answers every view of this one (nothing is written to the file)."""
     con = connect(db_path, read_only=True)  # waits (bounded) while a run's registration holds the file
+    shadow_older_tables(con)
+    create_macros(con, temporary=True)
     files = view_files()
     texts = {name: path.read_text() for name, path in files.items()}
     done: set[str] = set()
@@ -49,6 +53,24 @@ def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
     for name in sorted(texts):
         create(name)
     return con
+
+
+def shadow_older_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Make a file written by an older tooleval look like this one's, without writing to it: a table it
+    lacks becomes an empty temporary table, a table lacking newer columns a temporary view that adds them
+    as NULL (temporary objects come first in DuckDB's name resolution)."""
+    catalog = con.execute("SELECT current_database()").fetchall()[0][0]
+    present: dict[str, set[str]] = {}
+    for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                                     "WHERE table_schema = 'main' AND table_catalog = current_database()").fetchall():
+        present.setdefault(table, set()).add(column)
+    for table, model in TABLES.items():
+        fields = list(arrow_schema(model))
+        if table not in present:
+            con.execute(create_table_sql(model, table).replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
+        elif missing := [f for f in fields if f.name not in present[table]]:
+            added = ", ".join(f"CAST(NULL AS {duckdb_type(f.type)}) AS {f.name}" for f in missing)
+            con.execute(f'CREATE TEMP VIEW {table} AS SELECT *, {added} FROM "{catalog}".main.{table}')
 
 
 def read_figures(warehouse: Warehouse, run_id: str | None = None) -> RunFigures:

@@ -27,8 +27,9 @@ from tasks.report.format import (
     fraction_if_small,
     span,
 )
-from tasks.stats.planner import minimal_detectable_drop
+from tasks.stats.mcnemar_power import detectable_drop
 from tasks.report.report_types import Report, ReportTable
+from tasks.stats.estimate import Interval
 
 TOP_PAIRS = 5
 TOP_CONTRIBUTORS = 8
@@ -107,11 +108,14 @@ def slice_table(figures: RunFigures) -> ReportTable:
         title="Accuracy by slice and rung (slices are never averaged together)",
         columns=["slice", "rung", "req×seeds", "accuracy", "95% CI", "per seed", "spread"],
         rows=rows, sections=sections, key="slices", summary=True,
-        note="95% CI: Wilson on the effective number of requests; spread = max - min over seeds (the noise floor).",
+        note="95% CI: Wilson on the effective number of requests (the sampling uncertainty: which requests the "
+             "set happens to hold). spread = max − min over seeds (the seed noise floor: how much the tool order "
+             "alone moves the figure); a spread of 0.0 means the seeds agreed, not that the figure is exact.",
     )
 
 
 SIGNIFICANCE = 0.05
+RESOLUTION_POWER = 0.8
 
 
 def reading(change: Change) -> str:
@@ -144,8 +148,9 @@ def slice_changes_table(figures: RunFigures) -> ReportTable:
         columns=["comparison", "slice", "Δ pts", "95% CI", "worse/better", "McNemar p", "reading"],
         rows=rows, sections=sections, key="slice-changes", summary=True, wrap=["comparison"],
         note="worse / better = requests right before and wrong after / the reverse (majority of seeds); exact "
-             "McNemar on those; CI from resampling requests. ▼ / ▲ = p < 0.05 and the CI excludes 0; within noise "
-             "= no larger than the seed spread.",
+             "McNemar on those; CI: paired score interval over requests (Tango's), reaching 0 whenever the exact "
+             "test cannot reject. ▼ / ▲ = p < 0.05 and the CI excludes 0; within noise = no larger than the seed "
+             "spread.",
     )
 
 
@@ -160,12 +165,16 @@ def _tool_cell(level: ToolLevel | None) -> str:
     return text
 
 
+def _requests_cell(by_arm: dict[str, ToolLevel], arms: list[str]) -> str:
+    """Requests behind a tool in each rung of the table: '24' when they agree, '140/140/140/6' when not."""
+    counts = [str(by_arm[a].n_requests) if a in by_arm else "–" for a in arms]
+    return counts[0] if len(set(counts)) == 1 else "/".join(counts)
+
+
 def per_tool_tables(figures: RunFigures) -> list[ReportTable]:
     cells: dict[tuple[str, str], dict[str, ToolLevel]] = {}
-    requests: dict[tuple[str, str], int] = {}
     for level in figures.tools:
         cells.setdefault((level.slice, level.tool), {})[level.arm] = level
-        requests[(level.slice, level.tool)] = max(requests.get((level.slice, level.tool), 0), level.n_requests)
     order = figures.arm_order
     chunks = [order[i:i + ARMS_PER_TOOL_TABLE] for i in range(0, len(order), ARMS_PER_TOOL_TABLE)]
     tables = []
@@ -176,7 +185,7 @@ def per_tool_tables(figures: RunFigures) -> list[ReportTable]:
                 if s != slice_:
                     continue
                 weight = figures.weights.get(tool)
-                rows.append([tool, pct(weight) if weight is not None else "—", str(requests[(s, tool)])]
+                rows.append([tool, pct(weight) if weight is not None else "—", _requests_cell(by_arm, chunk)]
                             + [_tool_cell(by_arm.get(arm)) for arm in chunk])
             part = f" ({k + 1}/{len(chunks)})" if len(chunks) > 1 else ""
             tables.append(ReportTable(
@@ -184,7 +193,8 @@ def per_tool_tables(figures: RunFigures) -> list[ReportTable]:
                 columns=["tool", "traffic", "req"] + [f"rung {figures.rung_of(a)}" for a in chunk],
                 rows=rows, key=f"tools-{slice_}-{k + 1}",
                 note="rungs: " + " · ".join(f"{figures.rung_of(a)} {a}" for a in chunk) + ". traffic = share "
-                     "of production volume; req = requests labelled with the tool (each under every seed); "
+                     "of production volume; req = requests labelled with the tool in each rung shown (each under "
+                     "every seed), one number when the rungs agree, else one per rung in order ('–' = none); "
                      "spread = max − min over seeds, shown when they disagree.",
             ))
     return tables
@@ -254,7 +264,7 @@ def weighted_table(figures: RunFigures) -> ReportTable:
         columns=["rung", "weighted", "95% CI", "seed spread", "unweighted", "traffic covered"],
         rows=rows, key="weighted", summary=True,
         note="weighted = Σ traffic share × tool accuracy over the tools this rung has requests for ('none' has no "
-             "traffic weight); CI: requests resampled within each tool.",
+             "traffic weight); CI: each tool's request-clustered Wilson interval, combined by MOVER.",
     )
 
 
@@ -268,7 +278,8 @@ def weighted_changes_table(figures: RunFigures) -> ReportTable:
         title="Weighted and unweighted change, paired on requests labelled alike in both arms",
         columns=["comparison", "unweighted Δ", "95% CI", "weighted Δ", "95% CI", "traffic"],
         rows=rows, key="weighted-changes", summary=True, wrap=["comparison"],
-        note="traffic = share of production volume held by the tools compared.",
+        note="traffic = share of production volume held by the tools compared. CI: paired score interval over "
+             "the requests, each weighted by its tool's traffic (or set) share per request.",
     )
 
 
@@ -327,17 +338,28 @@ def position_table(figures: RunFigures) -> ReportTable:
     )
 
 
+def _third(interval: Interval | None) -> str:
+    return "" if interval is None else f"{pct(interval.estimate)}\n{interval_text(interval)}"
+
+
 def calibration_table(figures: RunFigures) -> ReportTable:
     rows = []
     for cal in figures.calibration:
-        thirds = [f"{pct(t['accuracy'])}" for t in cal.terciles]
-        rows.append([arm_label(figures, cal.arm), str(cal.n), f"{cal.ece:.3f}", f"{cal.brier:.3f}"]
-                    + (thirds + [""] * (3 - len(thirds))) + [f"{points(cal.gap.estimate)} ({change_span(cal.gap)})"])
+        seeds = round(cal.n / cal.n_requests) if cal.n_requests else 0
+        thirds = [_third(t) for t in cal.tercile_intervals] or [f"{pct(t['accuracy'])}" for t in cal.terciles]
+        brier = f"{cal.brier:.3f}"
+        if cal.brier_interval is not None:
+            brier += f"\n{cal.brier_interval.low:.3f}–{cal.brier_interval.high:.3f}"
+        rows.append([arm_label(figures, cal.arm), f"{cal.n_requests}×{seeds}" if cal.n_requests else str(cal.n),
+                     f"{cal.ece:.3f}", brier]
+                    + (thirds + [""] * (3 - len(thirds))) + [f"{points(cal.gap.estimate)}\n{change_span(cal.gap)}"])
     return ReportTable(
         title="Calibration of the selector's confidence (slices pooled: the router sees all traffic)",
-        columns=["rung", "rows", "ECE", "Brier", "low third", "mid third", "high third", "high−low (95% CI)"],
-        rows=rows, key="calibration", summary=True, wrap=["rung", "high−low (95% CI)"],
-        note="ECE over ten equal-width bins; Brier of the confidence in the pick (0 is perfect).",
+        columns=["rung", "req×seeds", "ECE", "Brier", "low third", "mid third", "high third", "high−low"],
+        rows=rows, key="calibration", summary=True, wrap=["rung"],
+        note="The request is the unit: every 95% CI (second line of a cell) counts a request once, whatever its "
+             "seeds. ECE over ten equal-width bins; Brier of the confidence in the pick (0 is perfect); thirds = "
+             "accuracy of the least / middle / most confident third of the rows; high−low their difference.",
     )
 
 
@@ -356,15 +378,17 @@ def reliability_tables(figures: RunFigures) -> list[ReportTable]:
             line = [f"{(b - 1) / 10:.1f}–{b / 10:.1f}"]
             for cal in chunk:
                 cell = next((x for x in cal.bins if x["bin"] == b), None)
+                interval = cal.bin_intervals[b - 1] if len(cal.bin_intervals) >= b else None
                 line.append("" if cell is None else f"{pct_with_fraction(cell['correct'], cell['n'])}\n"
-                                                    f"conf {cell['mean_confidence']:.2f}")
+                                                    + (f"{interval_text(interval)}\n" if interval else "")
+                                                    + f"conf {cell['mean_confidence']:.2f}")
             rows.append(line)
         part = f" ({k + 1}/{len(chunks)})" if len(chunks) > 1 else ""
         tables.append(ReportTable(
             title=f"Reliability: accuracy in ten confidence bins{part}",
             columns=["confidence"] + [f"rung {cal.rung}" for cal in chunk], rows=rows, key=f"reliability-{k + 1}",
-            note="Each cell: accuracy of the rows whose confidence falls in the bin, then their mean confidence; "
-                 "calibrated = the two agree.",
+            note="Each cell: accuracy of the rows whose confidence falls in the bin (rows: requests × seeds), its "
+                 "95% CI with the request as the unit, then their mean confidence; calibrated = the two agree.",
         ))
     return tables
 
@@ -398,17 +422,30 @@ def threshold_table(figures: RunFigures) -> ReportTable:
             continue
         confirm = t.confirm_accuracy
         rows.append([arm_label(figures, cal.arm), pct(t.target_accuracy, 0), f"{t.threshold:.3f}",
-                     f"{pct(t.fit_accuracy)} at {pct(t.fit_coverage)}",
-                     f"{pct(confirm.estimate)} ({interval_text(confirm)})" if confirm else "—",
-                     pct(t.confirm_coverage)])
+                     f"{pct(t.fit_accuracy)} at {pct(t.fit_coverage)}\n{t.fit_kept_requests} requests",
+                     (f"{pct(confirm.estimate)} ({interval_text(confirm)})\nat {pct(t.confirm_coverage)}, "
+                      f"{t.confirm_kept_requests} requests") if confirm else "—",
+                     threshold_verdict(t)])
     return ReportTable(
-        title="Router threshold: fitted on one half of the requests, confirmed on the other",
+        title="Router threshold: fitted on one half of the requests, judged on the other",
         columns=["rung", "target", "threshold", "fit: accuracy at coverage", "confirm: accuracy (95% CI)",
-                 "confirm coverage"],
-        rows=rows, key="threshold", wrap=["rung", "fit: accuracy at coverage", "confirm: accuracy (95% CI)"],
+                 "confirmed?"],
+        rows=rows, key="threshold", wrap=["rung", "fit: accuracy at coverage", "confirm: accuracy (95% CI)",
+                                          "confirmed?"],
         note="Lowest confidence cut whose kept decisions reach the target on the fit half; the confirm half "
-             "(requests split by a hash of their id) judges it. Never judged on the data it was chosen on.",
+             "(requests split by a hash of their id) judges it: 'confirmed' when its accuracy reaches the target, "
+             "'not confirmed' when it misses (whatever the fit half showed). Never judged on the data it was "
+             "chosen on.",
     )
+
+
+def threshold_verdict(fit) -> str:
+    """'confirmed', 'not confirmed (86.3% < 90%)' or 'nothing to confirm'."""
+    if fit.confirmed is None:
+        return "nothing to confirm"
+    if fit.confirmed:
+        return "confirmed"
+    return f"not confirmed ({pct(fit.confirm_accuracy.estimate)} < {pct(fit.target_accuracy, 0)})"
 
 
 def interaction_table_(figures: RunFigures) -> ReportTable:
@@ -423,7 +460,8 @@ def interaction_table_(figures: RunFigures) -> ReportTable:
         columns=["baseline / first / second / both", "slice", "baseline", "effects", "additive", "measured",
                  "gap (95% CI)"],
         rows=rows, key="interaction", wrap=["baseline / first / second / both"],
-        note="additive = baseline + each single effect; gap = measured − additive (paired request bootstrap).",
+        note="additive = baseline + each single effect; gap = measured − additive (95% CI: paired score interval "
+             "over the requests all four arms answered).",
     )
 
 
@@ -439,18 +477,29 @@ def failures_table(figures: RunFigures) -> ReportTable:
 
 
 def resolution_table(figures: RunFigures) -> ReportTable:
-    """What this task set can resolve: interval half-width and smallest detectable drop per slice."""
+    """What this task set can resolve at the last rung, per slice: the interval itself and the smallest
+    drop the report's own test (exact McNemar on paired requests) detects with 80% power."""
     rows = []
     last_rung = max((x.rung for x in figures.slices), default=0)
     for level in sorted((x for x in figures.slices if x.rung == last_rung), key=lambda x: x.slice):
-        n_eff = level.n_effective or level.n_requests
-        drop = minimal_detectable_drop(level.accuracy, n_eff)
-        rows.append([level.slice, str(level.n_requests), f"±{100 * (level.ci_high - level.ci_low) / 2:.1f}",
-                     f"{100 * drop:.1f}", f"{100 / level.n_requests:.2f}"])
+        into = [c for c in figures.slice_changes if c.arm == level.arm and c.slice == level.slice]
+        churn = into[-1].paired.better / into[-1].paired.n_requests if into and into[-1].paired.n_requests else 0.0
+        found = detectable_drop(level.accuracy, level.n_requests, RESOLUTION_POWER, SIGNIFICANCE, churn)
+        drop = ("none detectable" if found.drop is None else
+                f"{100 * found.drop:.1f} ({found.drop * level.n_requests:.1f} req)")
+        source = (f"{100 * found.churn:.1f}% (seen {into[-1].baseline} → {level.arm})" if into
+                  else "0% (assumed)")
+        rows.append([level.slice, str(level.n_requests), span(level.ci_low, level.ci_high),
+                     f"±{100 * (level.ci_high - level.ci_low) / 2:.1f}", drop, source,
+                     f"{100 / level.n_requests:.2f}"])
     return ReportTable(
         title=f"What this set can resolve (rung {last_rung})",
-        columns=["slice", "requests", "95% CI ± pts", "smallest detectable drop, pts", "pts per request"],
-        rows=rows, key="resolution", wrap=["smallest detectable drop, pts", "pts per request", "95% CI ± pts"],
-        note="80% power, 5% two-sided, on the effective number of trials (identical seeds count once). "
-             "`tooleval plan` sizes a set for a target width.",
+        columns=["slice", "requests", "95% CI", "± pts", "smallest detectable drop, pts", "churn",
+                 "pts per request"],
+        rows=rows, key="resolution", wrap=["smallest detectable drop, pts", "pts per request", "churn"],
+        note=f"Smallest detectable drop: {100 * RESOLUTION_POWER:.0f}% power of the exact McNemar test the report "
+             f"runs (two-sided {100 * SIGNIFICANCE:.0f}%) on these paired requests, with the requests that turned "
+             "wrong → right in the comparison into this rung as churn (as many more assumed right → wrong on "
+             "top of the drop); 0% churn = every changed request got worse, the easiest drop to see. Seeds do "
+             "not add requests to the test. `tooleval plan` sizes a set for a target width or drop.",
     )

@@ -99,7 +99,7 @@ def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect
             problems.append(Problem(str(warehouse.db_path), "", "warehouse-readable", "not a file"))
         else:
             try:
-                connect(warehouse.db_path, read_only=True, wait_s=0, complete=False).close()  # the run completes it
+                connect(warehouse.db_path, read_only=True, wait_s=0).close()
             except WarehouseBusy:
                 pass  # held by a reader or another run: registration waits for it
             except WarehouseUnreadable as error:

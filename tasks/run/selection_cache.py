@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 from schemas.rows import Selection
+from tasks.files.sqlite_files import open_shared_sqlite
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS selections (key TEXT PRIMARY KEY, selection TEXT NOT NULL)"
 _CHUNK = 500
@@ -61,10 +62,7 @@ class SelectionCache:
         self.path = path
         self._connection: sqlite3.Connection | None = None
         if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self._connection = sqlite3.connect(str(path), timeout=60, isolation_level=None)
-            self._connection.execute("PRAGMA journal_mode=WAL")
-            self._connection.execute("PRAGMA synchronous=NORMAL")
+            self._connection = open_shared_sqlite(path)
             self._connection.execute(_SCHEMA)
 
     @_os_errors

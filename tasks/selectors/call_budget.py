@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from tasks.files.sqlite_files import open_shared_sqlite
+
 BUDGET_REACHED = "budget reached"
 """The detail of a row whose call was not made because a cap was reached."""
 
@@ -90,14 +92,9 @@ class RunLedger:
         if max_spend_usd is not None and max_spend_usd < 0:
             raise ValueError("max_spend_usd must be >= 0")
         self.path, self.run_id = path, run_id
-        if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._con = sqlite3.connect(str(path) if path is not None else ":memory:", timeout=60,
-                                    isolation_level=None, check_same_thread=False)
-        if path is not None:
-            self._con.execute("PRAGMA journal_mode=WAL")
-            self._con.execute("PRAGMA synchronous=NORMAL")
+        self._con = (open_shared_sqlite(path, check_same_thread=False) if path is not None else
+                     sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False))
         for statement in _SCHEMA:
             self._con.execute(statement)
         with self._transaction() as con:

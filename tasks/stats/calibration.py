@@ -4,6 +4,11 @@ threshold fitted on one split of requests and confirmed on the other.
 ``confidence`` is the selector's probability that its pick is right; ``correct`` whether it was. The
 same figures are GROUP BYs in ``warehouse/views/calibration_bins.sql`` and ``confidence_terciles.sql``;
 these functions are their reference and serve the threshold finder, which needs the split.
+
+The request is the unit of every interval (a request's seeds share its difficulty and often its
+confidence): tercile and bin accuracies carry request-clustered Wilson intervals, the gap between the
+most and least confident thirds their MOVER (Newcombe) difference, the Brier score a request-clustered
+t interval; the threshold finder keeps at least ``min_kept`` requests, not rows.
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from typing import Sequence
 
 import numpy as np
 
-from tasks.stats.intervals import Interval, cluster_bootstrap, clustered_wilson_interval
+from tasks.stats.distributions import two_sided_t_quantile
+from tasks.stats.estimate import CONFIDENCE, Interval
+from tasks.stats.mover import mover_difference
+from tasks.stats.wilson import clustered_wilson_interval
 
 BINS = 10
 
@@ -93,27 +101,64 @@ def tercile_order(confidence: Sequence[float], *tiebreaks: Sequence) -> np.ndarr
     return terciles
 
 
-def tercile_gap(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
-                seeds: Sequence[int] | None = None) -> Interval:
-    """Accuracy of the most confident third minus the least confident third, with a 95% interval that
-    resamples whole requests (a request's seeds often share a confidence and a tercile)."""
+def _clustered(y: np.ndarray, member: np.ndarray, inverse: np.ndarray, n: int) -> Interval | None:
+    """Clustered Wilson interval of the accuracy of the member rows (requests as clusters)."""
+    k = np.bincount(inverse, y * member, n)
+    m = np.bincount(inverse, member.astype(float), n)
+    keep = m > 0
+    if not keep.any():
+        return None
+    return clustered_wilson_interval(k[keep], m[keep])
+
+
+def tercile_intervals(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
+                      seeds: Sequence[int] | None = None) -> list[Interval | None]:
+    """Accuracy of the least, middle and most confident thirds, each with a request-clustered interval."""
     ids = np.asarray(request_ids)
     terciles = tercile_order(confidence, ids, *(() if seeds is None else (np.asarray(seeds),)))
     y = np.asarray(correct, float)
     uniq, inverse = np.unique(ids, return_inverse=True)
+    return [_clustered(y, terciles == t, inverse, len(uniq)) for t in (1, 2, 3)]
+
+
+def tercile_gap(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
+                seeds: Sequence[int] | None = None) -> Interval:
+    """Accuracy of the most confident third minus the least confident third, with a 95% interval from
+    the two thirds' request-clustered Wilson intervals (MOVER; conservative when a request's seeds fall
+    in both thirds)."""
+    low, _, high = tercile_intervals(confidence, correct, request_ids, seeds)
+    if low is None or high is None:
+        return Interval(float("nan"), float("nan"), float("nan"), "MOVER (Newcombe)")
+    return mover_difference(high, low)
+
+
+def bin_intervals(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
+                  bins: int = BINS) -> list[Interval | None]:
+    """Accuracy of each equal-width confidence bin with a request-clustered Wilson interval."""
+    ids = np.asarray(request_ids)
+    index = bin_index(np.asarray(confidence, float), bins)
+    y = np.asarray(correct, float)
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    return [_clustered(y, index == b, inverse, len(uniq)) for b in range(bins)]
+
+
+def brier_interval(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
+                   confidence_level: float = CONFIDENCE) -> Interval:
+    """Brier score (mean squared gap between confidence and correctness) with a request-clustered t
+    interval (the ratio estimator's variance over requests, n - 1 degrees of freedom)."""
+    c, y = np.asarray(confidence, float), np.asarray(correct, float)
+    if not len(c):
+        return Interval(float("nan"), float("nan"), float("nan"), "clustered t")
+    uniq, inverse = np.unique(np.asarray(request_ids), return_inverse=True)
     n = len(uniq)
-
-    def counts(t: int) -> tuple[np.ndarray, np.ndarray]:
-        member = terciles == t
-        return (np.bincount(inverse, y * member, n), np.bincount(inverse, member.astype(float), n))
-
-    k1, m1 = counts(1)
-    k3, m3 = counts(3)
-    if m1.sum() == 0 or m3.sum() == 0:
-        return Interval(float("nan"), float("nan"), float("nan"), "cluster bootstrap")
-    estimate = float(k3.sum() / m3.sum() - k1.sum() / m1.sum())
-    return cluster_bootstrap(lambda w, k1_, m1_, k3_, m3_: (w @ k3_) / (w @ m3_) - (w @ k1_) / (w @ m1_),
-                             [k1, m1, k3, m3], estimate)
+    s = np.bincount(inverse, (c - y) ** 2, n)
+    m = np.bincount(inverse, minlength=n).astype(float)
+    score = float(s.sum() / m.sum())
+    if n < 2:
+        return Interval(score, 0.0, 1.0, "clustered t")
+    variance = float(((s - score * m) ** 2).sum()) / m.sum() ** 2 * n / (n - 1)
+    half = two_sided_t_quantile(confidence_level, n - 1) * variance ** 0.5
+    return Interval(score, max(0.0, score - half), min(1.0, score + half), "clustered t")
 
 
 @dataclass(frozen=True)
@@ -155,6 +200,11 @@ class ThresholdFit:
     """Accuracy of kept decisions on the confirm split, with a request-clustered interval."""
     confirm_coverage: float
     confirm_rows: int
+    fit_requests: int = 0
+    confirm_requests: int = 0
+    fit_kept_requests: int = 0
+    """Requests with at least one row kept at the threshold on the fit split."""
+    confirm_kept_requests: int = 0
 
     @property
     def confirmed(self) -> bool | None:
@@ -170,7 +220,8 @@ def find_threshold(confidence: Sequence[float], correct: Sequence[bool], request
     requests, then report accuracy and coverage at that threshold on the 'confirm' requests.
 
     The threshold is never judged on the rows it was chosen on. Candidate thresholds are the observed
-    confidences of the fit split; at least ``min_kept`` rows must be kept.
+    confidences of the fit split; at least ``min_kept`` requests (not rows: a request's seeds count once)
+    must be kept.
     """
     c, y = np.asarray(confidence, float), np.asarray(correct, bool)
     ids = np.asarray(request_ids)
@@ -179,20 +230,26 @@ def find_threshold(confidence: Sequence[float], correct: Sequence[bool], request
     fit, confirm = split == "fit", split == "confirm"
     cf, yf = c[fit], y[fit]
     threshold = fit_acc = None
-    fit_cov = 0.0
+    fit_cov, fit_kept = 0.0, 0
     if cf.size:
         order = np.argsort(-cf, kind="stable")
         hits = np.cumsum(yf[order])
         kept = np.arange(1, cf.size + 1)
         acc = hits / kept
         sorted_c = cf[order]
+        ordered_ids = ids[fit][order]
+        _, first = np.unique(ordered_ids, return_index=True)
+        new_request = np.zeros(cf.size)
+        new_request[first] = 1.0
+        kept_requests = np.cumsum(new_request)
         # a cut at sorted_c[j] keeps every row with confidence >= it: the last index of a run of ties
         last_of_tie = np.r_[sorted_c[1:] != sorted_c[:-1], True]
-        ok = np.flatnonzero(last_of_tie & (acc >= target_accuracy) & (kept >= min_kept))
+        ok = np.flatnonzero(last_of_tie & (acc >= target_accuracy) & (kept_requests >= min_kept))
         if ok.size:
             j = ok[-1]
             threshold, fit_acc, fit_cov = float(sorted_c[j]), float(acc[j]), float(kept[j] / cf.size)
-    confirm_acc, confirm_cov = None, 0.0
+            fit_kept = int(kept_requests[j])
+    confirm_acc, confirm_cov, confirm_kept = None, 0.0, 0
     if threshold is not None and confirm.any():
         keep = confirm & (c >= threshold)
         confirm_cov = float(keep.sum() / confirm.sum())
@@ -202,6 +259,9 @@ def find_threshold(confidence: Sequence[float], correct: Sequence[bool], request
             k = np.bincount(inverse, kept_y.astype(float), len(uniq))
             m = np.bincount(inverse, minlength=len(uniq)).astype(float)
             confirm_acc = clustered_wilson_interval(k, m)
+            confirm_kept = len(uniq)
     return ThresholdFit(target_accuracy=target_accuracy, threshold=threshold, fit_accuracy=fit_acc,
                         fit_coverage=fit_cov, fit_rows=int(fit.sum()), confirm_accuracy=confirm_acc,
-                        confirm_coverage=confirm_cov, confirm_rows=int(confirm.sum()))
+                        confirm_coverage=confirm_cov, confirm_rows=int(confirm.sum()),
+                        fit_requests=len(set(ids[fit].tolist())), confirm_requests=len(set(ids[confirm].tolist())),
+                        fit_kept_requests=fit_kept, confirm_kept_requests=confirm_kept)

@@ -4,7 +4,9 @@ both), is the combined arm what the two single effects add up to?
 additive prediction = baseline + (A only - baseline) + (B only - baseline)
 gap (interaction)   = both - additive prediction = both - A only - B only + baseline
 
-The gap's interval comes from resampling requests (all four arms together: the contrast is paired).
+The gap is a mean over requests of a per-request contrast (paired: all four arms answered the same
+requests), between -2 and 2; its interval is the paired score interval (``paired_score.py``) of half the
+contrast, doubled.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-import numpy as np
-
-from tasks.stats.intervals import BOOTSTRAP_SEED, RESAMPLES, Interval, cluster_bootstrap
+from tasks.stats.estimate import CONFIDENCE, Interval
+from tasks.stats.paired_score import paired_score_interval
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,10 @@ def find_factorials(arms: Sequence[Mapping[str, object]],
                                             by_key.get(both_key, "")})
                         if both_key in by_key and square not in seen:
                             seen.add(square)
-                            a, b, ra, rb = first, second, ri, rj
-                            if order[str(a["arm"])] > order[str(b["arm"])]:  # single changes in arm order
-                                a, b, ra, rb = b, a, rj, ri
-                            found.append(Factorial(str(base["arm"]), str(a["arm"]), str(b["arm"]),
+                            one, two, ra, rb = first, second, ri, rj
+                            if order[str(one["arm"])] > order[str(two["arm"])]:  # single changes in arm order
+                                one, two, ra, rb = two, one, rj, ri
+                            found.append(Factorial(str(base["arm"]), str(one["arm"]), str(two["arm"]),
                                                    by_key[both_key], ra, rb))
     return found
 
@@ -79,26 +80,25 @@ class InteractionTable:
     second_effect: float
     additive_prediction: float
     gap: Interval
-    """both - additive prediction, with a paired request-bootstrap interval."""
+    """both - additive prediction, with a paired score interval over requests."""
     n_requests: int
 
 
 def interaction_table(correct: Sequence[Sequence[float]], trials: Sequence[Sequence[float]],
-                      resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> InteractionTable:
+                      confidence: float = CONFIDENCE) -> InteractionTable:
     """``correct[a][i]`` / ``trials[a][i]`` for arm a in (baseline, first, second, both) and request i."""
-    k = [np.asarray(x, float) for x in correct]
-    m = [np.asarray(x, float) for x in trials]
-    acc = [float(k[a].sum() / m[a].sum()) for a in range(4)]
+    k = [[float(x) for x in arm] for arm in correct]
+    m = [[float(x) for x in arm] for arm in trials]
+    n = len(k[0])
+    acc = [sum(k[a]) / sum(m[a]) for a in range(4)]
     prediction = acc[1] + acc[2] - acc[0]
     gap = acc[3] - prediction
-
-    def statistic(w: np.ndarray, *cols: np.ndarray) -> np.ndarray:
-        r = [(w @ cols[2 * a]) / (w @ cols[2 * a + 1]) for a in range(4)]
-        return r[3] - r[1] - r[2] + r[0]
-
-    columns = [c for a in range(4) for c in (k[a], m[a])]
+    sign = (1.0, -1.0, -1.0, 1.0)  # baseline - first - second + both
+    mean_m = [sum(m[a]) / n for a in range(4)]
+    halves = [sum(sign[a] * k[a][i] / mean_m[a] for a in range(4)) / 2 for i in range(n)]
+    residuals = [sum(sign[a] * (k[a][i] - acc[a] * m[a][i]) / mean_m[a] for a in range(4)) / 2 for i in range(n)]
+    half = paired_score_interval(halves, residuals, min(mean_m), confidence)
+    interval = Interval(gap, min(gap, 2 * half.low), max(gap, 2 * half.high), "paired score (Tango) on half the gap")
     return InteractionTable(baseline=acc[0], first=acc[1], second=acc[2], both=acc[3],
                             first_effect=acc[1] - acc[0], second_effect=acc[2] - acc[0],
-                            additive_prediction=prediction,
-                            gap=cluster_bootstrap(statistic, columns, gap, resamples, seed),
-                            n_requests=len(k[0]))
+                            additive_prediction=prediction, gap=interval, n_requests=n)

@@ -1,10 +1,16 @@
-"""Sample-size planning: how wide an interval is, how many requests a target width needs, and the
-smallest drop a comparison can detect.
+"""Sample-size planning: the interval a measurement will have, the requests a target width needs, and the
+smallest drop the report's own test can detect.
 
 Widths follow the square root of the number of trials: tripling the trials divides the width by about
 1.7 (sqrt 3), halving the width needs four times the trials. Seeds are trials only insofar as they
 disagree: with an intra-request correlation ``icc`` between seeds, m seeds of n requests are worth
 ``n m / (1 + (m - 1) icc)`` independent trials (a deterministic router has icc = 1: seeds add nothing).
+
+The detectable drop is the power of the test the report runs on a change: the exact McNemar test on
+paired requests (``mcnemar_power.py``). Seeds do not add requests to it (each request is decided by the
+majority of its seeds), and it depends on how the changed requests move: by default every changed
+request got worse (the most favourable case, stated in the text); ``churn`` adds requests changing both
+ways. Pure ``math``: ``tooleval plan`` imports no numpy, scipy or statsmodels.
 """
 
 from __future__ import annotations
@@ -12,9 +18,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from statsmodels.stats.power import NormalIndPower
+from tasks.stats.distributions import two_sided_quantile
+from tasks.stats.estimate import CONFIDENCE, Interval
+from tasks.stats.mcnemar_power import ALPHA, DetectableDrop, detectable_drop
+from tasks.stats.wilson import wilson_bounds, wilson_interval
 
-from tasks.stats.intervals import CONFIDENCE, wilson_interval, z_value
+CHURN_EXAMPLE = 0.05
+"""Churn shown beside the one-direction figure: 5% of requests turning wrong -> right."""
 
 
 def effective_trials_planned(requests: int, seeds: int = 1, icc: float = 0.0) -> float:
@@ -26,15 +36,20 @@ def effective_trials_planned(requests: int, seeds: int = 1, icc: float = 0.0) ->
 
 def half_width(accuracy: float, trials: float, confidence: float = CONFIDENCE) -> float:
     """Half-width of the Wilson interval at ``accuracy`` with ``trials`` independent trials."""
-    interval = wilson_interval(accuracy * trials, trials, confidence)
-    return interval.half_width
+    return wilson_interval(accuracy * trials, trials, confidence).half_width
+
+
+def planned_interval(accuracy: float, trials: float, confidence: float = CONFIDENCE) -> Interval:
+    """The Wilson interval a measurement at ``accuracy`` on ``trials`` effective trials will have."""
+    low, high = wilson_bounds(accuracy, trials, two_sided_quantile(confidence))
+    return Interval(accuracy, low, high, "wilson", trials)
 
 
 def trials_for_half_width(accuracy: float, target_half_width: float, confidence: float = CONFIDENCE) -> int:
     """Smallest number of independent trials whose Wilson interval is no wider than +-target."""
     if not 0 < target_half_width < 0.5:
         raise ValueError("the target half-width is a fraction between 0 and 0.5 (0.05 = +-5 points)")
-    z = z_value(confidence)
+    z = two_sided_quantile(confidence)
     n = max(1, math.floor(z * z * accuracy * (1 - accuracy) / target_half_width**2))
     while half_width(accuracy, n, confidence) > target_half_width:
         n += 1
@@ -58,17 +73,27 @@ def points_per_request(requests: int) -> float:
     return 100 / requests
 
 
-def minimal_detectable_drop(accuracy: float, trials: float, power: float = 0.8, alpha: float = 0.05) -> float:
-    """Smallest drop (as a fraction) from ``accuracy`` that a two-sided test at ``alpha`` detects with
-    ``power``, when each arm has ``trials`` independent trials (two-proportion test on the arcsine scale,
-    Cohen's h; pairing on the same requests only helps, so this is conservative for paired runs)."""
-    if trials <= 0:
-        return float("nan")
-    h = NormalIndPower().solve_power(effect_size=None, nobs1=trials, alpha=alpha, power=power, ratio=1.0)
-    phi = 2 * math.asin(math.sqrt(accuracy)) - float(h)
-    if phi <= 0:
-        return accuracy
-    return accuracy - math.sin(phi / 2) ** 2
+def minimal_detectable_drop(accuracy: float, requests: int, power: float = 0.8, alpha: float = ALPHA,
+                            churn: float = 0.0) -> float | None:
+    """Smallest drop (a fraction) from ``accuracy`` that the exact McNemar test on ``requests`` paired
+    requests detects with ``power`` (every changed request got worse, plus ``churn`` both ways); None
+    when no drop is detectable (see ``mcnemar_power.detectable_drop``)."""
+    return detectable_drop(accuracy, int(requests), power, alpha, churn).drop
+
+
+def _percent(probability: float) -> str:
+    return f"{100 * probability:.0f}%" if probability >= 0.01 else f"{100 * probability:.2g}%"
+
+
+def drop_text(found: DetectableDrop) -> str:
+    """'12.9 points (6.4 of 50 requests)' or 'none detectable (...)'."""
+    if found.drop is None:
+        largest = found.largest_drop
+        return (f"none detectable: even a drop of all {100 * largest:.1f} points "
+                f"({requests_for_points(found.requests, 100 * largest):.1f} of {found.requests} requests) is "
+                f"detected with only {_percent(found.power_at_largest)} power")
+    return (f"{100 * found.drop:.1f} points "
+            f"(= {requests_for_points(found.requests, 100 * found.drop):.1f} of {found.requests} requests)")
 
 
 @dataclass(frozen=True)
@@ -81,20 +106,43 @@ class Plan:
     icc: float
     trials: float
     """Effective independent trials."""
-    half_width: float
-    minimal_drop: float
+    interval: Interval
+    """The interval the measurement will have at this accuracy (Wilson on the effective trials)."""
+    drop: DetectableDrop
+    """Smallest drop detectable, every changed request getting worse."""
+    drop_with_churn: DetectableDrop | None
+    """The same with CHURN_EXAMPLE of the requests turning wrong -> right (None when none can)."""
     requests_for_target: int | None
     target_half_width: float | None
+    power: float = 0.8
+    alpha: float = ALPHA
+
+    @property
+    def half_width(self) -> float:
+        return self.interval.half_width
+
+    @property
+    def minimal_drop(self) -> float | None:
+        return self.drop.drop
 
     def lines(self) -> list[str]:
+        i = self.interval
+        test = (f"exact McNemar on the {self.requests} paired requests, {100 * self.power:g}% power, "
+                f"{100 * self.alpha:g}% two-sided")
         out = [
             f"accuracy {100 * self.accuracy:.1f}% on {self.requests} requests x {self.seeds} seed(s) "
             f"(icc {self.icc:g}): {self.trials:.0f} effective trials",
-            f"95% interval: about +-{100 * self.half_width:.1f} points",
-            f"smallest drop detectable (80% power, 5% two-sided): {100 * self.minimal_drop:.1f} points "
-            f"(= {requests_for_points(self.requests, 100 * self.minimal_drop):.1f} of {self.requests} requests)",
-            f"one request is {points_per_request(self.requests):.1f} points",
+            f"95% interval: about {100 * i.low:.1f}% to {100 * i.high:.1f}% "
+            f"({100 * (i.low - i.estimate):+.1f} / {100 * (i.high - i.estimate):+.1f} points; Wilson on the "
+            f"effective trials)",
+            f"smallest drop detectable ({test}), if every changed request got worse: {drop_text(self.drop)}",
         ]
+        if self.drop_with_churn is not None:
+            out.append(f"  if {100 * self.drop_with_churn.churn:g}% of requests also turn wrong -> right (and as "
+                       f"many more right -> wrong): {drop_text(self.drop_with_churn)}")
+        if self.seeds > 1:
+            out.append("  seeds decide each request by majority: they narrow the interval, not the test's count")
+        out.append(f"one request is {points_per_request(self.requests):.1f} points")
         if self.requests_for_target is not None and self.target_half_width is not None:
             out.append(f"for +-{100 * self.target_half_width:g} points: {self.requests_for_target} requests "
                        f"at {self.seeds} seed(s) (icc {self.icc:g})")
@@ -102,14 +150,19 @@ class Plan:
 
 
 def plan(accuracy: float, requests: int, seeds: int = 1, icc: float = 0.0,
-         target_half_width: float | None = None, power: float = 0.8, alpha: float = 0.05) -> Plan:
+         target_half_width: float | None = None, power: float = 0.8, alpha: float = ALPHA) -> Plan:
     """Everything the planner prints for one tool or slice."""
+    if requests <= 0:
+        raise ValueError("requests must be at least 1")
     trials = effective_trials_planned(requests, seeds, icc)
     needed = None
     if target_half_width is not None:
         per_request = effective_trials_planned(1, seeds, icc)
         needed = math.ceil(trials_for_half_width(accuracy, target_half_width) / per_request)
+    churn = min(CHURN_EXAMPLE, 1.0 - accuracy)
     return Plan(accuracy=accuracy, requests=requests, seeds=seeds, icc=icc, trials=trials,
-                half_width=half_width(accuracy, trials), minimal_drop=minimal_detectable_drop(accuracy, trials,
-                                                                                              power, alpha),
-                requests_for_target=needed, target_half_width=target_half_width)
+                interval=planned_interval(accuracy, trials),
+                drop=detectable_drop(accuracy, requests, power, alpha),
+                drop_with_churn=(detectable_drop(accuracy, requests, power, alpha, churn)
+                                 if 0 < churn < accuracy else None),
+                requests_for_target=needed, target_half_width=target_half_width, power=power, alpha=alpha)

@@ -76,3 +76,14 @@ def test_the_bundled_ladder_is_four_rungs_each_one_catalogue_change():
     assert [len(a.catalogue.tools) for a in resolved.arms] == [18, 22, 26, 30]
     assert [c.changed for c in resolved.comparisons] == [("catalogue",)] * 3
     assert len(resolved.seeds) == 3
+
+
+def test_a_key_given_twice_is_named_not_silently_overwritten(taskset):
+    path = taskset / "experiments" / "twice.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("name: x\nseeds: [1, 2, 3]\nseeds: [4]\narms: []\n")
+    with pytest.raises(InputError) as caught:
+        resolve_experiment(path)
+    [problem] = caught.value.problems
+    assert (problem.rule, problem.where) == ("yaml-duplicate-key", "line 3")
+    assert "'seeds' is given twice (lines 2 and 3)" in problem.message

@@ -46,6 +46,7 @@ def test_an_unwritable_prefect_home_is_bad_input(tmp_path, capsys, monkeypatch):
     experiment = write_experiment(write_taskset(tmp_path / "shop"))
     (tmp_path / "afile").write_text("x")
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setattr("flows.prefect_server.configured_api_url", lambda: None)  # even inside a test harness
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "afile" / "home"))
     code, _, err = run_cli(capsys, "run", str(experiment), "--warehouse", str(tmp_path / "wh"))
     assert code == EXIT_BAD_INPUT and "[prefect-home-writable]" in err

@@ -89,7 +89,7 @@ def test_small_denominators_show_the_fraction_and_every_proportion_its_interval(
 def test_paired_changes_show_discordant_counts_and_the_test(report):
     changes = next(t for t in report.tables if t.key == "tool-changes-base-18-disputes-22-existing")
     gift = next(r for r in changes.rows if r[0] == "gift_cards")
-    assert gift[3] == "-41.7" and gift[5] == "6 / 0" and gift[6] == "0.03" and gift[7] == "▼ drop"
+    assert gift[3] == "-41.7" and gift[5] == "6 / 0" and gift[6] == "0.031" and gift[7] == "▼ drop"
     # disputes-22 -> subscriptions-26: the seeds disagree, the change is read against the noise floor
     later = next(t for t in report.tables if t.key == "tool-changes-disputes-22-subscriptions-26-existing")
     assert next(r for r in later.rows if r[0] == "gift_cards")[7] in ("within noise", "could be chance")
@@ -179,3 +179,18 @@ def test_one_markdown_writer_for_every_table():
     assert "| a\\|b | 80.0% | -30.0 |" in text and "<sub>paired</sub>" in text  # figures right-aligned, pipes escaped
     assert "## Label checks\n\n- 12 expectations passed\n" in text  # a table without columns is a list
 
+
+def test_a_warehouse_written_before_the_shared_macros_still_reports(tmp_path):
+    db = tmp_path / "tooleval.duckdb"
+    con = known_run(db).finish()
+    for (view,) in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall():
+        con.execute(f"DROP VIEW {view}")
+    for (macro,) in con.execute("SELECT DISTINCT function_name FROM duckdb_functions() "
+                                "WHERE function_type = 'macro' AND NOT internal").fetchall():
+        con.execute(f"DROP MACRO {macro}")
+    con.close()
+    read_only = open_read_only(db)  # TEMP macros, then TEMP views
+    assert read_only.execute("SELECT count(*) FROM aggregate_accuracy WHERE ci_low > 0").fetchall()[0][0] > 0
+    read_only.close()
+    report = read_report(Warehouse(tmp_path), "run1")
+    assert report.verdict is not None and report.verdict.status == "NO CRITERIA"

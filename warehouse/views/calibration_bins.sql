@@ -4,7 +4,7 @@
 -- Calibration describes the router's confidence over every request it sees, so slices are pooled here.
 with binned as (
     select run_id, arm, rung, correct, confidence,
-           least(10, 1 + floor(confidence * 10))::integer as bin
+           confidence_bin(confidence) as bin
     from selection_rows
     where confidence is not null
 )

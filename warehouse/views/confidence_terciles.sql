@@ -14,17 +14,10 @@ totals as (
            min(confidence) as confidence_min, max(confidence) as confidence_max
     from ranked
     group by run_id, arm, tercile
-),
-wilson as (
-    select *, correct / n as p,
-           (correct / n + 3.841458820694124 / (2 * n)) / (1 + 3.841458820694124 / n) as centre,
-           1.959963984540054 * sqrt((correct / n) * (1 - correct / n) / n + 3.841458820694124 / (4 * n * n))
-               / (1 + 3.841458820694124 / n) as half
-    from totals
 )
-select run_id, arm, rung, tercile, n, correct, p as accuracy,
-       greatest(0.0, centre - half) as ci_low,
-       least(1.0, centre + half) as ci_high,
+select run_id, arm, rung, tercile, n, correct, correct / n as accuracy,
+       wilson_low(correct / n, n) as ci_low,
+       wilson_high(correct / n, n) as ci_high,
        confidence_min, confidence_max
-from wilson
+from totals
 order by run_id, rung, tercile

@@ -3,21 +3,30 @@
 -- were not correct (invalid, error and empty rows count as failures but form no pair);
 -- n_offered_together: rows expecting `expected` in which `chosen` was offered too ('none' always is),
 -- so per-request tool lists only count tools that were offered together; pair_rate = n / that.
-with failures as (
-    select run_id, arm, count(*) as n_failures
+
+-- One scan: every CTE below reads `cells`, so a run filter reaches the rows' scan (no WHERE on the scan
+-- itself: DuckDB then keeps a pushed-down run filter above the scan instead of skipping row groups).
+with cells as (
+    select run_id, arm, expected, chosen, tool_set_id, min(rung) as rung, count(*) as n_rows,
+           count(*) filter (where outcome in ('wrong_tool', 'no_tool')) as n_pair,
+           count(*) filter (where not correct) as n_failed
     from selection_rows
-    where not correct
+    group by run_id, arm, expected, chosen, tool_set_id
+),
+failures as (
+    select run_id, arm, sum(n_failed) as n_failures
+    from cells
     group by run_id, arm
 ),
 pairs as (
-    select run_id, arm, min(rung) as rung, expected, chosen, count(*) as n
-    from selection_rows
-    where outcome in ('wrong_tool', 'no_tool')
+    select run_id, arm, min(rung) as rung, expected, chosen, sum(n_pair)::bigint as n
+    from cells
+    where n_pair > 0
     group by run_id, arm, expected, chosen
 ),
 expected_by_tool_set as (
-    select run_id, arm, expected, tool_set_id, count(*) as n_rows
-    from selection_rows
+    select run_id, arm, expected, tool_set_id, sum(n_rows) as n_rows
+    from cells
     group by run_id, arm, expected, tool_set_id
 ),
 offered_together as (

@@ -3,6 +3,19 @@
 -- Each side's trials and correct seeds, its majority verdict and its label; label_stable says the
 -- request expects the same tool in both arms (per-tool comparisons use only those; slice comparisons
 -- use all). worse = right (by majority) in the baseline and wrong in the arm; better = the reverse.
+
+-- outcomes holds request_outcomes' figures, grouped here from the rows (request_outcomes sorts its
+-- output, which a join does not need); it is read twice, computed once, and a run filter reaches the rows.
+with outcomes as (
+    select run_id, arm, request_id,
+           min(slice) as slice,
+           min(expected) as expected,
+           count(*) as trials,
+           count(*) filter (where correct) as correct,
+           majority_right(count(*) filter (where correct), count(*)) as majority_right
+    from selection_rows
+    group by run_id, arm, request_id
+)
 select c.run_id, c.baseline, c.arm, b.request_id, b.slice,
        b.expected as expected_baseline, a.expected as expected_arm,
        b.expected = a.expected as label_stable,
@@ -12,6 +25,6 @@ select c.run_id, c.baseline, c.arm, b.request_id, b.slice,
        b.majority_right and not a.majority_right as worse,
        a.majority_right and not b.majority_right as better
 from comparisons c
-join request_outcomes b on b.run_id = c.run_id and b.arm = c.baseline
-join request_outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id
+join outcomes b on b.run_id = c.run_id and b.arm = c.baseline
+join outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id
 order by c.run_id, c.baseline, c.arm, b.request_id

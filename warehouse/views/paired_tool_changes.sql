@@ -3,7 +3,31 @@
 -- Requests, rows and accuracy on each side, the change in points as a fraction, and the discordant
 -- requests (worse: right -> wrong, better: wrong -> right, by majority of seeds) an exact McNemar test
 -- reads. The change's interval and the test's p-value are computed in tasks/stats/paired.py.
-select run_id, baseline, arm, slice, expected_baseline as tool,
+
+-- The pairs of paired_requests (label-stable ones), joined here from per-request outcomes grouped from the
+-- rows: paired_requests sorts its output, which this grouping does not need.
+with outcomes as (
+    select run_id, arm, request_id,
+           min(slice) as slice,
+           min(expected) as expected,
+           count(*) as trials,
+           count(*) filter (where correct) as correct,
+           majority_right(count(*) filter (where correct), count(*)) as majority_right
+    from selection_rows
+    group by run_id, arm, request_id
+),
+label_stable_pairs as (
+    select c.run_id, c.baseline, c.arm, b.slice, b.expected as tool,
+           b.trials as trials_baseline, b.correct as correct_baseline,
+           a.trials as trials_arm, a.correct as correct_arm,
+           b.majority_right and not a.majority_right as worse,
+           a.majority_right and not b.majority_right as better
+    from comparisons c
+    join outcomes b on b.run_id = c.run_id and b.arm = c.baseline
+    join outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id
+    where b.expected = a.expected
+)
+select run_id, baseline, arm, slice, tool,
        count(*) as n_requests,
        sum(trials_baseline) as rows_baseline,
        sum(trials_arm) as rows_arm,
@@ -12,7 +36,6 @@ select run_id, baseline, arm, slice, expected_baseline as tool,
        sum(correct_arm) / sum(trials_arm) - sum(correct_baseline) / sum(trials_baseline) as change,
        count(*) filter (where worse) as worse,
        count(*) filter (where better) as better
-from paired_requests
-where label_stable
-group by run_id, baseline, arm, slice, expected_baseline
+from label_stable_pairs
+group by run_id, baseline, arm, slice, tool
 order by run_id, baseline, arm, slice, tool

@@ -5,24 +5,17 @@
 -- (a request stands at one position per seed, so rows of one position rarely share a request).
 with totals as (
     select run_id, arm, min(rung) as rung, slice, expected_position,
-           least(3, 1 + floor(3 * (expected_position - 1) / max(n_tools)))::integer as position_third,
+           position_third(expected_position, max(n_tools)) as position_third,
            count(*) as n,
            count(distinct request_id) as n_requests,
            count(*) filter (where correct) as correct
     from selection_rows
     where expected_position is not null
     group by run_id, arm, slice, expected_position
-),
-wilson as (
-    select *, correct / n as p,
-           (correct / n + 3.841458820694124 / (2 * n)) / (1 + 3.841458820694124 / n) as centre,
-           1.959963984540054 * sqrt((correct / n) * (1 - correct / n) / n + 3.841458820694124 / (4 * n * n))
-               / (1 + 3.841458820694124 / n) as half
-    from totals
 )
 select run_id, arm, rung, slice, expected_position, position_third, n, n_requests, correct,
-       p as accuracy,
-       greatest(0.0, centre - half) as ci_low,
-       least(1.0, centre + half) as ci_high
-from wilson
+       correct / n as accuracy,
+       wilson_low(correct / n, n) as ci_low,
+       wilson_high(correct / n, n) as ci_high
+from totals
 order by run_id, rung, slice, expected_position

@@ -7,7 +7,7 @@ select run_id, arm, min(rung) as rung, request_id,
        min(expected) as expected,
        count(*) as trials,
        count(*) filter (where correct) as correct,
-       count(*) filter (where correct) * 2 > count(*) as majority_right,
+       majority_right(count(*) filter (where correct), count(*)) as majority_right,
        count(*) filter (where outcome in ('invalid', 'error', 'empty')) as failed
 from selection_rows
 group by run_id, arm, request_id

@@ -3,6 +3,8 @@
 -- the requests and accuracy (all seeds) on each version and the difference new - old. A difference here
 -- is a change in the instrument, not in the agent. Tools present in one version only have nulls on the
 -- other side.
+
+-- per_tool groups only the rows of arms in a version comparison (most arms of most runs are not).
 with version_pairs as (
     select run_id, baseline as old_arm, arm as new_arm
     from comparisons
@@ -14,6 +16,7 @@ per_tool as (
            count(*) as n,
            count(*) filter (where correct) as correct
     from selection_rows
+    where (run_id, arm) in (select run_id, old_arm from version_pairs union select run_id, new_arm from version_pairs)
     group by run_id, arm, expected
 ),
 tools as (

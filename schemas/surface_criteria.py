@@ -1,0 +1,111 @@
+"""Acceptance criteria of a task experiment, written before the run and registered (sha256 + UTC time)
+before its first call, like the selection criteria (schemas/criteria.py: the verdict and gate results
+are the same records).
+
+Besides success, the gates cover the counters a redesign is allowed to make worse only knowingly:
+irreversible actions per 100 *completed* runs (or per 100 attempted), upstream reads per run and per call,
+hand-offs to a human, and the per-tool invalid rate that an aggregate hides.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schemas.criteria import ArmSelection, Rule
+
+
+class _TaskGate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Short name printed beside PASS / FAIL.")
+    why: str = Field(default="", description="Why the team holds this line.")
+    rule: Rule = Field(default="point", description="point, confident or demonstrated (success gates).")
+
+
+class SuccessFloorGate(_TaskGate):
+    """Task success of each named slice is at least its floor (slices judged apart)."""
+
+    kind: Literal["success_floor"] = Field(description="Gate kind.")
+    floors: dict[str, float] = Field(min_length=1, description="Slice -> floor (0..1).")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class SuccessDropGate(_TaskGate):
+    """In every declared comparison, no slice's task success drops more than ``max_drop_points``
+    (paired on the same tasks)."""
+
+    kind: Literal["success_drop"] = Field(description="Gate kind.")
+    max_drop_points: float = Field(gt=0, le=100, description="Largest allowed drop, in points.")
+
+
+class IrreversibleGate(_TaskGate):
+    """Irreversible actions per 100 runs stay under a cap, and/or rise by no more than a margin against the
+    baseline of each declared comparison. The denominator is *completed* runs (successes) by default: a
+    surface that completes more tasks reaches more actions, and per attempted run that reads as recklessness."""
+
+    kind: Literal["irreversible_actions"] = Field(description="Gate kind.")
+    denominator: Literal["completed", "attempted"] = Field(default="completed", description="Runs counted below.")
+    max_per_100: float | None = Field(default=None, ge=0, description="Cap per 100 runs.")
+    max_increase_per_100: float | None = Field(default=None, ge=0, description="Largest rise against the baseline.")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged against max_per_100.")
+
+    @model_validator(mode="after")
+    def _a_limit(self) -> "IrreversibleGate":
+        if self.max_per_100 is None and self.max_increase_per_100 is None:
+            raise ValueError("give max_per_100 and/or max_increase_per_100")
+        return self
+
+
+class UpstreamReadsGate(_TaskGate):
+    """Upstream reads (pages or records the backend fetched) per run or per call stay under a cap, and/or
+    grow by no more than a factor against the baseline of each declared comparison."""
+
+    kind: Literal["upstream_reads"] = Field(description="Gate kind.")
+    per: Literal["run", "call"] = Field(description="Reads per run, or per call.")
+    max: float | None = Field(default=None, ge=0, description="Cap.")
+    max_ratio: float | None = Field(default=None, gt=0, description="Largest allowed arm / baseline ratio.")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged against max.")
+
+    @model_validator(mode="after")
+    def _a_limit(self) -> "UpstreamReadsGate":
+        if self.max is None and self.max_ratio is None:
+            raise ValueError("give max and/or max_ratio")
+        return self
+
+
+class HandoffGate(_TaskGate):
+    """Runs handed to a human (a ticket opened, an escalation) are at most ``max_rate`` of attempted runs."""
+
+    kind: Literal["handoff_rate"] = Field(description="Gate kind.")
+    max_rate: float = Field(ge=0, le=1, description="Largest share of runs that end on a human's desk.")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class ToolInvalidRateGate(_TaskGate):
+    """No tool with at least ``min_calls`` calls has more than ``max_rate`` of them invalid: judged per tool,
+    never on the aggregate (which weights tools by how often they are called)."""
+
+    kind: Literal["tool_invalid_rate"] = Field(description="Gate kind.")
+    max_rate: float = Field(ge=0, le=1, description="Largest invalid share of one tool's calls.")
+    min_calls: int = Field(default=20, ge=1, description="Tools with fewer calls are not judged.")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+TaskGate = Annotated[
+    Union[SuccessFloorGate, SuccessDropGate, IrreversibleGate, UpstreamReadsGate, HandoffGate, ToolInvalidRateGate],
+    Field(discriminator="kind"),
+]
+
+
+class TaskCriteriaFile(BaseModel):
+    """A task experiment's acceptance-criteria file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Name of the criteria set.")
+    description: str = Field(default="", description="What the gates protect.")
+    written_by: str | None = Field(default=None, description="Who wrote the gates.")
+    written_on: str | None = Field(default=None, description="When they were written.")
+    gates: list[TaskGate] = Field(min_length=1, description="Every one must PASS for the run to PASS.")

@@ -1,0 +1,204 @@
+"""Warehouse records of tasks done on a tool surface: one row per (run, arm, seed, task) in ``task_runs``,
+one row per tool call in ``task_calls``, and the run's registers (``task_experiments``, ``task_arms``,
+``task_comparisons``). Every counter of the report is a GROUP BY over these rows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+StopReason = Literal["model_stop", "max_calls", "max_turns", "max_tokens", "max_wall", "error", "empty_reply",
+                     "run_budget"]
+"""Why a run ended.
+
+- model_stop: the agent replied without calling a tool (it was done, or gave up);
+- max_calls / max_turns / max_tokens / max_wall: the task's budget was spent;
+- error: the provider failed after its retries (or served another model than the pin): never cached;
+- empty_reply: the reply was empty or cut short (no tool call, no text);
+- run_budget: the run's spend or call cap was reached before this task could go on: never cached.
+"""
+
+FAILED_STOPS: tuple[str, ...] = ("error", "run_budget")
+"""Stop reasons that say the run could not be carried out (not the agent's doing): never cached."""
+
+
+class CallRecord(BaseModel):
+    """One tool call as it happened (no run context: cacheable with its task's outcome)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_index: int = Field(description="1-based position of the call in the run.")
+    turn: int = Field(description="1-based agent turn the call came in (parallel calls share a turn).")
+    name: str = Field(description="The tool name as the agent called it (mapped back from the wire), offered or not.")
+    tool: str | None = Field(description="The backend tool it maps to (before prefixes and renames); null if unknown.")
+    arguments: str | None = Field(description="Arguments as compact JSON text (raw text when not JSON).")
+    valid: bool = Field(description="An offered tool with arguments valid under its JSON schema: sent to the backend.")
+    invalid_reason: str | None = Field(default=None, description="Why a call was invalid (never executed).")
+    executed: bool = Field(description="The backend ran the call (valid, within the budget).")
+    error: bool = Field(description="Executed and refused by the backend (missing record, permission, bad state).")
+    error_detail: str | None = Field(default=None, description="The backend's refusal, as sent back to the agent.")
+    result_chars: int = Field(description="Characters of the result (or error) text sent back to the agent.")
+    result_records: int | None = Field(default=None, description="Records in the result, where it is a list or a page.")
+    is_retry: bool = Field(description="Same tool and same arguments as an earlier call of this run.")
+    irreversible: bool = Field(description="An executed, not refused call of a tool marked irreversible.")
+    handoff: bool = Field(description="An executed, not refused call of a tool that puts the case on a human's desk.")
+    upstream_reads: int = Field(description="Pages or records the backend fetched upstream for this call.")
+    backend_ms: float = Field(description="Wall time of the backend's execution (0 when not executed).")
+    skipped_budget: bool = Field(default=False, description="Not executed: the task's call budget was already spent.")
+
+
+class TaskOutcome(BaseModel):
+    """One run of one task by one agent under one tool order (no run context: cacheable)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(description="The task run.")
+    success: bool = Field(description="Every part of the task's assertion held when the run ended.")
+    failed_assertions: list[str] = Field(default_factory=list, description="The parts that did not hold.")
+    stop_reason: StopReason = Field(description="Why the run ended (see StopReason).")
+    detail: str | None = Field(default=None, description="What went wrong when the run stopped on an error (no secrets).")
+    n_turns: int = Field(description="Agent turns (model replies) in the run.")
+    calls: list[CallRecord] = Field(default_factory=list, description="Every call, in order.")
+    final_reply: str | None = Field(default=None, description="The agent's last text reply (first 2,000 characters).")
+    input_tokens: int | None = Field(default=None, description="Prompt tokens billed over every turn.")
+    output_tokens: int | None = Field(default=None, description="Completion tokens billed over every turn.")
+    cost_usd: float | None = Field(default=None, description="Cost of every turn from the price file.")
+    price_version: str | None = Field(default=None, description="Date of the price file cost_usd came from.")
+    wall_ms: float = Field(description="Wall time of the whole run.")
+    agent_ms: float = Field(default=0.0, description="Of which waiting for the agent's turns (model calls or the baseline).")
+    provider_retries: int = Field(default=0, description="Retried provider requests (429, 5xx, time-outs) over the run.")
+    served_model_id: str | None = Field(default=None, description="Model id as the provider reported it.")
+
+
+class TaskRunRow(BaseModel):
+    """One row per (run, arm, seed, task): the table ``task_runs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run this row belongs to.")
+    experiment: str = Field(description="Experiment name.")
+    arm: str = Field(description="Arm name.")
+    rung: int = Field(description="1-based position of the arm in the experiment.")
+    seed: int = Field(description="Seed: which recorded permutation of the tool order was offered.")
+    taskset: str = Field(description="Task-set name.")
+    taskset_version: str = Field(description="Task-set version id (t1, t2, ...).")
+    task_id: str = Field(description="Task id.")
+    slice: str = Field(description="Slice of the task; slices are never averaged into one figure.")
+    intent: str | None = Field(description="Declared intent of the task.")
+    surface: str = Field(description="Surface name of the arm.")
+    prompt: str = Field(description="Prompt name of the arm.")
+    model_id: str = Field(description="Pinned model id of the arm.")
+    agent: str = Field(description="Agent kind: baseline (offline, does not read prompts), openai, anthropic.")
+    reads_prompt: bool = Field(description="Whether the agent reads the prompt (the offline baseline does not).")
+    tool_order: list[str] = Field(description="Tools offered, in the seed's order (names as offered).")
+    success: bool = Field(description="Every part of the task's assertion held when the run ended.")
+    failed_assertions: list[str] = Field(description="The parts that did not hold.")
+    stop_reason: StopReason = Field(description="model_stop / max_calls / max_turns / max_tokens / max_wall / error / "
+                                                "empty_reply / run_budget.")
+    detail: str | None = Field(description="What went wrong when the run stopped on an error.")
+    n_turns: int = Field(description="Agent turns.")
+    n_calls: int = Field(description="Tool calls, every kind.")
+    invalid_calls: int = Field(description="Calls rejected by schema validation, never executed.")
+    error_calls: int = Field(description="Calls executed and refused by the backend.")
+    retries: int = Field(description="Calls repeating an earlier call's tool and arguments in this run.")
+    irreversible_actions: int = Field(description="Executed, not refused calls of irreversible tools.")
+    upstream_reads: int = Field(description="Pages or records fetched upstream over the run.")
+    handed_to_human: bool = Field(description="A call put the case on a human's desk (ticket, escalation).")
+    first_tool: str | None = Field(description="The first tool called (name as offered), null when none was.")
+    final_reply: str | None = Field(description="The agent's last text reply (first 2,000 characters).")
+    input_tokens: int | None = Field(description="Prompt tokens billed over every turn.")
+    output_tokens: int | None = Field(description="Completion tokens billed over every turn.")
+    cost_usd: float | None = Field(description="Cost of the run in US dollars.")
+    price_version: str | None = Field(description="Date of the price file cost_usd came from.")
+    wall_ms: float = Field(description="Wall time of the run in milliseconds.")
+    agent_ms: float = Field(description="Of which the agent's turns.")
+    provider_retries: int = Field(description="Retried provider requests over the run.")
+    served_model_id: str | None = Field(description="Model id as served.")
+    cache_hit: bool = Field(description="The outcome came from the task cache: no agent turn was run again.")
+
+
+class TaskCallRow(BaseModel):
+    """One row per tool call: the table ``task_calls`` (columns of CallRecord, with the run's context)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run.")
+    arm: str = Field(description="The arm.")
+    seed: int = Field(description="The seed.")
+    taskset_version: str = Field(description="Task-set version.")
+    task_id: str = Field(description="The task.")
+    slice: str = Field(description="Slice of the task.")
+    intent: str | None = Field(description="Declared intent of the task.")
+    call_index: int = Field(description="1-based position of the call in the run.")
+    turn: int = Field(description="1-based agent turn the call came in.")
+    name: str = Field(description="Tool name as called (offered name, or the unknown name the agent used).")
+    tool: str | None = Field(description="Backend tool it maps to; null if unknown.")
+    arguments: str | None = Field(description="Arguments as JSON text.")
+    valid: bool = Field(description="Offered tool, arguments valid under its schema.")
+    invalid_reason: str | None = Field(description="Why the call was invalid.")
+    executed: bool = Field(description="The backend ran the call.")
+    error: bool = Field(description="Executed and refused by the backend.")
+    error_detail: str | None = Field(description="The refusal sent back to the agent.")
+    result_chars: int = Field(description="Characters of the result text sent back.")
+    result_records: int | None = Field(description="Records in the result, where it is a list or a page.")
+    is_retry: bool = Field(description="Same tool and arguments as an earlier call of this run.")
+    irreversible: bool = Field(description="An executed, not refused irreversible action.")
+    handoff: bool = Field(description="An executed, not refused hand-off to a human.")
+    upstream_reads: int = Field(description="Pages or records fetched upstream for this call.")
+    backend_ms: float = Field(description="Backend execution time.")
+    skipped_budget: bool = Field(description="Not executed: the task's call budget was spent.")
+
+
+class TaskExperimentRecord(BaseModel):
+    """One registered run of a task experiment: the table ``task_experiments``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="Run id: time-ordered and unique.")
+    experiment: str = Field(description="Experiment name.")
+    experiment_path: str = Field(description="Experiment file as given.")
+    experiment_hash: str = Field(description="sha256 of the experiment file.")
+    taskset: str = Field(description="Task-set name.")
+    started_at: datetime = Field(description="When the run started.")
+    finished_at: datetime = Field(description="When its rows were registered.")
+    n_runs: int = Field(description="task_runs rows registered.")
+    n_calls: int = Field(description="task_calls rows registered.")
+    criteria_hash: str | None = Field(description="sha256 of the acceptance criteria registered before the first call.")
+    criteria_registered_at: datetime | None = Field(description="When the criteria were registered.")
+    tooleval_version: str = Field(description="Version of tooleval that ran.")
+
+
+class TaskArmRecord(BaseModel):
+    """One arm of a task run: the table ``task_arms``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run.")
+    arm: str = Field(description="Arm name.")
+    rung: int = Field(description="1-based position in the experiment.")
+    surface: str = Field(description="Surface name.")
+    surface_hash: str = Field(description="sha256 of the surface: its file, its backend package's source, the tools offered.")
+    prompt: str = Field(description="Prompt name.")
+    prompt_hash: str = Field(description="sha256 of the prompt text.")
+    model_id: str = Field(description="Pinned model id.")
+    agent: str = Field(description="Agent kind.")
+    agent_options_hash: str = Field(description="sha256 of the agent's answer-changing options.")
+    reads_prompt: bool = Field(description="Whether the agent reads the prompt.")
+    taskset_version: str = Field(description="Task-set version.")
+    taskset_hash: str = Field(description="Content hash of the version (from its manifest).")
+    n_tools: int = Field(description="Tools offered.")
+    seeds: list[int] = Field(description="Seeds run.")
+
+
+class TaskComparisonRecord(BaseModel):
+    """One declared comparison of a task run: the table ``task_comparisons``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run.")
+    baseline: str = Field(description="Arm compared from.")
+    arm: str = Field(description="Arm compared to.")
+    changed: list[str] = Field(description="Respects in which the two arms differ (surface, prompt, model, agent, version).")

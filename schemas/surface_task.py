@@ -1,0 +1,224 @@
+"""Tasks done on a tool surface: a request, the fixtures its tools read and write, an assertion on the
+outcome and a budget. A line of ``tN.jsonl`` in a task-set folder; ``tN.manifest.json`` freezes the version.
+
+Tasks are scored on the outcome (calls that happened, the final fixture state, the final reply), never on
+matching a transcript: a redesigned surface may reach the same outcome by another path.
+
+A *matcher* compares one value. Written in a task file either as a literal (equality) or as an object with
+exactly one of these keys:
+
+- ``{"equals": V}``: the value equals V (JSON equality);
+- ``{"contains": S}``: a string holds S as a substring, or a list holds S as an element;
+- ``{"regex": R}``: a string matches the regular expression R (``re.search``);
+- ``{"one_of": [V1, V2, ...]}``: the value equals one of them;
+- ``{"absent": true}``: the key (argument or state path) is not there (or is null).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+
+from schemas.taskset import Message
+
+MatcherKind = Literal["equals", "contains", "regex", "one_of", "absent"]
+MATCHER_KINDS: tuple[str, ...] = ("equals", "contains", "regex", "one_of", "absent")
+
+FIXTURE_INCLUDE_KEY = "include"
+"""Key of a task's fixtures naming shared fixture files (``fixtures/<name>.json``) merged under its own."""
+
+
+class Matcher(BaseModel):
+    """One comparison of a value: equals / contains / regex / one_of / absent."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: MatcherKind = Field(description="How the value is compared.")
+    value: Any = Field(default=None, description="What it is compared with (the string, pattern, list, ...).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_task_file(cls, data: Any) -> Any:
+        """A literal means equality; ``{"contains": "x"}`` and the like name their kind."""
+        if isinstance(data, Matcher):
+            return data
+        if isinstance(data, dict) and set(data) == {"kind", "value"} and data["kind"] in MATCHER_KINDS:
+            return data
+        if isinstance(data, dict) and len(data) == 1 and next(iter(data)) in MATCHER_KINDS:
+            kind, value = next(iter(data.items()))
+            return {"kind": kind, "value": value}
+        return {"kind": "equals", "value": data}
+
+    @model_validator(mode="after")
+    def _value_fits_kind(self) -> "Matcher":
+        if self.kind == "contains" and not isinstance(self.value, (str, int, float, bool)):
+            raise ValueError("'contains' takes a string (substring, or element of a list)")
+        if self.kind == "regex":
+            if not isinstance(self.value, str):
+                raise ValueError("'regex' takes a pattern string")
+            try:
+                re.compile(self.value)
+            except re.error as error:
+                raise ValueError(f"'regex' pattern does not compile: {error}") from None
+        if self.kind == "one_of" and (not isinstance(self.value, list) or not self.value):
+            raise ValueError("'one_of' takes a non-empty list")
+        if self.kind == "absent" and self.value is not True:
+            raise ValueError("'absent' takes true")
+        return self
+
+    @model_serializer(mode="plain")
+    def _as_task_file(self) -> Any:
+        return {self.kind: self.value}
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.value!r}" if self.kind != "absent" else "absent"
+
+
+class CallAssertion(BaseModel):
+    """A call of a backend tool whose arguments match: it must happen (or, in ``not_called``, must not)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str = Field(description="The backend tool (its name before any surface transform: prefixes, renames).")
+    args: dict[str, Matcher] = Field(default_factory=dict, description="Argument name -> matcher; unnamed ones are free.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        return {"tool": data} if isinstance(data, str) else data
+
+
+class StateAssertion(BaseModel):
+    """A matcher on the final fixture state at a path, e.g. ``tickets.T-1009.status`` equals ``closed``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field(description="Dotted path into the final state: collection, record id, field (list indexes as numbers).")
+    matcher: Matcher = Field(description="What the value at the path must satisfy.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inline_matcher(cls, data: Any) -> Any:
+        """``{"path": "tickets.T-1.status", "equals": "closed"}``: the matcher sits beside the path."""
+        if isinstance(data, dict) and "matcher" not in data:
+            rest = {k: v for k, v in data.items() if k != "path"}
+            kinds = [k for k in rest if k in MATCHER_KINDS]
+            if len(kinds) != 1 or len(rest) != 1:
+                raise ValueError(f"a state assertion has a path and exactly one of {', '.join(MATCHER_KINDS)}")
+            return {"path": data.get("path"), "matcher": rest}
+        return data
+
+    @model_serializer(mode="plain")
+    def _as_task_file(self) -> Any:
+        return {"path": self.path, self.matcher.kind: self.matcher.value}
+
+    @property
+    def parts(self) -> list[str]:
+        return self.path.split(".")
+
+
+class Assertion(BaseModel):
+    """What must be true when the run ends. Every part given must hold; at least one part is needed.
+
+    ``tool`` + ``args`` is a shorthand for one entry of ``calls``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str | None = Field(default=None, description="Shorthand: a backend tool that must be called ...")
+    args: dict[str, Matcher] | None = Field(default=None, description="... with arguments that match.")
+    calls: tuple[CallAssertion, ...] = Field(
+        default=(), description="Calls that must happen, in any order: each matched by a call the backend executed "
+        "without refusing it.")
+    state: tuple[StateAssertion, ...] = Field(default=(), description="Matchers on the final fixture state.")
+    not_called: tuple[CallAssertion, ...] = Field(
+        default=(), description="Calls that must not happen: a bare tool name, or a tool with argument matchers. "
+        "A call counts when it reached the backend (valid), refused or not: the agent tried it.")
+    reply: Matcher | None = Field(default=None, description="Matcher on the agent's final reply text.")
+
+    @model_validator(mode="after")
+    def _something_to_check(self) -> "Assertion":
+        if self.args is not None and self.tool is None:
+            raise ValueError("'args' needs 'tool'")
+        if not (self.tool or self.calls or self.state or self.not_called or self.reply):
+            raise ValueError("an assertion needs at least one of tool, calls, state, not_called, reply")
+        return self
+
+    @property
+    def required_calls(self) -> tuple[CallAssertion, ...]:
+        shorthand = (CallAssertion(tool=self.tool, args=self.args or {}),) if self.tool else ()
+        return shorthand + self.calls
+
+    @property
+    def tools_named(self) -> set[str]:
+        return {c.tool for c in self.required_calls} | {c.tool for c in self.not_called}
+
+
+class TaskBudget(BaseModel):
+    """Limits on one run of a task; reaching one ends the run with that stop reason."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_calls: int = Field(default=12, ge=1, description="Tool calls, invalid ones included.")
+    max_turns: int | None = Field(default=None, ge=1, description="Agent turns (model replies); default max_calls + 1.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Input + output tokens over the whole run (hosted agents).")
+    max_wall_s: float | None = Field(default=None, gt=0, description="Wall time of the run in seconds.")
+
+    @property
+    def turns(self) -> int:
+        return self.max_turns if self.max_turns is not None else self.max_calls + 1
+
+
+class SurfaceTask(BaseModel):
+    """One task: a line of ``tN.jsonl``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    id: str = Field(description="Task id, unique within the version.")
+    messages: tuple[Message, ...] = Field(description="Earlier turns, then the user's request (last). "
+                                                      "``request`` is a shorthand for one user message.")
+    slice: str = Field(description="Population the task belongs to; slices are never averaged together.")
+    intent: str | None = Field(default=None, description="Declared intent, for the first-call cross-tab.")
+    fixtures: dict[str, Any] = Field(default_factory=dict, description=(
+        "Records the tools read and write (collection -> records), validated against the backend's state model; "
+        "'include' names shared files fixtures/<name>.json merged underneath."))
+    assertion: Assertion = Field(alias="assert", description="What must hold when the run ends.")
+    budget: TaskBudget = Field(default_factory=TaskBudget, description="Limits on one run.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _request_shorthand(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "request" in data:
+            data = dict(data)
+            request = data.pop("request")
+            if "messages" in data:
+                raise ValueError("give either 'request' or 'messages', not both")
+            data["messages"] = [{"role": "user", "content": request}]
+        return data
+
+    @property
+    def text(self) -> str:
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.content
+        return ""
+
+
+class TaskSetManifest(BaseModel):
+    """``tN.manifest.json``: what a task-set version holds and the hash that freezes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    taskset: str = Field(description="Task-set name.")
+    version: str = Field(description="Version id: t1, t2, ...")
+    parent: str | None = Field(default=None, description="The version this one was derived from.")
+    created_at: datetime = Field(description="When the version was frozen.")
+    slices: list[str] = Field(description="The slices tasks may belong to.")
+    content_hash: str = Field(description="sha256 over the tasks file and the shared fixture files it includes.")
+    n_tasks: int = Field(description="Number of tasks.")
+    counts_by_slice: dict[str, int] = Field(description="Tasks per slice.")
+    counts_by_intent: dict[str, int] = Field(default_factory=dict, description="Tasks per declared intent.")
+    fixture_files: list[str] = Field(default_factory=list, description="Shared fixture files included (names).")
+    notes: str = Field(default="", description="Free text: where the tasks came from.")

@@ -1,0 +1,111 @@
+"""The agent loop for one (arm, seed, task): offer the tools in the seed's order, execute every call the
+agent makes (parallel calls in the order given), send the results back, until the agent stops, the
+task's budget is spent, or a turn fails. Then score the outcome.
+
+Budgets are limits with a recorded stop reason (as inspect_ai's message / token / time limits):
+
+- ``max_calls``: calls beyond it are recorded as ``skipped_budget`` (not executed) and the run stops with
+  ``max_calls``; an agent that has used exactly its calls may still answer in text;
+- ``max_turns``, ``max_tokens`` (input + output over the run), ``max_wall_s``: checked before each turn.
+
+A retry is a call repeating an earlier call's tool (name as called) and arguments within the run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from schemas.catalogue import ToolSpec
+from schemas.surface_rows import CallRecord, TaskOutcome
+from schemas.surface_task import SurfaceTask
+from tasks.surface.agent_types import Agent, ToolResult
+from tasks.surface.execute_call import execute_call, skipped_call
+from tasks.surface.load_surface import ResolvedSurface
+from tasks.surface.score_task import score_outcome
+
+MAX_REPLY_CHARS = 2000
+
+
+def retry_key(name: str, arguments: Any) -> str:
+    """Tool name and arguments, canonical: key order and spacing do not make two calls different."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            return f"{name}\x00raw:{arguments}"
+    return f"{name}\x00{json.dumps(arguments, sort_keys=True, separators=(',', ':'), default=str)}"
+
+
+def _add(total: int | None, value: int | None) -> int | None:
+    return value if total is None else total + (value or 0)
+
+
+def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures: dict[str, Any],
+             tools: tuple[ToolSpec, ...], prompt: str) -> TaskOutcome:
+    """Run one task to its end and score it. Never raises for what the agent or the backend did."""
+    started = time.perf_counter()
+    budget = task.budget
+    toolkit = surface.toolkit(surface.toolkit.fresh_state(fixtures))
+    session = agent.start(task, tools, prompt)
+    calls: list[CallRecord] = []
+    seen: set[str] = set()
+    turns, executed_or_invalid = 0, 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost: float | None = None
+    price_version = served = final_reply = detail = None
+    provider_retries, agent_ms = 0, 0.0
+    stop: str | None = None
+    while stop is None:
+        if turns >= budget.turns:
+            stop = "max_turns"
+            break
+        if budget.max_tokens is not None and (input_tokens or 0) + (output_tokens or 0) >= budget.max_tokens:
+            stop = "max_tokens"
+            break
+        if budget.max_wall_s is not None and time.perf_counter() - started >= budget.max_wall_s:
+            stop = "max_wall"
+            break
+        asked = time.perf_counter()
+        turn = session.next_turn()
+        agent_ms += (time.perf_counter() - asked) * 1000
+        turns += 1
+        input_tokens, output_tokens = _add(input_tokens, turn.input_tokens), _add(output_tokens, turn.output_tokens)
+        if turn.cost_usd is not None:
+            cost = (cost or 0.0) + turn.cost_usd
+        price_version = turn.price_version or price_version
+        served = turn.served_model or served
+        provider_retries += turn.provider_retries
+        if turn.failed is not None:
+            stop, detail = turn.failed, turn.detail
+            break
+        if turn.text.strip():
+            final_reply = turn.text[:MAX_REPLY_CHARS]
+        if not turn.calls:
+            stop = "model_stop"
+            break
+        results: list[ToolResult] = []
+        for proposed in turn.calls:
+            if executed_or_invalid >= budget.max_calls:
+                offered = surface.offered(proposed.name)
+                fields, result = skipped_call(proposed, offered.backend.name if offered else None)
+                stop = "max_calls"
+            else:
+                fields, result = execute_call(surface, toolkit, proposed)
+                executed_or_invalid += 1
+            key = retry_key(proposed.name, proposed.arguments)
+            calls.append(CallRecord(call_index=len(calls) + 1, turn=turns,
+                                    is_retry=key in seen and not fields.get("skipped_budget", False), **fields))
+            seen.add(key)
+            results.append(result)
+        if stop is None:
+            session.feed(results)
+    state = toolkit.state.model_dump(mode="json")
+    success, failed = score_outcome(task.assertion, calls, state, final_reply)
+    return TaskOutcome(
+        task_id=task.id, success=success, failed_assertions=failed, stop_reason=stop, detail=detail, n_turns=turns,
+        calls=calls, final_reply=final_reply, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
+        price_version=price_version, wall_ms=(time.perf_counter() - started) * 1000, agent_ms=agent_ms,
+        provider_retries=provider_retries, served_model_id=served)

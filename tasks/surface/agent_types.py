@@ -1,0 +1,71 @@
+"""What the agent loop asks of an agent: one turn at a time (tool calls and/or text), then the results.
+
+Two kinds implement it: the offline baseline (``baseline_agent``) and hosted chat models
+(``chat_agent``: OpenAI, Anthropic, any OpenAI-compatible server). A turn that failed (the provider erred,
+the reply was empty, the run's budget was reached) says so in ``failed``: the loop stops with that reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from schemas.catalogue import ToolSpec
+from schemas.surface_task import SurfaceTask
+
+
+@dataclass(frozen=True)
+class ProposedCall:
+    """A tool call as the agent made it: its id (for the result), the name (offered or not), raw arguments."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    """JSON text (OpenAI-style) or an object (Anthropic-style), as the agent gave them."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The result of one call as sent back to the agent."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool
+
+
+@dataclass
+class AgentTurn:
+    calls: list[ProposedCall] = field(default_factory=list)
+    text: str = ""
+    failed: str | None = None
+    """None, or the stop reason this turn forces: 'error', 'empty_reply', 'run_budget'."""
+    detail: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    price_version: str | None = None
+    served_model: str | None = None
+    provider_retries: int = 0
+
+
+class AgentSession(Protocol):
+    """One run of one task: the conversation so far."""
+
+    def next_turn(self) -> AgentTurn:
+        ...
+
+    def feed(self, results: Sequence[ToolResult]) -> None:
+        """The results of the last turn's calls, in the order they were made."""
+        ...
+
+
+class Agent(Protocol):
+    kind: str
+    model_id: str
+    reads_prompt: bool
+    """False for the offline baseline: the report says its prompt arms measure nothing."""
+
+    def start(self, task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str) -> AgentSession:
+        """A session for one task, tools offered in the seed's order."""
+        ...

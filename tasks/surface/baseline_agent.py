@@ -1,0 +1,257 @@
+"""The offline baseline agent: a router and schema-guided argument filling. Not an LLM.
+
+Each turn:
+
+1. the lexical router (BM25, ``tasks/selectors/lexical.py``) scores the offered tools against the request
+   plus the words of the last result's field names (``article_id``, ``has_more``, ``next_cursor`` ...), so a
+   search result full of article ids points at a tool that reads an article;
+2. the best tool above the router's abstain threshold whose required arguments it can fill is called,
+   unless that very call already ran without being refused (then the agent is done: its best idea is
+   something it did); a call already made and refused is not made again (the next tool is tried); when
+   no tool can be filled, the best one is called anyway, and the call is invalid;
+3. its arguments are filled from the JSON schema: a value under the same key in an earlier result (most
+   recent first), a ``next_cursor`` while ``has_more``, text of the request matching the parameter's
+   ``pattern`` (an id is never invented) or ``format: email``, an ``enum`` value the request mentions, the
+   parameter's default, and for free text the request itself (query, subject, description; a slug made
+   of its words). From a list of records it reads the record sharing most words with the request, or
+   none when none does and more pages follow.
+
+It stops when nothing is left to try, and replies with the last result it got. It does not read the
+prompt: arms that differ only in the prompt are the same arm for it, and the report says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from schemas.catalogue import ToolSpec
+from schemas.surface_task import SurfaceTask
+from schemas.taskset import Message
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.lexical import LexicalSelector
+from tasks.selectors.offline import offline_selector
+from tasks.selectors.router_scores import tool_name_words
+from tasks.surface.agent_loop import retry_key
+from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
+
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+NUMBER = re.compile(r"\b\d+\b")
+WORD = re.compile(r"[a-z0-9]+")
+STOPWORDS = frozenset("a an and are be can do does for from has have how i in is it me my of on or please the to "
+                      "what when where which who why with you your".split())
+QUERY_NAMES = ("query", "q", "search", "text", "question", "keywords", "terms")
+TITLE_NAMES = ("subject", "title", "summary", "headline")
+TITLE_CHARS = 80
+GAVE_UP = "I could not complete this request with the tools offered."
+
+
+def _words_of_keys(value: Any, out: list[str]) -> None:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            out.append(tool_name_words(str(key)))
+            _words_of_keys(inner, out)
+    elif isinstance(value, list) and value:
+        _words_of_keys(value[0], out)
+
+
+def result_hint(result: Any) -> str:
+    """The words of a result's field names (first record of each list), for the router."""
+    words: list[str] = []
+    _words_of_keys(result, words)
+    return " ".join(dict.fromkeys(words))
+
+
+def _text_words(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        return set().union(*(_text_words(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_text_words(v) for v in value)) if value else set()
+    return set(WORD.findall(str(value).lower())) - STOPWORDS
+
+
+def find_key(value: Any, key: str, request_words: set[str] = frozenset()) -> Any:
+    """The value under ``key`` in a result, depth first. In a list of records, the record sharing the most
+    words with the request is read (ties: the first); when none shares a word and the list has more pages
+    (``has_more``), nothing is read: the right record may be on the next page."""
+    if isinstance(value, dict):
+        if key in value and not isinstance(value[key], (dict, list)) and value[key] is not None:
+            return value[key]
+        for inner in value.values():
+            if isinstance(inner, list) and inner and all(isinstance(r, dict) for r in inner):
+                overlaps = [len(_text_words(r) & request_words) for r in inner]
+                best = max(range(len(inner)), key=lambda i: (overlaps[i], -i))
+                if overlaps[best] == 0 and value.get("has_more"):
+                    continue
+                found = find_key(inner[best], key, request_words)
+            else:
+                found = find_key(inner, key, request_words)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for inner in value[:1]:
+            found = find_key(inner, key, request_words)
+            if found is not None:
+                return found
+    return None
+
+
+def _unanchored(pattern: str) -> str:
+    return pattern.removeprefix("^").removesuffix("$")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def fill_argument(name: str, schema: Mapping[str, Any], request: str, results: Sequence[Any]) -> Any:
+    """A value for one parameter, or None when the agent has none."""
+    kind = schema.get("type")
+    if "cursor" in name:
+        last = results[-1] if results else None
+        if isinstance(last, dict) and last.get("has_more") and last.get("next_cursor"):
+            return last["next_cursor"]
+        return None
+    request_words = _text_words(request)
+    for result in reversed(results):
+        found = find_key(result, name, request_words)
+        if found is not None and (kind is None or isinstance(found, _PYTHON_TYPES.get(kind, object))):
+            return found
+    if isinstance(schema.get("enum"), list):
+        lowered = request.lower()
+        for option in schema["enum"]:
+            if isinstance(option, str) and tool_name_words(option) in lowered:
+                return option
+        return schema.get("default")
+    if isinstance(schema.get("pattern"), str) and "slug" not in name:
+        match = re.search(_unanchored(schema["pattern"]), request)
+        return match.group(0) if match else None  # an id-shaped value is not invented
+    if schema.get("format") == "email" or "email" in name:
+        match = EMAIL.search(request)
+        return match.group(0) if match else None
+    if "default" in schema:
+        return schema["default"]
+    if kind in ("integer", "number"):
+        match = NUMBER.search(request)
+        return int(match.group(0)) if match else None
+    if kind == "boolean":
+        return False
+    if kind == "string":
+        if "slug" in name:
+            return _slug(request)
+        if any(word in name for word in TITLE_NAMES):
+            return request[:TITLE_CHARS]
+        return request
+    return None
+
+
+_PYTHON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+                                 "array": list, "object": dict}
+
+
+def fill_arguments(tool: ToolSpec, request: str, results: Sequence[Any]) -> tuple[dict[str, Any], bool]:
+    """(arguments, whether every required one was filled)."""
+    properties = tool.parameters.get("properties") or {}
+    required = set(tool.parameters.get("required") or [])
+    arguments: dict[str, Any] = {}
+    for name, schema in properties.items():
+        value = fill_argument(name, schema if isinstance(schema, dict) else {}, request, results)
+        if value is None:
+            continue
+        if name not in required and value == (schema or {}).get("default"):
+            continue  # an optional argument at its default is left to the tool
+        arguments[name] = value
+    return arguments, required <= set(arguments)
+
+
+class BaselineSession:
+    """One task's run: what the agent has called and seen."""
+
+    def __init__(self, agent: "BaselineAgent", task: SurfaceTask, tools: tuple[ToolSpec, ...]):
+        self.agent, self.task, self.tools = agent, task, tools
+        self.request = task.text
+        self.results: list[Any] = []
+        """Parsed results of the calls that ran without being refused, oldest first."""
+        self.last: Any = None
+        self.made: set[str] = set()
+        self.succeeded: set[str] = set()
+        self.pending: ProposedCall | None = None
+        self.n = 0
+
+    def _scores(self) -> np.ndarray:
+        # the last result's field names count twice: after a call, what came back says most about what next
+        hint = result_hint(self.last) if self.last is not None else ""
+        query = f"{self.request}\n{hint}\n{hint}" if hint else self.request
+        item = SelectionInput(request_id=self.task.id, messages=(Message(role="user", content=query),),
+                              tools=self.tools, prompt="")
+        scores = self.agent.router.scores([item])[0]
+        return np.zeros(len(self.tools)) if scores is None else scores
+
+    def next_turn(self) -> AgentTurn:
+        scores = self._scores()
+        order = sorted(range(len(self.tools)), key=lambda i: (-scores[i], i))  # ties: the offered order
+        fallback: ProposedCall | None = None
+        for index in order:
+            if scores[index] < self.agent.threshold:
+                break
+            tool = self.tools[index]
+            arguments, complete = fill_arguments(tool, self.request, self.results)
+            key = retry_key(tool.name, arguments)
+            if key in self.succeeded:
+                return self._reply()  # its best idea is a call it already made: done
+            if key in self.made:
+                continue
+            if not complete:
+                if fallback is None:
+                    fallback = ProposedCall("", tool.name, json.dumps(arguments))
+                continue
+            return self._call(tool.name, arguments)
+        if fallback is not None:  # nothing it can fill: try the best tool anyway (an invalid call)
+            return self._call(fallback.name, json.loads(fallback.arguments))
+        return self._reply()
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> AgentTurn:
+        self.made.add(retry_key(name, arguments))
+        self.n += 1
+        self.pending = ProposedCall(f"call_{self.n}", name, json.dumps(arguments))
+        return AgentTurn(calls=[self.pending])
+
+    def _reply(self) -> AgentTurn:
+        if self.results:
+            return AgentTurn(text=json.dumps(self.results[-1], ensure_ascii=False))
+        return AgentTurn(text=GAVE_UP)
+
+    def feed(self, results: Sequence[ToolResult]) -> None:
+        for result in results:
+            try:
+                parsed = json.loads(result.content)
+            except json.JSONDecodeError:
+                parsed = result.content
+            if result.is_error:
+                self.last = None  # a refusal or an invalid call: route on the request alone next
+                continue
+            self.last = parsed
+            self.results.append(parsed)
+            if self.pending is not None and result.call_id == self.pending.call_id:
+                self.succeeded.add(retry_key(self.pending.name, self.pending.arguments))
+
+
+class BaselineAgent:
+    """The offline agent of an arm (``agent: baseline``); options: ``router_options`` for the lexical router
+    (``tasks/selectors/lexical.py``), ``threshold`` (the router's abstain threshold by default)."""
+
+    kind = "baseline"
+    reads_prompt = False
+
+    def __init__(self, model_id: str, options: Mapping[str, Any] | None = None):
+        options = dict(options or {})
+        self.model_id = model_id
+        router_options = dict(options.get("router_options") or {})
+        self.router: LexicalSelector = offline_selector("lexical", "bm25-okapi", router_options)  # type: ignore[assignment]
+        self.threshold = float(options.get("threshold", self.router.abstain_threshold))
+
+    def start(self, task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str) -> BaselineSession:
+        return BaselineSession(self, task, tools)

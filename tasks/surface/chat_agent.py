@@ -1,0 +1,116 @@
+"""Hosted models as agents (kinds 'openai' and 'anthropic'; any OpenAI-compatible server via ``base_url``),
+through the official SDKs and the selection harness's provider layer (``ProviderCaller``: the endpoint's
+concurrency bound, retries with backoff that honours Retry-After, cost from the dated price file, the
+served-model check and the run's spend / call ledger).
+
+Every turn sends the conversation so far with the tools in the seed's order (names mapped to what the
+provider accepts, root combinators rewritten: ``tool_schemas``) and reads every tool call of the reply.
+A turn fails, and the run stops with it, when the provider errs after its retries (``error``), the reply is
+empty or cut short (``empty_reply``), or the run's budget refuses the call (``run_budget``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from schemas.catalogue import ToolSpec
+from schemas.surface_task import SurfaceTask
+from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger
+from tasks.selectors.chat_options import read_api_key, resolve_base_url
+from tasks.selectors.chat_types import ChatProvider, WireTool
+from tasks.selectors.provider_calls import ProviderCaller
+from tasks.selectors.tool_names import ToolNameMap
+from tasks.selectors.tool_schemas import wire_schema
+from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
+from tasks.surface.conversation_wire import (
+    AnthropicConversation,
+    Answered,
+    Called,
+    ConversationRequest,
+    Event,
+    OpenAIConversation,
+    Said,
+    WireCall,
+)
+
+
+class ConversationCaller(ProviderCaller):
+    """The provider caller with conversation-speaking adapters."""
+
+    def provider(self) -> ChatProvider | None:
+        if self._provider is None:
+            with self._provider_lock:
+                if self._provider is None:
+                    self._key = read_api_key(self.kind, self.options)
+                    if self._key is None:
+                        return None
+                    adapter = OpenAIConversation if self.kind == "openai" else AnthropicConversation
+                    self._provider = adapter(self._key, resolve_base_url(self.kind, self.options), self.options)
+        return self._provider
+
+
+def wire_tool(tool: ToolSpec, wire: str) -> WireTool:
+    parameters, note = wire_schema(tool.parameters)
+    description = f"{tool.description} {note}" if note else tool.description
+    return WireTool(wire, description, parameters, len(wire) + len(description) + len(json.dumps(parameters)))
+
+
+class ChatSession:
+    def __init__(self, agent: "ChatAgent", task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str):
+        self.agent = agent
+        self.names = ToolNameMap.for_names(t.name for t in tools)
+        self.tools = tuple(wire_tool(t, self.names.wire(t.name)) for t in tools)
+        self.system = prompt
+        self.events: list[Event] = [Said(m.role, m.content) for m in task.messages]
+        self.last_calls: dict[str, WireCall] = {}
+
+    def next_turn(self) -> AgentTurn:
+        agent = self.agent
+        request = ConversationRequest(model=agent.model_id, system=self.system, events=tuple(self.events),
+                                      tools=self.tools, max_tokens=agent.max_tokens)
+        result = agent.caller.call(request, agent.ledger)  # type: ignore[arg-type]
+        reply = result.reply
+        turn = AgentTurn(cost_usd=result.cost_usd, price_version=agent.caller.price.version,
+                         provider_retries=result.retries)
+        if reply is not None:
+            turn.input_tokens, turn.output_tokens = reply.input_tokens, reply.output_tokens
+            turn.served_model = reply.served_model
+        if result.detail is not None:
+            turn.failed = "run_budget" if result.detail == BUDGET_REACHED else "error"
+            turn.detail = result.detail
+            return turn
+        assert reply is not None
+        calls: list[WireCall] = list(reply.extra.get("calls") or [])
+        if reply.unfinished or (not calls and not reply.text.strip()):
+            turn.failed = "empty_reply"
+            turn.detail = (f"unfinished reply (stop reason {reply.stop_reason})" if reply.unfinished
+                           else "empty reply: no tool call, no text")
+            return turn
+        turn.text = reply.text
+        if calls:
+            self.events.append(Called(reply.text, tuple(calls)))
+            self.last_calls = {c.call_id: c for c in calls}
+            turn.calls = [ProposedCall(c.call_id, self.names.original(c.name) or c.name, c.arguments) for c in calls]
+        else:
+            self.events.append(Said("assistant", reply.text))
+        return turn
+
+    def feed(self, results: Sequence[ToolResult]) -> None:
+        self.events.append(Answered(tuple((r.call_id, r.content, r.is_error) for r in results)))
+
+
+class ChatAgent:
+    """A hosted chat model running tasks; one per arm and work unit (the SDK client is built once per
+    endpoint's caller, and the endpoint's concurrency gate is shared by the whole process)."""
+
+    reads_prompt = True
+
+    def __init__(self, kind: str, model_id: str, options: Mapping[str, Any], ledger: RunLedger):
+        self.kind, self.model_id = kind, model_id
+        self.caller = ConversationCaller(kind, model_id, options)
+        self.max_tokens = int(self.caller.options["max_tokens"])
+        self.ledger = ledger
+
+    def start(self, task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str) -> ChatSession:
+        return ChatSession(self, task, tools, prompt)

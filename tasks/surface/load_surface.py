@@ -1,0 +1,101 @@
+"""Read ``surfaces/<name>.yaml``: its toolkit from the backend package, seen through its transform."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from schemas.catalogue import Catalogue, ToolSpec
+from schemas.surface import SurfaceFile
+from tasks.files.content_hash import sha256_hex
+from tasks.files.input_errors import InputError, Problem
+from tasks.files.yaml_files import load_yaml
+from tasks.surface.load_backend import backend_hash, load_toolkit
+from tasks.surface.toolkit import BackendTool, Toolkit
+from tasks.surface.transform_tools import transform_problems, transform_tools
+
+
+@dataclass(frozen=True)
+class OfferedTool:
+    """A tool as the model sees it (name, description, schema) and the backend tool it runs."""
+
+    spec: ToolSpec
+    backend: BackendTool
+
+
+@dataclass(frozen=True)
+class ResolvedSurface:
+    """A surface ready to run: the toolkit class and the tools offered, in the toolkit's order."""
+
+    name: str
+    description: str
+    taskset_dir: Path
+    toolkit_reference: str
+    toolkit: type[Toolkit]
+    tools: tuple[OfferedTool, ...]
+    surface_hash: str
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(tool.spec for tool in self.tools)
+
+    @property
+    def catalogue(self) -> Catalogue:
+        return Catalogue(name=self.name, tools=self.specs)
+
+    def offered(self, name: str) -> OfferedTool | None:
+        return self._by_name().get(name)
+
+    def _by_name(self) -> dict[str, OfferedTool]:
+        cached = self.__dict__.get("_names")
+        if cached is None:
+            cached = {tool.spec.name: tool for tool in self.tools}
+            object.__setattr__(self, "_names", cached)
+        return cached
+
+    @property
+    def backend_tools(self) -> dict[str, BackendTool]:
+        return self.toolkit.tools()
+
+
+def surface_path(taskset_dir: Path, name: str) -> Path:
+    return Path(taskset_dir) / "surfaces" / f"{name}.yaml"
+
+
+def read_surface_file(path: Path) -> SurfaceFile:
+    file = str(path)
+    if not path.is_file():
+        raise InputError.one(file, "", "file-exists", "surface file not found")
+    data = load_yaml(path.read_bytes(), file)
+    try:
+        return SurfaceFile.model_validate(data)
+    except ValidationError as error:
+        raise InputError([Problem(file, ".".join(str(p) for p in e["loc"]), "schema", e["msg"])
+                          for e in error.errors()]) from None
+
+
+def load_surface(taskset_dir: Path, name: str) -> ResolvedSurface:
+    """The surface named ``name`` in a task-set folder, or InputError naming the file and the rule."""
+    taskset_dir = Path(taskset_dir).resolve()
+    path = surface_path(taskset_dir, name)
+    spec = read_surface_file(path)
+    if spec.name != name:
+        raise InputError.one(str(path), "name", "surface-name", f"name '{spec.name}' differs from file stem '{name}'")
+    toolkit = load_toolkit(taskset_dir, spec.toolkit, str(path))
+    backend = toolkit.tools()
+    underlying = [ToolSpec(name=t.name, description=t.description, parameters=t.parameters) for t in backend.values()]
+    problems = transform_problems([t.name for t in underlying], spec.transform)
+    if problems:
+        raise InputError([Problem(str(path), "transform", rule, message) for rule, message in problems])
+    tools = tuple(OfferedTool(offered, backend[original])
+                  for offered, original in transform_tools(underlying, spec.transform))
+    digest = sha256_hex(json.dumps({
+        "file": spec.model_dump(mode="json", exclude={"description"}),
+        "backend": backend_hash(taskset_dir),
+        "offered": [[t.spec.model_dump(), t.backend.name, t.backend.marks.model_dump()] for t in tools],
+    }, sort_keys=True))
+    return ResolvedSurface(name=name, description=spec.description, taskset_dir=taskset_dir,
+                           toolkit_reference=spec.toolkit, toolkit=toolkit, tools=tools, surface_hash=digest)

@@ -1,0 +1,192 @@
+"""Read a task-set version of multi-step tasks: ``tN.jsonl`` + ``tN.manifest.json`` + shared fixtures.
+
+Layout of a task-set folder for tasks on a surface::
+
+    backend/                 the toolkits (Python package: typed tools over a pydantic state model)
+    surfaces/<name>.yaml     SurfaceFile: a toolkit seen through a transform
+    prompts/<name>.md        system prompts
+    fixtures/<name>.json     shared fixtures a task can include (e.g. the knowledge base)
+    t1.jsonl                 SurfaceTask, one per line
+    t1.manifest.json         TaskSetManifest: slices and the content hash that freezes the version
+    experiments/*.yaml       TaskExperimentFile
+
+Every parse problem is an InputError naming the file, the line (and id) and the rule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from schemas.surface_task import FIXTURE_INCLUDE_KEY, SurfaceTask, TaskSetManifest
+from tasks.files.content_hash import parts_sha256
+from tasks.files.input_errors import InputError, Problem
+from tasks.taskset.load_taskset import read_json_model, validation_message
+
+
+def task_paths(taskset_dir: Path, version: str) -> dict[str, Path]:
+    return {"tasks": Path(taskset_dir) / f"{version}.jsonl",
+            "manifest": Path(taskset_dir) / f"{version}.manifest.json"}
+
+
+def fixture_path(taskset_dir: Path, name: str) -> Path:
+    return Path(taskset_dir) / "fixtures" / f"{name}.json"
+
+
+def _includes(fixtures: dict[str, Any]) -> list[str]:
+    include = fixtures.get(FIXTURE_INCLUDE_KEY) or []
+    return [include] if isinstance(include, str) else list(include)
+
+
+@dataclass(frozen=True)
+class TaskLine:
+    """A task and where it came from."""
+
+    line: int
+    task: SurfaceTask
+
+
+@dataclass(frozen=True)
+class TaskVersion:
+    """A loaded version: tasks, manifest, the shared fixtures they include, and the hash of it all."""
+
+    taskset: str
+    version: str
+    directory: Path
+    lines: tuple[TaskLine, ...]
+    manifest: TaskSetManifest
+    shared_fixtures: dict[str, dict[str, Any]]
+    actual_hash: str
+
+    @property
+    def tasks(self) -> tuple[SurfaceTask, ...]:
+        return tuple(line.task for line in self.lines)
+
+    @property
+    def tasks_path(self) -> Path:
+        return task_paths(self.directory, self.version)["tasks"]
+
+    def fixtures(self, task: SurfaceTask) -> dict[str, Any]:
+        """The task's fixtures with its shared files merged underneath (its own records win, per record id)."""
+        return merge_fixtures([self.shared_fixtures[name] for name in _includes(task.fixtures)
+                               if name in self.shared_fixtures], task.fixtures)
+
+
+def merge_fixtures(shared: list[dict[str, Any]], own: dict[str, Any]) -> dict[str, Any]:
+    """Collections of shared files, then the task's own: dict collections merge by key, others are replaced."""
+    merged: dict[str, Any] = {}
+    for layer in [*shared, own]:
+        for collection, records in layer.items():
+            if collection == FIXTURE_INCLUDE_KEY:
+                continue
+            if isinstance(records, dict) and isinstance(merged.get(collection), dict):
+                merged[collection] = {**merged[collection], **records}
+            else:
+                merged[collection] = records
+    return merged
+
+
+def read_task_lines(path: Path) -> list[TaskLine]:
+    """The tasks of a JSON Lines file; every bad line is reported with its number (and id when readable)."""
+    if not path.is_file():
+        raise InputError.one(str(path), "", "file-exists", "tasks file not found")
+    lines: list[TaskLine] = []
+    problems: list[Problem] = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                data = json.loads(raw)
+            except json.JSONDecodeError as error:
+                problems.append(Problem(str(path), f"line {number}", "json-lines", f"not JSON: {error.msg}"))
+                continue
+            where = f"line {number}" + (f" (id {data['id']})" if isinstance(data, dict) and "id" in data else "")
+            try:
+                lines.append(TaskLine(number, SurfaceTask.model_validate(data)))
+            except ValidationError as error:
+                problems.append(Problem(str(path), where, "task-schema", validation_message(error)))
+    if problems:
+        raise InputError(problems)
+    return lines
+
+
+def included_files(lines: list[TaskLine]) -> list[str]:
+    return sorted({name for line in lines for name in _includes(line.task.fixtures)})
+
+
+def content_hash(taskset_dir: Path, version: str, fixture_names: list[str]) -> str:
+    """sha256 over the tasks file and each shared fixture file it includes (missing files hash as empty)."""
+    tasks = task_paths(taskset_dir, version)["tasks"]
+    parts = [("tasks", tasks.read_bytes() if tasks.is_file() else b"")]
+    for name in sorted(fixture_names):
+        path = fixture_path(taskset_dir, name)
+        parts.append((f"fixtures/{name}", path.read_bytes() if path.is_file() else b""))
+    return parts_sha256(parts)
+
+
+def read_shared_fixtures(taskset_dir: Path, names: list[str]) -> tuple[dict[str, dict[str, Any]], list[Problem]]:
+    shared: dict[str, dict[str, Any]] = {}
+    problems: list[Problem] = []
+    for name in names:
+        path = fixture_path(taskset_dir, name)
+        if not path.is_file():
+            continue  # reported per task by the checks (fixtures-include)
+        try:
+            data = json.loads(path.read_bytes())
+        except json.JSONDecodeError as error:
+            problems.append(Problem(str(path), f"line {error.lineno}", "json", error.msg))
+            continue
+        if not isinstance(data, dict):
+            problems.append(Problem(str(path), "", "fixtures-schema", "a fixtures file is a JSON object of collections"))
+            continue
+        shared[name] = data
+    return shared, problems
+
+
+def load_task_version(taskset_dir: Path, version: str) -> TaskVersion:
+    """Read a version's files; schema problems raise here, the task rules are checked by ``task_checks``."""
+    taskset_dir = Path(taskset_dir).resolve()
+    paths = task_paths(taskset_dir, version)
+    manifest = read_json_model(paths["manifest"], TaskSetManifest)
+    lines = read_task_lines(paths["tasks"])
+    names = included_files(lines)
+    shared, problems = read_shared_fixtures(taskset_dir, names)
+    if problems:
+        raise InputError(problems)
+    return TaskVersion(taskset=manifest.taskset, version=version, directory=taskset_dir, lines=tuple(lines),
+                       manifest=manifest, shared_fixtures=shared,
+                       actual_hash=content_hash(taskset_dir, version, names))
+
+
+def freeze_task_version(taskset_dir: Path, version: str, slices: list[str], *, parent: str | None = None,
+                        notes: str = "") -> TaskSetManifest:
+    """Write ``<version>.manifest.json`` for the version's files as they are now; versions are immutable:
+    an existing manifest whose hash differs is refused (write a new version)."""
+    taskset_dir = Path(taskset_dir).resolve()
+    paths = task_paths(taskset_dir, version)
+    lines = read_task_lines(paths["tasks"])
+    names = included_files(lines)
+    actual = content_hash(taskset_dir, version, names)
+    if paths["manifest"].is_file():
+        existing = read_json_model(paths["manifest"], TaskSetManifest)
+        if existing.content_hash != actual:
+            raise InputError.one(str(paths["manifest"]), "", "version-immutable",
+                                 f"version {version} is frozen with hash {existing.content_hash[:12]}; its files now "
+                                 f"hash to {actual[:12]}. Versions are never overwritten: write a new version.")
+        return existing
+    tasks = [line.task for line in lines]
+    manifest = TaskSetManifest(
+        taskset=taskset_dir.name, version=version, parent=parent,
+        created_at=datetime.now(timezone.utc).replace(microsecond=0), slices=slices, content_hash=actual,
+        n_tasks=len(tasks), counts_by_slice=dict(sorted(Counter(t.slice for t in tasks).items())),
+        counts_by_intent=dict(sorted(Counter(t.intent for t in tasks if t.intent).items())),
+        fixture_files=names, notes=notes)
+    paths["manifest"].write_text(manifest.model_dump_json(indent=2) + "\n")
+    return manifest

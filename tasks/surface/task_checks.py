@@ -1,0 +1,100 @@
+"""The rules every task of a version must keep, checked before any agent turn; each failure names the
+file, the line and id, and the rule (the same InputError as the label checks of selection task sets).
+
+- ids-unique, request-non-empty, slice-declared: per task;
+- fixtures-include: every shared fixture file a task includes exists;
+- fixtures-schema: a task's merged fixtures are a valid state for the toolkit of every surface in use;
+- assert-tool-known: a tool an assertion requires is a backend tool of every surface in use (a call that
+  cannot happen on one surface would score that arm on the assertion, not on the outcome); a tool in
+  ``not_called`` exists in at least one (a typo would pass silently);
+- assert-args-known: an argument an assertion names is a parameter of that tool;
+- assert-state-path: a state path starts with a collection of the state model;
+- manifest-hash: the version's files hash to the manifest's content_hash (frozen versions stay frozen).
+
+These rules are structural over nested records (fixtures validated by the backend's own pydantic state
+model), so they are checked in Python rather than as Great Expectations column expectations; the errors
+have the same shape.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable
+
+from pydantic import ValidationError
+
+from tasks.files.input_errors import InputError, Problem
+from tasks.surface.load_surface import ResolvedSurface
+from tasks.surface.load_tasks import TaskVersion, _includes, fixture_path, task_paths
+from tasks.taskset.load_taskset import validation_message
+
+
+@dataclass(frozen=True)
+class TaskCheckReport:
+    n_tasks: int
+    n_surfaces: int
+    n_rules: int = 9
+
+
+def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> TaskCheckReport:
+    """Every rule; raise InputError listing each failure, or return what was checked."""
+    surfaces = list(surfaces)
+    file = str(version.tasks_path)
+    problems: list[Problem] = []
+    ids = Counter(line.task.id for line in version.lines)
+    toolkits = {s.toolkit for s in surfaces}
+    for line in version.lines:
+        task = line.task
+        where = f"line {line.line} (id {task.id})"
+
+        def problem(rule: str, message: str) -> None:
+            problems.append(Problem(file, where, rule, message))
+
+        if ids[task.id] > 1:
+            problem("ids-unique", "id used more than once")
+        if not task.text.strip():
+            problem("request-non-empty", "the request text is empty")
+        if task.slice not in version.manifest.slices:
+            problem("slice-declared", f"slice '{task.slice}' not among the manifest's {version.manifest.slices}")
+        missing = [n for n in _includes(task.fixtures) if not fixture_path(version.directory, n).is_file()]
+        if missing:
+            problem("fixtures-include", f"includes {', '.join(missing)}: no such file under fixtures/")
+        else:
+            fixtures = version.fixtures(task)
+            for toolkit in toolkits:
+                try:
+                    toolkit.fresh_state(fixtures)
+                except ValidationError as error:
+                    problem("fixtures-schema", f"not a valid {toolkit.state_model.__name__}: {validation_message(error)}")
+        for call in task.assertion.required_calls:
+            lacking = [s.name for s in surfaces if call.tool not in s.backend_tools]
+            if lacking:
+                problem("assert-tool-known", f"requires a call of '{call.tool}', which surface(s) "
+                                             f"{', '.join(lacking)} do not have")
+        for call in task.assertion.not_called:
+            if surfaces and all(call.tool not in s.backend_tools for s in surfaces):
+                problem("assert-tool-known", f"not_called names '{call.tool}', a tool of no surface in use")
+        for call in (*task.assertion.required_calls, *task.assertion.not_called):
+            for surface in surfaces:
+                backend = surface.backend_tools.get(call.tool)
+                if backend is None:
+                    continue
+                unknown = sorted(set(call.args) - set(backend.parameters.get("properties", {})))
+                if unknown:
+                    problem("assert-args-known", f"'{call.tool}' on surface {surface.name} has no argument(s) "
+                                                 f"{', '.join(unknown)}")
+                    break
+        for state in task.assertion.state:
+            collection = state.parts[0]
+            for toolkit in toolkits:
+                if collection not in toolkit.state_model.model_fields:
+                    problem("assert-state-path", f"path '{state.path}': {toolkit.state_model.__name__} has no "
+                                                 f"collection '{collection}'")
+    if version.manifest.content_hash != version.actual_hash:
+        problems.append(Problem(str(task_paths(version.directory, version.version)["manifest"]), "", "manifest-hash",
+                                f"the version's files hash to {version.actual_hash[:12]}, the manifest says "
+                                f"{version.manifest.content_hash[:12]}: the version was edited after it was frozen"))
+    if problems:
+        raise InputError(problems)
+    return TaskCheckReport(n_tasks=len(version.lines), n_surfaces=len(surfaces))

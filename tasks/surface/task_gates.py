@@ -1,0 +1,159 @@
+"""Judge a task run against its registered acceptance criteria: PASS / FAIL per gate, with the evidence.
+
+Success gates read a rate and its 95% interval under the gate's rule (point, confident, demonstrated, as
+for selection gates). The counters allowed to get worse are judged on their measured value: irreversible
+actions per 100 completed (or attempted) runs, upstream reads per run or per call, hand-offs, and each
+tool's invalid rate (never the aggregate).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from schemas.criteria import ArmSelection, GateResult, Verdict
+from schemas.surface_criteria import (
+    HandoffGate,
+    IrreversibleGate,
+    SuccessDropGate,
+    SuccessFloorGate,
+    TaskCriteriaFile,
+    ToolInvalidRateGate,
+    UpstreamReadsGate,
+)
+from tasks.report.format import change_span, pct, points
+from tasks.report.gates import EVIDENCE_LINES, RULE_WORDS, beyond
+from tasks.stats.intervals import Interval
+from tasks.surface.task_figures import TaskRunFigures
+
+
+def judged_arms(figures: TaskRunFigures, selection: ArmSelection) -> list[str]:
+    names = [a["arm"] for a in figures.arms]
+    if selection == "all":
+        return names
+    if selection == "final":
+        return names[-1:]
+    if selection == "candidates":
+        compared = {c.arm for c in figures.comparisons}
+        return [n for n in names if n in compared]
+    return [n for n in names if n in selection]
+
+
+def _result(gate: Any, statement: str, cases: list[tuple[bool, str]], rule_words: str = "") -> GateResult:
+    failed = [text for bad, text in cases if bad]
+    if not cases:
+        return GateResult(name=gate.name, kind=gate.kind, status="SKIP", statement=statement, why=gate.why,
+                          evidence=["nothing to judge: no arm or comparison the gate applies to"])
+    shown = failed[:EVIDENCE_LINES] + ([f"... and {len(failed) - EVIDENCE_LINES} more"]
+                                       if len(failed) > EVIDENCE_LINES else [])
+    evidence = shown if failed else [text for _, text in cases[:EVIDENCE_LINES]]
+    return GateResult(name=gate.name, kind=gate.kind, status="FAIL" if failed else "PASS",
+                      statement=statement + (f" ({rule_words})" if rule_words else ""), evidence=evidence,
+                      n_checked=len(cases), n_failed=len(failed), why=gate.why)
+
+
+def _success_floor(gate: SuccessFloorGate, figures: TaskRunFigures) -> GateResult:
+    arms = set(judged_arms(figures, gate.arms))
+    cases = []
+    for row in figures.success:
+        if row["arm"] in arms and row["slice"] in gate.floors:
+            interval = Interval(row["success_rate"], row["ci_low"], row["ci_high"], "clustered wilson")
+            floor = gate.floors[row["slice"]]
+            cases.append((beyond(interval, floor, True, gate.rule),
+                          f"{row['arm']} {row['slice']} ({row['taskset_version']}): {pct(row['success_rate'])} "
+                          f"({pct(row['ci_low'])}–{pct(row['ci_high'])}) vs floor {pct(floor)}"))
+    return _result(gate, "task success of each named slice is at least its floor", cases, RULE_WORDS[gate.rule])
+
+
+def _success_drop(gate: SuccessDropGate, figures: TaskRunFigures) -> GateResult:
+    limit = -gate.max_drop_points / 100
+    cases = []
+    for c in figures.comparisons:
+        if c.calibration:
+            continue
+        p = c.paired
+        cases.append((beyond(p.change, limit, True, gate.rule),
+                      f"{c.baseline} -> {c.arm} {c.slice}: {pct(p.accuracy_from)} -> {pct(p.accuracy_to)} = "
+                      f"{points(p.change.estimate)} pts (95% CI {change_span(p.change)}); {p.worse} tasks worse, "
+                      f"{p.better} better of {p.n_requests}"))
+    return _result(gate, f"no slice's task success drops more than {gate.max_drop_points:g} points in a comparison",
+                   cases, RULE_WORDS[gate.rule])
+
+
+def _per_arm(figures: TaskRunFigures) -> dict[str, dict[str, Any]]:
+    return {r["arm"]: r for r in figures.side_effects}
+
+
+def _counter_gate(gate: Any, figures: TaskRunFigures, value: Callable[[dict[str, Any]], float | None], what: str,
+                  cap: float | None, increase: float | None = None, ratio: float | None = None) -> GateResult:
+    rows = _per_arm(figures)
+    cases: list[tuple[bool, str]] = []
+    if cap is not None:
+        for arm in judged_arms(figures, getattr(gate, "arms", "candidates")):
+            v = value(rows[arm]) if arm in rows else None
+            if v is not None:
+                cases.append((v > cap, f"{arm}: {what} {v:.2f} vs cap {cap:g}"))
+    seen: set[tuple[str, str]] = set()
+    for c in figures.comparisons:
+        if (c.baseline, c.arm) in seen or c.calibration:
+            continue
+        seen.add((c.baseline, c.arm))
+        before = value(rows[c.baseline]) if c.baseline in rows else None
+        after = value(rows[c.arm]) if c.arm in rows else None
+        if before is None or after is None:
+            continue
+        if increase is not None:
+            cases.append((after - before > increase, f"{c.baseline} -> {c.arm}: {what} {before:.2f} -> {after:.2f} "
+                                                     f"({after - before:+.2f}, allowed +{increase:g})"))
+        if ratio is not None:
+            grown = after / before if before else (float("inf") if after else 1.0)
+            cases.append((grown > ratio, f"{c.baseline} -> {c.arm}: {what} {before:.2f} -> {after:.2f} "
+                                         f"(x{grown:.2f}, allowed x{ratio:g})"))
+    return _result(gate, gate.__doc__.split("\n")[0].strip() if gate.__doc__ else gate.kind, cases)
+
+
+def _irreversible(gate: IrreversibleGate, figures: TaskRunFigures) -> GateResult:
+    key = f"irreversible_per_100_{gate.denominator}"
+    result = _counter_gate(gate, figures, lambda r: r[key], f"irreversible actions per 100 {gate.denominator} runs",
+                           gate.max_per_100, increase=gate.max_increase_per_100)
+    return result.model_copy(update={"statement": f"irreversible actions per 100 {gate.denominator} runs stay within "
+                                                  "the limits"})
+
+
+def _upstream(gate: UpstreamReadsGate, figures: TaskRunFigures) -> GateResult:
+    key = f"upstream_reads_per_{gate.per}"
+    result = _counter_gate(gate, figures, lambda r: r[key], f"upstream reads per {gate.per}", gate.max,
+                           ratio=gate.max_ratio)
+    return result.model_copy(update={"statement": f"upstream reads per {gate.per} stay within the limits"})
+
+
+def _handoff(gate: HandoffGate, figures: TaskRunFigures) -> GateResult:
+    result = _counter_gate(gate, figures, lambda r: r["handoff_rate"], "share of runs handed to a human", gate.max_rate)
+    return result.model_copy(update={"statement": f"at most {pct(gate.max_rate)} of runs end on a human's desk"})
+
+
+def _tool_invalid(gate: ToolInvalidRateGate, figures: TaskRunFigures) -> GateResult:
+    arms = set(judged_arms(figures, gate.arms))
+    cases = [(r["invalid_rate"] > gate.max_rate,
+              f"{r['arm']} {r['tool']}: {pct(r['invalid_rate'])} invalid ({r['invalid']}/{r['calls']} calls)")
+             for r in figures.tool_counters if r["arm"] in arms and r["calls"] >= gate.min_calls]
+    cases.sort(key=lambda case: not case[0])
+    return _result(gate, f"no tool with >= {gate.min_calls} calls has more than {pct(gate.max_rate)} of them invalid",
+                   cases)
+
+
+JUDGES: dict[str, Callable[[Any, TaskRunFigures], GateResult]] = {
+    "success_floor": _success_floor, "success_drop": _success_drop, "irreversible_actions": _irreversible,
+    "upstream_reads": _upstream, "handoff_rate": _handoff, "tool_invalid_rate": _tool_invalid,
+}
+
+
+def judge_task_run(figures: TaskRunFigures, criteria: TaskCriteriaFile, criteria_path: str | None = None,
+                   criteria_hash: str | None = None, registered_at: datetime | None = None) -> Verdict:
+    gates = [JUDGES[gate.kind](gate, figures) for gate in criteria.gates]
+    failed = [g for g in gates if g.status == "FAIL"]
+    status = "FAIL" if failed else "PASS"
+    reason = f"{len(failed)} of {len(gates)} gates failed" if failed else f"all {len(gates)} gates passed"
+    return Verdict(run_id=figures.run_id, status=status, reason=reason, criteria_path=criteria_path,
+                   criteria_hash=criteria_hash, registered_at=registered_at, judged_at=datetime.now(timezone.utc),
+                   gates=gates)

@@ -1,0 +1,75 @@
+"""Surface transforms: what the model sees of a set of tools, changed in one respect (namespace prefixes,
+renames, rewritten descriptions, a subset), with the map back to the tools underneath.
+
+The same function serves a task surface (``load_surface``) and a selection catalogue
+(``transform_catalogue``: write it with ``tooleval tasks catalogue`` and use it as a rung), so a rename or a
+prefix can be measured on selection accuracy and on task success alike.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from schemas.catalogue import Catalogue, ToolSpec
+from schemas.surface import SurfaceTransform
+
+
+def transform_problems(names: Sequence[str], transform: SurfaceTransform) -> list[tuple[str, str]]:
+    """(rule, message) for every way the transform does not fit the tools it is applied to."""
+    known = set(names)
+    problems: list[tuple[str, str]] = []
+    mentioned = [("rename", n) for n in transform.rename] + [("describe", n) for n in transform.describe]
+    mentioned += [("include", n) for n in transform.include or []]
+    mentioned += [("prefix", n) for tools in transform.prefix.values() for n in tools]
+    for where, name in mentioned:
+        if name not in known:
+            problems.append(("transform-tools", f"{where} names '{name}', which is not a tool here "
+                                                f"({', '.join(sorted(known))})"))
+    prefixed = Counter(n for tools in transform.prefix.values() for n in tools)
+    for name, count in prefixed.items():
+        if count > 1:
+            problems.append(("transform-prefix", f"'{name}' is given {count} prefixes"))
+    if not problems:
+        offered = [offered_name(n, transform) for n in names if transform.include is None or n in transform.include]
+        for name, count in Counter(offered).items():
+            if count > 1:
+                problems.append(("tool-names-unique", f"two tools would be offered as '{name}'"))
+        if not offered:
+            problems.append(("transform-tools", "the transform offers no tool"))
+    return problems
+
+
+def offered_name(name: str, transform: SurfaceTransform) -> str:
+    renamed = transform.rename.get(name, name)
+    for prefix, tools in transform.prefix.items():
+        if name in tools:
+            return f"{prefix}{renamed}"
+    return renamed
+
+
+def transform_tools(tools: Sequence[ToolSpec], transform: SurfaceTransform) -> list[tuple[ToolSpec, str]]:
+    """(tool as offered, the name of the tool underneath) for each tool the transform offers, in order.
+    Call ``transform_problems`` first: here a name the tools lack is simply not applied."""
+    out: list[tuple[ToolSpec, str]] = []
+    for spec in tools:
+        if transform.include is not None and spec.name not in transform.include:
+            continue
+        offered = ToolSpec(name=offered_name(spec.name, transform),
+                           description=transform.describe.get(spec.name, spec.description),
+                           parameters=spec.parameters)
+        out.append((offered, spec.name))
+    return out
+
+
+def transform_catalogue(catalogue: Catalogue, transform: SurfaceTransform, name: str) -> Catalogue:
+    """A selection catalogue seen through a transform (e.g. namespace prefixes), named ``name``."""
+    problems = transform_problems(catalogue.names, transform)
+    if problems:
+        raise ValueError("; ".join(message for _, message in problems))
+    return Catalogue(name=name, tools=tuple(spec for spec, _ in transform_tools(catalogue.tools, transform)))
+
+
+def category(name: str) -> str | None:
+    """The namespace of an offered name ('crm.get_customer' -> 'crm'), None without one."""
+    return name.split(".", 1)[0] if "." in name else None

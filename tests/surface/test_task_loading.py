@@ -1,0 +1,145 @@
+"""Bad task files, surfaces and experiments are named by file, line / id and rule before anything runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tasks.files.input_errors import InputError
+from tasks.surface.load_surface import load_surface
+from tasks.surface.load_tasks import freeze_task_version, load_task_version
+from tasks.surface.prepare_task_run import prepare_task_run
+from tasks.surface.task_checks import check_tasks
+from tasks.surface.transform_tools import transform_catalogue
+from schemas.surface import SurfaceTransform
+from tests.surface.tiny_desk import DEFAULT_TASKS, desk_task, write_desk
+
+
+def problems_of(call) -> list[str]:
+    with pytest.raises(InputError) as raised:
+        call()
+    return [str(p) for p in raised.value.problems]
+
+
+def test_a_good_desk_loads_and_passes_every_rule(tmp_path):
+    folder = write_desk(tmp_path)
+    version = load_task_version(folder, "t1")
+    surfaces = [load_surface(folder, "plain"), load_surface(folder, "prefixed")]
+    report = check_tasks(version, surfaces)
+    assert report.n_tasks == 4 and report.n_surfaces == 2
+    assert version.fixtures(version.tasks[0])["tickets"]["T-1002"]["subject"] == "kettle leaks"
+    assert version.manifest.counts_by_slice == {"questions": 1, "tickets": 3}
+
+
+def test_schema_problems_name_the_line_and_id(tmp_path):
+    folder = write_desk(tmp_path, freeze=False, tasks=[
+        desk_task("ok", "Close T-1001.", {"state": [{"path": "tickets.T-1001.status", "equals": "closed"}]}),
+        {"id": "bad-matcher", "request": "x", "slice": "tickets", "assert": {"reply": {"regex": "("}}},
+        {"id": "no-assert", "request": "x", "slice": "tickets"},
+    ])
+    (folder / "t1.jsonl").write_text((folder / "t1.jsonl").read_text() + "not json\n")
+    found = problems_of(lambda: freeze_task_version(folder, "t1", ["tickets"]))
+    assert found[0].startswith(f"{folder / 't1.jsonl'}:line 2 (id bad-matcher): [task-schema]")
+    assert "does not compile" in found[0]
+    assert found[1].startswith(f"{folder / 't1.jsonl'}:line 3 (id no-assert): [task-schema]") and "assert" in found[1]
+    assert found[2] == f"{folder / 't1.jsonl'}:line 4: [json-lines] not JSON: Expecting value"
+
+
+def test_every_task_rule_names_its_line_id_and_rule(tmp_path):
+    tasks = [
+        DEFAULT_TASKS[0],
+        {**DEFAULT_TASKS[0], "request": "Close T-1001 too."},                                # ids-unique
+        desk_task("empty", "  ", {"reply": {"contains": "x"}}),                             # request-non-empty
+        desk_task("slice", "Close T-1001.", {"reply": {"contains": "x"}}, slice_="billing"),  # slice-declared
+        desk_task("include", "Close T-1001.", {"reply": {"contains": "x"}}, fixtures={"include": ["nope"]}),
+        desk_task("fixtures", "Close T-1001.", {"reply": {"contains": "x"}},
+                  fixtures={"tickets": {"T-1": {"owner": "a"}}}),                            # fixtures-schema
+        desk_task("tool", "Close T-1001.", {"tool": "send_email"}),                          # assert-tool-known
+        desk_task("args", "Close T-1001.", {"tool": "close_ticket", "args": {"id": "T-1"}}),  # assert-args-known
+        desk_task("path", "Close T-1001.", {"state": [{"path": "invoices.x", "absent": True}]}),  # assert-state-path
+    ]
+    folder = write_desk(tmp_path, tasks=tasks)
+    version = load_task_version(folder, "t1")
+    found = problems_of(lambda: check_tasks(version, [load_surface(folder, "plain")]))
+    rules = {p.split("[")[1].split("]")[0]: p for p in found}
+    assert set(rules) == {"ids-unique", "request-non-empty", "slice-declared", "fixtures-include", "fixtures-schema",
+                          "assert-tool-known", "assert-args-known", "assert-state-path"}
+    assert rules["slice-declared"].startswith(f"{folder / 't1.jsonl'}:line 4 (id slice):")
+    assert "no such file under fixtures/" in rules["fixtures-include"]
+    assert "not a valid DeskState" in rules["fixtures-schema"] and "subject" in rules["fixtures-schema"]
+    assert "send_email" in rules["assert-tool-known"] and "plain" in rules["assert-tool-known"]
+
+
+def test_an_edited_frozen_version_is_refused(tmp_path):
+    folder = write_desk(tmp_path)
+    fixtures = folder / "fixtures" / "desk.json"
+    data = json.loads(fixtures.read_text())
+    data["tickets"]["T-1001"]["subject"] = "changed after freezing"
+    fixtures.write_text(json.dumps(data))  # a shared fixture file is part of the frozen version
+    version = load_task_version(folder, "t1")
+    (found,) = problems_of(lambda: check_tasks(version, [load_surface(folder, "plain")]))
+    assert "[manifest-hash]" in found and "edited after it was frozen" in found
+    assert "version-immutable" in problems_of(lambda: freeze_task_version(folder, "t1", ["tickets"]))[0]
+
+
+def test_surface_problems_name_the_file_and_rule(tmp_path):
+    folder = write_desk(tmp_path)
+    (folder / "surfaces" / "bad.yaml").write_text("name: bad\ntoolkit: desk:Desk\ntransform:\n  rename: {nope: x}\n")
+    assert "[transform-tools] rename names 'nope'" in problems_of(lambda: load_surface(folder, "bad"))[0]
+    (folder / "surfaces" / "clash.yaml").write_text(
+        "name: clash\ntoolkit: desk:Desk\ntransform:\n  rename: {get_ticket: close_ticket}\n")
+    assert "[tool-names-unique]" in problems_of(lambda: load_surface(folder, "clash"))[0]
+    (folder / "surfaces" / "missing.yaml").write_text("name: missing\ntoolkit: desk:Nope\n")
+    assert "[toolkit-class]" in problems_of(lambda: load_surface(folder, "missing"))[0]
+    (folder / "backend" / "broken.py").write_text("def oops(:\n")
+    (folder / "surfaces" / "broken.yaml").write_text("name: broken\ntoolkit: broken:Desk\n")
+    found = problems_of(lambda: load_surface(folder, "broken"))[0]
+    assert found.startswith(f"{folder / 'backend' / 'broken.py'}: [toolkit-import] SyntaxError")
+
+
+def test_experiment_problems_come_before_any_run(tmp_path):
+    folder = write_desk(tmp_path, experiment="""\
+name: bad
+taskset: ..
+version: t1
+seeds: [1]
+defaults: {agent: baseline}
+arms:
+  - {name: A, surface: plain, prompt: default}
+  - {name: B, surface: prefixed, prompt: careful}
+  - {name: C, surface: nowhere, prompt: default}
+  - {name: D, surface: plain, prompt: default, agent: openai, model: gpt-4.1-mini}
+comparisons:
+  - {from: A, to: B}
+""")
+    found = problems_of(lambda: prepare_task_run(folder / "experiments" / "four.yaml"))
+    text = "\n".join(found)
+    assert "[min-seeds]" in text
+    assert "arm C: [file-exists]" in text and "nowhere.yaml" in text
+    assert "arm D: [pinned-model]" in text and "arm D: [api-key]" in text
+
+
+def test_the_one_change_rule_holds_for_task_arms(tmp_path):
+    folder = write_desk(tmp_path, experiment="""\
+name: two-changes
+taskset: ..
+version: t1
+seeds: [1, 2, 3]
+defaults: {agent: baseline}
+arms:
+  - {name: A, surface: plain, prompt: default, agent: baseline}
+  - {name: D, surface: prefixed, prompt: careful, agent: baseline, options: {threshold: 0.5}}
+""")
+    (found,) = problems_of(lambda: prepare_task_run(folder / "experiments" / "four.yaml"))
+    assert "comparison A -> D: [one-change] the arms differ in 3 respects (surface, prompt, agent)" in found
+
+
+def test_a_transform_works_on_a_selection_catalogue_too(tmp_path):
+    folder = write_desk(tmp_path)
+    catalogue = load_surface(folder, "plain").catalogue
+    prefixed = transform_catalogue(catalogue, SurfaceTransform(prefix={"crm.": ["get_ticket"]},
+                                                               rename={"close_ticket": "resolve"}), "desk-ns")
+    assert prefixed.names[:3] == ("list_tickets", "crm.get_ticket", "resolve")
+    with pytest.raises(ValueError, match="not a tool here"):
+        transform_catalogue(catalogue, SurfaceTransform(rename={"nope": "x"}), "bad")

@@ -1,0 +1,89 @@
+-- macros: the SQL expressions the views share, one definition each (DuckDB macros, created before the views
+-- by warehouse/views.py and stored in the DuckDB file beside them, so an analyst's connection has them too).
+-- Macros expand where they are called (at bind time): they cost nothing at run time and group nothing.
+
+-- wilson_centre / wilson_half / wilson_low / wilson_high: Wilson's score interval for a proportion p on n
+-- trials (n may be an effective, non-integer n). z is the two-sided quantile: the default is the normal
+-- quantile of a 95% interval (1.959963984540054 = scipy.stats.norm.ppf(0.975), as tasks/stats/intervals.py
+-- uses); pass another (`z := ...`, e.g. a t quantile on n - 1) for another interval. Bounds are clipped to
+-- [0, 1].
+CREATE OR REPLACE MACRO wilson_centre(p, n, z := 1.959963984540054) AS
+    (p + z * z / (2 * n)) / (1 + z * z / n);
+
+CREATE OR REPLACE MACRO wilson_half(p, n, z := 1.959963984540054) AS
+    z * sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n);
+
+CREATE OR REPLACE MACRO wilson_low(p, n, z := 1.959963984540054) AS
+    greatest(0.0, wilson_centre(p, n, z := z) - wilson_half(p, n, z := z));
+
+CREATE OR REPLACE MACRO wilson_high(p, n, z := 1.959963984540054) AS
+    least(1.0, wilson_centre(p, n, z := z) + wilson_half(p, n, z := z));
+
+-- clustered_variance: the variance of a pooled accuracy whose rows cluster in requests (the ratio
+-- estimator's sandwich variance sum_i (c_i - p t_i)^2 / n^2, p = correct / n), from the sums one GROUP BY
+-- over per-request rows gives: correct = sum c_i, n = sum t_i, sum_cc = sum c_i^2, sum_ct = sum c_i t_i,
+-- sum_tt = sum t_i^2 (c_i: correct rows of request i, t_i: its rows). Expanded,
+-- sum_i (c_i - p t_i)^2 = sum_cc - 2 p sum_ct + p^2 sum_tt; times n^2 it is an integer, computed exactly
+-- (HUGEINT), so a group whose requests all sit at p has variance 0, not a rounding residue.
+-- Arguments are counts (integers).
+CREATE OR REPLACE MACRO clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) AS
+    (sum_cc::hugeint * n * n - 2 * correct::hugeint * n * sum_ct + correct::hugeint * correct * sum_tt)::double
+        / power(n::double, 4);
+
+-- clustered_n_effective: Kish's effective number of trials, p(1 - p) / clustered_variance, capped at the
+-- rows n (never more informative than independent rows); at p = 0 or 1 it is the number of requests, and a
+-- variance of 0 gives n (tasks/stats/intervals.py: effective_trials, clustered_wilson_from_sums).
+CREATE OR REPLACE MACRO clustered_n_effective(correct, n, n_requests, sum_cc, sum_ct, sum_tt) AS
+    case when correct = 0 or correct = n then n_requests
+         when clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) <= 0 then n
+         else least(n, (correct / n) * (1 - correct / n) / clustered_variance(correct, n, sum_cc, sum_ct, sum_tt))
+    end;
+
+-- position_third: which third of the offered tools a 1-based position falls in (1 = first third,
+-- 2 = middle, 3 = last third) when n_tools were offered; NULL without a position or with no tools (the
+-- explicit test matters: least() ignores a NULL argument).
+CREATE OR REPLACE MACRO position_third(expected_position, n_tools) AS
+    case when expected_position is not null and n_tools > 0
+         then least(3, 1 + floor(3 * (expected_position - 1) / n_tools))::integer end;
+
+-- majority_right: a request is right by majority when more than half of its trials (seeds) were correct.
+CREATE OR REPLACE MACRO majority_right(correct, trials) AS
+    correct * 2 > trials;
+
+-- confidence_bin: which of ten equal-width confidence bins a confidence falls in (1 = [0, 0.1), ...,
+-- 10 = [0.9, 1.0]).
+CREATE OR REPLACE MACRO confidence_bin(confidence) AS
+    least(10, 1 + floor(confidence * 10))::integer;
+
+-- t_quantile_975: the two-sided 95% Student t quantile on df degrees of freedom (Cornish-Fisher series in
+-- 1/df: within 1e-4 of the exact quantile from df = 3 up; tasks/stats/distributions.py has the same).
+CREATE OR REPLACE MACRO t_quantile_975(df) AS
+    1.959963984540054 + 2.372271230298562 / df + 2.8224986157396112 / (df * df)
+        + 2.555849679507722 / (df * df * df) + 1.5895340533938225 / (df * df * df * df);
+
+-- clustered_fourth_moment: sum_i (c_i - p t_i)^4 from the group's sums of c^4, c^3 t, c^2 t^2, c t^3, t^4
+-- (exact in HUGEINT, divided by n^4), for the Welch-Satterthwaite degrees of freedom of the clustered
+-- variance.
+CREATE OR REPLACE MACRO clustered_fourth_moment(correct, n, sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) AS
+    (sum_c4::hugeint * n * n * n * n - 4 * correct::hugeint * n * n * n * sum_c3t
+     + 6 * correct::hugeint * correct * n * n * sum_c2t2 - 4 * correct::hugeint * correct * correct * n * sum_ct3
+     + correct::hugeint * correct * correct * correct * sum_t4)::double / power(n::double, 4);
+
+-- clustered_n_star: the effective n the views' clustered Wilson interval uses (tasks/stats/wilson.py:
+-- clustered_effective_trials): Kish's n from the small-sample corrected clustered variance (x n_r/(n_r-1)),
+-- shrunk by (z / t_df)^2 with df from the variance's own spread (between (n_r-1)/2 and n_r-1), and kept
+-- between the requests and the rows; the requests at p = 0 or 1 or with fewer than 10 requests.
+CREATE OR REPLACE MACRO clustered_n_star(correct, n, n_requests, sum_cc, sum_ct, sum_tt,
+                                         sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) AS
+    case when correct = 0 or correct = n or n_requests < 10 then n_requests::double
+    else least(n::double, greatest(n_requests::double,
+        (case when clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) * n_requests / (n_requests - 1) <= 1e-15
+              then n::double
+              else least(n::double, (correct / n) * (1 - correct / n)
+                   / (clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) * n_requests / (n_requests - 1))) end)
+        * power(1.959963984540054 / t_quantile_975(least(n_requests - 1.0, greatest((n_requests - 1.0) / 2,
+              case when clustered_fourth_moment(correct, n, sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) > 0
+                   then 3 * power(clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) * n * n, 2)
+                        / clustered_fourth_moment(correct, n, sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) - 1
+                   else n_requests - 1.0 end))), 2)))
+    end;

@@ -1,0 +1,40 @@
+-- task_call_totals: one row per (run, arm).
+-- The aggregate over every call of the arm, to be read beside task_tool_counters: calls, invalid calls
+-- and the aggregate invalid rate (invalid / calls: it weights each tool by how often it is called, so one
+-- badly broken tool averaged with healthy ones gives a rate that describes no tool), with the lowest and
+-- highest per-tool invalid rate it averages over; errors and error rate; retries; runs and calls per run.
+with calls as (
+    select * from task_calls where not skipped_budget
+),
+totals as (
+    select run_id, arm,
+           count(*) as calls,
+           count(*) filter (where not valid) as invalid,
+           count(*) filter (where error) as errors,
+           count(*) filter (where is_retry) as retries,
+           count(distinct name) as tools_called
+    from calls
+    group by run_id, arm
+),
+runs as (
+    select run_id, arm, min(rung) as rung, count(*) as runs from task_runs group by run_id, arm
+),
+per_tool as (
+    select run_id, arm, min(invalid_rate) as tool_invalid_min, max(invalid_rate) as tool_invalid_max
+    from task_tool_counters
+    group by run_id, arm
+)
+select r.run_id, r.arm, r.rung, r.runs,
+       coalesce(t.calls, 0) as calls,
+       coalesce(t.invalid, 0) as invalid,
+       t.invalid / t.calls as invalid_rate,
+       p.tool_invalid_min, p.tool_invalid_max,
+       coalesce(t.errors, 0) as errors,
+       t.errors / t.calls as error_rate,
+       coalesce(t.retries, 0) as retries,
+       coalesce(t.tools_called, 0) as tools_called,
+       coalesce(t.calls, 0) / r.runs as calls_per_run
+from runs r
+left join totals t using (run_id, arm)
+left join per_tool p using (run_id, arm)
+order by r.run_id, r.rung

@@ -1,0 +1,42 @@
+-- task_tool_counters: one row per (run, arm, tool), tool = the name the agent called (as offered; an
+-- unknown name the agent made up is its own row, backend_tool null).
+-- calls: every call that counted against the budget (calls skipped because the budget was spent are left
+-- out); invalid: rejected by schema validation, never executed; errors: executed and refused by the
+-- backend; invalid_rate and error_rate are shares of the tool's calls (error_rate_executed: of those that
+-- reached the backend); retries: calls repeating an earlier call's tool and arguments in the same run;
+-- runs_with_tool: runs (seed x task) in which the tool was called at least once, and calls_per_run_with_tool
+-- = calls / that; share_of_calls: the tool's share of the arm's calls (how much it weighs in the aggregate
+-- invalid rate of task_call_totals).
+with calls as (
+    select * from task_calls where not skipped_budget
+),
+arm_totals as (
+    select run_id, arm, count(*) as arm_calls from calls group by run_id, arm
+),
+per_tool as (
+    select run_id, arm, name as tool,
+           min(tool) as backend_tool,
+           count(*) as calls,
+           count(*) filter (where not valid) as invalid,
+           count(*) filter (where executed) as executed,
+           count(*) filter (where error) as errors,
+           count(*) filter (where is_retry) as retries,
+           count(distinct (seed, taskset_version, task_id)) as runs_with_tool,
+           sum(upstream_reads)::bigint as upstream_reads,
+           count(*) filter (where irreversible) as irreversible_actions
+    from calls
+    group by run_id, arm, name
+)
+select p.run_id, p.arm, r.rung, p.tool, p.backend_tool, p.calls, p.invalid,
+       p.invalid / p.calls as invalid_rate,
+       p.executed, p.errors,
+       p.errors / p.calls as error_rate,
+       case when p.executed > 0 then p.errors / p.executed end as error_rate_executed,
+       p.retries, p.runs_with_tool,
+       p.calls / p.runs_with_tool as calls_per_run_with_tool,
+       p.calls / a.arm_calls as share_of_calls,
+       p.upstream_reads, p.irreversible_actions
+from per_tool p
+join arm_totals a using (run_id, arm)
+join (select run_id, arm, min(rung) as rung from task_runs group by run_id, arm) r using (run_id, arm)
+order by p.run_id, r.rung, p.calls desc, p.tool
