@@ -179,11 +179,11 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
 
     resolved = timed("prepare: resolve experiment", lambda: resolve_experiment(experiment))
     weights = load_weights(resolved.taskset_dir, resolved.spec.weights)
-    version = timed("prepare: load version (pydantic)", lambda: load_version(resolved.taskset_dir, "v1"))
+    version = timed("prepare: load version (validate, columnar)", lambda: load_version(resolved.taskset_dir, "v1"))
     catalogues = [arm.catalogue for arm in resolved.arms if arm.catalogue is not None]
     timed("prepare: GE label checks", lambda: check_labels(version, catalogues, weights, None))
     prepared = timed("prepare_run (all of the above)", lambda: prepare_run(experiment))
-    requests = {v: loaded.requests for v, loaded in prepared.versions.items()}
+    requests = {v: loaded.table for v, loaded in prepared.versions.items()}
     units = timed("plan_units", lambda: plan_units(prepared.experiment, requests, prepared.taskset))
 
     def select_all(warehouse_dir: Path, use_cache: bool, run_id: str) -> select_batch.RunContext:

@@ -67,8 +67,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
 
     prepared = prepare_once(experiment_path)  # the CLI's checked run when it prepared one in this process
     refuse_provisional(prepared.versions, allow_provisional)  # provisional labels only when the run says so
-    requests = {version: loaded.requests for version, loaded in prepared.versions.items()}
-    units = plan_units(prepared.experiment, requests, prepared.taskset)
+    tables = {version: loaded.table for version, loaded in prepared.versions.items()}  # columnar, shared by the units
+    units = plan_units(prepared.experiment, tables, prepared.taskset)
     budget = prepared.experiment.spec.budget
     ctx = RunContext(run_id=run_id, experiment=prepared.experiment.name, rows_dir=warehouse.rows_dir,
                      cache_path=warehouse.cache_path if use_cache else None,

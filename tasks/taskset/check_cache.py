@@ -21,7 +21,7 @@ from schemas.catalogue import Catalogue
 from schemas.taskset import ProductionWeights
 from tasks.taskset.load_taskset import TaskSetVersion, version_paths
 
-RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py")
+RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py", "request_table.py")
 
 
 def cache_dir() -> Path:
