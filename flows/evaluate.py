@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -81,7 +82,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     criteria = experiment_criteria(prepared)
     registered = register_criteria(criteria[0], warehouse.registrations_dir, run_id) if criteria else None
 
-    results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
+    gc.freeze()  # what is loaded by now lives through the run: the collector need not walk it again each batch
+    try:
+        results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
+    finally:
+        gc.unfreeze()
 
     registration = registration_records(prepared, units, run_id, started_at,
                                         criteria_hash=registered.sha256 if registered else None,
