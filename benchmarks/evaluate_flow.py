@@ -17,9 +17,9 @@ process:
 3. prints ms per row against the 0.5 ms target, the peak memory (ru_maxrss of this process; the peak RSS
    during each run; the Prefect server subprocess apart: ru_maxrss does not count it);
 4. (unless ``--no-breakdown``) times the plain functions the flow calls, without Prefect, on the same
-   experiment: prepare (resolve, load, GE label checks), plan, select-and-land (split into cache,
-   selector, row building, Arrow, Parquet write), registration, report; the rest of the flow's time is
-   Prefect's (task runs, state tracking, result handling).
+   experiment: prepare (resolve, load, GE label checks), plan, select-and-land (split into planning the
+   batch, cache, selector, row building, Arrow, Parquet write), registration, report; the rest of the
+   flow's time is Prefect's (task runs, state tracking, result handling).
 """
 
 from __future__ import annotations
@@ -198,6 +198,7 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
         return ctx
 
     watch = Stopwatch()
+    watch.wrap(select_batch, "plan_batch", "  plan_batch (tools in seed order, labels, cache keys)")
     watch.wrap(select_batch, "build_row", "  build_row (scoring + dict)")
     watch.wrap(select_batch, "to_arrow_table", "  to_arrow_table")
     watch.wrap(select_batch, "write_partition", "  write_partition (Parquet + fsync)")

@@ -155,8 +155,8 @@ def plan_batch(unit: WorkUnit) -> tuple[PlannedRequest, ...]:
     selector_fp = selector_fingerprint(unit.arm)
     shared = _OfferedTools.of(unit.arm.catalogue.tools, unit.seed) if unit.arm.catalogue is not None else None
     planned = []
-    for request_id, messages, expected, fallback, slice_, intent, status, own_tools in (
-            unit.batch.select(BATCH_COLUMNS).iter_rows()):
+    columns = [unit.batch.get_column(name).to_list() for name in BATCH_COLUMNS]
+    for request_id, messages, expected, fallback, slice_, intent, status, own_tools in zip(*columns):
         if own_tools is not None:
             offered = _OfferedTools.of(parse_tools(own_tools) or (), unit.seed)
         else:

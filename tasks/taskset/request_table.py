@@ -96,7 +96,7 @@ class _Chunks:
         if self.pending or not self.frames:
             self.frames.append(_frame(self.pending))
             self.pending = []
-        return pl.concat(self.frames, rechunk=True) if len(self.frames) > 1 else self.frames[0]
+        return pl.concat(self.frames, rechunk=False) if len(self.frames) > 1 else self.frames[0]
 
 
 def numbered_request_table(numbered: Iterable[tuple[int, LabelledRequest]]) -> pl.DataFrame:
