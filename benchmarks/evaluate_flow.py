@@ -1,7 +1,7 @@
 """Per-row cost of the whole evaluate flow (lexical router) on a large synthetic task set.
 
     python benchmarks/evaluate_flow.py [--requests 4200] [--arms 4] [--seeds 3] [--batch-size 500]
-        [--workdir DIR] [--keep] [--no-breakdown] [--profile]
+        [--workdir DIR] [--keep] [--no-breakdown] [--profile] [--cache-off-only]
 
 Builds a task set in a temporary folder (``benchmarks/synthetic.py``: the support catalogues, prompt and
 weights; ``--requests`` requests derived from support v1 with perturbed, distinct texts; frozen with
@@ -12,13 +12,14 @@ process:
    bm25s, DuckDB) with an evaluate run on a 60-request set: process start-up, not counted below;
 2. times ``flows.evaluate.evaluate(...)`` three times: cache OFF (``use_cache=False``) into a fresh
    warehouse, then cache ON into another fresh warehouse twice (cold fill, then warm: every selection a
-   cache hit). Before each run the selector registry is emptied, as in a fresh CLI process;
+   cache hit; ``--cache-off-only``: the first only). Before each run the selector registry is emptied, as
+   in a fresh CLI process;
 3. prints ms per row against the 0.5 ms target, the peak memory (ru_maxrss of this process; the peak RSS
    during each run; the Prefect server subprocess apart: ru_maxrss does not count it);
 4. (unless ``--no-breakdown``) times the plain functions the flow calls, without Prefect, on the same
-   experiment: prepare (resolve, load, GE label checks), plan, select-and-land (split into cache,
-   selector, row building, Arrow, Parquet write), registration, report; the rest of the flow's time is
-   Prefect's (task runs, state tracking, result handling).
+   experiment: prepare (resolve, load, GE label checks), plan, select-and-land (split into planning the
+   batch, cache, selector, row building, Arrow, Parquet write), registration, report; the rest of the
+   flow's time is Prefect's (task runs, state tracking, result handling).
 """
 
 from __future__ import annotations
@@ -178,11 +179,11 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
 
     resolved = timed("prepare: resolve experiment", lambda: resolve_experiment(experiment))
     weights = load_weights(resolved.taskset_dir, resolved.spec.weights)
-    version = timed("prepare: load version (pydantic)", lambda: load_version(resolved.taskset_dir, "v1"))
+    version = timed("prepare: load version (validate, columnar)", lambda: load_version(resolved.taskset_dir, "v1"))
     catalogues = [arm.catalogue for arm in resolved.arms if arm.catalogue is not None]
     timed("prepare: GE label checks", lambda: check_labels(version, catalogues, weights, None))
     prepared = timed("prepare_run (all of the above)", lambda: prepare_run(experiment))
-    requests = {v: loaded.requests for v, loaded in prepared.versions.items()}
+    requests = {v: loaded.table for v, loaded in prepared.versions.items()}
     units = timed("plan_units", lambda: plan_units(prepared.experiment, requests, prepared.taskset))
 
     def select_all(warehouse_dir: Path, use_cache: bool, run_id: str) -> select_batch.RunContext:
@@ -197,6 +198,7 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
         return ctx
 
     watch = Stopwatch()
+    watch.wrap(select_batch, "plan_batch", "  plan_batch (tools in seed order, labels, cache keys)")
     watch.wrap(select_batch, "build_row", "  build_row (scoring + dict)")
     watch.wrap(select_batch, "to_arrow_table", "  to_arrow_table")
     watch.wrap(select_batch, "write_partition", "  write_partition (Parquet + fsync)")
@@ -272,6 +274,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
     parser.add_argument("--profile", action="store_true", help="cProfile the plain select-and-land pass")
+    parser.add_argument("--cache-off-only", action="store_true",
+                        help="time the cache-off run only (a 1M-row memory measurement need not fill a cache)")
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tooleval-flow-bench-"))
@@ -328,6 +332,8 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     runs = [("cache off", workdir / "warehouse-nocache", False),
             ("cache on, cold fill", workdir / "warehouse-cache", True),
             ("cache on, warm", workdir / "warehouse-cache", True)]
+    if args.cache_off_only:
+        runs = runs[:1]
     print(f"\n{'run':22s} {'rows':>8s} {'units':>6s} {'cache hits':>10s} {'seconds':>8s} {'ms/row':>7s} "
           f"{'<=0.5':>6s} {'CPU s (self+server)':>20s} {'peak RSS this run':>18s} {'ru_maxrss after':>16s}"
           "  load before",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -78,8 +79,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
 
     prepared = prepare_once(experiment_path)  # the CLI's checked run when it prepared one in this process
     refuse_provisional(prepared.versions, allow_provisional)  # provisional labels only when the run says so
-    requests = {version: loaded.requests for version, loaded in prepared.versions.items()}
-    units = plan_units(prepared.experiment, requests, prepared.taskset)
+    tables = {version: loaded.table for version, loaded in prepared.versions.items()}  # columnar, shared by the units
+    units = plan_units(prepared.experiment, tables, prepared.taskset)
     budget = prepared.experiment.spec.budget
     ctx = RunContext(run_id=run_id, experiment=prepared.experiment.name, rows_dir=warehouse.rows_dir,
                      cache_path=warehouse.cache_path if use_cache else None,
@@ -92,7 +93,12 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     # acceptance criteria: hashed and timestamped before the first selection, judged after registration
     criteria = experiment_criteria(prepared)
     registered = register_criteria(criteria[0], warehouse.registrations_dir, run_id) if criteria else None
-    results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
+
+    gc.freeze()  # what is loaded by now lives through the run: the collector need not walk it again each batch
+    try:
+        results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
+    finally:
+        gc.unfreeze()
 
     reached("all-landed")
     registration = registration_records(prepared, units, run_id, started_at,

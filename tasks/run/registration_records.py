@@ -5,11 +5,13 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version as package_version
+from typing import Iterable
 
 from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SeedOrder, WeightRecord
-from tasks.run.permute_tools import permute_tools
+from tasks.run.permute_tools import permute_tools, tool_set_id
 from tasks.run.plan_units import WorkUnit
 from tasks.run.prepare_run import PreparedRun
+from tasks.taskset.request_table import parse_tools
 from warehouse.register_run import RunRegistration
 
 
@@ -24,6 +26,28 @@ def tooleval_version() -> str:
         return package_version("tooleval")
     except PackageNotFoundError:
         return "unknown"
+
+
+def offered_tool_sets(units: Iterable[WorkUnit]) -> dict[str, tuple[str, ...]]:
+    """Every tool set the units offer, as ``plan_batch`` offers them: set id -> tool names in the order of
+    the first unit offering it. Read from the batches' ``tools`` column: the arm's catalogue where a request
+    has no tools of its own, else each distinct set of its own (parsed once, however many arms and seeds)."""
+    sets: dict[str, tuple[str, ...]] = {}
+    seen_own: set[str] = set()
+    for unit in units:
+        for own in unit.batch.get_column("tools").unique(maintain_order=True).to_list():
+            if own is None:
+                if unit.arm.catalogue is None:
+                    continue
+                tools = permute_tools(unit.arm.catalogue.tools, unit.seed)
+            elif own in seen_own:
+                continue
+            else:
+                seen_own.add(own)
+                tools = permute_tools(parse_tools(own) or (), unit.seed)
+            names = tuple(tool.name for tool in tools)
+            sets.setdefault(tool_set_id(names), names)
+    return sets
 
 
 def registration_records(
@@ -57,12 +81,8 @@ def registration_records(
         for seed in experiment.seeds
         for position, tool in enumerate(permute_tools(a.catalogue.tools, seed), start=1)
     ]
-    tool_sets: dict[str, tuple[str, ...]] = {}
-    for unit in units:
-        for planned in unit.requests:
-            if planned.tool_set_id not in tool_sets:
-                tool_sets[planned.tool_set_id] = tuple(t.name for t in planned.tools)
-    offered = [OfferedTool(tool_set_id=set_id, tool=name) for set_id, names in tool_sets.items() for name in names]
+    offered = [OfferedTool(tool_set_id=set_id, tool=name)
+               for set_id, names in offered_tool_sets(units).items() for name in names]
     weights = [
         WeightRecord(taskset=prepared.taskset, window_id=prepared.weights.window, tool=tool, weight=share)
         for tool, share in prepared.weights.weights.items()

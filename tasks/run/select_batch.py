@@ -8,7 +8,7 @@ from pathlib import Path
 from schemas.arrow import to_arrow_table
 from schemas.rows import Selection, SelectionRow
 from tasks.run.drill_points import reached
-from tasks.run.plan_units import PlannedRequest, WorkUnit
+from tasks.run.plan_units import PlannedRequest, WorkUnit, plan_batch
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.run.score_selection import score_selection
 from tasks.run.selection_cache import SelectionCache
@@ -45,12 +45,12 @@ class UnitResult:
 
 
 def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cache_hit: bool, ctx: RunContext) -> dict:
-    request, arm = planned.request, unit.arm
-    score = score_selection(planned.expected, selection, {t.name for t in planned.tools})
+    arm = unit.arm
+    score = score_selection(planned.expected, selection, planned.offered)
     return {
         "run_id": ctx.run_id, "experiment": ctx.experiment, "arm": arm.name, "rung": arm.rung, "seed": unit.seed,
-        "taskset": unit.taskset, "taskset_version": unit.taskset_version, "request_id": request.id,
-        "slice": request.slice, "intent": request.intent, "label_status": request.label_status,
+        "taskset": unit.taskset, "taskset_version": unit.taskset_version, "request_id": planned.request_id,
+        "slice": planned.slice, "intent": planned.intent, "label_status": planned.label_status,
         "catalogue": arm.catalogue_name, "tool_set_id": planned.tool_set_id, "n_tools": len(planned.tools),
         "expected": planned.expected, "expected_position": planned.expected_position,
         "chosen": score.chosen, "correct": score.correct, "outcome": score.outcome, "pair": score.pair,
@@ -79,14 +79,16 @@ def routing_columns(selection: Selection) -> dict:
 
 
 def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
-    """The plain function: tested with no Prefect engine."""
+    """The plain function: tested with no Prefect engine. The batch is planned here, where it runs
+    (``plan_batch``): its per-request objects live as long as this call."""
+    planned = plan_batch(unit)
     with SelectionCache(ctx.cache_path) as cache:
-        cached = cache.get_many(p.cache_key for p in unit.requests)
-        misses = [p for p in unit.requests if p.cache_key not in cached]
+        cached = cache.get_many(p.cache_key for p in planned)
+        misses = [p for p in planned if p.cache_key not in cached]
         fresh: dict[str, Selection] = {}
         if misses:
             selector = selector_for(unit.arm.selector, unit.arm.model_id, unit.arm.options)
-            inputs = [SelectionInput(request_id=p.request.id, messages=p.request.messages, tools=p.tools,
+            inputs = [SelectionInput(request_id=p.request_id, messages=p.messages, tools=p.tools,
                                      prompt=unit.arm.prompt_text)
                       for p in misses]
             # hosted selectors reserve each call in the run's ledger and hand over each answer as it
@@ -101,14 +103,14 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     rows = [
         build_row(unit, p, cached[p.cache_key] if p.cache_key in cached else fresh[p.cache_key],
                   p.cache_key in cached, ctx)
-        for p in unit.requests
+        for p in planned
     ]
     path = write_partition(ctx.rows_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
                            to_arrow_table(SelectionRow, rows))
     reached("unit-landed", unit.label)
     return UnitResult(
         label=unit.label, path=str(path), n_rows=len(rows), n_correct=sum(r["correct"] for r in rows),
-        n_cache_hits=len(unit.requests) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),
+        n_cache_hits=len(planned) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),
         n_budget_stopped=sum(r["error"] and r["detail"] == BUDGET_REACHED for r in rows),
     )
 

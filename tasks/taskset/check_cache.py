@@ -22,7 +22,7 @@ from tasks.files.atomic_write import write_atomic
 from tasks.files.content_hash import sha256_hex
 from tasks.taskset.load_taskset import TaskSetVersion, version_paths
 
-RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py")
+RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py", "request_table.py")
 
 
 def cache_dir() -> Path:

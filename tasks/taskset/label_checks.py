@@ -15,12 +15,12 @@ great_expectations is imported here only (its import costs seconds).
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
+
+import polars as pl
 
 from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.taskset import ProductionWeights
@@ -40,10 +40,6 @@ class CheckReport:
     n_weights: int
     cached: bool = False
     """The same content passed before (tasks/taskset/check_cache.py): Great Expectations was not run again."""
-
-
-def _normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", text.strip().lower())
 
 
 @lru_cache(maxsize=1)
@@ -109,37 +105,46 @@ def edit_explanation(requests_path: Path) -> str:
 
 
 def request_frame(version: TaskSetVersion, catalogue_tools: set[str]) -> Any:
-    """One row per request with the derived columns the expectations test."""
-    import pandas as pd
-
-    adjudicated = {a.request_id for a in version.adjudications}
-    parent_labels: dict[str, str] = {}
+    """One row per request with the derived columns the expectations test: computed on the version's
+    request table with polars, handed to Great Expectations as pandas (what its pandas source reads)."""
+    table = version.table
+    none = pl.lit(NONE_LABEL)
+    parent = pl.DataFrame(schema={"id": pl.String, "parent_expected": pl.String})
     if version.manifest.parent:
-        parent = load_version(version.directory, version.manifest.parent)
-        parent_labels = {r.id: r.expected for r in parent.requests}
-    labels_by_text: dict[str, set[str]] = defaultdict(set)
-    for request in version.requests:
-        labels_by_text[_normalise(request.text)].add(request.expected)
+        parent = (load_version(version.directory, version.manifest.parent).table
+                  .select("id", pl.col("expected").alias("parent_expected"))
+                  .unique("id", keep="last", maintain_order=True))
+    # the request's own tools when it has them (names read from their JSON), else the catalogues in use
+    own_names = (pl.col("tools").str.json_decode(pl.List(pl.Struct({"name": pl.String})))
+                 .list.eval(pl.element().struct.field("name")))
+    catalogue = pl.Series(sorted(catalogue_tools), dtype=pl.String).implode()
 
-    records = []
-    for line, request in enumerate(version.requests, start=1):
-        offered = {t.name for t in request.tools} if request.tools is not None else catalogue_tools
-        relabelled = request.fallback is not None or (
-            request.id in parent_labels and parent_labels[request.id] != request.expected
+    def offered(label: pl.Expr) -> pl.Expr:
+        return (pl.when(pl.col("tools").is_null()).then(label.is_in(catalogue))
+                .otherwise(label.is_in(own_names)).fill_null(False))
+
+    # texts compared case- and space-insensitively: trimmed, lower case, each run of white space one space
+    normalised = pl.col("text").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", " ")
+    relabelled = pl.col("fallback").is_not_null() | (
+        pl.col("parent_expected").is_not_null() & (pl.col("parent_expected") != pl.col("expected")))
+    adjudicated = sorted({a.request_id for a in version.adjudications})
+    frame = (
+        table.select("line", "id", "text", "expected", "fallback", "slice", "tools")
+        .join(parent, on="id", how="left", maintain_order="left")
+        .select(
+            "line", "id",
+            pl.col("text").str.strip_chars(),
+            "expected",
+            pl.col("fallback").fill_null(NONE_LABEL),
+            "slice",
+            label_offered=(pl.col("expected") == none) | offered(pl.col("expected")),
+            fallback_offered=(pl.col("fallback").is_null() | (pl.col("fallback") == none)
+                              | offered(pl.col("fallback"))),
+            labels_for_text=pl.col("expected").n_unique().over(normalised),
+            relabel_adjudicated=~relabelled | pl.col("id").is_in(pl.Series(adjudicated, dtype=pl.String).implode()),
         )
-        records.append({
-            "line": line,
-            "id": request.id,
-            "text": request.text.strip(),
-            "expected": request.expected,
-            "fallback": request.fallback or NONE_LABEL,
-            "slice": request.slice,
-            "label_offered": request.expected == NONE_LABEL or request.expected in offered,
-            "fallback_offered": request.fallback in (None, NONE_LABEL) or request.fallback in offered,
-            "labels_for_text": len(labels_by_text[_normalise(request.text)]),
-            "relabel_adjudicated": (not relabelled) or request.id in adjudicated,
-        })
-    return pd.DataFrame.from_records(records)
+    )
+    return frame.to_pandas()
 
 
 def check_labels(

@@ -19,8 +19,9 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
+from typing import Iterator, Sequence, TypeVar
 
+import polars as pl
 from pydantic import BaseModel, ValidationError
 
 from schemas.catalogue import Catalogue, CatalogueFile
@@ -29,6 +30,7 @@ from tasks.files.atomic_write import write_exclusive
 from tasks.files.content_hash import parts_sha256
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.json_lines import bom_problem
+from tasks.taskset.request_table import RequestRows, as_request_table, numbered_request_table
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -47,11 +49,11 @@ def read_json_model(path: Path, model: type[M]) -> M:
         raise InputError.one(str(path), "", "schema", validation_message(error)) from None
 
 
-def read_jsonl_models(path: Path, model: type[M]) -> list[M]:
-    """A JSON Lines file as models; every bad line is reported with its number."""
+def iter_jsonl_models(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
+    """A JSON Lines file as (line number, model) pairs, validated one line at a time; once every line is
+    read, an InputError lists each bad line with its number (nothing was yielded for those)."""
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "file not found")
-    records: list[M] = []
     problems: list[Problem] = []
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
@@ -61,12 +63,24 @@ def read_jsonl_models(path: Path, model: type[M]) -> list[M]:
                 problems.append(bom)
                 continue
             try:
-                records.append(model.model_validate_json(raw))
+                record = model.model_validate_json(raw)
             except ValidationError as error:
                 problems.append(Problem(str(path), f"line {number}", "schema", validation_message(error)))
+                continue
+            yield number, record
     if problems:
         raise InputError(problems)
-    return records
+
+
+def read_jsonl_models(path: Path, model: type[M]) -> list[M]:
+    """A JSON Lines file as models; every bad line is reported with its number."""
+    return [record for _, record in iter_jsonl_models(path, model)]
+
+
+def read_request_table(path: Path) -> pl.DataFrame:
+    """A version's requests file as a request table (``request_table.py``): every line validated with
+    ``LabelledRequest`` (bad lines reported with their numbers), only its columns kept."""
+    return numbered_request_table(iter_jsonl_models(Path(path), LabelledRequest))
 
 
 def load_catalogue(taskset_dir: Path, name: str) -> Catalogue:
@@ -115,12 +129,16 @@ def content_hash(taskset_dir: Path, version: str) -> str:
 
 @dataclass(frozen=True)
 class TaskSetVersion:
-    """A loaded task-set version: its requests, adjudications and manifest, and where they came from."""
+    """A loaded task-set version: its requests, adjudications and manifest, and where they came from.
+
+    ``requests`` reads as a sequence of ``LabelledRequest``: a loaded version keeps them as one columnar
+    table (``RequestRows`` over ``table``, each request built when asked for); a draft may hold a tuple of
+    models. The run path reads ``table``."""
 
     taskset: str
     version: str
     directory: Path
-    requests: tuple[LabelledRequest, ...]
+    requests: Sequence[LabelledRequest]
     adjudications: tuple[Adjudication, ...]
     manifest: VersionManifest
     actual_hash: str
@@ -129,12 +147,17 @@ class TaskSetVersion:
     def requests_path(self) -> Path:
         return version_paths(self.directory, self.version)["requests"]
 
+    @property
+    def table(self) -> pl.DataFrame:
+        """The requests as a request table (built from the models when the version holds models)."""
+        return as_request_table(self.requests)
+
 
 def load_version(taskset_dir: Path, version: str) -> TaskSetVersion:
     """Read a version's files; schema problems raise here, label rules are checked by ``label_checks``."""
     paths = version_paths(taskset_dir, version)
     manifest = read_json_model(paths["manifest"], VersionManifest)
-    requests = read_jsonl_models(paths["requests"], LabelledRequest)
+    requests = read_request_table(paths["requests"])
     adjudications = (
         read_jsonl_models(paths["adjudications"], Adjudication) if paths["adjudications"].is_file() else []
     )
@@ -142,7 +165,7 @@ def load_version(taskset_dir: Path, version: str) -> TaskSetVersion:
         taskset=manifest.taskset,
         version=version,
         directory=taskset_dir,
-        requests=tuple(requests),
+        requests=RequestRows(requests),
         adjudications=tuple(adjudications),
         manifest=manifest,
         actual_hash=content_hash(taskset_dir, version),
@@ -177,7 +200,7 @@ def freeze_version(
     """
     taskset_dir = Path(taskset_dir)
     paths = version_paths(taskset_dir, version)
-    requests = read_jsonl_models(paths["requests"], LabelledRequest)
+    requests = read_request_table(paths["requests"])
     actual = content_hash(taskset_dir, version)
     if paths["manifest"].is_file():
         existing = read_json_model(paths["manifest"], VersionManifest)
@@ -195,8 +218,8 @@ def freeze_version(
         created_at=datetime.now(timezone.utc).replace(microsecond=0),
         slices=slices,
         content_hash=actual,
-        n_requests=len(requests),
-        counts_by_label=dict(sorted(Counter(r.expected for r in requests).items())),
+        n_requests=requests.height,
+        counts_by_label=dict(sorted(Counter(requests["expected"].to_list()).items())),
         window=window,
         sampling_seed=sampling_seed,
         notes=notes,

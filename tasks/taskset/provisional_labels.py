@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import duckdb
+import polars as pl
 
 from tasks.files.input_errors import InputError, Problem
 from tasks.taskset.load_taskset import TaskSetVersion
@@ -15,7 +16,7 @@ RULE = "labels-adjudicated"
 
 def provisional_counts(versions: Mapping[str, TaskSetVersion]) -> dict[str, int]:
     """Provisional requests per version of the run (versions without any are left out)."""
-    counts = {version: sum(r.label_status == "provisional" for r in loaded.requests)
+    counts = {version: int((loaded.table.get_column("label_status") == "provisional").sum())
               for version, loaded in versions.items()}
     return {version: n for version, n in sorted(counts.items()) if n}
 
@@ -27,7 +28,7 @@ def refuse_provisional(versions: Mapping[str, TaskSetVersion], allow: bool) -> d
         problems = []
         for version, n in counts.items():
             loaded = versions[version]
-            first = next(r.id for r in loaded.requests if r.label_status == "provisional")
+            first = loaded.table.filter(pl.col("label_status") == "provisional").item(0, "id")
             problems.append(Problem(
                 str(loaded.requests_path), f"{n} of {len(loaded.requests)} requests (first: id {first})", RULE,
                 f"{version} has provisional labels (production hints, not decided by a person). Import the "
