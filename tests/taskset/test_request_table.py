@@ -11,8 +11,8 @@ from schemas.taskset import LabelledRequest
 from tasks.files.input_errors import InputError
 from tasks.taskset.load_taskset import load_version, read_jsonl_models, read_request_table
 from tasks.taskset.request_table import RequestRows, messages_json, request_table
-from tests.conftest import SUPPORT
-from tests.taskset_factory import REQUESTS, write_taskset
+from tests.factories import SUPPORT
+from tests.factories.taskset import REQUESTS, write_taskset
 
 OWN_TOOLS = [{"name": "get_weather", "description": "Weather now.",
               "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
