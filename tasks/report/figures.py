@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import polars as pl
 
 from tasks.taskset.provisional_labels import provisional_notice
 from tasks.stats.calibration import (
@@ -46,6 +47,11 @@ def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list
     cursor = con.execute(sql, params)
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pl.DataFrame:
+    """A query's result as columns (through Arrow), for row counts that Python tuples would make costly."""
+    return pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
 
 
 def _spread(value: float | None) -> float:
@@ -250,28 +256,49 @@ class ToolLevel(Level):
 
 
 class _Outcomes:
-    """request_outcomes of a run as arrays per arm, indexed by request id."""
+    """request_outcomes of a run as columns (a polars frame): a 1M-row run has 333k of them, ~230 MB as
+    Python dicts and ~20 MB as columns. Lists are made only for the group a statistic needs."""
 
-    def __init__(self, rows: list[dict[str, Any]]):
-        self.by_arm: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-        for r in rows:
-            self.by_arm[r["arm"]][r["request_id"]] = r
+    COLUMNS = ("arm", "request_id", "slice", "expected", "correct", "trials", "failed")
 
-    def arm(self, arm: str) -> dict[str, dict[str, Any]]:
-        return self.by_arm.get(arm, {})
+    def __init__(self, frame: pl.DataFrame):
+        self.frame = frame
+
+    @classmethod
+    def read(cls, con: duckdb.DuckDBPyConnection, run_id: str) -> _Outcomes:
+        return cls(frame(con, f"SELECT {', '.join(cls.COLUMNS)} FROM request_outcomes WHERE run_id = ? "
+                              "ORDER BY arm, request_id", [run_id]))
+
+    def arm(self, arm: str) -> pl.DataFrame:
+        return self.frame.filter(pl.col("arm") == arm)
+
+    def groups(self, keys: list[str], columns: list[str]) -> dict[tuple, dict[str, list]]:
+        """Per group of ``keys``, each of ``columns`` as a list (in request order)."""
+        grouped = self.frame.group_by(keys).agg([pl.col(c) for c in columns])
+        return {tuple(row[k] for k in keys): row for row in grouped.iter_rows(named=True)}
+
+    def aligned(self, arms: list[str]) -> pl.DataFrame:
+        """The requests every one of ``arms`` answered, one row each, sorted by request id: the first arm's
+        slice and, per arm ``i``, ``expected_i``, ``correct_i`` and ``trials_i``."""
+        joined = None
+        for i, name in enumerate(arms):
+            part = self.arm(name).select(
+                "request_id", *(["slice"] if i == 0 else []), pl.col("expected").alias(f"expected_{i}"),
+                pl.col("correct").alias(f"correct_{i}"), pl.col("trials").alias(f"trials_{i}"))
+            joined = part if joined is None else joined.join(part, on="request_id", how="inner")
+        return joined.sort("request_id")
 
 
-def _paired(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> PairedComparison:
-    return paired_comparison([r["correct"] for r in a], [r["trials"] for r in a],
-                             [r["correct"] for r in b], [r["trials"] for r in b])
+def _paired(rows: pl.DataFrame, a: int = 0, b: int = 1) -> PairedComparison:
+    return paired_comparison(rows[f"correct_{a}"].to_list(), rows[f"trials_{a}"].to_list(),
+                             rows[f"correct_{b}"].to_list(), rows[f"trials_{b}"].to_list())
 
 
-def _with_interval(level: Level, rows, belongs) -> Level:
+def _with_interval(level: Level, group: dict[str, list] | None) -> Level:
     """The level with its request-clustered Wilson interval computed from the request outcomes."""
-    chosen = [r for r in rows if belongs(r)]
-    if not chosen:
+    if not group or not group["correct"]:
         return level
-    interval = clustered_wilson_interval([r["correct"] for r in chosen], [r["trials"] for r in chosen])
+    interval = clustered_wilson_interval(group["correct"], group["trials"])
     return replace(level, ci_low=interval.low, ci_high=interval.high, n_effective=interval.n_effective)
 
 
@@ -301,10 +328,11 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
                        seed_min=r["seed_min"], seed_max=r["seed_max"], n_effective=r["n_effective"], tool=r["tool"])
              for r in records(con, "SELECT * FROM per_tool_accuracy WHERE run_id = ? ORDER BY slice, tool, rung",
                               [run_id])]
-    outcomes = _Outcomes(records(con, "SELECT * FROM request_outcomes WHERE run_id = ?", [run_id]))
-    slices = [_with_interval(x, outcomes.arm(x.arm).values(), lambda r, x=x: r["slice"] == x.slice) for x in slices]
-    tools = [_with_interval(x, outcomes.arm(x.arm).values(),
-                            lambda r, x=x: r["slice"] == x.slice and r["expected"] == x.tool) for x in tools]
+    outcomes = _Outcomes.read(con, run_id)
+    by_slice = outcomes.groups(["arm", "slice"], ["correct", "trials", "failed"])
+    by_tool = outcomes.groups(["arm", "slice", "expected"], ["correct", "trials"])
+    slices = [_with_interval(x, by_slice.get((x.arm, x.slice))) for x in slices]
+    tools = [_with_interval(x, by_tool.get((x.arm, x.slice, x.tool))) for x in tools]
 
     slice_spread = {(x.arm, x.slice): x.seed_spread for x in slices}
     tool_spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
@@ -313,46 +341,38 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
     weighted_changes: dict[tuple[str, str], WeightedChange] = {}
     for comparison in comparisons:
         base, arm = comparison["baseline"], comparison["arm"]
-        before, after = outcomes.arm(base), outcomes.arm(arm)
-        common = sorted(set(before) & set(after))
-        by_slice: dict[str, list[str]] = defaultdict(list)
-        for request_id in common:
-            by_slice[before[request_id]["slice"]].append(request_id)
-        for slice_, ids in sorted(by_slice.items()):
-            slice_changes.append(Change(base, arm, slice_, None,
-                                        _paired([before[i] for i in ids], [after[i] for i in ids]),
+        common = outcomes.aligned([base, arm])
+        same_label = pl.col("expected_0") == pl.col("expected_1")
+        for slice_ in sorted(common["slice"].unique().to_list()):
+            part = common.filter(pl.col("slice") == slice_)
+            slice_changes.append(Change(base, arm, slice_, None, _paired(part),
                                         slice_spread.get((base, slice_), 0.0), slice_spread.get((arm, slice_), 0.0)))
-            by_tool: dict[str, list[str]] = defaultdict(list)
-            relabelled: dict[str, int] = defaultdict(int)
-            for i in ids:
-                if before[i]["expected"] == after[i]["expected"]:
-                    by_tool[before[i]["expected"]].append(i)
-                else:
-                    relabelled[before[i]["expected"]] += 1
-            for tool, tool_ids in sorted(by_tool.items()):
+            relabelled = dict(part.filter(~same_label)["expected_0"].value_counts().iter_rows())
+            stable_part = part.filter(same_label)
+            for tool in sorted(stable_part["expected_0"].unique().to_list()):
                 tool_changes.append(Change(base, arm, slice_, tool,
-                                           _paired([before[i] for i in tool_ids], [after[i] for i in tool_ids]),
+                                           _paired(stable_part.filter(pl.col("expected_0") == tool)),
                                            tool_spread.get((base, slice_, tool), 0.0),
                                            tool_spread.get((arm, slice_, tool), 0.0), relabelled.get(tool, 0)))
-        stable = [i for i in common if before[i]["expected"] == after[i]["expected"]]
-        if stable:
+        stable = common.filter(same_label)
+        if stable.height:
             weighted_changes[(base, arm)] = weighted_change(
-                [before[i]["expected"] for i in stable],
-                [before[i]["correct"] for i in stable], [before[i]["trials"] for i in stable],
-                [after[i]["correct"] for i in stable], [after[i]["trials"] for i in stable], weights)
+                stable["expected_0"].to_list(),
+                stable["correct_0"].to_list(), stable["trials_0"].to_list(),
+                stable["correct_1"].to_list(), stable["trials_1"].to_list(), weights)
 
     weighted: list[WeightedLevel] = []
     if weights:
         view = {r["arm"]: r for r in records(con, "SELECT * FROM weighted_accuracy WHERE run_id = ?", [run_id])}
         for a in arms:
-            rows = [r for r in outcomes.arm(a["arm"]).values() if r["expected"] in weights]
-            if not rows:
+            rows = outcomes.arm(a["arm"]).filter(pl.col("expected").is_in(list(weights)))
+            if not rows.height:
                 continue
-            interval, covered = weighted_accuracy([r["expected"] for r in rows], [r["correct"] for r in rows],
-                                                  [r["trials"] for r in rows], weights)
+            interval, covered = weighted_accuracy(rows["expected"].to_list(), rows["correct"].to_list(),
+                                                  rows["trials"].to_list(), weights)
             v = view.get(a["arm"], {})
             weighted.append(WeightedLevel(a["arm"], a["rung"], interval,
-                                          sum(r["correct"] for r in rows) / sum(r["trials"] for r in rows),
+                                          rows["correct"].sum() / rows["trials"].sum(),
                                           covered, v.get("seed_min"), v.get("seed_max")))
 
     return RunFigures(
@@ -366,18 +386,19 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         position_shifts=_position_shifts(con, run_id, rung),
         calibration=_calibration(con, run_id),
         interactions=_interactions(arms, outcomes),
-        failures=_failures(con, run_id, outcomes),
+        failures=_failures(con, run_id, by_slice),
         notices=provisional_notice(con, run_id),
         arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id]),
     )
 
 
-def _failures(con: duckdb.DuckDBPyConnection, run_id: str, outcomes: _Outcomes) -> list[FailureLevel]:
+def _failures(con: duckdb.DuckDBPyConnection, run_id: str,
+              by_slice: dict[tuple, dict[str, list]]) -> list[FailureLevel]:
     out = []
     for r in records(con, "SELECT arm, rung, slice, n, invalid, error, empty FROM aggregate_accuracy "
                           "WHERE run_id = ? ORDER BY rung, slice", [run_id]):
-        rows = [o for o in outcomes.arm(r["arm"]).values() if o["slice"] == r["slice"]]
-        rate = clustered_wilson_interval([o["failed"] for o in rows], [o["trials"] for o in rows])
+        group = by_slice.get((r["arm"], r["slice"]), {"failed": [], "trials": []})
+        rate = clustered_wilson_interval(group["failed"], group["trials"])
         out.append(FailureLevel(r["arm"], r["rung"], r["slice"], r["n"], r["invalid"], r["error"], r["empty"], rate))
     return out
 
@@ -419,23 +440,20 @@ def _pair_shares(con: duckdb.DuckDBPyConnection, run_id: str) -> list[PairShare]
 
 
 def _position_shifts(con: duckdb.DuckDBPyConnection, run_id: str, rung: dict[str, int]) -> list[PositionShift]:
-    rows = con.execute("""
-        SELECT arm, slice, request_id,
-               arg_min(correct::INTEGER, expected_position) AS early,
-               arg_max(correct::INTEGER, expected_position) AS late
+    shifts_per_request = frame(con, """
+        SELECT arm, slice,
+               arg_max(correct::INTEGER, expected_position) - arg_min(correct::INTEGER, expected_position) AS shift
         FROM selection_rows
         WHERE run_id = ? AND expected_position IS NOT NULL
         GROUP BY arm, slice, request_id
-        HAVING min(expected_position) < max(expected_position)""", [run_id]).fetchall()
-    groups: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
-    for arm, slice_, _, early, late in rows:
-        groups[(arm, slice_)].append((early, late))
+        HAVING min(expected_position) < max(expected_position)""", [run_id])
+    groups = {(row["arm"], row["slice"]): row["shift"]
+              for row in shifts_per_request.group_by(["arm", "slice"]).agg(pl.col("shift")).iter_rows(named=True)}
     out = []
-    for (arm, slice_), pairs in sorted(groups.items(), key=lambda kv: (rung.get(kv[0][0], 0), kv[0][1])):
-        interval = paired_score_interval([late - early for early, late in pairs])
-        out.append(PositionShift(arm, rung.get(arm, 0), slice_, len(pairs), interval,
-                                 worse=sum(early == 1 and late == 0 for early, late in pairs),
-                                 better=sum(early == 0 and late == 1 for early, late in pairs)))
+    for (arm, slice_), shifts in sorted(groups.items(), key=lambda kv: (rung.get(kv[0][0], 0), kv[0][1])):
+        interval = paired_score_interval(shifts)
+        out.append(PositionShift(arm, rung.get(arm, 0), slice_, len(shifts), interval,
+                                 worse=shifts.count(-1), better=shifts.count(1)))
     return out
 
 
@@ -451,12 +469,12 @@ def _calibration(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Calibratio
         bins[r["arm"]].append(r)
     out = []
     for s in summaries:
-        rows = con.execute("""SELECT confidence, correct, request_id, seed FROM selection_rows
-                              WHERE run_id = ? AND arm = ? AND confidence IS NOT NULL""", [run_id, s["arm"]]).fetchall()
-        confidence = np.array([r[0] for r in rows], float)
-        correct = np.array([r[1] for r in rows], bool)
-        ids = [r[2] for r in rows]
-        seeds = [r[3] for r in rows]
+        rows = frame(con, """SELECT confidence, correct, request_id, seed FROM selection_rows
+                             WHERE run_id = ? AND arm = ? AND confidence IS NOT NULL""", [run_id, s["arm"]])
+        confidence = rows["confidence"].to_numpy().astype(float)
+        correct = rows["correct"].to_numpy().astype(bool)
+        ids = rows["request_id"].to_list()
+        seeds = rows["seed"].to_list()
         fit = find_threshold(confidence, correct, ids, ROUTER_TARGET_ACCURACY)
         gap = tercile_gap(confidence, correct, ids, seeds)
         coverage = coverage_curve(confidence, correct)
@@ -474,15 +492,10 @@ def _interactions(arms: list[dict[str, Any]], outcomes: _Outcomes) -> list[Inter
     out = []
     for factorial in find_factorials(arms):
         names = [factorial.baseline, factorial.first, factorial.second, factorial.both]
-        tables = [outcomes.arm(n) for n in names]
-        common = set(tables[0])
-        for t in tables[1:]:
-            common &= set(t)
-        by_slice: dict[str, list[str]] = defaultdict(list)
-        for request_id in sorted(common):
-            by_slice[tables[0][request_id]["slice"]].append(request_id)
-        for slice_, ids in sorted(by_slice.items()):
-            table = interaction_table([[t[i]["correct"] for i in ids] for t in tables],
-                                      [[t[i]["trials"] for i in ids] for t in tables])
+        common = outcomes.aligned(names)
+        for slice_ in sorted(common["slice"].unique().to_list()):
+            part = common.filter(pl.col("slice") == slice_)
+            table = interaction_table([part[f"correct_{i}"].to_list() for i in range(len(names))],
+                                      [part[f"trials_{i}"].to_list() for i in range(len(names))])
             out.append(Interaction(factorial, slice_, table))
     return out
