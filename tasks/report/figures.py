@@ -1,10 +1,11 @@
 """Every figure of a run's report and gates, read from the warehouse views and given its uncertainty.
 
-Counts and accuracies come from the SQL views; every interval is computed here from the
-``request_outcomes`` view with ``tasks/stats`` (closed form, no resampling): the request-clustered
-Wilson intervals of slices and tools (recomputed so that the report carries the small-sample corrected
-interval whatever version of the views the warehouse holds), paired changes, weighted figures, the
-threshold split, interaction gaps. The report tables and the gates both read a ``RunFigures``, so what a
+Counts, accuracies and the request-clustered Wilson intervals of slices and tools come from the SQL views
+(read through ``open_read_only``, which defines them as this version's temporary views, so an older
+warehouse's stored views never answer; SQL and ``tasks/stats`` agree to 1e-15). The other intervals are
+computed here from the ``request_outcomes`` view, read as columns, with ``tasks/stats`` (closed form, no
+resampling): failure rates, paired changes, weighted figures, the threshold split, interaction gaps. The
+report tables and the gates both read a ``RunFigures``, so what a
 gate judges is exactly what the report shows.
 """
 
@@ -272,10 +273,15 @@ class _Outcomes:
     def arm(self, arm: str) -> pl.DataFrame:
         return self.frame.filter(pl.col("arm") == arm)
 
-    def groups(self, keys: list[str], columns: list[str]) -> dict[tuple, dict[str, list]]:
-        """Per group of ``keys``, each of ``columns`` as a list (in request order)."""
-        grouped = self.frame.group_by(keys).agg([pl.col(c) for c in columns])
-        return {tuple(row[k] for k in keys): row for row in grouped.iter_rows(named=True)}
+    def clustered_rates(self, keys: list[str], count: str) -> dict[tuple, Interval]:
+        """Per group of ``keys``, the request-clustered Wilson interval of ``count`` (e.g. failed) out of the
+        trials, from the group's sums (``tasks/stats/wilson``), without making a list per group."""
+        p = pl.col(count).sum() / pl.col("trials").sum()
+        residual = pl.col(count) - p * pl.col("trials")
+        sums = self.frame.group_by(keys).agg(k=pl.col(count).sum(), m=pl.col("trials").sum(),
+                                             e2=(residual ** 2).sum(), e4=(residual ** 4).sum(), n=pl.len())
+        return {tuple(r[key] for key in keys): clustered_wilson_from_sums(r["k"], r["m"], r["e2"], r["e4"], r["n"])
+                for r in sums.iter_rows(named=True)}
 
     def aligned(self, arms: list[str]) -> pl.DataFrame:
         """The requests every one of ``arms`` answered, one row each, sorted by request id: the first arm's
@@ -292,14 +298,6 @@ class _Outcomes:
 def _paired(rows: pl.DataFrame, a: int = 0, b: int = 1) -> PairedComparison:
     return paired_comparison(rows[f"correct_{a}"].to_list(), rows[f"trials_{a}"].to_list(),
                              rows[f"correct_{b}"].to_list(), rows[f"trials_{b}"].to_list())
-
-
-def _with_interval(level: Level, group: dict[str, list] | None) -> Level:
-    """The level with its request-clustered Wilson interval computed from the request outcomes."""
-    if not group or not group["correct"]:
-        return level
-    interval = clustered_wilson_interval(group["correct"], group["trials"])
-    return replace(level, ci_low=interval.low, ci_high=interval.high, n_effective=interval.n_effective)
 
 
 def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
@@ -329,11 +327,6 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
              for r in records(con, "SELECT * FROM per_tool_accuracy WHERE run_id = ? ORDER BY slice, tool, rung",
                               [run_id])]
     outcomes = _Outcomes.read(con, run_id)
-    by_slice = outcomes.groups(["arm", "slice"], ["correct", "trials", "failed"])
-    by_tool = outcomes.groups(["arm", "slice", "expected"], ["correct", "trials"])
-    slices = [_with_interval(x, by_slice.get((x.arm, x.slice))) for x in slices]
-    tools = [_with_interval(x, by_tool.get((x.arm, x.slice, x.tool))) for x in tools]
-
     slice_spread = {(x.arm, x.slice): x.seed_spread for x in slices}
     tool_spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
     slice_changes: list[Change] = []
@@ -386,19 +379,17 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         position_shifts=_position_shifts(con, run_id, rung),
         calibration=_calibration(con, run_id),
         interactions=_interactions(arms, outcomes),
-        failures=_failures(con, run_id, by_slice),
+        failures=_failures(con, run_id, outcomes.clustered_rates(["arm", "slice"], "failed")),
         notices=provisional_notice(con, run_id),
         arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id]),
     )
 
 
-def _failures(con: duckdb.DuckDBPyConnection, run_id: str,
-              by_slice: dict[tuple, dict[str, list]]) -> list[FailureLevel]:
+def _failures(con: duckdb.DuckDBPyConnection, run_id: str, rates: dict[tuple, Interval]) -> list[FailureLevel]:
     out = []
     for r in records(con, "SELECT arm, rung, slice, n, invalid, error, empty FROM aggregate_accuracy "
                           "WHERE run_id = ? ORDER BY rung, slice", [run_id]):
-        group = by_slice.get((r["arm"], r["slice"]), {"failed": [], "trials": []})
-        rate = clustered_wilson_interval(group["failed"], group["trials"])
+        rate = rates.get((r["arm"], r["slice"])) or clustered_wilson_interval([], [])
         out.append(FailureLevel(r["arm"], r["rung"], r["slice"], r["n"], r["invalid"], r["error"], r["empty"], rate))
     return out
 

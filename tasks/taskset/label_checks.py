@@ -10,11 +10,15 @@ Rules (each failure names the file, the line or id, and the rule):
 - manifest-hash: the version's files hash to the manifest's content_hash;
 - weights-non-negative, weights-in-catalogue, weights-sum-to-one: the production weights.
 
-great_expectations is imported here only (its import costs seconds).
+great_expectations is imported here only, and in a child process (``run_label_checks_apart``): its import
+costs seconds and ~240 MB that the run's own process would otherwise hold to its end (at 1M rows that
+process is at its largest while it registers and reports, long after the check).
 """
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -158,10 +162,34 @@ def check_labels(
     key = check_key(version, catalogues, weights, weights_path)
     if (passed := recall(key)) is not None:
         return CheckReport(**{**passed, "cached": True})
-    report = run_label_checks(version, catalogues, weights, weights_path)
+    report = run_label_checks_apart(version, catalogues, weights, weights_path)
     remember(key, {"n_requests": report.n_requests, "n_expectations": report.n_expectations,
                    "n_weights": report.n_weights})
     return report
+
+
+def run_label_checks_apart(
+    version: TaskSetVersion,
+    catalogues: list[Catalogue],
+    weights: ProductionWeights | None = None,
+    weights_path: Path | None = None,
+) -> CheckReport:
+    """``run_label_checks`` in a fresh child process (spawned, so no thread of this one is copied), which
+    exits with Great Expectations and its frames; the same report, or the same InputError, comes back."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        outcome = pool.submit(_checked, version, catalogues, weights, weights_path).result()
+    if isinstance(outcome, CheckReport):
+        return outcome
+    raise InputError(outcome)
+
+
+def _checked(version: TaskSetVersion, catalogues: list[Catalogue], weights: ProductionWeights | None,
+             weights_path: Path | None) -> CheckReport | list[Problem]:
+    """The child's side: the report, or the problems (an InputError's fields do not survive pickling)."""
+    try:
+        return run_label_checks(version, catalogues, weights, weights_path)
+    except InputError as error:
+        return error.problems
 
 
 def run_label_checks(
