@@ -9,13 +9,13 @@ from pathlib import Path
 
 from flows import surface_api
 from flows.exit_codes import EXIT_OK
+from flows.progress import announce
 from tasks.report.render import terminal_width
 from tasks.surface.task_report import render_task_markdown, render_task_text
 
 
 def cmd_tasks_run(args: argparse.Namespace) -> int:
-    print(f"tooleval tasks run {args.experiment}: checking the arms, surfaces and tasks, starting Prefect ...",
-          file=sys.stderr, flush=True)
+    announce(f"tooleval tasks run {args.experiment}: checking the arms, surfaces and tasks, starting Prefect ...")
     outcome = surface_api.run_task_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                               max_calls=args.max_calls, max_spend_usd=args.max_spend_usd)
     summary, warehouse = outcome.summary, outcome.warehouse
