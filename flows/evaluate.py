@@ -14,7 +14,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from schemas.criteria import Verdict
 
-from flows.progress import UnitProgress
+from flows.progress import UnitProgress, done_for_good
 from flows.run_tasks import register_run_task, select_and_land_task
 from tasks.experiment.criteria import experiment_criteria, register_criteria
 from tasks.report.publish import judge_and_publish
@@ -146,8 +146,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         published, n_rows, late, leftovers = None, sum(r.n_rows for r in results), [], Leftovers()
     else:
         logger.info("run %s: %d rows registered in %s", run_id, n_rows, warehouse.db_path)
+        done_for_good(f"run {run_id}: {n_rows:,} rows registered in {warehouse.db_path}")
         reached("registered")
         published = judge_and_publish(warehouse, run_id)  # refuses to judge if the criteria file changed
+        done_for_good(f"run {run_id}: judged ({published.verdict.status if published.verdict else 'no criteria'}) "
+                      f"and reported: `tooleval report {run_id}`")
         reached("published")
         late, leftovers = tidy_after_run(warehouse, run_id)  # earlier runs' waiting registrations, crash leftovers
         for line in leftovers.lines():

@@ -22,6 +22,9 @@ DEFAULT_EVERY_S = 10.0
 REDRAW_S = 0.2
 
 _announced: set[str] = set()
+_done: list[str] = []
+"""What this process's run has finished for good (rows registered, reports written), for a message that
+ends the run early (a lost Prefect API: flows/prefect_server.py ApiWatch)."""
 _to_stderr = False
 """Set by the ``tooleval`` command: progress goes to its stderr rather than to the flow run's logger."""
 
@@ -33,6 +36,15 @@ def announce(line: str, key: str = "first line") -> None:
         return
     _announced.add(key)
     print(line, file=sys.stderr, flush=True)
+
+
+def done_for_good(line: str) -> None:
+    """Note a step of the run that nothing later can undo (e.g. 'run R: 540 rows registered in FILE')."""
+    _done.append(line)
+
+
+def what_is_done() -> list[str]:
+    return list(_done)
 
 
 def report_on_stderr() -> None:
