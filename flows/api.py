@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from flows.exit_codes import EXIT_MODEL_MISMATCH, EXIT_NOT_REGISTERED, verdict_exit_code
+from flows.exit_codes import run_exit_code, verdict_exit_code
 from flows.prefect_server import (
     ApiWatch,
     TemporaryServer,
@@ -55,10 +55,8 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        if self.summary.halts:
-            return EXIT_MODEL_MISMATCH
-        if not self.summary.registered:
-            return EXIT_NOT_REGISTERED
+        if self.summary.halts or not self.summary.registered:
+            return run_exit_code(self.summary)
         return verdict_exit_code(self.report.verdict if self.report is not None else None)
 
 

@@ -23,6 +23,7 @@ from flows.exit_codes import (
 )
 from schemas.traffic import MaskingRules
 from flows.crash import report_crash
+from flows.progress import announce, report_on_stderr
 from tasks.files.input_errors import InputError
 from tasks.importers.bfcl import import_bfcl
 from tasks.importers.metatool import import_metatool
@@ -67,8 +68,8 @@ def _warehouse_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    print(f"tooleval run {args.experiment}: checking the experiment and its labels, starting Prefect ...",
-          file=sys.stderr, flush=True)
+    announce(f"tooleval run {args.experiment}: checking the experiment and its labels, starting Prefect ...")
+    report_on_stderr()  # the flow's progress lines go to this command's stderr
     outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
                                  max_calls=args.max_calls, max_spend_usd=args.max_spend_usd)

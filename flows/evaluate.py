@@ -9,10 +9,12 @@ from datetime import datetime, timezone
 from typing import Iterator
 
 from prefect import flow, get_run_logger, unmapped
+from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from schemas.criteria import Verdict
 
+from flows.progress import UnitProgress, done_for_good
 from flows.run_tasks import register_run_task, select_and_land_task
 from tasks.experiment.criteria import experiment_criteria, register_criteria
 from tasks.report.publish import judge_and_publish
@@ -122,7 +124,14 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     registered = register_criteria(criteria[0], warehouse.registrations_dir, run_id) if criteria else None
 
     with _few_collections():
-        results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
+        futures = select_and_land_task.map(units, ctx=unmapped(ctx))
+        progress = UnitProgress(len(units), sum(unit.n_requests for unit in units), log=get_run_logger().info).start()
+        for future in as_completed(list(futures)):  # progress as units finish, in any order
+            done = future.result(raise_on_failure=False)
+            if isinstance(done, UnitResult):  # a failed unit raises below, after every unit has finished
+                progress.update(done.n_rows, done.n_cache_hits)
+        progress.finish()
+        results: list[UnitResult] = futures.result()  # every unit has finished: the first failure raises, as before
 
     reached("all-landed")
     registration = registration_records(prepared, units, run_id, started_at,
@@ -137,8 +146,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         published, n_rows, late, leftovers = None, sum(r.n_rows for r in results), [], Leftovers()
     else:
         logger.info("run %s: %d rows registered in %s", run_id, n_rows, warehouse.db_path)
+        done_for_good(f"run {run_id}: {n_rows:,} rows registered in {warehouse.db_path}")
         reached("registered")
         published = judge_and_publish(warehouse, run_id)  # refuses to judge if the criteria file changed
+        done_for_good(f"run {run_id}: judged ({published.verdict.status if published.verdict else 'no criteria'}) "
+                      f"and reported: `tooleval report {run_id}`")
         reached("published")
         late, leftovers = tidy_after_run(warehouse, run_id)  # earlier runs' waiting registrations, crash leftovers
         for line in leftovers.lines():

@@ -23,3 +23,13 @@ def verdict_exit_code(verdict: object) -> int:
     """FAIL -> 1, NOT JUDGED -> 4, PASS or no criteria -> 0."""
     status = getattr(verdict, "status", "NO CRITERIA")
     return {"FAIL": EXIT_GATE_FAILED, "NOT JUDGED": EXIT_NOT_JUDGED}.get(status, EXIT_OK)
+
+
+def run_exit_code(summary: object) -> int:
+    """The exit code of a finished evaluate run (flows/evaluate.py RunSummary): a served model other than its
+    pin -> 3, rows landed but not registered -> 5, else the verdict's code."""
+    if getattr(summary, "halts", None):
+        return EXIT_MODEL_MISMATCH
+    if not getattr(summary, "registered", True):
+        return EXIT_NOT_REGISTERED
+    return verdict_exit_code(getattr(summary, "verdict", None))

@@ -14,13 +14,25 @@ import logging
 import os
 import sys
 
-from flows.prefect_server import spawn_early, stop_early
-from flows.prefect_settings import apply_prefect_defaults
+from flows.progress import announce  # nothing else before the first line: flows.progress imports only os, sys, time
+
+
+def first_line(argv: list[str]) -> str:
+    """What ``tooleval run`` / ``tooleval tasks run`` say first (flows/cli.py prints the same line, once)."""
+    if argv[:1] == ["run"]:
+        experiment = next((a for a in argv[1:] if not a.startswith("-")), "")
+        return f"tooleval run {experiment}: checking the experiment and its labels, starting Prefect ..."
+    experiment = next((a for a in argv[2:] if not a.startswith("-")), "")
+    return f"tooleval tasks run {experiment}: checking the arms, surfaces and tasks, starting Prefect ..."
 
 
 def main() -> int:
     argv = sys.argv[1:]
     if (argv[:1] == ["run"] or argv[:2] == ["tasks", "run"]) and not {"-h", "--help"} & set(argv):
+        announce(first_line(argv))  # the first line at once, before ~2-4 s of imports
+        from flows.prefect_server import spawn_early
+        from flows.prefect_settings import apply_prefect_defaults
+
         apply_prefect_defaults()
         spawn_early()
     from flows.cli import main as cli_main  # the whole tool: imported once the server is on its way
@@ -33,6 +45,8 @@ def main() -> int:
         if stop.code is not None and not isinstance(stop.code, int):
             print(stop.code, file=sys.stderr)
     finally:
+        from flows.prefect_server import stop_early  # imported by now (the CLI uses it)
+
         stop_early()
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):

@@ -1,21 +1,28 @@
 """The pre-change flow: run one experiment file before a catalogue change (the manual deployment).
 
 The evaluate flow as a subflow, with the task runner chosen by a parameter (``thread``, ``dask``, ``ray``).
+The flow run ends **Failed** when the run's exit code would be non-zero (a gate failed, not judged, a model
+served other than its pin, not registered yet) and **Completed** when every gate passed or there are no
+criteria; its log states the verdict line, and the markdown report and the per-gate table are artifacts
+(keys ``<taskset>-<experiment>-report`` / ``-gates``). See flows/run_outcome.py.
 """
 
 from __future__ import annotations
 
 from prefect import flow
 
-from flows.evaluate import RunSummary
+from flows.run_outcome import experiment_key, final_state, publish_run
 from flows.task_runners import evaluate_on
 
 
-@flow(name="pre-change", log_prints=False)
+@flow(name="pre-change", log_prints=False, persist_result=True)
 def pre_change(experiment_path: str, warehouse_dir: str | None = None, allow_provisional: bool = False,
                use_cache: bool = True, task_runner: str | None = None, max_calls: int | None = None,
-               max_spend_usd: float | None = None) -> RunSummary:
-    """Evaluate ``experiment_path`` (relative to the checkout) and register its rows in the warehouse."""
-    return evaluate_on(task_runner)(experiment_path=experiment_path, warehouse_dir=warehouse_dir,
-                                    use_cache=use_cache, allow_provisional=allow_provisional,
-                                    max_calls=max_calls, max_spend_usd=max_spend_usd)
+               max_spend_usd: float | None = None):
+    """Evaluate ``experiment_path`` (relative to the checkout), register its rows and judge its gates: Failed
+    when a gate fails (the state's message is the verdict line), Completed when they pass."""
+    summary = evaluate_on(task_runner)(experiment_path=experiment_path, warehouse_dir=warehouse_dir,
+                                       use_cache=use_cache, allow_provisional=allow_provisional,
+                                       max_calls=max_calls, max_spend_usd=max_spend_usd)
+    result = publish_run(summary, f"pre-change-{experiment_key(experiment_path)}", "pre-change run")
+    return final_state(result, result.verdict_line, result.exit_code)

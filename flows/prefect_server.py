@@ -8,8 +8,10 @@ imported, so its start-up overlaps the label checks; the parent never imports th
 
 The temporary server dies with its parent: it is started with the parent-death signal set (Linux), so a
 ``kill -9`` of ``tooleval`` takes it down too, and ``stop()`` (also registered at exit) ends it on every
-other way out. Its port is one the kernel just handed out; if another process takes it first the
-server exits and is started again on a new one.
+other way out. Its port is chosen by the kernel and bound before the server process starts: the parent
+binds and listens on a loopback socket and hands that socket to the server (``uvicorn --fd``), so two runs
+starting at once can never be given, or take, the same port, and a health check can only reach this run's
+own server. Should the server still exit before answering, it is started once more on a new socket.
 """
 
 from __future__ import annotations
@@ -58,10 +60,18 @@ def configured_api_url() -> str | None:
     return PREFECT_API_URL.value() or None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def _listening_socket() -> socket.socket:
+    """A loopback socket on a port the kernel chooses, already listening: handed to the server process as
+    is (``uvicorn --fd``), so no other process can take the port between choosing it and serving on it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        sock.listen(128)
+        sock.set_inheritable(True)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -90,15 +100,19 @@ class TemporaryServer:
         spec = importlib.util.find_spec("prefect")
         if spec is None or spec.origin is None:
             raise PrefectServerError("Prefect is not installed in this environment: run `make install`")
-        self.port = _free_port()
+        sock = _listening_socket()
+        self.port = sock.getsockname()[1]
         env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
                "PREFECT__SERVER_FINAL": "1", "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(spec.origin).parent.parent), "--factory",
-             "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
-             "--log-level", "critical", "--lifespan", "on"],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(spec.origin).parent.parent), "--factory",
+                 "prefect.server.api.server:create_app", "--fd", str(sock.fileno()),
+                 "--log-level", "critical", "--lifespan", "on"],
+                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+                pass_fds=(sock.fileno(),), preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        finally:
+            sock.close()  # the server process holds its own copy; connections before it serves wait in the queue
         atexit.register(self.stop)
         return self
 
@@ -258,10 +272,20 @@ class ApiWatch:
         if self._stop.is_set():
             return
         try:
+            from flows.progress import what_is_done  # import-light, like this module
+
             sys.stdout.flush()
-            print(f"tooleval: failed: {what}.\nThe run stops here. Landed rows are kept and completed selections "
-                  "are cached: rerun the same command to resume (it repeats no completed selection; the next run "
-                  "registers or tidies what this one left).", file=sys.stderr, flush=True)
+            done = what_is_done()
+            if done:  # registered (and maybe judged) before the API went: say so, nothing is to be redone
+                after = ("Done before it was lost:\n  " + "\n  ".join(done) + "\nThose rows are registered for good: "
+                         "no rerun is needed for them (a rerun would make a second run of them, from the cache). "
+                         "What this run left undone (its reports if not written, tidying earlier runs' leftovers) "
+                         "the next run into this warehouse finishes.")
+            else:
+                after = ("The run stops here. Landed rows are kept and completed selections are cached: rerun the "
+                         "same command to resume (it repeats no completed selection; the next run registers or "
+                         "tidies what this one left).")
+            print(f"tooleval: failed: {what}.\n{after}", file=sys.stderr, flush=True)
         finally:
             os._exit(LOST_EXIT_CODE)
 

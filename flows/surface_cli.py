@@ -9,16 +9,17 @@ from pathlib import Path
 
 from flows import surface_api
 from flows.exit_codes import EXIT_OK
+from flows.progress import announce
+from tasks.report.render import terminal_width
 from tasks.surface.task_report import render_task_markdown, render_task_text
 
 
 def cmd_tasks_run(args: argparse.Namespace) -> int:
-    print(f"tooleval tasks run {args.experiment}: checking the arms, surfaces and tasks, starting Prefect ...",
-          file=sys.stderr, flush=True)
+    announce(f"tooleval tasks run {args.experiment}: checking the arms, surfaces and tasks, starting Prefect ...")
     outcome = surface_api.run_task_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                               max_calls=args.max_calls, max_spend_usd=args.max_spend_usd)
     summary, warehouse = outcome.summary, outcome.warehouse
-    print(render_task_text(outcome.report), end="")
+    print(render_task_text(outcome.report, terminal_width()), end="")
     print(f"\ntask run {summary.run_id}: {summary.n_runs:,} runs in {summary.n_units} work units, "
           f"{summary.n_cache_hits:,} from cache, {summary.n_success:,} succeeded, {summary.n_failed:,} stopped on a "
           "provider error or the run's budget")
@@ -42,7 +43,8 @@ def cmd_tasks_run(args: argparse.Namespace) -> int:
 
 def cmd_tasks_report(args: argparse.Namespace) -> int:
     report = surface_api.task_report(args.run_id, args.warehouse)
-    print(render_task_markdown(report) if args.format == "markdown" else render_task_text(report), end="")
+    print(render_task_markdown(report) if args.format == "markdown" else render_task_text(report, terminal_width()),
+          end="")
     return EXIT_OK
 
 

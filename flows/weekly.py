@@ -3,7 +3,8 @@
 
 Run by the weekly deployment (deployments/prefect.yaml). ``allow_provisional`` (default on) lets the new
 version, whose labels are production hints until its queue is imported, be measured and calibrated; the
-reports say so. With it off, only adjudicated versions are measured.
+reports say so. With it off, only adjudicated versions are measured. The flow run ends Failed when the
+production run's exit code would be non-zero (flows/run_outcome.py).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.resample import resample
+from flows.run_outcome import artifact_key, final_state, publish_run
 from flows.task_runners import evaluate_on
 from schemas.traffic import ResampleSummary
 from tasks.files.input_errors import InputError
@@ -85,13 +88,15 @@ def weekly_report_task(taskset_dir: str, experiment: str, summary: ResampleSumma
     return report, paths
 
 
-@flow(name="weekly", log_prints=False)
+@flow(name="weekly", log_prints=False, persist_result=True)
 def weekly(taskset_dir: str = "tasksets/support", experiment: str = "tasksets/support/experiments/production.yaml",
            arm: str | None = None, traffic: str | None = None, window: str | None = None, weeks: int | None = None,
            size: int | None = None, seed: int | None = None, versions_in_use: list[str] | None = None,
            allow_provisional: bool = True, max_label_age_days: int | None = None, warehouse_dir: str | None = None,
-           task_runner: str | None = None, use_cache: bool = True, now: datetime | None = None) -> WeeklySummary:
-    """Resample the production log into a new version and re-measure the production configuration."""
+           task_runner: str | None = None, use_cache: bool = True, now: datetime | None = None):
+    """Resample the production log into a new version and re-measure the production configuration. Ends Failed
+    when the production run's gates fail (or it is not judged or registered), with the verdict line as the
+    state's message; the weekly report, the calibration and the run's report and gates are artifacts."""
     logger = get_run_logger()
     now = now or datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
@@ -111,8 +116,18 @@ def weekly(taskset_dir: str = "tasksets/support", experiment: str = "tasksets/su
     for warning in report.warnings:
         logger.warning(warning)
     logger.info("weekly %s: %s, run %s, report %s", summary.window.id, summary.version, run.run_id, paths["weekly"])
-    return WeeklySummary(
+    key = f"weekly-{Path(taskset_dir).name}"
+    outcome = publish_run(run, key + "-run", "weekly run")
+    create_markdown_artifact(report.markdown(), key=artifact_key(key, "report"),
+                             description=f"weekly report {summary.window.id}, {summary.version}: {outcome.verdict_line}")
+    if "calibration" in paths:
+        create_markdown_artifact(Path(paths["calibration"]).read_text(), key=artifact_key(key, "calibration"),
+                                 description=f"calibration of {summary.version} against {summary.parent}")
+    weekly_summary = WeeklySummary(
         version=summary.version, parent=summary.parent, window=summary.window.id, reused=summary.reused,
         versions=weekly_experiment.versions, run_id=run.run_id,
         reports={**{k: str(v) for k, v in paths.items()}, **run.reports}, warnings=report.warnings,
         calibration=report.calibration, drift=report.drift)
+    line = (f"weekly {summary.window.id} {summary.version}: {outcome.verdict_line}"
+            + (f"; {len(report.warnings)} warning(s)" if report.warnings else ""))
+    return final_state(weekly_summary, line, outcome.exit_code)

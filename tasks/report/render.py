@@ -1,8 +1,10 @@
 """Render a Report as terminal text (rich), a markdown summary (a pull-request comment) or one
 self-contained HTML file with inline SVG charts.
 
-All three put the verdict first. The terminal tables fit 100 columns and read without colour (PASS /
-FAIL and ▲ / ▼ are words and symbols; colour only repeats them). The HTML has no script and no
+All three put the verdict first. The terminal report fits the terminal's width (``COLUMNS`` when set, also
+when stdout is not a terminal; else the terminal's own width, or 100 columns for a file or pipe) and never
+cuts a figure: names wrap, and a table too wide for the width is split into panels (tasks/report/text_table.py).
+It reads without colour (PASS / FAIL and ▲ / ▼ are words and symbols; colour only repeats them). The HTML has no script and no
 external asset: it opens from disk, offline.
 """
 
@@ -14,9 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from schemas.criteria import Verdict
@@ -24,8 +24,12 @@ from tasks.files.atomic_write import write_atomic
 from tasks.report.charts import confusion_heatmap, ladder_chart, reliability_chart, tool_whisker_chart
 from tasks.report.format import change_span, p_value, pct, points
 from tasks.report.tables import Report, ReportTable, reading
+from tasks.report.text_table import layout_lines, wrap_text
 
 TERMINAL_WIDTH = 100
+"""Width of the terminal report when stdout is not a terminal and COLUMNS is not set."""
+MIN_WIDTH = 60
+"""Narrower widths are rendered at this width (figures stay whole; lines may exceed the terminal)."""
 STATUS_MARK = {"PASS": "✔", "FAIL": "✘", "SKIP": "–", "NOT JUDGED": "?", "NO CRITERIA": "·"}
 STATUS_STYLE = {"PASS": "bold green", "FAIL": "bold red", "SKIP": "dim", "NOT JUDGED": "bold yellow",
                 "NO CRITERIA": "bold"}
@@ -57,10 +61,21 @@ def verdict_lines(verdict: Verdict | None) -> list[tuple[str, str]]:
     return lines
 
 
-def _console() -> Console:
+def terminal_width() -> int:
+    """COLUMNS when set (whether or not stdout is a terminal), else the terminal's width, else 100."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(int(columns), MIN_WIDTH)
     if sys.stdout.isatty():
-        return Console()
-    return Console(width=TERMINAL_WIDTH)
+        try:
+            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
+        except OSError:
+            pass
+    return TERMINAL_WIDTH
+
+
+def _console() -> Console:
+    return Console(width=terminal_width())
 
 
 def _numeric(column: list[str]) -> bool:
@@ -73,30 +88,35 @@ def _numeric(column: list[str]) -> bool:
 READING_STYLE = {"▼ drop": "red", "▲ gain": "green"}
 
 
+def table_lines(table: ReportTable, width: int) -> list[tuple[str, str]]:
+    """The table as (line, kind) pairs within ``width``: figure columns right-aligned and never cut."""
+    numeric = [i > 0 and _numeric([row[i] for row in table.rows if i < len(row)]) for i in range(len(table.columns))]
+    return layout_lines(table.title, table.columns, table.rows, numeric, width, table.sections, table.note)
 
-def rich_table(table: ReportTable) -> Table:
-    out = Table(title=table.title, title_justify="left", title_style="bold", caption=table.note or None,
-                caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-                collapse_padding=True)
-    for i, column in enumerate(table.columns):
-        values = [row[i] for row in table.rows if i < len(row)]
-        out.add_column(column, justify="right" if i > 0 and _numeric(values) else "left", overflow="fold",
-                       no_wrap=column not in table.wrap)
-    sections = set(table.sections)
-    for k, row in enumerate(table.rows):
-        if k in sections:
-            out.add_section()
-        cells = [Text(cell, style=READING_STYLE.get(cell, "")) for cell in row]
-        if row and row[0].startswith("[") and not any(row[1:]):
-            cells[0] = Text(row[0], style="bold")
-        out.add_row(*cells)
-    return out
+
+def print_table(table: ReportTable, console: Console) -> None:
+    for line, kind in table_lines(table, max(console.width, MIN_WIDTH)):
+        text = Text(line, style="bold" if kind == "title" else ("dim" if kind == "note" else ""))
+        if kind == "row":
+            for word, style in READING_STYLE.items():
+                text.highlight_words([word], style)
+            if line.startswith("["):
+                text.stylize("bold", 0, line.find("]") + 1)
+        console.print(text, no_wrap=True, overflow="ignore", crop=False, highlight=False)
 
 
 def render_verdict(verdict: Verdict | None, console: Console) -> None:
     for text, status in verdict_lines(verdict):
         style = STATUS_STYLE.get(status, "") if (text.startswith("VERDICT") or not text.startswith(" ")) else ""
-        console.print(Text(text, style=style))
+        print_indented(console, text, style)
+
+
+def print_indented(console: Console, text: str, style: str = "") -> None:
+    """A line that wraps at words within the console's width, its continuation lines under its first word."""
+    indent = len(text) - len(text.lstrip(" "))
+    for k, line in enumerate(wrap_text(text.lstrip(" "), max(console.width, MIN_WIDTH) - indent)):
+        console.print(Text(" " * indent + line, style=style if k == 0 or not indent else ""), no_wrap=True,
+                      overflow="ignore", crop=False, highlight=False)
 
 
 def render_terminal(report: Report, console: Console | None = None) -> None:
@@ -104,10 +124,10 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     render_verdict(report.verdict, console)
     console.print()
     for line in report.headline:
-        console.print(line, highlight=False)
+        print_indented(console, line)
     for table in report.tables:
         console.print()
-        console.print(rich_table(table))
+        print_table(table, console)
 
 
 def markdown_table(table: ReportTable, heading: str = "**{}**") -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.criteria import Verdict
+from tasks.report.text_table import layout_lines, wrap_text
 from tasks.report.format import change_span, p_value, pct, pct_with_fraction, points, seeds_text
 from tasks.surface.task_figures import RESPECT_WORDS, TaskRunFigures
 
@@ -175,20 +176,32 @@ def build_task_report(figures: TaskRunFigures, verdict: Verdict | None) -> TaskR
                       notes=notes, tables=tables)
 
 
-def _fixed(table: Table) -> list[str]:
+def _fixed(table: Table, width: int | None = None) -> list[str]:
+    """The table as text lines: at its natural width (the report file), or laid out within ``width`` (a
+    terminal), where names wrap and figures stay whole (tasks/report/text_table.py)."""
     if not table.headers:
-        return [f"{table.title}: {' '.join(table.notes)}"]
-    widths = [max(len(str(x)) for x in [h, *(row[i] for row in table.rows)]) for i, h in enumerate(table.headers)]
-    line = lambda cells: "  ".join(str(c).ljust(w) if i == 0 or not _numeric(str(c)) else str(c).rjust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-    out = [table.title, line(table.headers), "─" * sum(widths + [2 * (len(widths) - 1)])]
-    out += [line(row) for row in table.rows]
-    out += table.notes
-    return out
+        return _wrapped(f"{table.title}: {' '.join(table.notes)}", width)
+    numeric = [i > 0 and bool(table.rows) and all(_numeric(str(row[i])) or not str(row[i]) for row in table.rows)
+               for i in range(len(table.headers))]
+    rows = [[str(c) for c in row] for row in table.rows]
+    lines = [line for line, _ in layout_lines(table.title, table.headers, rows, numeric, width or NATURAL)]
+    return lines + [out for note in table.notes for out in _wrapped(note, width)]
+
+
+NATURAL = 10**6
+"""A width no table reaches: the table at its natural width."""
+
+
+def _wrapped(text: str, width: int | None) -> list[str]:
+    """A line as is, or wrapped within ``width`` with its continuation under its first word."""
+    if width is None:
+        return [text]
+    indent = len(text) - len(text.lstrip(" "))
+    return [" " * indent + line for line in wrap_text(text.lstrip(" "), max(width - indent, 20))]
 
 
 def _numeric(text: str) -> bool:
-    return bool(text) and (text[0].isdigit() or text[0] in "+-—") and "->" not in text
+    return bool(text) and (text[0].isdigit() or text[0] in "+-—<") and "->" not in text
 
 
 def _relative(path: str | None) -> str:
@@ -215,10 +228,12 @@ def verdict_lines(verdict: Verdict | None) -> list[str]:
     return lines
 
 
-def render_task_text(report: TaskReport) -> str:
-    lines = verdict_lines(report.verdict) + [""] + [f"Note: {n}" for n in report.notes]
+def render_task_text(report: TaskReport, width: int | None = None) -> str:
+    """The report as text: at its natural width (the report file), or within ``width`` columns (a terminal)."""
+    lines = [out for line in verdict_lines(report.verdict) for out in _wrapped(line, width)] + [""]
+    lines += [out for n in report.notes for out in _wrapped(f"Note: {n}", width)]
     for table in report.tables:
-        lines += ["", *_fixed(table)]
+        lines += ["", *_fixed(table, width)]
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,7 @@ from flows.weekly import weekly
 from tasks.taskset.load_taskset import load_version
 from tests.factories import NOW
 from tests.factories import SUPPORT
+from tests.factories.criteria import criteria_text, gate
 from tests.factories.traffic import shrink_sampling
 
 pytestmark = pytest.mark.slow  # two weekly flow runs through Prefect: ~40 s after the session's harness
@@ -25,9 +26,19 @@ def weekly_run(prefect_harness, tmp_path_factory):
     shutil.copytree(SUPPORT, taskset)
     shrink_sampling(taskset)
     warehouse = root / "warehouse"
-    summary = weekly(taskset_dir=str(taskset), experiment=str(taskset / "experiments" / "production.yaml"),
-                     warehouse_dir=str(warehouse), now=NOW)
+    # a gate the production configuration fails (the lexical router is far below 90%): the flow run ends Failed
+    (taskset / "experiments" / "weekly_criteria.yaml").write_text(
+        criteria_text("weekly", gate("weighted-floor", "weighted_floor", min_accuracy=0.9)))
+    production = taskset / "experiments" / "production.yaml"
+    production.write_text(production.read_text() + "criteria: weekly_criteria.yaml\n")
+    state = weekly(taskset_dir=str(taskset), experiment=str(production), warehouse_dir=str(warehouse), now=NOW,
+                   return_state=True)
+    summary = state.result(raise_on_failure=False)
+    WEEKLY_STATE["state"] = state
     return taskset, warehouse, summary
+
+
+WEEKLY_STATE: dict = {}
 
 
 def test_weekly_writes_v2_with_weights_queue_and_checks(weekly_run):
@@ -74,7 +85,28 @@ def test_weekly_reports_calibration_drift_and_provisional_labels(weekly_run):
 def test_without_provisional_labels_only_adjudicated_versions_are_measured(weekly_run):
     taskset, warehouse, first = weekly_run
     summary = weekly(taskset_dir=str(taskset), experiment=str(taskset / "experiments" / "production.yaml"),
-                     warehouse_dir=str(warehouse), now=NOW, allow_provisional=False)
+                     warehouse_dir=str(warehouse), now=NOW, allow_provisional=False,
+                     return_state=True).result(raise_on_failure=False)
     assert summary.version == "v2" and summary.reused and summary.versions == ["v1"]
     assert any("not calibrated" in w for w in summary.warnings) and summary.calibration == {}
     assert not (taskset / "v3.jsonl").exists()
+
+
+def test_a_failed_gate_ends_the_weekly_flow_run_failed_and_its_reports_are_artifacts(weekly_run):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    _, _, summary = weekly_run
+    flow_run_id = WEEKLY_STATE["state"].state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(flow_run_id)
+        artifacts = {a.key: a for a in client.read_artifacts(  # key None: Prefect's own result record
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))}
+    assert flow_run.state.type.value == "FAILED"
+    assert flow_run.state.message.startswith("weekly 2026-W44-W47 v2: FAIL — 1 of 1 gates failed: weighted-floor")
+    assert flow_run.state.message.endswith("(exit 1)")
+    assert set(artifacts) - {None} == {"weekly-support-report", "weekly-support-calibration", "weekly-support-run-report",
+                              "weekly-support-run-gates"}
+    assert "Calibration of v2 against v1" in artifacts["weekly-support-report"].data
+    assert artifacts["weekly-support-run-report"].data.startswith("## tooleval: ✘ FAIL")
+    assert summary.run_id in artifacts["weekly-support-run-gates"].description

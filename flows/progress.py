@@ -1,0 +1,137 @@
+"""What a run says while it runs: its first line at once, then progress over its work units.
+
+On a terminal (stdout and stderr both terminals) one status line on stderr is redrawn in place, at most
+five times a second: units done / total, rows, rows per second, cache hits and the time left. Elsewhere (a
+pipe, a file, CI, a deployment's worker) a plain line every ``TOOLEVAL_PROGRESS_EVERY_S`` seconds (default
+10) and a last one when the units are done: on stderr when the ``tooleval`` command runs the flow, through
+the flow run's logger (INFO) otherwise. Progress never goes to stdout, which holds the report.
+
+Kept cheap: one clock read per finished unit, a write at most every 0.2 s on a terminal; this module
+imports nothing heavy (the console script imports it before anything else).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Callable, TextIO
+
+EVERY_ENV = "TOOLEVAL_PROGRESS_EVERY_S"
+DEFAULT_EVERY_S = 10.0
+REDRAW_S = 0.2
+
+_announced: set[str] = set()
+_done: list[str] = []
+"""What this process's run has finished for good (rows registered, reports written), for a message that
+ends the run early (a lost Prefect API: flows/prefect_server.py ApiWatch)."""
+_to_stderr = False
+"""Set by the ``tooleval`` command: progress goes to its stderr rather than to the flow run's logger."""
+
+
+def announce(line: str, key: str = "first line") -> None:
+    """Print a line on stderr once per ``key``: the command's first line is printed by the console script
+    before its imports, and again (not printed twice) by the command itself when called another way."""
+    if key in _announced:
+        return
+    _announced.add(key)
+    print(line, file=sys.stderr, flush=True)
+
+
+def done_for_good(line: str) -> None:
+    """Note a step of the run that nothing later can undo (e.g. 'run R: 540 rows registered in FILE')."""
+    _done.append(line)
+
+
+def what_is_done() -> list[str]:
+    return list(_done)
+
+
+def report_on_stderr() -> None:
+    """The ``tooleval`` command shows progress on its own stderr (called before it runs a flow)."""
+    global _to_stderr
+    _to_stderr = True
+
+
+def on_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def duration(seconds: float) -> str:
+    """'7 s', '3 min 05 s', '1 h 02 min'."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class UnitProgress:
+    """Progress over a run's work units: ``update`` once per finished unit, ``finish`` at the end."""
+
+    def __init__(self, total_units: int, total_rows: int, *, stream: TextIO | None = None,
+                 log: Callable[[str], None] | None = None, live: bool | None = None,
+                 every_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total_units, self.total_rows = total_units, total_rows
+        self.units = self.rows = self.cache_hits = 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.log = log
+        self.live = on_terminal(self.stream) if live is None else live
+        if every_s is None:
+            try:
+                every_s = float(os.environ.get(EVERY_ENV, DEFAULT_EVERY_S))
+            except ValueError:
+                every_s = DEFAULT_EVERY_S
+        self.every_s = every_s
+        self.clock = clock
+        self.started = clock()
+        self._last = self.started
+        self._width = 0
+
+    def status(self) -> str:
+        elapsed = max(self.clock() - self.started, 1e-9)
+        rate = self.rows / elapsed
+        left = (self.total_rows - self.rows) / rate if rate > 0 else None
+        eta = "done" if self.units >= self.total_units else (f"ETA {duration(left)}" if left is not None else "ETA ?")
+        return (f"units {self.units:,}/{self.total_units:,} · rows {self.rows:,}/{self.total_rows:,} · "
+                f"{rate:,.0f} rows/s · {self.cache_hits:,} cached · {eta}")
+
+    def start(self) -> "UnitProgress":
+        """Say at once that selection has started (the line a terminal then redraws)."""
+        self._emit(f"units 0/{self.total_units:,} · rows 0/{self.total_rows:,} · selecting ...", final=False)
+        return self
+
+    def update(self, n_rows: int, n_cache_hits: int = 0) -> None:
+        self.units += 1
+        self.rows += n_rows
+        self.cache_hits += n_cache_hits
+        now = self.clock()
+        if now - self._last >= (REDRAW_S if self.live else self.every_s):
+            self._last = now
+            self._emit(self.status(), final=False)
+
+    def finish(self) -> None:
+        self._emit(self.status() + f" · {duration(self.clock() - self.started)}", final=True)
+
+    def _columns(self) -> int:
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (AttributeError, OSError, ValueError):
+            return 80
+
+    def _emit(self, text: str, final: bool) -> None:
+        if self.live:
+            text = text[:max(self._columns() - 1, 20)]  # one line that \r can redraw: never wrapped
+            pad = " " * max(0, self._width - len(text))
+            self._width = len(text)
+            self.stream.write(f"\r{text}{pad}" + ("\n" if final else ""))
+            self.stream.flush()
+        elif self.log is not None and not _to_stderr:
+            self.log(f"progress: {text}")
+        else:
+            self.stream.write(f"progress: {text}\n")
+            self.stream.flush()

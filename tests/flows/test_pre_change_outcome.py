@@ -1,0 +1,103 @@
+"""The pre-change flow through Prefect: a failed gate ends the flow run Failed with the verdict line as its
+message, logs the line, stores the result, and leaves the markdown report and the per-gate table as
+artifacts; a run without criteria ends Completed. Read back from the API, as an automation or CI would."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from flows.exit_codes import EXIT_GATE_FAILED, EXIT_OK
+from flows.pre_change import pre_change
+from flows.run_outcome import RunResult, artifact_key, experiment_key
+from tests.factories import SUPPORT
+from tests.factories.taskset import write_support_experiment
+
+LADDER = SUPPORT / "experiments" / "ladder.yaml"
+
+
+def read_back(flow_run_id):
+    """The flow run (its final state) and its artifacts, from the API."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(flow_run_id)
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    return flow_run, {a.key: a for a in artifacts}
+
+
+class Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines: list[tuple[str, str]] = []
+
+    def emit(self, record):
+        self.lines.append((record.levelname, record.getMessage()))
+
+
+@pytest.fixture(scope="module")
+def failed_gate(prefect_harness, tmp_path_factory):
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    logger, lines = logging.getLogger("prefect.flow_runs"), Lines()
+    logger.addHandler(lines)  # what the flow run logs (a worker prints it and sends it to the API)
+    try:
+        state = pre_change(experiment_path=str(LADDER), warehouse_dir=str(warehouse), return_state=True)
+    finally:
+        logger.removeHandler(lines)
+    return state, read_back(state.state_details.flow_run_id), lines.lines
+
+
+def test_a_failed_gate_ends_the_flow_run_failed_with_the_verdict_line(failed_gate):
+    state, (flow_run, _), _ = failed_gate
+    assert state.is_failed() and flow_run.state.type.value == "FAILED" and flow_run.state.name == "Failed"
+    message = flow_run.state.message
+    assert message.startswith("FAIL — 4 of 7 gates failed: ") and message.endswith(f"(exit {EXIT_GATE_FAILED})")
+    for gate in ("busy-tools-hold", "weighted-no-drop", "weighted-floor", "slice-floors"):
+        assert gate in message
+
+
+def test_the_result_is_stored_and_says_what_ci_needs(failed_gate):
+    state, (flow_run, _), _ = failed_gate
+    result = flow_run.state.result(raise_on_failure=False)  # read from the result storage, not from memory
+    assert isinstance(result, RunResult)
+    assert (result.exit_code, result.status, result.n_rows) == (EXIT_GATE_FAILED, "FAIL", 6480)
+    assert result.failed_gates == ["busy-tools-hold", "weighted-no-drop", "weighted-floor", "slice-floors"]
+    assert result.reports["markdown"].endswith("report.md")
+
+
+def test_the_verdict_line_is_logged(failed_gate):
+    _, _, logs = failed_gate
+    assert any(level == "ERROR" and "FAIL — 4 of 7 gates failed: busy-tools-hold" in line and "(exit 1)" in line
+               for level, line in logs), logs
+
+
+def test_the_report_and_the_gates_are_artifacts(failed_gate):
+    state, (_, artifacts), _ = failed_gate
+    key = f"pre-change-{experiment_key(str(LADDER))}"
+    assert key == "pre-change-support-ladder"
+    report, gates = artifacts[artifact_key(key, "report")], artifacts[artifact_key(key, "gates")]
+    assert report.type == "markdown" and report.data.startswith("## tooleval: ✘ FAIL — run `")
+    assert "busy-tools-hold" in report.data and "FAIL — 4 of 7 gates failed" in report.description
+    assert gates.type == "table"
+    import json
+
+    rows = json.loads(gates.data) if isinstance(gates.data, str) else gates.data
+    assert [(r["gate"], r["status"]) for r in rows] == [
+        ("busy-tools-hold", "FAIL"), ("no-dominant-confusion", "PASS"), ("weighted-no-drop", "FAIL"),
+        ("weighted-floor", "FAIL"), ("slice-floors", "FAIL"), ("router-confidence-separates", "PASS"),
+        ("clean-replies", "PASS")]
+    assert "cancel_order" in rows[0]["evidence"]
+
+
+def test_a_run_without_criteria_ends_completed(prefect_harness, support_copy, tmp_path):
+    experiment = write_support_experiment(support_copy, "no-criteria", [{"name": "giftcards-30", "catalogue": "giftcards"}])
+    state = pre_change(experiment_path=str(experiment), warehouse_dir=str(tmp_path / "wh"), return_state=True)
+    flow_run, artifacts = read_back(state.state_details.flow_run_id)
+    assert flow_run.state.type.value == "COMPLETED"
+    assert flow_run.state.message.startswith("NO CRITERIA")
+    result = state.result()
+    assert result.exit_code == EXIT_OK and result.n_rows == 3 * 540
+    assert artifact_key("pre-change", experiment_key(str(experiment)), "report") in artifacts
