@@ -32,6 +32,7 @@ from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_traceba
 from tasks.experiment.criteria import experiment_criteria
 from tasks.report.publish import read_report
 from tasks.report.report_types import Report
+from tasks.report.sql_session import SqlSession
 from tasks.run.drill_points import reached
 from tasks.run.deferred_registration import LateRegistration, register_saved_run
 from tasks.run.preflight import check_before_run
@@ -146,3 +147,9 @@ def report(run_id: str | None = None, warehouse: str | Path | None = None) -> Re
 def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
     """The label checks on one task-set version file; a one-line summary, or InputError."""
     return validate_version_file(Path(version_path), catalogues, weights)
+
+
+def sql_session(warehouse: str | Path | None = None) -> SqlSession:
+    """An SQL session over a snapshot of the warehouse (``session.refresh()`` takes it, ``session.run(sql)``
+    answers, ``session.close()`` removes it): read-only, and it never holds the file a run registers into."""
+    return SqlSession(warehouse_at(warehouse))

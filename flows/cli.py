@@ -1,8 +1,8 @@
 """The ``tooleval`` command: a thin layer that parses arguments, calls one function each (flows/api.py or
 the plain function the command is named after) and prints.
 
-Only ``run`` imports and starts Prefect; ``report``, ``validate``, ``plan``, ``import``, ``resample`` and
-``queue`` read and write files and DuckDB directly.
+Only ``run`` imports and starts Prefect; ``report``, ``validate``, ``plan``, ``import``, ``resample``,
+``queue``, ``sql`` and ``compare`` read and write files and DuckDB directly.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from tasks.traffic.labelling_queue import import_queue
 from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
 from warehouse.connect import WarehouseBusy
 from flows.surface_cli import add_tasks_parser
+from flows.sql_cli import add_sql_parser
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_MODEL_MISMATCH", "EXIT_NOT_JUDGED", "EXIT_OK", "build_parser",
            "main", "verdict_exit_code"]
@@ -306,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     metatool.add_argument("--out", required=True, metavar="DIR")
     metatool.set_defaults(func=cmd_import_metatool)
 
+    add_sql_parser(commands)  # SQL over a snapshot of the warehouse (flows/sql_cli.py)
     add_tasks_parser(commands)  # tasks done on a tool surface (flows/surface_cli.py)
     return parser
 
