@@ -16,6 +16,7 @@ from flows.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_GATE_FAILED,
     EXIT_MODEL_MISMATCH,
+    EXIT_NOT_COMPARABLE,
     EXIT_NOT_JUDGED,
     EXIT_NOT_REGISTERED,
     EXIT_OK,
@@ -26,7 +27,8 @@ from flows.crash import report_crash
 from tasks.files.input_errors import InputError
 from tasks.importers.bfcl import import_bfcl
 from tasks.importers.metatool import import_metatool
-from tasks.report.render import render_markdown, render_terminal
+from tasks.report.render import render_markdown, render_terminal, rich_table, terminal_console
+from tasks.report.run_compare import RESPECTS, NotComparable, comparison_headline, comparison_tables
 from tasks.stats.planner import plan
 from tasks.traffic.labelling_queue import import_queue
 from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
@@ -142,6 +144,25 @@ def cmd_queue_import(args: argparse.Namespace) -> int:
     verb = "found identical" if result.reused else "wrote"
     print(f"{verb} {result.version} (parent {result.from_version}): {result.n_decided} labels adjudicated, "
           f"{result.n_changed} changed from production's hint, {result.n_still_provisional} still provisional")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        results = api.compare(args.run_a, args.run_b, args.warehouse, arm_a=args.arm, arm_b=args.arm_b,
+                              differ_in=args.differ_in or [])
+    except NotComparable as refused:
+        print(f"tooleval compare: {refused}", file=sys.stderr)
+        return EXIT_NOT_COMPARABLE
+    console = terminal_console()
+    for n, result in enumerate(results):
+        if n:
+            console.print()
+        for line in comparison_headline(result):
+            console.print(line, highlight=False)
+        for table in comparison_tables(result):
+            console.print()
+            console.print(rich_table(table))
     return EXIT_OK
 
 
@@ -264,6 +285,23 @@ def build_parser() -> argparse.ArgumentParser:
     _warehouse_arg(report)
     report.add_argument("--format", choices=["text", "markdown"], default="text")
     report.set_defaults(func=cmd_report)
+
+    compare = commands.add_parser(
+        "compare", help="paired per-slice, per-tool and weighted changes between two registered runs",
+        description="Compare an arm of RUN_A with an arm of RUN_B (default: every arm name both runs have) on the "
+        "requests both answered, paired on request ids and on the seeds they share: per slice, per tool "
+        "(requests labelled the same in both) and traffic-weighted, with 95%% intervals and exact McNemar tests. "
+        "Refuses (exit 7), naming the ids, when the arms differ in catalogue, prompt, pinned or served model id, "
+        "selector or task-set version beyond the one respect declared with --differ-in.")
+    compare.add_argument("run_a", metavar="RUN_A", help="the run compared from (e.g. last month's)")
+    compare.add_argument("run_b", metavar="RUN_B", help="the run compared to")
+    compare.add_argument("--arm", default=None, metavar="NAME", help="the arm of RUN_A (and of RUN_B unless --arm-b)")
+    compare.add_argument("--arm-b", default=None, metavar="NAME", help="the arm of RUN_B when its name differs")
+    compare.add_argument("--differ-in", action="append", choices=list(RESPECTS), default=None,
+                         help="the respect the runs are meant to differ in (model covers pinned and served ids); "
+                              "repeatable, but more than one is not a comparison of one change")
+    _warehouse_arg(compare)
+    compare.set_defaults(func=cmd_compare)
 
     planner = commands.add_parser(
         "plan", help="size a task set: interval width, smallest detectable drop, requests for a target width",

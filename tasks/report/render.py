@@ -57,10 +57,14 @@ def verdict_lines(verdict: Verdict | None) -> list[tuple[str, str]]:
     return lines
 
 
-def _console() -> Console:
+def terminal_console() -> Console:
+    """A console at the terminal's width, or TERMINAL_WIDTH when stdout is not a terminal."""
     if sys.stdout.isatty():
         return Console()
     return Console(width=TERMINAL_WIDTH)
+
+
+_console = terminal_console
 
 
 def _numeric(column: list[str]) -> bool:
