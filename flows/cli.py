@@ -128,10 +128,12 @@ def cmd_resample(args: argparse.Namespace) -> int:
     if args.half_width is not None:
         sampling["target_half_width"] = args.half_width / 100
     masking = None
-    if args.order_id_pattern:
+    overrides = {key: value for key, value in (("order_ids", args.order_id_pattern),
+                                               ("gift_cards", args.gift_card_pattern)) if value}
+    if overrides:
         config = load_traffic_config(args.taskset)
         base = config.masking if config else None
-        masking = (base or MaskingRules()).model_copy(update={"order_ids": args.order_id_pattern})
+        masking = (base or MaskingRules()).model_copy(update=overrides)
     summary = resample_version(args.taskset, traffic=args.traffic, traffic_format=args.traffic_format,
                                traffic_table=args.traffic_table, window=args.window, weeks=args.weeks,
                                seed=args.seed, sampling=sampling or None, masking=masking)
@@ -255,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     resample.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the window)")
     resample.add_argument("--order-id-pattern", action="append", default=None, metavar="REGEX",
                           help="mask order ids matching REGEX (repeatable; default: traffic.yaml)")
+    resample.add_argument("--gift-card-pattern", action="append", default=None, metavar="REGEX",
+                          help="mask gift-card codes matching REGEX (repeatable; default: traffic.yaml)")
     resample.set_defaults(func=cmd_resample)
 
     queue = commands.add_parser("queue", help="labelling queues of resampled versions",
