@@ -30,7 +30,7 @@ from tasks.importers.metatool import import_metatool
 from tasks.report.render import render_markdown, render_terminal, rich_table, terminal_console
 from tasks.report.run_compare import RESPECTS, NotComparable, comparison_headline, comparison_tables
 from tasks.stats.planner import plan
-from tasks.traffic.labelling_queue import import_queue
+from tasks.traffic.labelling_queue import export_csv, import_queue
 from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
 from warehouse.connect import WarehouseBusy
 from flows.surface_cli import add_tasks_parser
@@ -143,9 +143,23 @@ def cmd_resample(args: argparse.Namespace) -> int:
 
 def cmd_queue_import(args: argparse.Namespace) -> int:
     result = import_queue(args.queue_file, args.taskset, partial=args.partial)
+    if result.reused and not result.n_decided:
+        print(f"nothing new: every decision in {args.queue_file} is already in {result.version}"
+              + (f"; {result.n_still_provisional} still provisional" if result.n_still_provisional else ""))
+        return EXIT_OK
     verb = "found identical" if result.reused else "wrote"
     print(f"{verb} {result.version} (parent {result.from_version}): {result.n_decided} labels adjudicated, "
-          f"{result.n_changed} changed from production's hint, {result.n_still_provisional} still provisional")
+          f"{result.n_changed} changed from the label before, {result.n_still_provisional} still provisional")
+    if result.rest_queue:
+        print(f"queue of the rest: {result.rest_queue} (label it, then `tooleval queue import` it; decisions added to "
+              f"the queue you imported are applied to {result.version} too)")
+    return EXIT_OK
+
+
+def cmd_queue_export(args: argparse.Namespace) -> int:
+    out = export_csv(args.queue_file, args.out)
+    print(f"wrote {out}: one row per request, fill in label, decided_by, decided_at (with a time zone, e.g. "
+          f"2026-12-01T10:15:00Z) and reason; then `tooleval queue import {out}`")
     return EXIT_OK
 
 
@@ -266,14 +280,26 @@ def build_parser() -> argparse.ArgumentParser:
     queue_commands = queue.add_subparsers(dest="queue_command", required=True, metavar="ACTION")
     queue_import = queue_commands.add_parser(
         "import", help="import a decided queue as a new adjudicated version",
-        description="Check every decision (label offered, who and when, why when the label changes) and write a "
-        "new version whose decided labels are adjudicated, with one adjudication record per decision.")
-    queue_import.add_argument("queue_file", type=Path, metavar="QUEUE_JSONL")
+        description="Check every decision (label offered, who and when with a time zone, why when the label "
+        "changes) and write a new version whose decided labels are adjudicated, with one adjudication record per "
+        "decision. JSONL or CSV. A partial import writes a queue of the rest; importing again (the rest's queue, or "
+        "the same queue with more decisions) writes a child of the last partial version, never a sibling.")
+    queue_import.add_argument("queue_file", type=Path, metavar="QUEUE_FILE",
+                              help="the decided queue: queue/<version>.queue.jsonl, or its CSV (tooleval queue export)")
     queue_import.add_argument("--taskset", type=Path, default=None, metavar="DIR",
                               help="the task set (default: the folder above queue/)")
     queue_import.add_argument("--partial", action="store_true",
                               help="import the decided items and keep the undecided ones provisional")
     queue_import.set_defaults(func=cmd_queue_import)
+    queue_export = queue_commands.add_parser(
+        "export", help="write a queue as CSV for a spreadsheet",
+        description="Write queue/<version>.queue.jsonl as CSV (UTF-8 with a byte-order mark; the conversation in one "
+        "cell, the decision columns label, decided_by, decided_at, reason last). `tooleval queue import` reads it "
+        "back; only request_id, version and the decision columns are read.")
+    queue_export.add_argument("queue_file", type=Path, metavar="QUEUE_JSONL")
+    queue_export.add_argument("--out", type=Path, default=None, metavar="CSV",
+                              help="where to write (default: beside the queue, <version>.queue.csv)")
+    queue_export.set_defaults(func=cmd_queue_export)
 
     register = commands.add_parser(
         "register", help="register a run whose rows landed while the DuckDB file was held",
