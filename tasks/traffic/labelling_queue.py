@@ -159,8 +159,8 @@ def read_decisions(path: Path) -> tuple[list[Decision], list[QueueItem], list[Pr
     file = str(path)
     if path.suffix.lower() == ".csv":
         rows = _csv_rows(path)
-        for line, row in rows:
-            where = f"line {line} (id {row.get('request_id') or '?'})"
+        for number, row in rows:
+            where = f"row {number} (id {row.get('request_id') or '?'})"
             decided_at, bad_time = None, False
             if text := _blank(row.get("decided_at")):
                 try:
@@ -188,6 +188,8 @@ def read_decisions(path: Path) -> tuple[list[Decision], list[QueueItem], list[Pr
 
 
 def _csv_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """(row number as a spreadsheet shows it, row) for each non-empty row; a conversation cell may hold line
+    breaks, so rows, not lines of the file, are what a labeller can find."""
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "file not found")
     try:
@@ -200,9 +202,9 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
         raise InputError.one(str(path), "line 1", "queue-columns", f"columns missing: {', '.join(missing)} "
                              "(export the queue with `tooleval queue export` and keep its header)")
     rows = []
-    for row in reader:
+    for number, row in enumerate(reader, start=2):  # the sheet's row numbers: the header is row 1
         if any((v or "").strip() for v in row.values() if isinstance(v, str)):
-            rows.append((reader.line_num, row))
+            rows.append((number, row))
     return rows
 
 
@@ -241,6 +243,12 @@ def _label_problem(label: str, tools: set[str], file: str, where: str, labels_fi
     hint = f"; did you mean '{near[0]}'?" if near else ""
     return Problem(file, where, "label-offered",
                    f"'{label}' is neither 'none' nor a tool of the task set's catalogues{hint} (valid labels: {labels_file})")
+
+
+def _place(problem: Problem) -> tuple[int, str]:
+    """Problems in file order: 'line 12 (...)' / 'row 12 (...)' by number, the rest after."""
+    words = problem.where.split()
+    return (int(words[1]) if len(words) > 1 and words[1].isdigit() else 1 << 30, problem.where)
 
 
 def import_queue(path: Path, taskset_dir: Path | None = None, partial: bool = False) -> QueueImport:
@@ -299,7 +307,7 @@ def import_queue(path: Path, taskset_dir: Path | None = None, partial: bool = Fa
                              if rid in where_of else f"a provisional request of {target.version} missing from the queue")
                      for rid in still]
     if problems:
-        raise InputError(problems)
+        raise InputError(sorted(problems, key=_place))
     if not decided:
         if target.version != source.version:  # everything here was imported before
             return QueueImport(queue_file=file, taskset=target.taskset, from_version=target.manifest.parent or "",

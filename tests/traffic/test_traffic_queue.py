@@ -166,7 +166,7 @@ def test_a_csv_names_the_line_of_a_zoneless_or_unreadable_time(resampled):
     with pytest.raises(InputError) as caught:
         import_queue(sheet, resampled)
     found = {(p.rule, p.where.split(" (")[0]) for p in caught.value.problems}
-    assert found == {("decided-at-zone", "line 4"), ("decided-at-format", "line 6")}  # header is line 1
+    assert found == {("decided-at-zone", "row 4"), ("decided-at-format", "row 6")}  # the sheet's rows: header = row 1
 
 
 def test_partial_imports_chain_each_a_child_of_the_last_with_a_queue_for_the_rest(resampled):
