@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from warehouse.connect import open_file
+from warehouse.connect import _say_waiting, open_file
 
 WAL_SUFFIX = ".wal"
 
@@ -31,7 +31,7 @@ class Snapshot:
     path: Path
     taken_at: datetime
     held_s: float
-    """Seconds the original file was held (read-only) while it was copied."""
+    """Seconds the original file was held (read-only) to copy it, its opening and closing included."""
     size_bytes: int
 
 
@@ -41,8 +41,15 @@ def take_snapshot(db_path: Path | str, into_dir: Path | str, wait_s: float | Non
     Waits (bounded, as every reader does) while a run's registration holds the file."""
     source = Path(db_path)
     target = Path(into_dir) / source.name
-    con = open_file(source, read_only=True, wait_s=wait_s)
-    started = time.monotonic()
+    waited: list[str] = []
+
+    def on_wait(message: str) -> None:
+        waited.append(message)
+        _say_waiting(message)
+
+    opening = time.monotonic()
+    con = open_file(source, read_only=True, wait_s=wait_s, on_wait=on_wait)
+    started = time.monotonic() if waited else opening  # the opening holds the file too, the waiting does not
     try:
         shutil.copyfile(source, target)
         wal = source.with_name(source.name + WAL_SUFFIX)
