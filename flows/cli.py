@@ -8,6 +8,7 @@ Only ``run`` imports and starts Prefect; ``report``, ``validate``, ``plan``, ``i
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -393,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     except WarehouseBusy as busy:
         print(f"tooleval: {busy}; try again once the other process has closed it", file=sys.stderr)
         return EXIT_NOT_REGISTERED
+    except BrokenPipeError:  # `tooleval ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except KeyboardInterrupt:
         print("tooleval: interrupted; landed rows are kept and completed selections are cached: rerun to resume",
               file=sys.stderr)

@@ -9,7 +9,6 @@ standard input, each ending with ``;`` (over as many lines as it takes); dot com
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 from typing import Iterator, TextIO
@@ -88,9 +87,6 @@ def cmd_sql(args: argparse.Namespace) -> int:
     session = api.sql_session(args.warehouse)
     try:
         return _session(session, args)
-    except BrokenPipeError:  # `tooleval sql ... | head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
     finally:
         session.close()
 

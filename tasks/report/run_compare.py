@@ -193,7 +193,8 @@ def comparison_headline(result: ArmPairComparison) -> list[str]:
              "changed: " + ("; ".join(changed) if changed else "nothing (a repeat: any change is noise)"),
              "the same: " + ", ".join(kept),
              f"paired on {result.n_requests:,} requests by {seeds}"
-             + (f"; {result.n_relabelled} relabelled between versions (slices only)" if result.n_relabelled else "")]
+             + (f"; {result.n_relabelled} labelled differently on the two sides (in the slices only)"
+                if result.n_relabelled else "")]
     if result.weighted is not None and result.weighted.weighted is not None:
         w = result.weighted
         lines.append(f"traffic-weighted change (window {result.weights_window}, {pct(w.weight_covered)} of traffic): "

@@ -140,8 +140,23 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
+def _cut(text: str, limit: int = MAX_CELL) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+MIN_CELL = 10
+"""Text cells are cut to no fewer characters than this to fit the width; narrower still, records instead."""
+
+
+def _text_limit(columns: list[str], texts: list[list[str]], numeric: list[bool], width: int) -> int:
+    """The longest text cell that lets the table fit ``width`` (between MIN_CELL and MAX_CELL): text columns
+    give way first, numbers and column names never."""
+    for limit in range(MAX_CELL, MIN_CELL - 1, -1):
+        widths = [max([len(c)] + [len(row[i]) if numeric[i] else min(len(row[i]), limit) for row in texts])
+                  for i, c in enumerate(columns)]
+        if sum(widths) + 2 * (len(widths) - 1) <= width:
+            return limit
+    return MAX_CELL
 
 
 def render_table(result: Result, width: int) -> str:
@@ -150,7 +165,8 @@ def render_table(result: Result, width: int) -> str:
     texts = [[cell_text(v) for v in row] for row in result.rows]
     numeric = [bool(result.rows) and all(_is_number(row[i]) or row[i] is None for row in result.rows)
                for i in range(len(result.columns))]
-    shown = [[t if numeric[i] else _cut(t) for i, t in enumerate(row)] for row in texts]
+    limit = _text_limit(result.columns, texts, numeric, width)
+    shown = [[t if numeric[i] else _cut(t, limit) for i, t in enumerate(row)] for row in texts]
     widths = [max([len(c)] + [len(row[i]) for row in shown]) for i, c in enumerate(result.columns)]
     footer = f"({len(result.rows):,} row{'s' if len(result.rows) != 1 else ''}" + (
         ", more not shown: add LIMIT or raise --max-rows)" if result.truncated else ")")
