@@ -72,12 +72,14 @@ def test_csv_format_prints_every_row(warehouse, capsys):
     assert lines[0] == "request_id,correct" and len(lines) == 7 and lines[1] == "refund-000,true"
 
 
-def test_a_wide_result_turns_into_one_block_per_record_and_cuts_no_number():
+def test_a_wide_result_cuts_text_then_turns_into_records_and_never_cuts_a_number():
     result = Result(["a_long_column_name", "another_long_column", "value"], [("x" * 30, "y" * 30, 123456.789012)])
     wide = render_table(result, 200)
     assert len(wide.splitlines()[0]) <= 200 and "123456.789" in wide
-    narrow = render_table(result, 60)
-    assert "value                123456.789" in narrow and all(len(line) <= 60 for line in narrow.splitlines())
+    cut = render_table(result, 60)  # text cells give way first ('…'), the number stays whole
+    assert all(len(line) <= 60 for line in cut.splitlines()) and "xxxxx…" in cut and "123456.789" in cut
+    narrow = render_table(result, 30)  # still too wide: one block per record
+    assert "value                123456.789" in narrow and "x" * 30 in narrow
 
 
 def _sql_process(warehouse: Path) -> subprocess.Popen:
