@@ -30,8 +30,10 @@ from flows.prefect_server import (
 )
 from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks
 from tasks.experiment.criteria import experiment_criteria
-from tasks.report.publish import read_report
+from tasks.report.publish import open_read_only, read_report
+from tasks.report.run_compare import ArmPairComparison, compare_runs
 from tasks.report.report_types import Report
+from tasks.report.sql_session import SqlSession
 from tasks.run.drill_points import reached
 from tasks.run.deferred_registration import LateRegistration, register_saved_run
 from tasks.run.preflight import check_before_run
@@ -144,3 +146,24 @@ def report(run_id: str | None = None, warehouse: str | Path | None = None) -> Re
 def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
     """The label checks on one task-set version file; a one-line summary, or InputError."""
     return validate_version_file(Path(version_path), catalogues, weights)
+
+
+def sql_session(warehouse: str | Path | None = None) -> SqlSession:
+    """An SQL session over a snapshot of the warehouse (``session.refresh()`` takes it, ``session.run(sql)``
+    answers, ``session.close()`` removes it): read-only, and it never holds the file a run registers into."""
+    return SqlSession(warehouse_at(warehouse))
+
+
+def compare(run_a: str, run_b: str, warehouse: str | Path | None = None, *, arm_a: str | None = None,
+            arm_b: str | None = None, differ_in: list[str] | tuple[str, ...] = ()) -> list[ArmPairComparison]:
+    """Paired per-slice, per-tool and weighted changes from run_a to run_b, per arm pair. Raises NotComparable
+    when a pair differs in a respect not in ``differ_in``; InputError on unknown runs or arms."""
+    location = warehouse_at(warehouse)
+    if not location.db_path.is_file():
+        raise FileNotFoundError(f"no warehouse at {location.db_path}: run `tooleval run EXPERIMENT_FILE` first, "
+                                "or give --warehouse DIR")
+    con = open_read_only(location.db_path)  # held for the comparison only (well under a second)
+    try:
+        return compare_runs(con, str(location.db_path), run_a, run_b, arm_a=arm_a, arm_b=arm_b, differ_in=differ_in)
+    finally:
+        con.close()

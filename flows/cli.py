@@ -1,13 +1,14 @@
 """The ``tooleval`` command: a thin layer that parses arguments, calls one function each (flows/api.py or
 the plain function the command is named after) and prints.
 
-Only ``run`` imports and starts Prefect; ``report``, ``validate``, ``plan``, ``import``, ``resample`` and
-``queue`` read and write files and DuckDB directly.
+Only ``run`` imports and starts Prefect; ``report``, ``validate``, ``plan``, ``import``, ``resample``,
+``queue``, ``sql`` and ``compare`` read and write files and DuckDB directly.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from flows.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_GATE_FAILED,
     EXIT_MODEL_MISMATCH,
+    EXIT_NOT_COMPARABLE,
     EXIT_NOT_JUDGED,
     EXIT_NOT_REGISTERED,
     EXIT_OK,
@@ -27,12 +29,14 @@ from flows.progress import announce, report_on_stderr
 from tasks.files.input_errors import InputError
 from tasks.importers.bfcl import import_bfcl
 from tasks.importers.metatool import import_metatool
-from tasks.report.render import render_markdown, render_terminal
+from tasks.report.render import render_markdown, render_terminal, rich_table, terminal_console
+from tasks.report.run_compare import RESPECTS, NotComparable, comparison_headline, comparison_tables
 from tasks.stats.planner import plan
-from tasks.traffic.labelling_queue import import_queue
+from tasks.traffic.labelling_queue import export_csv, import_queue
 from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
 from warehouse.connect import WarehouseBusy
 from flows.surface_cli import add_tasks_parser
+from flows.sql_cli import add_sql_parser
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_MODEL_MISMATCH", "EXIT_NOT_JUDGED", "EXIT_OK", "build_parser",
            "main", "verdict_exit_code"]
@@ -126,10 +130,12 @@ def cmd_resample(args: argparse.Namespace) -> int:
     if args.half_width is not None:
         sampling["target_half_width"] = args.half_width / 100
     masking = None
-    if args.order_id_pattern:
+    overrides = {key: value for key, value in (("order_ids", args.order_id_pattern),
+                                               ("gift_cards", args.gift_card_pattern)) if value}
+    if overrides:
         config = load_traffic_config(args.taskset)
         base = config.masking if config else None
-        masking = (base or MaskingRules()).model_copy(update={"order_ids": args.order_id_pattern})
+        masking = (base or MaskingRules()).model_copy(update=overrides)
     summary = resample_version(args.taskset, traffic=args.traffic, traffic_format=args.traffic_format,
                                traffic_table=args.traffic_table, window=args.window, weeks=args.weeks,
                                seed=args.seed, sampling=sampling or None, masking=masking)
@@ -139,9 +145,42 @@ def cmd_resample(args: argparse.Namespace) -> int:
 
 def cmd_queue_import(args: argparse.Namespace) -> int:
     result = import_queue(args.queue_file, args.taskset, partial=args.partial)
+    if result.reused and not result.n_decided:
+        print(f"nothing new: every decision in {args.queue_file} is already in {result.version}"
+              + (f"; {result.n_still_provisional} still provisional" if result.n_still_provisional else ""))
+        return EXIT_OK
     verb = "found identical" if result.reused else "wrote"
     print(f"{verb} {result.version} (parent {result.from_version}): {result.n_decided} labels adjudicated, "
-          f"{result.n_changed} changed from production's hint, {result.n_still_provisional} still provisional")
+          f"{result.n_changed} changed from the label before, {result.n_still_provisional} still provisional")
+    if result.rest_queue:
+        print(f"queue of the rest: {result.rest_queue} (label it, then `tooleval queue import` it; decisions added to "
+              f"the queue you imported are applied to {result.version} too)")
+    return EXIT_OK
+
+
+def cmd_queue_export(args: argparse.Namespace) -> int:
+    out = export_csv(args.queue_file, args.out)
+    print(f"wrote {out}: one row per request, fill in label, decided_by, decided_at (with a time zone, e.g. "
+          f"2026-12-01T10:15:00Z) and reason; then `tooleval queue import {out}`")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        results = api.compare(args.run_a, args.run_b, args.warehouse, arm_a=args.arm, arm_b=args.arm_b,
+                              differ_in=args.differ_in or [])
+    except NotComparable as refused:
+        print(f"tooleval compare: {refused}", file=sys.stderr)
+        return EXIT_NOT_COMPARABLE
+    console = terminal_console()
+    for n, result in enumerate(results):
+        if n:
+            console.print()
+        for line in comparison_headline(result):
+            console.print(line, highlight=False)
+        for table in comparison_tables(result):
+            console.print()
+            console.print(rich_table(table))
     return EXIT_OK
 
 
@@ -234,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     resample.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the window)")
     resample.add_argument("--order-id-pattern", action="append", default=None, metavar="REGEX",
                           help="mask order ids matching REGEX (repeatable; default: traffic.yaml)")
+    resample.add_argument("--gift-card-pattern", action="append", default=None, metavar="REGEX",
+                          help="mask gift-card codes matching REGEX (repeatable; default: traffic.yaml)")
     resample.set_defaults(func=cmd_resample)
 
     queue = commands.add_parser("queue", help="labelling queues of resampled versions",
@@ -241,14 +282,26 @@ def build_parser() -> argparse.ArgumentParser:
     queue_commands = queue.add_subparsers(dest="queue_command", required=True, metavar="ACTION")
     queue_import = queue_commands.add_parser(
         "import", help="import a decided queue as a new adjudicated version",
-        description="Check every decision (label offered, who and when, why when the label changes) and write a "
-        "new version whose decided labels are adjudicated, with one adjudication record per decision.")
-    queue_import.add_argument("queue_file", type=Path, metavar="QUEUE_JSONL")
+        description="Check every decision (label offered, who and when with a time zone, why when the label "
+        "changes) and write a new version whose decided labels are adjudicated, with one adjudication record per "
+        "decision. JSONL or CSV. A partial import writes a queue of the rest; importing again (the rest's queue, or "
+        "the same queue with more decisions) writes a child of the last partial version, never a sibling.")
+    queue_import.add_argument("queue_file", type=Path, metavar="QUEUE_FILE",
+                              help="the decided queue: queue/<version>.queue.jsonl, or its CSV (tooleval queue export)")
     queue_import.add_argument("--taskset", type=Path, default=None, metavar="DIR",
                               help="the task set (default: the folder above queue/)")
     queue_import.add_argument("--partial", action="store_true",
                               help="import the decided items and keep the undecided ones provisional")
     queue_import.set_defaults(func=cmd_queue_import)
+    queue_export = queue_commands.add_parser(
+        "export", help="write a queue as CSV for a spreadsheet",
+        description="Write queue/<version>.queue.jsonl as CSV (UTF-8 with a byte-order mark; the conversation in one "
+        "cell, the decision columns label, decided_by, decided_at, reason last). `tooleval queue import` reads it "
+        "back; only request_id, version and the decision columns are read.")
+    queue_export.add_argument("queue_file", type=Path, metavar="QUEUE_JSONL")
+    queue_export.add_argument("--out", type=Path, default=None, metavar="CSV",
+                              help="where to write (default: beside the queue, <version>.queue.csv)")
+    queue_export.set_defaults(func=cmd_queue_export)
 
     register = commands.add_parser(
         "register", help="register a run whose rows landed while the DuckDB file was held",
@@ -264,6 +317,23 @@ def build_parser() -> argparse.ArgumentParser:
     _warehouse_arg(report)
     report.add_argument("--format", choices=["text", "markdown"], default="text")
     report.set_defaults(func=cmd_report)
+
+    compare = commands.add_parser(
+        "compare", help="paired per-slice, per-tool and weighted changes between two registered runs",
+        description="Compare an arm of RUN_A with an arm of RUN_B (default: every arm name both runs have) on the "
+        "requests both answered, paired on request ids and on the seeds they share: per slice, per tool "
+        "(requests labelled the same in both) and traffic-weighted, with 95%% intervals and exact McNemar tests. "
+        "Refuses (exit 7), naming the ids, when the arms differ in catalogue, prompt, pinned or served model id, "
+        "selector or task-set version beyond the one respect declared with --differ-in.")
+    compare.add_argument("run_a", metavar="RUN_A", help="the run compared from (e.g. last month's)")
+    compare.add_argument("run_b", metavar="RUN_B", help="the run compared to")
+    compare.add_argument("--arm", default=None, metavar="NAME", help="the arm of RUN_A (and of RUN_B unless --arm-b)")
+    compare.add_argument("--arm-b", default=None, metavar="NAME", help="the arm of RUN_B when its name differs")
+    compare.add_argument("--differ-in", action="append", choices=list(RESPECTS), default=None,
+                         help="the respect the runs are meant to differ in (model covers pinned and served ids); "
+                              "repeatable, but more than one is not a comparison of one change")
+    _warehouse_arg(compare)
+    compare.set_defaults(func=cmd_compare)
 
     planner = commands.add_parser(
         "plan", help="size a task set: interval width, smallest detectable drop, requests for a target width",
@@ -307,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     metatool.add_argument("--out", required=True, metavar="DIR")
     metatool.set_defaults(func=cmd_import_metatool)
 
+    add_sql_parser(commands)  # SQL over a snapshot of the warehouse (flows/sql_cli.py)
     add_tasks_parser(commands)  # tasks done on a tool surface (flows/surface_cli.py)
     return parser
 
@@ -324,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     except WarehouseBusy as busy:
         print(f"tooleval: {busy}; try again once the other process has closed it", file=sys.stderr)
         return EXIT_NOT_REGISTERED
+    except BrokenPipeError:  # `tooleval ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except KeyboardInterrupt:
         print("tooleval: interrupted; landed rows are kept and completed selections are cached: rerun to resume",
               file=sys.stderr)

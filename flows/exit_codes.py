@@ -18,6 +18,10 @@ EXIT_NOT_REGISTERED = 5
 EXIT_CRASHED = 6
 """An unexpected failure (a bug, a dead Prefect API, a full disk): the message says what; landed rows are kept."""
 
+EXIT_NOT_COMPARABLE = 7
+"""``tooleval compare``: the two runs' arms differ in more than the declared respect (catalogue, prompt, pinned or
+served model id, selector, task-set version); the message names each differing id on both sides."""
+
 
 def verdict_exit_code(verdict: object) -> int:
     """FAIL -> 1, NOT JUDGED -> 4, PASS or no criteria -> 0."""

@@ -84,7 +84,8 @@ def weekly_report_task(taskset_dir: str, experiment: str, summary: ResampleSumma
         taskset_dir=directory, summary=summary, checks=checks, weekly=weekly_experiment, run_id=run_id,
         warehouse=warehouse, label_age=age, now=now, max_log_lag_days=config.max_log_lag_days if config else 8,
         previous_weights=previous, current_weights=load_weights(directory, summary.window.id))
-    paths = write_weekly_report(warehouse, report, calibration, summary.window.id, summary.version)
+    paths = write_weekly_report(warehouse, report, calibration, summary.window.id, summary.version,
+                                run_id or "not-run")
     return report, paths
 
 

@@ -35,6 +35,9 @@ class QueueItem(BaseModel):
     empty_reply: bool | None = Field(description="Production signal on that turn: the reply was empty.")
     review_first: bool = Field(
         description="The hint is doubtful (a retry, a hand-off, an empty reply, or production disagreed with itself).")
+    labels_file: str | None = Field(
+        default=None, description="The valid labels (every tool of the task set's catalogues, and 'none', with "
+                                  "descriptions), a file beside the queue: queue/<version>.labels.csv.")
     label: str | None = Field(default=None, description="Decision: the right first tool, or 'none'. Empty = undecided.")
     decided_by: str | None = Field(default=None, description="Decision: who decided.")
     decided_at: datetime | None = Field(default=None, description="Decision: when (ISO 8601 with zone).")
@@ -54,3 +57,6 @@ class QueueImport(BaseModel):
     n_decided: int = Field(description="Requests decided in the queue.")
     n_changed: int = Field(description="Decisions that changed the provisional label.")
     n_still_provisional: int = Field(description="Undecided requests kept provisional (only with --partial).")
+    rest_queue: str | None = Field(
+        default=None, description="The queue of the requests still provisional, for the version written "
+                                  "(a partial import): label it and import it next.")

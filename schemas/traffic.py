@@ -73,6 +73,18 @@ class MaskingRules(BaseModel):
     order_ids: list[str] = Field(
         default_factory=list,
         description="Regular expressions of order ids to mask as [ORDER_ID], e.g. 'NW-\\d{7}' (any case).")
+    gift_cards: list[str] = Field(
+        default_factory=list,
+        description="Regular expressions of gift-card codes (money: whoever reads one can spend it) to mask as "
+                    "[GIFT_CARD], e.g. 'GC-\\w{4}-\\w{4}' (any case).")
+    sign_offs: bool = Field(
+        default=True, description="Mask the name after a closing phrase at the end of a message ('Kind regards, "
+                                  "Maria', 'thanks - tom') as [NAME].")
+    sign_off_phrases: list[str] = Field(
+        default_factory=lambda: ["kind regards", "best regards", "warm regards", "regards", "many thanks",
+                                 "thank you", "thanks", "cheers", "best wishes", "best", "sincerely",
+                                 "yours sincerely", "yours faithfully", "all the best", "ta", "br"],
+        description="Closing phrases whose following name is masked when sign_offs is on (any case).")
     extra: dict[str, str] = Field(
         default_factory=dict, description="More patterns: placeholder name -> regular expression (masked as [NAME]).")
 

@@ -74,7 +74,8 @@ def terminal_width() -> int:
     return TERMINAL_WIDTH
 
 
-def _console() -> Console:
+def terminal_console() -> Console:
+    """A console at ``terminal_width()``."""
     return Console(width=terminal_width())
 
 
@@ -120,7 +121,7 @@ def print_indented(console: Console, text: str, style: str = "") -> None:
 
 
 def render_terminal(report: Report, console: Console | None = None) -> None:
-    console = console or _console()
+    console = console or terminal_console()
     render_verdict(report.verdict, console)
     console.print()
     for line in report.headline:

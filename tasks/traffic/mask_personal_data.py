@@ -1,11 +1,13 @@
-"""Mask personal data in request texts before anything is written: e-mails, card numbers, order ids (when
-configured), phone numbers, street addresses and postcodes become ``[EMAIL]``, ``[CARD]``, ``[ORDER_ID]``,
-``[PHONE]``, ``[ADDRESS]``.
+"""Mask personal data in request texts before anything is written: e-mails, card numbers, order ids and
+gift-card codes (when configured), phone numbers, street addresses, postcodes and the name in a sign-off
+become ``[EMAIL]``, ``[CARD]``, ``[ORDER_ID]``, ``[GIFT_CARD]``, ``[PHONE]``, ``[ADDRESS]``, ``[NAME]``.
 
-Order of the rules matters and is fixed: e-mails, configured patterns (order ids, extras), card numbers
-(13-19 digits passing the Luhn check, or four groups of four), phone numbers (10-15 digits, or a leading
-'+'), street addresses, postcodes. A masked placeholder has no digits, so no later rule re-matches it. Configured patterns match
-regardless of case (people type ``nw-5502917``).
+Order of the rules matters and is fixed: e-mails, configured patterns (order ids, gift cards, extras), card
+numbers (13-19 digits passing the Luhn check, or four groups of four), phone numbers (10-15 digits, or a
+leading '+'), street addresses, postcodes, sign-off names. A masked placeholder has no digits, so no later
+rule re-matches it. Configured patterns match regardless of case (people type ``nw-5502917``). A sign-off is
+a configured closing phrase near the end of a message followed by one or two words: after a comma, dash or
+colon any words ('thanks, tom'), else only capitalised ones ('Cheers Maria'); 'thanks in advance' is left.
 """
 
 from __future__ import annotations
@@ -31,6 +33,26 @@ STREET = re.compile(
     re.IGNORECASE,
 )
 POSTCODE = re.compile(rf"\b(?:{_UK_POSTCODE})\b|\bPO Box \d+\b", re.IGNORECASE)
+_NOT_NAMES = {"again", "all", "bye", "everyone", "team", "guys", "so", "much", "a", "lot", "in", "advance", "for",
+              "you", "pls", "please", "asap", "ty", "x", "xx"}
+
+
+def sign_off_pattern(phrases: list[str]) -> re.Pattern[str]:
+    """A closing phrase, a separator, then one or two name words, at the end of the text (after the name
+    only punctuation, spaces or an emoji may follow)."""
+    alternatives = "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in sorted(phrases, key=len, reverse=True))
+    name = r"[^\W\d_][\w'’-]*"
+    return re.compile(rf"(?i:\b(?:{alternatives}))(?P<sep>\s*[,:\-–—]\s*|\s+)(?P<name>{name}(?:\s+{name})?)"
+                      r"(?=[\s.!?…]*\W{0,3}\s*$)")
+
+
+def _accept_sign_off(match: re.Match[str]) -> bool:
+    words = match.group("name").split()
+    if any(w.lower() in _NOT_NAMES for w in words):
+        return False
+    return bool(match.group("sep").strip()) or all(w[0].isupper() for w in words)
+
+
 _DATE_LIKE = re.compile(r"^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$")
 
 
@@ -72,7 +94,8 @@ class Masker:
         steps: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = []
         if rules.emails:
             steps.append(("EMAIL", EMAIL, None))
-        for label, patterns in [("ORDER_ID", rules.order_ids)] + [(k.upper(), [v]) for k, v in rules.extra.items()]:
+        for label, patterns in ([("ORDER_ID", rules.order_ids), ("GIFT_CARD", rules.gift_cards)]
+                                + [(k.upper(), [v]) for k, v in rules.extra.items()]):
             for pattern in patterns:
                 try:
                     steps.append((label, re.compile(pattern, re.IGNORECASE), None))
@@ -86,6 +109,7 @@ class Masker:
         if rules.addresses:
             steps.append(("ADDRESS", STREET, None))
             steps.append(("ADDRESS", POSTCODE, None))
+        self.sign_off = sign_off_pattern(rules.sign_off_phrases) if rules.sign_offs and rules.sign_off_phrases else None
         self.steps = steps
 
     def mask(self, text: str, counts: Counter[str] | None = None) -> str:
@@ -98,7 +122,19 @@ class Masker:
                 return f"[{label}]"
 
             text = pattern.sub(replace, text)
+        if self.sign_off is not None:
+            text = self.sign_off.sub(lambda m: self._mask_name(m, counts), text)
         return text
+
+    @staticmethod
+    def _mask_name(match: re.Match[str], counts: Counter[str] | None) -> str:
+        if not _accept_sign_off(match):
+            return match.group(0)
+        if counts is not None:
+            counts["name"] += 1
+        start, end = match.span("name")
+        whole = match.group(0)
+        return whole[:start - match.start()] + "[NAME]" + whole[end - match.start():]
 
     def mask_messages(self, messages: tuple[Message, ...], counts: Counter[str] | None = None) -> tuple[Message, ...]:
         return tuple(Message(role=m.role, content=self.mask(m.content, counts)) for m in messages)

@@ -359,6 +359,7 @@ def describe_resample(summary: ResampleSummary) -> list[str]:
     if summary.unknown_tools:
         lines.append("WARNING: first tools in no catalogue (left out): "
                      + ", ".join(f"{t} ({n:,})" for t, n in summary.unknown_tools.items()))
-    lines += [f"weights:  {summary.weights_file}", f"queue:    {summary.queue_file}  <- label it, then "
-              f"`tooleval queue import <taskset>/{summary.queue_file}`"]
+    lines += [f"weights:  {summary.weights_file}", f"queue:    {summary.queue_file}  <- label it (valid labels: "
+              f"{summary.queue_file.replace('.queue.jsonl', '.labels.csv')}; for a spreadsheet: `tooleval queue "
+              f"export <taskset>/{summary.queue_file}`), then `tooleval queue import <taskset>/{summary.queue_file}`"]
     return lines

@@ -1,7 +1,9 @@
 """The weekly report: the resample, its label checks, drift, label age, the production configuration on
 every version in use, and the calibration of the new version — one markdown file per week.
 
-Written to ``<warehouse>/reports/weekly/<window>-<version>/weekly.md`` (and ``calibration.md``).
+Written to ``<warehouse>/reports/weekly/<window>-<version>/<run_id>/weekly.md`` (and ``calibration.md``): one
+folder per run, so a weekly run repeated for the same window (the same version, reused) never overwrites the
+report of an earlier one.
 """
 
 from __future__ import annotations
@@ -153,9 +155,13 @@ def build_weekly_report(
     return report, calibration_text
 
 
+def weekly_report_dir(warehouse: Warehouse, window: str, version: str, run_id: str) -> Path:
+    return warehouse.reports_dir / "weekly" / f"{window}-{version}" / run_id
+
+
 def write_weekly_report(warehouse: Warehouse, report: WeeklyReport, calibration_text: str | None,
-                        window: str, version: str) -> dict[str, Path]:
-    directory = warehouse.reports_dir / "weekly" / f"{window}-{version}"
+                        window: str, version: str, run_id: str) -> dict[str, Path]:
+    directory = weekly_report_dir(warehouse, window, version, run_id)
     paths = {"weekly": write_atomic(directory / "weekly.md", report.markdown())}
     if calibration_text is not None:
         paths["calibration"] = write_atomic(directory / "calibration.md", calibration_text)

@@ -5,6 +5,7 @@ calibration of v2 against v1; the weekly report."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -73,6 +74,7 @@ def test_weekly_reports_calibration_drift_and_provisional_labels(weekly_run):
     _, _, summary = weekly_run
     assert {"existing", "new_tools", "weighted"} <= set(summary.calibration)
     assert set(summary.drift) == {"v1", "v2"} and all(0 < d < 1 for d in summary.drift.values())
+    assert Path(summary.reports["weekly"]).parent.name == summary.run_id  # one folder per run: never overwritten
     weekly_md = open(summary.reports["weekly"]).read()
     for text in ("Calibration of v2 against v1", "expectations passed on", "Personal data masked",
                  "Production mix vs eval set v2", "Production mix vs window 2026-W36-W47", "Age of the labels",

@@ -3,6 +3,7 @@ adjudicated and whose adjudications record who decided, when, why and the previo
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from flows.cli import main
 from tasks.files.input_errors import InputError
-from tasks.traffic.labelling_queue import CONFIRMED, import_queue
+from tasks.traffic.labelling_queue import CONFIRMED, export_csv, import_queue
 from tasks.taskset.load_taskset import content_hash, load_version
 from tasks.taskset.validate_version import validate_version_file
 
@@ -92,3 +93,108 @@ def test_partial_import_keeps_the_undecided_provisional(resampled):
     statuses = {r.id: r.label_status for r in v3.requests}
     assert sum(s == "adjudicated" for s in statuses.values()) == 10
     assert sum(s == "provisional" for s in statuses.values()) == len(lines) - 10
+
+
+def test_queue_lines_carry_the_empty_decision_keys_and_point_at_the_valid_labels(resampled):
+    raw = (resampled / "queue" / "v2.queue.jsonl").read_text().splitlines()
+    first = json.loads(raw[0])
+    assert {key: first[key] for key in ("label", "decided_by", "decided_at", "reason")} == dict.fromkeys(
+        ("label", "decided_by", "decided_at", "reason"))
+    assert all('"label":null' in line for line in raw)
+    assert first["labels_file"] == "queue/v2.labels.csv"
+    labels = list(csv.DictReader((resampled / first["labels_file"]).open()))
+    names = [row["label"] for row in labels]
+    assert "refund_order" in names and "redeem_gift_card" in names and names[-1] == "none"
+    assert all(row["description"] for row in labels)
+
+
+def test_an_invalid_label_gets_the_nearest_valid_name_and_a_zoneless_time_is_refused(resampled):
+    lines = decide_all(queue_lines(resampled))
+    lines[0]["label"] = "refund_ordr"
+    lines[1]["decided_at"] = "2026-12-01T10:15:00"  # no zone
+    with pytest.raises(InputError) as caught:
+        import_queue(write_queue(resampled, lines))
+    by_rule = {p.rule: p for p in caught.value.problems}
+    assert "did you mean 'refund_order'?" in by_rule["label-offered"].message
+    assert "queue/v2.labels.csv" in by_rule["label-offered"].message
+    zone = by_rule["decided-at-zone"]
+    assert zone.where.startswith("line 2 (id ") and zone.file.endswith("v2.queue.jsonl") and "time zone" in zone.message
+    assert not (resampled / "v3.jsonl").exists()
+
+
+def _fill_csv(path: Path, decide) -> None:
+    """Fill the exported sheet the way a spreadsheet would save it (UTF-8 with a BOM)."""
+    rows = list(csv.DictReader(path.open(encoding="utf-8-sig")))
+    for n, row in enumerate(rows):
+        decide(n, row)
+    with path.open("w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_a_queue_exported_as_csv_and_decided_in_a_spreadsheet_imports_like_jsonl(resampled):
+    queue = resampled / "queue" / "v2.queue.jsonl"
+    assert main(["queue", "export", str(queue)]) == 0
+    sheet = resampled / "queue" / "v2.queue.csv"
+    assert sheet.read_bytes().startswith(b"\xef\xbb\xbf")
+    header = next(csv.reader(sheet.open(encoding="utf-8-sig")))
+    assert header[-4:] == ["label", "decided_by", "decided_at", "reason"] and "conversation" in header
+
+    def decide(n: int, row: dict) -> None:
+        row.update(label=row["hint"], decided_by=WHO, decided_at=WHEN)
+        if n == 0:
+            row.update(label="none" if row["hint"] != "none" else "search_kb", reason="asked a question, no tool")
+    _fill_csv(sheet, decide)
+    result = import_queue(sheet)
+    assert (result.version, result.n_decided, result.n_changed, result.n_still_provisional) == ("v3", len(
+        queue_lines(resampled)), 1, 0)
+    assert all(r.label_status == "adjudicated" for r in load_version(resampled, "v3").requests)
+
+
+def test_a_csv_names_the_line_of_a_zoneless_or_unreadable_time(resampled):
+    queue = resampled / "queue" / "v2.queue.jsonl"
+    sheet = export_csv(queue, resampled / "sheet.csv")
+
+    def decide(n: int, row: dict) -> None:
+        row.update(label=row["hint"], decided_by=WHO, decided_at=WHEN)
+        if n == 2:
+            row["decided_at"] = "2026-12-01 10:15"
+        if n == 4:
+            row["decided_at"] = "1st December"
+    _fill_csv(sheet, decide)
+    with pytest.raises(InputError) as caught:
+        import_queue(sheet, resampled)
+    found = {(p.rule, p.where.split(" (")[0]) for p in caught.value.problems}
+    assert found == {("decided-at-zone", "row 4"), ("decided-at-format", "row 6")}  # the sheet's rows: header = row 1
+
+
+def test_partial_imports_chain_each_a_child_of_the_last_with_a_queue_for_the_rest(resampled):
+    lines = queue_lines(resampled)
+    total = len(lines)
+    decide_all(lines[:10])
+    v2_queue = write_queue(resampled, lines)
+    first = import_queue(v2_queue, partial=True)
+    assert (first.version, first.from_version, first.n_still_provisional) == ("v3", "v2", total - 10)
+    assert first.rest_queue == "queue/v3.queue.jsonl"
+    rest = [json.loads(line) for line in (resampled / first.rest_queue).read_text().splitlines()]
+    assert len(rest) == total - 10 and {r["version"] for r in rest} == {"v3"}
+    assert all(r["label"] is None and r["labels_file"] == "queue/v3.labels.csv" for r in rest)
+    # the labeller goes on in v2's queue: ten more decisions -> a child of v3, not a second child of v2
+    decide_all(lines[10:20])
+    write_queue(resampled, lines)
+    second = import_queue(v2_queue, partial=True)
+    assert (second.version, second.from_version, second.n_decided, second.n_still_provisional) == (
+        "v4", "v3", 10, total - 20)
+    # and finishes in the queue of the rest, which imports as a child of v4
+    rest_path = resampled / second.rest_queue
+    rest = [json.loads(line) for line in rest_path.read_text().splitlines()]
+    assert len(rest) == total - 20
+    rest_path.write_text("".join(json.dumps(line) + "\n" for line in decide_all(rest)))
+    last = import_queue(rest_path)
+    assert (last.version, last.from_version, last.n_still_provisional, last.rest_queue) == ("v5", "v4", 0, None)
+    parents = {v: load_version(resampled, v).manifest.parent for v in ("v3", "v4", "v5")}
+    assert parents == {"v3": "v2", "v4": "v3", "v5": "v4"}
+    v5 = load_version(resampled, "v5")
+    assert all(r.label_status == "adjudicated" for r in v5.requests) and len(v5.adjudications) == total
+    assert import_queue(v2_queue, partial=True).reused  # nothing new: already in the chain

@@ -63,6 +63,31 @@ def test_order_ids_are_masked_only_where_configured():
     assert caught.value.problems[0].rule == "masking-pattern"
 
 
+@pytest.mark.parametrize("text, masked", [
+    ("redeem GC-7ABC-12XY please", "redeem [GIFT_CARD] please"),
+    ("balance of gc-3kmn-55pq and GC-9XYZ-10AB", "balance of [GIFT_CARD] and [GIFT_CARD]"),
+    ("where is my parcel. Kind regards, Maria", "where is my parcel. Kind regards, [NAME]"),
+    ("refund pls. Kind regards, Olu 🙏", "refund pls. Kind regards, [NAME] 🙏"),
+    ("thanks - jo.", "thanks - [NAME]."),
+    ("Cheers Anna Smith!", "Cheers [NAME]!"),
+    ("Regards,\nPriya Patel", "Regards,\n[NAME]"),
+    ("Thanks in advance.", "Thanks in advance."),
+    ("ok thanks bye", "ok thanks bye"),
+    ("help me reset my password thanks", "help me reset my password thanks"),
+    ("cheers", "cheers"),
+])
+def test_gift_card_codes_and_sign_off_names_are_masked(text, masked):
+    counts: Counter[str] = Counter()
+    assert Masker(MaskingRules(gift_cards=[r"GC-\w{4}-\w{4}"])).mask(text, counts) == masked
+    assert sum(counts.values()) == masked.count("[")
+
+
+def test_gift_cards_only_where_configured_and_sign_offs_can_be_turned_off():
+    assert Masker(MaskingRules()).mask("redeem GC-7ABC-12XY") == "redeem GC-7ABC-12XY"
+    assert Masker(MaskingRules(sign_offs=False)).mask("thanks, tom") == "thanks, tom"
+    assert Masker(MaskingRules(sign_off_phrases=["love"])).mask("see you soon, love, Gran") == "see you soon, love, [NAME]"
+
+
 def test_masking_a_turn_masks_every_message():
     turn = ProductionTurn(turn_id="t1", time=datetime(2026, 11, 2, tzinfo=timezone.utc),
                           user_message="it's dana@example.org", first_tool="get_account",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.rows import OfferedTool, RunRecord, SelectionRow, WeightRecord
+from schemas.rows import ComparisonRecord, OfferedTool, RunRecord, SelectionRow, WeightRecord
 from tests.factories.rows import insert, records, run_record, selection_row
 
 
@@ -83,3 +83,31 @@ def test_every_view_file_states_its_grain():
 
     for name, path in view_files().items():
         assert path.read_text().startswith(f"-- {name}: one row per"), name
+
+
+def test_weighted_contribution_sums_to_the_weighted_accuracy_and_to_its_change(con):
+    # arm a: refund 1 of 4 right, track 4 of 4; arm b: refund 3 of 4, track 2 of 4, and reset (only in b) 1 of 2
+    rows = ([row(f"r{i}", "refund", "refund" if i == 0 else "track") for i in range(4)]
+            + [row(f"t{i}", "track", "track") for i in range(4)]
+            + [row(f"r{i}", "refund", "refund" if i < 3 else "track", arm="b") for i in range(4)]
+            + [row(f"t{i}", "track", "track" if i < 2 else "refund", arm="b") for i in range(4)]
+            + [row(f"s{i}", "reset", "reset" if i == 0 else "none", arm="b") for i in range(2)])
+    load(con, rows, weights={"refund": 0.6, "track": 0.2, "reset": 0.2})
+    insert(con, "comparisons", ComparisonRecord, [dict(run_id="run1", baseline="a", arm="b", changed=["catalogue"])])
+    result = {(r["arm"], r["baseline"], r["tool"]): r for r in records(con, "select * from weighted_contribution")}
+    assert set(result) == {("a", None, "refund"), ("a", None, "track"),
+                           ("b", "a", "refund"), ("b", "a", "track"), ("b", "a", "reset")}
+    a_refund = result[("a", None, "refund")]
+    assert a_refund["traffic_share"] == pytest.approx(0.75) and a_refund["contribution"] == pytest.approx(0.75 * 0.25)
+    assert a_refund["contribution_change"] is None
+    weighted = {r["arm"]: r["weighted_accuracy"] for r in records(con, "select * from weighted_accuracy")}
+    assert sum(r["contribution"] for k, r in result.items() if k[0] == "a") == pytest.approx(weighted["a"])
+    b = {k[2]: r for k, r in result.items() if k[0] == "b"}
+    assert sum(r["contribution"] for r in b.values()) == pytest.approx(weighted["b"])
+    assert sum(r["contribution_change"] for r in b.values()) == pytest.approx(weighted["b"] - weighted["a"])
+    # refund: share 0.6 in b (0.75 in a); accuracy .25 -> .75
+    refund = b["refund"]
+    assert refund["change_from_accuracy"] == pytest.approx(0.6 * 0.5)
+    assert refund["change_from_share"] == pytest.approx(0.6 * 0.75 - 0.75 * 0.25 - 0.6 * 0.5)
+    assert b["reset"]["baseline_contribution"] is None and b["reset"]["change_from_accuracy"] is None
+    assert b["reset"]["contribution_change"] == pytest.approx(0.2 * 0.5)

@@ -55,3 +55,16 @@ def test_calibration_report_reads_the_difference_per_slice_and_tool(calibrated):
     assert "Calibration v2 vs v1" in text and "PROVISIONAL LABELS" in text and "| refund | 80.0% | 10 | 50.0% | 20 | -30.0 |" in text
 
 
+
+
+def test_weekly_reports_of_the_same_window_and_version_land_per_run(tmp_path):
+    from tasks.weekly.weekly_report import WeeklyReport, write_weekly_report
+    from warehouse.location import Warehouse
+
+    warehouse = Warehouse(tmp_path)
+    first = write_weekly_report(warehouse, WeeklyReport("week", ["run one"], []), "calibration one",
+                                "2026-W44-W47", "v2", "run-1")
+    second = write_weekly_report(warehouse, WeeklyReport("week", ["run two"], []), None, "2026-W44-W47", "v2", "run-2")
+    assert first["weekly"] != second["weekly"]
+    assert "run one" in first["weekly"].read_text() and "run two" in second["weekly"].read_text()
+    assert first["weekly"] == tmp_path / "reports" / "weekly" / "2026-W44-W47-v2" / "run-1" / "weekly.md"

@@ -1,0 +1,124 @@
+"""``tooleval sql [QUERY]``: SQL over a snapshot of the warehouse with this project's DuckDB (the DuckDB CLIs
+installable here cannot read its file), never holding the file a run registers into.
+
+With a QUERY: run it, print the result, exit (2 when DuckDB refuses it). Without: read statements from
+standard input, each ending with ``;`` (over as many lines as it takes); dot commands ``.help``,
+``.tables``, ``.refresh``, ``.quit``. Piped into, it runs every statement and exits 2 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from typing import Iterator, TextIO
+
+from flows import api
+from flows.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from tasks.report.sql_session import SqlError, SqlSession, describe_snapshot, render_csv, render_table
+
+PROMPT, CONTINUED = "tooleval> ", "     ...> "
+HELP = """Statements end with ';' and may span lines. The views and tables of the warehouse are at hand
+(`.tables` lists them; README "Warehouse schema" documents them). The session reads a snapshot taken when it
+started, so it never blocks a run; runs registered since are not in it until `.refresh`.
+  .tables    views and tables        .refresh   take a new snapshot
+  .help      this text               .quit      leave (or Ctrl-D)"""
+
+
+def add_sql_parser(commands: argparse._SubParsersAction) -> None:
+    sql = commands.add_parser(
+        "sql", help="query the warehouse with SQL (one query, or interactively), read-only, never blocking a run",
+        description="Run SQL against a snapshot of the warehouse's DuckDB file, with this tooleval's DuckDB and "
+        "views. With QUERY: print its result and exit. Without: read statements ending with ';' from standard "
+        "input (an interactive prompt on a terminal). The file is held only while it is copied (milliseconds to "
+        "a second), so a run registering at the same time is not blocked.")
+    sql.add_argument("query", nargs="?", default=None, metavar="QUERY",
+                     help="e.g. \"select arm, slice, accuracy from aggregate_accuracy\"")
+    sql.add_argument("--warehouse", metavar="DIR", default=None,
+                     help="warehouse directory (default: $TOOLEVAL_WAREHOUSE, else warehouse/ in the checkout)")
+    sql.add_argument("--format", choices=["table", "csv"], default="table",
+                     help="table (aligned; one record per block when wider than the terminal) or csv")
+    sql.add_argument("--max-rows", type=int, default=1000, metavar="N",
+                     help="rows shown per result in table format (default 1000; csv prints all)")
+    sql.set_defaults(func=cmd_sql)
+
+
+def _print(session: SqlSession, text: str, args: argparse.Namespace) -> bool:
+    """Run ``text`` and print its results; False when DuckDB refused it (the message on stderr)."""
+    try:
+        results = session.run(text, None if args.format == "csv" else args.max_rows)
+    except SqlError as error:
+        print(f"tooleval sql: {error}", file=sys.stderr, flush=True)
+        return False
+    width = shutil.get_terminal_size((100, 24)).columns
+    for result in results:
+        print(render_csv(result) if args.format == "csv" else render_table(result, width), end="" if args.format == "csv" else "\n", flush=True)
+    return True
+
+
+def _statements(stream: TextIO, interactive: bool) -> Iterator[str]:
+    """Statements (ending with ';') and dot commands, read a line at a time."""
+    buffer: list[str] = []
+    while True:
+        if interactive:
+            try:
+                line = input(CONTINUED if buffer else PROMPT)
+            except EOFError:
+                print(file=sys.stderr)
+                break
+        else:
+            line = stream.readline()
+            if not line:
+                break
+        if not buffer and line.strip().startswith("."):
+            yield line.strip()
+            continue
+        if not buffer and not line.strip():
+            continue
+        buffer.append(line.rstrip("\n"))
+        if line.rstrip().endswith(";"):
+            yield "\n".join(buffer)
+            buffer = []
+    if any(part.strip() for part in buffer):
+        yield "\n".join(buffer)  # the last statement may leave out its ';'
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    session = api.sql_session(args.warehouse)
+    try:
+        return _session(session, args)
+    finally:
+        session.close()
+
+
+def _session(session: SqlSession, args: argparse.Namespace) -> int:
+    snapshot = session.refresh()
+    if args.query is not None:
+        return EXIT_OK if _print(session, args.query, args) else EXIT_BAD_INPUT
+    interactive = sys.stdin.isatty()
+    if interactive:
+        try:
+            import readline  # noqa: F401 - line editing and history for input()
+        except ImportError:
+            pass
+        print(describe_snapshot(snapshot) + "\n.help for help, .quit to leave", file=sys.stderr)
+    failed = 0
+    for statement in _statements(sys.stdin, interactive):
+        if statement.startswith("."):
+            command = statement.split()[0]
+            if command in (".quit", ".exit", ".q"):
+                break
+            if command == ".help":
+                print(HELP)
+            elif command == ".tables":
+                relations = session.relations()
+                width = max(len(name) for name, _ in relations)
+                print("\n".join(f"{name.ljust(width)}  {kind}" for name, kind in relations))
+            elif command == ".refresh":
+                print(describe_snapshot(session.refresh()), file=sys.stderr)
+            else:
+                print(f"tooleval sql: unknown command {command} (.help)", file=sys.stderr)
+                failed += 1
+            continue
+        failed += not _print(session, statement, args)
+    return EXIT_BAD_INPUT if failed and not interactive else EXIT_OK
