@@ -29,7 +29,7 @@ from flows.progress import announce, report_on_stderr
 from tasks.files.input_errors import InputError
 from tasks.importers.bfcl import import_bfcl
 from tasks.importers.metatool import import_metatool
-from tasks.report.render import render_markdown, render_terminal, rich_table, terminal_console
+from tasks.report.render import print_table, render_markdown, render_terminal, terminal_console
 from tasks.report.run_compare import RESPECTS, NotComparable, comparison_headline, comparison_tables
 from tasks.stats.planner import plan
 from tasks.traffic.labelling_queue import export_csv, import_queue
@@ -180,7 +180,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             console.print(line, highlight=False)
         for table in comparison_tables(result):
             console.print()
-            console.print(rich_table(table))
+            print_table(table, console)
     return EXIT_OK
 
 
