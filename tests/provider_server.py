@@ -63,6 +63,12 @@ class Reply:
     extra_calls: tuple[tuple[str, Any], ...] = ()
     """Further (tool, arguments) calls after the first and after ``extra_tools`` (parallel calls)."""
     error_message: str = "scripted error"
+    reshape: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Rewrite the reply's JSON before it is sent with status 200 (shapes real servers send: an error body,
+    no usage, no model, content as parts, a legacy function_call, ...)."""
+    raw: bytes | None = None
+    """Send these bytes with status 200 instead of JSON (e.g. a proxy's HTML page)."""
+    content_type: str = "application/json"
 
 
 def tool_call(tool: str, arguments: Any = "{}", **kwargs: Any) -> Reply:
@@ -399,10 +405,13 @@ class ProviderServer:
                 return
 
             def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+                self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
+
+            def _send_bytes(self, status: int, data: bytes, content_type: str,
+                            headers: Mapping[str, str] | None = None) -> None:
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(data)))
                     for key, value in (headers or {}).items():
                         self.send_header(key, value)
@@ -449,7 +458,12 @@ class ProviderServer:
                     self._error(api, reply.status, reply.error_message,
                                 "rate_limit_error" if reply.status == 429 else "api_error", reply.headers)
                     return
+                if reply.raw is not None:
+                    self._send_bytes(200, reply.raw, reply.content_type, reply.headers)
+                    return
                 payload = server.openai_body(seen, reply) if api == "openai" else server.anthropic_body(seen, reply)
+                if reply.reshape is not None:
+                    payload = reply.reshape(payload)
                 self._send(200, payload, reply.headers)
 
             def _error(self, api: str, status: int, message: str, kind: str, headers: Mapping[str, str]) -> None:

@@ -466,13 +466,17 @@ def interaction_table_(figures: RunFigures) -> ReportTable:
 
 
 def failures_table(figures: RunFigures) -> ReportTable:
-    rows = [[arm_label(figures, f.arm), f.slice, str(f.invalid), str(f.error), str(f.empty),
+    rows = [[arm_label(figures, f.arm), f.slice, str(f.invalid), str(f.text_calls), str(f.error), str(f.empty),
              f"{pct_with_fraction(f.invalid + f.error + f.empty, f.n)} ({interval_text(f.rate)})"]
             for f in figures.failures]
     return ReportTable(
         title="Invalid, error and empty rows (counted apart, never as a correct 'none')",
-        columns=["rung", "slice", "invalid", "error", "empty", "failure rate (95% CI)"],
+        columns=["rung", "slice", "invalid", "as text", "error", "empty", "failure rate (95% CI)"],
         rows=rows, key="failures", wrap=["rung"],
+        note="as text: of the invalid rows, replies that wrote a tool call as text (functions.NAME:, "
+             "<tool_call>...</tool_call>) instead of a structured call; on a self-hosted server, check its "
+             "tool-call parser and send tool_choice: auto (README, self-hosted models)."
+        if any(f.text_calls for f in figures.failures) else "",
     )
 
 

@@ -61,14 +61,17 @@ def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cac
         "cost_usd": selection.cost_usd, "latency_ms": selection.latency_ms, "model_id": arm.model_id,
         "served_model_id": selection.served_model_id, "selector": arm.selector, "prompt": arm.prompt_name,
         "cache_hit": cache_hit, "retries": selection.retries,
+        "http_attempts": 0 if cache_hit and selection.http_attempts is not None else selection.http_attempts,
         **routing_columns(selection),
     }
 
 
 ROUTING_COLUMNS = ("stop_reason", "price_version", "route", "router", "router_pick", "router_confidence",
                    "router_probabilities", "router_latency_ms", "router_cost_usd", "decided_by", "fallback",
-                   "judge_verdict", "judge_votes", "judge_cost_usd")
-"""Selection fields copied to the row as they are (hosted models, routing, judge: issue 4)."""
+                   "judge_verdict", "judge_votes", "judge_cost_usd",
+                   "arguments", "n_tool_calls", "cached_input_tokens", "cache_write_tokens", "served_model_evidence")
+"""Selection fields copied to the row as they are (hosted models, routing, judge: issue 4; reply shapes and
+prompt caches: issue 13). ``http_attempts`` is this run's: 0 on a cache hit."""
 
 
 def routing_columns(selection: Selection) -> dict:

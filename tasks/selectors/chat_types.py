@@ -51,7 +51,15 @@ class ChatReply:
     """Every prompt token billed, cached ones included."""
     output_tokens: int | None = None
     cached_input_tokens: int | None = None
+    """Prompt tokens read from the provider's prompt cache (OpenAI cached_tokens, Anthropic cache reads)."""
+    cache_write_tokens: int | None = None
+    """Prompt tokens written to the provider's cache with a 5-minute lifetime (Anthropic; billed 1.25x)."""
+    cache_write_1h_tokens: int | None = None
+    """Prompt tokens written to the cache with a 1-hour lifetime (Anthropic; billed 2x)."""
     n_tool_calls: int = 0
+    call_problem: str | None = None
+    """Why the first tool call is malformed in its shape (no name, Anthropic ``input`` not an object): the
+    row is invalid, whatever the arguments say."""
     top_logprobs: tuple[tuple[str, float], ...] | None = None
     """(token, logprob) alternatives of the first output token, when asked for."""
     unfinished: bool = False
