@@ -54,7 +54,9 @@ class AnthropicMessages:
         if request.tools:
             extra["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                               for t in request.tools]
-            if request.tool_choice == "none":
+            if request.tool_choice == "auto":
+                extra["tool_choice"] = {"type": "auto"}
+            elif request.tool_choice == "none":
                 extra["tool_choice"] = {"type": "none"}
             elif request.tool_choice == "required":
                 extra["tool_choice"] = {"type": "any"}

@@ -123,6 +123,8 @@ class ChatSelector:
         self.route: str | None = self.options.get("route")
         self.threshold = self.options.get("threshold")
         self.narrow_k = int(self.options.get("narrow_k", 1))
+        self.tool_choice: str | None = self.options.get("tool_choice")
+        """The arm's tool_choice (auto / required / none), sent whenever the route forces nothing."""
         # the LLM router and the judge call within the chat model's turns: by default they get its bound too
         routing = dict(self.options)
         if routing.get("router") == "llm":
@@ -157,9 +159,9 @@ class ChatSelector:
     def _request(self, item: SelectionInput, tools: tuple[ToolSpec, ...], tool_choice: str | None,
                  offered: "OfferedTools") -> ChatRequest:
         wire_tools = offered.all_wire if tools is item.tools else tuple(offered.wire[t.name] for t in tools)
-        choice = tool_choice
-        if tool_choice not in (None, "none", "required"):
-            choice = offered.names.wire(tool_choice)
+        choice = self.tool_choice if tool_choice is None else tool_choice
+        if choice not in (None, "auto", "none", "required"):
+            choice = offered.names.wire(choice)
         if not wire_tools:
             choice = None
         return ChatRequest(model=self.model_id, system=item.prompt,

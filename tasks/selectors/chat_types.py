@@ -25,7 +25,8 @@ class ChatRequest:
     """(role, content) turns: user / assistant / system, oldest first."""
     tools: tuple[WireTool, ...] = ()
     tool_choice: str | None = None
-    """None = the model decides; 'none' = no tool; 'required' = some tool; else the wire name forced."""
+    """None = nothing sent (the server's default); 'auto' = the model decides, said explicitly; 'none' = no tool;
+    'required' = some tool; else the wire name forced."""
     max_tokens: int = 1024
     top_logprobs: int | None = None
     """Ask for this many alternatives of each output token's log-probability (OpenAI-compatible only)."""

@@ -66,10 +66,8 @@ class OpenAIChat:
                                                   "parameters": t.parameters}}
                 for t in request.tools
             ]}
-            if request.tool_choice == "none":
-                tools["tool_choice"] = "none"
-            elif request.tool_choice == "required":
-                tools["tool_choice"] = "required"
+            if request.tool_choice in ("auto", "none", "required"):
+                tools["tool_choice"] = request.tool_choice
             elif request.tool_choice is not None:
                 tools["tool_choice"] = {"type": "function", "function": {"name": request.tool_choice}}
             if options.get("parallel_tool_calls") is not None:
