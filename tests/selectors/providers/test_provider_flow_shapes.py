@@ -14,7 +14,7 @@ from tests.factories.catalogues import support_tools
 from tests.provider_server import ProviderServer, Reply, Seen, oracle, status_reply, text_reply
 from tests.selectors.providers.conftest import FAKE_KEY
 from tests.selectors.providers.example_arguments import example_arguments
-from tests.selectors.providers.test_provider_flow import trimmed_support
+from tests.selectors.providers.test_provider_flow import one_arm_experiment, trimmed_support
 
 
 def kind_of(text: str) -> int:
@@ -47,12 +47,9 @@ def test_reply_shapes_land_as_rows_and_reach_the_report_and_the_calls_line(
     server = ProviderServer(awkward(expected), api_key=FAKE_KEY).__enter__()
     try:
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
-        experiment = support_copy / "experiments" / "awkward.yaml"
-        experiment.write_text(
-            "name: awkward\ntaskset: ..\nversion: v1\nseeds: [1, 2, 3]\n"
-            "arms:\n  - {name: gpt, catalogue: giftcards, prompt: default, selector: openai, "
-            "model: gpt-4.1-mini-2025-04-14, options: {concurrency: 2, tool_choice: auto, "
-            "retry_base_delay_s: 0.01, retry_max_delay_s: 0.02}}\n")
+        experiment = one_arm_experiment(support_copy, "awkward", (
+            "{name: gpt, catalogue: giftcards, prompt: default, selector: openai, model: gpt-4.1-mini-2025-04-14, "
+            "options: {concurrency: 2, tool_choice: auto, retry_base_delay_s: 0.01, retry_max_delay_s: 0.02}}"))
         warehouse = tmp_path / "wh"
         code = main(["run", str(experiment), "--warehouse", str(warehouse)])
         out = capsys.readouterr()
