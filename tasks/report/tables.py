@@ -15,6 +15,7 @@ import duckdb
 
 from schemas.criteria import Verdict
 from tasks.report.arm_operations import arm_operations_table
+from tasks.report.served_evidence import served_evidence_notice, served_evidence_table
 from tasks.report.figures import Change, RunFigures, ToolLevel, load_figures
 from tasks.report.format import (
     change_span,
@@ -65,6 +66,7 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
         "95% intervals treat the request as the unit (seeds of one request are correlated); "
         "changes are paired on the same requests.",
         *figures.notices,
+        *filter(None, [served_evidence_notice(figures.arm_operations)]),
     ]
     report = Report(run_id=figures.run_id, headline=headline, verdict=verdict, figures=figures)
     report.tables.append(slice_table(figures))
@@ -92,6 +94,9 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     operations = arm_operations_table(figures.arm_operations)
     if operations is not None:
         report.tables.append(operations)
+    evidence = served_evidence_table(figures.arm_operations)
+    if evidence is not None:
+        report.tables.append(evidence)
     return report
 
 

@@ -7,7 +7,10 @@ set a temperature states ``api_version: "2023-06-01"`` with it; the temperature 
 (``extra_body``, as the SDK's migration guide says) under that version.
 
 The agent prompt and any system turns of the conversation go in ``system``; the first ``tool_use``
-block of the reply is the choice.
+block of the reply is the choice. The last tool carries a ``cache_control`` breakpoint, so the tool list
+is written to Anthropic's prompt cache once (5-minute lifetime, billed 1.25x) and read by the requests of
+the same (arm, seed) that follow (billed at the cache-read rate); a prompt shorter than the model's
+minimum cacheable length is simply not cached.
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ class AnthropicMessages:
         if request.tools:
             extra["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                               for t in request.tools]
+            # a cache breakpoint after the tool list: the tools (in the seed's order) are most of every prompt
+            # and the same for every request of an (arm, seed), which the prefix lanes send together
+            extra["tools"][-1]["cache_control"] = {"type": "ephemeral"}
             if request.tool_choice == "auto":
                 extra["tool_choice"] = {"type": "auto"}
             elif request.tool_choice == "none":

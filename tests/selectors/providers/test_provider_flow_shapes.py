@@ -22,7 +22,8 @@ def kind_of(text: str) -> int:
 
 
 def awkward(expected: dict[str, str]):
-    """By request: 0 a tool call written as text, 1 a 500 first, 2 no usage, 3 a plain right answer."""
+    """By request: 0 a tool call written as text, 1 a 500 first, 2 no usage and no model, 3 a plain right
+    answer."""
     arguments = {t.name: example_arguments(t.parameters) for t in support_tools()}
     right = oracle(expected, arguments)
 
@@ -34,7 +35,8 @@ def awkward(expected: dict[str, str]):
             return status_reply(500)
         reply = right(seen)
         if kind == 2:
-            return Reply(**{**reply.__dict__, "reshape": lambda p: {k: v for k, v in p.items() if k != "usage"}})
+            return Reply(**{**reply.__dict__,
+                            "reshape": lambda p: {k: v for k, v in p.items() if k not in ("usage", "model")}})
         return reply
     return script
 
@@ -82,3 +84,7 @@ def test_reply_shapes_land_as_rows_and_reach_the_report_and_the_calls_line(
     assert "as text" in report and "functions.NAME:" in report
     failures = out.out.split("Invalid, error and empty rows", 1)[1].split("\n\n", 1)[0]
     assert "as text" in failures and "functions.NAME:" in failures  # the column, and its note
+    evidence = " ".join(out.out.split("Which model answered:", 1)[1].split("\n\n", 1)[0].split())
+    assert "server echoes the request" in evidence and "not reported" in evidence
+    assert "provider reported gpt" not in evidence  # the loopback server echoes the id it is asked for
+    assert "served model not evidenced for 1. gpt" in " ".join(out.out.split())
