@@ -6,7 +6,7 @@ request takes a slot, the prefix it shares with that slot's last prompt is cache
 evaluated at ``--per-token-ms`` a token (so time is proportional to uncached prompt tokens). The arm is
 the support agent's 30 tools with its real prompt; one unit is a batch of ``--batch`` requests of one seed.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/prefix_cache.py [--slots 1] [--concurrency 4] [--requests 40]
+    PYTHONPATH=. .venv/bin/python benchmarks/prefix_cache.py [--slots 1] [--concurrency 4] [--requests 180]
 
 "before": units of different seeds run side by side (no prefix lanes, as before issue 13); "after": one
 (arm, seed) at a time per endpoint (``tasks/run/prefix_lanes.py``). Anthropic is not measured here: before
@@ -52,10 +52,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--slots", type=int, default=1, help="server slots (llama.cpp --parallel)")
     parser.add_argument("--concurrency", type=int, default=4, help="the arm's calls in flight per endpoint")
-    parser.add_argument("--requests", type=int, default=40, help="requests per seed")
+    parser.add_argument("--requests", type=int, default=180, help="requests per seed")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--batch", type=int, default=10, help="requests per work unit")
-    parser.add_argument("--per-token-ms", type=float, default=0.05, help="evaluation time per uncached prompt token")
+    parser.add_argument("--batch", type=int, default=60, help="requests per work unit")
+    parser.add_argument("--per-token-ms", type=float, default=0.5, help="evaluation time per uncached prompt token")
     parser.add_argument("--repeat", type=int, default=2, help="before/after pairs, alternated")
     args = parser.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "local")

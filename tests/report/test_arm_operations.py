@@ -63,6 +63,7 @@ def test_arm_operations_on_known_rows(con):
     # prompt-cache share over this run's calls that reported it (the cache hit is not this run's call)
     assert chat["cached_input_share"] == pytest.approx(0.8) and table.rows[0][7] == "80.0%"
     assert chat["http_requests"] == 8 and gated["cached_input_share"] is None and table.rows[1][7] == "—"
+    assert "cached" not in arm_operations_table([{**chat, "cached_input_share": 0.0}, gated]).columns
     assert chat["served_reported"] == 2 and chat["served_models"] == [MODEL] and gated["served_reported"] == 0
     assert max(len(" | ".join(table.columns)), 0) < 100
 
