@@ -194,8 +194,6 @@ class ChatSelector:
             selection = self._turn(item, ledger, routed, offered, full_request, turn, started)
         finally:
             ledger.settle(reservation, turn.cost_usd, turn.calls, turn.unknown_cost_calls)
-        if turn.unknown_cost_calls and selection.cost_usd is not None:  # a part of the turn's cost is unknown
-            selection = selection.model_copy(update={"cost_usd": None})
         return selection.model_copy(update={"http_attempts": turn.http_requests})
 
     def _turn(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None, offered: "OfferedTools",
@@ -223,6 +221,8 @@ class ChatSelector:
         fields["retries"] = fields.get("retries", 0) + router_retries
         chat_cost = result.cost_usd
         total_cost = None if chat_cost is None and not router_cost else (chat_cost or 0.0) + router_cost
+        if turn.unknown_cost_calls:  # the router's or the chat model's reply gave no token counts: unknown
+            total_cost = None
         if self.route is not None:
             fields.update(route=self.route, decided_by=decision.decided_by, fallback=decision.fallback)
             if routed is not None and routed.detail and decision.fallback:
