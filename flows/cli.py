@@ -108,8 +108,10 @@ def _print_spend(summary, args: argparse.Namespace) -> None:
         caps = ", ".join(c for c in (f"max {summary.max_calls:,} calls" if summary.max_calls is not None else "",
                                      f"max ${summary.max_spend_usd:,.2f}" if summary.max_spend_usd is not None else "")
                          if c)
-        print(f"model calls:   {summary.n_calls:,}, ${summary.spend_usd:,.4f} at the price file's prices"
-              + (f" ({caps})" if caps else ""))
+        unknown = (f"; {summary.unknown_cost_calls:,} replies without token counts, charged at their estimate"
+                   if summary.unknown_cost_calls else "")
+        print(f"model calls:   {summary.n_calls:,} HTTP requests, ${summary.spend_usd:,.4f} at the price file's prices"
+              + (f" ({caps})" if caps else "") + unknown)
     if summary.n_budget_stopped:
         command = f"tooleval run {args.experiment}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
         print(f"\nbudget reached: {summary.n_budget_stopped:,} requests were not sent; their rows are errors "
@@ -243,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stop new hosted-model calls once the run has spent this much (default: the experiment's "
                           "budget); rerun to resume from the cache")
     run.add_argument("--max-calls", type=_count(0), default=None, metavar="N",
-                     help="stop new hosted-model calls after N calls (default: the experiment's budget)")
+                     help="stop after N HTTP requests to hosted models, retries included (default: the experiment's "
+                          "budget); rerun to resume from the cache")
     run.add_argument("--allow-provisional", action="store_true",
                      help="measure versions whose labels are still provisional (production hints); the report says so")
     run.add_argument("--task-runner", choices=["thread", "dask", "ray"], default=None,

@@ -44,9 +44,11 @@ class RunSummary:
     warehouse: str
     reports: dict[str, str]
     n_calls: int = 0
-    """Calls made to hosted models (routers and judges included)."""
+    """HTTP requests sent to hosted models (routers, judges and retries included)."""
     spend_usd: float = 0.0
-    """Their cost from the price file."""
+    """Their cost from the price file (a reply without token counts at its estimate)."""
+    unknown_cost_calls: int = 0
+    """Replies that reported no token counts: their rows' cost_usd is NULL."""
     n_budget_stopped: int = 0
     """Rows not selected because a cap was reached (error 'budget reached'): rerun to resume."""
     max_calls: int | None = None
@@ -169,7 +171,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       n_cache_hits=sum(r.n_cache_hits for r in results),
                       n_failures=sum(r.n_failures for r in results), warehouse=str(warehouse.root),
                       reports={kind: str(path) for kind, path in published.paths.items()} if published else {},
-                      n_calls=spent.calls, spend_usd=spent.spend_usd,
+                      n_calls=spent.calls, spend_usd=spent.spend_usd, unknown_cost_calls=spent.unknown_cost_calls,
                       n_budget_stopped=sum(r.n_budget_stopped for r in results),
                       max_calls=ctx.max_calls, max_spend_usd=ctx.max_spend_usd, halts=spent.halts,
                       verdict=published.verdict if published else None,

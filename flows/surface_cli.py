@@ -71,7 +71,7 @@ def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
                      help="warehouse directory (default: $TOOLEVAL_WAREHOUSE, else warehouse/ in the checkout)")
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the task cache")
     run.add_argument("--max-spend-usd", type=float, default=None, metavar="USD", help="stop new model calls past this spend")
-    run.add_argument("--max-calls", type=int, default=None, metavar="N", help="stop new model calls after N calls")
+    run.add_argument("--max-calls", type=int, default=None, metavar="N", help="stop after N HTTP requests to models, retries included")
     run.set_defaults(func=cmd_tasks_run)
     report = actions.add_parser("report", help="print the report of a task run (default: the latest)",
                                 description="Print a registered task run's report from the DuckDB file.")

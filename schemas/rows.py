@@ -68,6 +68,21 @@ class Selection(BaseModel):
         default=None, description="LLM judge's majority verdict on the chosen tool (beside the label check `correct`).")
     judge_votes: list[str] | None = Field(default=None, description="The judge's votes: right / wrong / unsure each.")
     judge_cost_usd: float | None = Field(default=None, description="Cost of the judge's calls (not part of cost_usd).")
+    # -- reply shapes, HTTP attempts, prompt caches, served-model evidence (issue 13) ----------------------
+    http_attempts: int | None = Field(
+        default=None, description="HTTP requests sent for this turn: every call's first request (router, chat, "
+        "judge) plus its retries; null for offline selectors.")
+    n_tool_calls: int | None = Field(
+        default=None, description="Tool calls in the chat model's reply (the first is scored; 0 for a text reply).")
+    cached_input_tokens: int | None = Field(
+        default=None, description="Prompt tokens read from the provider's prompt cache (priced at the cached rate).")
+    cache_write_tokens: int | None = Field(
+        default=None, description="Prompt tokens written to the provider's cache (Anthropic; billed 1.25x for "
+        "5 minutes, 2x for 1 hour).")
+    served_model_evidence: Literal["reported", "not_reported", "echoes_request"] | None = Field(
+        default=None, description="What the reply proves about the model that answered: 'reported' (an id the "
+        "pin check compared), 'not_reported' (no model in the reply), 'echoes_request' (a self-hosted server "
+        "returned the id requested, which proves nothing).")
 
 
 class SelectionRow(BaseModel):
@@ -129,6 +144,21 @@ class SelectionRow(BaseModel):
         default=None, description="LLM judge's majority verdict on the chosen tool, beside the label check `correct`.")
     judge_votes: list[str] | None = Field(default=None, description="The judge's votes.")
     judge_cost_usd: float | None = Field(default=None, description="Cost of the judge's calls (not in cost_usd).")
+    # -- reply shapes, HTTP attempts, prompt caches, served-model evidence (issue 13) ----------------------
+    arguments: str | None = Field(
+        default=None, description="Arguments of the first tool call as the model sent them (compact JSON when they "
+        "parsed, else the raw text), the ones checked against the tool's schema.")
+    http_attempts: int | None = Field(
+        default=None, description="HTTP requests sent for this turn (first requests plus retries; 0 on a cache "
+        "hit, null for offline selectors).")
+    n_tool_calls: int | None = Field(default=None, description="Tool calls in the chat model's reply.")
+    cached_input_tokens: int | None = Field(
+        default=None, description="Prompt tokens read from the provider's prompt cache (within input_tokens).")
+    cache_write_tokens: int | None = Field(
+        default=None, description="Prompt tokens written to the provider's cache (within input_tokens).")
+    served_model_evidence: Literal["reported", "not_reported", "echoes_request"] | None = Field(
+        default=None, description="What the reply proves about the served model: reported / not_reported / "
+        "echoes_request.")
 
 
 class RunRecord(BaseModel):

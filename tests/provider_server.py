@@ -63,6 +63,12 @@ class Reply:
     extra_calls: tuple[tuple[str, Any], ...] = ()
     """Further (tool, arguments) calls after the first and after ``extra_tools`` (parallel calls)."""
     error_message: str = "scripted error"
+    reshape: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Rewrite the reply's JSON before it is sent with status 200 (shapes real servers send: an error body,
+    no usage, no model, content as parts, a legacy function_call, ...)."""
+    raw: bytes | None = None
+    """Send these bytes with status 200 instead of JSON (e.g. a proxy's HTML page)."""
+    content_type: str = "application/json"
 
 
 def tool_call(tool: str, arguments: Any = "{}", **kwargs: Any) -> Reply:
@@ -188,12 +194,78 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+class PrefixCache:
+    """A model of the servers' prompt-prefix caches, for the prefix-scheduling benchmark and its tests.
+
+    - OpenAI-compatible requests go to one of ``slots`` slots (a llama.cpp server's ``--parallel``), one
+      request per slot at a time; each slot keeps the last prompt it evaluated, and a request takes the free
+      slot sharing the longest prefix with it. The prompt is the tools, then the messages (chat templates put
+      the tools first); the shared prefix is cached, the rest evaluated at ``per_token_s`` a token.
+    - Anthropic requests are cached only up to a ``cache_control`` breakpoint on the tool list: the first
+      request writes the tools (cache creation), later ones with the same tools read them; any number run
+      at once, each taking ``per_token_s`` per uncached token (creation included).
+
+    ``usage`` returns (prompt tokens, cached tokens read, tokens written) and sleeps for the evaluation.
+    """
+
+    def __init__(self, slots: int = 1, per_token_s: float = 0.0):
+        self.per_token_s = per_token_s
+        self._free = threading.Condition()
+        self._slots: list[str] = [""] * slots
+        self._busy = [False] * slots
+        self._written: set[str] = set()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _common(a: str, b: str) -> int:
+        n = min(len(a), len(b))
+        i = 0
+        while i < n and a[i] == b[i]:
+            i += 1
+        return i
+
+    def usage(self, api: str, body: dict[str, Any]) -> tuple[int, int, int]:
+        tools = json.dumps(body.get("tools") or [], sort_keys=True)
+        rest = json.dumps([body.get("system") or "", body.get("messages") or []], sort_keys=True)
+        total = _tokens(tools + rest)
+        if api == "anthropic":
+            marked = bool(body.get("tools")) and "cache_control" in (body["tools"][-1] or {})
+            read = written = 0
+            if marked:
+                with self._lock:
+                    if tools in self._written:
+                        read = _tokens(tools)
+                    else:
+                        written = _tokens(tools)
+                        self._written.add(tools)
+            time.sleep(self.per_token_s * (total - read))
+            return total, read, written
+        prompt = tools + rest
+        with self._free:
+            while all(self._busy):
+                self._free.wait()
+            free = [i for i, busy in enumerate(self._busy) if not busy]
+            slot = max(free, key=lambda i: self._common(self._slots[i], prompt))
+            self._busy[slot] = True
+            cached = min(_tokens(prompt[: self._common(self._slots[slot], prompt)]), total) \
+                if self._slots[slot] else 0
+        try:
+            time.sleep(self.per_token_s * (total - cached))
+        finally:
+            with self._free:
+                self._slots[slot], self._busy[slot] = prompt, False
+                self._free.notify()
+        return total, cached, 0
+
+
 class ProviderServer:
     """The server; a context manager that serves in a background thread on 127.0.0.1."""
 
     def __init__(self, script: Script = first_tool, api_key: str | None = None, latency_s: float = 0.0,
-                 port: int = 0, record: bool = True):
+                 port: int = 0, record: bool = True, prefix_cache: PrefixCache | None = None):
         self.script, self.api_key, self.latency_s, self.record = script, api_key, latency_s, record
+        self.prefix_cache = prefix_cache
+        """When set, replies take the time and report the cached tokens its model of a prefix cache gives."""
         self.seen: list[Seen] = []
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}
@@ -372,6 +444,18 @@ class ProviderServer:
                 "usage": {"input_tokens": _tokens(json.dumps(seen.body)), "output_tokens": 12,
                           "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}
 
+    def cached_usage(self, api: str, body: dict[str, Any], payload: dict[str, Any]) -> None:
+        """Evaluate the prompt under the prefix-cache model (taking its time) and report its tokens."""
+        assert self.prefix_cache is not None
+        total, read, written = self.prefix_cache.usage(api, body)
+        usage = payload["usage"]
+        if api == "openai":
+            usage.update(prompt_tokens=total, total_tokens=total + usage["completion_tokens"],
+                         prompt_tokens_details={"cached_tokens": read})
+        else:
+            usage.update(input_tokens=total - read - written, cache_read_input_tokens=read,
+                         cache_creation_input_tokens=written)
+
     @staticmethod
     def refuse_schema(api: str, body: dict[str, Any]) -> str | None:
         """The 400 the real services give a tool schema with a combinator at its root (or no object type)."""
@@ -399,10 +483,13 @@ class ProviderServer:
                 return
 
             def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+                self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
+
+            def _send_bytes(self, status: int, data: bytes, content_type: str,
+                            headers: Mapping[str, str] | None = None) -> None:
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(data)))
                     for key, value in (headers or {}).items():
                         self.send_header(key, value)
@@ -449,7 +536,14 @@ class ProviderServer:
                     self._error(api, reply.status, reply.error_message,
                                 "rate_limit_error" if reply.status == 429 else "api_error", reply.headers)
                     return
+                if reply.raw is not None:
+                    self._send_bytes(200, reply.raw, reply.content_type, reply.headers)
+                    return
                 payload = server.openai_body(seen, reply) if api == "openai" else server.anthropic_body(seen, reply)
+                if server.prefix_cache is not None:
+                    server.cached_usage(api, body, payload)
+                if reply.reshape is not None:
+                    payload = reply.reshape(payload)
                 self._send(200, payload, reply.headers)
 
             def _error(self, api: str, status: int, message: str, kind: str, headers: Mapping[str, str]) -> None:

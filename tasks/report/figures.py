@@ -184,6 +184,8 @@ class FailureLevel:
     empty: int
     rate: Interval
     """Share of rows that failed (invalid + error + empty), request-clustered interval."""
+    text_calls: int = 0
+    """Of the invalid rows, replies that wrote a tool call as text (``functions.NAME:``, ``<tool_call>``)."""
 
 
 @dataclass(frozen=True)
@@ -387,10 +389,11 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
 
 def _failures(con: duckdb.DuckDBPyConnection, run_id: str, rates: dict[tuple, Interval]) -> list[FailureLevel]:
     out = []
-    for r in records(con, "SELECT arm, rung, slice, n, invalid, error, empty FROM aggregate_accuracy "
+    for r in records(con, "SELECT arm, rung, slice, n, invalid, error, empty, text_calls FROM aggregate_accuracy "
                           "WHERE run_id = ? ORDER BY rung, slice", [run_id]):
         rate = rates.get((r["arm"], r["slice"])) or clustered_wilson_interval([], [])
-        out.append(FailureLevel(r["arm"], r["rung"], r["slice"], r["n"], r["invalid"], r["error"], r["empty"], rate))
+        out.append(FailureLevel(r["arm"], r["rung"], r["slice"], r["n"], r["invalid"], r["error"], r["empty"], rate,
+                                r["text_calls"]))
     return out
 
 

@@ -15,6 +15,7 @@ import duckdb
 
 from schemas.criteria import Verdict
 from tasks.report.arm_operations import arm_operations_table
+from tasks.report.served_evidence import served_evidence_notice, served_evidence_table
 from tasks.report.figures import Change, RunFigures, ToolLevel, load_figures
 from tasks.report.format import (
     change_span,
@@ -65,6 +66,7 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
         "95% intervals treat the request as the unit (seeds of one request are correlated); "
         "changes are paired on the same requests.",
         *figures.notices,
+        *filter(None, [served_evidence_notice(figures.arm_operations)]),
     ]
     report = Report(run_id=figures.run_id, headline=headline, verdict=verdict, figures=figures)
     report.tables.append(slice_table(figures))
@@ -92,6 +94,9 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     operations = arm_operations_table(figures.arm_operations)
     if operations is not None:
         report.tables.append(operations)
+    evidence = served_evidence_table(figures.arm_operations)
+    if evidence is not None:
+        report.tables.append(evidence)
     return report
 
 
@@ -466,13 +471,17 @@ def interaction_table_(figures: RunFigures) -> ReportTable:
 
 
 def failures_table(figures: RunFigures) -> ReportTable:
-    rows = [[arm_label(figures, f.arm), f.slice, str(f.invalid), str(f.error), str(f.empty),
+    rows = [[arm_label(figures, f.arm), f.slice, str(f.invalid), str(f.text_calls), str(f.error), str(f.empty),
              f"{pct_with_fraction(f.invalid + f.error + f.empty, f.n)} ({interval_text(f.rate)})"]
             for f in figures.failures]
     return ReportTable(
         title="Invalid, error and empty rows (counted apart, never as a correct 'none')",
-        columns=["rung", "slice", "invalid", "error", "empty", "failure rate (95% CI)"],
+        columns=["rung", "slice", "invalid", "as text", "error", "empty", "failure rate (95% CI)"],
         rows=rows, key="failures", wrap=["rung"],
+        note="as text: of the invalid rows, replies that wrote a tool call as text (functions.NAME:, "
+             "<tool_call>...</tool_call>) instead of a structured call; on a self-hosted server, check its "
+             "tool-call parser and send tool_choice: auto (README, self-hosted models)."
+        if any(f.text_calls for f in figures.failures) else "",
     )
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ContextManager
 
 from schemas.arrow import to_arrow_table
 from schemas.rows import Selection, SelectionRow
 from tasks.run.drill_points import reached
 from tasks.run.plan_units import PlannedRequest, WorkUnit, plan_batch
+from tasks.run.prefix_lanes import lane_for
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.run.score_selection import score_selection
 from tasks.run.selection_cache import SelectionCache
@@ -29,6 +32,9 @@ class RunContext:
     """Call cap of the run (hosted models), None for no cap."""
     max_spend_usd: float | None = None
     """Spend cap of the run in US dollars, None for no cap."""
+    prefix_lanes: bool = True
+    """Hosted arms: one (arm, seed) at a time per endpoint (``prefix_lanes``); off only to measure the
+    difference (benchmarks/prefix_cache.py)."""
 
 
 @dataclass(frozen=True)
@@ -61,14 +67,17 @@ def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cac
         "cost_usd": selection.cost_usd, "latency_ms": selection.latency_ms, "model_id": arm.model_id,
         "served_model_id": selection.served_model_id, "selector": arm.selector, "prompt": arm.prompt_name,
         "cache_hit": cache_hit, "retries": selection.retries,
+        "http_attempts": 0 if cache_hit and selection.http_attempts is not None else selection.http_attempts,
         **routing_columns(selection),
     }
 
 
 ROUTING_COLUMNS = ("stop_reason", "price_version", "route", "router", "router_pick", "router_confidence",
                    "router_probabilities", "router_latency_ms", "router_cost_usd", "decided_by", "fallback",
-                   "judge_verdict", "judge_votes", "judge_cost_usd")
-"""Selection fields copied to the row as they are (hosted models, routing, judge: issue 4)."""
+                   "judge_verdict", "judge_votes", "judge_cost_usd",
+                   "arguments", "n_tool_calls", "cached_input_tokens", "cache_write_tokens", "served_model_evidence")
+"""Selection fields copied to the row as they are (hosted models, routing, judge: issue 4; reply shapes and
+prompt caches: issue 13). ``http_attempts`` is this run's: 0 on a cache hit."""
 
 
 def routing_columns(selection: Selection) -> dict:
@@ -76,6 +85,15 @@ def routing_columns(selection: Selection) -> dict:
     if columns["router_probabilities"] is not None:
         columns["router_probabilities"] = list(columns["router_probabilities"].items())
     return columns
+
+
+def _prefix_lane(selector: object, unit: WorkUnit, ctx: RunContext) -> ContextManager[None]:
+    """The endpoint's prefix lane for a hosted arm's unit (tasks/run/prefix_lanes.py); nothing to hold for an
+    offline selector."""
+    caller = getattr(selector, "caller", None)
+    if caller is None or not ctx.prefix_lanes:
+        return nullcontext()
+    return lane_for((caller.kind, caller.endpoint)).hold((unit.arm.rung, unit.seed))
 
 
 def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
@@ -95,7 +113,8 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
             # completes: cached at once, so a crash mid-batch repeats no completed call on resume
             reached("unit-selecting", unit.label)
             with RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger, \
-                    batch_scope(BatchScope(ledger, lambda i, answer: cache.put_many([(misses[i].cache_key, answer)]))):
+                    batch_scope(BatchScope(ledger, lambda i, answer: cache.put_many([(misses[i].cache_key, answer)]))), \
+                    _prefix_lane(selector, unit, ctx):
                 answers = selector.select(inputs)
             reached("unit-selected", unit.label)
             fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}

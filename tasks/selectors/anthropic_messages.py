@@ -7,15 +7,18 @@ set a temperature states ``api_version: "2023-06-01"`` with it; the temperature 
 (``extra_body``, as the SDK's migration guide says) under that version.
 
 The agent prompt and any system turns of the conversation go in ``system``; the first ``tool_use``
-block of the reply is the choice.
+block of the reply is the choice. The last tool carries a ``cache_control`` breakpoint, so the tool list
+is written to Anthropic's prompt cache once (5-minute lifetime, billed 1.25x) and read by the requests of
+the same (arm, seed) that follow (billed at the cache-read rate); a prompt shorter than the model's
+minimum cacheable length is simply not cached.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 from tasks.selectors.chat_types import ChatReply, ChatRequest
+from tasks.selectors.reply_body import reply_json
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 SAMPLING_API_VERSION = "2023-06-01"
@@ -54,7 +57,12 @@ class AnthropicMessages:
         if request.tools:
             extra["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                               for t in request.tools]
-            if request.tool_choice == "none":
+            # a cache breakpoint after the tool list: the tools (in the seed's order) are most of every prompt
+            # and the same for every request of an (arm, seed), which the prefix lanes send together
+            extra["tools"][-1]["cache_control"] = {"type": "ephemeral"}
+            if request.tool_choice == "auto":
+                extra["tool_choice"] = {"type": "auto"}
+            elif request.tool_choice == "none":
                 extra["tool_choice"] = {"type": "none"}
             elif request.tool_choice == "required":
                 extra["tool_choice"] = {"type": "any"}
@@ -68,30 +76,51 @@ class AnthropicMessages:
     def complete(self, request: ChatRequest, timeout_s: float) -> ChatReply:
         # the raw response, read as JSON (see openai_chat): the SDK still sends, authenticates and raises
         raw = self._client.messages.with_raw_response.create(**self.request_body(request), timeout=timeout_s)
-        return self.read_reply(json.loads(raw.http_response.content))
+        response = raw.http_response
+        return self.read_reply(reply_json(response.content, response.headers.get("content-type"), self.provider))
 
     @staticmethod
     def read_reply(data: Mapping[str, Any]) -> ChatReply:
-        """A ChatReply from the JSON of a message."""
+        """A ChatReply from the JSON of a message (``reply_json`` has refused error bodies).
+
+        Blocks other than text and tool_use (thinking, server tools) are skipped; a tool_use whose ``input``
+        is not an object (the API defines one) or that has no name is a ``call_problem`` (invalid). Cache
+        writes are split by lifetime when the usage says (``cache_creation``), else counted as 5-minute."""
         usage = data.get("usage") or {}
         fresh = usage.get("input_tokens")
         cache_read = usage.get("cache_read_input_tokens") or 0
         cache_write = usage.get("cache_creation_input_tokens") or 0
-        blocks = list(data.get("content") or [])
+        split = usage.get("cache_creation") or {}
+        write_1h = int(split.get("ephemeral_1h_input_tokens") or 0)
+        write_5m = int(split["ephemeral_5m_input_tokens"]) if "ephemeral_5m_input_tokens" in split else \
+            max(cache_write - write_1h, 0)
+        blocks = [b for b in data.get("content") or [] if isinstance(b, Mapping)]
         uses = [b for b in blocks if b.get("type") == "tool_use"]
         text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text")
         first = uses[0] if uses else None
+        name = first.get("name") if first else None
+        problem = None
+        if first is not None:
+            if not isinstance(name, str) or not name.strip():
+                problem, name = "a tool_use block without a tool name", None
+            elif not isinstance(first.get("input"), Mapping):
+                kind = {str: "a string", list: "an array", type(None): "null"}.get(type(first.get("input")), "a value")
+                problem = (f"the input of tool_use {name} is not a JSON object but {kind} (the Messages API "
+                           "defines input as an object)")
         stop = data.get("stop_reason")
         return ChatReply(
-            served_model=data.get("model"),
-            tool_name=first.get("name") if first else None,
+            served_model=data.get("model") or None,
+            tool_name=name,
             arguments=first.get("input") if first else None,
             text=text,
             stop_reason=stop,
-            input_tokens=None if fresh is None else fresh + cache_read + cache_write,
+            input_tokens=None if fresh is None else fresh + cache_read + write_5m + write_1h,
             output_tokens=usage.get("output_tokens"),
             cached_input_tokens=cache_read,
+            cache_write_tokens=write_5m,
+            cache_write_1h_tokens=write_1h,
             n_tool_calls=len(uses),
+            call_problem=problem,
             unfinished=stop in UNFINISHED,
             refusal=text if stop == "refusal" else None,
         )

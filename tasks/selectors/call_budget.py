@@ -8,8 +8,11 @@ lands the request as an error row with the detail ``budget reached`` (errors are
 call the estimate is replaced by the cost billed. Each reservation is one ``BEGIN IMMEDIATE`` transaction,
 so processes on one machine never both take the last call.
 
-A call is one request to a provider with its retries (a 429 or a 5xx is not billed); the LLM router's and
-the judge's calls count too. The ledger also holds the run's halts: a model whose served id differed
+A call is one HTTP request to a provider: a turn reserves its first attempts (the LLM router's, the chat
+model's, the judge's votes), and each retry reserves one more call before it is sent, so ``max_calls`` bounds
+every request that leaves, retries included (a retry refused by the cap ends its row as ``budget reached``).
+A 429 or a 5xx is not billed. A reply that reports no token counts has an unknown cost: it is settled at its
+reservation's estimate (an upper bound), never at $0, and counted in ``unknown_cost_calls``. The ledger also holds the run's halts: a model whose served id differed
 from its pin is halted, and no process sends it another request in that run.
 
 Resuming: rerun the same experiment. Every completed call sits in the per-request selection cache
@@ -35,7 +38,8 @@ _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS run_budget (
         run_id TEXT PRIMARY KEY, max_calls INTEGER, max_spend_usd REAL,
         calls INTEGER NOT NULL DEFAULT 0, spend_usd REAL NOT NULL DEFAULT 0,
-        reserved_usd REAL NOT NULL DEFAULT 0, refused INTEGER NOT NULL DEFAULT 0)""",
+        reserved_usd REAL NOT NULL DEFAULT 0, refused INTEGER NOT NULL DEFAULT 0,
+        unknown_cost_calls INTEGER NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS run_halts (
         run_id TEXT NOT NULL, model TEXT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (run_id, model))""",
 ]
@@ -60,10 +64,21 @@ class Turn:
 
     cost_usd: float = 0.0
     calls: int = 0
+    """Calls made (each one's first HTTP request: what the turn reserved)."""
+    retries: int = 0
+    """Further HTTP requests: retries, each reserved on its own (``RunLedger.reserve_retry``)."""
+    unknown_cost_calls: int = 0
+    """Calls answered with no token counts: their cost is unknown (settled at the turn's estimate)."""
 
-    def add(self, cost_usd: float | None) -> None:
+    def add(self, cost_usd: float | None, retries: int = 0, unknown: bool = False) -> None:
         self.cost_usd += cost_usd or 0.0
         self.calls += 1
+        self.retries += retries
+        self.unknown_cost_calls += int(unknown)
+
+    @property
+    def http_requests(self) -> int:
+        return self.calls + self.retries
 
 
 @dataclass(frozen=True)
@@ -76,6 +91,8 @@ class LedgerSummary:
     max_calls: int | None
     max_spend_usd: float | None
     halts: dict[str, str] = field(default_factory=dict)
+    unknown_cost_calls: int = 0
+    """Calls whose reply gave no token counts: counted in ``spend_usd`` at their estimate (an upper bound)."""
 
     @property
     def budget_reached(self) -> bool:
@@ -97,6 +114,9 @@ class RunLedger:
                      sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False))
         for statement in _SCHEMA:
             self._con.execute(statement)
+        columns = {row[1] for row in self._con.execute("PRAGMA table_info(run_budget)").fetchall()}
+        if "unknown_cost_calls" not in columns:  # a ledger written before the column existed
+            self._con.execute("ALTER TABLE run_budget ADD COLUMN unknown_cost_calls INTEGER NOT NULL DEFAULT 0")
         with self._transaction() as con:
             con.execute("INSERT OR IGNORE INTO run_budget (run_id) VALUES (?)", [run_id])
             if max_calls is not None or max_spend_usd is not None:
@@ -130,14 +150,31 @@ class RunLedger:
                         [calls, estimate_usd, self.run_id])
         return Reservation(estimate_usd, calls)
 
-    def settle(self, reservation: Reservation, cost_usd: float | None, calls_used: int | None = None) -> None:
+    def settle(self, reservation: Reservation, cost_usd: float | None, calls_used: int | None = None,
+               unknown_cost_calls: int = 0) -> None:
         """Replace the reservation's estimate with the cost billed (0 for a call that failed), and give back
-        the calls reserved but not made (a judge not asked about an error row)."""
+        the calls reserved but not made (a judge not asked about an error row). With calls of unknown cost
+        the turn is charged at least its estimate: the cap stays an upper bound on what was spent."""
         unused = 0 if calls_used is None else max(reservation.calls - calls_used, 0)
+        charged = max(cost_usd or 0.0, 0.0)
+        if unknown_cost_calls:
+            charged = max(charged, reservation.estimate_usd)
         with self._transaction() as con:
             con.execute("UPDATE run_budget SET reserved_usd = max(reserved_usd - ?, 0), spend_usd = spend_usd + ?, "
-                        "calls = calls - ? WHERE run_id = ?",
-                        [reservation.estimate_usd, max(cost_usd or 0.0, 0.0), unused, self.run_id])
+                        "calls = calls - ?, unknown_cost_calls = unknown_cost_calls + ? WHERE run_id = ?",
+                        [reservation.estimate_usd, charged, unused, unknown_cost_calls, self.run_id])
+
+    def reserve_retry(self) -> bool:
+        """One more HTTP request for a retry (its cost is in the turn's estimate); False when ``max_calls``
+        would be passed."""
+        with self._transaction() as con:
+            max_calls, used = con.execute("SELECT max_calls, calls FROM run_budget WHERE run_id = ?",
+                                          [self.run_id]).fetchone()
+            if max_calls is not None and used + 1 > max_calls:
+                con.execute("UPDATE run_budget SET refused = refused + 1 WHERE run_id = ?", [self.run_id])
+                return False
+            con.execute("UPDATE run_budget SET calls = calls + 1 WHERE run_id = ?", [self.run_id])
+        return True
 
     def halt(self, model: str, reason: str) -> None:
         with self._transaction() as con:
@@ -151,12 +188,12 @@ class RunLedger:
 
     def summary(self) -> LedgerSummary:
         with self._lock:
-            max_calls, max_spend, calls, spend, refused = self._con.execute(
-                "SELECT max_calls, max_spend_usd, calls, spend_usd, refused FROM run_budget WHERE run_id = ?",
-                [self.run_id]).fetchone()
+            max_calls, max_spend, calls, spend, refused, unknown = self._con.execute(
+                "SELECT max_calls, max_spend_usd, calls, spend_usd, refused, unknown_cost_calls FROM run_budget "
+                "WHERE run_id = ?", [self.run_id]).fetchone()
             halts = dict(self._con.execute("SELECT model, reason FROM run_halts WHERE run_id = ?",
                                            [self.run_id]).fetchall())
-        return LedgerSummary(self.run_id, calls, spend, refused, max_calls, max_spend, halts)
+        return LedgerSummary(self.run_id, calls, spend, refused, max_calls, max_spend, halts, unknown)
 
     def close(self) -> None:
         self._con.close()

@@ -13,7 +13,10 @@ logs or reports.
 Arm options (all optional unless said):
 
 - chat: ``base_url``, ``api_key_env``, ``api_key_file``, ``temperature`` (openai default 0; ``null`` leaves
-  it out), ``provider_seed`` (openai, default 0), ``max_tokens`` (1024), ``legacy_max_tokens``,
+  it out), ``provider_seed`` (openai, default 0), ``max_tokens`` (1024), ``legacy_max_tokens`` (openai: send
+  the limit as ``max_tokens``, not ``max_completion_tokens``, which llama-cpp-python ignores),
+  ``tool_choice`` (``auto`` / ``required`` / ``none``, sent on every call a route does not force; unset: no
+  tool_choice is sent, which llama-cpp-python reads as "no tools"),
   ``reasoning_effort``, ``parallel_tool_calls``, ``api_version`` (anthropic), ``served_model``,
   ``model_revision`` / ``unpinned_reason`` (self-hosted ids without a date), ``prices``, ``price_file``;
 - load: ``concurrency`` (8 calls in flight per endpoint and process), ``timeout_s`` (60), ``max_retries``
@@ -60,8 +63,9 @@ the 'selector' respect of the one-change rule."""
 PROVIDER_OPTIONS = frozenset({"base_url", "temperature", "provider_seed", "max_tokens", "legacy_max_tokens",
                               "reasoning_effort", "parallel_tool_calls", "api_version", "served_model",
                               "model_revision", "unpinned_reason"}) | TRANSPORT_OPTIONS
+TOOL_CHOICES = ("auto", "required", "none")
 ROUTING_OPTIONS = frozenset({"route", "router", "router_model", "router_options", "threshold", "narrow_k"})
-CHAT_OPTIONS = PROVIDER_OPTIONS | ROUTING_OPTIONS | {"judge"}
+CHAT_OPTIONS = PROVIDER_OPTIONS | ROUTING_OPTIONS | {"judge", "tool_choice"}
 JUDGE_OPTIONS = PROVIDER_OPTIONS | {"model", "selector", "votes"}
 LLM_ROUTER_OPTIONS = PROVIDER_OPTIONS | {"max_options"}
 
@@ -165,6 +169,12 @@ def _check_provider(kind: str, model_id: str, options: dict[str, Any], allowed: 
         value = filled.get(name, 1)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             problems.append(("option-value", f"{what}: {name} must be a whole number >= 1"))
+    if "legacy_max_tokens" in options:
+        if not isinstance(options["legacy_max_tokens"], bool):
+            problems.append(("option-value", f"{what}: legacy_max_tokens must be true or false"))
+        elif kind != "openai":
+            problems.append(("option-value", f"{what}: legacy_max_tokens is for OpenAI-compatible servers; the "
+                                             "Messages API always takes max_tokens"))
     return filled, problems
 
 
@@ -177,6 +187,9 @@ def check_hosted_arm(kind: str, model_id: str, options: Mapping[str, Any],
     options = dict(options)
     filled, problems = _check_provider(kind, model_id, options, CHAT_OPTIONS, f"{kind} model", environ)
 
+    if "tool_choice" in options and options["tool_choice"] not in TOOL_CHOICES:
+        problems.append(("option-value", f"tool_choice '{options['tool_choice']}' is not one of "
+                                         f"{', '.join(TOOL_CHOICES)} (a forced tool comes from route: forced)"))
     route = options.get("route")
     if route is not None:
         if route not in ROUTES:

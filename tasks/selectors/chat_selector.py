@@ -9,11 +9,15 @@ votes. Latency-bound calls overlap, and the gate keeps every call of the process
 Reading a reply (the outcome taxonomy; nothing invalid or empty is ever a correct 'none'):
 
 - a tool call of an offered tool with arguments valid under its JSON schema: that tool;
-- a tool call naming no offered tool, or with arguments that are not a JSON object or break the schema:
-  *invalid* (the tool, when known, is kept in ``chosen`` and the reason in ``detail``);
-- no tool call and some text: 'none';
+- a tool call naming no offered tool, with no name at all, with arguments that are not a JSON object or break
+  the schema, or (Anthropic) an ``input`` that is not an object: *invalid* (the tool, when known, is kept in
+  ``chosen`` and the reason in ``detail``);
+- no tool call and text holding tool-call markup (``functions.NAME:``, ``<tool_call>{...}</tool_call>``, ...:
+  ``text_tool_calls``): *invalid*, detail ``tool call written as text (...)``;
+- no tool call and some other text: 'none';
 - no tool call and no text, or a reply cut short (length / max_tokens / content filter / refusal): *empty*;
-- no reply after the retries, or a served model that is not the pinned one: *error* (never cached);
+- no reply after the retries, an HTTP 200 whose body is an error or not JSON (``reply_body``), or a served
+  model that is not the pinned one: *error* (never cached);
 - not sent because the run's budget was reached: *error* with the detail ``budget reached``.
 
 Each answer is handed to the batch scope as it completes (``run_budget.BatchScope.on_answer``), so the
@@ -32,11 +36,13 @@ from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.rows import Selection
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.chat_options import DEFAULT_CONCURRENCY, provider_defaults
-from tasks.selectors.chat_types import ChatRequest, WireTool
+from tasks.selectors.chat_options import DEFAULT_CONCURRENCY, is_custom_server, provider_defaults
+from tasks.selectors.chat_types import ChatReply, ChatRequest, WireTool
 from tasks.selectors.judge import Judge, arguments_text
 from tasks.selectors.provider_calls import CallResult, ProviderCaller
 from tasks.selectors.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
+from tasks.selectors.pinned_models import served_evidence
+from tasks.selectors.text_tool_calls import find_text_call, text_call_detail
 from tasks.selectors.tool_call_check import check_arguments
 from tasks.selectors.tool_names import ToolNameMap
 from tasks.selectors.tool_schemas import wire_schema
@@ -56,13 +62,15 @@ class OfferedTools:
 
 
 def read_reply(result: CallResult, sent_tools: tuple[ToolSpec, ...], names: ToolNameMap,
-               all_tools: dict[str, ToolSpec]) -> dict[str, Any]:
+               all_tools: dict[str, ToolSpec], evidence: str | None = None) -> dict[str, Any]:
     """Selection fields from one chat call (see the module docstring for the taxonomy)."""
     reply = result.reply
     fields: dict[str, Any] = {"retries": result.retries}
     if reply is not None:
         fields.update(served_model_id=reply.served_model, input_tokens=reply.input_tokens,
-                      output_tokens=reply.output_tokens, stop_reason=reply.stop_reason)
+                      output_tokens=reply.output_tokens, stop_reason=reply.stop_reason,
+                      n_tool_calls=reply.n_tool_calls, cached_input_tokens=reply.cached_input_tokens,
+                      cache_write_tokens=_cache_writes(reply), served_model_evidence=evidence)
     if result.detail is not None:
         return {**fields, "chosen": None, "outcome_hint": "error", "detail": result.detail}
     assert reply is not None
@@ -70,11 +78,19 @@ def read_reply(result: CallResult, sent_tools: tuple[ToolSpec, ...], names: Tool
         reason = "refused by the provider" if reply.stop_reason == "refusal" else "unfinished reply"
         return {**fields, "chosen": None, "outcome_hint": "empty",
                 "detail": f"{reason} (stop reason {reply.stop_reason})"}
+    if reply.call_problem is not None:
+        chosen = names.original(reply.tool_name) or reply.tool_name if reply.tool_name else None
+        return {**fields, "chosen": chosen, "outcome_hint": "invalid", "arguments": arguments_text(reply.arguments),
+                "detail": reply.call_problem}
     if reply.tool_name is None:
         if reply.refusal:
             return {**fields, "chosen": None, "outcome_hint": "empty", "detail": "refused by the provider"}
         if not reply.text.strip():
             return {**fields, "chosen": None, "outcome_hint": "empty", "detail": "empty reply: no tool call, no text"}
+        found = find_text_call(reply.text)
+        if found is not None:  # markup as text: the model tried a call the server did not return as one
+            named = names.original(found.name) or found.name if found.name else None
+            return {**fields, "chosen": named, "outcome_hint": "invalid", "detail": text_call_detail(found)}
         return {**fields, "chosen": NONE_LABEL, "outcome_hint": "ok"}
     original = names.original(reply.tool_name)
     sent = {tool.name for tool in sent_tools}
@@ -89,6 +105,12 @@ def read_reply(result: CallResult, sent_tools: tuple[ToolSpec, ...], names: Tool
     return {**fields, "chosen": original, "outcome_hint": "ok", "arguments": check.arguments_json}
 
 
+def _cache_writes(reply: ChatReply) -> int | None:
+    if reply.cache_write_tokens is None and reply.cache_write_1h_tokens is None:
+        return None
+    return (reply.cache_write_tokens or 0) + (reply.cache_write_1h_tokens or 0)
+
+
 class ChatSelector:
     """A chat model choosing among tools, optionally routed and judged (see ``routed.py``, ``judge.py``)."""
 
@@ -101,6 +123,8 @@ class ChatSelector:
         self.route: str | None = self.options.get("route")
         self.threshold = self.options.get("threshold")
         self.narrow_k = int(self.options.get("narrow_k", 1))
+        self.tool_choice: str | None = self.options.get("tool_choice")
+        """The arm's tool_choice (auto / required / none), sent whenever the route forces nothing."""
         # the LLM router and the judge call within the chat model's turns: by default they get its bound too
         routing = dict(self.options)
         if routing.get("router") == "llm":
@@ -135,9 +159,9 @@ class ChatSelector:
     def _request(self, item: SelectionInput, tools: tuple[ToolSpec, ...], tool_choice: str | None,
                  offered: "OfferedTools") -> ChatRequest:
         wire_tools = offered.all_wire if tools is item.tools else tuple(offered.wire[t.name] for t in tools)
-        choice = tool_choice
-        if tool_choice not in (None, "none", "required"):
-            choice = offered.names.wire(tool_choice)
+        choice = self.tool_choice if tool_choice is None else tool_choice
+        if choice not in (None, "auto", "none", "required"):
+            choice = offered.names.wire(choice)
         if not wire_tools:
             choice = None
         return ChatRequest(model=self.model_id, system=item.prompt,
@@ -164,12 +188,13 @@ class ChatSelector:
         reservation = ledger.reserve(estimate, calls)
         if reservation is None:
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=BUDGET_REACHED,
-                             latency_ms=0.0, route=self.route)
+                             latency_ms=0.0, route=self.route, http_attempts=0)
         turn = Turn()
         try:
-            return self._turn(item, ledger, routed, offered, full_request, turn, started)
+            selection = self._turn(item, ledger, routed, offered, full_request, turn, started)
         finally:
-            ledger.settle(reservation, turn.cost_usd, turn.calls)
+            ledger.settle(reservation, turn.cost_usd, turn.calls, turn.unknown_cost_calls)
+        return selection.model_copy(update={"http_attempts": turn.http_requests})
 
     def _turn(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None, offered: "OfferedTools",
               full_request: ChatRequest, turn: Turn, started: float) -> Selection:
@@ -190,10 +215,14 @@ class ChatSelector:
         request = full_request if decision.tools is item.tools and decision.tool_choice is None else \
             self._request(item, decision.tools, decision.tool_choice, offered)
         result = self.caller.call(request, ledger, turn)
-        fields = read_reply(result, decision.tools, offered.names, offered.by_name)
+        evidence = None if result.reply is None else served_evidence(
+            self.model_id, result.reply.served_model, is_custom_server(self.caller.endpoint))
+        fields = read_reply(result, decision.tools, offered.names, offered.by_name, evidence)
         fields["retries"] = fields.get("retries", 0) + router_retries
         chat_cost = result.cost_usd
         total_cost = None if chat_cost is None and not router_cost else (chat_cost or 0.0) + router_cost
+        if turn.unknown_cost_calls:  # the router's or the chat model's reply gave no token counts: unknown
+            total_cost = None
         if self.route is not None:
             fields.update(route=self.route, decided_by=decision.decided_by, fallback=decision.fallback)
             if routed is not None and routed.detail and decision.fallback:

@@ -25,7 +25,8 @@ class ChatRequest:
     """(role, content) turns: user / assistant / system, oldest first."""
     tools: tuple[WireTool, ...] = ()
     tool_choice: str | None = None
-    """None = the model decides; 'none' = no tool; 'required' = some tool; else the wire name forced."""
+    """None = nothing sent (the server's default); 'auto' = the model decides, said explicitly; 'none' = no tool;
+    'required' = some tool; else the wire name forced."""
     max_tokens: int = 1024
     top_logprobs: int | None = None
     """Ask for this many alternatives of each output token's log-probability (OpenAI-compatible only)."""
@@ -51,7 +52,15 @@ class ChatReply:
     """Every prompt token billed, cached ones included."""
     output_tokens: int | None = None
     cached_input_tokens: int | None = None
+    """Prompt tokens read from the provider's prompt cache (OpenAI cached_tokens, Anthropic cache reads)."""
+    cache_write_tokens: int | None = None
+    """Prompt tokens written to the provider's cache with a 5-minute lifetime (Anthropic; billed 1.25x)."""
+    cache_write_1h_tokens: int | None = None
+    """Prompt tokens written to the cache with a 1-hour lifetime (Anthropic; billed 2x)."""
     n_tool_calls: int = 0
+    call_problem: str | None = None
+    """Why the first tool call is malformed in its shape (no name, Anthropic ``input`` not an object): the
+    row is invalid, whatever the arguments say."""
     top_logprobs: tuple[tuple[str, float], ...] | None = None
     """(token, logprob) alternatives of the first output token, when asked for."""
     unfinished: bool = False

@@ -9,13 +9,30 @@ nowhere else.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 from tasks.selectors.chat_types import ChatReply, ChatRequest
+from tasks.selectors.reply_body import reply_json
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 UNFINISHED = {"length", "content_filter"}
+
+
+def content_text(content: Any) -> str:
+    """A message's text: a string, or a list of parts whose text parts are joined (others are skipped)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+        return "".join(texts)
+    return str(content)
 
 
 class OpenAIChat:
@@ -49,10 +66,8 @@ class OpenAIChat:
                                                   "parameters": t.parameters}}
                 for t in request.tools
             ]}
-            if request.tool_choice == "none":
-                tools["tool_choice"] = "none"
-            elif request.tool_choice == "required":
-                tools["tool_choice"] = "required"
+            if request.tool_choice in ("auto", "none", "required"):
+                tools["tool_choice"] = request.tool_choice
             elif request.tool_choice is not None:
                 tools["tool_choice"] = {"type": "function", "function": {"name": request.tool_choice}}
             if options.get("parallel_tool_calls") is not None:
@@ -76,14 +91,19 @@ class OpenAIChat:
         # the raw response: the SDK still sends, authenticates and raises its errors, but the reply is read as
         # JSON rather than built into typed models (~1 ms CPU a call saved)
         raw = self._client.chat.completions.with_raw_response.create(**self.request_body(request), timeout=timeout_s)
-        return self.read_reply(json.loads(raw.http_response.content))
+        response = raw.http_response
+        return self.read_reply(reply_json(response.content, response.headers.get("content-type"), self.provider))
 
     @staticmethod
     def read_reply(data: Mapping[str, Any]) -> ChatReply:
-        """A ChatReply from the JSON of a chat completion."""
+        """A ChatReply from the JSON of a chat completion (``reply_json`` has refused error bodies).
+
+        Shapes read besides the documented one: ``content`` as a list of parts (their text joined), a legacy
+        ``function_call`` in place of ``tool_calls``, a call whose ``name`` is missing or null (kept as a
+        ``call_problem``: invalid), no ``usage`` (tokens unknown: the cost is NULL, not 0)."""
         usage = data.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
-        base = {"served_model": data.get("model"), "input_tokens": usage.get("prompt_tokens"),
+        base = {"served_model": data.get("model") or None, "input_tokens": usage.get("prompt_tokens"),
                 "output_tokens": usage.get("completion_tokens"), "cached_input_tokens": details.get("cached_tokens")}
         choices = data.get("choices") or []
         if not choices:
@@ -91,7 +111,13 @@ class OpenAIChat:
         choice = choices[0]
         message = choice.get("message") or {}
         calls = list(message.get("tool_calls") or [])
+        if not calls and isinstance(message.get("function_call"), Mapping):  # the legacy (pre-tools) shape
+            calls = [{"type": "function", "function": message["function_call"]}]
         function = (calls[0].get("function") or {}) if calls else {}
+        name = function.get("name") if calls else None
+        problem = None
+        if calls and (not isinstance(name, str) or not name.strip()):
+            problem, name = "a tool call without a tool name", None
         top: tuple[tuple[str, float], ...] | None = None
         content_logprobs = (choice.get("logprobs") or {}).get("content") or []
         if content_logprobs:
@@ -100,11 +126,12 @@ class OpenAIChat:
             top = tuple((alt["token"], float(alt["logprob"])) for alt in alternatives)
         finish = choice.get("finish_reason")
         return ChatReply(
-            tool_name=function.get("name") if calls else None,
+            tool_name=name,
             arguments=function.get("arguments") if calls else None,
-            text=message.get("content") or "",
+            text=content_text(message.get("content")),
             stop_reason=finish,
             n_tool_calls=len(calls),
+            call_problem=problem,
             top_logprobs=top,
             unfinished=finish in UNFINISHED,
             refusal=message.get("refusal"),

@@ -17,7 +17,10 @@ weights' commit) or ``unpinned_reason``. ``served_problem`` compares a reply's m
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Literal, Mapping
+
+ServedEvidence = Literal["reported", "not_reported", "echoes_request"]
+"""What a reply proves about the model that answered (``served_evidence``)."""
 
 OPENAI_DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|0\d{3}|1[0-2]\d{2})$")
 ANTHROPIC_DATED = re.compile(r"-\d{8}(-v\d+(:\d+)?)?$")
@@ -112,3 +115,20 @@ def served_problem(pinned: str, served: str | None, options: Mapping[str, Any] |
         return None
     return (f"served model '{served}' differs from the pinned '{expected}': the rung's answers would come from "
             "another model; no further calls are sent for this model in this run")
+
+
+def served_evidence(requested: str, served: str | None, custom_server: bool) -> ServedEvidence:
+    """What one reply's model id says about the model that answered it.
+
+    - ``not_reported``: the reply carried no model id: nothing was checked;
+    - ``echoes_request``: a self-hosted server (any ``base_url`` off the official hosts) reported exactly the
+      id it was asked for. llama-cpp-python echoes whatever id is requested, whatever weights it loaded, so
+      this proves nothing (a vLLM or Ollama server reporting its own name cannot be told apart by one reply);
+    - ``reported``: the provider reported an id the pin check compared (an official host, or a self-hosted
+      server that reported an id other than the request's, e.g. the ``served_model`` an arm declares).
+    """
+    if not served:
+        return "not_reported"
+    if custom_server and served == requested:
+        return "echoes_request"
+    return "reported"

@@ -5,6 +5,11 @@ pinned model id, effective from the file's date. A run uses the newest file date
 (or the one an arm names with ``options.price_file``), and every row records that date in
 ``price_version``, so a cost can always be traced to the price it was computed from.
 
+Prompt-cache tokens have their own rates: reads at ``cached_input`` (the input price when the file gives
+none), Anthropic's cache writes at 1.25x the input price for the 5-minute lifetime and 2x for the 1-hour one
+(its pricing page; ``cache_write`` / ``cache_write_1h`` override them). A call whose reply gave no token
+counts has an unknown cost: ``cost_or_none`` returns None, never 0.
+
 An arm can state its own price instead (``options.prices: {input: .., output: ..}``, e.g. 0 for a
 self-hosted server behind ``base_url``). A model with no price is refused before any call: the spend cap
 cannot work without one.
@@ -33,13 +38,31 @@ class ModelPrice:
     cached_input: float | None = None
     version: str = "arm options"
     """Date of the price file, or 'arm options' for a price stated on the arm."""
+    cache_write: float | None = None
+    """Per million prompt tokens written to a 5-minute cache; None: 1.25x ``input``."""
+    cache_write_1h: float | None = None
+    """Per million prompt tokens written to a 1-hour cache; None: 2x ``input``."""
 
-    def cost(self, input_tokens: int | None, output_tokens: int | None, cached_input_tokens: int | None = 0) -> float:
-        """Cost of one call. ``input_tokens`` counts every prompt token, cached ones included."""
+    def cost(self, input_tokens: int | None, output_tokens: int | None, cached_input_tokens: int | None = 0,
+             cache_write_tokens: int | None = 0, cache_write_1h_tokens: int | None = 0) -> float:
+        """Cost of one call. ``input_tokens`` counts every prompt token, cache reads and writes included."""
         input_tokens, output_tokens = input_tokens or 0, output_tokens or 0
         cached = min(cached_input_tokens or 0, input_tokens)
+        write_1h = min(cache_write_1h_tokens or 0, input_tokens - cached)
+        write_5m = min(cache_write_tokens or 0, input_tokens - cached - write_1h)
         cached_price = self.input if self.cached_input is None else self.cached_input
-        return ((input_tokens - cached) * self.input + cached * cached_price + output_tokens * self.output) / PER
+        write_price = 1.25 * self.input if self.cache_write is None else self.cache_write
+        write_1h_price = 2.0 * self.input if self.cache_write_1h is None else self.cache_write_1h
+        fresh = input_tokens - cached - write_5m - write_1h
+        return (fresh * self.input + cached * cached_price + write_5m * write_price + write_1h * write_1h_price
+                + output_tokens * self.output) / PER
+
+    def cost_or_none(self, input_tokens: int | None, output_tokens: int | None, cached_input_tokens: int | None = 0,
+                     cache_write_tokens: int | None = 0, cache_write_1h_tokens: int | None = 0) -> float | None:
+        """``cost``, or None when the reply reported no token counts (a missing usage): unknown, not free."""
+        if input_tokens is None or output_tokens is None:
+            return None
+        return self.cost(input_tokens, output_tokens, cached_input_tokens, cache_write_tokens, cache_write_1h_tokens)
 
 
 @dataclass(frozen=True)
@@ -52,12 +75,14 @@ class PriceFile:
 def _price(raw: Any, version: str, where: str) -> ModelPrice:
     if not isinstance(raw, Mapping) or "input" not in raw or "output" not in raw:
         raise ValueError(f"{where}: a price needs 'input' and 'output' (USD per million tokens)")
-    values = {k: raw.get(k) for k in ("input", "output", "cached_input")}
+    values = {k: raw.get(k) for k in ("input", "output", "cached_input", "cache_write", "cache_write_1h")}
     for key, value in values.items():
         if value is not None and (not isinstance(value, (int, float)) or value < 0):
             raise ValueError(f"{where}: {key} must be a number >= 0")
     return ModelPrice(input=float(values["input"]), output=float(values["output"]),
                       cached_input=None if values["cached_input"] is None else float(values["cached_input"]),
+                      cache_write=None if values["cache_write"] is None else float(values["cache_write"]),
+                      cache_write_1h=None if values["cache_write_1h"] is None else float(values["cache_write_1h"]),
                       version=version)
 
 

@@ -60,6 +60,7 @@ class CallResult:
     detail: str | None = None
     """Why the call failed, was not sent, or was served by the wrong model (None when all went well)."""
     retries: int = 0
+    """HTTP requests sent after the first (the call's attempts are ``retries + 1`` when it was sent)."""
     latency_ms: float = 0.0
     cost_usd: float | None = None
     sent: bool = True
@@ -136,7 +137,7 @@ class ProviderCaller:
             reservation = ledger.reserve(self.estimate_usd(request))
             if reservation is None:
                 return CallResult(None, BUDGET_REACHED, sent=False)
-        retries, elapsed, cost = 0, 0.0, 0.0
+        retries, elapsed, cost, unknown = 0, 0.0, None, False
         try:
             while True:
                 with self.gate:
@@ -154,13 +155,17 @@ class ProviderCaller:
                 wait = self.policy.wait_s(failure, retries)
                 if wait is None:
                     return CallResult(None, self._failure_detail(failure, error, retries), retries, elapsed * 1000)
+                if not ledger.reserve_retry():  # max_calls bounds retries too: the row ends here, uncached
+                    return CallResult(None, BUDGET_REACHED, retries, elapsed * 1000)
                 if failure.retry_after_s is not None:
                     self.gate.pause(wait)
                 self._sleep(wait)
                 elapsed += wait
                 retries += 1
             assert reply is not None
-            cost = self.price.cost(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens)
+            cost = self.price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
+                                           reply.cache_write_tokens, reply.cache_write_1h_tokens)
+            unknown = cost is None
             mismatch = served_problem(self.model_id, reply.served_model, self.options)
             if mismatch:
                 ledger.halt(self.halt_key, mismatch)
@@ -168,6 +173,6 @@ class ProviderCaller:
             return CallResult(reply, None, retries, elapsed * 1000, cost)
         finally:
             if reservation is not None:
-                ledger.settle(reservation, cost)
+                ledger.settle(reservation, cost, unknown_cost_calls=int(unknown))
             else:
-                turn.add(cost)
+                turn.add(cost, retries, unknown)

@@ -21,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from tasks.selectors.reply_body import BodyNotJSON, ErrorInBody
+
 RETRIED_STATUS = frozenset({408, 409, 429})
 
 
@@ -59,7 +61,13 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
 
 
 def classify(error: BaseException) -> Failure:
-    """Classify an exception from the openai or anthropic SDK (both share these shapes)."""
+    """Classify an exception from the openai or anthropic SDK (both share these shapes), or a 200 that is no
+    reply (``reply_body``: an error object is retried unless it blames the request; a page that is not JSON is
+    retried like a 5xx)."""
+    if isinstance(error, ErrorInBody):
+        return Failure(error.retryable, f"HTTP 200 with an error body ({error.kind})")
+    if isinstance(error, BodyNotJSON):
+        return Failure(True, f"HTTP 200 with a body that is not JSON ({error.content_type})")
     name = type(error).__name__
     status = getattr(error, "status_code", None)
     if status is None and getattr(error, "response", None) is not None:

@@ -23,12 +23,15 @@ def row(i: int, arm: str, outcome: str, **extra) -> dict:
 
 def test_arm_operations_on_known_rows(con):
     rows = [
-        row(1, "chat", "correct", retries=2),
-        row(2, "chat", "correct", cache_hit=True, latency_ms=100.0, cost_usd=0.003),
+        row(1, "chat", "correct", retries=2, http_attempts=3, cached_input_tokens=800,
+            served_model_evidence="reported"),
+        row(2, "chat", "correct", cache_hit=True, latency_ms=100.0, cost_usd=0.003, http_attempts=0,
+            cached_input_tokens=0, served_model_evidence="reported"),
         row(3, "chat", "empty", detail="unfinished reply (stop reason length)"),
         row(4, "chat", "error", detail="budget reached", latency_ms=0.0, cost_usd=None, input_tokens=None,
             output_tokens=None),
-        row(5, "chat", "error", detail="HTTP 500 (InternalServerError) (after 4 retries)", cost_usd=None, retries=4),
+        row(5, "chat", "error", detail="HTTP 500 (InternalServerError) (after 4 retries)", cost_usd=None, retries=4,
+            http_attempts=5),
         row(1, "gated", "correct", route="gated", router="embedding:m", decided_by="router", fallback=False,
             judge_verdict="right"),
         row(2, "gated", "correct", route="gated", router="embedding:m", decided_by="router", fallback=False,
@@ -56,7 +59,12 @@ def test_arm_operations_on_known_rows(con):
     table = arm_operations_table([chat, gated])
     assert table is not None and table.key == "arm_operations" and len(table.rows) == 2
     assert table.rows[0][1].startswith("40.0% (2/5)") and table.rows[0][3] == "0/1 +1b"
-    assert table.rows[1][7] == "2 / 50.0%" and table.rows[1][8].startswith("25.0% (1/4)")
+    assert table.rows[1][8] == "2 / 50.0%" and table.rows[1][9].startswith("25.0% (1/4)")
+    # prompt-cache share over this run's calls that reported it (the cache hit is not this run's call)
+    assert chat["cached_input_share"] == pytest.approx(0.8) and table.rows[0][7] == "80.0%"
+    assert chat["http_requests"] == 8 and gated["cached_input_share"] is None and table.rows[1][7] == "—"
+    assert "cached" not in arm_operations_table([{**chat, "cached_input_share": 0.0}, gated]).columns
+    assert chat["served_reported"] == 2 and chat["served_models"] == [MODEL] and gated["served_reported"] == 0
     assert max(len(" | ".join(table.columns)), 0) < 100
 
 

@@ -43,6 +43,15 @@ def test_aggregate_accuracy_per_slice_with_seed_spread_and_flags_apart(con):
     assert (s1["wrong_tool"], s1["no_tool"], s1["invalid"], s1["error"], s1["empty"]) == (1, 1, 1, 0, 0)
 
 
+def test_aggregate_accuracy_counts_tool_calls_written_as_text_among_the_invalid(con):
+    text_call = {**row("q1", "refund", "refund", outcome="invalid"),
+                 "detail": "tool call written as text (functions.refund:, naming 'refund'), not a structured tool call"}
+    schema_break = {**row("q2", "track", "track", outcome="invalid"), "detail": "arguments break the schema of track"}
+    load(con, [text_call, schema_break, row("q3", "reset", "reset")])
+    [result] = records(con, "select * from aggregate_accuracy")
+    assert (result["invalid"], result["text_calls"], result["correct"]) == (2, 1, 1)
+
+
 def test_per_tool_accuracy_counts_the_expected_tool(con):
     load(con, [row("q1", "refund", "refund"), row("q2", "refund", "track"), row("q3", "track", "track"),
                row("q1", "refund", "refund", seed=2), row("q2", "refund", "refund", seed=2),

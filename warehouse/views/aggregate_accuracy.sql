@@ -5,7 +5,8 @@
 -- ci_low / ci_high: 95% interval with the request as the unit (Wilson's interval on n_effective, the
 -- small-sample corrected Kish effective number of trials from the between-request variance; one seed = plain Wilson; see
 -- tasks/stats/intervals.py and warehouse/macros.sql). invalid_rate and failure_rate (invalid + error +
--- empty) are shares of rows.
+-- empty) are shares of rows; text_calls: the invalid rows whose reply wrote a tool call as text (macro
+-- text_tool_call).
 with per_request as (
     select run_id, arm, slice, request_id, min(rung) as rung,
            count(*) as trials,
@@ -14,7 +15,8 @@ with per_request as (
            count(*) filter (where outcome = 'no_tool') as no_tool,
            count(*) filter (where outcome = 'invalid') as invalid,
            count(*) filter (where outcome = 'error') as error,
-           count(*) filter (where outcome = 'empty') as empty
+           count(*) filter (where outcome = 'empty') as empty,
+           count(*) filter (where text_tool_call(outcome, detail)) as text_calls
     from selection_rows
     group by run_id, arm, slice, request_id
 ),
@@ -28,6 +30,7 @@ totals as (
            sum(invalid)::bigint as invalid,
            sum(error)::bigint as error,
            sum(empty)::bigint as empty,
+           sum(text_calls)::bigint as text_calls,
            sum(correct * correct) as sum_cc,
            sum(correct * trials) as sum_ct,
            sum(trials * trials) as sum_tt,
@@ -62,7 +65,7 @@ seed_spread as (
 select t.run_id, t.arm, t.rung, t.slice, t.n, t.n_requests, t.correct,
        t.p as accuracy,
        s.n_seeds, s.seed_min, s.seed_max, s.seed_max - s.seed_min as seed_spread,
-       t.wrong_tool, t.no_tool, t.invalid, t.error, t.empty,
+       t.wrong_tool, t.no_tool, t.invalid, t.error, t.empty, t.text_calls,
        wilson_low(t.p, t.n_effective) as ci_low,
        wilson_high(t.p, t.n_effective) as ci_high,
        t.n_effective,

@@ -150,3 +150,21 @@ def test_a_routed_turn_is_reserved_whole_so_no_paid_router_call_is_left_behind(s
     assert [a.outcome_hint for a in answers].count("ok") == 2 and summary.calls == 4
     assert len(server.requests(router=True)) == len(server.requests(router=False)) == 2
     assert all(a.detail == BUDGET_REACHED for a in answers if a.outcome_hint == "error")
+
+
+def test_a_ledger_written_before_unknown_costs_were_counted_still_opens(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("""CREATE TABLE run_budget (run_id TEXT PRIMARY KEY, max_calls INTEGER, max_spend_usd REAL,
+        calls INTEGER NOT NULL DEFAULT 0, spend_usd REAL NOT NULL DEFAULT 0,
+        reserved_usd REAL NOT NULL DEFAULT 0, refused INTEGER NOT NULL DEFAULT 0)""")
+    con.execute("INSERT INTO run_budget (run_id, calls) VALUES ('old', 7)")
+    con.commit()
+    con.close()
+    with RunLedger(path, "old") as ledger:
+        reservation = ledger.reserve(0.01)
+        ledger.settle(reservation, None, unknown_cost_calls=1)
+        summary = ledger.summary()
+    assert summary.calls == 8 and summary.unknown_cost_calls == 1 and summary.spend_usd == pytest.approx(0.01)

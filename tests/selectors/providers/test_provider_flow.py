@@ -38,6 +38,13 @@ def trimmed_support(support_copy: Path) -> dict[str, str]:
     return {r["messages"][-1]["content"].strip(): r["expected"] for r in kept}
 
 
+def one_arm_experiment(support_copy: Path, name: str, arm: str) -> Path:
+    """An experiment file of one arm (``arm``: its YAML flow mapping) on the trimmed support copy."""
+    experiment = support_copy / "experiments" / f"{name}.yaml"
+    experiment.write_text(f"name: {name}\ntaskset: ..\nversion: v1\nseeds: [1, 2, 3]\narms:\n  - {arm}\n")
+    return experiment
+
+
 def files_under(*roots: Path) -> list[Path]:
     return [p for root in roots if root and root.exists() for p in root.rglob("*") if p.is_file()]
 
@@ -141,11 +148,9 @@ def test_cli_fails_loudly_when_a_served_model_differs(prefect_harness, support_c
                             api_key=FAKE_KEY).__enter__()
     try:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_url)
-        experiment = support_copy / "experiments" / "claude.yaml"
-        experiment.write_text(
-            "name: claude-only\ntaskset: ..\nversion: v1\nseeds: [1, 2, 3]\n"
-            "arms:\n  - {name: claude, catalogue: giftcards, prompt: default, selector: anthropic, "
-            "model: claude-haiku-4-5-20251001, options: {concurrency: 1}}\n")
+        experiment = one_arm_experiment(support_copy, "claude-only", (
+            "{name: claude, catalogue: giftcards, prompt: default, selector: anthropic, "
+            "model: claude-haiku-4-5-20251001, options: {concurrency: 1}}"))
         code = main(["run", str(experiment), "--warehouse", str(tmp_path / "wh")])
         err = capsys.readouterr().err
     finally:
