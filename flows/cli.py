@@ -24,7 +24,7 @@ from flows.exit_codes import (
 from schemas.traffic import MaskingRules
 from flows.crash import report_crash
 from tasks.files.input_errors import InputError
-from tasks.importers.bfcl import import_bfcl
+from tasks.importers.bfcl import BfclSource, category_of, import_bfcl_slices
 from tasks.importers.metatool import import_metatool
 from tasks.report.render import render_markdown, render_terminal
 from tasks.stats.planner import plan
@@ -176,8 +176,39 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def bfcl_sources(questions: str | None, answers: str | None, slices: list[str], label_none: list[str]
+                 ) -> list[BfclSource]:
+    """The files of ``tooleval import bfcl``: one positional file, or ``--slice NAME=QUESTIONS[,ANSWERS]``
+    (repeatable) with ``--label-none NAME`` for each slice labelled 'none' throughout."""
+    if questions is not None and slices:
+        raise InputError.one(questions, "", "one-form", "give one questions file or --slice NAME=FILE[,ANSWERS] "
+                             "options, not both")
+    if questions is not None:
+        if any(name for name in label_none):
+            raise InputError.one(questions, "", "label-none", "with one questions file, --label-none takes no slice name")
+        return [BfclSource(category_of(Path(questions)), Path(questions), Path(answers) if answers else None,
+                           label_none=bool(label_none))]
+    if not slices:
+        raise InputError.one("tooleval import bfcl", "", "sources-given",
+                             "no BFCL file given: QUESTIONS_JSONL [ANSWERS_JSONL], or --slice NAME=FILE[,ANSWERS]")
+    sources = []
+    for given in slices:
+        name, eq, files = given.partition("=")
+        paths = files.split(",")
+        if not eq or not name or not paths[0] or len(paths) > 2:
+            raise InputError.one(given, "", "slice-option", "--slice takes NAME=QUESTIONS or NAME=QUESTIONS,ANSWERS")
+        sources.append(BfclSource(name, Path(paths[0]), Path(paths[1]) if len(paths) == 2 else None,
+                                  label_none=name in label_none))
+    unknown = sorted(set(label_none) - {source.slice for source in sources})
+    if unknown:
+        raise InputError.one("tooleval import bfcl", "", "label-none",
+                             f"--label-none names no --slice: {', '.join(repr(n) for n in unknown)}")
+    return sources
+
+
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
-    summary = import_bfcl(Path(args.questions), Path(args.answers) if args.answers else None, Path(args.out))
+    sources = bfcl_sources(args.questions, args.answers, args.slice or [], args.label_none or [])
+    summary = import_bfcl_slices(sources, Path(args.out))
     print("\n".join(summary.lines()))
     return EXIT_OK
 
@@ -293,10 +324,20 @@ def build_parser() -> argparse.ArgumentParser:
     importer = commands.add_parser("import", help="turn public benchmark files into a tooleval task set",
                                    description="Import BFCL or MetaTool files as a task set with an experiment.")
     sources = importer.add_subparsers(dest="source", required=True, metavar="SOURCE")
-    bfcl = sources.add_parser("bfcl", help="BFCL v4 JSON Lines (multiple, live_multiple, live_irrelevance)",
-                              description="Import a BFCL v4 questions file and its possible_answer file.")
-    bfcl.add_argument("questions", metavar="QUESTIONS_JSONL")
+    bfcl = sources.add_parser(
+        "bfcl", help="BFCL v4 JSON Lines (multiple, live_multiple, live_irrelevance)",
+        description="Import a BFCL v4 questions file and its possible_answer file, or several files as slices of "
+        "one set. Labels come from the answers file (an empty ground_truth means 'none') or, for a file "
+        "where no offered tool fits, from --label-none; never from a file's name.",
+        epilog="example: tooleval import bfcl --slice answerable=BFCL_v4_live_multiple.json,"
+        "possible_answer/BFCL_v4_live_multiple.json --slice irrelevant=BFCL_v4_live_irrelevance.json "
+        "--label-none irrelevant --out /tmp/bfcl-live")
+    bfcl.add_argument("questions", nargs="?", default=None, metavar="QUESTIONS_JSONL")
     bfcl.add_argument("answers", nargs="?", default=None, metavar="ANSWERS_JSONL")
+    bfcl.add_argument("--slice", action="append", metavar="NAME=QUESTIONS[,ANSWERS]",
+                      help="one file as one slice of the set (repeatable)")
+    bfcl.add_argument("--label-none", action="append", nargs="?", const="", metavar="SLICE",
+                      help="every request of the file (or of --slice SLICE) expects 'none': no offered tool fits")
     bfcl.add_argument("--out", required=True, metavar="DIR")
     bfcl.set_defaults(func=cmd_import_bfcl)
     metatool = sources.add_parser("metatool", help="MetaTool plugin_des.json and a Query,Tool CSV",
