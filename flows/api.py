@@ -42,6 +42,7 @@ from warehouse.location import Warehouse, warehouse_at
 
 if TYPE_CHECKING:  # the flow module imports Prefect: only runs pay for it
     from flows.evaluate import RunSummary
+    from tasks.selectors.fit_router_cutoff import FittedCutoff
 
 
 @dataclass(frozen=True)
@@ -146,3 +147,12 @@ def report(run_id: str | None = None, warehouse: str | Path | None = None) -> Re
 def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
     """The label checks on one task-set version file; a one-line summary, or InputError."""
     return validate_version_file(Path(version_path), catalogues, weights)
+
+
+def fit_cutoff(experiment_path: str | Path, arm: str, out: str | Path | None = None,
+               salt: str | None = None) -> "FittedCutoff":
+    """Fit the 'none' cut-off of an arm's offline router on one hash half of its task-set version, confirm
+    it on the other, and write it (default ``cutoffs/<arm>-<version>.json`` beside the experiment)."""
+    from tasks.selectors.fit_router_cutoff import DEFAULT_SALT, fit_router_cutoff
+
+    return fit_router_cutoff(Path(experiment_path), arm, Path(out) if out else None, salt or DEFAULT_SALT)

@@ -171,6 +171,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_fit(args: argparse.Namespace) -> int:
+    print("\n".join(api.fit_cutoff(args.experiment, args.arm, args.out, args.salt).lines()))
+    return EXIT_OK
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     print(api.validate(args.version_path, args.catalogue, args.weights))
     return EXIT_OK
@@ -311,6 +316,18 @@ def build_parser() -> argparse.ArgumentParser:
                          help="target 95%% half-width in points (e.g. 5 for +-5)")
     planner.add_argument("--power", type=float, default=0.8, help="power for the detectable drop (default 0.8)")
     planner.set_defaults(func=cmd_plan)
+
+    fit = commands.add_parser(
+        "fit", help="fit an arm's 'none' cut-off on half the labelled requests, confirm it on the other half",
+        description="Fit the 'none' cut-off of an arm's offline router (lexical, embedding or trained; or the router "
+        "of a routed arm) on one half of its task-set version (a sha256 hash split of the request ids), confirm "
+        "it on the other half and write it as a file the experiment names with `abstain_cutoff: FILE`.")
+    fit.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
+    fit.add_argument("--arm", required=True, metavar="NAME", help="the arm whose router is fitted")
+    fit.add_argument("--out", default=None, metavar="FILE",
+                     help="where to write it (default: cutoffs/ARM-VERSION.json beside the experiment)")
+    fit.add_argument("--salt", default=None, metavar="TEXT", help="salt of the hash split (default tooleval-cutoff-v1)")
+    fit.set_defaults(func=cmd_fit)
 
     validate = commands.add_parser("validate", help="run the label checks on a task-set version",
                                    description="Run the Great Expectations label checks on one version file "
