@@ -176,6 +176,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    print("\n".join(api.train(args.version_path, args.out, args.catalogue, args.folds).lines()))
+    return EXIT_OK
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     print(api.validate(args.version_path, args.catalogue, args.weights))
     return EXIT_OK
@@ -328,6 +333,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where to write it (default: cutoffs/ARM-VERSION.json beside the experiment)")
     fit.add_argument("--salt", default=None, metavar="TEXT", help="salt of the hash split (default tooleval-cutoff-v1)")
     fit.set_defaults(func=cmd_fit)
+
+    train = commands.add_parser(
+        "train", help="learn a decision model (selector / router 'trained') from a task-set version",
+        description="Learn a decision model from a task-set version's labelled requests: a conditional logit over "
+        "MiniLM cosine, BM25 and kNN-to-examples features per (request, tool), 'none' as an option of its own, "
+        "temperature-calibrated on cross-fitted held-out predictions. Offline: nothing is downloaded.")
+    train.add_argument("version_path", metavar="TASKSET_VERSION_PATH")
+    train.add_argument("--out", required=True, metavar="FILE", help="the model file to write (JSON)")
+    train.add_argument("--catalogue", action="append", default=None, metavar="NAME",
+                       help="catalogue offered with requests that have no tools of their own (repeatable; "
+                       "default: every catalogue of the set, merged)")
+    train.add_argument("--folds", type=int, default=5, metavar="K",
+                       help="cross-fitting folds (default 5); 1 = one model that refuses its own training requests")
+    train.set_defaults(func=cmd_train)
 
     validate = commands.add_parser("validate", help="run the label checks on a task-set version",
                                    description="Run the Great Expectations label checks on one version file "

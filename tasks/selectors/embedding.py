@@ -176,6 +176,13 @@ class EmbeddingSelector(ScoreRouter):
         for text, vector in zip(missing, np.asarray(vectors, dtype=np.float32)):
             _VECTORS[(path, text)] = vector
 
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length embeddings of ``texts`` (texts x dimensions), each distinct text encoded once per process."""
+        self._encode_missing(texts)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([_VECTORS[(self._path, text)] for text in texts])
+
     def _tool_matrix(self, texts: tuple[str, ...]) -> np.ndarray:
         matrix = self._matrices.get(texts)
         if matrix is None:

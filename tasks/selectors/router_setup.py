@@ -34,7 +34,8 @@ NEVER = "never"
 CUTOFF_OPTIONS = frozenset({"abstain_threshold", "abstain_cutoff"})
 """Options that set the cut-off; a fitted file is matched to its router on every other answer option."""
 
-DEFAULT_MODELS = {"lexical": "bm25-okapi", "embedding": "sentence-transformers/all-MiniLM-L6-v2"}
+DEFAULT_MODELS = {"lexical": "bm25-okapi", "embedding": "sentence-transformers/all-MiniLM-L6-v2",
+                  "trained": "tooleval-hybrid"}
 
 
 @dataclass(frozen=True)
