@@ -84,7 +84,8 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
             raise ValueError("a trained decision model needs `model_file: <path>` (written by `tooleval train`)")
         model_path = (base_dir / run["model_file"]).resolve()
         if not model_path.is_file():
-            raise ValueError(f"decision model file {model_path} not found (write one with `tooleval train`)")
+            raise ValueError(f"decision model file {model_path} not found: write it with `tooleval train "
+                             f"TASKSET_VERSION_PATH --out {model_path}`")
         run["model_file"] = str(model_path)
         model_hash = run["model_sha256"] = file_sha256(model_path)
     if "abstain_threshold" in run:

@@ -215,9 +215,10 @@ def test_writes_a_valid_offline_experiment_and_prompt(tmp_path):
     assert experiment.defaults.catalogue == "per_request" and experiment.defaults.prompt == "default"
     assert {(a.selector, a.model) for a in experiment.arms} == {
         ("lexical", "bm25-okapi"), ("embedding", "sentence-transformers/all-MiniLM-L6-v2"),
+        ("trained", "tooleval-hybrid"),
     }
-    (comparison,) = experiment.comparisons
-    assert (comparison.baseline, comparison.arm, comparison.declare) == ("lexical", "embedding", ["model"])
+    assert [(c.baseline, c.arm, c.declare) for c in experiment.comparisons] == [
+        ("lexical", "embedding", ["model"]), ("embedding", "trained", ["model"])]
     assert "none" in load_prompt(out, "default").lower()
 
 
@@ -228,6 +229,18 @@ def test_summary_and_notes_name_the_sources(tmp_path):
     assert "optional (1)" in notes  # BFCL's own keyword, not JSON schema
     text = "\n".join(summary.lines())
     assert "requests: 3" in text and "dropped: nothing" in text
+    assert f"next: tooleval train {tmp_path / 'out' / 'v1.jsonl'} --out {tmp_path / 'out' / 'models' / 'hybrid.json'}" in text
+
+
+def test_the_experiment_names_the_model_to_train_before_it_runs(tmp_path):
+    from tasks.experiment.resolve_experiment import resolve_experiment
+
+    import_bfcl(QUESTIONS, ANSWERS, tmp_path / "out")
+    with pytest.raises(InputError) as caught:
+        resolve_experiment(tmp_path / "out" / "experiments" / "offline.yaml")
+    (problem,) = caught.value.problems
+    assert problem.rule == "router-files" and problem.where == "arm trained"
+    assert "tooleval train" in problem.message and str(tmp_path / "out" / "models" / "hybrid.json") in problem.message
 
 
 def test_empty_function_lists_import_and_expect_none(tmp_path):
