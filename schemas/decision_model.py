@@ -46,7 +46,7 @@ class DecisionModelFile(BaseModel):
     example_text_hashes: list[str] = Field(description="sha256 of each example's normalised request text.")
     example_labels: list[str] = Field(description="Each example's label (a tool name or 'none').")
     example_folds: list[int] = Field(description="Each example's fold.")
-    example_embeddings: str = Field(description="Examples' embeddings, float16, row-major, base64 (kNN features).")
-    embedding_dim: int = Field(description="Embedding width.")
+    example_texts: list[str] = Field(
+        description="Each example's request text as embedded (kNN features: encoded again, once per process).")
     cross_fitted: dict[str, float] = Field(
         description="Held-out (cross-fitted) figures on the training version: accuracy, nll, ece, n.")

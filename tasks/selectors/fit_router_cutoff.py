@@ -60,13 +60,15 @@ class FittedCutoff:
                     f"{pct(h.correct_never_abstaining, h.n_requests):>7}{pct(h.correct_default, h.n_requests):>8}"
                     f"{h.abstained:>7}")
         return [
-            f"fitted the 'none' cut-off of {c.selector} {c.model} (arm {self.arm}) on {c.taskset} {c.version}:",
+            f"fitted the 'none' cut-off of arm {self.arm} on {c.taskset} {c.version}",
+            f"  router: {c.selector} {c.model}",
             f"  cut-off: {shown}  (split: sha256(salt:id), salt {c.split_salt!r})",
             "  half     requests  none  with cut-off (95% CI) never default abstain",
             half(FIT, c.fit),
             half(CONFIRM, c.confirm),
             f"wrote {self.path}",
-            f"use it: options: {{abstain_cutoff: {self.relative}}} (in router_options for a routed arm's router)",
+            f"use it: options: {{abstain_cutoff: {self.relative}}}",
+            "  (in router_options for a routed arm's router)",
         ]
 
 

@@ -11,7 +11,6 @@ of them. Reads files only: no Prefect, no warehouse.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -60,16 +59,18 @@ def router_scores(inputs: list[SelectionInput]) -> tuple[list[RequestScores], np
                             np.asarray(c if c is not None else np.zeros(len(item.tools))),
                             np.asarray(b if b is not None else np.zeros(len(item.tools))))
               for item, c, b in zip(inputs, cos, bm25)]
-    return scores, embedding.embed([embedding.request_text(item) for item in inputs])
+    return scores, embedding.embed(request_texts(inputs))
 
 
-def pack_embeddings(matrix: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(matrix, dtype=np.float16).tobytes()).decode()
+def request_texts(inputs: list[SelectionInput]) -> list[str]:
+    """The request texts the embedding router encodes (the last user turn)."""
+    embedding = offline_selector("embedding", DEFAULT_MODEL_ID, {"abstain_threshold": "never"})
+    return [embedding.request_text(item) for item in inputs]
 
 
-def unpack_embeddings(text: str, dim: int) -> np.ndarray:
-    flat = np.frombuffer(base64.b64decode(text), dtype=np.float16).astype(np.float32)
-    return flat.reshape(-1, dim) if dim else flat.reshape(0, 0)
+def embed_texts(texts: list[str]) -> np.ndarray:
+    """Unit-length MiniLM embeddings, as the embedding router computes them (cached per process)."""
+    return offline_selector("embedding", DEFAULT_MODEL_ID, {"abstain_threshold": "never"}).embed(texts)
 
 
 @dataclass(frozen=True)
@@ -80,15 +81,14 @@ class TrainedModel:
     def lines(self) -> list[str]:
         m, cv = self.model, self.model.cross_fitted
         return [
-            f"trained a decision model on {m.taskset} {m.version}: {len(m.example_ids)} labelled requests, "
-            f"{m.folds} folds",
-            f"  cross-fitted (each request scored by a model that never saw it): accuracy {100 * cv['accuracy']:.1f}%, "
-            f"ECE {cv['ece']:.3f}, log-loss {cv['nll']:.3f}",
+            f"trained a decision model on {m.taskset} {m.version}: {len(m.example_ids)} labelled requests,",
+            f"  {m.folds} fold(s); cross-fitted (each request scored by a model that never",
+            f"  saw it): accuracy {100 * cv['accuracy']:.1f}%, ECE {cv['ece']:.3f}, log-loss {cv['nll']:.3f}",
             f"  temperature (full model) {m.full_model.temperature:.3f}; 'none' "
             + ("learned" if m.full_model.none is not None else "never chosen (no 'none' label)"),
             f"wrote {self.path}",
-            "use it: selector: trained, model: tooleval-hybrid, options: {model_file: <this file, relative to the "
-            "experiment>}",
+            "use it: selector: trained, model: tooleval-hybrid,",
+            "  options: {model_file: <this file, relative to the experiment>}",
         ]
 
 
@@ -130,6 +130,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                              f"few to learn from with {folds} folds")
 
     scores, query = router_scores(inputs)
+    texts = request_texts(inputs)
     hashes = [text_hash(item.text) for item in inputs]
     cv = folds if folds > 1 else DEFAULT_FOLDS  # folds = 1 still calibrates on cross-fitted predictions
     fold = np.array([fold_of(h, cv, salt) for h in hashes])
@@ -186,7 +187,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                                 temperature=t_full, temperature_fitted_on=n_full),
         example_ids=[item.request_id for item in inputs], example_text_hashes=hashes,
         example_labels=[str(label) for label in label_names], example_folds=fold.tolist(),
-        example_embeddings=pack_embeddings(query), embedding_dim=int(query.shape[1]) if query.size else 0,
+        example_texts=texts,
         cross_fitted=cross,
     )
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import softmax, utilities
 from tasks.selectors.decision_features import Examples, RequestScores, feature_arrays, text_hash
 from tasks.selectors.router_setup import DEFAULT_MODELS, parse_threshold
-from tasks.selectors.train_decision_model import router_scores, unpack_embeddings
+from tasks.selectors.train_decision_model import embed_texts, router_scores
 
 DEFAULT_MODEL_ID = DEFAULT_MODELS["trained"]
 LEAKED = "the decision model learned from this request (trained with one fold: no model that did not see it)"
@@ -69,11 +69,18 @@ class TrainedSelector:
         self.model = load_model_file(path, sha256)
         self.cutoff = None if threshold == "default" else parse_threshold(threshold)
         m = self.model
-        self.examples = Examples(unpack_embeddings(m.example_embeddings, m.embedding_dim),
-                                 np.asarray(m.example_labels, dtype=object),
-                                 np.asarray(m.example_text_hashes, dtype=object), np.asarray(m.example_folds))
+        self._examples: Examples | None = None
         self.fold_by_text = dict(zip(m.example_text_hashes, m.example_folds))
         self.fold_by_id = dict(zip(m.example_ids, m.example_folds))
+
+    @property
+    def examples(self) -> Examples:
+        """The labelled examples with their embeddings (encoded on first use, once per process)."""
+        if self._examples is None:
+            m = self.model
+            self._examples = Examples(embed_texts(m.example_texts), np.asarray(m.example_labels, dtype=object),
+                                      np.asarray(m.example_text_hashes, dtype=object), np.asarray(m.example_folds))
+        return self._examples
 
     def _which(self, item: SelectionInput, hashed: str) -> int | None | str:
         """The fold model for this request, None for the full model, or LEAKED."""

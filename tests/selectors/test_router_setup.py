@@ -24,6 +24,16 @@ QUESTIONS, ANSWERS = BFCL / "BFCL_v4_multiple.json", BFCL / "possible_answer" / 
 IRRELEVANCE = BFCL / "BFCL_v4_live_irrelevance.json"
 
 
+def plain_routers(root: Path) -> Path:
+    """The imported set's experiment with its two plain routers (its 'trained' arm needs a trained model)."""
+    path = root / "experiments" / "offline.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["arms"] = [arm for arm in spec["arms"] if arm["selector"] != "trained"]
+    spec["comparisons"] = spec["comparisons"][:1]
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
 def with_arm_options(experiment: Path, **options) -> Path:
     spec = yaml.safe_load(experiment.read_text())
     for arm in spec["arms"]:
@@ -34,7 +44,7 @@ def with_arm_options(experiment: Path, **options) -> Path:
 
 def test_no_cutoff_on_a_version_without_none_labels_never_abstains(tmp_path):
     import_bfcl(QUESTIONS, ANSWERS, tmp_path / "s")
-    experiment = resolve_experiment(tmp_path / "s" / "experiments" / "offline.yaml")
+    experiment = resolve_experiment(plain_routers(tmp_path / "s"))
     for arm in experiment.arms:
         assert arm.selector_options["abstain_threshold"] == "never"
         assert arm.abstain_rule.startswith("never") and arm.options == {}
@@ -48,7 +58,7 @@ def test_no_cutoff_on_a_version_without_none_labels_never_abstains(tmp_path):
 def test_a_version_with_none_labels_keeps_the_default_and_written_cutoffs_win(tmp_path):
     import_bfcl_slices([BfclSource("a", QUESTIONS, ANSWERS), BfclSource("i", IRRELEVANCE, label_none=True)],
                        tmp_path / "s")
-    path = tmp_path / "s" / "experiments" / "offline.yaml"
+    path = plain_routers(tmp_path / "s")
     assert {a.abstain_rule for a in resolve_experiment(path).arms} == {"default"}
     with_arm_options(path, abstain_threshold=0.3)
     assert {a.abstain_rule for a in resolve_experiment(path).arms} == {"option: 0.3"}
@@ -57,7 +67,7 @@ def test_a_version_with_none_labels_keeps_the_default_and_written_cutoffs_win(tm
 def test_fit_writes_a_cutoff_the_experiment_uses_and_refuses_another_router(tmp_path, capsys):
     import_bfcl_slices([BfclSource("a", QUESTIONS, ANSWERS), BfclSource("i", IRRELEVANCE, label_none=True)],
                        tmp_path / "s")
-    path = tmp_path / "s" / "experiments" / "offline.yaml"
+    path = plain_routers(tmp_path / "s")
     assert main(["fit", str(path), "--arm", "lexical"]) == 0
     out = capsys.readouterr().out
     assert "use it: options: {abstain_cutoff: cutoffs/lexical-v1.json}" in out and "confirm" in out
@@ -81,7 +91,7 @@ def test_fit_writes_a_cutoff_the_experiment_uses_and_refuses_another_router(tmp_
 
 def test_fit_needs_none_labels_and_a_known_arm(tmp_path, capsys):
     import_bfcl(QUESTIONS, ANSWERS, tmp_path / "s")
-    path = tmp_path / "s" / "experiments" / "offline.yaml"
+    path = plain_routers(tmp_path / "s")
     assert main(["fit", str(path), "--arm", "lexical"]) == 2
     assert "[fit-needs-none]" in capsys.readouterr().err
     assert main(["fit", str(path), "--arm", "nope"]) == 2
