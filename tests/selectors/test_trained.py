@@ -6,7 +6,6 @@ and 'none'. Trains on 150 requests of the bundled support set (MiniLM runs: the 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -20,30 +19,20 @@ from tasks.run.prepare_run import prepare_run
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.decision_features import text_hash
 from tasks.selectors.trained import LEAKED, TrainedSelector, leaked_requests
-from tasks.taskset.load_taskset import freeze_version, load_catalogue, load_version
+from tasks.taskset.load_taskset import load_catalogue, load_version
+from tests.factories.decision_model import small_support_set
 
 pytestmark = pytest.mark.slow
 
-SUPPORT = Path(__file__).parents[2] / "tasksets" / "support"
-
-
 @pytest.fixture(scope="module")
 def small_set(tmp_path_factory) -> Path:
-    """Every third request of the support set (none labels included), its catalogues, one prompt."""
-    root = tmp_path_factory.mktemp("small") / "support-small"
-    shutil.copytree(SUPPORT / "catalogues", root / "catalogues")
-    shutil.copytree(SUPPORT / "prompts", root / "prompts")
-    lines = [json.loads(line) for line in (SUPPORT / "v1.jsonl").read_text().splitlines()]
-    kept = [r for i, r in enumerate(lines) if i % 3 == 0 and "fallback" not in r][:150]
-    (root / "v1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
-    freeze_version(root, "v1", sorted({r["slice"] for r in kept}))
-    return root
+    return small_support_set(tmp_path_factory.mktemp("small") / "support-small")
 
 
 @pytest.fixture(scope="module")
 def models(small_set) -> dict[str, Path]:
     out = {}
-    for folds in (5, 1):
+    for folds in (5, 1):  # the CLI, as a user trains
         path = small_set / "models" / f"folds{folds}.json"
         assert main(["train", str(small_set / "v1.jsonl"), "--out", str(path), "--folds", str(folds)]) == 0
         out[f"folds{folds}"] = path
@@ -134,3 +123,20 @@ def test_never_and_a_fitted_cutoff_replace_the_learned_none(small_set, models):
     always = TrainedSelector(options={"model_file": str(models["folds5"]), "abstain_threshold": 1e6})
     assert all(s.chosen == "none" for s in always.select(batch))
     assert [len(row) for row in never.scores(batch)] == [len(item.tools) for item in batch]
+
+
+def test_fit_fits_the_trained_models_none_cutoff(small_set, models, capsys):
+    experiment = small_set / "experiments" / "fit.yaml"
+    experiment.parent.mkdir(exist_ok=True)
+    experiment.write_text(yaml.safe_dump({
+        "name": "t", "taskset": "..", "version": "v1", "seeds": [1, 2, 3],
+        "defaults": {"catalogue": "giftcards", "prompt": "default"},
+        "arms": [{"name": "trained", "selector": "trained", "model": "tooleval-hybrid",
+                  "options": {"model_file": "../models/folds5.json"}}]}))
+    assert main(["fit", str(experiment), "--arm", "trained"]) == 0
+    assert "router: trained tooleval-hybrid" in capsys.readouterr().out
+    spec = yaml.safe_load(experiment.read_text())
+    spec["arms"][0]["options"]["abstain_cutoff"] = "cutoffs/trained-v1.json"
+    experiment.write_text(yaml.safe_dump(spec))
+    (arm,) = prepare_run(experiment).experiment.arms
+    assert arm.abstain_rule.startswith("fitted cutoffs/trained-v1.json")
