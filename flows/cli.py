@@ -362,12 +362,16 @@ def build_parser() -> argparse.ArgumentParser:
     sources = importer.add_subparsers(dest="source", required=True, metavar="SOURCE")
     bfcl = sources.add_parser(
         "bfcl", help="BFCL v4 JSON Lines (multiple, live_multiple, live_irrelevance)",
-        description="Import a BFCL v4 questions file and its possible_answer file, or several files as slices of "
-        "one set. Labels come from the answers file (an empty ground_truth means 'none') or, for a file "
-        "where no offered tool fits, from --label-none; never from a file's name.",
-        epilog="example: tooleval import bfcl --slice answerable=BFCL_v4_live_multiple.json,"
-        "possible_answer/BFCL_v4_live_multiple.json --slice irrelevant=BFCL_v4_live_irrelevance.json "
-        "--label-none irrelevant --out /tmp/bfcl-live")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Import a BFCL v4 questions file and its possible_answer file, or several\n"
+        "files as slices of one set. Labels come from the answers file (an empty\n"
+        "ground_truth means 'none') or, for a file where no offered tool fits any\n"
+        "request, from --label-none; never from a file's name.",
+        epilog="example (answerable and irrelevant requests, two slices of one set):\n"
+        "  tooleval import bfcl \\\n"
+        "    --slice answerable=live_multiple.json,live_multiple_answers.json \\\n"
+        "    --slice irrelevant=live_irrelevance.json --label-none irrelevant \\\n"
+        "    --out /tmp/bfcl-live")
     bfcl.add_argument("questions", nargs="?", default=None, metavar="QUESTIONS_JSONL")
     bfcl.add_argument("answers", nargs="?", default=None, metavar="ANSWERS_JSONL")
     bfcl.add_argument("--slice", action="append", metavar="NAME=QUESTIONS[,ANSWERS]",

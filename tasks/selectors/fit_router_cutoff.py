@@ -72,7 +72,7 @@ class FittedCutoff:
         ]
 
 
-def _router_of(arm: ResolvedArm) -> tuple[str, str, dict[str, Any]]:
+def _router_of(arm: ResolvedArm, file: str) -> tuple[str, str, dict[str, Any]]:
     """(kind, model id, options as written) of the arm's offline router."""
     if arm.selector in OFFLINE_ROUTER_KINDS:
         return arm.selector, arm.model_id, dict(arm.options)
@@ -80,7 +80,7 @@ def _router_of(arm: ResolvedArm) -> tuple[str, str, dict[str, Any]]:
     if router in OFFLINE_ROUTER_KINDS:
         model = arm.options.get("router_model") or DEFAULT_MODELS.get(router, "")
         return router, model, dict(arm.options.get("router_options") or {})
-    raise InputError.one(str(arm.name), "", "fit-router", f"arm {arm.name} has no offline router (lexical, embedding "
+    raise InputError.one(file, f"arm {arm.name}", "fit-router", "the arm has no offline router (lexical, embedding "
                          "or trained, as its selector or as router of a routed arm): nothing to fit")
 
 
@@ -103,7 +103,7 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
     if arm_name not in arms:
         raise InputError.one(file, f"arm {arm_name}", "fit-arm", f"no such arm; arms: {', '.join(arms)}")
     arm = arms[arm_name]
-    kind, model, written = _router_of(arm)
+    kind, model, written = _router_of(arm, file)
     version = load_version(experiment.taskset_dir, arm.version)
     table = version.table
     expected = table.get_column("expected").to_list()

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from schemas.cutoff import AbstainCutoff
+from schemas.decision_model import DecisionModelFile
 from tasks.files.content_hash import file_sha256
 from tasks.selectors.chat_options import answer_options
 
@@ -86,6 +87,11 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         if not model_path.is_file():
             raise ValueError(f"decision model file {model_path} not found: write it with `tooleval train "
                              f"TASKSET_VERSION_PATH --out {model_path}`")
+        try:
+            DecisionModelFile.model_validate_json(model_path.read_bytes())
+        except (ValidationError, OSError) as error:
+            detail = error.errors()[0]["msg"] if isinstance(error, ValidationError) else str(error)
+            raise ValueError(f"{model_path} is not a decision model written by `tooleval train`: {detail}") from None
         run["model_file"] = str(model_path)
         model_hash = run["model_sha256"] = file_sha256(model_path)
     if "abstain_threshold" in run:

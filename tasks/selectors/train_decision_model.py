@@ -12,6 +12,7 @@ of them. Reads files only: no Prefect, no warehouse.
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -105,6 +106,13 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                              "tasksets/x/v1.jsonl")
     if folds < 1:
         raise InputError.one(str(version_path), "", "folds", "--folds must be 1 (no cross-fitting) or more")
+    if out.is_dir() or out.suffix != ".json":
+        raise InputError.one(str(out), "", "out-file", "--out is the model file to write, e.g. models/hybrid.json")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise InputError.one(str(out), "", "out-file", f"cannot write under {parent}: choose another --out")
     taskset_dir, version_name = version_path.parent, version_path.stem
     version = load_version(taskset_dir, version_name)
     names = catalogues if catalogues is not None else sorted(p.stem for p in (taskset_dir / "catalogues").glob("*.json"))
