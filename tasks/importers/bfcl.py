@@ -237,6 +237,11 @@ def _check_source(source: BfclSource) -> None:
     if not _SLICE_NAME.match(source.slice):
         raise InputError.one(str(source.questions), "", "slice-name",
                              f"slice name {source.slice!r}: use letters, digits, '.', '_' or '-'")
+    refuse_non_json_lines(source.questions, "the BFCL questions file",
+                          "one JSON object a line, e.g. BFCL_v4_multiple.json")
+    if source.answers is not None:
+        refuse_non_json_lines(source.answers, "the BFCL answers file",
+                              "one JSON object a line, e.g. possible_answer/BFCL_v4_multiple.json")
     if source.answers is None and not source.label_none:
         raise InputError.one(
             str(source.questions), "", "answers-required",
@@ -246,11 +251,6 @@ def _check_source(source: BfclSource) -> None:
     if source.answers is not None and source.label_none:
         raise InputError.one(str(source.questions), "", "answers-or-label-none",
                              f"slice '{source.slice}' has an answers file and --label-none: give one of the two")
-    refuse_non_json_lines(source.questions, "the BFCL questions file",
-                          "one JSON object a line, e.g. BFCL_v4_multiple.json")
-    if source.answers is not None:
-        refuse_non_json_lines(source.answers, "the BFCL answers file",
-                              "one JSON object a line, e.g. possible_answer/BFCL_v4_multiple.json")
 
 
 def _read_source(source: BfclSource, problems: list[Problem], dropped_keywords: Counter[str],
