@@ -44,6 +44,8 @@ from warehouse.location import Warehouse, warehouse_at
 
 if TYPE_CHECKING:  # the flow module imports Prefect: only runs pay for it
     from flows.evaluate import RunSummary
+    from tasks.selectors.fit_router_cutoff import FittedCutoff
+    from tasks.selectors.train_decision_model import TrainedModel
 
 
 @dataclass(frozen=True)
@@ -167,3 +169,21 @@ def compare(run_a: str, run_b: str, warehouse: str | Path | None = None, *, arm_
         return compare_runs(con, str(location.db_path), run_a, run_b, arm_a=arm_a, arm_b=arm_b, differ_in=differ_in)
     finally:
         con.close()
+
+
+def fit_cutoff(experiment_path: str | Path, arm: str, out: str | Path | None = None,
+               salt: str | None = None) -> "FittedCutoff":
+    """Fit the 'none' cut-off of an arm's offline router on one hash half of its task-set version, confirm
+    it on the other, and write it (default ``cutoffs/<arm>-<version>.json`` beside the experiment)."""
+    from tasks.selectors.fit_router_cutoff import DEFAULT_SALT, fit_router_cutoff
+
+    return fit_router_cutoff(Path(experiment_path), arm, Path(out) if out else None, salt or DEFAULT_SALT)
+
+
+def train(version_path: str | Path, out: str | Path, catalogues: list[str] | None = None,
+          folds: int = 5) -> "TrainedModel":
+    """Learn a decision model from a task-set version's labelled requests (cross-fitted on ``folds`` folds)
+    and write its file."""
+    from tasks.selectors.train_decision_model import train_decision_model
+
+    return train_decision_model(Path(version_path), Path(out), catalogues=catalogues, folds=folds)

@@ -27,7 +27,7 @@ from schemas.traffic import MaskingRules
 from flows.crash import report_crash
 from flows.progress import announce, report_on_stderr
 from tasks.files.input_errors import InputError
-from tasks.importers.bfcl import import_bfcl
+from tasks.importers.bfcl import BfclSource, category_of, import_bfcl_slices
 from tasks.importers.metatool import import_metatool
 from tasks.report.render import print_table, render_markdown, render_terminal, terminal_console
 from tasks.report.run_compare import RESPECTS, NotComparable, comparison_headline, comparison_tables
@@ -213,13 +213,54 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_fit(args: argparse.Namespace) -> int:
+    print("\n".join(api.fit_cutoff(args.experiment, args.arm, args.out, args.salt).lines()))
+    return EXIT_OK
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    print("\n".join(api.train(args.version_path, args.out, args.catalogue, args.folds).lines()))
+    return EXIT_OK
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     print(api.validate(args.version_path, args.catalogue, args.weights))
     return EXIT_OK
 
 
+def bfcl_sources(questions: str | None, answers: str | None, slices: list[str], label_none: list[str]
+                 ) -> list[BfclSource]:
+    """The files of ``tooleval import bfcl``: one positional file, or ``--slice NAME=QUESTIONS[,ANSWERS]``
+    (repeatable) with ``--label-none NAME`` for each slice labelled 'none' throughout."""
+    if questions is not None and slices:
+        raise InputError.one(questions, "", "one-form", "give one questions file or --slice NAME=FILE[,ANSWERS] "
+                             "options, not both")
+    if questions is not None:
+        if any(name for name in label_none):
+            raise InputError.one(questions, "", "label-none", "with one questions file, --label-none takes no slice name")
+        return [BfclSource(category_of(Path(questions)), Path(questions), Path(answers) if answers else None,
+                           label_none=bool(label_none))]
+    if not slices:
+        raise InputError.one("tooleval import bfcl", "", "sources-given",
+                             "no BFCL file given: QUESTIONS_JSONL [ANSWERS_JSONL], or --slice NAME=FILE[,ANSWERS]")
+    sources = []
+    for given in slices:
+        name, eq, files = given.partition("=")
+        paths = files.split(",")
+        if not eq or not name or not paths[0] or len(paths) > 2:
+            raise InputError.one(given, "", "slice-option", "--slice takes NAME=QUESTIONS or NAME=QUESTIONS,ANSWERS")
+        sources.append(BfclSource(name, Path(paths[0]), Path(paths[1]) if len(paths) == 2 else None,
+                                  label_none=name in label_none))
+    unknown = sorted(set(label_none) - {source.slice for source in sources})
+    if unknown:
+        raise InputError.one("tooleval import bfcl", "", "label-none",
+                             f"--label-none names no --slice: {', '.join(repr(n) for n in unknown)}")
+    return sources
+
+
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
-    summary = import_bfcl(Path(args.questions), Path(args.answers) if args.answers else None, Path(args.out))
+    sources = bfcl_sources(args.questions, args.answers, args.slice or [], args.label_none or [])
+    summary = import_bfcl_slices(sources, Path(args.out))
     print("\n".join(summary.lines()))
     return EXIT_OK
 
@@ -355,6 +396,32 @@ def build_parser() -> argparse.ArgumentParser:
     planner.add_argument("--power", type=float, default=0.8, help="power for the detectable drop (default 0.8)")
     planner.set_defaults(func=cmd_plan)
 
+    fit = commands.add_parser(
+        "fit", help="fit an arm's 'none' cut-off on half the labelled requests, confirm it on the other half",
+        description="Fit the 'none' cut-off of an arm's offline router (lexical, embedding or trained; or the router "
+        "of a routed arm) on one half of its task-set version (a sha256 hash split of the request ids), confirm "
+        "it on the other half and write it as a file the experiment names with `abstain_cutoff: FILE`.")
+    fit.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
+    fit.add_argument("--arm", required=True, metavar="NAME", help="the arm whose router is fitted")
+    fit.add_argument("--out", default=None, metavar="FILE",
+                     help="where to write it (default: cutoffs/ARM-VERSION.json beside the experiment)")
+    fit.add_argument("--salt", default=None, metavar="TEXT", help="salt of the hash split (default tooleval-cutoff-v1)")
+    fit.set_defaults(func=cmd_fit)
+
+    train = commands.add_parser(
+        "train", help="learn a decision model (selector / router 'trained') from a task-set version",
+        description="Learn a decision model from a task-set version's labelled requests: a conditional logit over "
+        "MiniLM cosine, BM25 and kNN-to-examples features per (request, tool), 'none' as an option of its own, "
+        "temperature-calibrated on cross-fitted held-out predictions. Offline: nothing is downloaded.")
+    train.add_argument("version_path", metavar="TASKSET_VERSION_PATH")
+    train.add_argument("--out", required=True, metavar="FILE", help="the model file to write (JSON)")
+    train.add_argument("--catalogue", action="append", default=None, metavar="NAME",
+                       help="catalogue offered with requests that have no tools of their own (repeatable; "
+                       "default: every catalogue of the set, merged)")
+    train.add_argument("--folds", type=int, default=5, metavar="K",
+                       help="cross-fitting folds (default 5); 1 = one model that refuses its own training requests")
+    train.set_defaults(func=cmd_train)
+
     validate = commands.add_parser("validate", help="run the label checks on a task-set version",
                                    description="Run the Great Expectations label checks on one version file "
                                    "(e.g. tasksets/support/v1.jsonl) and print what was checked.")
@@ -367,10 +434,24 @@ def build_parser() -> argparse.ArgumentParser:
     importer = commands.add_parser("import", help="turn public benchmark files into a tooleval task set",
                                    description="Import BFCL or MetaTool files as a task set with an experiment.")
     sources = importer.add_subparsers(dest="source", required=True, metavar="SOURCE")
-    bfcl = sources.add_parser("bfcl", help="BFCL v4 JSON Lines (multiple, live_multiple, live_irrelevance)",
-                              description="Import a BFCL v4 questions file and its possible_answer file.")
-    bfcl.add_argument("questions", metavar="QUESTIONS_JSONL")
+    bfcl = sources.add_parser(
+        "bfcl", help="BFCL v4 JSON Lines (multiple, live_multiple, live_irrelevance)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Import a BFCL v4 questions file and its possible_answer file, or several\n"
+        "files as slices of one set. Labels come from the answers file (an empty\n"
+        "ground_truth means 'none') or, for a file where no offered tool fits any\n"
+        "request, from --label-none; never from a file's name.",
+        epilog="example (answerable and irrelevant requests, two slices of one set):\n"
+        "  tooleval import bfcl \\\n"
+        "    --slice answerable=live_multiple.json,live_multiple_answers.json \\\n"
+        "    --slice irrelevant=live_irrelevance.json --label-none irrelevant \\\n"
+        "    --out /tmp/bfcl-live")
+    bfcl.add_argument("questions", nargs="?", default=None, metavar="QUESTIONS_JSONL")
     bfcl.add_argument("answers", nargs="?", default=None, metavar="ANSWERS_JSONL")
+    bfcl.add_argument("--slice", action="append", metavar="NAME=QUESTIONS[,ANSWERS]",
+                      help="one file as one slice of the set (repeatable)")
+    bfcl.add_argument("--label-none", action="append", nargs="?", const="", metavar="SLICE",
+                      help="every request of the file (or of --slice SLICE) expects 'none': no offered tool fits")
     bfcl.add_argument("--out", required=True, metavar="DIR")
     bfcl.set_defaults(func=cmd_import_bfcl)
     metatool = sources.add_parser("metatool", help="MetaTool plugin_des.json and a Query,Tool CSV",

@@ -11,7 +11,7 @@ Respect = Literal["catalogue", "prompt", "model", "selector", "version"]
 
 RESPECTS: tuple[Respect, ...] = ("catalogue", "prompt", "model", "selector", "version")
 
-SelectorKind = Literal["lexical", "embedding", "openai", "anthropic"]
+SelectorKind = Literal["lexical", "embedding", "trained", "openai", "anthropic"]
 
 PER_REQUEST_CATALOGUE = "per_request"
 """Catalogue name meaning: offer each request its own tools (BFCL style)."""

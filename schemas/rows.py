@@ -198,6 +198,13 @@ class ArmRecord(BaseModel):
     taskset_hash: str = Field(description="Content hash of the task-set version (from its manifest).")
     n_tools: int = Field(description="Tools in the catalogue (0 for per-request catalogues).")
     seeds: list[int] = Field(description="Seeds run.")
+    abstain_rule: str | None = Field(
+        default=None,
+        description="How the offline router's 'none' cut-off was set: 'default', 'option: <t>', 'fitted <file> "
+        "(sha256 <12 hex>): <t>', or 'never ...' (no cut-off on a version without 'none' labels); null for arms "
+        "without an offline router.")
+    decision_model_hash: str | None = Field(
+        default=None, description="sha256 of the trained decision model's file the arm (or its router) used.")
 
 
 class ComparisonRecord(BaseModel):

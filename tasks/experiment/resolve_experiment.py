@@ -9,13 +9,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.catalogue import Catalogue
+from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.experiment import PER_REQUEST_CATALOGUE, RESPECTS, ArmSpec, Comparison, ExperimentFile
 from tasks.files.content_hash import sha256_hex
 from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError, Problem
 from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
-from tasks.taskset.load_taskset import load_catalogue, load_prompt
+from tasks.selectors.router_setup import OFFLINE_ROUTER_KINDS, router_setup
+from tasks.taskset.load_taskset import load_catalogue, load_prompt, version_paths
 
 SEED_LIMIT = 2 ** 63
 MIN_SEEDS = 3
@@ -37,6 +38,18 @@ class ResolvedArm:
     selector: str
     version: str
     options: dict[str, Any] = field(default_factory=dict)
+    run_options: dict[str, Any] | None = None
+    """The options the selector runs with: ``options`` with its offline router's cut-off and decision-model
+    file settled (``tasks/selectors/router_setup.py``); None = ``options`` as written."""
+    abstain_rule: str | None = None
+    """How the offline router's 'none' cut-off was set (recorded with the run); None without one."""
+    decision_model_hash: str | None = None
+    """sha256 of the trained decision model's file, if the arm or its router uses one."""
+
+    @property
+    def selector_options(self) -> dict[str, Any]:
+        """What the selector is built with and fingerprinted on."""
+        return self.options if self.run_options is None else self.run_options
 
     @property
     def catalogue_hash(self) -> str:
@@ -138,6 +151,31 @@ def _check_model_arm(merged: dict[str, Any]) -> tuple[list[tuple[str, str]], dic
     return check_offline_arm(options), options
 
 
+def version_has_none_labels(taskset_dir: Path, version: str) -> bool:
+    """Whether the version's manifest counts any 'none' label (False when it cannot be read: loading the
+    version later says what is wrong with it)."""
+    try:
+        manifest = json.loads(version_paths(taskset_dir, version)["manifest"].read_bytes())
+        return int((manifest.get("counts_by_label") or {}).get(NONE_LABEL, 0)) > 0
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
+
+
+def settle_router(selector: str, model_id: str, options: dict[str, Any], has_none_labels: bool, base_dir: Path
+                  ) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """(run options, abstain rule, decision model hash) of an arm: its own offline router, or the offline
+    router of a routed hosted arm; ValueError for an unusable cut-off or model file."""
+    if selector in OFFLINE_ROUTER_KINDS:
+        setup = router_setup(selector, model_id, options, has_none_labels=has_none_labels, base_dir=base_dir)
+        return setup.options, setup.abstain_rule, setup.model_hash
+    router = options.get("router")
+    if router in OFFLINE_ROUTER_KINDS:
+        setup = router_setup(router, options.get("router_model"), dict(options.get("router_options") or {}),
+                             has_none_labels=has_none_labels, base_dir=base_dir)
+        return {**options, "router_options": setup.options}, setup.abstain_rule, setup.model_hash
+    return None, None, None
+
+
 def resolve_experiment(path: Path) -> ResolvedExperiment:
     """Everything an experiment refers to, resolved and checked, before any data or model is touched."""
     path = Path(path)
@@ -194,10 +232,18 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
         except InputError as error:
             problems.extend(Problem(file, f"arm {arm.name}", p.rule, f"{p.file}: {p.message}") for p in error.problems)
             continue
+        try:
+            run_options, abstain_rule, model_hash = settle_router(
+                merged["selector"], merged["model"], merged.get("options", {}),
+                version_has_none_labels(taskset_dir, merged["version"]), path.parent)
+        except ValueError as error:
+            problems.append(Problem(file, f"arm {arm.name}", "router-files", str(error)))
+            continue
         arms.append(ResolvedArm(
             name=arm.name, rung=rung, catalogue_name=merged["catalogue"], catalogue=catalogues[merged["catalogue"]],
             prompt_name=merged["prompt"], prompt_text=prompts[merged["prompt"]], model_id=merged["model"],
             selector=merged["selector"], version=merged["version"], options=merged.get("options", {}),
+            run_options=run_options, abstain_rule=abstain_rule, decision_model_hash=model_hash,
         ))
     if problems:
         raise InputError(problems)

@@ -2,14 +2,15 @@
 
 Each importer is a plain function (no Prefect) that reads the source files, checks them, and writes a
 new task-set folder: ``v1.jsonl``, its catalogues if any, ``prompts/default.md``,
-``experiments/offline.yaml`` and, last, the frozen ``v1.manifest.json``. Problems that make a label
+``experiments/offline.yaml`` (BM25, MiniLM cosine and the decision model ``tooleval train`` learns from the
+set) and, last, the frozen ``v1.manifest.json``. Problems that make a label
 untrustworthy are ``InputError``s naming the file, the line or id and the rule; rows the source itself
 marks as unreliable (duplicates, label conflicts, unknown tools) are dropped, counted and listed in the
 summary and in the manifest notes.
 
-- ``tasks.importers.bfcl.import_bfcl``: Berkeley Function Calling Leaderboard v4 (each request offers its
-  own functions). This module also holds what every importer shares: ``ImportSummary`` and
-  ``write_taskset``.
+- ``tasks.importers.bfcl.import_bfcl`` / ``import_bfcl_slices``: Berkeley Function Calling Leaderboard v4
+  (each request offers its own functions; several files as slices of one set).
 - ``tasks.importers.metatool.import_metatool``: MetaTool ToolE single-tool queries over one shared
   catalogue.
+- ``tasks.importers.taskset_writer``: what every importer shares (``ImportSummary``, ``write_taskset``).
 """

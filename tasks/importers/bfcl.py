@@ -7,7 +7,9 @@ Source format (JSON Lines despite the ``.json`` ending), one record a line::
 
 Each record offers its own functions: they are written inline on the request (``LabelledRequest.tools``)
 with BFCL's Python-style parameter types turned into JSON schema. The label is the one function named in
-the answer's ``ground_truth``; an irrelevance category has no answers file and every label is "none".
+the answer's ``ground_truth`` (an empty ``ground_truth`` list labels the record "none"). Labels never come
+from a file name: a file without answers imports only with ``label_none`` (``--label-none``), every label
+"none". Several files import as slices of one set (``import_bfcl_slices``; ``--slice NAME=FILE[,ANSWERS]``).
 Function names are kept exactly as BFCL spells them (dots included); mapping them for providers that
 forbid dots happens elsewhere.
 
@@ -18,8 +20,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from pydantic import ValidationError
 
@@ -160,7 +163,10 @@ def _read_answers(answers: Path, problems: list[Problem]) -> dict[str, tuple[int
 
 
 def _label_of(ground_truth: Any) -> str:
-    """The single function name in a ground_truth list, or a ValueError saying what is wrong."""
+    """The single function name in a ground_truth list ('none' for an empty list: no call is right), or a
+    ValueError saying what is wrong."""
+    if isinstance(ground_truth, list) and not ground_truth:
+        return NONE_LABEL
     if not isinstance(ground_truth, list) or len(ground_truth) != 1:
         count = len(ground_truth) if isinstance(ground_truth, list) else "no"
         raise ValueError(f"ground_truth must hold exactly one call, it holds {count}")
@@ -189,8 +195,8 @@ def _messages(record: dict[str, Any]) -> tuple[Message, ...]:
 
 def _tools(record: dict[str, Any], dropped: Counter[str]) -> tuple[ToolSpec, ...]:
     functions = record.get("function")
-    if not isinstance(functions, list) or not functions:
-        raise ValueError("'function' must be a non-empty list")
+    if not isinstance(functions, list):
+        raise ValueError("'function' must be a list (it may be empty: then no tool is offered)")
     tools = []
     for position, function in enumerate(functions):
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
@@ -213,46 +219,58 @@ def _tools(record: dict[str, Any], dropped: Counter[str]) -> tuple[ToolSpec, ...
 # The importer
 # --------------------------------------------------------------------------------------------------
 
+_SLICE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
-def import_bfcl(questions: Path, answers: Path | None, out: Path) -> ImportSummary:
-    """Import one BFCL v4 category file (and its possible-answer file) as a new task-set folder ``out``.
 
-    - slice = the category from the file name ('multiple', 'live_multiple', 'live_irrelevance', ...);
-    - messages = the record's first turn; roles other than user/assistant/system are an InputError;
-    - tools = the record's own functions, parameters converted to JSON schema;
-    - expected = the single function in ``ground_truth``, which must be one of the record's functions;
-      with no answers file (irrelevance categories only) every label is "none".
+@dataclass(frozen=True)
+class BfclSource:
+    """One BFCL file imported as one slice: its questions, and its answers or ``label_none``."""
 
-    Every problem is an InputError naming the file and the id (or line); nothing is written unless the
-    whole file is clean. Refuses a folder that already holds a frozen v1.
-    """
-    questions, out = Path(questions), Path(out)
-    answers = Path(answers) if answers is not None else None
-    refuse_frozen(out)
-    refuse_non_json_lines(questions, "the BFCL questions file", "one JSON object a line, e.g. BFCL_v4_multiple.json")
-    if answers is not None:
-        refuse_non_json_lines(answers, "the BFCL answers file",
+    slice: str
+    questions: Path
+    answers: Path | None = None
+    label_none: bool = False
+    """Every label 'none' (no offered tool fits): said explicitly, never read from the file's name."""
+
+
+def _check_source(source: BfclSource) -> None:
+    if not _SLICE_NAME.match(source.slice):
+        raise InputError.one(str(source.questions), "", "slice-name",
+                             f"slice name {source.slice!r}: use letters, digits, '.', '_' or '-'")
+    refuse_non_json_lines(source.questions, "the BFCL questions file",
+                          "one JSON object a line, e.g. BFCL_v4_multiple.json")
+    if source.answers is not None:
+        refuse_non_json_lines(source.answers, "the BFCL answers file",
                               "one JSON object a line, e.g. possible_answer/BFCL_v4_multiple.json")
-    category = category_of(questions)
-    if answers is None and "irrelevance" not in category:
+    if source.answers is None and not source.label_none:
         raise InputError.one(
-            str(questions), "", "answers-required",
-            f"category '{category}' is labelled in possible_answer/{questions.name}; pass that file as answers "
-            "(only irrelevance categories import without answers, every label 'none')",
+            str(source.questions), "", "answers-required",
+            f"no answers file for slice '{source.slice}': pass its possible_answer file, or --label-none if no "
+            "offered tool fits any of its requests (labels never come from a file's name)",
         )
+    if source.answers is not None and source.label_none:
+        raise InputError.one(str(source.questions), "", "answers-or-label-none",
+                             f"slice '{source.slice}' has an answers file and --label-none: give one of the two")
 
-    problems: list[Problem] = []
+
+def _read_source(source: BfclSource, problems: list[Problem], dropped_keywords: Counter[str],
+                 seen: dict[str, tuple[Path, int]]) -> list[LabelledRequest]:
+    """The requests of one file as one slice; problems (naming the file and id) are collected."""
+    questions, answers = source.questions, source.answers
     expected_by_id = _read_answers(answers, problems) if answers is not None else None
-    dropped_keywords: Counter[str] = Counter()
     requests: list[LabelledRequest] = []
-    seen: dict[str, int] = {}
+    read_here: set[str] = set()
     for number, record in _read_json_lines(questions, problems):
         request_id = record["id"]
         where = f"id {request_id}"
         if request_id in seen:
-            problems.append(Problem(str(questions), where, "id-unique", f"id used twice (lines {seen[request_id]} and {number})"))
+            read_here.add(request_id)  # its answer has a question (the duplicate is the problem)
+            first_file, first_line = seen[request_id]
+            problems.append(Problem(str(questions), where, "id-unique",
+                                    f"id used twice (line {number}, and line {first_line} of {first_file.name})"))
             continue
-        seen[request_id] = number
+        seen[request_id] = (questions, number)
+        read_here.add(request_id)
         try:
             messages = _messages(record)
             tools = _tools(record, dropped_keywords)
@@ -272,45 +290,90 @@ def import_bfcl(questions: Path, answers: Path | None, out: Path) -> ImportSumma
             except ValueError as error:
                 problems.append(Problem(str(answers), where, "single-call", str(error)))
                 continue
-            if expected not in {tool.name for tool in tools}:
+            if expected != NONE_LABEL and expected not in {tool.name for tool in tools}:
+                offered = ", ".join(t.name for t in tools) or "no functions"
                 problems.append(Problem(str(answers), where, "label-offered",
-                                        f"expected {expected!r} is not among the record's functions: "
-                                        f"{', '.join(t.name for t in tools)}"))
+                                        f"expected {expected!r} is not among the record's functions: {offered}"))
                 continue
-        requests.append(LabelledRequest(id=request_id, messages=messages, expected=expected, slice=category, tools=tools))
-
+        requests.append(LabelledRequest(id=request_id, messages=messages, expected=expected, slice=source.slice,
+                                        tools=tools))
     if expected_by_id is not None:
         for request_id, (number, _) in expected_by_id.items():
-            if request_id not in seen:
+            if request_id not in read_here:
                 problems.append(Problem(str(answers), f"id {request_id}", "answer-has-question",
                                         f"answer on line {number} names an id that is not in {questions.name}"))
+    if not requests and not problems:
+        problems.append(Problem(str(questions), "", "not-empty", "no records"))
+    return requests
+
+
+def import_bfcl(questions: Path, answers: Path | None, out: Path, *, label_none: bool = False) -> ImportSummary:
+    """Import one BFCL v4 category file as a new task-set folder ``out``; its slice is the category named
+    in the file name ('multiple', 'live_multiple', ...). See ``import_bfcl_slices``."""
+    questions = Path(questions)
+    source = BfclSource(slice=category_of(questions), questions=questions,
+                        answers=Path(answers) if answers is not None else None, label_none=label_none)
+    return import_bfcl_slices([source], out)
+
+
+def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummary:
+    """Import BFCL v4 files, each as one slice of one new task-set folder ``out``.
+
+    - messages = the record's first turn; roles other than user/assistant/system are an InputError;
+    - tools = the record's own functions (possibly none), parameters converted to JSON schema;
+    - expected = the single function in the answer's ``ground_truth`` (which must be one of the record's
+      functions), 'none' for an empty ``ground_truth``; with ``label_none`` and no answers file, 'none'.
+
+    Every problem is an InputError naming the file and the id (or line); nothing is written unless every
+    file is clean. Ids must be unique across the files. Refuses a folder that already holds a frozen v1.
+    """
+    out = Path(out)
+    refuse_frozen(out)
+    if not sources:
+        raise InputError.one(str(out), "", "sources-given", "no BFCL file given: name a questions file or --slice")
+    names = [source.slice for source in sources]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        raise InputError.one(str(out), f"slice {name}", "slice-unique", "two files are given the same slice name")
+    for source in sources:
+        _check_source(source)
+
+    problems: list[Problem] = []
+    dropped_keywords: Counter[str] = Counter()
+    seen: dict[str, tuple[Path, int]] = {}
+    requests: list[LabelledRequest] = []
+    for source in sources:
+        requests += _read_source(source, problems, dropped_keywords, seen)
     if problems:
         raise InputError(problems)
-    if not requests:
-        raise InputError.one(str(questions), "", "not-empty", "no records")
 
     tool_names = {tool.name for request in requests for tool in request.tools or ()}
+    no_tools = sum(1 for request in requests if not request.tools)
     notices = []
     if dropped_keywords:
         kinds = ", ".join(f"{key} ({count})" for key, count in sorted(dropped_keywords.items()))
         notices.append(f"BFCL-only schema keywords left out of the JSON schemas: {kinds}")
-    sources = f"{questions.name} (sha256 {file_digest(questions)})"
-    if answers is not None:
-        sources += f" and {answers.parent.name}/{answers.name} (sha256 {file_digest(answers)})"
-    labels = ("expected = the single function in each answer's ground_truth" if answers is not None
-              else "no answers file: every expected label is 'none' (no offered tool fits)")
-    notes = "\n".join([
-        f"Imported from BFCL v4 {sources} by tasks.importers.bfcl.",
-        f"{len(requests)} requests, slice '{category}', each offering its own functions "
-        f"({len(tool_names)} distinct names, dots kept); {labels}. Nothing dropped.",
-        *notices,
-    ])
+    if no_tools:
+        notices.append(f"{no_tools} request(s) offer no function at all (their right answer is 'none')")
+    lines = [f"Imported from BFCL v4 by tasks.importers.bfcl, {len(requests)} requests, each offering its own "
+             f"functions ({len(tool_names)} distinct names, dots kept). Nothing dropped."]
+    for source in sources:
+        count = sum(1 for request in requests if request.slice == source.slice)
+        described = f"{source.questions.name} (sha256 {file_digest(source.questions)})"
+        if source.answers is not None:
+            described += (f" and {source.answers.parent.name}/{source.answers.name} "
+                          f"(sha256 {file_digest(source.answers)}): expected = the single function in each "
+                          "answer's ground_truth ('none' where it is empty)")
+        else:
+            described += ": no answers file, --label-none given: every expected label is 'none'"
+        lines.append(f"slice '{source.slice}': {count} requests from {described}.")
+    notes = "\n".join([*lines, *notices])
+    label = "-".join(name.replace("_", "-") for name in names)
     experiment = offline_experiment_yaml(
-        f"bfcl-{category.replace('_', '-')}-offline",
-        f"BFCL v4 '{category}' read by both offline selectors, each request offering its own functions.",
+        f"bfcl-{label}-offline",
+        f"BFCL v4 ({', '.join(names)}) read by the offline selectors, each request offering its own functions.",
         PER_REQUEST_CATALOGUE,
     )
-    manifest = write_taskset(out, requests, slices=[category], notes=notes, experiment_yaml=experiment)
+    manifest = write_taskset(out, requests, slices=names, notes=notes, experiment_yaml=experiment)
     return ImportSummary(
         source="bfcl",
         out=out,

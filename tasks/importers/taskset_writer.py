@@ -65,6 +65,8 @@ class ImportSummary:
         else:
             lines.append("  dropped: nothing")
         lines += [f"  notice: {notice}" for notice in self.notices]
+        lines += [f"next: tooleval train {self.out / (VERSION + '.jsonl')} --out {self.out / MODEL_FILE}",
+                  f"      tooleval run {self.out / 'experiments' / 'offline.yaml'}"]
         return lines
 
 
@@ -104,8 +106,13 @@ briefly. Call at most one tool.
 """
 
 
+MODEL_FILE = "models/hybrid.json"
+"""Where the imported set's trained decision model goes (``tooleval train``), relative to the task-set folder."""
+
+
 def offline_experiment_yaml(name: str, description: str, catalogue: str) -> str:
-    """``experiments/offline.yaml``: the set read by both offline selectors, validated as an ExperimentFile."""
+    """``experiments/offline.yaml``: the set read by the offline selectors (BM25, MiniLM cosine, and the
+    decision model trained on the set, cross-fitted), validated as an ExperimentFile."""
     text = f"""\
 name: {json.dumps(name)}
 description: {json.dumps(description, ensure_ascii=False)}
@@ -117,8 +124,12 @@ defaults: {{catalogue: {catalogue}, prompt: default}}
 arms:
   - {{name: lexical, selector: lexical, model: bm25-okapi}}
   - {{name: embedding, selector: embedding, model: sentence-transformers/all-MiniLM-L6-v2}}
+  # the decision model learned from this set (`tooleval train`, cross-fitted: each request is scored by a
+  # fold model that never saw it)
+  - {{name: trained, selector: trained, model: tooleval-hybrid, options: {{model_file: ../{MODEL_FILE}}}}}
 comparisons:
   - {{from: lexical, to: embedding, declare: [model]}}   # selector and model change together
+  - {{from: embedding, to: trained, declare: [model]}}
 """
     ExperimentFile.model_validate(yaml.safe_load(text))
     return text

@@ -48,7 +48,7 @@ def selector_fingerprint(arm: ResolvedArm) -> str:
     prompt and the answer-changing options (sampling, seed, max_tokens, endpoint, routing, judge). Options
     that only change how calls are made or costed (concurrency, timeouts, retries, key names, prices) are
     left out, so changing them repeats no completed call."""
-    options = {k: v for k, v in answer_options(arm.options).items() if not _SECRET_OPTION_NAME.search(k)}
+    options = {k: v for k, v in answer_options(arm.selector_options).items() if not _SECRET_OPTION_NAME.search(k)}
     return _digest([arm.selector, arm.model_id, options, arm.prompt_text])
 
 

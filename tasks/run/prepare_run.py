@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schemas.taskset import ProductionWeights
+from tasks.files.input_errors import InputError, Problem
 from tasks.run.drill_points import reached
 from tasks.taskset.label_checks import CheckReport, check_labels
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, load_weights
@@ -39,7 +40,33 @@ def prepare_run(experiment_path: Path | str) -> PreparedRun:
         versions[version] = load_version(experiment.taskset_dir, version)
         reached("label-checks", version)
         checks[version] = check_labels(versions[version], catalogues, weights, weights_path)
+    refuse_leakage(experiment, versions)
     return PreparedRun(experiment=experiment, versions=versions, weights=weights, checks=checks)
+
+
+def refuse_leakage(experiment: ResolvedExperiment, versions: dict[str, TaskSetVersion]) -> None:
+    """A trained decision model may not score requests it learned from: a model cross-fitted on the version
+    scores each with a fold model that never saw it; a one-fold model is refused here, before any selection."""
+    problems: list[Problem] = []
+    for arm in experiment.arms:
+        if arm.decision_model_hash is None:
+            continue
+        options = arm.selector_options
+        model_file = options.get("model_file") or (options.get("router_options") or {}).get("model_file")
+        from tasks.selectors.trained import leaked_requests, load_model_file
+
+        model = load_model_file(str(model_file), arm.decision_model_hash)
+        table = versions[arm.version].table
+        leaked = leaked_requests(model, table.get_column("id").to_list(), table.get_column("text").to_list())
+        if leaked:
+            shown = ", ".join(leaked[:5]) + (f" and {len(leaked) - 5} more" if len(leaked) > 5 else "")
+            problems.append(Problem(
+                str(experiment.path), f"arm {arm.name}", "decision-model-leakage",
+                f"the decision model {model_file} learned from {len(leaked)} request(s) of {arm.version} (by id or "
+                f"text): {shown}; it was trained with one fold, so no model of it is unseen by them: train with "
+                "--folds 5 (cross-fitting) or on another version"))
+    if problems:
+        raise InputError(problems)
 
 
 _PREPARED: dict[tuple[str, int, int], PreparedRun] = {}

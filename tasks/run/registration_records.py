@@ -70,7 +70,8 @@ def registration_records(
         ArmRecord(run_id=run_id, arm=a.name, rung=a.rung, catalogue=a.catalogue_name, catalogue_hash=a.catalogue_hash,
                   prompt=a.prompt_name, prompt_hash=a.prompt_hash, model_id=a.model_id, selector=a.selector,
                   taskset_version=a.version, taskset_hash=prepared.versions[a.version].manifest.content_hash,
-                  n_tools=len(a.catalogue.tools) if a.catalogue else 0, seeds=list(experiment.seeds))
+                  n_tools=len(a.catalogue.tools) if a.catalogue else 0, seeds=list(experiment.seeds),
+                  abstain_rule=a.abstain_rule, decision_model_hash=a.decision_model_hash)
         for a in experiment.arms
     ]
     comparisons = [ComparisonRecord(run_id=run_id, baseline=c.baseline, arm=c.arm, changed=list(c.changed))

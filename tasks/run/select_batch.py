@@ -105,7 +105,7 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
         misses = [p for p in planned if p.cache_key not in cached]
         fresh: dict[str, Selection] = {}
         if misses:
-            selector = selector_for(unit.arm.selector, unit.arm.model_id, unit.arm.options)
+            selector = selector_for(unit.arm.selector, unit.arm.model_id, unit.arm.selector_options)
             inputs = [SelectionInput(request_id=p.request_id, messages=p.messages, tools=p.tools,
                                      prompt=unit.arm.prompt_text)
                       for p in misses]

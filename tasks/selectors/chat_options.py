@@ -22,7 +22,7 @@ Arm options (all optional unless said):
 - load: ``concurrency`` (8 calls in flight per endpoint and process), ``timeout_s`` (60), ``max_retries``
   (4), ``retry_base_delay_s`` (0.5), ``retry_max_delay_s`` (30), ``max_retry_after_s`` (120);
 - routing (see ``routed.py``): ``route`` (default / forced / gated / narrowed), ``router`` (lexical /
-  embedding / llm), ``router_model``, ``router_options``, ``threshold`` (gated), ``narrow_k`` (narrowed, 1);
+  embedding / trained / llm), ``router_model``, ``router_options``, ``threshold`` (gated), ``narrow_k`` (narrowed, 1);
 - ``judge``: ``{model, selector (openai|anthropic), votes (3), temperature, ...chat options}``.
 """
 
@@ -42,7 +42,7 @@ from tasks.selectors.pricing import price_for
 
 HOSTED_KINDS = ("openai", "anthropic")
 ROUTES = ("default", "forced", "gated", "narrowed")
-ROUTERS = ("lexical", "embedding", "llm")
+ROUTERS = ("lexical", "embedding", "trained", "llm")
 
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}

@@ -22,6 +22,7 @@ from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.identity_memo import IdentityMemo
 from tasks.selectors.router_scores import ScoreRouter, tool_name_words
+from tasks.selectors.router_setup import parse_threshold
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -87,7 +88,8 @@ class EmbeddingSelector(ScoreRouter):
       log-likelihood of the right tool on MetaTool dev10, where it is also best calibrated).
     - ``abstain_threshold`` (default 0.25): the score given to "none"; a request whose most similar tool
       scores below it picks "none". Gibberish reaches a best cosine of 0.17-0.24 against MetaTool's 199
-      tools; on the dev sets 0.25 abstains on ~1% of MetaTool's requests and none of BFCL's.
+      tools; on the dev sets 0.25 abstains on ~1% of MetaTool's requests and none of BFCL's. ``never``:
+      never abstain (what a run uses on a version without 'none' labels unless a cut-off is given or fitted).
     - ``threads`` (default 1): torch threads while encoding (set for the call, then restored). One thread
       held up best on a 2-core machine with another batch running.
     - ``batch_size`` (default 32): encoding batch size.
@@ -104,7 +106,7 @@ class EmbeddingSelector(ScoreRouter):
         options = dict(options or {})
         self.model_id = model_id
         self.temperature = float(options.pop("temperature", 0.05))
-        self.abstain_threshold = float(options.pop("abstain_threshold", 0.25))
+        self.abstain_threshold = parse_threshold(options.pop("abstain_threshold", 0.25))
         self.threads = int(options.pop("threads", 1))
         self.batch_size = int(options.pop("batch_size", 32))
         self.context_turns = int(options.pop("context_turns", 0))
@@ -173,6 +175,13 @@ class EmbeddingSelector(ScoreRouter):
                 torch.set_num_threads(previous)
         for text, vector in zip(missing, np.asarray(vectors, dtype=np.float32)):
             _VECTORS[(path, text)] = vector
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length embeddings of ``texts`` (texts x dimensions), each distinct text encoded once per process."""
+        self._encode_missing(texts)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([_VECTORS[(self._path, text)] for text in texts])
 
     def _tool_matrix(self, texts: tuple[str, ...]) -> np.ndarray:
         matrix = self._matrices.get(texts)

@@ -24,6 +24,7 @@ from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.identity_memo import IdentityMemo
 from tasks.selectors.router_scores import CAMEL_BOUNDARY, ScoreRouter, tool_name_words
+from tasks.selectors.router_setup import parse_threshold
 
 # --------------------------------------------------------------------------------------------------
 # Tokenizer
@@ -167,6 +168,8 @@ class LexicalSelector(ScoreRouter):
       any tool, so such requests (gibberish, off-topic) always pick "none"; 0.1 is about what one word
       shared by every tool of a 4-tool catalogue scores (BM25's idf shrinks with fewer tools, so raw
       scores on small catalogues are small: a threshold of 1.0 abstained on 22% of BFCL's requests).
+      ``never``: never abstain. In a run the cut-off is settled per arm (``router_setup.py``): with no
+      option and no fitted cut-off, a version without 'none' labels runs with ``never``.
     - ``k1`` (1.5), ``b`` (0.75), ``method`` ("lucene"): bm25s's BM25 parameters ("robertson" gives
       words in more than half of the tools a zero or negative idf: useless on 2-4-tool catalogues).
     - ``stopwords`` ("english_plus_requests"): "none", "english" (bm25s, 33 words), "english_plus"
@@ -186,7 +189,7 @@ class LexicalSelector(ScoreRouter):
         options = dict(options or {})
         self.model_id = model_id
         self.temperature = float(options.pop("temperature", 0.75))
-        self.abstain_threshold = float(options.pop("abstain_threshold", 0.1))
+        self.abstain_threshold = parse_threshold(options.pop("abstain_threshold", 0.1))
         self.k1 = float(options.pop("k1", 1.5))
         self.b = float(options.pop("b", 0.75))
         self.method = str(options.pop("method", "lucene"))
@@ -198,8 +201,8 @@ class LexicalSelector(ScoreRouter):
             raise ValueError(f"unknown LexicalSelector options: {sorted(options)}")
         if self.temperature <= 0:
             raise ValueError("temperature must be > 0")
-        if not self.abstain_threshold > 0:
-            raise ValueError("abstain_threshold must be > 0 (a score of 0 means no request word matched)")
+        if not self.abstain_threshold > 0 and self.abstain_threshold != float("-inf"):
+            raise ValueError("abstain_threshold must be > 0 (a score of 0 means no request word matched) or 'never'")
         self._tokenize = _Tokenizer(_stopword_set(stopwords), stem)
         self._tool_key = IdentityMemo(self._key_of, _INDEX_CACHE_LIMIT)
         """(name, document) of a tool, memoised per ToolSpec object (permutations reuse the objects)."""

@@ -1,4 +1,4 @@
-"""The offline selectors (lexical BM25, MiniLM embedding): one instance per process and configuration, so
+"""The offline selectors (lexical BM25, MiniLM embedding, the trained decision model): one instance per process and configuration, so
 models load once whether a selector serves an arm or a routed arm's decision model."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from tasks.selectors.base import Selector
 from tasks.selectors.embedding import EmbeddingSelector
 from tasks.selectors.lexical import LexicalSelector
 
-OFFLINE_KINDS = ("lexical", "embedding")
-DEFAULT_MODELS = {"lexical": "bm25-okapi", "embedding": "sentence-transformers/all-MiniLM-L6-v2"}
+from tasks.selectors.router_setup import DEFAULT_MODELS, OFFLINE_ROUTER_KINDS as OFFLINE_KINDS
+
+__all__ = ["DEFAULT_MODELS", "OFFLINE_KINDS", "offline_selector", "clear"]
 
 
 @lru_cache(maxsize=None)
@@ -22,6 +23,10 @@ def _cached(kind: str, model_id: str, options_json: str) -> Selector:
         return LexicalSelector(model_id, options)
     if kind == "embedding":
         return EmbeddingSelector(model_id, options)
+    if kind == "trained":
+        from tasks.selectors.trained import TrainedSelector  # its training code imports the two routers
+
+        return TrainedSelector(model_id, options)
     raise ValueError(f"unknown offline selector kind '{kind}'")
 
 

@@ -4,7 +4,8 @@ Rules (each failure names the file, the line or id, and the rule):
 - ids-unique, request-non-empty, slice-declared: per request;
 - label-offered / fallback-offered: the label is an offered tool (the request's own tools, else the
   catalogues in use) or 'none';
-- one-label-per-text: no request text (case- and space-insensitive) carries two different labels;
+- one-label-per-text: no request text (case- and space-insensitive) offered the same tools carries two different
+  labels (requests with their own tools are compared only with requests offering the same tool names);
 - relabel-adjudicated: a request with a fallback label, or whose label differs from the parent
   version's, has an adjudication record;
 - manifest-hash: the version's files hash to the manifest's content_hash;
@@ -129,6 +130,10 @@ def request_frame(version: TaskSetVersion, catalogue_tools: set[str]) -> Any:
 
     # texts compared case- and space-insensitively: trimmed, lower case, each run of white space one space
     normalised = pl.col("text").str.strip_chars().str.to_lowercase().str.replace_all(r"\s+", " ")
+    # ... and keyed on the tools offered with it: the same words rightly expect different tools when
+    # different tools are offered (BFCL: "what is the contact of adriel" -> adriel_contact, or contact)
+    offered_set = (pl.when(pl.col("tools").is_null()).then(pl.lit("\x00catalogues"))
+                   .otherwise(own_names.list.sort().list.join("\x1f")))
     relabelled = pl.col("fallback").is_not_null() | (
         pl.col("parent_expected").is_not_null() & (pl.col("parent_expected") != pl.col("expected")))
     adjudicated = sorted({a.request_id for a in version.adjudications})
@@ -144,7 +149,7 @@ def request_frame(version: TaskSetVersion, catalogue_tools: set[str]) -> Any:
             label_offered=(pl.col("expected") == none) | offered(pl.col("expected")),
             fallback_offered=(pl.col("fallback").is_null() | (pl.col("fallback") == none)
                               | offered(pl.col("fallback"))),
-            labels_for_text=pl.col("expected").n_unique().over(normalised),
+            labels_for_text=pl.col("expected").n_unique().over(normalised, offered_set),
             relabel_adjudicated=~relabelled | pl.col("id").is_in(pl.Series(adjudicated, dtype=pl.String).implode()),
         )
     )

@@ -9,6 +9,7 @@ import yaml
 from flows.evaluate import evaluate
 from tasks.importers.bfcl import import_bfcl
 from tasks.importers.metatool import import_metatool
+from tasks.selectors.train_decision_model import train_decision_model
 from tests.factories import BENCH
 
 pytestmark = pytest.mark.skipif(not BENCH.is_dir(), reason=f"public bench data not found at {BENCH}")
@@ -18,14 +19,20 @@ def test_bfcl_multiple_runs_with_its_generated_experiment(prefect_harness, tmp_p
     out = tmp_path / "bfcl"
     import_bfcl(BENCH / "bfcl" / "BFCL_v4_multiple.json",
                 BENCH / "bfcl" / "possible_answer" / "BFCL_v4_multiple.json", out)
+    train_decision_model(out / "v1.jsonl", out / "models" / "hybrid.json")  # the experiment's 'trained' arm
     summary = evaluate(experiment_path=str(out / "experiments" / "offline.yaml"), warehouse_dir=str(tmp_path / "w"))
-    assert summary.n_rows == 200 * 3 * 2
+    assert summary.n_rows == 200 * 3 * 3
     con = duckdb.connect(str(tmp_path / "w" / "tooleval.duckdb"), read_only=True)
     rows = con.execute("""select arm, min(n_tools), max(n_tools), avg(correct::int) from selection_rows
                           group by arm order by arm""").fetchall()
-    assert [r[0] for r in rows] == ["embedding", "lexical"]
+    assert [r[0] for r in rows] == ["embedding", "lexical", "trained"]
     assert all(2 <= r[1] <= r[2] <= 4 for r in rows)
-    assert all(r[3] > 0.8 for r in rows)  # baselines on a 2-4 tool choice
+    assert all(r[3] > 0.9 for r in rows)  # a 2-4 tool choice; no 'none' label, so no router abstains
+    rules = dict(con.execute("select arm, abstain_rule from arms").fetchall())
+    assert rules["lexical"].startswith("never") and rules["trained"].startswith("never")
+    assert con.execute("select count(*) from selection_rows where chosen = 'none'").fetchall() == [(0,)]
+    (model_hash,) = con.execute("select decision_model_hash from arms where arm = 'trained'").fetchall()[0]
+    assert len(model_hash) == 64
     # every pair counted was offered together
     assert con.execute("select count(*) from confused_pairs where n_offered_together < n").fetchall() == [(0,)]
     con.close()

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from schemas.experiment import ExperimentFile
-from tasks.importers.bfcl import convert_parameters, import_bfcl
+from tasks.importers.bfcl import BfclSource, convert_parameters, import_bfcl, import_bfcl_slices
 from tasks.files.input_errors import InputError
 from tasks.taskset.load_taskset import load_prompt, load_version
 
@@ -98,9 +98,9 @@ def test_conversion_of_type_lists_and_missing_parameters():
     assert converted["properties"] == {"v": {"type": ["integer", "string"]}, "w": {}}
 
 
-def test_irrelevance_file_without_answers_expects_none(tmp_path):
+def test_irrelevance_file_with_label_none_expects_none(tmp_path):
     out = tmp_path / "irr"
-    summary = import_bfcl(IRRELEVANCE, None, out)
+    summary = import_bfcl(IRRELEVANCE, None, out, label_none=True)
     loaded = load_version(out, "v1")
     assert [r.expected for r in loaded.requests] == ["none", "none"]
     assert {r.slice for r in loaded.requests} == {"live_irrelevance"}
@@ -109,11 +109,19 @@ def test_irrelevance_file_without_answers_expects_none(tmp_path):
     assert "none" in loaded.manifest.notes
 
 
-def test_answers_are_required_outside_irrelevance(tmp_path):
+def test_answers_or_label_none_are_required_whatever_the_file_name(tmp_path):
+    for questions in (QUESTIONS, IRRELEVANCE):  # an 'irrelevance' file name labels nothing
+        with pytest.raises(InputError) as caught:
+            import_bfcl(questions, None, tmp_path / "out")
+        assert caught.value.problems[0].rule == "answers-required"
+        assert str(questions) in str(caught.value) and "--label-none" in str(caught.value)
+        assert not (tmp_path / "out").exists()
+
+
+def test_answers_and_label_none_together_are_refused(tmp_path):
     with pytest.raises(InputError) as caught:
-        import_bfcl(QUESTIONS, None, tmp_path / "out")
-    assert caught.value.problems[0].rule == "answers-required"
-    assert not (tmp_path / "out").exists()
+        import_bfcl(QUESTIONS, ANSWERS, tmp_path / "out", label_none=True)
+    assert caught.value.problems[0].rule == "answers-or-label-none"
 
 
 def test_answer_for_an_unknown_id_names_the_file_and_the_id(tmp_path):
@@ -191,7 +199,7 @@ def test_refuses_a_folder_with_a_frozen_v1(tmp_path):
     import_bfcl(QUESTIONS, ANSWERS, out)
     before = (out / "v1.jsonl").read_bytes()
     with pytest.raises(InputError) as caught:
-        import_bfcl(IRRELEVANCE, None, out)
+        import_bfcl(IRRELEVANCE, None, out, label_none=True)
     assert caught.value.problems[0].rule == "version-immutable"
     assert str(out / "v1.manifest.json") in str(caught.value)
     assert (out / "v1.jsonl").read_bytes() == before
@@ -207,9 +215,10 @@ def test_writes_a_valid_offline_experiment_and_prompt(tmp_path):
     assert experiment.defaults.catalogue == "per_request" and experiment.defaults.prompt == "default"
     assert {(a.selector, a.model) for a in experiment.arms} == {
         ("lexical", "bm25-okapi"), ("embedding", "sentence-transformers/all-MiniLM-L6-v2"),
+        ("trained", "tooleval-hybrid"),
     }
-    (comparison,) = experiment.comparisons
-    assert (comparison.baseline, comparison.arm, comparison.declare) == ("lexical", "embedding", ["model"])
+    assert [(c.baseline, c.arm, c.declare) for c in experiment.comparisons] == [
+        ("lexical", "embedding", ["model"]), ("embedding", "trained", ["model"])]
     assert "none" in load_prompt(out, "default").lower()
 
 
@@ -220,3 +229,77 @@ def test_summary_and_notes_name_the_sources(tmp_path):
     assert "optional (1)" in notes  # BFCL's own keyword, not JSON schema
     text = "\n".join(summary.lines())
     assert "requests: 3" in text and "dropped: nothing" in text
+    assert f"next: tooleval train {tmp_path / 'out' / 'v1.jsonl'} --out {tmp_path / 'out' / 'models' / 'hybrid.json'}" in text
+
+
+def test_the_experiment_names_the_model_to_train_before_it_runs(tmp_path):
+    from tasks.experiment.resolve_experiment import resolve_experiment
+
+    import_bfcl(QUESTIONS, ANSWERS, tmp_path / "out")
+    with pytest.raises(InputError) as caught:
+        resolve_experiment(tmp_path / "out" / "experiments" / "offline.yaml")
+    (problem,) = caught.value.problems
+    assert problem.rule == "router-files" and problem.where == "arm trained"
+    assert "tooleval train" in problem.message and str(tmp_path / "out" / "models" / "hybrid.json") in problem.message
+
+
+def test_empty_function_lists_import_and_expect_none(tmp_path):
+    src = tmp_path / "BFCL_v4_live_irrelevance.json"
+    shutil.copy(IRRELEVANCE, src)
+    rewrite(src, lambda records: [{**records[0], "function": []}, *records[1:]])
+    summary = import_bfcl(src, None, tmp_path / "out", label_none=True)
+    first = load_version(tmp_path / "out", "v1").requests[0]
+    assert first.tools == () and first.expected == "none"
+    assert any("offer no function" in notice for notice in summary.notices)
+
+
+def test_an_empty_ground_truth_labels_none_so_a_mixed_file_imports(tmp_path):
+    questions, answers = copy_pair(tmp_path)
+    rewrite(answers, lambda records: [{**records[0], "ground_truth": []}, *records[1:]])
+    import_bfcl(questions, answers, tmp_path / "out")
+    loaded = load_version(tmp_path / "out", "v1")
+    assert [r.expected for r in loaded.requests] == ["none", "math.hypot", "get_weather"]
+
+
+def test_files_merge_as_slices_of_one_set(tmp_path):
+    out = tmp_path / "live"
+    summary = import_bfcl_slices([BfclSource("answerable", QUESTIONS, ANSWERS),
+                                  BfclSource("irrelevant", IRRELEVANCE, label_none=True)], out)
+    loaded = load_version(out, "v1")
+    assert loaded.manifest.slices == ["answerable", "irrelevant"]
+    assert [r.slice for r in loaded.requests] == ["answerable"] * 3 + ["irrelevant"] * 2
+    assert loaded.manifest.counts_by_label["none"] == 2
+    assert summary.n_requests == 5
+    assert "slice 'irrelevant'" in loaded.manifest.notes and "--label-none" in loaded.manifest.notes
+
+
+def test_merged_files_need_distinct_ids_and_slice_names(tmp_path):
+    with pytest.raises(InputError) as caught:
+        import_bfcl_slices([BfclSource("a", QUESTIONS, ANSWERS), BfclSource("b", QUESTIONS, ANSWERS)], tmp_path / "o")
+    assert {p.rule for p in caught.value.problems} == {"id-unique"}
+    assert "multiple_0" in str(caught.value)
+    with pytest.raises(InputError) as caught:
+        import_bfcl_slices([BfclSource("a", QUESTIONS, ANSWERS), BfclSource("a", IRRELEVANCE, label_none=True)],
+                           tmp_path / "o")
+    assert caught.value.problems[0].rule == "slice-unique"
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_merges_slices_and_refuses_a_file_without_answers(tmp_path, capsys):
+    from flows.cli import main
+
+    out = tmp_path / "live"
+    code = main(["import", "bfcl", "--slice", f"answerable={QUESTIONS},{ANSWERS}",
+                 "--slice", f"irrelevant={IRRELEVANCE}", "--label-none", "irrelevant", "--out", str(out)])
+    assert code == 0 and "requests: 5" in capsys.readouterr().out
+    assert load_version(out, "v1").manifest.slices == ["answerable", "irrelevant"]
+
+    code = main(["import", "bfcl", str(IRRELEVANCE), "--out", str(tmp_path / "irr")])
+    err = capsys.readouterr().err
+    assert code == 2 and "[answers-required]" in err and str(IRRELEVANCE) in err
+    assert not (tmp_path / "irr").exists()
+    assert main(["import", "bfcl", str(IRRELEVANCE), "--label-none", "--out", str(tmp_path / "irr")]) == 0
+
+    code = main(["import", "bfcl", "--slice", f"a={QUESTIONS},{ANSWERS}", "--label-none", "b", "--out",
+                 str(tmp_path / "x")])
+    assert code == 2 and "[label-none]" in capsys.readouterr().err

@@ -96,7 +96,8 @@ def test_writes_a_valid_offline_experiment(imported):
     experiment = ExperimentFile.model_validate(yaml.safe_load(path.read_text()))
     assert (path.parent / experiment.taskset).resolve() == out.resolve()
     assert experiment.defaults.catalogue == "metatool"
-    assert [a.selector for a in experiment.arms] == ["lexical", "embedding"]
+    assert [a.selector for a in experiment.arms] == ["lexical", "embedding", "trained"]
+    assert experiment.arms[2].options == {"model_file": "../models/hybrid.json"}
     assert (out / "prompts" / "default.md").is_file()
 
 

@@ -54,6 +54,26 @@ def test_one_text_with_two_labels(tmp_path):
                                                      ("one-label-per-text", "line 6 (id r6)")}
 
 
+def test_one_text_is_compared_with_the_tools_offered_with_it(tmp_path):
+    """BFCL live_multiple: the same words rightly expect a different tool when other tools are offered."""
+    def tool(name):
+        return {"name": name, "description": f"{name} tool", "parameters": {"type": "object", "properties": {}}}
+
+    def own(i, expected, names):
+        return {"id": f"b{i}", "messages": [{"role": "user", "content": "what is the contact of adriel"}],
+                "expected": expected, "slice": "existing", "tools": [tool(n) for n in names]}
+
+    base = [dict(r) for r in REQUESTS]
+    fine = base + [own(1, "adriel_contact", ["adriel_contact", "weather"]), own(2, "contact", ["contact", "weather"]),
+                   own(3, "none", [])]
+    summary = validate_version_file(write_taskset(tmp_path / "ok", requests=fine) / "v1.jsonl", weights_window="w1")
+    assert summary.startswith("OK")
+    clash = base + [own(1, "adriel_contact", ["adriel_contact", "contact"]), own(2, "contact", ["contact", "adriel_contact"])]
+    problems = problems_of(write_taskset(tmp_path / "bad", requests=clash))
+    assert {(p.rule, p.where) for p in problems} == {("one-label-per-text", "line 6 (id b1)"),
+                                                     ("one-label-per-text", "line 7 (id b2)")}
+
+
 def test_relabel_needs_an_adjudication(tmp_path):
     requests = [dict(r) for r in REQUESTS]
     requests[0] = {**requests[0], "expected": "search_kb", "fallback": "refund_order"}

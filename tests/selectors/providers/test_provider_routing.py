@@ -189,3 +189,34 @@ def test_default_route_with_a_router_records_it_but_lets_the_chat_model_choose(s
     [answer] = routed_selector(server, route="default", router="lexical").select([selection_input(TRACK_SHIPMENT, TOOLS)])
     assert answer.route == "default" and answer.decided_by == "chat" and answer.router_pick == "track_shipment"
     assert server.requests()[0].tool_choice is None
+
+
+# -- the trained decision model as a routed arm's router (MiniLM: slow) ------------------------------------
+
+@pytest.fixture(scope="module")
+def trained_router_file(tmp_path_factory):
+    from tests.factories.decision_model import small_support_set, trained_model
+
+    return trained_model(small_support_set(tmp_path_factory.mktemp("trained") / "support-small"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["forced", "gated", "narrowed"])
+def test_the_trained_model_routes_forced_gated_and_narrowed_arms(serve, trained_router_file, route):
+    server = serve(oracle(EXPECTED, VALID))
+    routing = {"route": route, "router": "trained", "router_model": "tooleval-hybrid",
+               "router_options": {"model_file": str(trained_router_file)}}
+    if route == "gated":
+        routing["threshold"] = 0.0  # always the router's pick: the chat model is constrained to it
+    selector = routed_selector(server, **routing)
+    [answer] = selector.select([selection_input(TRACK_SHIPMENT, TOOLS, request_id="never-seen")])
+    assert answer.router == "trained:tooleval-hybrid" and answer.router_pick == "track_shipment"
+    assert set(answer.router_probabilities) == {t.name for t in TOOLS} | {"none"}
+    assert sum(answer.router_probabilities.values()) == pytest.approx(1.0)
+    assert answer.router_confidence == pytest.approx(max(answer.router_probabilities.values()))
+    [chat] = server.requests(router=False)
+    if route == "narrowed":
+        assert chat.tools == ("track_shipment",) and answer.decided_by == "chat"
+    else:
+        assert chat.tool_choice == "track_shipment" and answer.decided_by == "router"
+    assert answer.chosen == "track_shipment" and answer.outcome_hint == "ok"

@@ -1,0 +1,45 @@
+"""A fitted 'none' cut-off (``tooleval fit``): the score below which a router abstains, fitted on one half of
+a task-set version's labelled requests and confirmed on the other. An experiment uses it with the arm option
+``abstain_cutoff: <file>`` (or ``router_options: {abstain_cutoff: <file>}`` for a routed arm's router)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HalfAccuracy(BaseModel):
+    """Accuracy of the router on one half of the split, with and without the cut-off."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_requests: int = Field(description="Requests in the half.")
+    n_none: int = Field(description="Of them, requests labelled 'none'.")
+    correct_with_cutoff: int = Field(description="Right with the fitted cut-off.")
+    correct_never_abstaining: int = Field(description="Right when the router never abstains.")
+    correct_default: int = Field(description="Right with the router's default cut-off.")
+    abstained: int = Field(description="Requests the router abstains on with the fitted cut-off.")
+    ci_low: float = Field(description="95% Wilson interval of the accuracy with the cut-off: low end.")
+    ci_high: float = Field(description="95% Wilson interval of the accuracy with the cut-off: high end.")
+
+
+class AbstainCutoff(BaseModel):
+    """A fitted cut-off file: what router it belongs to, where it was fitted, and how it did on both halves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    selector: str = Field(description="Router kind: lexical, embedding or trained.")
+    model: str = Field(description="The router's model id.")
+    router_options: dict[str, Any] = Field(description="The router's answer-changing options, cut-off options left out.")
+    threshold: float | None = Field(
+        description="The cut-off, on the router's score scale: below it the router picks 'none'; null = never abstain "
+        "(the fit half was best served by never abstaining).")
+    taskset: str = Field(description="Task-set folder the cut-off was fitted on.")
+    version: str = Field(description="Task-set version.")
+    taskset_hash: str = Field(description="Content hash of that version.")
+    split_salt: str = Field(description="Salt of the hash split: sha256(salt + request id), even first byte = fit half.")
+    fit: HalfAccuracy = Field(description="The half the cut-off was chosen on.")
+    confirm: HalfAccuracy = Field(description="The other half, where it is confirmed.")
+    fitted_at: datetime = Field(description="When it was fitted (UTC).")

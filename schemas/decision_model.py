@@ -1,0 +1,52 @@
+"""A trained decision model's file (``tooleval train``): a conditional logit over (request, tool) features,
+temperature-calibrated, with the labelled examples it learned from and the folds it was cross-fitted on."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LogitWeights(BaseModel):
+    """One fitted model: weights of the tool features and of the 'none' option's features, and its temperature."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: list[float] = Field(description="Weight per tool feature (DecisionModelFile.tool_features).")
+    none: list[float] | None = Field(
+        description="Weight per 'none' feature (DecisionModelFile.none_features); null = the model never abstains "
+        "(no 'none' label among the requests it learned from).")
+    temperature: float = Field(description="Divides every utility before the softmax; fitted on held-out predictions.")
+    temperature_fitted_on: int = Field(description="Held-out requests the temperature was fitted on.")
+
+
+class DecisionModelFile(BaseModel):
+    """Everything needed to score a request, and to know which requests the model may not score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field(default="tooleval-decision-model", description="File kind.")
+    format: int = Field(default=1, description="File format version.")
+    method: str = Field(description="How it decides, in words.")
+    embedding_model: str = Field(description="Sentence-embedding model of the cosine and kNN features.")
+    tool_features: list[str] = Field(description="Names of the per (request, tool) features, in weight order.")
+    none_features: list[str] = Field(description="Names of the 'none' option's features, in weight order.")
+    taskset: str = Field(description="Task-set folder the model learned from.")
+    version: str = Field(description="Task-set version.")
+    taskset_hash: str = Field(description="Content hash of that version.")
+    trained_at: datetime = Field(description="When it was trained (UTC).")
+    l2: float = Field(description="L2 penalty on the weights.")
+    folds: int = Field(description="Cross-fitting folds (1 = one model on every example, no cross-fitting).")
+    fold_salt: str = Field(description="A request's fold: sha256(salt + ':' + normalised text) mod folds.")
+    fold_models: list[LogitWeights] = Field(
+        description="Model k learned from every fold but k: it scores the requests of fold k (cross-fitting).")
+    full_model: LogitWeights = Field(description="Learned from every example: scores requests it never saw.")
+    example_ids: list[str] = Field(description="Request ids learned from (the leakage check).")
+    example_text_hashes: list[str] = Field(description="sha256 of each example's normalised request text.")
+    example_labels: list[str] = Field(description="Each example's label (a tool name or 'none').")
+    example_folds: list[int] = Field(description="Each example's fold.")
+    example_texts: list[str] = Field(
+        description="Each example's request text as embedded (kNN features: encoded again, once per process).")
+    cross_fitted: dict[str, float] = Field(
+        description="Held-out (cross-fitted) figures on the training version: accuracy, nll, ece, n.")

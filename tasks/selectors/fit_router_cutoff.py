@@ -1,0 +1,156 @@
+"""``tooleval fit``: fit the 'none' cut-off of an arm's offline router (the arm's own lexical / embedding /
+trained selector, or the router of a routed hosted arm) on a hash split of the arm's task-set version, confirm
+it on the other half, and write it where the experiment can use it (``abstain_cutoff: <file>``).
+
+Reads files only: no Prefect, no warehouse. The router runs with abstaining turned off; each request's best
+offered tool and its score decide every cut-off at once (``tasks/stats/abstain_cutoff.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from schemas.catalogue import NONE_LABEL
+from schemas.cutoff import AbstainCutoff, HalfAccuracy
+from tasks.experiment.resolve_experiment import ResolvedArm, resolve_experiment
+from tasks.files.atomic_write import write_atomic
+from tasks.files.input_errors import InputError
+from tasks.run.plan_units import effective_label
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.offline import offline_selector
+from tasks.selectors.router_setup import (
+    CUTOFF_OPTIONS,
+    DEFAULT_MODELS,
+    NEVER,
+    OFFLINE_ROUTER_KINDS,
+    router_identity_options,
+    router_setup,
+)
+from tasks.stats.abstain_cutoff import CONFIRM, FIT, ScoredRequest, correct_at, fit_threshold, split_half
+from tasks.stats.wilson import wilson_interval
+from tasks.taskset.load_taskset import load_version
+from tasks.taskset.request_table import parse_messages, parse_tools
+
+DEFAULT_SALT = "tooleval-cutoff-v1"
+
+
+@dataclass(frozen=True)
+class FittedCutoff:
+    cutoff: AbstainCutoff
+    path: Path
+    arm: str
+    relative: str
+    """The file's path relative to the experiment file, as ``abstain_cutoff`` names it."""
+
+    def lines(self) -> list[str]:
+        c = self.cutoff
+        shown = "never abstain" if c.threshold is None else f"{c.threshold:.4g}"
+
+        def pct(k: int, n: int) -> str:
+            return f"{100 * k / n:.1f}%" if n else "-"
+
+        def half(name: str, h: HalfAccuracy) -> str:
+            ci = f"({100 * h.ci_low:.1f}-{100 * h.ci_high:.1f})"
+            return (f"  {name:<8}{h.n_requests:>9}{h.n_none:>6}  {pct(h.correct_with_cutoff, h.n_requests):>6} {ci:<13}"
+                    f"{pct(h.correct_never_abstaining, h.n_requests):>7}{pct(h.correct_default, h.n_requests):>8}"
+                    f"{h.abstained:>7}")
+        return [
+            f"fitted the 'none' cut-off of arm {self.arm} on {c.taskset} {c.version}",
+            f"  router: {c.selector} {c.model}",
+            f"  cut-off: {shown}  (split: sha256(salt:id), salt {c.split_salt!r})",
+            "  half     requests  none  with cut-off (95% CI) never default abstain",
+            half(FIT, c.fit),
+            half(CONFIRM, c.confirm),
+            f"wrote {self.path}",
+            f"use it: options: {{abstain_cutoff: {self.relative}}}",
+            "  (in router_options for a routed arm's router)",
+        ]
+
+
+def _router_of(arm: ResolvedArm, file: str) -> tuple[str, str, dict[str, Any]]:
+    """(kind, model id, options as written) of the arm's offline router."""
+    if arm.selector in OFFLINE_ROUTER_KINDS:
+        return arm.selector, arm.model_id, dict(arm.options)
+    router = arm.options.get("router")
+    if router in OFFLINE_ROUTER_KINDS:
+        model = arm.options.get("router_model") or DEFAULT_MODELS.get(router, "")
+        return router, model, dict(arm.options.get("router_options") or {})
+    raise InputError.one(file, f"arm {arm.name}", "fit-router", "the arm has no offline router (lexical, embedding "
+                         "or trained, as its selector or as router of a routed arm): nothing to fit")
+
+
+def _half(scored: list[ScoredRequest], default_right: int, threshold: float) -> HalfAccuracy:
+    right, abstained = correct_at(scored, threshold)
+    never, _ = correct_at(scored, float("-inf"))
+    interval = wilson_interval(right, len(scored))
+    return HalfAccuracy(n_requests=len(scored), n_none=sum(r.label_is_none for r in scored), correct_with_cutoff=right,
+                        correct_never_abstaining=never, correct_default=default_right, abstained=abstained,
+                        ci_low=interval.low, ci_high=interval.high)
+
+
+def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = None,
+                      salt: str = DEFAULT_SALT) -> FittedCutoff:
+    """Fit, confirm and write the cut-off of ``arm_name``'s offline router; InputError for bad input."""
+    experiment_path = Path(experiment_path)
+    experiment = resolve_experiment(experiment_path)
+    file = str(experiment_path)
+    arms = {arm.name: arm for arm in experiment.arms}
+    if arm_name not in arms:
+        raise InputError.one(file, f"arm {arm_name}", "fit-arm", f"no such arm; arms: {', '.join(arms)}")
+    arm = arms[arm_name]
+    kind, model, written = _router_of(arm, file)
+    version = load_version(experiment.taskset_dir, arm.version)
+    table = version.table
+    expected = table.get_column("expected").to_list()
+    if NONE_LABEL not in expected:
+        raise InputError.one(str(version.requests_path), "", "fit-needs-none",
+                             f"no request of {arm.version} expects 'none': there is no cut-off to fit (without one "
+                             "the router never abstains on this version)")
+    base = {k: v for k, v in written.items() if k not in CUTOFF_OPTIONS}
+    never = router_setup(kind, model, {**base, "abstain_threshold": NEVER}, has_none_labels=True,
+                         base_dir=experiment_path.parent).options
+    default = router_setup(kind, model, base, has_none_labels=True, base_dir=experiment_path.parent).options
+    router = offline_selector(kind, model, never)
+    default_router = offline_selector(kind, model, default)
+
+    catalogue = arm.catalogue.tools if arm.catalogue is not None else ()
+    inputs, labels = [], []
+    for request_id, messages, label, fallback, own in zip(
+            table.get_column("id").to_list(), table.get_column("messages").to_list(), expected,
+            table.get_column("fallback").to_list(), table.get_column("tools").to_list()):
+        tools = parse_tools(own) if own is not None else catalogue
+        tools = tuple(tools or ())
+        inputs.append(SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools,
+                                     prompt=arm.prompt_text))
+        labels.append(effective_label(label, fallback, {t.name for t in tools}))
+    scores = router.scores(inputs)
+    defaults = default_router.select(inputs)
+
+    halves: dict[str, tuple[list[ScoredRequest], int]] = {FIT: ([], 0), CONFIRM: ([], 0)}
+    for item, label, row, chosen in zip(inputs, labels, scores, defaults):
+        if row is None or len(row) == 0:
+            scored = ScoredRequest(float("-inf"), False, label == NONE_LABEL)
+        else:
+            best = int(row.argmax())
+            scored = ScoredRequest(float(row[best]), item.tools[best].name == label, label == NONE_LABEL)
+        members, right = halves[split_half(item.request_id, salt)]
+        members.append(scored)
+        halves[split_half(item.request_id, salt)] = (members, right + (chosen.chosen == label))
+    threshold = fit_threshold(halves[FIT][0])
+    cutoff = AbstainCutoff(
+        selector=kind, model=model, router_options=router_identity_options(never), threshold=None
+        if threshold == float("-inf") else threshold, taskset=experiment.taskset_dir.name, version=arm.version,
+        taskset_hash=version.manifest.content_hash, split_salt=salt,
+        fit=_half(halves[FIT][0], halves[FIT][1], threshold),
+        confirm=_half(halves[CONFIRM][0], halves[CONFIRM][1], threshold),
+        fitted_at=datetime.now(timezone.utc),
+    )
+    path = Path(out) if out is not None else experiment_path.parent / "cutoffs" / f"{arm_name}-{arm.version}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, (json.dumps(cutoff.model_dump(mode="json"), indent=2) + "\n").encode())
+    return FittedCutoff(cutoff, path, arm_name, os.path.relpath(path.resolve(), experiment_path.parent.resolve()))

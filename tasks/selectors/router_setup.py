@@ -1,0 +1,118 @@
+"""What an offline router runs with in one arm: its 'none' cut-off and its decision-model file.
+
+The cut-off (the score below which the router picks 'none') comes, in this order, from:
+
+1. ``abstain_threshold`` written in the options (a number; ``never`` turns abstaining off);
+2. ``abstain_cutoff: <file>``: a cut-off fitted by ``tooleval fit`` (``schemas/cutoff.py``), path relative to
+   the experiment file; the file must have been fitted for the same router (kind, model, options);
+3. nothing written, and the arm's task-set version has no 'none' labels: the router **never abstains**
+   (a fixed default cut-off would only turn right answers into 'none' there);
+4. nothing written, and the version has 'none' labels: the router's default cut-off.
+
+A trained decision model (``selector: trained`` / ``router: trained``) names its file with ``model_file:``
+(relative to the experiment file); it is read here to check it exists, and its sha256 goes with the run.
+
+The same rules apply to the offline router of a routed hosted arm (``router_options``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from schemas.cutoff import AbstainCutoff
+from schemas.decision_model import DecisionModelFile
+from tasks.files.content_hash import file_sha256
+from tasks.selectors.chat_options import answer_options
+
+OFFLINE_ROUTER_KINDS = ("lexical", "embedding", "trained")
+NEVER = "never"
+"""``abstain_threshold: never``: the router never picks 'none' (a request offered no tool still gets 'none')."""
+
+CUTOFF_OPTIONS = frozenset({"abstain_threshold", "abstain_cutoff"})
+"""Options that set the cut-off; a fitted file is matched to its router on every other answer option."""
+
+DEFAULT_MODELS = {"lexical": "bm25-okapi", "embedding": "sentence-transformers/all-MiniLM-L6-v2",
+                  "trained": "tooleval-hybrid"}
+
+
+@dataclass(frozen=True)
+class RouterSetup:
+    """The options a router runs with, and what the run records about them."""
+
+    options: dict[str, Any]
+    abstain_rule: str
+    """How the cut-off was set, e.g. 'fitted cutoffs/x.json (sha256 1a2b3c4d5e6f): 0.31'."""
+    model_hash: str | None = None
+    """sha256 of the trained decision model's file, if the router is one."""
+
+
+def router_identity_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a fitted cut-off is matched on: answer options except the cut-off's own."""
+    return {k: v for k, v in answer_options(options).items() if k not in CUTOFF_OPTIONS and k != "model_file"}
+
+
+def parse_threshold(value: Any) -> float:
+    """An ``abstain_threshold`` option as a float; ``never`` (or null) is minus infinity."""
+    if value is None or value == NEVER:
+        return float("-inf")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"abstain_threshold must be a number or '{NEVER}', got {value!r}")
+    return float(value)
+
+
+def load_cutoff(path: Path) -> AbstainCutoff:
+    """A fitted cut-off file, or ValueError saying what is wrong with it."""
+    if not path.is_file():
+        raise ValueError(f"cut-off file {path} not found (write one with `tooleval fit`)")
+    try:
+        return AbstainCutoff.model_validate_json(path.read_bytes())
+    except ValidationError as error:
+        raise ValueError(f"{path} is not a cut-off file written by `tooleval fit`: {error.errors()[0]['msg']}") from None
+
+
+def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *, has_none_labels: bool,
+                 base_dir: Path) -> RouterSetup:
+    """The options ``kind`` runs with in an arm whose version has (or has not) 'none' labels; ValueError for
+    a cut-off or model file that cannot be used. Paths are relative to ``base_dir`` (the experiment's folder)."""
+    run = dict(options)
+    model_hash = None
+    if kind == "trained":
+        if not isinstance(run.get("model_file"), str):
+            raise ValueError("a trained decision model needs `model_file: <path>` (written by `tooleval train`)")
+        model_path = (base_dir / run["model_file"]).resolve()
+        if not model_path.is_file():
+            raise ValueError(f"decision model file {model_path} not found: write it with `tooleval train "
+                             f"TASKSET_VERSION_PATH --out {model_path}`")
+        try:
+            DecisionModelFile.model_validate_json(model_path.read_bytes())
+        except (ValidationError, OSError) as error:
+            detail = error.errors()[0]["msg"] if isinstance(error, ValidationError) else str(error)
+            raise ValueError(f"{model_path} is not a decision model written by `tooleval train`: {detail}") from None
+        run["model_file"] = str(model_path)
+        model_hash = run["model_sha256"] = file_sha256(model_path)
+    if "abstain_threshold" in run:
+        if "abstain_cutoff" in run:
+            raise ValueError("give abstain_threshold or abstain_cutoff, not both")
+        value = parse_threshold(run["abstain_threshold"])
+        return RouterSetup(run, NEVER if value == float("-inf") else f"option: {value:g}", model_hash)
+    if "abstain_cutoff" in run:
+        given = str(run.pop("abstain_cutoff"))
+        path = (base_dir / given).resolve()
+        cutoff = load_cutoff(path)
+        model = model_id or DEFAULT_MODELS.get(kind, "")
+        mine = router_identity_options(run)
+        if (cutoff.selector, cutoff.model, cutoff.router_options) != (kind, model, mine):
+            raise ValueError(
+                f"cut-off {given} was fitted for {cutoff.selector} {cutoff.model} with options "
+                f"{cutoff.router_options}, not for {kind} {model} with {mine}: fit one for this router")
+        run["abstain_threshold"] = NEVER if cutoff.threshold is None else cutoff.threshold
+        return RouterSetup(run, f"fitted {given} (sha256 {file_sha256(path)[:12]}): {run['abstain_threshold']}",
+                           model_hash)
+    if not has_none_labels:
+        run["abstain_threshold"] = NEVER
+        return RouterSetup(run, f"{NEVER} (no fitted cut-off and no 'none' label in the version)", model_hash)
+    return RouterSetup(run, "default", model_hash)

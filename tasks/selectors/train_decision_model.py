@@ -1,0 +1,203 @@
+"""``tooleval train``: learn a decision model from a task-set version's labelled requests and write its file.
+
+The model is a conditional logit over (request, tool) features (``decision_features.py``) fitted with
+``conditional_logit.py``. Cross-fitting: each request falls in one of K folds by a hash of its normalised
+text (duplicates share a fold); model k learns from every fold but k (its kNN features look up no example of
+fold k) and scores fold k's requests when the same version is run; the full model learns from every request
+and scores requests it never saw. Calibration: model k's temperature is fitted on the held-out (cross-fitted)
+utilities of the *other* folds, so no request is calibrated on its own prediction; the full model's on all
+of them. Reads files only: no Prefect, no warehouse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from schemas.catalogue import NONE_LABEL, ToolSpec
+from schemas.decision_model import DecisionModelFile, LogitWeights
+from tasks.files.atomic_write import write_atomic
+from tasks.files.input_errors import InputError
+from tasks.run.plan_units import effective_label
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.conditional_logit import NONE_INDEX, fit_logit, fit_temperature, softmax, utilities
+from tasks.selectors.decision_features import (
+    NONE_FEATURES,
+    TOOL_FEATURES,
+    Examples,
+    RequestScores,
+    feature_arrays,
+    text_hash,
+)
+from tasks.selectors.embedding import DEFAULT_MODEL_ID
+from tasks.selectors.offline import offline_selector
+from tasks.stats.calibration import expected_calibration_error
+from tasks.taskset.load_taskset import load_catalogue, load_version
+from tasks.taskset.request_table import parse_messages, parse_tools
+
+DEFAULT_FOLDS = 5
+DEFAULT_SALT = "tooleval-folds-v1"
+DEFAULT_L2 = 1e-3
+METHOD = ("conditional logit over MiniLM cosine, BM25 and kNN-to-labelled-examples features per (request, tool), "
+          "'none' as an option of its own; temperature-scaled on cross-fitted held-out predictions")
+
+
+def fold_of(hashed_text: str, folds: int, salt: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{salt}:{hashed_text}".encode()).digest()[:8], "big") % folds
+
+
+def router_scores(inputs: list[SelectionInput]) -> tuple[list[RequestScores], np.ndarray]:
+    """Cosine and BM25 per offered tool, and the request embeddings, as the offline routers compute them."""
+    lexical = offline_selector("lexical", "bm25-okapi", {"abstain_threshold": "never"})
+    embedding = offline_selector("embedding", DEFAULT_MODEL_ID, {"abstain_threshold": "never"})
+    cos, bm25 = embedding.scores(inputs), lexical.scores(inputs)
+    scores = [RequestScores(tuple(t.name for t in item.tools),
+                            np.asarray(c if c is not None else np.zeros(len(item.tools))),
+                            np.asarray(b if b is not None else np.zeros(len(item.tools))))
+              for item, c, b in zip(inputs, cos, bm25)]
+    return scores, embedding.embed(request_texts(inputs))
+
+
+def request_texts(inputs: list[SelectionInput]) -> list[str]:
+    """The request texts the embedding router encodes (the last user turn)."""
+    embedding = offline_selector("embedding", DEFAULT_MODEL_ID, {"abstain_threshold": "never"})
+    return [embedding.request_text(item) for item in inputs]
+
+
+def embed_texts(texts: list[str]) -> np.ndarray:
+    """Unit-length MiniLM embeddings, as the embedding router computes them (cached per process)."""
+    return offline_selector("embedding", DEFAULT_MODEL_ID, {"abstain_threshold": "never"}).embed(texts)
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    model: DecisionModelFile
+    path: Path
+
+    def lines(self) -> list[str]:
+        m, cv = self.model, self.model.cross_fitted
+        return [
+            f"trained a decision model on {m.taskset} {m.version}: {len(m.example_ids)} labelled requests,",
+            f"  {m.folds} fold(s); cross-fitted (each request scored by a model that never",
+            f"  saw it): accuracy {100 * cv['accuracy']:.1f}%, ECE {cv['ece']:.3f}, log-loss {cv['nll']:.3f}",
+            f"  temperature (full model) {m.full_model.temperature:.3f}; 'none' "
+            + ("learned" if m.full_model.none is not None else "never chosen (no 'none' label)"),
+            f"wrote {self.path}",
+            "use it: selector: trained, model: tooleval-hybrid,",
+            "  options: {model_file: <this file, relative to the experiment>}",
+        ]
+
+
+def _label_index(tools: tuple[ToolSpec, ...], label: str) -> int:
+    return NONE_INDEX if label == NONE_LABEL else [t.name for t in tools].index(label)
+
+
+def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str] | None = None,
+                         folds: int = DEFAULT_FOLDS, salt: str = DEFAULT_SALT, l2: float = DEFAULT_L2) -> TrainedModel:
+    """Learn from ``<taskset>/<version>.jsonl`` and write the model file ``out``; InputError for bad input."""
+    version_path, out = Path(version_path), Path(out)
+    if version_path.suffix != ".jsonl" or not version_path.is_file():
+        raise InputError.one(str(version_path), "", "file-exists", "give a task-set version file such as "
+                             "tasksets/x/v1.jsonl")
+    if folds < 1:
+        raise InputError.one(str(version_path), "", "folds", "--folds must be 1 (no cross-fitting) or more")
+    if out.is_dir() or out.suffix != ".json":
+        raise InputError.one(str(out), "", "out-file", "--out is the model file to write, e.g. models/hybrid.json")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise InputError.one(str(out), "", "out-file", f"cannot write under {parent}: choose another --out")
+    taskset_dir, version_name = version_path.parent, version_path.stem
+    version = load_version(taskset_dir, version_name)
+    names = catalogues if catalogues is not None else sorted(p.stem for p in (taskset_dir / "catalogues").glob("*.json"))
+    shared: dict[str, ToolSpec] = {}
+    for name in names:
+        for tool in load_catalogue(taskset_dir, name).tools:
+            shared.setdefault(tool.name, tool)
+    table = version.table
+    inputs, labels = [], []
+    for request_id, messages, expected, fallback, own in zip(
+            table.get_column("id").to_list(), table.get_column("messages").to_list(),
+            table.get_column("expected").to_list(), table.get_column("fallback").to_list(),
+            table.get_column("tools").to_list()):
+        tools = tuple(parse_tools(own) or ()) if own is not None else tuple(shared.values())
+        label = effective_label(expected, fallback, {t.name for t in tools})
+        inputs.append(SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools, prompt=""))
+        labels.append(_label_index(tools, label))
+    y = np.asarray(labels)
+    with_none = bool((y == NONE_INDEX).any())
+    usable = np.array([bool(item.tools) or with_none for item in inputs])
+    if usable.sum() < max(2 * folds, 10):
+        raise InputError.one(str(version_path), "", "train-size", f"{int(usable.sum())} usable labelled requests: too "
+                             f"few to learn from with {folds} folds")
+
+    scores, query = router_scores(inputs)
+    texts = request_texts(inputs)
+    hashes = [text_hash(item.text) for item in inputs]
+    cv = folds if folds > 1 else DEFAULT_FOLDS  # folds = 1 still calibrates on cross-fitted predictions
+    fold = np.array([fold_of(h, cv, salt) for h in hashes])
+    label_names = np.array([NONE_LABEL if i == NONE_INDEX else item.tools[i].name for item, i in zip(inputs, labels)],
+                           dtype=object)
+    examples = Examples(query, label_names, np.asarray(hashes, dtype=object), fold)
+
+    def fit(exclude: int | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, tuple]:
+        arrays = feature_arrays(scores, query, hashes, examples, exclude)
+        keep = rows & usable
+        w_tool, w_none = fit_logit(arrays[0][keep], arrays[1][keep], arrays[2][keep], y[keep], with_none, l2)
+        return w_tool, w_none, arrays
+
+    width = max(len(s.tools) for s in scores)
+    held_out_u = np.full((len(inputs), width + 1), -np.inf)
+    fold_weights: list[tuple[np.ndarray, np.ndarray | None]] = []
+    for k in range(cv):
+        w_tool, w_none, arrays = fit(k, fold != k)
+        fold_weights.append((w_tool, w_none))
+        mine = fold == k
+        u = utilities(*arrays, w_tool, w_none)
+        held_out_u[mine, : u.shape[1] - 1] = u[mine, :-1]
+        held_out_u[mine, -1] = u[mine, -1]
+    w_tool, w_none, _ = fit(None, np.ones(len(inputs), dtype=bool))
+
+    def temperature(rows: np.ndarray) -> tuple[float, int]:
+        rows = rows & usable
+        return fit_temperature(held_out_u[rows], y[rows]), int(rows.sum())
+
+    fold_models = []
+    for k, (wt, wn) in enumerate(fold_weights):
+        t, n = temperature(fold != k)
+        fold_models.append(LogitWeights(tool=wt.tolist(), none=None if wn is None else wn.tolist(), temperature=t,
+                                        temperature_fitted_on=n))
+    t_full, n_full = temperature(np.ones(len(inputs), dtype=bool))
+    # cross-fitted figures: each request under its own fold's model and temperature
+    scaled = held_out_u / np.array([fold_models[k].temperature for k in fold])[:, None]
+    p = softmax(scaled)[usable]
+    yu = y[usable]
+    column = np.where(yu == NONE_INDEX, width, yu)
+    picked = p.argmax(axis=1)
+    right = picked == column
+    cross = {"n": float(usable.sum()), "accuracy": float(right.mean()),
+             "nll": float(-np.mean(np.log(np.maximum(p[np.arange(len(yu)), column], 1e-12)))),
+             "ece": expected_calibration_error(p.max(axis=1).tolist(), right.tolist())}
+    if folds == 1:  # one model on every example: it refuses to score any of them
+        fold_models = []
+    model = DecisionModelFile(
+        method=METHOD, embedding_model=DEFAULT_MODEL_ID, tool_features=list(TOOL_FEATURES),
+        none_features=list(NONE_FEATURES), taskset=taskset_dir.resolve().name, version=version_name,
+        taskset_hash=version.manifest.content_hash, trained_at=datetime.now(timezone.utc), l2=l2, folds=folds,
+        fold_salt=salt, fold_models=fold_models,
+        full_model=LogitWeights(tool=w_tool.tolist(), none=None if w_none is None else w_none.tolist(),
+                                temperature=t_full, temperature_fitted_on=n_full),
+        example_ids=[item.request_id for item in inputs], example_text_hashes=hashes,
+        example_labels=[str(label) for label in label_names], example_folds=fold.tolist(),
+        example_texts=texts,
+        cross_fitted=cross,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, model.model_dump_json().encode())
+    return TrainedModel(model, out)

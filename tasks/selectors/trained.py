@@ -1,0 +1,146 @@
+"""The trained decision model as a selector (``selector: trained``) and as a routed arm's decision model
+(``router: trained``): a model file written by ``tooleval train`` (``train_decision_model.py``).
+
+It returns a probability for every offered tool and 'none' (the softmax of the calibrated utilities) and a
+confidence (the top probability). Which model scores a request:
+
+- a request the model learned from (its id, or its normalised text, is among the examples) is scored by the
+  fold model that did not learn from it, its kNN features looking up no example of that fold (cross-fitting);
+- a model trained with one fold has no such model: it **refuses** those requests (an error row, and
+  ``leaked_requests`` lets a run refuse them before any selection);
+- any other request is scored by the full model.
+
+'none': learned when the model's examples had 'none' labels; ``abstain_threshold`` (a number, e.g. from
+``tooleval fit``, on the calibrated utility scale) replaces the learned 'none' utility with a constant, and
+``never`` removes the option.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from schemas.catalogue import NONE_LABEL
+from schemas.decision_model import DecisionModelFile, LogitWeights
+from schemas.rows import Selection
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.conditional_logit import softmax, utilities
+from tasks.selectors.decision_features import Examples, RequestScores, feature_arrays, text_hash
+from tasks.selectors.router_setup import DEFAULT_MODELS, parse_threshold
+from tasks.selectors.train_decision_model import embed_texts, router_scores
+
+DEFAULT_MODEL_ID = DEFAULT_MODELS["trained"]
+LEAKED = "the decision model learned from this request (trained with one fold: no model that did not see it)"
+
+
+@lru_cache(maxsize=8)
+def load_model_file(path: str, sha256: str | None = None) -> DecisionModelFile:
+    """A decision model file, parsed once per process (and per content hash)."""
+    return DecisionModelFile.model_validate_json(Path(path).read_bytes())
+
+
+def leaked_requests(model: DecisionModelFile, ids: Sequence[str], texts: Sequence[str]) -> list[str]:
+    """Ids of requests the model would have to score although it learned from them (one-fold models only)."""
+    if model.fold_models:
+        return []
+    known_ids, known_texts = set(model.example_ids), set(model.example_text_hashes)
+    return [i for i, t in zip(ids, texts) if i in known_ids or text_hash(t) in known_texts]
+
+
+class TrainedSelector:
+    """Conditional logit over (request, tool) features; a probability per offered tool and 'none'."""
+
+    kind = "trained"
+
+    def __init__(self, model_id: str = DEFAULT_MODEL_ID, options: Mapping[str, Any] | None = None) -> None:
+        options = dict(options or {})
+        self.model_id = model_id
+        path = options.pop("model_file", None)
+        sha256 = options.pop("model_sha256", None)
+        threshold = options.pop("abstain_threshold", None) if "abstain_threshold" in options else "default"
+        if options:
+            raise ValueError(f"unknown TrainedSelector options: {sorted(options)}")
+        if not isinstance(path, str):
+            raise ValueError("a trained decision model needs options.model_file")
+        self.model = load_model_file(path, sha256)
+        self.cutoff = None if threshold == "default" else parse_threshold(threshold)
+        m = self.model
+        self._examples: Examples | None = None
+        self.fold_by_text = dict(zip(m.example_text_hashes, m.example_folds))
+        self.fold_by_id = dict(zip(m.example_ids, m.example_folds))
+
+    @property
+    def examples(self) -> Examples:
+        """The labelled examples with their embeddings (encoded on first use, once per process)."""
+        if self._examples is None:
+            m = self.model
+            self._examples = Examples(embed_texts(m.example_texts), np.asarray(m.example_labels, dtype=object),
+                                      np.asarray(m.example_text_hashes, dtype=object), np.asarray(m.example_folds))
+        return self._examples
+
+    def _which(self, item: SelectionInput, hashed: str) -> int | None | str:
+        """The fold model for this request, None for the full model, or LEAKED."""
+        fold = self.fold_by_text.get(hashed, self.fold_by_id.get(item.request_id))
+        if fold is None:
+            return None
+        return fold if self.model.fold_models else LEAKED
+
+    def scores(self, batch: Sequence[SelectionInput]) -> list[np.ndarray | None]:
+        """Calibrated tool utilities (offered order) of each input, for ``tooleval fit``; None when refused or
+        empty."""
+        return [None if p is None else p[1] for p in self._score(batch)]
+
+    def _score(self, batch: Sequence[SelectionInput]) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """(probabilities over tools + 'none', calibrated tool utilities) per input; None when refused/empty."""
+        inputs = list(batch)
+        scores, query = router_scores(inputs)
+        hashes = [text_hash(item.text) for item in inputs]
+        out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(inputs)
+        groups: dict[int | None, list[int]] = {}
+        for i, item in enumerate(inputs):
+            which = self._which(item, hashes[i])
+            if which != LEAKED and item.text.strip():
+                groups.setdefault(which, []).append(i)  # type: ignore[arg-type]
+        for which, group in groups.items():
+            weights = self.model.full_model if which is None else self.model.fold_models[which]
+            tool_x, mask, none_x = feature_arrays([scores[i] for i in group], query[group],
+                                                  [hashes[i] for i in group], self.examples, which)
+            w_none = None if weights.none is None else np.asarray(weights.none)
+            u = utilities(tool_x, mask, none_x, np.asarray(weights.tool), w_none) / weights.temperature
+            if self.cutoff is not None:
+                u[:, -1] = self.cutoff
+            p = softmax(u)
+            for row, i in enumerate(group):
+                t = len(inputs[i].tools)
+                out[i] = (np.concatenate([p[row, :t], p[row, -1:]]), u[row, :t])
+        return out
+
+    def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
+        """One Selection per input, in order; latency is the batch's wall time split evenly."""
+        if not batch:
+            return []
+        started = time.perf_counter()
+        scored = self._score(batch)
+        latency = (time.perf_counter() - started) * 1000.0 / len(batch)
+        selections = []
+        for item, result in zip(batch, scored):
+            labels = [tool.name for tool in item.tools] + [NONE_LABEL]
+            if (result is None and not item.text.strip()) or (result is not None and not item.tools):
+                probabilities = dict.fromkeys(labels, 0.0) | {NONE_LABEL: 1.0}
+                selections.append(Selection(request_id=item.request_id, chosen=NONE_LABEL, confidence=1.0,
+                                            probabilities=probabilities, latency_ms=latency, served_model_id=self.model_id,
+                                            detail="empty request text" if result is None else "no tools offered"))
+            elif result is None:
+                selections.append(Selection(request_id=item.request_id, chosen=None, outcome_hint="error",
+                                            latency_ms=latency, served_model_id=self.model_id, detail=LEAKED))
+            else:
+                p = result[0]
+                pick = int(np.argmax(p))  # ties: the earliest offered tool, 'none' last
+                selections.append(Selection(request_id=item.request_id, chosen=labels[pick], confidence=float(p[pick]),
+                                            probabilities=dict(zip(labels, p.tolist())), latency_ms=latency,
+                                            served_model_id=self.model_id))
+        return selections

@@ -1,0 +1,142 @@
+"""The trained decision model (tasks/selectors/train_decision_model.py, trained.py): it learns from a
+version's labelled requests, scores every request it learned from with a fold model that never saw it,
+refuses to score them when trained without folds, and gives calibrated probabilities for every offered tool
+and 'none'. Trains on 150 requests of the bundled support set (MiniLM runs: the slow tier)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from flows.cli import main
+from schemas.taskset import Message
+from tasks.files.input_errors import InputError
+from tasks.run.prepare_run import prepare_run
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.decision_features import text_hash
+from tasks.selectors.trained import LEAKED, TrainedSelector, leaked_requests
+from tasks.taskset.load_taskset import load_catalogue, load_version
+from tests.factories.decision_model import small_support_set
+
+pytestmark = pytest.mark.slow
+
+@pytest.fixture(scope="module")
+def small_set(tmp_path_factory) -> Path:
+    return small_support_set(tmp_path_factory.mktemp("small") / "support-small")
+
+
+@pytest.fixture(scope="module")
+def models(small_set) -> dict[str, Path]:
+    out = {}
+    for folds in (5, 1):  # the CLI, as a user trains
+        path = small_set / "models" / f"folds{folds}.json"
+        assert main(["train", str(small_set / "v1.jsonl"), "--out", str(path), "--folds", str(folds)]) == 0
+        out[f"folds{folds}"] = path
+    return out
+
+
+def inputs_of(root: Path, ids: list[str] | None = None) -> list[SelectionInput]:
+    tools = load_catalogue(root, "giftcards").tools
+    version = load_version(root, "v1")
+    return [SelectionInput(r.id, r.messages, tools, "") for r in version.requests if ids is None or r.id in ids]
+
+
+def test_probabilities_for_every_offered_tool_and_none(small_set, models):
+    selector = TrainedSelector(options={"model_file": str(models["folds5"])})
+    batch = inputs_of(small_set)
+    selections = selector.select(batch)
+    for item, selection in zip(batch, selections):
+        assert set(selection.probabilities) == {t.name for t in item.tools} | {"none"}
+        assert sum(selection.probabilities.values()) == pytest.approx(1.0)
+        assert selection.confidence == pytest.approx(max(selection.probabilities.values()))
+        assert selection.chosen == max(selection.probabilities, key=selection.probabilities.get)
+    model = json.loads(models["folds5"].read_text())
+    assert model["full_model"]["none"] is not None  # the set has 'none' labels: 'none' is learned
+    expected = {r.id: r.expected for r in load_version(small_set, "v1").requests}
+    right = sum(s.chosen == expected[s.request_id] for s in selections)
+    assert right / len(selections) == pytest.approx(model["cross_fitted"]["accuracy"], abs=0.02)
+
+
+def test_a_request_it_learned_from_is_scored_by_the_fold_that_never_saw_it(small_set, models):
+    selector = TrainedSelector(options={"model_file": str(models["folds5"])})
+    item = inputs_of(small_set)[0]
+    fold = selector.fold_by_text[text_hash(item.text)]
+    assert selector._which(item, text_hash(item.text)) == fold
+    # its own text is never its nearest example: the best kNN similarity of its label is below 1
+    from tasks.selectors.decision_features import Examples, knn_by_label
+    from tasks.selectors.train_decision_model import router_scores
+
+    _, query = router_scores([item])
+    knn = knn_by_label(query, [text_hash(item.text)], selector.examples, fold)
+    assert all(np.nan_to_num(top1, nan=0.0)[0] < 0.999 for top1, _ in knn.values())
+    # nor any example of its fold: with only fold-k examples left, the fold-k model finds none at all
+    ex = selector.examples
+    only = ex.folds == fold
+    fold_only = Examples(ex.embeddings[only], ex.labels[only], ex.text_hashes[only], ex.folds[only])
+    assert all(np.isnan(top1[0]) for top1, _ in knn_by_label(query, ["x"], fold_only, fold).values())
+    assert any(np.isfinite(top1[0]) for top1, _ in knn_by_label(query, ["x"], fold_only, None).values())
+
+
+def test_a_one_fold_model_refuses_requests_it_learned_from(small_set, models):
+    selector = TrainedSelector(options={"model_file": str(models["folds1"])})
+    learned = inputs_of(small_set)[:2]
+    unseen = SelectionInput("new-1", (Message(role="user", content="please cancel my gift card order ASAP"),),
+                            learned[0].tools, "")
+    renamed = SelectionInput("other-id", learned[1].messages, learned[1].tools, "")  # same text, new id
+    first, second, new, same_text = selector.select(learned + [unseen, renamed])
+    assert first.outcome_hint == second.outcome_hint == same_text.outcome_hint == "error"
+    assert first.detail == LEAKED and first.chosen is None
+    assert new.outcome_hint == "ok" and new.chosen is not None
+    model = selector.model
+    assert leaked_requests(model, ["x", learned[0].request_id], ["zzz", "zzz"]) == [learned[0].request_id]
+
+
+def test_a_run_refuses_a_one_fold_model_on_its_own_version_before_selecting(small_set, models):
+    experiment = small_set / "experiments" / "trained.yaml"
+    experiment.parent.mkdir(exist_ok=True)
+    spec = {"name": "t", "taskset": "..", "version": "v1", "seeds": [1, 2, 3],
+            "defaults": {"catalogue": "giftcards", "prompt": "default"},
+            "arms": [{"name": "one-fold", "selector": "trained", "model": "tooleval-hybrid",
+                      "options": {"model_file": "../models/folds1.json"}}]}
+    experiment.write_text(yaml.safe_dump(spec))
+    with pytest.raises(InputError) as caught:
+        prepare_run(experiment)
+    (problem,) = caught.value.problems
+    assert problem.rule == "decision-model-leakage" and problem.where == "arm one-fold"
+    assert "folds1.json" in problem.message and "--folds 5" in problem.message
+    spec["arms"][0]["options"]["model_file"] = "../models/folds5.json"
+    experiment.write_text(yaml.safe_dump(spec))
+    prepared = prepare_run(experiment)
+    (arm,) = prepared.experiment.arms
+    assert arm.decision_model_hash and arm.selector_options["model_sha256"] == arm.decision_model_hash
+    assert arm.abstain_rule == "default"
+
+
+def test_never_and_a_fitted_cutoff_replace_the_learned_none(small_set, models):
+    batch = inputs_of(small_set)[:20]
+    never = TrainedSelector(options={"model_file": str(models["folds5"]), "abstain_threshold": "never"})
+    assert all(s.chosen != "none" and s.probabilities["none"] == 0.0 for s in never.select(batch))
+    always = TrainedSelector(options={"model_file": str(models["folds5"]), "abstain_threshold": 1e6})
+    assert all(s.chosen == "none" for s in always.select(batch))
+    assert [len(row) for row in never.scores(batch)] == [len(item.tools) for item in batch]
+
+
+def test_fit_fits_the_trained_models_none_cutoff(small_set, models, capsys):
+    experiment = small_set / "experiments" / "fit.yaml"
+    experiment.parent.mkdir(exist_ok=True)
+    experiment.write_text(yaml.safe_dump({
+        "name": "t", "taskset": "..", "version": "v1", "seeds": [1, 2, 3],
+        "defaults": {"catalogue": "giftcards", "prompt": "default"},
+        "arms": [{"name": "trained", "selector": "trained", "model": "tooleval-hybrid",
+                  "options": {"model_file": "../models/folds5.json"}}]}))
+    assert main(["fit", str(experiment), "--arm", "trained"]) == 0
+    assert "router: trained tooleval-hybrid" in capsys.readouterr().out
+    spec = yaml.safe_load(experiment.read_text())
+    spec["arms"][0]["options"]["abstain_cutoff"] = "cutoffs/trained-v1.json"
+    experiment.write_text(yaml.safe_dump(spec))
+    (arm,) = prepare_run(experiment).experiment.arms
+    assert arm.abstain_rule.startswith("fitted cutoffs/trained-v1.json")
