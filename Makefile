@@ -43,4 +43,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/report_views.py
 
 clean-warehouse:
-	rm -rf warehouse/tooleval.duckdb warehouse/tooleval.duckdb.wal warehouse/rows warehouse/reports warehouse/cache warehouse/task_runs warehouse/task_calls
+	rm -rf warehouse/tooleval.duckdb warehouse/tooleval.duckdb.wal warehouse/rows warehouse/reports warehouse/cache warehouse/task_runs warehouse/task_calls warehouse/registrations

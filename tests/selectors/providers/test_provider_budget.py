@@ -168,3 +168,24 @@ def test_a_ledger_written_before_unknown_costs_were_counted_still_opens(tmp_path
         ledger.settle(reservation, None, unknown_cost_calls=1)
         summary = ledger.summary()
     assert summary.calls == 8 and summary.unknown_cost_calls == 1 and summary.spend_usd == pytest.approx(0.01)
+
+
+def test_a_ledger_from_before_unknown_cost_calls_opens_in_many_units_at_once(tmp_path):
+    """Every work unit opens the shared ledger; on a file written before the column existed they all see it
+    missing and race to add it (the demo crashed on 'duplicate column name'): each must open cleanly."""
+    import sqlite3
+
+    from tasks.selectors.call_budget import add_unknown_cost_column
+
+    path = tmp_path / "ledger.sqlite"
+    old = sqlite3.connect(path)
+    old.execute("CREATE TABLE run_budget (run_id TEXT PRIMARY KEY, max_calls INTEGER, max_spend_usd REAL, "
+                "calls INTEGER NOT NULL DEFAULT 0, spend_usd REAL NOT NULL DEFAULT 0, "
+                "reserved_usd REAL NOT NULL DEFAULT 0, refused INTEGER NOT NULL DEFAULT 0)")
+    old.commit()
+    add_unknown_cost_column(old)
+    add_unknown_cost_column(old)  # a second adder that looked before the first added it: no error
+    old.close()
+    with ThreadPoolExecutor(8) as pool:
+        ledgers = list(pool.map(lambda n: RunLedger(path, f"run{n}"), range(8)))
+    assert all(ledger.summary().unknown_cost_calls == 0 for ledger in ledgers)
