@@ -50,13 +50,15 @@ def failed_gate(prefect_harness, tmp_path_factory):
     return state, read_back(state.state_details.flow_run_id), lines.lines
 
 
+FAILED = ["weighted-no-drop", "weighted-floor", "slice-floors"]
+"""The demo ladder's failed gates (README, "What the demo prints")."""
+
+
 def test_a_failed_gate_ends_the_flow_run_failed_with_the_verdict_line(failed_gate):
     state, (flow_run, _), _ = failed_gate
     assert state.is_failed() and flow_run.state.type.value == "FAILED" and flow_run.state.name == "Failed"
     message = flow_run.state.message
-    assert message.startswith("FAIL — 4 of 7 gates failed: ") and message.endswith(f"(exit {EXIT_GATE_FAILED})")
-    for gate in ("busy-tools-hold", "weighted-no-drop", "weighted-floor", "slice-floors"):
-        assert gate in message
+    assert message == f"FAIL — 3 of 7 gates failed: {', '.join(FAILED)} (exit {EXIT_GATE_FAILED})"
 
 
 def test_the_result_is_stored_and_says_what_ci_needs(failed_gate):
@@ -64,13 +66,13 @@ def test_the_result_is_stored_and_says_what_ci_needs(failed_gate):
     result = flow_run.state.result(raise_on_failure=False)  # read from the result storage, not from memory
     assert isinstance(result, RunResult)
     assert (result.exit_code, result.status, result.n_rows) == (EXIT_GATE_FAILED, "FAIL", 6480)
-    assert result.failed_gates == ["busy-tools-hold", "weighted-no-drop", "weighted-floor", "slice-floors"]
+    assert result.failed_gates == FAILED
     assert result.reports["markdown"].endswith("report.md")
 
 
 def test_the_verdict_line_is_logged(failed_gate):
     _, _, logs = failed_gate
-    assert any(level == "ERROR" and "FAIL — 4 of 7 gates failed: busy-tools-hold" in line and "(exit 1)" in line
+    assert any(level == "ERROR" and "FAIL — 3 of 7 gates failed: weighted-no-drop" in line and "(exit 1)" in line
                for level, line in logs), logs
 
 
@@ -80,16 +82,16 @@ def test_the_report_and_the_gates_are_artifacts(failed_gate):
     assert key == "pre-change-support-ladder"
     report, gates = artifacts[artifact_key(key, "report")], artifacts[artifact_key(key, "gates")]
     assert report.type == "markdown" and report.data.startswith("## tooleval: ✘ FAIL — run `")
-    assert "busy-tools-hold" in report.data and "FAIL — 4 of 7 gates failed" in report.description
+    assert "busy-tools-hold" in report.data and "FAIL — 3 of 7 gates failed" in report.description
     assert gates.type == "table"
     import json
 
     rows = json.loads(gates.data) if isinstance(gates.data, str) else gates.data
     assert [(r["gate"], r["status"]) for r in rows] == [
-        ("busy-tools-hold", "FAIL"), ("no-dominant-confusion", "PASS"), ("weighted-no-drop", "FAIL"),
+        ("busy-tools-hold", "PASS"), ("no-dominant-confusion", "PASS"), ("weighted-no-drop", "FAIL"),
         ("weighted-floor", "FAIL"), ("slice-floors", "FAIL"), ("router-confidence-separates", "PASS"),
         ("clean-replies", "PASS")]
-    assert "cancel_order" in rows[0]["evidence"]
+    assert "refund_order" in rows[0]["evidence"]  # the closest call of a passing gate
 
 
 def test_a_run_without_criteria_ends_completed(prefect_harness, support_copy, tmp_path):
