@@ -71,8 +71,10 @@ def cmd_run(args: argparse.Namespace) -> int:
           file=sys.stderr, flush=True)
     outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
-                                 max_calls=args.max_calls, max_spend_usd=args.max_spend_usd)
+                                 max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace)
     summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
+    for warning in summary.trace_warnings or []:
+        print(warning, file=sys.stderr)
     if report is None:  # landed, not registered: the file stayed held by another process
         again = f"tooleval register {summary.run_id}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
         print(f"run {summary.run_id}: {summary.n_rows:,} rows landed in {warehouse.rows_dir}, NOT registered: "
@@ -87,6 +89,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"Parquet rows:  {warehouse.rows_dir / ('run_id=' + summary.run_id)}")
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
+    if summary.trace:
+        print(f"traces:        {summary.n_rows:,} sent to {summary.trace}"
+              + (" (dropped: see the warning above)" if summary.trace_warnings else ""))
     _print_spend(summary, args)
     for line in summary.leftovers or []:
         print(f"leftovers:     {line}")
@@ -208,6 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="measure versions whose labels are still provisional (production hints); the report says so")
     run.add_argument("--task-runner", choices=["thread", "dask", "ray"], default=None,
                      help="where the selection tasks run (default: $TOOLEVAL_TASK_RUNNER, else thread)")
+    run.add_argument("--trace", default=None, metavar="otlp://HOST:PORT",
+                     help="send one OpenInference trace per row, with the label check and judge as annotations, "
+                          "to an OTLP/HTTP collector such as Phoenix (default: the experiment's tracing: block)")
     run.set_defaults(func=cmd_run)
 
     resample = commands.add_parser(

@@ -25,6 +25,7 @@ from tasks.run.registration_records import new_run_id, registration_records
 from tasks.run.select_batch import RunContext, UnitResult
 from tasks.selectors.call_budget import RunLedger, ledger_path
 from tasks.taskset.provisional_labels import refuse_provisional
+from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
 from warehouse.connect import WarehouseBusy
 from warehouse.location import warehouse_at
 from warehouse.register_run import save_registration
@@ -63,6 +64,10 @@ class RunSummary:
     """Earlier runs that had landed without registering and that this run registered."""
     leftovers: list[str] | None = None
     """What this run cleaned or finished of crashed runs (tasks/run/leftovers.py), one line each."""
+    trace: str | None = None
+    """Where the run's traces went (None: not traced)."""
+    trace_warnings: list[str] | None = None
+    """Why spans or annotations were dropped (the collector was down), one line each; rows are unaffected."""
 
 
 YOUNG_GENERATION_THRESHOLD = 50_000
@@ -93,12 +98,13 @@ def _few_collections() -> Iterator[None]:
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
 def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str | None = None,
              use_cache: bool = True, max_calls: int | None = None, max_spend_usd: float | None = None,
-             allow_provisional: bool = False) -> RunSummary:
+             allow_provisional: bool = False, trace: str | None = None) -> RunSummary:
     """Run every arm x seed of an experiment and register the rows in the warehouse.
 
     ``max_calls`` / ``max_spend_usd`` cap the run's hosted-model calls (default: the experiment's budget).
     ``allow_provisional`` lets a version with provisional labels (production hints) be measured; the report
-    then says so. The task runner is set with ``evaluate.with_options(task_runner=...)``, see
+    then says so. ``trace`` (otlp://HOST:PORT) sends one OpenInference trace per row, overriding the
+    experiment's ``tracing:`` block. The task runner is set with ``evaluate.with_options(task_runner=...)``, see
     ``flows/task_runners.py``."""
     started_at = datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
@@ -109,12 +115,14 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     tables = {version: loaded.table for version, loaded in prepared.versions.items()}  # columnar, shared by the units
     units = plan_units(prepared.experiment, tables, prepared.taskset)
     budget = prepared.experiment.spec.budget
+    trace_target = resolve_trace_target(trace, prepared.experiment)
     ctx = RunContext(run_id=run_id, experiment=prepared.experiment.name, rows_dir=warehouse.rows_dir,
                      cache_path=warehouse.cache_path if use_cache else None,
                      ledger_path=ledger_path(warehouse.cache_path),
                      max_calls=max_calls if max_calls is not None else (budget.max_calls if budget else None),
                      max_spend_usd=max_spend_usd if max_spend_usd is not None else (
-                         budget.max_spend_usd if budget else None))
+                         budget.max_spend_usd if budget else None),
+                     trace=trace_target)
 
     mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
     # acceptance criteria: hashed and timestamped before the first selection, judged after registration
@@ -146,6 +154,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         for done in late:
             logger.warning("run %s: registered earlier run %s (%d rows), which had landed without registering",
                            run_id, done.run_id, done.n_rows)
+    trace_warnings = _finish_tracing(trace_target)
     with RunLedger(ctx.ledger_path, run_id) as ledger:
         spent = ledger.summary()
     for model, reason in spent.halts.items():
@@ -163,4 +172,14 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       verdict=published.verdict if published else None,
                       report=published.report if published else None,
                       registered=published is not None, late_registrations=[done.run_id for done in late],
-                      leftovers=leftovers.lines())
+                      leftovers=leftovers.lines(),
+                      trace=str(trace_target) if trace_target else None, trace_warnings=trace_warnings)
+
+
+def _finish_tracing(target: TraceTarget | None) -> list[str]:
+    """Send the spans still queued in this process (worker processes send theirs as they exit)."""
+    if target is None:
+        return []
+    from tasks.tracing.exporter import finish_tracing  # OpenTelemetry: loaded only by a run that traces
+
+    return finish_tracing(target)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from schemas.arrow import to_arrow_table
 from schemas.rows import Selection, SelectionRow
@@ -15,6 +17,9 @@ from tasks.run.selection_cache import SelectionCache
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.registry import selector_for
 from warehouse.parquet_store import write_partition
+
+if TYPE_CHECKING:  # tracing is imported only by a run that traces
+    from tasks.tracing.trace_target import TraceTarget
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,8 @@ class RunContext:
     """Call cap of the run (hosted models), None for no cap."""
     max_spend_usd: float | None = None
     """Spend cap of the run in US dollars, None for no cap."""
+    trace: "TraceTarget | None" = None
+    """Where the run's traces go (``--trace`` / the experiment's ``tracing:``); None: no tracing, no import."""
 
 
 @dataclass(frozen=True)
@@ -100,14 +107,16 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
             reached("unit-selected", unit.label)
             fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}
             cache.put_many(fresh.items())
-    rows = [
-        build_row(unit, p, cached[p.cache_key] if p.cache_key in cached else fresh[p.cache_key],
-                  p.cache_key in cached, ctx)
-        for p in planned
-    ]
+    selected_ns = time.time_ns()  # the traces end when the answers were in hand
+    selections = [cached[p.cache_key] if p.cache_key in cached else fresh[p.cache_key] for p in planned]
+    rows = [build_row(unit, p, selection, p.cache_key in cached, ctx) for p, selection in zip(planned, selections)]
     path = write_partition(ctx.rows_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
                            to_arrow_table(SelectionRow, rows))
     reached("unit-landed", unit.label)
+    if ctx.trace is not None:  # after the rows landed: tracing can never cost the run a row
+        from tasks.tracing.trace_unit import trace_selection_unit
+
+        trace_selection_unit(ctx.trace, unit, planned, selections, rows, selected_ns)
     return UnitResult(
         label=unit.label, path=str(path), n_rows=len(rows), n_correct=sum(r["correct"] for r in rows),
         n_cache_hits=len(planned) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),
