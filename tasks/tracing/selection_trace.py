@@ -72,7 +72,7 @@ def emit_selection_trace(tracing: RunTracing, row: Mapping[str, Any], selection:
         pick = row["chosen"] if offline else selection.router_pick
         confidence = selection.confidence if offline else selection.router_confidence
         probabilities = selection.probabilities if offline else selection.router_probabilities
-        model = row["model_id"] if offline else (arm_options.get("router_model") or selection.router)
+        model = row["model_id"] if offline else (selection.router or "").split(":", 1)[-1]  # 'kind:model'
         with planned_ids(ids.trace_id, ids.span(DECISION)):
             span = tracer.start_span("decide_tool", context=parent, start_time=cursor, attributes={
                 **get_span_kind_attributes("decision"), **link,

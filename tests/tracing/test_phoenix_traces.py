@@ -1,0 +1,199 @@
+"""A small traced run read back from a real Phoenix server (``phoenix serve`` started here, on free ports, its
+working dir in a temporary folder): every warehouse row has its trace, every decision its DECISION span,
+every chat call its LLM span, every label check and judge verdict its annotation on the span it judges;
+one for one. The run mixes an offline router, a gated hosted arm and a judged hosted arm (the hosted ones
+through the official SDK against the loopback provider server, with a distinctive fake key that must
+appear in no span and no annotation)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import duckdb
+import httpx
+import pytest
+import yaml
+
+from tasks.tracing.trace_ids import DECISION, LLM, ROOT, TraceIds
+from tests.factories.catalogues import support_tools
+from tests.provider_server import ProviderServer, Reply, Seen, oracle, text_reply
+from tests.selectors.providers.example_arguments import example_arguments
+from tests.selectors.providers.test_provider_flow import trimmed_support
+from tests.tracing.phoenix_server import PhoenixServer
+
+pytestmark = pytest.mark.slow
+
+FAKE_KEY = "sk-tooleval-FAKE-TRACE-5e0b3c7d9a1f4e26-DO-NOT-LEAK"
+PROJECT = "tooleval-traced-test"
+VOTES = ["right", "wrong", "right"]  # the judge's three votes of every turn (by vote index)
+THRESHOLD = 0.5
+READ_TIMEOUT_S = 240.0
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory):
+    with PhoenixServer(tmp_path_factory.mktemp("phoenix")) as server:
+        yield server
+
+
+def _script(expected: dict[str, str]):
+    arguments = {t.name: example_arguments(t.parameters) for t in support_tools()}
+    answer = oracle(expected, arguments)
+
+    def script(seen: Seen) -> Reply:
+        if seen.system.startswith("You grade"):
+            return text_reply(VOTES[(seen.seed or 0) % 3])
+        return answer(seen)
+
+    return script
+
+
+@pytest.fixture
+def traced_run(prefect_harness, phoenix, support_copy: Path, warehouse_dir: Path, monkeypatch):
+    from flows.evaluate import evaluate
+
+    expected = trimmed_support(support_copy)
+    with ProviderServer(_script(expected), api_key=FAKE_KEY) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
+        gpt = {"selector": "openai", "model": "gpt-4.1-mini-2025-04-14"}
+        experiment = {
+            "name": "traced-mix", "taskset": "..", "version": "v1", "seeds": [1, 2, 3], "batch_size": 5,
+            "defaults": {"catalogue": "giftcards", "prompt": "default"},
+            "arms": [
+                {"name": "lexical-30", "selector": "lexical", "model": "bm25-okapi"},
+                {"name": "gpt-gated", **gpt, "options": {"route": "gated", "router": "lexical",
+                                                         "threshold": THRESHOLD}},
+                {"name": "gpt-judged", **gpt, "options": {"judge": {"model": "gpt-4.1-2025-04-14", "votes": 3}}},
+            ],
+            "comparisons": [{"from": "lexical-30", "to": "gpt-gated", "declare": ["model"]},
+                            {"from": "gpt-gated", "to": "gpt-judged"}],
+            "tracing": {"endpoint": "otlp://127.0.0.1:9", "project": PROJECT},  # the flag below overrides it
+        }
+        path = support_copy / "experiments" / "traced.yaml"
+        path.write_text(yaml.safe_dump(experiment, sort_keys=False))
+        summary = evaluate(experiment_path=str(path), warehouse_dir=str(warehouse_dir), trace=phoenix.otlp)
+    con = duckdb.connect(str(warehouse_dir / "tooleval.duckdb"), read_only=True)
+    cursor = con.execute("select * from selection_rows where run_id = ? order by arm, seed, request_id",
+                         [summary.run_id])
+    columns = [d[0] for d in cursor.description]
+    rows = [dict(zip(columns, values)) for values in cursor.fetchall()]
+    orders = {}
+    for arm, seed, tool, _ in con.execute("select arm, seed, tool, position from seed_orders where run_id = ? "
+                                          "order by arm, seed, position", [summary.run_id]).fetchall():
+        orders.setdefault((arm, seed), []).append(tool)
+    con.close()
+    return summary, rows, orders
+
+
+def _read_back(phoenix: PhoenixServer, n_spans: int, n_annotations: int):
+    """Phoenix stores what it receives a little later: poll until every span and annotation is there."""
+    client = phoenix.client()
+    deadline = time.monotonic() + READ_TIMEOUT_S
+    while True:
+        try:
+            spans = client.spans.get_spans(project_identifier=PROJECT, limit=100_000)
+        except httpx.HTTPStatusError as error:  # 404 until the project's first span is stored
+            if error.response.status_code != 404 or time.monotonic() > deadline:
+                raise
+            spans = []
+        annotations = client.spans.get_span_annotations(spans=spans, project_identifier=PROJECT) if spans else []
+        if (len(spans) >= n_spans and len(annotations) >= n_annotations) or time.monotonic() > deadline:
+            return client, spans, annotations
+        time.sleep(2.0)
+
+
+def _roles(row) -> tuple[str, ...]:
+    if row["selector"] == "lexical":
+        return (ROOT, DECISION)
+    return (ROOT, DECISION, LLM) if row["router"] else (ROOT, LLM)
+
+
+def test_every_row_reads_back_from_phoenix_as_its_trace_with_its_annotations(traced_run, phoenix):
+    summary, rows, orders = traced_run
+    assert summary.trace_warnings == [] and summary.trace.startswith(phoenix.otlp)
+    n = len(rows)
+    assert n == summary.n_rows == 3 * 3 * 12
+    judged = [r for r in rows if r["judge_verdict"] is not None]
+    routed_by_chat = [r for r in rows if r["router"] and r["decided_by"] == "chat" and r["router_pick"] is not None]
+    assert len(judged) == 36 and routed_by_chat, "the run should judge one arm and fall back on some gated rows"
+    n_spans = sum(len(_roles(r)) for r in rows)
+    n_annotations = n + len(judged) + len(routed_by_chat)
+    client, spans, annotations = _read_back(phoenix, n_spans, n_annotations)
+    assert len(spans) == n_spans and len(annotations) == n_annotations
+
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    assert len(by_id) == n_spans
+    notes = {}
+    for note in annotations:
+        key = (note["span_id"], note["name"])
+        assert key not in notes
+        notes[key] = note
+    for row in rows:
+        ids = TraceIds.of(row["run_id"], row["arm"], row["seed"], row["request_id"])
+        root = by_id[ids.span_hex(ROOT)]
+        attrs = root["attributes"]
+        assert root["context"]["trace_id"] == ids.trace_hex and root["parent_id"] is None
+        assert root["span_kind"] == "CHAIN"
+        assert (attrs["tooleval.run_id"], attrs["tooleval.arm"], attrs["tooleval.seed"], attrs["tooleval.request_id"],
+                attrs["tooleval.slice"], attrs["tooleval.label"], attrs["tooleval.outcome"]) == (
+            row["run_id"], row["arm"], row["seed"], row["request_id"], row["slice"], row["expected"], row["outcome"])
+        options = orders[(row["arm"], row["seed"])] + ["none"]
+        if DECISION in _roles(row):
+            decision = by_id[ids.span_hex(DECISION)]
+            d = decision["attributes"]
+            assert decision["span_kind"] == "DECISION" and decision["parent_id"] == ids.span_hex(ROOT)
+            assert decision["context"]["trace_id"] == ids.trace_hex
+            assert d["tooleval.decision.options"] == options and d["metadata.request_id"] == row["request_id"]
+            offline = row["selector"] == "lexical"
+            confidence = row["confidence"] if offline else row["router_confidence"]
+            probabilities = dict(row["probabilities"] if offline else row["router_probabilities"])
+            assert d["tooleval.decision.confidence"] == pytest.approx(confidence)
+            assert d["tooleval.decision.pick"] == (row["chosen"] if offline else row["router_pick"])
+            assert d["tooleval.decision.probabilities"] == pytest.approx([probabilities.get(o, 0.0) for o in options])
+            assert d["decision.model_name"] == "bm25-okapi"
+            if not offline:
+                assert d["tooleval.decision.threshold"] == THRESHOLD
+                assert d["tooleval.decision.fallback"] == bool(row["fallback"])
+                assert row["fallback"] == (row["router_confidence"] < THRESHOLD)
+        if LLM in _roles(row):
+            llm = by_id[ids.span_hex(LLM)]
+            a = llm["attributes"]
+            assert llm["span_kind"] == "LLM" and llm["parent_id"] == ids.span_hex(ROOT)
+            assert [a[f"llm.tools.{i}.tool.json_schema"] and json.loads(a[f"llm.tools.{i}.tool.json_schema"])
+                    ["function"]["name"] for i in range(len(options) - 1)] == options[:-1]  # the seed's order
+            assert a["llm.model_name"] == row["served_model_id"] and a["llm.request.model_name"] == row["model_id"]
+            assert a["llm.token_count.prompt"] == row["input_tokens"]
+            assert a["llm.token_count.completion"] == row["output_tokens"]
+            assert a["llm.input_messages.1.message.content"] == attrs["input.value"]
+            if row["chosen"] not in (None, "none"):
+                assert a["llm.output_messages.0.message.tool_calls.0.tool_call.function.name"] == row["chosen"]
+            assert (llm["end_time"] > llm["start_time"]) == (row["latency_ms"] > 0)
+        scored = DECISION if (LLM not in _roles(row) or row["decided_by"] == "router") else LLM
+        check = notes[(ids.span_hex(scored), "label_check")]
+        assert check["annotator_kind"] == "CODE" and check["result"]["label"] == row["outcome"]
+        assert check["result"]["score"] == (1.0 if row["correct"] else 0.0)
+        if row["judge_verdict"] is not None:
+            judge = notes[(ids.span_hex(LLM), "judge")]
+            assert judge["annotator_kind"] == "LLM" and judge["result"]["label"] == row["judge_verdict"] == "right"
+            assert judge["metadata"]["votes"] == list(row["judge_votes"]) == VOTES
+
+    # the low-confidence decisions, found the way the README says (Phoenix's span filter)
+    from phoenix.client.types.spans import SpanQuery
+
+    low = client.spans.get_spans_dataframe(
+        query=SpanQuery().where(f"span_kind == 'DECISION' and tooleval.decision.confidence < {THRESHOLD}"),
+        project_identifier=PROJECT, limit=100_000)
+    expect_low = sum(1 for r in rows if (r["confidence"] if r["selector"] == "lexical" else r["router_confidence"]
+                                         or 1.0) < THRESHOLD and DECISION in _roles(r))
+    assert len(low) == expect_low > 0
+    wrong = client.spans.get_spans_dataframe(
+        query=SpanQuery().where("annotations['label_check'].label == 'wrong_tool'"),
+        project_identifier=PROJECT, limit=100_000)
+    assert len(wrong) == sum(r["outcome"] == "wrong_tool" for r in rows) > 0
+
+    # no key anywhere in what Phoenix holds
+    held = json.dumps([spans, annotations], default=str)
+    assert FAKE_KEY not in held and "sk-tooleval" not in held
