@@ -73,8 +73,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
                                  max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace)
     summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
-    for warning in summary.trace_warnings or []:
-        print(warning, file=sys.stderr)
     if report is None:  # landed, not registered: the file stayed held by another process
         again = f"tooleval register {summary.run_id}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
         print(f"run {summary.run_id}: {summary.n_rows:,} rows landed in {warehouse.rows_dir}, NOT registered: "
@@ -90,8 +88,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
     if summary.trace:
-        print(f"traces:        {summary.n_rows:,} sent to {summary.trace}"
-              + (" (dropped: see the warning above)" if summary.trace_warnings else ""))
+        print(f"traces:        {summary.trace}: " + ("dropped, see the warning above" if summary.trace_warnings
+                                                      else f"one per row, {summary.n_rows:,}"))
     _print_spend(summary, args)
     for line in summary.leftovers or []:
         print(f"leftovers:     {line}")
@@ -215,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where the selection tasks run (default: $TOOLEVAL_TASK_RUNNER, else thread)")
     run.add_argument("--trace", default=None, metavar="otlp://HOST:PORT",
                      help="send one OpenInference trace per row, with the label check and judge as annotations, "
-                          "to an OTLP/HTTP collector such as Phoenix (default: the experiment's tracing: block)")
+                          "to an OTLP/HTTP collector such as Phoenix (default: the experiment's tracing: block; "
+                          "'off' turns that off)")
     run.set_defaults(func=cmd_run)
 
     resample = commands.add_parser(

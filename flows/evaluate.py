@@ -6,7 +6,7 @@ import gc
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Iterator
+from typing import Callable, Iterator
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -133,6 +133,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
 
     reached("all-landed")
+    finish_tracing = _start_finishing_tracing(trace_target)  # spans leave while the run registers and reports
     registration = registration_records(prepared, units, run_id, started_at,
                                         criteria_hash=registered.sha256 if registered else None,
                                         criteria_registered_at=registered.registered_at if registered else None)
@@ -154,7 +155,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         for done in late:
             logger.warning("run %s: registered earlier run %s (%d rows), which had landed without registering",
                            run_id, done.run_id, done.n_rows)
-    trace_warnings = _finish_tracing(trace_target)
+    trace_warnings = finish_tracing()
     with RunLedger(ctx.ledger_path, run_id) as ledger:
         spent = ledger.summary()
     for model, reason in spent.halts.items():
@@ -176,10 +177,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       trace=str(trace_target) if trace_target else None, trace_warnings=trace_warnings)
 
 
-def _finish_tracing(target: TraceTarget | None) -> list[str]:
-    """Send the spans still queued in this process (worker processes send theirs as they exit)."""
+def _start_finishing_tracing(target: TraceTarget | None) -> Callable[[], list[str]]:
+    """Start sending the spans and annotations still queued in this process (worker processes send theirs
+    as they exit); the function returned waits for that and gives the warnings."""
     if target is None:
-        return []
-    from tasks.tracing.exporter import finish_tracing  # OpenTelemetry: loaded only by a run that traces
+        return list
+    from tasks.tracing.exporter import start_finishing  # OpenTelemetry: loaded only by a run that traces
 
-    return finish_tracing(target)
+    return start_finishing(target)

@@ -15,7 +15,7 @@ import socket
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from openinference.semconv.resource import ResourceAttributes
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -30,8 +30,12 @@ from tasks.tracing.trace_target import TraceTarget
 
 log = logging.getLogger("tooleval.tracing")
 
-EXPORT_TIMEOUT_S = 3.0
-"""Per export call (the SDK's exporter retries within it); bounds how long a dying collector is tried."""
+EXPORT_TIMEOUT_S = 10.0
+"""Per export call (the SDK's exporter retries within it; its own default): a collector busy storing earlier
+spans may answer slowly, one that is gone is given up after this."""
+EXPORT_DELAY_MS = 250
+"""The background exporter sends every quarter second (the SDK's default is 5 s): spans leave while the run
+goes on instead of all at the flush that ends it."""
 PROBE_TIMEOUT_S = 1.0
 MAX_QUEUED_SPANS = 32_768
 """Spans waiting for the exporter (the SDK's default, 2,048, is a few units' worth: a full queue drops)."""
@@ -107,7 +111,8 @@ class RunTracing:
         self.provider = TracerProvider(resource=resource, id_generator=PlannedIds())
         exporter = OTLPSpanExporter(endpoint=target.traces_url, timeout=EXPORT_TIMEOUT_S)
         self.provider.add_span_processor(BatchSpanProcessor(DroppingExporter(exporter, target, self),
-                                                            max_queue_size=MAX_QUEUED_SPANS))
+                                                            max_queue_size=MAX_QUEUED_SPANS,
+                                                            schedule_delay_millis=EXPORT_DELAY_MS))
         self.tracer = self.provider.get_tracer("tooleval")
 
     def give_up(self, why: str) -> None:
@@ -124,7 +129,8 @@ class RunTracing:
 
     def flush(self) -> None:
         if self.provider is not None and self.alive:
-            self.provider.force_flush(timeout_millis=int(4 * EXPORT_TIMEOUT_S * 1000))
+            self.provider.force_flush(timeout_millis=int(3 * EXPORT_TIMEOUT_S * 1000))
+        self.annotations.close()
 
     def shutdown(self) -> None:
         if self.provider is not None:
@@ -154,10 +160,26 @@ def tracing_for(target: TraceTarget) -> RunTracing:
 
 def finish_tracing(target: TraceTarget) -> list[str]:
     """Send what is queued and close this process's tracer for the target; the warnings it gave."""
+    return start_finishing(target)()
+
+
+def start_finishing(target: TraceTarget) -> Callable[[], list[str]]:
+    """Start sending what is queued (spans, annotations) in a background thread, so the run registers and
+    reports meanwhile; the returned function waits for it and gives the warnings."""
     with _tracings_lock:
         tracing = _tracings.pop(target, None)
     if tracing is None:
-        return []
-    tracing.flush()
-    tracing.shutdown()
-    return tracing.warnings
+        return list
+
+    def finish() -> None:
+        tracing.flush()
+        tracing.shutdown()
+
+    thread = threading.Thread(target=finish, name="tooleval-trace-flush", daemon=True)
+    thread.start()
+
+    def wait() -> list[str]:
+        thread.join()
+        return tracing.warnings
+
+    return wait

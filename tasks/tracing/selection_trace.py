@@ -1,14 +1,16 @@
-"""One trace per (run, arm, seed, request) of a selection run, built from what the unit landed:
+"""One trace per (run, arm, seed, request) of a selection run, built from what the unit landed.
 
-- root span (CHAIN) ``select_tool``: the request in, the tool chosen out, the row's outcome;
-- ``decide_tool`` (DECISION) for each decision model: the offline selector itself (lexical, embedding), or
-  a routed arm's router; every option's probability, the confidence, the pick, the threshold, the fallback;
-- ``chat_completion`` (LLM) for a hosted chat model: the messages, the tools in the seed's order, the tool
-  call, tokens, latency and the model as served (OpenInference's own attribute helpers).
+- an offline selector (lexical, embedding) *is* a decision model: its trace is one DECISION span
+  ``decide_tool`` (every option's probability, the confidence, the pick, the row's outcome);
+- a hosted chat model: a root span (CHAIN) ``select_tool`` (the request in, the tool chosen out, the row's
+  outcome) over ``decide_tool`` (DECISION) when the arm routes (the router's probabilities, confidence and
+  pick, the gate's threshold and whether it fell back) and ``chat_completion`` (LLM: the messages, the
+  tools in the seed's order, the tool call, tokens, latency, the model as served; OpenInference's own
+  attribute helpers).
 
-A selection run executes no tool, so its traces have no TOOL span (surface runs do: surface_trace.py).
-Span times: each trace ends when its unit's selections were in hand and lasts the selection's recorded
-latency (the decision model's part first); a cache hit keeps the latency of the call it repeats.
+A selection run executes no tool, so its traces have no TOOL span. Span times: each trace ends when its
+unit's answers were in hand and lasts the selection's recorded latency (the router's part first); a cache
+hit keeps the latency of the call it repeats (``tooleval.cache_hit`` says so).
 """
 
 from __future__ import annotations
@@ -16,119 +18,158 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from openinference.instrumentation import (
-    get_decision_attributes,
-    get_input_attributes,
-    get_llm_attributes,
-    get_output_attributes,
-    get_span_kind_attributes,
-)
+from openinference.instrumentation import get_decision_attributes, get_llm_attributes, get_span_kind_attributes
+from openinference.semconv.trace import OpenInferenceMimeTypeValues, SpanAttributes
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.rows import Selection
-from schemas.taskset import Message, last_user_text
 from tasks.selectors.chat_options import answer_options
 from tasks.tracing.exporter import RunTracing, planned_ids
-from tasks.tracing.span_attributes import PREFIX, decision_attributes, link_attributes
+from tasks.tracing.span_attributes import (
+    PREFIX,
+    decision_attributes,
+    decision_input,
+    options_json,
+    row_link_attributes,
+    unit_metadata,
+)
 from tasks.tracing.trace_ids import DECISION, LLM, ROOT, TraceIds
 
 OFFLINE_SELECTORS = ("lexical", "embedding")
 MS = 1_000_000
+TEXT, JSON = OpenInferenceMimeTypeValues.TEXT.value, OpenInferenceMimeTypeValues.JSON.value
+INPUT_VALUE, INPUT_MIME = SpanAttributes.INPUT_VALUE, SpanAttributes.INPUT_MIME_TYPE
+OUTPUT_VALUE, OUTPUT_MIME = SpanAttributes.OUTPUT_VALUE, SpanAttributes.OUTPUT_MIME_TYPE
+FAILED = ("error", "invalid", "empty")
 
 
 def selection_span_roles(row: Mapping[str, Any]) -> tuple[str, ...]:
-    """The spans a row's trace has, besides the root (also what annotations may point at)."""
+    """The spans of a row's trace (annotations point at them by role)."""
     if row["selector"] in OFFLINE_SELECTORS:
         return (DECISION,)
-    return (DECISION, LLM) if row.get("router") else (LLM,)
+    return (ROOT, DECISION, LLM) if row.get("router") else (ROOT, LLM)
 
 
-def emit_selection_trace(tracing: RunTracing, row: Mapping[str, Any], selection: Selection,
-                         messages: Sequence[Message], tools: Sequence[ToolSpec], prompt: str,
-                         arm_options: Mapping[str, Any], ended_ns: int) -> None:
-    tracer = tracing.tracer
-    ids = TraceIds.of(row["run_id"], row["arm"], row["seed"], row["request_id"])
-    link = link_attributes(row, "request_id", "expected")
-    total_ns = int(max(row["latency_ms"], 0.0) * MS)
-    start_ns = ended_ns - total_ns
-    roles = selection_span_roles(row)
-    with planned_ids(ids.trace_id, ids.span(ROOT)):
-        root = tracer.start_span("select_tool", start_time=start_ns, attributes={
-            **get_span_kind_attributes("chain"), **link,
-            **get_input_attributes(last_user_text(messages), mime_type="text/plain"),
-            **get_output_attributes(row["chosen"] if row["chosen"] is not None else "", mime_type="text/plain"),
-            f"{PREFIX}.outcome": row["outcome"], f"{PREFIX}.correct": row["correct"],
-            f"{PREFIX}.cache_hit": row["cache_hit"], f"{PREFIX}.n_tools": row["n_tools"],
-            **({f"{PREFIX}.chosen": row["chosen"]} if row["chosen"] is not None else {}),
-        })
-    parent = trace.set_span_in_context(root)
-    options = [tool.name for tool in tools] + [NONE_LABEL]
-    cursor = start_ns
-    if DECISION in roles:
-        offline = row["selector"] in OFFLINE_SELECTORS
-        decision_ns = total_ns if offline else int((selection.router_latency_ms or 0.0) * MS)
-        pick = row["chosen"] if offline else selection.router_pick
-        confidence = selection.confidence if offline else selection.router_confidence
-        probabilities = selection.probabilities if offline else selection.router_probabilities
-        model = row["model_id"] if offline else (selection.router or "").split(":", 1)[-1]  # 'kind:model'
-        with planned_ids(ids.trace_id, ids.span(DECISION)):
-            span = tracer.start_span("decide_tool", context=parent, start_time=cursor, attributes={
-                **get_span_kind_attributes("decision"), **link,
-                **get_decision_attributes(model_name=str(model)),
-                **get_input_attributes({"request": last_user_text(messages), "options": options}),
-                **get_output_attributes({"pick": pick, "confidence": confidence}),
-                **decision_attributes(pick=pick, confidence=confidence, probabilities=probabilities,
-                                      threshold=arm_options.get("threshold"), fallback=selection.fallback,
-                                      options=options),
-                f"{PREFIX}.decision.router": selection.router or f"{row['selector']}:{row['model_id']}",
-                **({f"{PREFIX}.decided_by": selection.decided_by} if selection.decided_by else {}),
+class UnitTracer:
+    """Emits the traces of one work unit: the attributes shared by its rows are computed once."""
+
+    def __init__(self, tracing: RunTracing, first_row: Mapping[str, Any], tools: Sequence[ToolSpec], prompt: str,
+                 arm_options: Mapping[str, Any]) -> None:
+        self.tracer = tracing.tracer
+        self.tools = tools
+        self.unit_meta = unit_metadata(first_row)
+        self.options = [tool.name for tool in tools] + [NONE_LABEL]
+        self.quoted_options = [json.dumps(option) for option in self.options]
+        self.options_json = options_json(self.options)
+        self.prompt = prompt
+        self.arm_options = arm_options
+        self.threshold = arm_options.get("threshold")
+        self.offline = first_row["selector"] in OFFLINE_SELECTORS
+        self._decision_models: dict[str, dict[str, Any]] = {}
+        self.decision_kind = {**get_span_kind_attributes("decision"), INPUT_MIME: JSON, OUTPUT_MIME: JSON}
+        if not self.offline:
+            kind = first_row["selector"]
+            self.llm_static = {
+                **get_span_kind_attributes("llm"),
+                **get_llm_attributes(
+                    provider=kind, system=kind, request_model_name=first_row["model_id"],
+                    invocation_parameters=json.dumps(answer_options(arm_options), sort_keys=True, default=str),
+                    tools=[{"json_schema": {"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters}}} for t in tools]),
+            }
+            self.system_message = {"role": "system", "content": prompt}
+
+    def emit(self, row: Mapping[str, Any], selection: Selection, messages_json: str, ended_ns: int) -> None:
+        """``messages_json``: the conversation as the request table holds it (JSON: role, content)."""
+        ids = TraceIds.of(row["run_id"], row["arm"], row["seed"], row["request_id"])
+        messages = json.loads(messages_json)
+        request_text = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        total_ns = int(max(row["latency_ms"], 0.0) * MS)
+        start_ns = ended_ns - total_ns
+        outcome = {"outcome": row["outcome"], "correct": row["correct"], "cache_hit": row["cache_hit"]}
+        if self.offline:  # the selector is the decision model: one span is the whole trace
+            confidence = selection.confidence
+            link = row_link_attributes(row, "request_id", "expected", self.unit_meta, outcome)
+            with planned_ids(ids.trace_id, ids.span(DECISION)):
+                span = self.tracer.start_span("decide_tool", start_time=start_ns, attributes={
+                    **self.decision_kind, **link, **self.decision_model(row["model_id"]),
+                    INPUT_VALUE: decision_input(request_text, self.options_json),
+                    OUTPUT_VALUE: _pick_json(row["chosen"], confidence),
+                    **decision_attributes(pick=row["chosen"], confidence=confidence,
+                                          probabilities=selection.probabilities, threshold=None, fallback=None,
+                                          options=self.options, quoted_options=self.quoted_options),
+                })
+            _end(span, row, ended_ns)
+            return
+        link = row_link_attributes(row, "request_id", "expected", self.unit_meta)
+        with planned_ids(ids.trace_id, ids.span(ROOT)):
+            root = self.tracer.start_span("select_tool", start_time=start_ns, attributes={
+                **get_span_kind_attributes("chain"), **row_link_attributes(row, "request_id", "expected",
+                                                                           self.unit_meta, outcome),
+                INPUT_VALUE: request_text, INPUT_MIME: TEXT,
+                OUTPUT_VALUE: row["chosen"] if row["chosen"] is not None else "", OUTPUT_MIME: TEXT,
             })
-        _end(span, row if offline else None, cursor + decision_ns)
-        cursor += decision_ns
-    if LLM in roles:
+        parent = trace.set_span_in_context(root)
+        cursor = start_ns
+        if selection.router:
+            decision_ns = int((selection.router_latency_ms or 0.0) * MS)
+            with planned_ids(ids.trace_id, ids.span(DECISION)):
+                span = self.tracer.start_span("decide_tool", context=parent, start_time=cursor, attributes={
+                    **self.decision_kind, **link,
+                    **self.decision_model(selection.router.split(":", 1)[-1]),  # router: 'kind:model'
+                    INPUT_VALUE: decision_input(request_text, self.options_json),
+                    OUTPUT_VALUE: _pick_json(selection.router_pick, selection.router_confidence),
+                    **decision_attributes(pick=selection.router_pick, confidence=selection.router_confidence,
+                                          probabilities=selection.router_probabilities, threshold=self.threshold,
+                                          fallback=selection.fallback, options=self.options,
+                                          quoted_options=self.quoted_options),
+                    f"{PREFIX}.decision.router": selection.router,
+                    **({f"{PREFIX}.decided_by": selection.decided_by} if selection.decided_by else {}),
+                })
+            _end(span, None, cursor + decision_ns)
+            cursor += decision_ns
         with planned_ids(ids.trace_id, ids.span(LLM)):
-            span = tracer.start_span("chat_completion", context=parent, start_time=cursor,
-                                     attributes=_llm_attributes(row, selection, messages, tools, prompt, arm_options,
-                                                                link))
+            span = self.tracer.start_span("chat_completion", context=parent, start_time=cursor,
+                                          attributes=self._llm_attributes(row, selection, messages, link))
         _end(span, row, ended_ns)
-    _end(root, row, ended_ns)
+        _end(root, row, ended_ns)
+
+    def decision_model(self, name: str) -> dict[str, Any]:
+        if name not in self._decision_models:
+            self._decision_models[name] = get_decision_attributes(model_name=name)
+        return self._decision_models[name]
+
+    def _llm_attributes(self, row: Mapping[str, Any], selection: Selection, messages: list[dict[str, str]],
+                        link: Mapping[str, Any]) -> dict[str, Any]:
+        chosen = row["chosen"]
+        if chosen is not None and chosen != NONE_LABEL:
+            reply = {"role": "assistant", "tool_calls": [
+                {"function": {"name": chosen, "arguments": selection.arguments or "{}"}}]}
+        else:
+            reply = {"role": "assistant", "content": ""}
+        tokens = {name: value for name, value in (("prompt", row["input_tokens"]),
+                                                  ("completion", row["output_tokens"])) if value is not None}
+        if len(tokens) == 2:
+            tokens["total"] = tokens["prompt"] + tokens["completion"]
+        return {
+            **self.llm_static, **link,
+            **get_llm_attributes(
+                response_model_name=row["served_model_id"] or row["model_id"],
+                input_messages=[self.system_message] + messages,
+                output_messages=[reply], token_count=tokens or None),
+            **({f"{PREFIX}.stop_reason": row["stop_reason"]} if row.get("stop_reason") else {}),
+            f"{PREFIX}.retries": row["retries"],
+            **({f"{PREFIX}.cost_usd": row["cost_usd"]} if row.get("cost_usd") is not None else {}),
+        }
 
 
-def _llm_attributes(row: Mapping[str, Any], selection: Selection, messages: Sequence[Message],
-                    tools: Sequence[ToolSpec], prompt: str, arm_options: Mapping[str, Any],
-                    link: Mapping[str, Any]) -> dict[str, Any]:
-    kind = row["selector"]
-    chosen = row["chosen"]
-    if chosen is not None and chosen != NONE_LABEL:
-        reply = {"role": "assistant", "tool_calls": [
-            {"function": {"name": chosen, "arguments": selection.arguments or "{}"}}]}
-    else:
-        reply = {"role": "assistant", "content": ""}
-    tokens = {name: value for name, value in (("prompt", row["input_tokens"]), ("completion", row["output_tokens"]))
-              if value is not None}
-    if len(tokens) == 2:
-        tokens["total"] = tokens["prompt"] + tokens["completion"]
-    return {
-        **get_span_kind_attributes("llm"), **link,
-        **get_llm_attributes(
-            provider=kind, system=kind, request_model_name=row["model_id"],
-            response_model_name=row["served_model_id"] or None,
-            invocation_parameters=json.dumps(answer_options(arm_options), sort_keys=True, default=str),
-            input_messages=[{"role": "system", "content": prompt}]
-            + [{"role": m.role, "content": m.content} for m in messages],
-            output_messages=[reply], token_count=tokens or None,
-            tools=[{"json_schema": {"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.parameters}}} for t in tools],
-        ),
-        **({f"{PREFIX}.stop_reason": row["stop_reason"]} if row.get("stop_reason") else {}),
-        f"{PREFIX}.retries": row["retries"],
-        **({f"{PREFIX}.cost_usd": row["cost_usd"]} if row.get("cost_usd") is not None else {}),
-    }
+def _pick_json(pick: str | None, confidence: float | None) -> str:
+    return f'{{"pick": {json.dumps(pick)}, "confidence": {json.dumps(confidence)}}}'
 
 
 def _end(span, row: Mapping[str, Any] | None, end_ns: int) -> None:
-    if row is not None and row["outcome"] in ("error", "invalid", "empty"):
+    if row is not None and row["outcome"] in FAILED:
         span.set_status(Status(StatusCode.ERROR, f"{row['outcome']}: {row.get('detail') or ''}"[:500]))
     span.end(end_time=end_ns)

@@ -60,10 +60,17 @@ def parse_trace_target(text: str, project: str | None = None, where: str = "--tr
     return TraceTarget(host=parts.hostname, port=port, project=project or DEFAULT_PROJECT)
 
 
+TRACE_OFF = "off"
+"""``--trace off``: no tracing, whatever the experiment's ``tracing:`` block says."""
+
+
 def resolve_trace_target(cli_value: str | None, experiment) -> TraceTarget | None:
-    """``--trace`` when given, else the experiment's ``tracing:`` block, else None (no tracing)."""
+    """``--trace`` when given (``off`` turns tracing off), else the experiment's ``tracing:`` block, else
+    None (no tracing)."""
     spec = experiment.spec.tracing
     project = spec.project if spec is not None else None
+    if cli_value and cli_value.strip().lower() == TRACE_OFF:
+        return None
     if cli_value:
         return parse_trace_target(cli_value, project, "--trace")
     if spec is not None:

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 from schemas.rows import Selection
 from tasks.tracing.annotations import selection_annotations
 from tasks.tracing.exporter import tracing_for
-from tasks.tracing.selection_trace import emit_selection_trace, selection_span_roles
+from tasks.tracing.selection_trace import UnitTracer, selection_span_roles
 from tasks.tracing.trace_target import TraceTarget
 
 
@@ -20,11 +20,17 @@ def trace_selection_unit(target: TraceTarget, unit, planned: Sequence, selection
     tracing = tracing_for(target)
     if not tracing.alive:
         return
+    if not rows:
+        return
     records: list[dict[str, Any]] = []
     try:
+        # a unit is one arm under one seed: every request is offered the same tools, unless the task set
+        # gives each request its own (BFCL style), when the unit's constants are made per request
+        unit_tracer = None
         for request, selection, row in zip(planned, selections, rows):
-            emit_selection_trace(tracing, row, selection, request.messages, request.tools, unit.arm.prompt_text,
-                                 unit.arm.options, ended_ns)
+            if unit_tracer is None or unit_tracer.tools is not request.tools:
+                unit_tracer = UnitTracer(tracing, row, request.tools, unit.arm.prompt_text, unit.arm.options)
+            unit_tracer.emit(row, selection, request.messages_json, ended_ns)
             records.extend(selection_annotations(row, selection_span_roles(row)))
     except Exception as error:  # a bug here must not cost the run its rows
         tracing.give_up(f"could not build spans ({type(error).__name__}: {error})")

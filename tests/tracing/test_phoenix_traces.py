@@ -107,7 +107,7 @@ def _read_back(phoenix: PhoenixServer, n_spans: int, n_annotations: int):
 
 def _roles(row) -> tuple[str, ...]:
     if row["selector"] == "lexical":
-        return (ROOT, DECISION)
+        return (DECISION,)  # the offline selector is the decision model: its trace is that one span
     return (ROOT, DECISION, LLM) if row["router"] else (ROOT, LLM)
 
 
@@ -133,26 +133,28 @@ def test_every_row_reads_back_from_phoenix_as_its_trace_with_its_annotations(tra
         notes[key] = note
     for row in rows:
         ids = TraceIds.of(row["run_id"], row["arm"], row["seed"], row["request_id"])
-        root = by_id[ids.span_hex(ROOT)]
+        top = _roles(row)[0]
+        root = by_id[ids.span_hex(top)]
         attrs = root["attributes"]
         assert root["context"]["trace_id"] == ids.trace_hex and root["parent_id"] is None
-        assert root["span_kind"] == "CHAIN"
-        assert (attrs["tooleval.run_id"], attrs["tooleval.arm"], attrs["tooleval.seed"], attrs["tooleval.request_id"],
-                attrs["tooleval.slice"], attrs["tooleval.label"], attrs["tooleval.outcome"]) == (
+        assert root["span_kind"] == ("CHAIN" if top == ROOT else "DECISION")
+        assert (attrs["metadata.run_id"], attrs["metadata.arm"], attrs["metadata.seed"], attrs["metadata.request_id"],
+                attrs["metadata.slice"], attrs["metadata.label"], attrs["metadata.outcome"]) == (
             row["run_id"], row["arm"], row["seed"], row["request_id"], row["slice"], row["expected"], row["outcome"])
         options = orders[(row["arm"], row["seed"])] + ["none"]
         if DECISION in _roles(row):
             decision = by_id[ids.span_hex(DECISION)]
             d = decision["attributes"]
-            assert decision["span_kind"] == "DECISION" and decision["parent_id"] == ids.span_hex(ROOT)
-            assert decision["context"]["trace_id"] == ids.trace_hex
-            assert d["tooleval.decision.options"] == options and d["metadata.request_id"] == row["request_id"]
             offline = row["selector"] == "lexical"
+            assert decision["span_kind"] == "DECISION" and decision["context"]["trace_id"] == ids.trace_hex
+            assert decision["parent_id"] == (None if offline else ids.span_hex(ROOT))
+            assert json.loads(d["input.value"])["options"] == options and d["metadata.request_id"] == row["request_id"]
             confidence = row["confidence"] if offline else row["router_confidence"]
             probabilities = dict(row["probabilities"] if offline else row["router_probabilities"])
             assert d["tooleval.decision.confidence"] == pytest.approx(confidence)
             assert d["tooleval.decision.pick"] == (row["chosen"] if offline else row["router_pick"])
-            assert d["tooleval.decision.probabilities"] == pytest.approx([probabilities.get(o, 0.0) for o in options])
+            shown = json.loads(d["tooleval.decision.probabilities"])  # every option, in the seed's order
+            assert list(shown) == options and shown == pytest.approx({o: probabilities.get(o, 0.0) for o in options})
             assert d["decision.model_name"] == "bm25-okapi"
             if not offline:
                 assert d["tooleval.decision.threshold"] == THRESHOLD
