@@ -87,9 +87,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"Parquet rows:  {warehouse.rows_dir / ('run_id=' + summary.run_id)}")
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
-    if summary.trace:
-        print(f"traces:        {summary.trace}: " + ("dropped, see the warning above" if summary.trace_warnings
-                                                      else f"one per row, {summary.n_rows:,}"))
     _print_spend(summary, args)
     for line in summary.leftovers or []:
         print(f"leftovers:     {line}")
@@ -97,6 +94,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"also registered: run {late}, which had landed without registering (`tooleval report {late}`)")
     if report.verdict is not None:
         print(f"verdict:       {report.verdict.status} — {report.verdict.reason} (exit {outcome.exit_code})")
+    if summary.trace:
+        sys.stdout.flush()
+        dropped = summary.trace_warnings  # waits until the spans are sent: the report is out already
+        print(f"traces:        {summary.trace}: " + ("dropped, see the warning above" if dropped
+                                                      else f"one per row, {summary.n_rows:,}"))
     return outcome.exit_code
 
 

@@ -6,7 +6,7 @@ import gc
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Iterator
+from typing import Iterator
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -64,10 +64,22 @@ class RunSummary:
     """Earlier runs that had landed without registering and that this run registered."""
     leftovers: list[str] | None = None
     """What this run cleaned or finished of crashed runs (tasks/run/leftovers.py), one line each."""
-    trace: str | None = None
+    trace_target: TraceTarget | None = None
     """Where the run's traces went (None: not traced)."""
-    trace_warnings: list[str] | None = None
-    """Why spans or annotations were dropped (the collector was down), one line each; rows are unaffected."""
+
+    @property
+    def trace(self) -> str | None:
+        return str(self.trace_target) if self.trace_target else None
+
+    @property
+    def trace_warnings(self) -> list[str]:
+        """Waits until this process has sent the run's spans and annotations, and says which were dropped
+        (the collector was down, one line each; rows are unaffected). The flow itself does not wait."""
+        if self.trace_target is None:
+            return []
+        from tasks.tracing.exporter import finished_warnings
+
+        return finished_warnings(self.trace_target)
 
 
 YOUNG_GENERATION_THRESHOLD = 50_000
@@ -133,7 +145,9 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         results: list[UnitResult] = select_and_land_task.map(units, ctx=unmapped(ctx)).result()
 
     reached("all-landed")
-    finish_tracing = _start_finishing_tracing(trace_target)  # spans leave while the run registers and reports
+    # the spans and annotations still queued leave while the run registers and reports; the flow does not
+    # wait for the collector: the process sends the rest before it exits (the CLI after printing the report)
+    _start_finishing_tracing(trace_target)
     registration = registration_records(prepared, units, run_id, started_at,
                                         criteria_hash=registered.sha256 if registered else None,
                                         criteria_registered_at=registered.registered_at if registered else None)
@@ -155,7 +169,6 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         for done in late:
             logger.warning("run %s: registered earlier run %s (%d rows), which had landed without registering",
                            run_id, done.run_id, done.n_rows)
-    trace_warnings = finish_tracing()
     with RunLedger(ctx.ledger_path, run_id) as ledger:
         spent = ledger.summary()
     for model, reason in spent.halts.items():
@@ -174,14 +187,14 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       report=published.report if published else None,
                       registered=published is not None, late_registrations=[done.run_id for done in late],
                       leftovers=leftovers.lines(),
-                      trace=str(trace_target) if trace_target else None, trace_warnings=trace_warnings)
+                      trace_target=trace_target)
 
 
-def _start_finishing_tracing(target: TraceTarget | None) -> Callable[[], list[str]]:
+def _start_finishing_tracing(target: TraceTarget | None) -> None:
     """Start sending the spans and annotations still queued in this process (worker processes send theirs
-    as they exit); the function returned waits for that and gives the warnings."""
+    as they exit); ``RunSummary.trace_warnings`` waits for it."""
     if target is None:
-        return list
+        return
     from tasks.tracing.exporter import start_finishing  # OpenTelemetry: loaded only by a run that traces
 
-    return start_finishing(target)
+    start_finishing(target)

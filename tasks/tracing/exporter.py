@@ -15,7 +15,7 @@ import socket
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from openinference.semconv.resource import ResourceAttributes
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -158,28 +158,39 @@ def tracing_for(target: TraceTarget) -> RunTracing:
         return _tracings[target]
 
 
+_finishing: dict[TraceTarget, tuple[threading.Thread, RunTracing]] = {}
+
+
 def finish_tracing(target: TraceTarget) -> list[str]:
     """Send what is queued and close this process's tracer for the target; the warnings it gave."""
-    return start_finishing(target)()
+    start_finishing(target)
+    return finished_warnings(target)
 
 
-def start_finishing(target: TraceTarget) -> Callable[[], list[str]]:
-    """Start sending what is queued (spans, annotations) in a background thread, so the run registers and
-    reports meanwhile; the returned function waits for it and gives the warnings."""
+def start_finishing(target: TraceTarget) -> None:
+    """Start sending what is queued (spans, annotations) in a thread of its own, so the run registers and
+    reports meanwhile. The thread is not a daemon: a process that does not wait for it (``finished_warnings``)
+    still sends everything before it exits."""
     with _tracings_lock:
         tracing = _tracings.pop(target, None)
-    if tracing is None:
-        return list
+        if tracing is None:
+            return
 
-    def finish() -> None:
-        tracing.flush()
-        tracing.shutdown()
+        def finish() -> None:
+            tracing.flush()
+            tracing.shutdown()
 
-    thread = threading.Thread(target=finish, name="tooleval-trace-flush", daemon=True)
+        thread = threading.Thread(target=finish, name="tooleval-trace-flush", daemon=False)
+        _finishing[target] = (thread, tracing)
     thread.start()
 
-    def wait() -> list[str]:
-        thread.join()
-        return tracing.warnings
 
-    return wait
+def finished_warnings(target: TraceTarget) -> list[str]:
+    """Wait until the target's last started finish is done; the warnings its tracing gave."""
+    with _tracings_lock:
+        finishing = _finishing.get(target)
+    if finishing is None:
+        return []
+    thread, tracing = finishing
+    thread.join()
+    return list(tracing.warnings)
