@@ -199,3 +199,65 @@ def test_every_row_reads_back_from_phoenix_as_its_trace_with_its_annotations(tra
     # no key anywhere in what Phoenix holds
     held = json.dumps([spans, annotations], default=str)
     assert FAKE_KEY not in held and "sk-tooleval" not in held
+
+
+SURFACE_PROJECT = "tooleval-traced-tasks"
+
+
+def test_every_task_run_reads_back_as_its_trace_with_a_tool_span_per_call(prefect_harness, phoenix, tmp_path):
+    """Tasks done on a tool surface (the offline baseline agent on a tiny help desk): one trace per task run,
+    an AGENT root and a TOOL span per call as the warehouse's task_calls rows have them, the task check as a
+    CODE annotation on the root."""
+    from flows.surface_run import surface_run
+    from tasks.tracing.surface_trace import call_role
+    from tests.surface.tiny_desk import write_desk
+
+    folder = write_desk(tmp_path)
+    experiment = folder / "experiments" / "four.yaml"
+    experiment.write_text(experiment.read_text() + f"tracing: {{endpoint: '{phoenix.otlp}', project: "
+                                                   f"{SURFACE_PROJECT}}}\n")
+    summary = surface_run(experiment_path=str(experiment), warehouse_dir=str(tmp_path / "wh"))
+    assert summary.trace_warnings == []
+    con = duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True)
+    runs = con.execute("select run_id, arm, seed, task_id, success, stop_reason, n_calls from task_runs "
+                       "where run_id = ?", [summary.run_id]).fetchall()
+    calls = con.execute("select arm, seed, task_id, call_index, name, arguments, valid, executed, error "
+                        "from task_calls where run_id = ?", [summary.run_id]).fetchall()
+    con.close()
+    assert len(runs) == summary.n_runs > 0 and calls
+
+    client = phoenix.client()
+    deadline = time.monotonic() + READ_TIMEOUT_S
+    spans, annotations = [], []
+    while time.monotonic() < deadline:
+        try:
+            spans = client.spans.get_spans(project_identifier=SURFACE_PROJECT, limit=100_000)
+        except httpx.HTTPStatusError:
+            spans = []
+        annotations = client.spans.get_span_annotations(spans=spans, project_identifier=SURFACE_PROJECT) \
+            if spans else []
+        if len(spans) >= len(runs) + len(calls) and len(annotations) >= len(runs):
+            break
+        time.sleep(2.0)
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    assert len(by_id) == len(runs) + len(calls) and len(annotations) == len(runs)
+    notes = {a["span_id"]: a for a in annotations}
+    for run_id, arm, seed, task_id, success, stop_reason, n_calls in runs:
+        ids = TraceIds.of(run_id, arm, seed, task_id)
+        root = by_id[ids.span_hex(ROOT)]
+        assert root["span_kind"] == "AGENT" and root["parent_id"] is None
+        assert (root["attributes"]["metadata.task_id"], root["attributes"]["metadata.arm"],
+                root["attributes"]["metadata.seed"], root["attributes"]["metadata.success"]) == (task_id, arm, seed,
+                                                                                                 success)
+        check = notes[ids.span_hex(ROOT)]
+        assert check["name"] == "task_check" and check["annotator_kind"] == "CODE"
+        assert check["result"]["label"] == ("success" if success else "failure")
+    for arm, seed, task_id, call_index, name, arguments, valid, executed, error in calls:
+        ids = TraceIds.of(summary.run_id, arm, seed, task_id)
+        tool = by_id[ids.span_hex(call_role(call_index))]
+        a = tool["attributes"]
+        assert tool["span_kind"] == "TOOL" and tool["parent_id"] == ids.span_hex(ROOT)
+        assert a["tool.name"] == name and a["input.value"] == (arguments or "")
+        assert (a["tooleval.call.valid"], a["tooleval.call.executed"], a["tooleval.call.error"]) == (
+            valid, executed, error)
+        assert (tool["status_code"] == "ERROR") == (not valid or error)
