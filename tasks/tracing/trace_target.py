@@ -39,6 +39,8 @@ def parse_trace_target(text: str, project: str | None = None, where: str = "--tr
     """``otlp://host:port`` (or ``http://host:port``: the same OTLP/HTTP collector). No path, no credentials:
     a URL carrying a user or password is refused, so no secret can reach a span or a log."""
     parts = urlsplit(text.strip())
+    if parts.username or parts.password:  # never echo a credential, not even in the error
+        text = parts._replace(netloc=f"***@{parts.hostname or ''}" + (f":{parts.port}" if _port(parts) else "")).geturl()
     problem = None
     if parts.scheme not in ("otlp", "http"):
         problem = f"'{text}': expected otlp://HOST:PORT (OTLP over HTTP, e.g. Phoenix on otlp://127.0.0.1:6006)"
@@ -49,10 +51,7 @@ def parse_trace_target(text: str, project: str | None = None, where: str = "--tr
     elif parts.path not in ("", "/") or parts.query:
         problem = f"'{text}': give HOST:PORT only (spans go to /v1/traces on it)"
     else:
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
+        port = _port(parts)
         if port is None:
             problem = f"'{text}': no valid port; expected otlp://HOST:PORT"
     if problem:
@@ -76,3 +75,10 @@ def resolve_trace_target(cli_value: str | None, experiment) -> TraceTarget | Non
     if spec is not None:
         return parse_trace_target(spec.endpoint, project, f"{experiment.path}:tracing.endpoint")
     return None
+
+
+def _port(parts) -> int | None:
+    try:
+        return parts.port
+    except ValueError:
+        return None
