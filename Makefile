@@ -4,17 +4,34 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-tasks test test-fast install bench clean-warehouse
+.PHONY: demo demo-tasks test test-fast install bench bench-tracing clean-warehouse phoenix phoenix-serve
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, from the machine's CPU build: anything else would pull a multi-GB CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -c requirements.lock -e '.[embedding,dev]'
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[embedding,dev,tracing]'
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The Phoenix server (traces, annotations) in a venv of its own: arize-phoenix pins anthropic<2, the project
+# needs anthropic 2. The tracing tests start it (`phoenix serve` on free ports, a temporary working dir).
+PHOENIX_VENV  := .venv-phoenix
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
+
+$(PHOENIX_STAMP): requirements-phoenix.lock
+	test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PHOENIX_VENV)/bin/python -m pip install -q -r requirements-phoenix.lock
+	touch $(PHOENIX_STAMP)
+
+phoenix: $(PHOENIX_STAMP)
+
+# Phoenix on http://127.0.0.1:6006 (UI, OTLP/HTTP and REST on one port), its SQLite under ~/.phoenix.
+phoenix-serve: $(PHOENIX_STAMP)
+	PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=6006 PHOENIX_TELEMETRY_ENABLED=false $(PHOENIX_VENV)/bin/phoenix serve
 
 # Exit 1 means a registered gate failed: the demo's finding, reported above. Any other non-zero code
 # (bad input 2, model mismatch 3, not judged 4, not registered 5, crashed 6) fails the demo.
@@ -30,7 +47,7 @@ demo-tasks: $(STAMP)
 	exit $$status
 
 # The full suite (what CI runs).
-test: $(STAMP)
+test: $(STAMP) $(PHOENIX_STAMP)
 	$(BIN)/python -m pytest -q
 
 # The logic without the slow tier (Prefect flow runs, real servers, Dask, the MiniLM model, end-to-end CLI runs,
@@ -41,6 +58,9 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/evaluate_flow.py
 	$(BIN)/python benchmarks/report_views.py
+
+bench-tracing: $(STAMP) $(PHOENIX_STAMP)
+	$(BIN)/python benchmarks/tracing_overhead.py
 
 clean-warehouse:
 	rm -rf warehouse/tooleval.duckdb warehouse/tooleval.duckdb.wal warehouse/rows warehouse/reports warehouse/cache warehouse/task_runs warehouse/task_calls warehouse/registrations

@@ -40,6 +40,7 @@ from tasks.run.preflight import check_before_run
 from tasks.run.prepare_run import prepare_once
 from tasks.taskset.provisional_labels import refuse_provisional
 from tasks.taskset.validate_version import validate_version_file
+from tasks.tracing.trace_target import resolve_trace_target
 from warehouse.location import Warehouse, warehouse_at
 
 if TYPE_CHECKING:  # the flow module imports Prefect: only runs pay for it
@@ -100,15 +101,17 @@ def _nothing() -> Iterator[None]:
 
 def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None = None, use_cache: bool = True,
                    allow_provisional: bool = False, task_runner: str | None = None, max_calls: int | None = None,
-                   max_spend_usd: float | None = None) -> RunOutcome:
+                   max_spend_usd: float | None = None, trace: str | None = None) -> RunOutcome:
     """Check, select, land, register and report one experiment. Raises InputError on bad input, before
-    any model call and with nothing written."""
+    any model call and with nothing written. ``trace`` (otlp://HOST:PORT) exports one OpenInference trace
+    per row (default: the experiment's ``tracing:`` block, else none)."""
     apply_prefect_defaults()
     server = run_server()  # spawned at process start by the console script, else now
     try:
         prepared = prepare_once(experiment_path)  # fail fast on bad input, while the server starts
         refuse_provisional(prepared.versions, allow_provisional)
         experiment_criteria(prepared)  # a broken criteria file is bad input too, caught before any selection
+        resolve_trace_target(trace, prepared.experiment)  # a malformed trace target too
         check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=server is not None)
         if server is None and (url := configured_api_url()):
             check_api_answers(url)  # a dead PREFECT_API_URL is said now, not after a minute of Prefect's retries
@@ -121,7 +124,7 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
             summary = evaluate(experiment_path=str(experiment_path),
                                warehouse_dir=str(warehouse) if warehouse is not None else None,
                                use_cache=use_cache, max_calls=max_calls, max_spend_usd=max_spend_usd,
-                               allow_provisional=allow_provisional)
+                               allow_provisional=allow_provisional, trace=trace)
     finally:
         if server is not None:
             server.stop()

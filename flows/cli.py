@@ -76,7 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report_on_stderr()  # the flow's progress lines go to this command's stderr
     outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
-                                 max_calls=args.max_calls, max_spend_usd=args.max_spend_usd)
+                                 max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace)
     summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
     if report is None:  # landed, not registered: the file stayed held by another process
         again = f"tooleval register {summary.run_id}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
@@ -99,6 +99,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"also registered: run {late}, which had landed without registering (`tooleval report {late}`)")
     if report.verdict is not None:
         print(f"verdict:       {report.verdict.status} — {report.verdict.reason} (exit {outcome.exit_code})")
+    if summary.trace:
+        sys.stdout.flush()
+        dropped = summary.trace_warnings  # waits until the spans are sent: the report is out already
+        print(f"traces:        {summary.trace}: " + ("dropped, see the warning above" if dropped
+                                                      else f"one per row, {summary.n_rows:,}"))
     return outcome.exit_code
 
 
@@ -292,6 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="measure versions whose labels are still provisional (production hints); the report says so")
     run.add_argument("--task-runner", choices=["thread", "dask", "ray"], default=None,
                      help="where the selection tasks run (default: $TOOLEVAL_TASK_RUNNER, else thread)")
+    run.add_argument("--trace", default=None, metavar="otlp://HOST:PORT",
+                     help="send one OpenInference trace per row, with the label check and judge as annotations, "
+                          "to an OTLP/HTTP collector such as Phoenix (default: the experiment's tracing: block; "
+                          "'off' turns that off)")
     run.set_defaults(func=cmd_run)
 
     resample = commands.add_parser(

@@ -27,6 +27,7 @@ from tasks.run.registration_records import new_run_id, registration_records
 from tasks.run.select_batch import RunContext, UnitResult
 from tasks.selectors.call_budget import RunLedger, ledger_path
 from tasks.taskset.provisional_labels import refuse_provisional
+from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
 from warehouse.connect import WarehouseBusy
 from warehouse.location import warehouse_at
 from warehouse.register_run import save_registration
@@ -67,6 +68,22 @@ class RunSummary:
     """Earlier runs that had landed without registering and that this run registered."""
     leftovers: list[str] | None = None
     """What this run cleaned or finished of crashed runs (tasks/run/leftovers.py), one line each."""
+    trace_target: TraceTarget | None = None
+    """Where the run's traces went (None: not traced)."""
+
+    @property
+    def trace(self) -> str | None:
+        return str(self.trace_target) if self.trace_target else None
+
+    @property
+    def trace_warnings(self) -> list[str]:
+        """Waits until this process has sent the run's spans and annotations, and says which were dropped
+        (the collector was down, one line each; rows are unaffected). The flow itself does not wait."""
+        if self.trace_target is None:
+            return []
+        from tasks.tracing.exporter import finished_warnings
+
+        return finished_warnings(self.trace_target)
 
 
 YOUNG_GENERATION_THRESHOLD = 50_000
@@ -97,12 +114,13 @@ def _few_collections() -> Iterator[None]:
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
 def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str | None = None,
              use_cache: bool = True, max_calls: int | None = None, max_spend_usd: float | None = None,
-             allow_provisional: bool = False) -> RunSummary:
+             allow_provisional: bool = False, trace: str | None = None) -> RunSummary:
     """Run every arm x seed of an experiment and register the rows in the warehouse.
 
     ``max_calls`` / ``max_spend_usd`` cap the run's hosted-model calls (default: the experiment's budget).
     ``allow_provisional`` lets a version with provisional labels (production hints) be measured; the report
-    then says so. The task runner is set with ``evaluate.with_options(task_runner=...)``, see
+    then says so. ``trace`` (otlp://HOST:PORT) sends one OpenInference trace per row, overriding the
+    experiment's ``tracing:`` block. The task runner is set with ``evaluate.with_options(task_runner=...)``, see
     ``flows/task_runners.py``."""
     started_at = datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
@@ -113,12 +131,14 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     tables = {version: loaded.table for version, loaded in prepared.versions.items()}  # columnar, shared by the units
     units = plan_units(prepared.experiment, tables, prepared.taskset)
     budget = prepared.experiment.spec.budget
+    trace_target = resolve_trace_target(trace, prepared.experiment)
     ctx = RunContext(run_id=run_id, experiment=prepared.experiment.name, rows_dir=warehouse.rows_dir,
                      cache_path=warehouse.cache_path if use_cache else None,
                      ledger_path=ledger_path(warehouse.cache_path),
                      max_calls=max_calls if max_calls is not None else (budget.max_calls if budget else None),
                      max_spend_usd=max_spend_usd if max_spend_usd is not None else (
-                         budget.max_spend_usd if budget else None))
+                         budget.max_spend_usd if budget else None),
+                     trace=trace_target)
 
     mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
     # acceptance criteria: hashed and timestamped before the first selection, judged after registration
@@ -136,6 +156,9 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         results: list[UnitResult] = futures.result()  # every unit has finished: the first failure raises, as before
 
     reached("all-landed")
+    # the spans and annotations still queued leave while the run registers and reports; the flow does not
+    # wait for the collector: the process sends the rest before it exits (the CLI after printing the report)
+    _start_finishing_tracing(trace_target)
     registration = registration_records(prepared, units, run_id, started_at,
                                         criteria_hash=registered.sha256 if registered else None,
                                         criteria_registered_at=registered.registered_at if registered else None)
@@ -177,4 +200,15 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       verdict=published.verdict if published else None,
                       report=published.report if published else None,
                       registered=published is not None, late_registrations=[done.run_id for done in late],
-                      leftovers=leftovers.lines())
+                      leftovers=leftovers.lines(),
+                      trace_target=trace_target)
+
+
+def _start_finishing_tracing(target: TraceTarget | None) -> None:
+    """Start sending the spans and annotations still queued in this process (worker processes send theirs
+    as they exit); ``RunSummary.trace_warnings`` waits for it."""
+    if target is None:
+        return
+    from tasks.tracing.exporter import start_finishing  # OpenTelemetry: loaded only by a run that traces
+
+    start_finishing(target)

@@ -64,22 +64,27 @@ class TaskRunOutcome:
 
 
 def run_task_experiment(experiment_path: Path | str, *, warehouse: str | Path | None = None, use_cache: bool = True,
-                        max_calls: int | None = None, max_spend_usd: float | None = None) -> TaskRunOutcome:
+                        max_calls: int | None = None, max_spend_usd: float | None = None,
+                        trace: str | None = None) -> TaskRunOutcome:
     """Check, run, land, register and report one task experiment. Raises InputError on bad input, before any
-    agent turn and with nothing written."""
+    agent turn and with nothing written. ``trace`` (otlp://HOST:PORT, or 'off') as for ``run_experiment``."""
     apply_prefect_defaults()
     server = run_server()
     try:
         prepared = prepare_task_run_once(experiment_path)  # fail fast on bad input, while the server starts
         # the selection run's preflight: work planned, warehouse folder and DuckDB file, disk, PREFECT_HOME
         check_before_run(_PreflightView.of(prepared), warehouse_at(warehouse), starts_prefect_server=server is not None)
+        from tasks.tracing.trace_target import resolve_trace_target
+
+        resolve_trace_target(trace, prepared.experiment)  # a malformed trace target is bad input too
         from flows.api import prefect_api  # the selection API's server hand-over, reused
         from flows.surface_run import surface_run  # Prefect: heavy, imported only to run
 
         with prefect_api(server):
             summary = surface_run(experiment_path=str(experiment_path),
                                   warehouse_dir=str(warehouse) if warehouse is not None else None,
-                                  use_cache=use_cache, max_calls=max_calls, max_spend_usd=max_spend_usd)
+                                  use_cache=use_cache, max_calls=max_calls, max_spend_usd=max_spend_usd,
+                                  trace=trace)
     finally:
         if server is not None:
             server.stop()

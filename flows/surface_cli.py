@@ -17,7 +17,8 @@ from tasks.surface.task_report import render_task_markdown, render_task_text
 def cmd_tasks_run(args: argparse.Namespace) -> int:
     announce(f"tooleval tasks run {args.experiment}: checking the arms, surfaces and tasks, starting Prefect ...")
     outcome = surface_api.run_task_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
-                                              max_calls=args.max_calls, max_spend_usd=args.max_spend_usd)
+                                              max_calls=args.max_calls, max_spend_usd=args.max_spend_usd,
+                                              trace=args.trace)
     summary, warehouse = outcome.summary, outcome.warehouse
     print(render_task_text(outcome.report, terminal_width()), end="")
     print(f"\ntask run {summary.run_id}: {summary.n_runs:,} runs in {summary.n_units} work units, "
@@ -38,6 +39,11 @@ def cmd_tasks_run(args: argparse.Namespace) -> int:
     if outcome.report.verdict is not None:
         print(f"verdict:       {outcome.report.verdict.status} — {outcome.report.verdict.reason} "
               f"(exit {outcome.exit_code})")
+    if summary.trace_target is not None:
+        sys.stdout.flush()
+        dropped = summary.trace_warnings  # waits until the spans are sent: the report is out already
+        print(f"traces:        {summary.trace_target}: " + ("dropped, see the warning above" if dropped
+                                                             else f"one per task run, {summary.n_runs:,}"))
     return outcome.exit_code
 
 
@@ -72,6 +78,9 @@ def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the task cache")
     run.add_argument("--max-spend-usd", type=float, default=None, metavar="USD", help="stop new model calls past this spend")
     run.add_argument("--max-calls", type=int, default=None, metavar="N", help="stop after N HTTP requests to models, retries included")
+    run.add_argument("--trace", default=None, metavar="otlp://HOST:PORT",
+                     help="send one OpenInference trace per task run (a TOOL span per call, the task check as an "
+                          "annotation) to an OTLP/HTTP collector such as Phoenix ('off': not the experiment's either)")
     run.set_defaults(func=cmd_tasks_run)
     report = actions.add_parser("report", help="print the report of a task run (default: the latest)",
                                 description="Print a registered task run's report from the DuckDB file.")

@@ -12,6 +12,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from flows.surface_run_tasks import register_task_run_task, run_task_unit_task
 from schemas.criteria import Verdict
 from tasks.run.registration_records import new_run_id
+from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
 from tasks.selectors.call_budget import RunLedger, ledger_path
 from tasks.surface.plan_task_units import plan_task_units
 from tasks.surface.prepare_task_run import prepare_task_run_once
@@ -44,12 +45,22 @@ class SurfaceRunSummary:
     halts: dict[str, str] | None = None
     verdict: Verdict | None = None
     report: TaskReport | None = None
+    trace_target: TraceTarget | None = None
+    """Where the run's traces went (None: not traced); ``trace_warnings`` waits until they are sent."""
+
+    @property
+    def trace_warnings(self) -> list[str]:
+        if self.trace_target is None:
+            return []
+        from tasks.tracing.exporter import finished_warnings
+
+        return finished_warnings(self.trace_target)
 
 
 @flow(name="surface-run", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
 def surface_run(experiment_path: str, warehouse_dir: str | None = None, run_id: str | None = None,
                 use_cache: bool = True, max_calls: int | None = None,
-                max_spend_usd: float | None = None) -> SurfaceRunSummary:
+                max_spend_usd: float | None = None, trace: str | None = None) -> SurfaceRunSummary:
     """Run every arm x seed x task of a task experiment and register task_runs and task_calls."""
     started_at = datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
@@ -58,17 +69,23 @@ def surface_run(experiment_path: str, warehouse_dir: str | None = None, run_id: 
     prepared = prepare_task_run_once(experiment_path)  # the API's checked run when it prepared one here
     units = plan_task_units(prepared.experiment, prepared.versions)
     budget = prepared.experiment.spec.budget
+    trace_target = resolve_trace_target(trace, prepared.experiment)  # --trace, else the tracing: block
     ctx = TaskRunContext(
         run_id=run_id, experiment=prepared.experiment.name, runs_dir=task_runs_dir(warehouse),
         calls_dir=task_calls_dir(warehouse), cache_path=task_cache_path(warehouse) if use_cache else None,
         ledger_path=ledger_path(task_cache_path(warehouse)),
         max_calls=max_calls if max_calls is not None else (budget.max_calls if budget else None),
-        max_spend_usd=max_spend_usd if max_spend_usd is not None else (budget.max_spend_usd if budget else None))
+        max_spend_usd=max_spend_usd if max_spend_usd is not None else (budget.max_spend_usd if budget else None),
+        trace=trace_target)
 
     registered = (register_task_criteria(prepared.criteria[0], warehouse.registrations_dir, run_id)
                   if prepared.criteria else None)  # hashed and timestamped before the first call
 
     results: list[TaskUnitResult] = run_task_unit_task.map(units, ctx=unmapped(ctx)).result()
+    if trace_target is not None:  # what is still queued leaves while the run registers and reports
+        from tasks.tracing.exporter import start_finishing
+
+        start_finishing(trace_target)
 
     registration = task_registration(prepared, run_id, started_at,
                                      criteria_hash=registered.sha256 if registered else None,
@@ -83,4 +100,5 @@ def surface_run(experiment_path: str, warehouse_dir: str | None = None, run_id: 
         n_success=sum(r.n_success for r in results), n_failed=sum(r.n_failed for r in results),
         n_budget_stopped=sum(r.n_budget_stopped for r in results), warehouse=str(warehouse.root),
         reports={kind: str(path) for kind, path in published.paths.items()}, n_calls=spent.calls,
-        spend_usd=spent.spend_usd, halts=spent.halts, verdict=published.report.verdict, report=published.report)
+        spend_usd=spent.spend_usd, halts=spent.halts, verdict=published.report.verdict, report=published.report,
+        trace_target=trace_target)

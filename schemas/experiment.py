@@ -65,6 +65,15 @@ class RunBudget(BaseModel):
     max_calls: int | None = Field(default=None, ge=0, description="Cap on provider calls (router and judge included).")
 
 
+class TracingSpec(BaseModel):
+    """Export every selection as an OpenInference trace (off unless given; ``--trace`` overrides it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint: str = Field(description="OTLP/HTTP collector as otlp://HOST:PORT (Phoenix: otlp://127.0.0.1:6006).")
+    project: str | None = Field(default=None, description="Phoenix project the spans land in (default 'tooleval').")
+
+
 class ExperimentFile(BaseModel):
     """An experiment file (YAML) as written by a person."""
 
@@ -87,6 +96,8 @@ class ExperimentFile(BaseModel):
     declared: Declarations = Field(default_factory=Declarations, description="Knowing departures from the rules.")
     budget: RunBudget | None = Field(
         default=None, description="Spend and call caps per run (the CLI's --max-spend-usd / --max-calls override).")
+    tracing: TracingSpec | None = Field(
+        default=None, description="Send one OpenInference trace per row to an OTLP collector such as Phoenix.")
 
     @model_validator(mode="before")
     @classmethod

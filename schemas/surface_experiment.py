@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.experiment import Declarations, RunBudget
+from schemas.experiment import Declarations, RunBudget, TracingSpec
 
 AgentKind = Literal["baseline", "openai", "anthropic"]
 """baseline: the offline agent (a router and schema-guided argument filling; it does not read prompts);
@@ -76,6 +76,8 @@ class TaskExperimentFile(BaseModel):
         default="ladder", description="'ladder' compares each arm with the one before; or explicit pairs.")
     declared: Declarations = Field(default_factory=Declarations, description="Knowing departures from the rules.")
     budget: RunBudget | None = Field(default=None, description="Spend and call caps of the run (hosted agents).")
+    tracing: TracingSpec | None = Field(
+        default=None, description="Send one OpenInference trace per task run to an OTLP collector such as Phoenix.")
 
     @model_validator(mode="before")
     @classmethod

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ContextManager
+from typing import TYPE_CHECKING, ContextManager
 
 from schemas.arrow import to_arrow_table
 from schemas.rows import Selection, SelectionRow
@@ -18,6 +19,9 @@ from tasks.run.selection_cache import SelectionCache
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.registry import selector_for
 from warehouse.parquet_store import write_partition
+
+if TYPE_CHECKING:  # tracing is imported only by a run that traces
+    from tasks.tracing.trace_target import TraceTarget
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,8 @@ class RunContext:
     prefix_lanes: bool = True
     """Hosted arms: one (arm, seed) at a time per endpoint (``prefix_lanes``); off only to measure the
     difference (benchmarks/prefix_cache.py)."""
+    trace: "TraceTarget | None" = None
+    """Where the run's traces go (``--trace`` / the experiment's ``tracing:``); None: no tracing, no import."""
 
 
 @dataclass(frozen=True)
@@ -119,14 +125,16 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
             reached("unit-selected", unit.label)
             fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}
             cache.put_many(fresh.items())
-    rows = [
-        build_row(unit, p, cached[p.cache_key] if p.cache_key in cached else fresh[p.cache_key],
-                  p.cache_key in cached, ctx)
-        for p in planned
-    ]
+    selected_ns = time.time_ns()  # the traces end when the answers were in hand
+    selections = [cached[p.cache_key] if p.cache_key in cached else fresh[p.cache_key] for p in planned]
+    rows = [build_row(unit, p, selection, p.cache_key in cached, ctx) for p, selection in zip(planned, selections)]
     path = write_partition(ctx.rows_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
                            to_arrow_table(SelectionRow, rows))
     reached("unit-landed", unit.label)
+    if ctx.trace is not None:  # after the rows landed: tracing can never cost the run a row
+        from tasks.tracing.trace_unit import trace_selection_unit
+
+        trace_selection_unit(ctx.trace, unit, planned, selections, rows, selected_ns)
     return UnitResult(
         label=unit.label, path=str(path), n_rows=len(rows), n_correct=sum(r["correct"] for r in rows),
         n_cache_hits=len(planned) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),

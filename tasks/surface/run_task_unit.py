@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.arrow import to_arrow_table
 from schemas.surface_rows import TaskCallRow, TaskOutcome, TaskRunRow
@@ -28,6 +28,9 @@ from tasks.surface.resolve_task_experiment import ResolvedTaskArm
 from tasks.surface.task_cache import TaskCache
 from warehouse.parquet_store import write_partition
 
+if TYPE_CHECKING:  # tracing is imported only by a run that traces
+    from tasks.tracing.trace_target import TraceTarget
+
 
 @dataclass(frozen=True)
 class TaskRunContext:
@@ -39,6 +42,8 @@ class TaskRunContext:
     ledger_path: Path | None = None
     max_calls: int | None = None
     max_spend_usd: float | None = None
+    trace: "TraceTarget | None" = None
+    """Where the run's traces go (one per task run, a TOOL span per call); None: no tracing, no import."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,7 @@ def run_task_unit(unit: TaskUnit, ctx: TaskRunContext) -> TaskUnitResult:
         cached = cache.get_many(p.cache_key for p in unit.tasks)
         todo = [p for p in unit.tasks if p.cache_key not in cached]
         fresh = run_fresh(make_agent(unit.arm, ledger), unit, todo, cache) if todo else {}
+    ran_ns = time.time_ns()
     rows, call_rows = [], []
     for planned in unit.tasks:
         hit = planned.cache_key in cached
@@ -136,6 +142,10 @@ def run_task_unit(unit: TaskUnit, ctx: TaskRunContext) -> TaskUnitResult:
                     to_arrow_table(TaskRunRow, rows))
     write_partition(ctx.calls_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
                     to_arrow_table(TaskCallRow, call_rows))
+    if ctx.trace is not None:  # after the rows landed: tracing can never cost the run a row
+        from tasks.tracing.surface_trace import trace_task_unit
+
+        trace_task_unit(ctx.trace, unit, rows, call_rows, ran_ns)
     return TaskUnitResult(
         label=unit.label, n_runs=len(rows), n_calls=len(call_rows), n_success=sum(r["success"] for r in rows),
         n_cache_hits=len(unit.tasks) - len(todo),

@@ -1,0 +1,263 @@
+"""A small traced run read back from a real Phoenix server (``phoenix serve`` started here, on free ports, its
+working dir in a temporary folder): every warehouse row has its trace, every decision its DECISION span,
+every chat call its LLM span, every label check and judge verdict its annotation on the span it judges;
+one for one. The run mixes an offline router, a gated hosted arm and a judged hosted arm (the hosted ones
+through the official SDK against the loopback provider server, with a distinctive fake key that must
+appear in no span and no annotation)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import duckdb
+import httpx
+import pytest
+import yaml
+
+from tasks.tracing.trace_ids import DECISION, LLM, ROOT, TraceIds
+from tests.factories.catalogues import support_tools
+from tests.provider_server import ProviderServer, Reply, Seen, oracle, text_reply
+from tests.selectors.providers.example_arguments import example_arguments
+from tests.selectors.providers.test_provider_flow import trimmed_support
+from tests.tracing.phoenix_server import PhoenixServer
+
+pytestmark = pytest.mark.slow
+
+FAKE_KEY = "sk-tooleval-FAKE-TRACE-5e0b3c7d9a1f4e26-DO-NOT-LEAK"
+PROJECT = "tooleval-traced-test"
+VOTES = ["right", "wrong", "right"]  # the judge's three votes of every turn (by vote index)
+THRESHOLD = 0.5
+READ_TIMEOUT_S = 240.0
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory):
+    with PhoenixServer(tmp_path_factory.mktemp("phoenix")) as server:
+        yield server
+
+
+def _script(expected: dict[str, str]):
+    arguments = {t.name: example_arguments(t.parameters) for t in support_tools()}
+    answer = oracle(expected, arguments)
+
+    def script(seen: Seen) -> Reply:
+        if seen.system.startswith("You grade"):
+            return text_reply(VOTES[(seen.seed or 0) % 3])
+        return answer(seen)
+
+    return script
+
+
+@pytest.fixture
+def traced_run(prefect_harness, phoenix, support_copy: Path, warehouse_dir: Path, monkeypatch):
+    from flows.evaluate import evaluate
+
+    expected = trimmed_support(support_copy)
+    with ProviderServer(_script(expected), api_key=FAKE_KEY) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
+        gpt = {"selector": "openai", "model": "gpt-4.1-mini-2025-04-14"}
+        experiment = {
+            "name": "traced-mix", "taskset": "..", "version": "v1", "seeds": [1, 2, 3], "batch_size": 5,
+            "defaults": {"catalogue": "giftcards", "prompt": "default"},
+            "arms": [
+                {"name": "lexical-30", "selector": "lexical", "model": "bm25-okapi"},
+                {"name": "gpt-gated", **gpt, "options": {"route": "gated", "router": "lexical",
+                                                         "threshold": THRESHOLD}},
+                {"name": "gpt-judged", **gpt, "options": {"judge": {"model": "gpt-4.1-2025-04-14", "votes": 3}}},
+            ],
+            "comparisons": [{"from": "lexical-30", "to": "gpt-gated", "declare": ["model"]},
+                            {"from": "gpt-gated", "to": "gpt-judged"}],
+            "tracing": {"endpoint": "otlp://127.0.0.1:9", "project": PROJECT},  # the flag below overrides it
+        }
+        path = support_copy / "experiments" / "traced.yaml"
+        path.write_text(yaml.safe_dump(experiment, sort_keys=False))
+        summary = evaluate(experiment_path=str(path), warehouse_dir=str(warehouse_dir), trace=phoenix.otlp)
+    con = duckdb.connect(str(warehouse_dir / "tooleval.duckdb"), read_only=True)
+    cursor = con.execute("select * from selection_rows where run_id = ? order by arm, seed, request_id",
+                         [summary.run_id])
+    columns = [d[0] for d in cursor.description]
+    rows = [dict(zip(columns, values)) for values in cursor.fetchall()]
+    orders = {}
+    for arm, seed, tool, _ in con.execute("select arm, seed, tool, position from seed_orders where run_id = ? "
+                                          "order by arm, seed, position", [summary.run_id]).fetchall():
+        orders.setdefault((arm, seed), []).append(tool)
+    con.close()
+    return summary, rows, orders
+
+
+def _read_back(phoenix: PhoenixServer, n_spans: int, n_annotations: int):
+    """Phoenix stores what it receives a little later: poll until every span and annotation is there."""
+    client = phoenix.client()
+    deadline = time.monotonic() + READ_TIMEOUT_S
+    while True:
+        try:
+            spans = client.spans.get_spans(project_identifier=PROJECT, limit=100_000)
+        except httpx.HTTPStatusError as error:  # 404 until the project's first span is stored
+            if error.response.status_code != 404 or time.monotonic() > deadline:
+                raise
+            spans = []
+        annotations = client.spans.get_span_annotations(spans=spans, project_identifier=PROJECT) if spans else []
+        if (len(spans) >= n_spans and len(annotations) >= n_annotations) or time.monotonic() > deadline:
+            return client, spans, annotations
+        time.sleep(2.0)
+
+
+def _roles(row) -> tuple[str, ...]:
+    if row["selector"] == "lexical":
+        return (DECISION,)  # the offline selector is the decision model: its trace is that one span
+    return (ROOT, DECISION, LLM) if row["router"] else (ROOT, LLM)
+
+
+def test_every_row_reads_back_from_phoenix_as_its_trace_with_its_annotations(traced_run, phoenix):
+    summary, rows, orders = traced_run
+    assert summary.trace_warnings == [] and summary.trace.startswith(phoenix.otlp)
+    n = len(rows)
+    assert n == summary.n_rows == 3 * 3 * 12
+    judged = [r for r in rows if r["judge_verdict"] is not None]
+    routed_by_chat = [r for r in rows if r["router"] and r["decided_by"] == "chat" and r["router_pick"] is not None]
+    assert len(judged) == 36 and routed_by_chat, "the run should judge one arm and fall back on some gated rows"
+    n_spans = sum(len(_roles(r)) for r in rows)
+    n_annotations = n + len(judged) + len(routed_by_chat)
+    client, spans, annotations = _read_back(phoenix, n_spans, n_annotations)
+    assert len(spans) == n_spans and len(annotations) == n_annotations
+
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    assert len(by_id) == n_spans
+    notes = {}
+    for note in annotations:
+        key = (note["span_id"], note["name"])
+        assert key not in notes
+        notes[key] = note
+    for row in rows:
+        ids = TraceIds.of(row["run_id"], row["arm"], row["seed"], row["request_id"])
+        top = _roles(row)[0]
+        root = by_id[ids.span_hex(top)]
+        attrs = root["attributes"]
+        assert root["context"]["trace_id"] == ids.trace_hex and root["parent_id"] is None
+        assert root["span_kind"] == ("CHAIN" if top == ROOT else "DECISION")
+        assert (attrs["metadata.run_id"], attrs["metadata.arm"], attrs["metadata.seed"], attrs["metadata.request_id"],
+                attrs["metadata.slice"], attrs["metadata.label"], attrs["metadata.outcome"]) == (
+            row["run_id"], row["arm"], row["seed"], row["request_id"], row["slice"], row["expected"], row["outcome"])
+        options = orders[(row["arm"], row["seed"])] + ["none"]
+        if DECISION in _roles(row):
+            decision = by_id[ids.span_hex(DECISION)]
+            d = decision["attributes"]
+            offline = row["selector"] == "lexical"
+            assert decision["span_kind"] == "DECISION" and decision["context"]["trace_id"] == ids.trace_hex
+            assert decision["parent_id"] == (None if offline else ids.span_hex(ROOT))
+            assert json.loads(d["input.value"])["options"] == options and d["metadata.request_id"] == row["request_id"]
+            confidence = row["confidence"] if offline else row["router_confidence"]
+            probabilities = dict(row["probabilities"] if offline else row["router_probabilities"])
+            assert d["tooleval.decision.confidence"] == pytest.approx(confidence)
+            assert d["tooleval.decision.pick"] == (row["chosen"] if offline else row["router_pick"])
+            shown = json.loads(d["tooleval.decision.probabilities"])  # every option, in the seed's order
+            assert list(shown) == options and shown == pytest.approx({o: probabilities.get(o, 0.0) for o in options})
+            assert d["decision.model_name"] == "bm25-okapi"
+            if not offline:
+                assert d["tooleval.decision.threshold"] == THRESHOLD
+                assert d["tooleval.decision.fallback"] == bool(row["fallback"])
+                assert row["fallback"] == (row["router_confidence"] < THRESHOLD)
+        if LLM in _roles(row):
+            llm = by_id[ids.span_hex(LLM)]
+            a = llm["attributes"]
+            assert llm["span_kind"] == "LLM" and llm["parent_id"] == ids.span_hex(ROOT)
+            assert [a[f"llm.tools.{i}.tool.json_schema"] and json.loads(a[f"llm.tools.{i}.tool.json_schema"])
+                    ["function"]["name"] for i in range(len(options) - 1)] == options[:-1]  # the seed's order
+            assert a["llm.model_name"] == row["served_model_id"] and a["llm.request.model_name"] == row["model_id"]
+            assert a["llm.token_count.prompt"] == row["input_tokens"]
+            assert a["llm.token_count.completion"] == row["output_tokens"]
+            assert a["llm.input_messages.1.message.content"] == attrs["input.value"]
+            if row["chosen"] not in (None, "none"):
+                assert a["llm.output_messages.0.message.tool_calls.0.tool_call.function.name"] == row["chosen"]
+            assert (llm["end_time"] > llm["start_time"]) == (row["latency_ms"] > 0)
+        scored = DECISION if (LLM not in _roles(row) or row["decided_by"] == "router") else LLM
+        check = notes[(ids.span_hex(scored), "label_check")]
+        assert check["annotator_kind"] == "CODE" and check["result"]["label"] == row["outcome"]
+        assert check["result"]["score"] == (1.0 if row["correct"] else 0.0)
+        if row["judge_verdict"] is not None:
+            judge = notes[(ids.span_hex(LLM), "judge")]
+            assert judge["annotator_kind"] == "LLM" and judge["result"]["label"] == row["judge_verdict"] == "right"
+            assert judge["metadata"]["votes"] == list(row["judge_votes"]) == VOTES
+
+    # the low-confidence decisions, found the way the README says (Phoenix's span filter)
+    from phoenix.client.types.spans import SpanQuery
+
+    low = client.spans.get_spans_dataframe(
+        query=SpanQuery().where(f"span_kind == 'DECISION' and tooleval.decision.confidence < {THRESHOLD}"),
+        project_identifier=PROJECT, limit=100_000)
+    expect_low = sum(1 for r in rows if (r["confidence"] if r["selector"] == "lexical" else r["router_confidence"]
+                                         or 1.0) < THRESHOLD and DECISION in _roles(r))
+    assert len(low) == expect_low > 0
+    wrong = client.spans.get_spans_dataframe(
+        query=SpanQuery().where("annotations['label_check'].label == 'wrong_tool'"),
+        project_identifier=PROJECT, limit=100_000)
+    assert len(wrong) == sum(r["outcome"] == "wrong_tool" for r in rows) > 0
+
+    # no key anywhere in what Phoenix holds
+    held = json.dumps([spans, annotations], default=str)
+    assert FAKE_KEY not in held and "sk-tooleval" not in held
+
+
+SURFACE_PROJECT = "tooleval-traced-tasks"
+
+
+def test_every_task_run_reads_back_as_its_trace_with_a_tool_span_per_call(prefect_harness, phoenix, tmp_path):
+    """Tasks done on a tool surface (the offline baseline agent on a tiny help desk): one trace per task run,
+    an AGENT root and a TOOL span per call as the warehouse's task_calls rows have them, the task check as a
+    CODE annotation on the root."""
+    from flows.surface_run import surface_run
+    from tasks.tracing.surface_trace import call_role
+    from tests.surface.tiny_desk import write_desk
+
+    folder = write_desk(tmp_path)
+    experiment = folder / "experiments" / "four.yaml"
+    experiment.write_text(experiment.read_text() + f"tracing: {{endpoint: '{phoenix.otlp}', project: "
+                                                   f"{SURFACE_PROJECT}}}\n")
+    summary = surface_run(experiment_path=str(experiment), warehouse_dir=str(tmp_path / "wh"))
+    assert summary.trace_warnings == []
+    con = duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True)
+    runs = con.execute("select run_id, arm, seed, task_id, success, stop_reason, n_calls from task_runs "
+                       "where run_id = ?", [summary.run_id]).fetchall()
+    calls = con.execute("select arm, seed, task_id, call_index, name, arguments, valid, executed, error "
+                        "from task_calls where run_id = ?", [summary.run_id]).fetchall()
+    con.close()
+    assert len(runs) == summary.n_runs > 0 and calls
+
+    client = phoenix.client()
+    deadline = time.monotonic() + READ_TIMEOUT_S
+    spans, annotations = [], []
+    while time.monotonic() < deadline:
+        try:
+            spans = client.spans.get_spans(project_identifier=SURFACE_PROJECT, limit=100_000)
+        except httpx.HTTPStatusError:
+            spans = []
+        annotations = client.spans.get_span_annotations(spans=spans, project_identifier=SURFACE_PROJECT) \
+            if spans else []
+        if len(spans) >= len(runs) + len(calls) and len(annotations) >= len(runs):
+            break
+        time.sleep(2.0)
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    assert len(by_id) == len(runs) + len(calls) and len(annotations) == len(runs)
+    notes = {a["span_id"]: a for a in annotations}
+    for run_id, arm, seed, task_id, success, stop_reason, n_calls in runs:
+        ids = TraceIds.of(run_id, arm, seed, task_id)
+        root = by_id[ids.span_hex(ROOT)]
+        assert root["span_kind"] == "AGENT" and root["parent_id"] is None
+        assert (root["attributes"]["metadata.task_id"], root["attributes"]["metadata.arm"],
+                root["attributes"]["metadata.seed"], root["attributes"]["metadata.success"]) == (task_id, arm, seed,
+                                                                                                 success)
+        check = notes[ids.span_hex(ROOT)]
+        assert check["name"] == "task_check" and check["annotator_kind"] == "CODE"
+        assert check["result"]["label"] == ("success" if success else "failure")
+    for arm, seed, task_id, call_index, name, arguments, valid, executed, error in calls:
+        ids = TraceIds.of(summary.run_id, arm, seed, task_id)
+        tool = by_id[ids.span_hex(call_role(call_index))]
+        a = tool["attributes"]
+        assert tool["span_kind"] == "TOOL" and tool["parent_id"] == ids.span_hex(ROOT)
+        assert a["tool.name"] == name and a["input.value"] == (arguments or "")
+        assert (a["tooleval.call.valid"], a["tooleval.call.executed"], a["tooleval.call.error"]) == (
+            valid, executed, error)
+        assert (tool["status_code"] == "ERROR") == (not valid or error)
