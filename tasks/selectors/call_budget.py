@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from tasks.files.sqlite_files import open_shared_sqlite
+from tasks.files.sqlite_files import add_column_if_missing, open_shared_sqlite
 
 BUDGET_REACHED = "budget reached"
 """The detail of a row whose call was not made because a cap was reached."""
@@ -99,19 +99,6 @@ class LedgerSummary:
         return self.refused > 0
 
 
-def add_unknown_cost_column(con: sqlite3.Connection) -> None:
-    """Give a ledger written before ``unknown_cost_calls`` existed that column. Every work unit opens the
-    shared ledger at once, so another may add it between our look and our ALTER: that is the same outcome."""
-    columns = {row[1] for row in con.execute("PRAGMA table_info(run_budget)").fetchall()}
-    if "unknown_cost_calls" in columns:
-        return
-    try:
-        con.execute("ALTER TABLE run_budget ADD COLUMN unknown_cost_calls INTEGER NOT NULL DEFAULT 0")
-    except sqlite3.OperationalError as error:
-        if "duplicate column name" not in str(error):
-            raise
-
-
 class RunLedger:
     """Open per process (cheap); ``path=None`` keeps the ledger in memory (one process, e.g. a unit test)."""
 
@@ -127,7 +114,7 @@ class RunLedger:
                      sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False))
         for statement in _SCHEMA:
             self._con.execute(statement)
-        add_unknown_cost_column(self._con)
+        add_column_if_missing(self._con, "run_budget", "unknown_cost_calls", "INTEGER NOT NULL DEFAULT 0")
         with self._transaction() as con:
             con.execute("INSERT OR IGNORE INTO run_budget (run_id) VALUES (?)", [run_id])
             if max_calls is not None or max_spend_usd is not None:

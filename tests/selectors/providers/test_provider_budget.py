@@ -175,7 +175,7 @@ def test_a_ledger_from_before_unknown_cost_calls_opens_in_many_units_at_once(tmp
     missing and race to add it (the demo crashed on 'duplicate column name'): each must open cleanly."""
     import sqlite3
 
-    from tasks.selectors.call_budget import add_unknown_cost_column
+    from tasks.files.sqlite_files import add_column_if_missing
 
     path = tmp_path / "ledger.sqlite"
     old = sqlite3.connect(path)
@@ -183,8 +183,8 @@ def test_a_ledger_from_before_unknown_cost_calls_opens_in_many_units_at_once(tmp
                 "calls INTEGER NOT NULL DEFAULT 0, spend_usd REAL NOT NULL DEFAULT 0, "
                 "reserved_usd REAL NOT NULL DEFAULT 0, refused INTEGER NOT NULL DEFAULT 0)")
     old.commit()
-    add_unknown_cost_column(old)
-    add_unknown_cost_column(old)  # a second adder that looked before the first added it: no error
+    for _ in range(2):  # a second adder that looked before the first added it: no error
+        add_column_if_missing(old, "run_budget", "unknown_cost_calls", "INTEGER NOT NULL DEFAULT 0")
     old.close()
     with ThreadPoolExecutor(8) as pool:
         ledgers = list(pool.map(lambda n: RunLedger(path, f"run{n}"), range(8)))
