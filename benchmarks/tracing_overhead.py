@@ -1,6 +1,6 @@
 """What tracing costs a 1,620-row offline run: the evaluate flow's time with and without ``--trace``.
 
-    python benchmarks/tracing_overhead.py [--repeats 3] [--workdir DIR]
+    python benchmarks/tracing_overhead.py [--repeats 3] [--workdir DIR] [--prefect-heartbeat]
 
 The run is ``tasksets/support/experiments/traced.yaml`` (BM25 on the 30-tool catalogue, 540 requests x 3
 seeds = 1,620 rows, 9 work units), cache off so every run selects. In one process: Prefect's temporary
@@ -9,22 +9,32 @@ timed ``--repeats`` times each way, alternating (off, on, off, on, ...) so the m
 alike. Traced runs export to a real Phoenix server started here (``make phoenix`` builds its venv) on free
 ports: 1,620 spans (the offline router is the decision model: one DECISION span per row) and 1,620
 label-check annotations per run.
-Tracing's flow time includes building the spans and annotations in the units and queueing them; the spans
-and annotations leave from background threads, and what is still queued when the units are done is sent
-while the run registers and reports, without the flow waiting for it. "sent s" is the time until this
-process had sent everything (``RunSummary.trace_warnings`` waits for it; the CLI prints the report first).
+Tracing's flow time includes handing each landed unit's rows to the trace process (a pickle over a pipe,
+from a background thread); the trace process builds the spans and annotations and sends them, and what it
+still holds when the units are done is sent while the run registers and reports, without the flow waiting
+for it. "sent s" is the time until the trace process had sent everything and exited
+(``RunSummary.trace_warnings`` waits for it; the CLI prints the report first).
 
-Prints each run's seconds and this process's CPU seconds, the medians and the overhead in per cent of the
-untraced median (target <= 10%); then how long Phoenix took to store the traced runs' spans (after the last
-flow returned, not part of it). Phoenix stores spans on the same cores while later runs go: on a busy
-2-core machine that slows the runs after a traced one, traced or not.
+Prefect's flow heartbeat makes every flow end on a whole second after it began (its thread sleeps in 1 s
+steps and the flow joins it as it ends: 1.08 s or 2.08 s here, whatever the work), which hides any cost
+under a second. It is turned off for both ways unless ``--prefect-heartbeat``.
+
+Phoenix stores what it is sent on the same two cores, for several seconds of CPU a run: after each traced
+run the benchmark waits until Phoenix is idle, so every run starts on a quiet machine (as one run, then a
+look at Phoenix, would).
+
+Prints each run's seconds, this process's CPU seconds and the trace process's, the medians and the overhead
+in per cent of the untraced median (target <= 10%), the CPU Phoenix spent storing a run, and how long
+Phoenix took to have every span of the traced runs stored.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -49,6 +59,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--prefect-heartbeat", action="store_true",
+                        help="keep Prefect's flow heartbeat (flow times then come in whole seconds)")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tooleval-tracing-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -61,45 +73,87 @@ def main() -> None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def children_cpu() -> float:
+    """CPU seconds of this process's children that have ended (the trace processes, once waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds a running process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_idle(pid: int, timeout_s: float = 300.0) -> tuple[float, float]:
+    """Wait until the process (Phoenix) has used under 0.02 s of CPU in each of two half seconds in a row;
+    (the seconds waited, the CPU seconds it used meanwhile)."""
+    started, first = time.perf_counter(), process_cpu(pid)
+    last, quiet = first, 0
+    while quiet < 2 and time.perf_counter() - started < timeout_s:
+        time.sleep(0.5)
+        now = process_cpu(pid)
+        quiet = quiet + 1 if now - last < 0.02 else 0
+        last = now
+    return time.perf_counter() - started, last - first
+
+
 def run(args: argparse.Namespace, workdir: Path) -> None:
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with (contextlib.nullcontext() if args.prefect_heartbeat
+          else temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})):
+        measure(args, workdir)
+
+
+def measure(args: argparse.Namespace, workdir: Path) -> None:
     from flows.evaluate import evaluate
     from tasks.selectors import registry
     from tests.tracing.phoenix_server import PhoenixServer
 
     import bm25s  # noqa: F401
     logging.getLogger("bm25s").setLevel(logging.WARNING)
-    print(f"{os.cpu_count()} cores; {load_average()}", flush=True)
+    print(f"{os.cpu_count()} cores; {load_average()}; Prefect's flow heartbeat "
+          f"{'on' if args.prefect_heartbeat else 'off'}", flush=True)
     with PhoenixServer(workdir / "phoenix") as phoenix:
         print(f"Phoenix at {phoenix.base_url} (working dir {phoenix.working_dir})", flush=True)
 
-        def one(traced: bool, index: int) -> tuple[float, float, float, int]:
+        phoenix_cpus: list[float] = []
+
+        def one(traced: bool, index: int) -> tuple[float, float, float, float, int]:
             registry.clear_selectors()  # as a fresh CLI process
-            started, cpu = time.perf_counter(), time.process_time()
+            started, cpu, child_cpu = time.perf_counter(), time.process_time(), children_cpu()
             summary = evaluate(experiment_path=str(EXPERIMENT), warehouse_dir=str(workdir / f"wh-{index}"),
                                use_cache=False, trace=phoenix.otlp if traced else "off")
             seconds = time.perf_counter() - started
-            warnings = summary.trace_warnings  # waits until this process has sent the run's spans
+            warnings = summary.trace_warnings  # waits until the trace process has sent the run's spans
             sent, cpu = time.perf_counter() - started, time.process_time() - cpu
             assert summary.n_rows == 1620 and not warnings, warnings
-            return seconds, sent, cpu, summary.n_rows
+            if traced:  # every run starts on a quiet machine: Phoenix has stored the last traced run
+                waited, stored_cpu = wait_until_idle(phoenix.process.pid)
+                phoenix_cpus.append(stored_cpu)
+            return seconds, sent, cpu, children_cpu() - child_cpu, summary.n_rows
 
         for traced in (False, True):  # warm-up: Prefect's server, GE, bm25s, OpenTelemetry imports
-            seconds, _, _, _ = one(traced, -1 - traced)
+            seconds, _, _, _, _ = one(traced, -1 - traced)
             print(f"warm-up, {'traced' if traced else 'untraced'}: {seconds:.2f} s (not counted)", flush=True)
         times: dict[bool, list[float]] = {False: [], True: []}
         sents: dict[bool, list[float]] = {False: [], True: []}
         cpus: dict[bool, list[float]] = {False: [], True: []}
-        print(f"\n{'run':>4s} {'tracing':>8s} {'rows':>6s} {'flow s':>7s} {'sent s':>7s} {'CPU s':>6s}  load before",
-              flush=True)
+        child_cpus: list[float] = []
+        print(f"\n{'run':>4s} {'tracing':>8s} {'rows':>6s} {'flow s':>7s} {'sent s':>7s} {'CPU s':>6s} "
+              f"{'tracer CPU s':>12s}  load before", flush=True)
         for index in range(args.repeats):
             for traced in (False, True):
                 load = load_average()
-                seconds, sent, cpu, n_rows = one(traced, 2 * index + traced)
+                seconds, sent, cpu, child_cpu, n_rows = one(traced, 2 * index + traced)
                 times[traced].append(seconds)
                 sents[traced].append(sent)
                 cpus[traced].append(cpu)
+                if traced:
+                    child_cpus.append(child_cpu)
                 print(f"{index + 1:>4d} {'on' if traced else 'off':>8s} {n_rows:>6,d} {seconds:>7.2f} {sent:>7.2f} "
-                      f"{cpu:>6.2f}  {load}", flush=True)
+                      f"{cpu:>6.2f} {child_cpu if traced else 0.0:>12.2f}  {load}", flush=True)
         off, on = statistics.median(times[False]), statistics.median(times[True])
         overhead = 100.0 * (on - off) / off
         cpu_off, cpu_on = statistics.median(cpus[False]), statistics.median(cpus[True])
@@ -110,6 +164,12 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
               f"before): {sent_on:.2f} s = {100.0 * (sent_on - off) / off:+.1f}% over the untraced flow")
         print(f"median CPU of this process (Prefect's server and Phoenix apart): untraced {cpu_off:.2f} s, traced "
               f"{cpu_on:.2f} s = {100.0 * (cpu_on - cpu_off) / cpu_off:+.1f}%")
+        print(f"median CPU of the trace process (its start, building and sending the spans and annotations, on "
+              f"the other core): {statistics.median(child_cpus):.2f} s")
+        print(f"median CPU Phoenix used storing a traced run's spans and annotations (it was waited for before "
+              f"the next run): {statistics.median(phoenix_cpus):.2f} s")
+        print(f"mean flow time: untraced {statistics.mean(times[False]):.2f} s, traced "
+              f"{statistics.mean(times[True]):.2f} s")
         started = time.perf_counter()
         client = phoenix.client()
         expected = 1620 * (args.repeats + 1)

@@ -81,7 +81,7 @@ class RunSummary:
         (the collector was down, one line each; rows are unaffected). The flow itself does not wait."""
         if self.trace_target is None:
             return []
-        from tasks.tracing.exporter import finished_warnings
+        from tasks.tracing.trace_sender import finished_warnings
 
         return finished_warnings(self.trace_target)
 
@@ -156,9 +156,6 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         results: list[UnitResult] = futures.result()  # every unit has finished: the first failure raises, as before
 
     reached("all-landed")
-    # the spans and annotations still queued leave while the run registers and reports; the flow does not
-    # wait for the collector: the process sends the rest before it exits (the CLI after printing the report)
-    _start_finishing_tracing(trace_target)
     registration = registration_records(prepared, units, run_id, started_at,
                                         criteria_hash=registered.sha256 if registered else None,
                                         criteria_registered_at=registered.registered_at if registered else None)
@@ -190,6 +187,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     if spent.refused:
         get_run_logger().warning("run %s: budget reached, %d requests not sent; rerun to resume from the cache",
                                  run_id, spent.refused)
+    _start_finishing_tracing(trace_target)
     return RunSummary(run_id=run_id, n_rows=n_rows, n_units=len(units),
                       n_cache_hits=sum(r.n_cache_hits for r in results),
                       n_failures=sum(r.n_failures for r in results), warehouse=str(warehouse.root),
@@ -205,10 +203,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
 
 
 def _start_finishing_tracing(target: TraceTarget | None) -> None:
-    """Start sending the spans and annotations still queued in this process (worker processes send theirs
-    as they exit); ``RunSummary.trace_warnings`` waits for it."""
+    """The run is done: its trace process builds and sends the traces it holds (after the run's own work,
+    so they never compete for the cores), while the flow returns; worker processes close theirs as they
+    exit. ``RunSummary.trace_warnings`` waits for it."""
     if target is None:
         return
-    from tasks.tracing.exporter import start_finishing  # OpenTelemetry: loaded only by a run that traces
+    from tasks.tracing.trace_sender import start_finishing
 
     start_finishing(target)

@@ -52,7 +52,7 @@ class SurfaceRunSummary:
     def trace_warnings(self) -> list[str]:
         if self.trace_target is None:
             return []
-        from tasks.tracing.exporter import finished_warnings
+        from tasks.tracing.trace_sender import finished_warnings
 
         return finished_warnings(self.trace_target)
 
@@ -82,10 +82,6 @@ def surface_run(experiment_path: str, warehouse_dir: str | None = None, run_id: 
                   if prepared.criteria else None)  # hashed and timestamped before the first call
 
     results: list[TaskUnitResult] = run_task_unit_task.map(units, ctx=unmapped(ctx)).result()
-    if trace_target is not None:  # what is still queued leaves while the run registers and reports
-        from tasks.tracing.exporter import start_finishing
-
-        start_finishing(trace_target)
 
     registration = task_registration(prepared, run_id, started_at,
                                      criteria_hash=registered.sha256 if registered else None,
@@ -95,6 +91,10 @@ def surface_run(experiment_path: str, warehouse_dir: str | None = None, run_id: 
     published = publish_task_report(warehouse, run_id)
     with RunLedger(ctx.ledger_path, run_id) as ledger:
         spent = ledger.summary()
+    if trace_target is not None:  # the run is done: its trace process builds and sends what it holds
+        from tasks.tracing.trace_sender import start_finishing
+
+        start_finishing(trace_target)
     return SurfaceRunSummary(
         run_id=run_id, n_runs=n_runs, n_units=len(units), n_cache_hits=sum(r.n_cache_hits for r in results),
         n_success=sum(r.n_success for r in results), n_failed=sum(r.n_failed for r in results),

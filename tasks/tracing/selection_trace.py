@@ -25,7 +25,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.rows import Selection
-from tasks.selectors.chat_options import answer_options
+from tasks.tracing.annotations import selection_annotations
 from tasks.tracing.exporter import RunTracing, planned_ids
 from tasks.tracing.span_attributes import (
     PREFIX,
@@ -52,11 +52,30 @@ def selection_span_roles(row: Mapping[str, Any]) -> tuple[str, ...]:
     return (ROOT, DECISION, LLM) if row.get("router") else (ROOT, LLM)
 
 
+def emit_selection_unit(tracing: RunTracing, unit: Mapping[str, Any]) -> None:
+    """The traces and annotations of one landed unit, as trace_unit.py handed it over: ``items`` are
+    (row, Selection, messages JSON, tools in the seed's order), one per row."""
+    records: list[dict[str, Any]] = []
+    unit_tracer = None
+    for row, selection, messages_json, tools in unit["items"]:
+        # a unit is one arm under one seed: every request is offered the same tools, unless the task set
+        # gives each request its own (BFCL style), when the unit's constants are made per request
+        if unit_tracer is None or unit_tracer.tools is not tools:  # one tuple per unit, pickled once
+            unit_tracer = UnitTracer(tracing, row, tools, unit["prompt"], unit["invocation_parameters"],
+                                     unit["threshold"])
+        unit_tracer.emit(row, selection, messages_json, unit["ended_ns"])
+        roles = selection_span_roles(row)
+        tracing.built(len(roles))
+        records.extend(selection_annotations(row, roles))
+    tracing.annotations.post(records)
+
+
 class UnitTracer:
     """Emits the traces of one work unit: the attributes shared by its rows are computed once."""
 
     def __init__(self, tracing: RunTracing, first_row: Mapping[str, Any], tools: Sequence[ToolSpec], prompt: str,
-                 arm_options: Mapping[str, Any]) -> None:
+                 invocation_parameters: str, threshold: float | None) -> None:
+        """``invocation_parameters``: the arm's answer-changing options as JSON (``answer_options``)."""
         self.tracer = tracing.tracer
         self.tools = tools
         self.unit_meta = unit_metadata(first_row)
@@ -64,8 +83,7 @@ class UnitTracer:
         self.quoted_options = [json.dumps(option) for option in self.options]
         self.options_json = options_json(self.options)
         self.prompt = prompt
-        self.arm_options = arm_options
-        self.threshold = arm_options.get("threshold")
+        self.threshold = threshold
         self.offline = first_row["selector"] in OFFLINE_SELECTORS
         self._decision_models: dict[str, dict[str, Any]] = {}
         self.decision_kind = {**get_span_kind_attributes("decision"), INPUT_MIME: JSON, OUTPUT_MIME: JSON}
@@ -75,7 +93,7 @@ class UnitTracer:
                 **get_span_kind_attributes("llm"),
                 **get_llm_attributes(
                     provider=kind, system=kind, request_model_name=first_row["model_id"],
-                    invocation_parameters=json.dumps(answer_options(arm_options), sort_keys=True, default=str),
+                    invocation_parameters=invocation_parameters,
                     tools=[{"json_schema": {"type": "function", "function": {
                         "name": t.name, "description": t.description, "parameters": t.parameters}}} for t in tools]),
             }

@@ -94,34 +94,15 @@ def task_annotations(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     }]
 
 
-def trace_task_unit(target, unit, rows: Sequence[Mapping[str, Any]], call_rows: Sequence[Mapping[str, Any]],
-                    ended_ns: int) -> None:
-    """Trace one landed unit of a surface run; never fails the unit (see trace_unit.py)."""
-    from tasks.tracing.exporter import tracing_for
-
-    tracing = tracing_for(target)
-    if not tracing.alive or not rows:
-        return
+def emit_task_unit(tracing: RunTracing, unit: Mapping[str, Any]) -> None:
+    """The traces and task checks of one landed unit of a surface run, as trace_unit.py handed it over."""
+    by_task: dict[str, list[Mapping[str, Any]]] = {}
+    for call in unit["calls"]:
+        by_task.setdefault(call["task_id"], []).append(call)
     records: list[dict[str, Any]] = []
-    try:
-        by_task: dict[str, list[Mapping[str, Any]]] = {}
-        for call in call_rows:
-            by_task.setdefault(call["task_id"], []).append(call)
-        params = {tool.name: tool.parameters for tool in unit.tools}
-        requests = {planned.task.id: _request_text(planned.task) for planned in unit.tasks}
-        for row in rows:
-            emit_task_trace(tracing, row, by_task.get(row["task_id"], []), requests.get(row["task_id"], ""),
-                            params, ended_ns)
-            records.extend(task_annotations(row))
-    except Exception as error:  # a bug here must not cost the run its rows
-        tracing.give_up(f"could not build spans ({type(error).__name__}: {error})")
-        return
+    for row in unit["rows"]:
+        emit_task_trace(tracing, row, by_task.get(row["task_id"], []), unit["requests"].get(row["task_id"], ""),
+                        unit["params"], unit["ended_ns"])
+        tracing.built(1 + len(by_task.get(row["task_id"], [])))
+        records.extend(task_annotations(row))
     tracing.annotations.post(records)
-
-
-def _request_text(task) -> str:
-    messages = getattr(task, "messages", None)
-    if messages:
-        users = [m.content for m in messages if m.role == "user"]
-        return users[-1] if users else ""
-    return str(getattr(task, "request", "") or "")

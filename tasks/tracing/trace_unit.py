@@ -1,38 +1,60 @@
-"""Trace one landed work unit of a selection run: a trace per row and the rows' annotations.
+"""Hand one landed work unit to the run's trace process (trace_sender.py): the rows, what the selector
+answered and what the request showed, as plain data. The spans and annotations are built over there
+(selection_trace.py, surface_trace.py).
 
-Called by select_and_land only when the run traces. Tracing never fails a unit: any error in it turns
-tracing off for the rest of the run with one warning, and the rows are landed all the same.
+Called by the units only when the run traces, after their rows landed. Plain Python (no OpenTelemetry):
+tracing never fails a unit and costs the run only the copy of its rows.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping, Sequence
 
 from schemas.rows import Selection
-from tasks.tracing.annotations import selection_annotations
-from tasks.tracing.exporter import tracing_for
-from tasks.tracing.selection_trace import UnitTracer, selection_span_roles
+from tasks.tracing.trace_sender import sender_for
 from tasks.tracing.trace_target import TraceTarget
+
+SELECTION, TASK = "selection", "task"
+"""Kinds of unit the trace process builds traces for."""
 
 
 def trace_selection_unit(target: TraceTarget, unit, planned: Sequence, selections: Sequence[Selection],
                          rows: Sequence[Mapping[str, Any]], ended_ns: int) -> None:
-    tracing = tracing_for(target)
-    if not tracing.alive:
+    """``planned``: the unit's PlannedRequests (messages and tools in the seed's order), row for row."""
+    sender = sender_for(target)
+    if not sender.alive or not rows:
         return
-    if not rows:
+    from tasks.selectors.chat_options import answer_options
+
+    options = unit.arm.options
+    sender.send(SELECTION, {
+        "prompt": unit.arm.prompt_text, "threshold": options.get("threshold"),
+        "invocation_parameters": json.dumps(answer_options(options), sort_keys=True, default=str),
+        "ended_ns": ended_ns,
+        # the tools are one tuple for the whole unit (pickled once), or one per request (BFCL style)
+        "items": [(row, selection, request.messages_json, request.tools)
+                  for request, selection, row in zip(planned, selections, rows)],
+    })
+
+
+def trace_task_unit(target: TraceTarget, unit, rows: Sequence[Mapping[str, Any]],
+                    call_rows: Sequence[Mapping[str, Any]], ended_ns: int) -> None:
+    """A surface run's unit: its task_runs rows, their task_calls rows, the request each task made and the
+    offered tools' parameters."""
+    sender = sender_for(target)
+    if not sender.alive or not rows:
         return
-    records: list[dict[str, Any]] = []
-    try:
-        # a unit is one arm under one seed: every request is offered the same tools, unless the task set
-        # gives each request its own (BFCL style), when the unit's constants are made per request
-        unit_tracer = None
-        for request, selection, row in zip(planned, selections, rows):
-            if unit_tracer is None or unit_tracer.tools is not request.tools:
-                unit_tracer = UnitTracer(tracing, row, request.tools, unit.arm.prompt_text, unit.arm.options)
-            unit_tracer.emit(row, selection, request.messages_json, ended_ns)
-            records.extend(selection_annotations(row, selection_span_roles(row)))
-    except Exception as error:  # a bug here must not cost the run its rows
-        tracing.give_up(f"could not build spans ({type(error).__name__}: {error})")
-        return
-    tracing.annotations.post(records)
+    sender.send(TASK, {
+        "rows": list(rows), "calls": list(call_rows), "ended_ns": ended_ns,
+        "params": {tool.name: tool.parameters for tool in unit.tools},
+        "requests": {planned.task.id: _request_text(planned.task) for planned in unit.tasks},
+    })
+
+
+def _request_text(task) -> str:
+    messages = getattr(task, "messages", None)
+    if messages:
+        users = [m.content for m in messages if m.role == "user"]
+        return users[-1] if users else ""
+    return str(getattr(task, "request", "") or "")

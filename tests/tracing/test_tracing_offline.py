@@ -103,7 +103,7 @@ def _rows(result) -> list[dict]:
 
 
 def test_a_collector_that_is_down_drops_the_spans_with_one_warning_and_the_rows_are_the_same(tmp_path, caplog):
-    from tasks.tracing.exporter import finish_tracing
+    from tasks.tracing.trace_sender import finish_tracing
 
     unit = _lexical_unit()
     plain = select_and_land(unit, RunContext("run-plain", "exp", tmp_path / "rows", None))
@@ -129,7 +129,7 @@ class _Refusing(BaseHTTPRequestHandler):
 
 
 def test_a_collector_that_refuses_drops_spans_and_annotations_once_each_and_the_rows_land(tmp_path, caplog):
-    from tasks.tracing.exporter import finish_tracing
+    from tasks.tracing.trace_sender import finish_tracing
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
