@@ -143,7 +143,7 @@ def run_task_unit(unit: TaskUnit, ctx: TaskRunContext) -> TaskUnitResult:
     write_partition(ctx.calls_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
                     to_arrow_table(TaskCallRow, call_rows))
     if ctx.trace is not None:  # after the rows landed: tracing can never cost the run a row
-        from tasks.tracing.surface_trace import trace_task_unit
+        from tasks.tracing.trace_unit import trace_task_unit
 
         trace_task_unit(ctx.trace, unit, rows, call_rows, ran_ns)
     return TaskUnitResult(
