@@ -40,14 +40,16 @@ def trace_selection_unit(target: TraceTarget, unit, planned: Sequence, selection
 
 def trace_task_unit(target: TraceTarget, unit, rows: Sequence[Mapping[str, Any]],
                     call_rows: Sequence[Mapping[str, Any]], ended_ns: int) -> None:
-    """A surface run's unit: its task_runs rows, their task_calls rows, the request each task made and the
-    offered tools' parameters."""
+    """A surface run's unit: its task_runs rows, their task_calls rows, the request each task made, the
+    offered tools and the arm's prompt."""
     sender = sender_for(target)
     if not sender.alive or not rows:
         return
     sender.send(TASK, {
         "rows": list(rows), "calls": list(call_rows), "ended_ns": ended_ns,
-        "params": {tool.name: tool.parameters for tool in unit.tools},
+        # the offered tools in the seed's order (names as offered): the TOOL spans' schemas, the turns' tools
+        "tools": [(tool.name, tool.description, tool.parameters) for tool in unit.tools],
+        "prompt": unit.arm.prompt_text,
         "requests": {planned.task.id: _request_text(planned.task) for planned in unit.tasks},
     })
 

@@ -261,3 +261,84 @@ def test_every_task_run_reads_back_as_its_trace_with_a_tool_span_per_call(prefec
         assert (a["tooleval.call.valid"], a["tooleval.call.executed"], a["tooleval.call.error"]) == (
             valid, executed, error)
         assert (tool["status_code"] == "ERROR") == (not valid or error)
+
+
+HOSTED_PROJECT = "tooleval-traced-hosted-tasks"
+
+
+def test_a_hosted_agents_task_runs_read_back_with_an_llm_span_per_turn_and_no_key(prefect_harness, phoenix, tmp_path,
+                                                                                  monkeypatch):
+    """A chat-model agent (the official OpenAI SDK against the loopback server) on the tiny help desk: under
+    each task run's AGENT root, one LLM span per turn (the tools as offered in the seed's order, the turn's
+    tool calls, the final reply on the last) beside the TOOL spans; the fake key is nowhere in Phoenix."""
+    from flows.surface_run import surface_run
+    from tasks.tracing.surface_trace import call_role, turn_role
+    from tests.provider_server import ProviderServer, Seen, text_reply, tool_call
+    from tests.surface.tiny_desk import write_desk
+
+    def script(seen: Seen):
+        if seen.turn == 0:
+            return tool_call(next(t for t in seen.tools if t.endswith("close_ticket")), {"ticket_id": "T-1002"})
+        return text_reply("Closed T-1002.")
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with ProviderServer(script, api_key=FAKE_KEY) as server:
+        folder = write_desk(tmp_path, experiment=f"""\
+name: hosted
+taskset: ..
+version: t1
+seeds: [1, 2]
+declared: {{few_seeds: "a tracing test"}}
+defaults: {{agent: openai, model: gpt-4.1-mini-2025-04-14, prompt: default,
+           options: {{base_url: "{server.openai_url}", concurrency: 4, retry_base_delay_s: 0.01}}}}
+arms:
+  - {{name: A, surface: plain}}
+  - {{name: C, surface: prefixed}}
+tracing: {{endpoint: '{phoenix.otlp}', project: {HOSTED_PROJECT}}}
+""")
+        summary = surface_run(experiment_path=str(folder / "experiments" / "four.yaml"),
+                              warehouse_dir=str(tmp_path / "wh"))
+    assert summary.trace_warnings == []
+    con = duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True)
+    runs = con.execute("select run_id, arm, seed, task_id, n_turns, tool_order, final_reply, model_id, "
+                       "served_model_id from task_runs where run_id = ?", [summary.run_id]).fetchall()
+    calls = con.execute("select arm, seed, task_id, call_index, turn, name, arguments from task_calls "
+                        "where run_id = ?", [summary.run_id]).fetchall()
+    con.close()
+    n_turns = sum(r[4] for r in runs)
+    assert len(runs) == 2 * 2 * 4 and n_turns == 2 * len(runs) and len(calls) == len(runs)
+
+    client = phoenix.client()
+    deadline = time.monotonic() + READ_TIMEOUT_S
+    spans = []
+    while time.monotonic() < deadline:
+        try:
+            spans = client.spans.get_spans(project_identifier=HOSTED_PROJECT, limit=100_000)
+        except httpx.HTTPStatusError:
+            spans = []
+        if len(spans) >= len(runs) + n_turns + len(calls):
+            break
+        time.sleep(2.0)
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    assert len(by_id) == len(runs) + n_turns + len(calls)
+    turn_calls = {(c[0], c[1], c[2], c[4]): c for c in calls}
+    for run_id, arm, seed, task_id, turns, tool_order, final_reply, model_id, served in runs:
+        ids = TraceIds.of(run_id, arm, seed, task_id)
+        for turn in range(1, turns + 1):
+            span = by_id[ids.span_hex(turn_role(turn))]
+            a = span["attributes"]
+            assert span["span_kind"] == "LLM" and span["parent_id"] == ids.span_hex(ROOT)
+            assert span["context"]["trace_id"] == ids.trace_hex and a["tooleval.turn"] == turn
+            assert [json.loads(a[f"llm.tools.{i}.tool.json_schema"])["function"]["name"]
+                    for i in range(len(tool_order))] == list(tool_order)  # the seed's order
+            assert a["llm.request.model_name"] == model_id and a["llm.model_name"] == served
+            assert a["metadata.task_id"] == task_id and a["metadata.seed"] == seed
+            call = turn_calls.get((arm, seed, task_id, turn))
+            if call is not None:
+                assert a["llm.output_messages.0.message.tool_calls.0.tool_call.function.name"] == call[5]
+                assert by_id[ids.span_hex(call_role(call[3]))]["start_time"] >= span["end_time"]
+            else:
+                assert a["llm.output_messages.0.message.content"] == final_reply
+            assert ("llm.input_messages.1.message.content" in a) == (turn == 1)
+    held = json.dumps(spans, default=str)
+    assert FAKE_KEY not in held and "sk-tooleval" not in held
