@@ -8,11 +8,16 @@ building the spans in the run's process cost ~0.12 s of CPU and encoding them fo
 
 - The collector is probed here first: one that does not answer turns tracing off for the run with one
   warning, and no trace process is started.
-- Units are written to the trace process's stdin from a background thread (length-prefixed pickles); the
-  process's warnings come back as JSON lines on its stdout and are logged here, once each.
+- A unit is pickled where it landed and written to the trace process's stdin from a background thread
+  (length-prefixed pickles); the process's warnings come back as JSON lines on its stdout and are logged
+  here, once each.
+- Tracing never holds the run up: when more than ``MAX_WAITING_BYTES`` of units wait for the trace process
+  (it builds spans slower than an offline run lands rows, or a slow collector holds it), a unit's traces
+  are dropped, and one warning at the end counts them.
 - A trace process that dies drops the rest with one warning; rows never depend on it.
 - Finishing closes its stdin; it then sends what it holds and exits. A run process that is killed closes
-  the pipe too: the trace process still sends what it had been given.
+  the pipe too: the trace process (in a session of its own, so a Ctrl-C on the terminal does not cut it
+  short) still sends what it had been given. It gets no provider key in its environment.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import logging
 import os
 import pickle
 import queue
+import re
 import socket
 import struct
 import subprocess
@@ -37,9 +43,13 @@ log = logging.getLogger("tooleval.tracing")
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE_TIMEOUT_S = 1.0
-MAX_WAITING_UNITS = 64
-"""Units handed over but not yet written to the trace process: beyond this a unit waits (memory stays
-bounded when spans are built slower than rows are selected)."""
+MAX_WAITING_BYTES = 64 * 1024 * 1024
+"""Pickled units handed over but not yet written to the trace process: beyond this a unit's traces are
+dropped (counted), so memory stays bounded and the run never waits for tracing."""
+SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD|_KEY_FILE)$", re.IGNORECASE)
+KEPT_NAMES = ("PHOENIX_", "OTEL_")
+"""The trace process's environment leaves out variables named like a secret (a provider's API key), except
+Phoenix's and OpenTelemetry's own settings."""
 FRAME = struct.Struct(">I")
 """Each unit: its pickle's length (4 bytes, big-endian), then the pickle."""
 _STOP = None
@@ -62,7 +72,9 @@ class TraceSender:
         self.alive = True
         self.warnings: list[str] = []
         self._lock = threading.Lock()
-        self._units: queue.Queue = queue.Queue(MAX_WAITING_UNITS)
+        self._units: queue.Queue = queue.Queue()
+        self._waiting_bytes = 0
+        self._rows_handed = self._rows_dropped = 0
         self._process: subprocess.Popen | None = None
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -71,21 +83,29 @@ class TraceSender:
                        "are dropped (rows are unaffected)")
             self.alive = False
             return
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
-                                                            if p)}
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tasks.tracing.trace_process", target.host, str(target.port), target.project],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=trace_process_environment(), cwd=str(ROOT),
+            start_new_session=True)
         for name, work in (("tooleval-trace-writer", self._write_all), ("tooleval-trace-warnings", self._read_warnings)):
             thread = threading.Thread(target=work, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
         atexit.register(self.close)  # a worker process hands over its last units as it exits
 
-    def send(self, kind: str, payload: Any) -> None:
-        """Queue one unit for the trace process (``kind`` names its builder there)."""
-        if self.alive:
-            self._units.put((kind, payload))
+    def send(self, kind: str, payload: Any, n_rows: int) -> None:
+        """Hand one unit of ``n_rows`` rows to the trace process (``kind`` names its builder there); never
+        waits: when too much is waiting already, the unit's traces are dropped and counted."""
+        if not self.alive:
+            return
+        data = pickle.dumps((kind, payload), protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            self._rows_handed += n_rows
+            if self._closed or self._waiting_bytes + len(data) > MAX_WAITING_BYTES:
+                self._rows_dropped += n_rows
+                return
+            self._waiting_bytes += len(data)
+        self._units.put(data)
 
     def close(self) -> None:
         """No more units: write what is queued, close the trace process's input; do not wait for it."""
@@ -95,6 +115,9 @@ class TraceSender:
             self._closed = True
         self._units.put(_STOP)
         self._threads[0].join()
+        if self._rows_dropped and self.alive:
+            self._warn(f"tracing: the trace process fell behind the run; the traces of {self._rows_dropped:,} of "
+                       f"{self._rows_handed:,} rows were dropped (rows are unaffected)")
 
     def wait(self) -> list[str]:
         """``close``, then wait until the trace process has sent everything; the warnings of the run."""
@@ -110,10 +133,11 @@ class TraceSender:
     def _write_all(self) -> None:
         stdin = self._process.stdin
         try:
-            while (unit := self._units.get()) is not _STOP:
+            while (data := self._units.get()) is not _STOP:
+                with self._lock:
+                    self._waiting_bytes -= len(data)
                 if not self.alive:
                     continue
-                data = pickle.dumps(unit, protocol=pickle.HIGHEST_PROTOCOL)
                 stdin.write(FRAME.pack(len(data)))
                 stdin.write(data)
         except (BrokenPipeError, OSError) as error:
@@ -149,6 +173,15 @@ class TraceSender:
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
         log.warning(message)
+
+
+def trace_process_environment() -> dict[str, str]:
+    """The run's environment for the trace process: the project on its path, no variable named like a
+    secret."""
+    env = {name: value for name, value in os.environ.items()
+           if name.upper().startswith(KEPT_NAMES) or not SECRET_NAME.search(name)}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return env
 
 
 _senders: dict[TraceTarget, TraceSender] = {}

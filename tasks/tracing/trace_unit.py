@@ -35,7 +35,7 @@ def trace_selection_unit(target: TraceTarget, unit, planned: Sequence, selection
         # the tools are one tuple for the whole unit (pickled once), or one per request (BFCL style)
         "items": [(row, selection, request.messages_json, request.tools)
                   for request, selection, row in zip(planned, selections, rows)],
-    })
+    }, len(rows))
 
 
 def trace_task_unit(target: TraceTarget, unit, rows: Sequence[Mapping[str, Any]],
@@ -51,7 +51,7 @@ def trace_task_unit(target: TraceTarget, unit, rows: Sequence[Mapping[str, Any]]
         "tools": [(tool.name, tool.description, tool.parameters) for tool in unit.tools],
         "prompt": unit.arm.prompt_text,
         "requests": {planned.task.id: _request_text(planned.task) for planned in unit.tasks},
-    })
+    }, len(rows))
 
 
 def _request_text(task) -> str:
