@@ -1,6 +1,7 @@
 """What tracing costs a 1,620-row offline run: the evaluate flow's time with and without ``--trace``.
 
     python benchmarks/tracing_overhead.py [--repeats 3] [--workdir DIR] [--prefect-heartbeat]
+        [--requests N]
 
 The run is ``tasksets/support/experiments/traced.yaml`` (BM25 on the 30-tool catalogue, 540 requests x 3
 seeds = 1,620 rows, 9 work units), cache off so every run selects. In one process: Prefect's temporary
@@ -22,6 +23,11 @@ under a second. It is turned off for both ways unless ``--prefect-heartbeat``.
 Phoenix stores what it is sent on the same two cores, for several seconds of CPU a run: after each traced
 run the benchmark waits until Phoenix is idle, so every run starts on a quiet machine (as one run, then a
 look at Phoenix, would).
+
+``--requests N`` runs a larger offline run instead: ``benchmarks/synthetic.py``'s task set of N requests
+(the support ladder's four rungs, 3 seeds: 12N rows, 500 requests a unit), to see where the trace process
+falls behind an offline run (the run never waits for it: the traces it cannot take are dropped and
+counted in the run's one warning, printed here).
 
 Prints each run's seconds, this process's CPU seconds and the trace process's, the medians and the overhead
 in per cent of the untraced median (target <= 10%), the CPU Phoenix spent storing a run, and how long
@@ -59,6 +65,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--requests", type=int, default=None,
+                        help="a synthetic task set of this many requests (4 arms, 3 seeds) instead of traced.yaml")
     parser.add_argument("--prefect-heartbeat", action="store_true",
                         help="keep Prefect's flow heartbeat (flow times then come in whole seconds)")
     args = parser.parse_args()
@@ -115,20 +123,32 @@ def measure(args: argparse.Namespace, workdir: Path) -> None:
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     print(f"{os.cpu_count()} cores; {load_average()}; Prefect's flow heartbeat "
           f"{'on' if args.prefect_heartbeat else 'off'}", flush=True)
+    experiment, project, expected_rows = EXPERIMENT, "tooleval-support", 1620
+    if args.requests:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from synthetic import write_large_taskset
+
+        experiment = write_large_taskset(workdir / "synthetic", args.requests, arms=4, seeds=(1, 2, 3))
+        project, expected_rows = "tooleval", 12 * args.requests
+        print(f"synthetic task set: {args.requests:,} requests x 4 arms x 3 seeds = {expected_rows:,} rows",
+              flush=True)
     with PhoenixServer(workdir / "phoenix") as phoenix:
         print(f"Phoenix at {phoenix.base_url} (working dir {phoenix.working_dir})", flush=True)
+        all_warnings: list[str] = []
 
         phoenix_cpus: list[float] = []
 
         def one(traced: bool, index: int) -> tuple[float, float, float, float, int]:
             registry.clear_selectors()  # as a fresh CLI process
             started, cpu, child_cpu = time.perf_counter(), time.process_time(), children_cpu()
-            summary = evaluate(experiment_path=str(EXPERIMENT), warehouse_dir=str(workdir / f"wh-{index}"),
+            summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(workdir / f"wh-{index}"),
                                use_cache=False, trace=phoenix.otlp if traced else "off")
             seconds = time.perf_counter() - started
             warnings = summary.trace_warnings  # waits until the trace process has sent the run's spans
             sent, cpu = time.perf_counter() - started, time.process_time() - cpu
-            assert summary.n_rows == 1620 and not warnings, warnings
+            assert summary.n_rows == expected_rows, summary.n_rows
+            assert args.requests or not warnings, warnings  # the 1,620-row run must trace every row
+            all_warnings.extend(warnings)
             if traced:  # every run starts on a quiet machine: Phoenix has stored the last traced run
                 waited, stored_cpu = wait_until_idle(phoenix.process.pid)
                 phoenix_cpus.append(stored_cpu)
@@ -141,7 +161,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> None:
         sents: dict[bool, list[float]] = {False: [], True: []}
         cpus: dict[bool, list[float]] = {False: [], True: []}
         child_cpus: list[float] = []
-        print(f"\n{'run':>4s} {'tracing':>8s} {'rows':>6s} {'flow s':>7s} {'sent s':>7s} {'CPU s':>6s} "
+        print(f"\n{'run':>4s} {'tracing':>8s} {'rows':>8s} {'flow s':>7s} {'sent s':>7s} {'CPU s':>6s} "
               f"{'tracer CPU s':>12s}  load before", flush=True)
         for index in range(args.repeats):
             for traced in (False, True):
@@ -152,7 +172,7 @@ def measure(args: argparse.Namespace, workdir: Path) -> None:
                 cpus[traced].append(cpu)
                 if traced:
                     child_cpus.append(child_cpu)
-                print(f"{index + 1:>4d} {'on' if traced else 'off':>8s} {n_rows:>6,d} {seconds:>7.2f} {sent:>7.2f} "
+                print(f"{index + 1:>4d} {'on' if traced else 'off':>8s} {n_rows:>8,d} {seconds:>7.2f} {sent:>7.2f} "
                       f"{cpu:>6.2f} {child_cpu if traced else 0.0:>12.2f}  {load}", flush=True)
         off, on = statistics.median(times[False]), statistics.median(times[True])
         overhead = 100.0 * (on - off) / off
@@ -172,16 +192,20 @@ def measure(args: argparse.Namespace, workdir: Path) -> None:
               f"{statistics.mean(times[True]):.2f} s")
         started = time.perf_counter()
         client = phoenix.client()
-        expected = 1620 * (args.repeats + 1)
+        for warning in all_warnings:
+            print(f"warning of a traced run: {warning}")
+        dropped = sum(int(w.split("the traces of ")[1].split(" of ")[0].replace(",", ""))
+                      for w in all_warnings if "fell behind" in w)
+        expected = expected_rows * (args.repeats + 1) - dropped
         while time.perf_counter() - started < 300:
             try:
-                stored = len(client.spans.get_spans(project_identifier="tooleval-support", limit=100_000))
+                stored = len(client.spans.get_spans(project_identifier=project, limit=10_000_000))
             except Exception:  # noqa: BLE001  (404 before the project exists)
                 stored = 0
             if stored >= expected:
                 break
             time.sleep(1.0)
-        print(f"Phoenix stored {stored:,} of {expected:,} spans {time.perf_counter() - started:.1f} s after the "
+        print(f"Phoenix stored {stored:,} of the {expected:,} spans sent {time.perf_counter() - started:.1f} s after the "
               "last flow returned")
 
 

@@ -5,13 +5,17 @@ to its user:
 - ids planned from the row (trace_ids.py) through the SDK's own ``IdGenerator`` hook, so an annotation can
   name its span without the id travelling anywhere;
 - a collector that stops answering never holds a run up: an export that fails drops that batch and every
-  later one with one warning (the run's process probed the collector before starting this one).
+  later one with one warning (the run's process probed the collector before starting this one); one that
+  answers it is busy (Phoenix's 503 while its queue of spans to store is full) is waited for, in this
+  process, up to ``BUSY_PATIENCE_S`` a batch.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Callable, Iterator, Sequence
@@ -35,6 +39,8 @@ FLUSH_EVERY_SPANS = 8_192
 twice as long, never fills (a full queue drops spans), and a slow collector slows the trace process, not
 the run."""
 MAX_QUEUED_SPANS = 2 * FLUSH_EVERY_SPANS
+FLUSH_ROUNDS = 10
+"""Waits of 3 export time-outs each for the exported spans to catch up with those built."""
 
 _planned: ContextVar[tuple[int, int] | None] = ContextVar("tooleval_planned_ids", default=None)
 
@@ -64,19 +70,60 @@ def planned_ids(trace_id: int, span_id: int) -> Iterator[None]:
         _planned.reset(token)
 
 
-class DroppingExporter(SpanExporter):
-    """The OTLP exporter, until its first failed export: then one warning, and every later batch is
-    dropped at once instead of being retried against a collector that is gone."""
+BUSY_CODES = frozenset({429, 503})
+"""What a collector says when it is up but cannot take more now (Phoenix answers 503 while its queue of
+spans waiting to be stored, 20,000 by default, is full)."""
+BUSY_PATIENCE_S = float(os.environ.get("TOOLEVAL_TRACE_PATIENCE_S", "60"))
+"""How long one batch is offered to a busy collector before the rest of the run's spans are dropped
+(``TOOLEVAL_TRACE_PATIENCE_S``)."""
 
-    def __init__(self, inner: SpanExporter, target: TraceTarget, tracing: "RunTracing") -> None:
-        self._inner, self._target, self._tracing = inner, target, tracing
+
+class LastStatus:
+    """The HTTP status of the exporter's last answer, read through a ``requests`` response hook on the
+    session the exporter is given (None: no answer, e.g. the connection was refused)."""
+
+    def __init__(self) -> None:
+        self.code: int | None = None
+
+    def session(self):
+        import requests
+
+        session = requests.Session()
+        session.hooks["response"].append(self._seen)
+        return session
+
+    def _seen(self, response, *args, **kwargs) -> None:
+        self.code = response.status_code
+
+
+class PatientExporter(SpanExporter):
+    """The OTLP exporter, patient with a busy collector and not with a gone one: a batch a busy collector
+    (429/503) does not take is offered again for up to ``BUSY_PATIENCE_S`` (the trace process waits, the
+    run does not); any other failure, or a collector busy for longer, gives one warning, and every later
+    batch is dropped at once."""
+
+    def __init__(self, inner: SpanExporter, status: LastStatus, target: TraceTarget, tracing: "RunTracing") -> None:
+        self._inner, self._status, self._target, self._tracing = inner, status, target, tracing
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if not self._tracing.alive:
             return SpanExportResult.FAILURE
-        result = self._inner.export(spans)
-        if result is not SpanExportResult.SUCCESS:
-            self._tracing.give_up(f"the collector at {self._target.traces_url} did not accept spans")
+        started = time.monotonic()
+        while True:
+            self._status.code = None
+            result = self._inner.export(spans)
+            if result is SpanExportResult.SUCCESS or not self._tracing.alive:
+                return result
+            busy = self._status.code in BUSY_CODES
+            if not busy or time.monotonic() - started >= BUSY_PATIENCE_S:
+                break
+            time.sleep(1.0)  # the SDK's exporter has already backed off within its own time-out
+        code = self._status.code
+        why = (f"the collector at {self._target.traces_url} was at capacity (HTTP {code}) for "
+               f"{BUSY_PATIENCE_S:.0f} s" if busy else
+               f"the collector at {self._target.traces_url} did not accept spans "
+               f"({f'HTTP {code}' if code is not None else 'no answer'})")
+        self._tracing.give_up(why)
         return result
 
     def shutdown(self) -> None:
@@ -104,8 +151,9 @@ class RunTracing:
         logging.getLogger("opentelemetry.exporter").setLevel(logging.CRITICAL)
         resource = Resource.create({ResourceAttributes.PROJECT_NAME: target.project, "service.name": "tooleval"})
         self.provider = TracerProvider(resource=resource, id_generator=PlannedIds())
-        exporter = OTLPSpanExporter(endpoint=target.traces_url, timeout=EXPORT_TIMEOUT_S)
-        self.provider.add_span_processor(BatchSpanProcessor(DroppingExporter(exporter, target, self),
+        status = LastStatus()
+        exporter = OTLPSpanExporter(endpoint=target.traces_url, timeout=EXPORT_TIMEOUT_S, session=status.session())
+        self.provider.add_span_processor(BatchSpanProcessor(PatientExporter(exporter, status, target, self),
                                                             max_queue_size=MAX_QUEUED_SPANS))
         self.tracer: Tracer = self.provider.get_tracer("tooleval")
         self._unflushed = 0
@@ -125,9 +173,12 @@ class RunTracing:
             self._send_spans()
 
     def _send_spans(self) -> None:
+        """Wait until every span built is exported (or tracing gave up): a busy collector slows the builder
+        down instead of filling the SDK's queue, which would drop spans without a word."""
         self._unflushed = 0
-        if self.alive:
-            self.provider.force_flush(timeout_millis=int(3 * EXPORT_TIMEOUT_S * 1000))
+        for _ in range(FLUSH_ROUNDS):  # each export gives up within BUSY_PATIENCE_S: this ends well before
+            if not self.alive or self.provider.force_flush(timeout_millis=int(3 * EXPORT_TIMEOUT_S * 1000)):
+                return
 
     def flush(self) -> None:
         self._send_spans()

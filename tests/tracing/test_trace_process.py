@@ -42,9 +42,10 @@ print(json.dumps({{"warnings": finish_tracing(target)}}), flush=True)
 """
 
 
-def _run_units(collector: RecordingCollector, tmp_path: Path, kill: bool) -> tuple[subprocess.CompletedProcess, dict]:
+def _run_units(collector: RecordingCollector, tmp_path: Path, kill: bool,
+               **env_changes: str) -> tuple[subprocess.CompletedProcess, dict]:
     script = RUN_UNITS.format(root=str(ROOT_DIR), otlp=collector.otlp, rows=str(tmp_path / "rows"), kill=kill)
-    env = {**os.environ, "OPENAI_API_KEY": "sk-tooleval-FAKE-trace-process"}
+    env = {**os.environ, "OPENAI_API_KEY": "sk-tooleval-FAKE-trace-process", **env_changes}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                          cwd=ROOT_DIR, env=env)
     said = json.loads(out.stdout.splitlines()[0])
@@ -90,6 +91,27 @@ def test_a_run_killed_after_handing_over_its_units_still_gets_them_sent(tmp_path
     assert len(collector.annotations) == 24
     assert not Path(f"/proc/{said['trace_pid']}/cmdline").exists() or \
         b"trace_process" not in Path(f"/proc/{said['trace_pid']}/cmdline").read_bytes()  # it exited
+
+
+def test_a_busy_collector_is_waited_for_by_the_trace_process_and_gets_every_span(tmp_path):
+    with RecordingCollector(busy_first=4) as collector:  # Phoenix's 503 while its queue of spans is full
+        out, _ = _run_units(collector, tmp_path, kill=False)
+        assert out.returncode == 0, out.stderr[-2000:]
+    assert collector.busy_answers == 4
+    assert json.loads(out.stdout.splitlines()[1]) == {"warnings": []}
+    assert collector.span_ids() == _expected_span_ids() and len(collector.spans) == 24
+
+
+def test_a_collector_busy_for_longer_than_the_patience_drops_the_spans_with_one_warning(tmp_path):
+    with RecordingCollector(busy_first=-1) as collector:
+        started = time.monotonic()
+        out, _ = _run_units(collector, tmp_path, kill=False, TOOLEVAL_TRACE_PATIENCE_S="2")
+        took = time.monotonic() - started
+        assert out.returncode == 0, out.stderr[-2000:]
+    warnings = json.loads(out.stdout.splitlines()[1])["warnings"]
+    assert len(warnings) == 1 and f"{collector.otlp.replace('otlp', 'http')}/v1/traces was at capacity (HTTP 503) " \
+        "for 2 s; spans and annotations of this run are dropped (rows are unaffected)" in warnings[0]
+    assert collector.spans == [] and took < 120
 
 
 def test_a_trace_process_that_falls_behind_drops_traces_with_one_warning_never_waits(tmp_path, monkeypatch, caplog):
