@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the flow module imports Prefect: only runs pay for it
     from flows.evaluate import RunSummary
     from tasks.selectors.fit_router_cutoff import FittedCutoff
     from tasks.selectors.train_decision_model import TrainedModel
+    from tasks.tracing.phoenix_experiments import PhoenixPublication
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,16 @@ def report(run_id: str | None = None, warehouse: str | Path | None = None) -> Re
 def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
     """The label checks on one task-set version file; a one-line summary, or InputError."""
     return validate_version_file(Path(version_path), catalogues, weights)
+
+
+def publish_to_phoenix(run_id: str | None = None, warehouse: str | Path | None = None, *,
+                       base_url: str | None = None, experiment: str | Path | None = None) -> "PhoenixPublication":
+    """A registered selection run (default: the latest) as Phoenix experiments over its task-set version as
+    a Phoenix dataset (tasks/tracing/phoenix_experiments.py); ``base_url`` defaults to where the run's
+    traces went, else http://127.0.0.1:6006. InputError when the run, its task set or Phoenix is not there."""
+    from tasks.tracing.phoenix_experiments import publish_run
+
+    return publish_run(warehouse_at(warehouse), run_id, base_url, Path(experiment) if experiment else None)
 
 
 def sql_session(warehouse: str | Path | None = None) -> SqlSession:

@@ -191,6 +191,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_phoenix(args: argparse.Namespace) -> int:
+    from tasks.tracing.phoenix_experiments import publication_lines
+
+    published = api.publish_to_phoenix(args.run_id, args.warehouse, base_url=args.phoenix,
+                                       experiment=args.experiment)
+    for line in publication_lines(published):
+        print(line)
+    return EXIT_OK
+
+
 def cmd_register(args: argparse.Namespace) -> int:
     late = api.register(args.run_id, args.warehouse)
     render_terminal(late.published.report)
@@ -387,6 +397,20 @@ def build_parser() -> argparse.ArgumentParser:
                               "repeatable, but more than one is not a comparison of one change")
     _warehouse_arg(compare)
     compare.set_defaults(func=cmd_compare)
+
+    phoenix = commands.add_parser(
+        "phoenix", help="a registered run as Phoenix experiments (one per arm) over its task set as a dataset",
+        description="Publish a registered selection run to Phoenix: its task-set version as a dataset (one "
+        "example per request, the slice as its split) and each arm as an experiment over it (a run per row, "
+        "one repetition per seed, the label check and the judge as evaluations), to compare the arms in "
+        "Phoenix's UI. Publishing again adds only what is missing.")
+    phoenix.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID", help="default: the latest run")
+    phoenix.add_argument("--phoenix", default=None, metavar="URL",
+                         help="Phoenix's address (default: where the run's traces went, else http://127.0.0.1:6006)")
+    phoenix.add_argument("--experiment", default=None, metavar="FILE",
+                         help="the run's experiment file, when it is no longer at the path the run recorded")
+    _warehouse_arg(phoenix)
+    phoenix.set_defaults(func=cmd_phoenix)
 
     planner = commands.add_parser(
         "plan", help="size a task set: interval width, smallest detectable drop, requests for a target width",

@@ -158,7 +158,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     reached("all-landed")
     registration = registration_records(prepared, units, run_id, started_at,
                                         criteria_hash=registered.sha256 if registered else None,
-                                        criteria_registered_at=registered.registered_at if registered else None)
+                                        criteria_registered_at=registered.registered_at if registered else None,
+                                        trace=trace_target)
     save_registration(warehouse.registrations_dir, registration)  # registrable later if the file stays held
     reached("records-saved")
     logger = get_run_logger()

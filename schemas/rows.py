@@ -178,6 +178,10 @@ class RunRecord(BaseModel):
     criteria_registered_at: datetime | None = Field(description="When the criteria were registered.")
     weights_window: str | None = Field(description="Production weights window used for the weighted figures.")
     tooleval_version: str = Field(description="Version of tooleval that ran.")
+    trace_endpoint: str | None = Field(
+        default=None, description="OTLP collector the run's traces were sent to (otlp://HOST:PORT); null: not traced.")
+    trace_project: str | None = Field(
+        default=None, description="Phoenix project of the run's traces (tasks/tracing/trace_ids.py finds a row's trace).")
 
 
 class ArmRecord(BaseModel):

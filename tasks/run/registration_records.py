@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version as package_version
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SeedOrder, WeightRecord
 from tasks.run.permute_tools import permute_tools, tool_set_id
@@ -13,6 +13,9 @@ from tasks.run.plan_units import WorkUnit
 from tasks.run.prepare_run import PreparedRun
 from tasks.taskset.request_table import parse_tools
 from warehouse.register_run import RunRegistration
+
+if TYPE_CHECKING:
+    from tasks.tracing.trace_target import TraceTarget
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -57,7 +60,9 @@ def registration_records(
     started_at: datetime,
     criteria_hash: str | None = None,
     criteria_registered_at: datetime | None = None,
+    trace: "TraceTarget | None" = None,
 ) -> RunRegistration:
+    """``trace``: where the run's traces went (recorded on the run), None when it was not traced."""
     experiment = prepared.experiment
     run = RunRecord(
         run_id=run_id, experiment=experiment.name, experiment_path=str(experiment.path),
@@ -65,6 +70,8 @@ def registration_records(
         finished_at=datetime.now(timezone.utc), n_rows=0, criteria_hash=criteria_hash,
         criteria_registered_at=criteria_registered_at,
         weights_window=prepared.weights.window if prepared.weights else None, tooleval_version=tooleval_version(),
+        trace_endpoint=f"otlp://{trace.host}:{trace.port}" if trace else None,
+        trace_project=trace.project if trace else None,
     )
     arms = [
         ArmRecord(run_id=run_id, arm=a.name, rung=a.rung, catalogue=a.catalogue_name, catalogue_hash=a.catalogue_hash,

@@ -89,7 +89,7 @@ class AnnotationPoster:
                 continue
             try:
                 if client is None:
-                    client = _phoenix_client(self._base_url)
+                    client = phoenix_client(self._base_url)
                 client.spans.log_span_annotations(span_annotations=records, sync=False)
             except Exception as error:  # any failure: the run goes on without annotations
                 self.alive = False
@@ -97,7 +97,7 @@ class AnnotationPoster:
                            f"({type(error).__name__}); later annotations of this run are dropped (rows are unaffected)")
 
 
-def _phoenix_client(base_url: str):
+def phoenix_client(base_url: str):
     """Phoenix's client (only a traced run loads it). For a plain-HTTP Phoenix its HTTP client is made
     without TLS verification set up: httpx otherwise builds a default SSL context (the CA bundle loaded,
     ~45 ms of CPU once per process, seen in a py-spy profile) for a connection that never uses TLS."""

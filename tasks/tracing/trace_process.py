@@ -1,19 +1,24 @@
 """The trace process: builds the spans and annotations of the units a run hands it (trace_sender.py) and
 sends them, so the run's own process never loads OpenTelemetry.
 
-It holds the units it is given until the run is done (its stdin closes), ``HOLD_ROWS`` rows are held or
-the oldest held unit is ``HOLD_S`` seconds old, then builds and sends them, at a lower CPU priority than the
-run: on a machine whose cores the run keeps busy (an offline run; a collector such as Phoenix on the same
-machine, storing spans), tracing's work and the collector's come after the run's, not in the middle of it.
-A long run (hosted models: its cores mostly wait on the network) sends as it goes, so its traces show up
-in Phoenix while it runs.
+When it builds, at a lower CPU priority than the run:
+
+- while the run lands rows fast (more than ``FAST_ROWS_PER_S`` over the last ``HOLD_S`` seconds: an offline
+  run, its cores busy), the units wait in a temporary file and their traces are built and sent once the
+  run is done (its stdin closes), so neither this process nor a collector on the same machine (Phoenix
+  storing spans costs more CPU than the run that made them) competes with the run;
+- a slower run (hosted models: its cores mostly wait on the network) has what it handed over built and
+  sent every ``HOLD_S`` seconds, so its traces show up in Phoenix while it runs;
+- past ``SPILL_BYTES`` waiting, the units are built and sent whatever the run's pace (the file stays
+  bounded).
 
     python -m tasks.tracing.trace_process HOST PORT PROJECT
 
-stdin: units, each a 4-byte big-endian length and a pickle of (kind, payload) (trace_unit.py). stdout: one
-JSON line per warning, ``{"warning": text, "spans_dropped": bool}``; anything else the process prints goes
-to stderr. It ends when stdin closes (the run finished, or its process died): it sends what it holds, then
-exits. A unit it cannot build turns tracing off for the run with one warning.
+stdin: units, each framed by trace_sender.FRAME (its pickle's length and its rows) and a pickle of (kind,
+payload) (trace_unit.py). stdout: one JSON line per warning, ``{"warning": text, "spans_dropped": bool}``;
+anything else the process prints goes to stderr. It ends when stdin closes (the run finished, or its
+process died): it sends what it holds, then exits. A unit it cannot build turns tracing off for the run
+with one warning.
 """
 
 from __future__ import annotations
@@ -21,9 +26,13 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import queue
 import sys
+import tempfile
+import threading
 import time
-from typing import Any, BinaryIO, Callable, Mapping
+from collections import deque
+from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from tasks.tracing.exporter import RunTracing
 from tasks.tracing.selection_trace import emit_selection_unit
@@ -32,10 +41,15 @@ from tasks.tracing.trace_sender import FRAME
 from tasks.tracing.trace_target import TraceTarget
 from tasks.tracing.trace_unit import SELECTION, TASK
 
-HOLD_ROWS = 8_192
-"""Rows held before their traces are built and sent (a few MB of plain data)."""
 HOLD_S = 5.0
-"""Held units are built and sent once the oldest is this old (checked as each unit arrives)."""
+"""A slow run's units are built and sent once the oldest has waited this long."""
+FAST_ROWS_PER_S = 500
+"""A run landing more rows a second than this (over the last ``HOLD_S``) keeps its traces waiting until it is
+done. Offline routers land thousands a second here; hosted models tens."""
+SPILL_BYTES = 1 << 30
+"""Pickled units waiting in the temporary file beyond which they are built and sent at once."""
+TICK_S = 1.0
+"""How often the hold is looked at when no unit arrives."""
 NICENESS = 10
 """The trace process's CPU priority below the run's (``nice``)."""
 
@@ -43,19 +57,53 @@ builders: dict[str, Callable[[RunTracing, Mapping[str, Any]], None]] = {
     SELECTION: emit_selection_unit, TASK: emit_task_unit}
 """Each kind of unit (trace_unit.py) and what builds its traces and annotations."""
 
-
-def unit_rows(kind: str, payload: Mapping[str, Any]) -> int:
-    return len(payload["items"] if kind == SELECTION else payload["rows"])
+_END = None
 
 
-def read_units(stream: BinaryIO):
-    """(kind, payload) per unit until the stream ends (a cut-off last unit is dropped)."""
-    while len(head := stream.read(FRAME.size)) == FRAME.size:
-        (size,) = FRAME.unpack(head)
-        data = stream.read(size)
-        if len(data) != size:
-            return
-        yield pickle.loads(data)
+def read_frames(stream: BinaryIO, into: queue.Queue) -> None:
+    """(n_rows, pickle bytes) per unit until the stream ends (a cut-off last unit is dropped), then _END."""
+    try:
+        while len(head := stream.read(FRAME.size)) == FRAME.size:
+            size, n_rows = FRAME.unpack(head)
+            data = stream.read(size)
+            if len(data) != size:
+                break
+            into.put((n_rows, data))
+    finally:
+        into.put(_END)
+
+
+class HeldUnits:
+    """Units waiting to be built, in a temporary file (deleted when closed), in the order they came."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile(prefix="tooleval-trace-")
+        self.n_rows = self.n_bytes = 0
+        self.since = 0.0
+
+    def add(self, n_rows: int, data: bytes) -> None:
+        if not self.n_rows:
+            self.since = time.monotonic()
+        self._file.write(FRAME.pack(len(data), n_rows))
+        self._file.write(data)
+        self.n_rows += n_rows
+        self.n_bytes += len(data)
+
+    def take(self) -> Iterator[tuple[str, Any]]:
+        """Every held unit as (kind, payload), one at a time; the hold is empty afterwards."""
+        self._file.flush()
+        self._file.seek(0)
+        try:
+            while len(head := self._file.read(FRAME.size)) == FRAME.size:
+                size, _ = FRAME.unpack(head)
+                yield pickle.loads(self._file.read(size))
+        finally:
+            self._file.seek(0)
+            self._file.truncate()
+            self.n_rows = self.n_bytes = 0
+
+    def close(self) -> None:
+        self._file.close()
 
 
 def warnings_channel():
@@ -73,35 +121,51 @@ def warnings_channel():
     return warn
 
 
-def build(tracing: RunTracing, held: list[tuple[str, Any]]) -> None:
-    """Build and hand to the exporter the traces of the held units (in the order they came)."""
-    for kind, payload in held:
+def build(tracing: RunTracing, units: Iterator[tuple[str, Any]]) -> None:
+    """Build the units' traces and hand them to the exporter (in the order they came)."""
+    for kind, payload in units:
         if not tracing.alive:
-            return
+            continue  # read on: the hold is emptied all the same
         try:
             builders[kind](tracing, payload)
         except Exception as error:  # a bug here must not cost the run its rows
             tracing.give_up(f"could not build spans ({type(error).__name__}: {error})")
-    held.clear()
+
+
+def run_is_fast(arrivals: deque, now: float) -> bool:
+    """Whether the run landed more than ``FAST_ROWS_PER_S`` rows a second over the last ``HOLD_S``."""
+    while arrivals and arrivals[0][0] < now - HOLD_S:
+        arrivals.popleft()
+    return sum(n for _, n in arrivals) > FAST_ROWS_PER_S * HOLD_S
 
 
 def main(argv: list[str]) -> int:
     host, port, project = argv
     os.nice(NICENESS)
     tracing = RunTracing(TraceTarget(host=host, port=int(port), project=project), warnings_channel())
-    held: list[tuple[str, Any]] = []
-    n_held, oldest = 0, 0.0
-    for kind, payload in read_units(sys.stdin.buffer):
-        if not tracing.alive:
-            continue  # read on to the end: the run never waits on a full pipe
-        if not held:
-            oldest = time.monotonic()
-        held.append((kind, payload))
-        n_held += unit_rows(kind, payload)
-        if n_held >= HOLD_ROWS or time.monotonic() - oldest >= HOLD_S:
-            build(tracing, held)
-            n_held = 0
-    build(tracing, held)
+    frames: queue.Queue = queue.Queue()
+    threading.Thread(target=read_frames, args=(sys.stdin.buffer, frames), name="tooleval-trace-reader",
+                     daemon=True).start()  # reads on while spans are built: the run never waits on a full pipe
+    held = HeldUnits()
+    arrivals: deque = deque()
+    try:
+        while True:
+            try:
+                frame = frames.get(timeout=TICK_S)
+            except queue.Empty:
+                frame = ()
+            if frame is _END:
+                break
+            now = time.monotonic()
+            if frame and tracing.alive:
+                held.add(*frame)
+                arrivals.append((now, frame[0]))
+            if held.n_rows and (held.n_bytes >= SPILL_BYTES
+                                or (now - held.since >= HOLD_S and not run_is_fast(arrivals, now))):
+                build(tracing, held.take())
+        build(tracing, held.take())
+    finally:
+        held.close()
     tracing.flush()
     tracing.shutdown()
     return 0

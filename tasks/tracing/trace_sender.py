@@ -50,8 +50,8 @@ SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|_PASSWORD|_KEY_FILE)$", re.IG
 KEPT_NAMES = ("PHOENIX_", "OTEL_")
 """The trace process's environment leaves out variables named like a secret (a provider's API key), except
 Phoenix's and OpenTelemetry's own settings."""
-FRAME = struct.Struct(">I")
-"""Each unit: its pickle's length (4 bytes, big-endian), then the pickle."""
+FRAME = struct.Struct(">II")
+"""Each unit: its pickle's length and its number of rows (4 bytes each, big-endian), then the pickle."""
 _STOP = None
 
 
@@ -105,7 +105,7 @@ class TraceSender:
                 self._rows_dropped += n_rows
                 return
             self._waiting_bytes += len(data)
-        self._units.put(data)
+        self._units.put((data, n_rows))
 
     def close(self) -> None:
         """No more units: write what is queued, close the trace process's input; do not wait for it."""
@@ -133,12 +133,13 @@ class TraceSender:
     def _write_all(self) -> None:
         stdin = self._process.stdin
         try:
-            while (data := self._units.get()) is not _STOP:
+            while (unit := self._units.get()) is not _STOP:
+                data, n_rows = unit
                 with self._lock:
                     self._waiting_bytes -= len(data)
                 if not self.alive:
                     continue
-                stdin.write(FRAME.pack(len(data)))
+                stdin.write(FRAME.pack(len(data), n_rows))
                 stdin.write(data)
         except (BrokenPipeError, OSError) as error:
             self._give_up(f"the trace process stopped taking spans ({type(error).__name__})")

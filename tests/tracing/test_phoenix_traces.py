@@ -342,3 +342,61 @@ tracing: {{endpoint: '{phoenix.otlp}', project: {HOSTED_PROJECT}}}
             assert ("llm.input_messages.1.message.content" in a) == (turn == 1)
     held = json.dumps(spans, default=str)
     assert FAKE_KEY not in held and "sk-tooleval" not in held
+
+
+def test_a_traced_run_becomes_phoenix_experiments_over_its_version_as_a_dataset(traced_run, phoenix, tmp_path):
+    """``tooleval phoenix``: the version as a dataset (an example per request, the slice as split), each arm
+    as an experiment (a run per row, a repetition per seed, linked to the row's trace) with the label check
+    and the judge as evaluations; publishing again posts nothing twice."""
+    from tasks.tracing.phoenix_experiments import experiment_name, publish_run
+    from warehouse.location import warehouse_at
+
+    summary, rows, _ = traced_run
+    warehouse = warehouse_at(Path(summary.warehouse))
+    first = publish_run(warehouse, summary.run_id)  # the address comes from the run's trace_endpoint
+    assert first.base_url == phoenix.base_url
+    assert [(a.arm, a.logged, a.already) for a in first.arms] == [(arm, 36, 0) for arm in
+                                                                  ("lexical-30", "gpt-gated", "gpt-judged")]
+    [(name, (dataset_id, created))] = first.datasets.items()
+    assert created and name.endswith("/v1")
+
+    client = phoenix.client()
+    dataset = client.datasets.get_dataset(dataset=dataset_id)
+    examples = {e["metadata"]["request_id"]: e for e in dataset.examples}
+    by_request = {}
+    for row in rows:
+        by_request.setdefault(row["request_id"], row)
+    assert set(examples) == set(by_request) and len(examples) == 12
+    for request_id, row in by_request.items():
+        assert examples[request_id]["output"]["expected"] == row["expected"]
+        assert examples[request_id]["input"]["messages"][-1]["role"] == "user"
+    example_ids = {e["id"]: request_id for request_id, e in examples.items()}
+
+    experiments = {e["name"]: e for e in client.experiments.list(dataset_id=dataset_id)}
+    assert set(experiments) == {experiment_name(summary.run_id, a) for a in ("lexical-30", "gpt-gated", "gpt-judged")}
+    for arm in ("lexical-30", "gpt-gated", "gpt-judged"):
+        experiment = experiments[experiment_name(summary.run_id, arm)]
+        assert experiment["repetitions"] == 3 and experiment["metadata"]["arm"] == arm
+        ran = client.experiments.get_experiment(experiment_id=experiment["id"])
+        arm_rows = {(r["request_id"], r["seed"]): r for r in rows if r["arm"] == arm}
+        assert len(ran["task_runs"]) == len(arm_rows) == 36
+        evaluations: dict[str, list] = {}
+        for evaluation in ran["evaluation_runs"]:
+            evaluations.setdefault(evaluation.experiment_run_id, []).append(evaluation)
+        for task_run in ran["task_runs"]:
+            row = arm_rows[(example_ids[task_run["dataset_example_id"]], [1, 2, 3][task_run["repetition_number"] - 1])]
+            assert task_run["output"]["outcome"] == row["outcome"] and task_run["output"].get("chosen") == row["chosen"]
+            assert task_run["trace_id"] == TraceIds.of(row["run_id"], arm, row["seed"], row["request_id"]).trace_hex
+            notes = {e.name: e for e in evaluations[task_run["id"]]}
+            assert notes["label_check"].annotator_kind == "CODE"
+            assert notes["label_check"].result["label"] == row["outcome"]
+            assert notes["label_check"].result["score"] == (1.0 if row["correct"] else 0.0)
+            assert ("judge" in notes) == (row["judge_verdict"] is not None)
+            if row["judge_verdict"] is not None:
+                assert notes["judge"].annotator_kind == "LLM" and notes["judge"].result["label"] == "right"
+
+    again = publish_run(warehouse, summary.run_id, phoenix.base_url)
+    assert [(a.logged, a.already) for a in again.arms] == [(0, 36)] * 3
+    assert list(again.datasets.values()) == [(dataset_id, False)]
+    assert all(len(client.experiments.get_experiment(experiment_id=e["id"])["task_runs"]) == 36
+               for e in client.experiments.list(dataset_id=dataset_id))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -149,3 +150,43 @@ def test_the_trace_process_gets_no_provider_key(monkeypatch):
     assert not {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_VLLM_TOKEN", "OPENAI_API_KEY_FILE"} & set(env)
     assert env["PHOENIX_API_KEY"] == "phoenix's own" and env["OTEL_EXPORTER_OTLP_HEADERS"] == "x=y"
     assert str(ROOT_DIR) in env["PYTHONPATH"].split(os.pathsep)
+
+
+def test_a_slow_runs_traces_are_sent_while_it_runs(tmp_path):
+    """A run landing few rows a second (hosted models) has its traces sent every HOLD_S seconds, not at
+    its end: the spans are at the collector while the run still holds its sender open."""
+    from tasks.run.select_batch import RunContext, select_and_land
+    from tasks.tracing.trace_process import HOLD_S, TICK_S
+    from tasks.tracing.trace_sender import finish_tracing
+    from tasks.tracing.trace_target import parse_trace_target
+    from tests.tracing.test_tracing_offline import _lexical_unit
+
+    with RecordingCollector() as collector:
+        target = parse_trace_target(collector.otlp, "slow")
+        select_and_land(_lexical_unit(), RunContext("run-slow", "exp", tmp_path, None, trace=target))
+        _wait_for(collector, 12, 12, timeout_s=HOLD_S + TICK_S + 30)
+        arrived_while_running = len(collector.spans)
+        assert finish_tracing(target) == []
+    assert arrived_while_running == 12 and collector.span_ids() == _expected_span_ids("run-slow")
+
+
+def test_held_units_come_back_in_order_and_a_fast_run_is_told_from_a_slow_one():
+    from collections import deque
+
+    from tasks.tracing.trace_process import FAST_ROWS_PER_S, HOLD_S, HeldUnits, run_is_fast
+
+    held = HeldUnits()
+    for n in range(3):
+        held.add(10 + n, pickle.dumps(("selection", {"n": n})))
+    assert held.n_rows == 33 and held.n_bytes > 0
+    assert list(held.take()) == [("selection", {"n": 0}), ("selection", {"n": 1}), ("selection", {"n": 2})]
+    assert held.n_rows == 0 and list(held.take()) == []
+    held.add(1, pickle.dumps(("task", {})))
+    assert list(held.take()) == [("task", {})]
+    held.close()
+
+    now = 1000.0
+    fast = deque([(now - 1.0, FAST_ROWS_PER_S * HOLD_S), (now - 0.5, 1)])
+    assert run_is_fast(fast, now)
+    slow = deque([(now - HOLD_S - 1.0, 10 * FAST_ROWS_PER_S * HOLD_S), (now - 1.0, 180)])  # the burst is old
+    assert not run_is_fast(slow, now) and len(slow) == 1
