@@ -29,7 +29,8 @@ from flows.progress import announce, report_on_stderr
 from tasks.files.input_errors import InputError
 from tasks.importers.bfcl import BfclSource, category_of, import_bfcl_slices
 from tasks.importers.metatool import import_metatool
-from tasks.report.render import print_table, render_markdown, render_terminal, terminal_console
+from tasks.report.render import (print_summary_line, print_table, render_markdown, render_terminal,
+                                  terminal_console)
 from tasks.report.run_compare import RESPECTS, NotComparable, comparison_headline, comparison_tables
 from tasks.stats.planner import plan
 from tasks.traffic.labelling_queue import export_csv, import_queue
@@ -86,8 +87,9 @@ def cmd_run(args: argparse.Namespace) -> int:
               "(the next `tooleval run` into this warehouse also registers it)", file=sys.stderr)
         return outcome.exit_code
     render_terminal(report)  # the verdict first, then the tables that explain it
-    print(f"\nrun {summary.run_id}: {summary.n_rows:,} rows in {summary.n_units} work units, "
-          f"{summary.n_cache_hits:,} from cache, {summary.n_failures:,} invalid/error/empty")
+    print()
+    print_summary_line("", f"run {summary.run_id}: {summary.n_rows:,} rows in {summary.n_units} work units, "
+                           f"{summary.n_cache_hits:,} from cache, {summary.n_failures:,} invalid/error/empty")
     print(f"DuckDB file:   {warehouse.db_path}")
     print(f"Parquet rows:  {warehouse.rows_dir / ('run_id=' + summary.run_id)}")
     for kind, path in summary.reports.items():
@@ -98,12 +100,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     for late in summary.late_registrations or []:
         print(f"also registered: run {late}, which had landed without registering (`tooleval report {late}`)")
     if report.verdict is not None:
-        print(f"verdict:       {report.verdict.status} — {report.verdict.reason} (exit {outcome.exit_code})")
+        print_summary_line("verdict:",
+                           f"{report.verdict.status} — {report.verdict.reason} (exit {outcome.exit_code})")
     if summary.trace:
         sys.stdout.flush()
-        dropped = summary.trace_warnings  # waits until the spans are sent: the report is out already
-        print(f"traces:        {summary.trace}: " + ("dropped, see the warning above" if dropped
-                                                      else f"one per row, {summary.n_rows:,}"))
+        # waits until they are sent (the report is out already), saying so when that takes a while
+        dropped = summary.wait_for_traces(lambda message: print_summary_line("traces:", message))
+        print_summary_line("traces:", f"{summary.trace}: " + ("dropped, see the warning above" if dropped
+                                                               else f"one per row, {summary.n_rows:,}"))
     return outcome.exit_code
 
 

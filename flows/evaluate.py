@@ -6,7 +6,7 @@ import gc
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Iterator
+from typing import Callable, Iterator
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.futures import as_completed
@@ -84,6 +84,14 @@ class RunSummary:
         from tasks.tracing.trace_sender import finished_warnings
 
         return finished_warnings(self.trace_target)
+
+    def wait_for_traces(self, announce: Callable[[str], None]) -> list[str]:
+        """``trace_warnings``, telling ``announce`` once when sending takes more than a second."""
+        if self.trace_target is None:
+            return []
+        from tasks.tracing.trace_sender import finished_warnings
+
+        return finished_warnings(self.trace_target, announce)
 
 
 YOUNG_GENERATION_THRESHOLD = 50_000

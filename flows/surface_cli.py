@@ -10,7 +10,7 @@ from pathlib import Path
 from flows import surface_api
 from flows.exit_codes import EXIT_OK
 from flows.progress import announce
-from tasks.report.render import terminal_width
+from tasks.report.render import print_summary_line, terminal_width
 from tasks.surface.task_report import render_task_markdown, render_task_text
 
 
@@ -37,13 +37,13 @@ def cmd_tasks_run(args: argparse.Namespace) -> int:
     for model, reason in (summary.halts or {}).items():
         print(f"FAILED: {model}: {reason}", file=sys.stderr)
     if outcome.report.verdict is not None:
-        print(f"verdict:       {outcome.report.verdict.status} — {outcome.report.verdict.reason} "
-              f"(exit {outcome.exit_code})")
+        print_summary_line("verdict:", f"{outcome.report.verdict.status} — {outcome.report.verdict.reason} "
+                                       f"(exit {outcome.exit_code})")
     if summary.trace_target is not None:
         sys.stdout.flush()
-        dropped = summary.trace_warnings  # waits until the spans are sent: the report is out already
-        print(f"traces:        {summary.trace_target}: " + ("dropped, see the warning above" if dropped
-                                                             else f"one per task run, {summary.n_runs:,}"))
+        dropped = summary.wait_for_traces(lambda message: print_summary_line("traces:", message))
+        print_summary_line("traces:", f"{summary.trace_target}: " + ("dropped, see the warning above" if dropped
+                                                                      else f"one per task run, {summary.n_runs:,}"))
     return outcome.exit_code
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Callable
 
 from prefect import flow, get_run_logger, unmapped
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -55,6 +56,14 @@ class SurfaceRunSummary:
         from tasks.tracing.trace_sender import finished_warnings
 
         return finished_warnings(self.trace_target)
+
+    def wait_for_traces(self, announce: Callable[[str], None]) -> list[str]:
+        """``trace_warnings``, telling ``announce`` once when sending takes more than a second."""
+        if self.trace_target is None:
+            return []
+        from tasks.tracing.trace_sender import finished_warnings
+
+        return finished_warnings(self.trace_target, announce)
 
 
 @flow(name="surface-run", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)

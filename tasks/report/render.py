@@ -74,6 +74,27 @@ def terminal_width() -> int:
     return TERMINAL_WIDTH
 
 
+SUMMARY_LABEL = 15
+"""Width of a summary line's label (``verdict:       ``): continuation lines are indented as far."""
+
+
+def summary_lines(label: str, text: str, width: int | None = None) -> list[str]:
+    """A run's summary line (``label`` then ``text``) folded to the terminal's width, the text's later
+    lines under its first (paths and URLs are broken only when longer than a line)."""
+    from tasks.report.text_table import wrap_text
+
+    width = width or terminal_width()
+    head = f"{label:<{SUMMARY_LABEL - 1}} " if label else ""
+    indent = len(head)
+    folded = wrap_text(text, max(width - indent, 20))
+    return [head + folded[0]] + [" " * indent + line for line in folded[1:]]
+
+
+def print_summary_line(label: str, text: str) -> None:
+    """``summary_lines`` printed (and flushed: a wait may follow)."""
+    print("\n".join(summary_lines(label, text)), flush=True)
+
+
 def terminal_console() -> Console:
     """A console at ``terminal_width()``."""
     return Console(width=terminal_width())

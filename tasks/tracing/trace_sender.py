@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tasks.tracing.trace_target import TraceTarget
 
@@ -212,13 +212,24 @@ def start_finishing(target: TraceTarget) -> None:
     thread.start()
 
 
-def finished_warnings(target: TraceTarget) -> list[str]:
-    """Wait until the target's last started finish is done; the warnings its tracing gave."""
+ANNOUNCE_AFTER_S = 1.0
+"""``finished_warnings`` says it is still sending once it has waited this long."""
+
+
+def finished_warnings(target: TraceTarget, announce: Callable[[str], None] | None = None) -> list[str]:
+    """Wait until the target's last started finish is done; the warnings its tracing gave. ``announce`` is
+    told, once, when that takes longer than ``ANNOUNCE_AFTER_S`` (a collector storing spans slowly)."""
     with _senders_lock:
         finishing = _finishing.get(target)
     if finishing is None:
         return []
     thread, sender = finishing
+    if announce is not None:
+        thread.join(ANNOUNCE_AFTER_S)
+        if thread.is_alive():
+            pid = sender._process.pid if sender._process is not None else None
+            announce(f"sending the rest to {target.base_url} (the trace process, pid {pid}; Ctrl-C leaves it "
+                     "to finish on its own)")
     thread.join()
     return list(sender.warnings)
 
