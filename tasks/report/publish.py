@@ -38,6 +38,13 @@ after registering); bounded, the same figures come out (aggregates spill to the 
 if they must)."""
 
 
+def require_warehouse(db_path: Path, first: str = "tooleval run EXPERIMENT_FILE") -> None:
+    """A warehouse file that is not there is bad input (naming the file and what makes one: ``first``)."""
+    if not Path(db_path).is_file():
+        raise InputError.one(str(db_path), "", "warehouse-exists",
+                             f"no warehouse here: run `{first}` first, or give --warehouse DIR")
+
+
 def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection with the current view definitions as temporary views, so a warehouse
     written by an older tooleval still answers every view of this one (nothing is written to the file)."""
@@ -83,9 +90,7 @@ def shadow_older_tables(con: duckdb.DuckDBPyConnection) -> None:
 def read_figures(warehouse: Warehouse, run_id: str | None = None) -> RunFigures:
     """A registered run's figures (default: the latest run). An absent warehouse or an unknown run id is
     bad input (InputError naming the file and the run), never a KeyError."""
-    if not warehouse.db_path.is_file():
-        raise InputError.one(str(warehouse.db_path), "", "warehouse-exists",
-                             "no warehouse here: run `tooleval run EXPERIMENT_FILE` first, or give --warehouse DIR")
+    require_warehouse(warehouse.db_path)
     try:
         con = open_read_only(warehouse.db_path)
     except WarehouseUnreadable as error:

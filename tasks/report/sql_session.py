@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from tasks.files.input_errors import InputError
-from tasks.report.publish import open_read_only
+from tasks.report.publish import open_read_only, require_warehouse
 from warehouse.connect import WarehouseUnreadable
 from warehouse.location import Warehouse
 from warehouse.snapshot import Snapshot, SnapshotDir, take_snapshot
@@ -55,9 +55,7 @@ class SqlSession:
     def refresh(self) -> Snapshot:
         """Take a new snapshot of the warehouse file and read from it from now on."""
         db = self.warehouse.db_path
-        if not db.is_file():
-            raise InputError.one(str(db), "", "warehouse-exists",
-                                 "no warehouse here: run `tooleval run EXPERIMENT_FILE` first, or give --warehouse DIR")
+        require_warehouse(db)
         try:
             snapshot = take_snapshot(db, self.snapshots.next_dir())
             con = open_read_only(snapshot.path)

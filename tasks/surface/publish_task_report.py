@@ -10,7 +10,7 @@ from pathlib import Path
 from schemas.criteria import Verdict
 from tasks.experiment.criteria import changed_since_registration, read_registration
 from tasks.files.input_errors import InputError
-from tasks.report.publish import open_read_only
+from tasks.report.publish import open_read_only, require_warehouse
 from tasks.surface.task_criteria import registered_task_criteria
 from tasks.surface.task_figures import TaskRunFigures, latest_task_run, load_task_figures
 from tasks.surface.task_gates import judge_task_run
@@ -28,9 +28,7 @@ class PublishedTaskReport:
 
 
 def read_task_figures(warehouse: Warehouse, run_id: str | None = None) -> TaskRunFigures:
-    if not warehouse.db_path.is_file():
-        raise InputError.one(str(warehouse.db_path), "", "warehouse-exists",
-                             "no warehouse here: run `tooleval tasks run EXPERIMENT_FILE` first, or give --warehouse DIR")
+    require_warehouse(warehouse.db_path, "tooleval tasks run EXPERIMENT_FILE")
     con = open_read_only(warehouse.db_path)
     try:
         run_id = run_id or latest_task_run(con)

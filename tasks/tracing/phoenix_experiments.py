@@ -69,12 +69,10 @@ class RunForPhoenix:
 
 def read_run_for_phoenix(warehouse: Warehouse, run_id: str | None) -> RunForPhoenix:
     """The run (default: the latest), its arms and rows, read through a read-only connection held briefly."""
-    from tasks.report.publish import open_read_only
+    from tasks.report.publish import open_read_only, require_warehouse
     from tasks.report.tables import latest_run_id
 
-    if not warehouse.db_path.is_file():
-        raise InputError.one(str(warehouse.db_path), "", "warehouse-exists",
-                             "no warehouse here: run `tooleval run EXPERIMENT_FILE` first, or give --warehouse DIR")
+    require_warehouse(warehouse.db_path)
     con = open_read_only(warehouse.db_path)
     try:
         run_id = run_id or latest_run_id(con)

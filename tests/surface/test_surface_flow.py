@@ -106,28 +106,13 @@ def test_bad_input_stops_before_any_run_and_writes_nothing(tmp_path, capsys):
 
 def test_a_hosted_agent_arm_runs_through_the_flow_and_no_key_reaches_a_file(prefect_harness, tmp_path, monkeypatch):
     from flows.surface_run import surface_run
-    from tests.provider_server import ProviderServer, Seen, text_reply, tool_call
+    from tests.provider_server import ProviderServer
     from tests.selectors.providers.conftest import FAKE_KEY
-
-    def script(seen: Seen):
-        if seen.turn == 0:
-            return tool_call(next(t for t in seen.tools if t.endswith("close_ticket")), {"ticket_id": "T-1002"})
-        return text_reply("Closed T-1002.")
+    from tests.surface.tiny_desk import close_ticket_script, hosted_desk_experiment
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    with ProviderServer(script, api_key=FAKE_KEY) as server:
-        folder = write_desk(tmp_path, experiment=f"""\
-name: hosted
-taskset: ..
-version: t1
-seeds: [1, 2]
-declared: {{few_seeds: "a flow test"}}
-defaults: {{agent: openai, model: gpt-4.1-mini-2025-04-14, prompt: default,
-           options: {{base_url: "{server.openai_url}", concurrency: 4, retry_base_delay_s: 0.01}}}}
-arms:
-  - {{name: A, surface: plain}}
-  - {{name: C, surface: prefixed}}
-""")
+    with ProviderServer(close_ticket_script, api_key=FAKE_KEY) as server:
+        folder = write_desk(tmp_path, experiment=hosted_desk_experiment(server.openai_url, "a flow test"))
         summary = surface_run(experiment_path=str(folder / "experiments" / "four.yaml"),
                               warehouse_dir=str(tmp_path / "wh"))
     assert summary.n_runs == 2 * 2 * 4 and summary.n_failed == 0 and summary.n_calls == 2 * 2 * 4 * 2

@@ -153,3 +153,28 @@ def write_desk(root: Path, tasks: list[dict[str, Any]] | None = None, *, freeze:
           - {from: A, to: D, declare: [prompt]}
         """))
     return folder
+
+
+def close_ticket_script(seen):
+    """A hosted agent (the loopback provider server's script) that closes T-1002, then says so."""
+    from tests.provider_server import text_reply, tool_call
+
+    if seen.turn == 0:
+        return tool_call(next(t for t in seen.tools if t.endswith("close_ticket")), {"ticket_id": "T-1002"})
+    return text_reply("Closed T-1002.")
+
+
+def hosted_desk_experiment(openai_url: str, why_few_seeds: str, extra: str = "") -> str:
+    """A two-arm (plain, prefixed surface), two-seed experiment of an OpenAI agent at ``openai_url``."""
+    return f"""\
+name: hosted
+taskset: ..
+version: t1
+seeds: [1, 2]
+declared: {{few_seeds: "{why_few_seeds}"}}
+defaults: {{agent: openai, model: gpt-4.1-mini-2025-04-14, prompt: default,
+           options: {{base_url: "{openai_url}", concurrency: 4, retry_base_delay_s: 0.01}}}}
+arms:
+  - {{name: A, surface: plain}}
+  - {{name: C, surface: prefixed}}
+{extra}"""

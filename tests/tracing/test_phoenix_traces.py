@@ -88,18 +88,18 @@ def traced_run(prefect_harness, phoenix, support_copy: Path, warehouse_dir: Path
     return summary, rows, orders
 
 
-def _read_back(phoenix: PhoenixServer, n_spans: int, n_annotations: int):
+def _read_back(phoenix: PhoenixServer, n_spans: int, n_annotations: int, project: str = PROJECT):
     """Phoenix stores what it receives a little later: poll until every span and annotation is there."""
     client = phoenix.client()
     deadline = time.monotonic() + READ_TIMEOUT_S
     while True:
         try:
-            spans = client.spans.get_spans(project_identifier=PROJECT, limit=100_000)
+            spans = client.spans.get_spans(project_identifier=project, limit=100_000)
         except httpx.HTTPStatusError as error:  # 404 until the project's first span is stored
             if error.response.status_code != 404 or time.monotonic() > deadline:
                 raise
             spans = []
-        annotations = client.spans.get_span_annotations(spans=spans, project_identifier=PROJECT) if spans else []
+        annotations = client.spans.get_span_annotations(spans=spans, project_identifier=project) if spans else []
         if (len(spans) >= n_spans and len(annotations) >= n_annotations) or time.monotonic() > deadline:
             return client, spans, annotations
         time.sleep(2.0)
@@ -226,19 +226,7 @@ def test_every_task_run_reads_back_as_its_trace_with_a_tool_span_per_call(prefec
     con.close()
     assert len(runs) == summary.n_runs > 0 and calls
 
-    client = phoenix.client()
-    deadline = time.monotonic() + READ_TIMEOUT_S
-    spans, annotations = [], []
-    while time.monotonic() < deadline:
-        try:
-            spans = client.spans.get_spans(project_identifier=SURFACE_PROJECT, limit=100_000)
-        except httpx.HTTPStatusError:
-            spans = []
-        annotations = client.spans.get_span_annotations(spans=spans, project_identifier=SURFACE_PROJECT) \
-            if spans else []
-        if len(spans) >= len(runs) + len(calls) and len(annotations) >= len(runs):
-            break
-        time.sleep(2.0)
+    _, spans, annotations = _read_back(phoenix, len(runs) + len(calls), len(runs), SURFACE_PROJECT)
     by_id = {s["context"]["span_id"]: s for s in spans}
     assert len(by_id) == len(runs) + len(calls) and len(annotations) == len(runs)
     notes = {a["span_id"]: a for a in annotations}
@@ -273,29 +261,13 @@ def test_a_hosted_agents_task_runs_read_back_with_an_llm_span_per_turn_and_no_ke
     tool calls, the final reply on the last) beside the TOOL spans; the fake key is nowhere in Phoenix."""
     from flows.surface_run import surface_run
     from tasks.tracing.surface_trace import call_role, turn_role
-    from tests.provider_server import ProviderServer, Seen, text_reply, tool_call
-    from tests.surface.tiny_desk import write_desk
-
-    def script(seen: Seen):
-        if seen.turn == 0:
-            return tool_call(next(t for t in seen.tools if t.endswith("close_ticket")), {"ticket_id": "T-1002"})
-        return text_reply("Closed T-1002.")
+    from tests.provider_server import ProviderServer
+    from tests.surface.tiny_desk import close_ticket_script, hosted_desk_experiment, write_desk
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    with ProviderServer(script, api_key=FAKE_KEY) as server:
-        folder = write_desk(tmp_path, experiment=f"""\
-name: hosted
-taskset: ..
-version: t1
-seeds: [1, 2]
-declared: {{few_seeds: "a tracing test"}}
-defaults: {{agent: openai, model: gpt-4.1-mini-2025-04-14, prompt: default,
-           options: {{base_url: "{server.openai_url}", concurrency: 4, retry_base_delay_s: 0.01}}}}
-arms:
-  - {{name: A, surface: plain}}
-  - {{name: C, surface: prefixed}}
-tracing: {{endpoint: '{phoenix.otlp}', project: {HOSTED_PROJECT}}}
-""")
+    with ProviderServer(close_ticket_script, api_key=FAKE_KEY) as server:
+        tracing = f"tracing: {{endpoint: '{phoenix.otlp}', project: {HOSTED_PROJECT}}}\n"
+        folder = write_desk(tmp_path, experiment=hosted_desk_experiment(server.openai_url, "a tracing test", tracing))
         summary = surface_run(experiment_path=str(folder / "experiments" / "four.yaml"),
                               warehouse_dir=str(tmp_path / "wh"))
     assert summary.trace_warnings == []
@@ -308,17 +280,7 @@ tracing: {{endpoint: '{phoenix.otlp}', project: {HOSTED_PROJECT}}}
     n_turns = sum(r[4] for r in runs)
     assert len(runs) == 2 * 2 * 4 and n_turns == 2 * len(runs) and len(calls) == len(runs)
 
-    client = phoenix.client()
-    deadline = time.monotonic() + READ_TIMEOUT_S
-    spans = []
-    while time.monotonic() < deadline:
-        try:
-            spans = client.spans.get_spans(project_identifier=HOSTED_PROJECT, limit=100_000)
-        except httpx.HTTPStatusError:
-            spans = []
-        if len(spans) >= len(runs) + n_turns + len(calls):
-            break
-        time.sleep(2.0)
+    _, spans, _ = _read_back(phoenix, len(runs) + n_turns + len(calls), 0, HOSTED_PROJECT)
     by_id = {s["context"]["span_id"]: s for s in spans}
     assert len(by_id) == len(runs) + n_turns + len(calls)
     turn_calls = {(c[0], c[1], c[2], c[4]): c for c in calls}
