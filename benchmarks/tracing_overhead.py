@@ -205,8 +205,8 @@ def measure(args: argparse.Namespace, workdir: Path) -> None:
             if stored >= expected:
                 break
             time.sleep(1.0)
-        print(f"Phoenix stored {stored:,} of the {expected:,} spans sent {time.perf_counter() - started:.1f} s after the "
-              "last flow returned")
+        print(f"Phoenix stored {stored:,} of the {expected:,} spans sent {time.perf_counter() - started:.1f} s "
+              "after the last flow returned")
 
 
 if __name__ == "__main__":
