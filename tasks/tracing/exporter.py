@@ -73,9 +73,17 @@ def planned_ids(trace_id: int, span_id: int) -> Iterator[None]:
 BUSY_CODES = frozenset({429, 503})
 """What a collector says when it is up but cannot take more now (Phoenix answers 503 while its queue of
 spans waiting to be stored, 20,000 by default, is full)."""
-BUSY_PATIENCE_S = float(os.environ.get("TOOLEVAL_TRACE_PATIENCE_S", "60"))
+def _patience_s(default: float = 60.0) -> float:
+    try:
+        value = float(os.environ.get("TOOLEVAL_TRACE_PATIENCE_S", default))
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+BUSY_PATIENCE_S = _patience_s()
 """How long one batch is offered to a busy collector before the rest of the run's spans are dropped
-(``TOOLEVAL_TRACE_PATIENCE_S``)."""
+(``TOOLEVAL_TRACE_PATIENCE_S``, seconds; 60 unless it is a number >= 0)."""
 
 
 class LastStatus:
