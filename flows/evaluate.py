@@ -79,13 +79,9 @@ class RunSummary:
     def trace_warnings(self) -> list[str]:
         """Waits until this process has sent the run's spans and annotations, and says which were dropped
         (the collector was down, one line each; rows are unaffected). The flow itself does not wait."""
-        if self.trace_target is None:
-            return []
-        from tasks.tracing.trace_sender import finished_warnings
+        return self.wait_for_traces(None)
 
-        return finished_warnings(self.trace_target)
-
-    def wait_for_traces(self, announce: Callable[[str], None]) -> list[str]:
+    def wait_for_traces(self, announce: Callable[[str], None] | None) -> list[str]:
         """``trace_warnings``, telling ``announce`` once when sending takes more than a second."""
         if self.trace_target is None:
             return []

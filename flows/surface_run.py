@@ -51,13 +51,9 @@ class SurfaceRunSummary:
 
     @property
     def trace_warnings(self) -> list[str]:
-        if self.trace_target is None:
-            return []
-        from tasks.tracing.trace_sender import finished_warnings
+        return self.wait_for_traces(None)
 
-        return finished_warnings(self.trace_target)
-
-    def wait_for_traces(self, announce: Callable[[str], None]) -> list[str]:
+    def wait_for_traces(self, announce: Callable[[str], None] | None) -> list[str]:
         """``trace_warnings``, telling ``announce`` once when sending takes more than a second."""
         if self.trace_target is None:
             return []

@@ -70,7 +70,7 @@ def registration_records(
         finished_at=datetime.now(timezone.utc), n_rows=0, criteria_hash=criteria_hash,
         criteria_registered_at=criteria_registered_at,
         weights_window=prepared.weights.window if prepared.weights else None, tooleval_version=tooleval_version(),
-        trace_endpoint=f"otlp://{trace.host}:{trace.port}" if trace else None,
+        trace_endpoint=trace.endpoint if trace else None,
         trace_project=trace.project if trace else None,
     )
     arms = [

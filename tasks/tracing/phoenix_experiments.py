@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -100,15 +100,14 @@ def run_versions(found: RunForPhoenix, experiment_path: Path | None) -> dict[str
     """The task-set versions of the run's arms, loaded from the task set its experiment file names (the
     path recorded on the run, unless ``experiment_path``), each checked against the content hash the run
     recorded: a version whose files changed since is refused."""
-    import yaml
+    from tasks.experiment.resolve_experiment import load_experiment_file
 
     path = Path(experiment_path or found.run["experiment_path"])
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists",
                              "the run's experiment file is not here (give --experiment FILE: the task set's "
                              "requests are read from the folder it names)")
-    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    taskset_dir = (path.parent / str(spec.get("taskset", ".."))).resolve()
+    taskset_dir = (path.parent / load_experiment_file(path).taskset).resolve()  # as resolve_experiment finds it
     versions: dict[str, TaskSetVersion] = {}
     for arm in found.arms:
         name = arm["taskset_version"]

@@ -27,12 +27,17 @@ class TraceTarget:
         return f"http://{self.host}:{self.port}"
 
     @property
+    def endpoint(self) -> str:
+        """As ``--trace`` takes it (and ``runs.trace_endpoint`` records it): otlp://HOST:PORT."""
+        return f"otlp://{self.host}:{self.port}"
+
+    @property
     def traces_url(self) -> str:
         """The OTLP/HTTP traces endpoint."""
         return f"{self.base_url}/v1/traces"
 
     def __str__(self) -> str:
-        return f"otlp://{self.host}:{self.port} (project {self.project})"
+        return f"{self.endpoint} (project {self.project})"
 
 
 def parse_trace_target(text: str, project: str | None = None, where: str = "--trace") -> TraceTarget:
