@@ -29,15 +29,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from rich.console import Console  # noqa: E402
+from synthetic import LADDER, ladder_tools, selection_row_batches, warehouse_records  # noqa: E402
 
 from schemas.arrow import to_arrow_table  # noqa: E402
-from schemas.rows import ArmRecord  # noqa: E402
-from synthetic import LADDER, ladder_tools, selection_row_batches, warehouse_records  # noqa: E402
+from schemas.selection.rows import SelectionArmRecord  # noqa: E402
 from tasks.experiment.criteria import load_criteria  # noqa: E402
-from tasks.report.gates import judge  # noqa: E402
-from tasks.report.render import render_html, render_markdown, render_terminal  # noqa: E402
 from tasks.report.figures import load_figures  # noqa: E402
+from tasks.report.gates import judge  # noqa: E402
 from tasks.report.publish import open_read_only  # noqa: E402
+from tasks.report.render import render_html, render_markdown, render_terminal  # noqa: E402
 from tasks.report.tables import build_report_from, latest_run_id  # noqa: E402
 from warehouse.connect import connect  # noqa: E402
 from warehouse.tables import TABLES  # noqa: E402
@@ -56,7 +56,7 @@ def synthetic_warehouse(directory: Path, n_requests: int) -> tuple[Path, str]:
         run_id = table.column("run_id")[0].as_py()
     records = warehouse_records(1)
     names, widths = ladder_tools()
-    records["arms"] = [ArmRecord(run_id=run_id, arm=arm, rung=i + 1, catalogue=catalogue, catalogue_hash=catalogue,
+    records["arms"] = [SelectionArmRecord(run_id=run_id, arm=arm, rung=i + 1, catalogue=catalogue, catalogue_hash=catalogue,
                                  prompt="default", prompt_hash="p", model_id="m", selector="lexical",
                                  taskset_version="v1", taskset_hash="t", n_tools=widths[i], seeds=[1, 2, 3])
                        for i, (arm, catalogue) in enumerate(LADDER)]

@@ -49,9 +49,10 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from schemas.arrow import arrow_schema, to_arrow_table  # noqa: E402
-from schemas.rows import SelectionRow  # noqa: E402
 from synthetic import run_ids, selection_row_batches, warehouse_records  # noqa: E402
+
+from schemas.arrow import arrow_schema, to_arrow_table  # noqa: E402
+from schemas.selection.rows import SelectionRow  # noqa: E402
 from warehouse.connect import connect  # noqa: E402
 from warehouse.tables import TABLES, create_tables  # noqa: E402
 from warehouse.views import create_views, view_files  # noqa: E402

@@ -30,9 +30,10 @@ sys.path.insert(0, str(ROOT))
 
 from schemas.arrow import arrow_schema  # noqa: E402
 from schemas.catalogue import NONE_LABEL  # noqa: E402
-from schemas.rows import ComparisonRecord, OfferedTool, RunRecord, SelectionRow, WeightRecord  # noqa: E402
-from tasks.taskset.load_taskset import freeze_version  # noqa: E402
+from schemas.run_records import ComparisonRecord
+from schemas.selection.rows import OfferedTool, SelectionRow, SelectionRunRecord, WeightRecord
 from tasks.run.permute_tools import tool_set_id  # noqa: E402
+from tasks.taskset.load_taskset import freeze_version  # noqa: E402
 
 SUPPORT = ROOT / "tasksets" / "support"
 WEIGHTS_WINDOW = "2026-W36-W47"
@@ -318,7 +319,7 @@ def warehouse_records(n_runs: int) -> dict[str, list]:
     names, widths = ladder_tools()
     weights = json.loads((SUPPORT / "weights" / f"{WEIGHTS_WINDOW}.json").read_text())["weights"]
     started = datetime(2026, 6, 1, tzinfo=timezone.utc)
-    runs = [RunRecord(run_id=run_id, experiment="support-ladder", experiment_path="synthetic.yaml",
+    runs = [SelectionRunRecord(run_id=run_id, experiment="support-ladder", experiment_path="synthetic.yaml",
                       experiment_hash="0" * 64, taskset="support", started_at=started, finished_at=started,
                       n_rows=0, criteria_hash=None, criteria_registered_at=None, weights_window=WEIGHTS_WINDOW,
                       tooleval_version="bench") for run_id in run_ids(n_runs)]

@@ -1,14 +1,15 @@
 """Acceptance criteria (a YAML file versioned with the experiment) and the verdict a run gets against them.
 
-The criteria are written before the run and registered (sha256 + UTC time) before its first selection;
+The criteria are written before the run and registered (sha256 + UTC time) before its first model call;
 each gate names the figure it reads, the limit, and the decision rule that turns the figure and its 95%
-interval into PASS or FAIL, so nobody can move a gate after seeing the numbers.
+interval into PASS or FAIL, so nobody can move a gate after seeing the numbers. The gate kinds are each
+instrument's own (schemas/selection/criteria.py, schemas/surface/criteria.py); the verdict is one record.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, Union
+from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,78 +26,14 @@ ArmSelection = Union[Literal["all", "candidates", "final"], list[str]]
 under test); 'final' = the last rung; or a list of arm names."""
 
 
-class _Gate(BaseModel):
+class GateSpec(BaseModel):
+    """What every gate of a criteria file has; each instrument adds its gate kinds."""
+
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Short name printed beside PASS / FAIL.")
     why: str = Field(default="", description="Why the team holds this line (printed in the report).")
     rule: Rule = Field(default="point", description="Decision rule: point, confident or demonstrated.")
-
-
-class ToolDropGate(_Gate):
-    """No tool with at least ``min_volume_share`` of production traffic drops more than
-    ``max_drop_points`` in any declared comparison (paired on requests labelled with the tool in both arms)."""
-
-    kind: Literal["tool_drop"] = Field(description="Gate kind.")
-    min_volume_share: float = Field(ge=0, le=1, description="Tools with at least this share of traffic (0.03 = 3%).")
-    max_drop_points: float = Field(gt=0, le=100, description="Largest allowed drop, in percentage points.")
-    slices: list[str] | None = Field(default=None, description="Slices judged (default: every slice).")
-
-
-class ConfusedPairGate(_Gate):
-    """No single confused pair (expected -> chosen) carries more than ``max_share`` of an arm's failures."""
-
-    kind: Literal["confused_pair_share"] = Field(description="Gate kind.")
-    max_share: float = Field(gt=0, le=1, description="Largest share of an arm's failures one pair may carry.")
-    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
-
-
-class WeightedFloorGate(_Gate):
-    """Volume-weighted accuracy is at least ``min_accuracy``."""
-
-    kind: Literal["weighted_floor"] = Field(description="Gate kind.")
-    min_accuracy: float = Field(ge=0, le=1, description="Floor for traffic-weighted accuracy (0.8 = 80%).")
-    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
-
-
-class WeightedDropGate(_Gate):
-    """Volume-weighted accuracy drops no more than ``max_drop_points`` in any declared comparison."""
-
-    kind: Literal["weighted_drop"] = Field(description="Gate kind.")
-    max_drop_points: float = Field(gt=0, le=100, description="Largest allowed weighted drop, in points.")
-
-
-class SliceFloorGate(_Gate):
-    """Accuracy of each named slice is at least its floor (slices are judged apart, never averaged)."""
-
-    kind: Literal["slice_floor"] = Field(description="Gate kind.")
-    floors: dict[str, float] = Field(min_length=1, description="Slice name -> floor (0..1).")
-    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
-
-
-class ConfidenceGapGate(_Gate):
-    """For a selector that gives a confidence: the least confident third is at least ``min_gap_points``
-    below the most confident third (otherwise its confidence cannot route anything). Arms without a
-    confidence are not applicable."""
-
-    kind: Literal["confidence_gap"] = Field(description="Gate kind.")
-    min_gap_points: float = Field(ge=0, le=100, description="Smallest allowed gap, in percentage points.")
-    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
-
-
-class FailureRateGate(_Gate):
-    """Invalid, error and empty rows together are at most ``max_rate`` of each slice's rows."""
-
-    kind: Literal["failure_rate"] = Field(description="Gate kind.")
-    max_rate: float = Field(ge=0, le=1, description="Largest allowed share of invalid + error + empty rows.")
-    arms: ArmSelection = Field(default="all", description="Arms judged.")
-
-
-Gate = Annotated[
-    Union[ToolDropGate, ConfusedPairGate, WeightedFloorGate, WeightedDropGate, SliceFloorGate,
-          ConfidenceGapGate, FailureRateGate],
-    Field(discriminator="kind"),
-]
 
 
 class CriteriaFile(BaseModel):
@@ -108,7 +45,7 @@ class CriteriaFile(BaseModel):
     description: str = Field(default="", description="What the gates protect.")
     written_by: str | None = Field(default=None, description="Who wrote the gates.")
     written_on: str | None = Field(default=None, description="When they were written (before any run judged).")
-    gates: list[Gate] = Field(min_length=1, description="The gates; every one must PASS for the run to PASS.")
+    gates: list[GateSpec] = Field(min_length=1, description="The gates; every one must PASS for the run to PASS.")
 
 
 GateStatus = Literal["PASS", "FAIL", "SKIP", "NOT JUDGED"]

@@ -1,20 +1,16 @@
-"""Experiment files: the arms (catalogue x prompt x pinned model x selector x task-set version) and seeds."""
+"""Experiment files as every instrument writes them: a task set and its version, seeds, arms that differ in
+one declared respect, acceptance criteria, a budget and tracing.
+
+What an arm is made of is the instrument's own (schemas/selection/experiment.py: catalogue x selector;
+schemas/surface/experiment.py: surface x agent); each subclasses ``ArmSpec``, ``Comparison`` and
+``ExperimentFile`` below with its fields and its respects.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-Respect = Literal["catalogue", "prompt", "model", "selector", "version"]
-"""The respects in which two arms can differ; a comparison may change exactly one unless declared."""
-
-RESPECTS: tuple[Respect, ...] = ("catalogue", "prompt", "model", "selector", "version")
-
-SelectorKind = Literal["lexical", "embedding", "trained", "openai", "anthropic"]
-
-PER_REQUEST_CATALOGUE = "per_request"
-"""Catalogue name meaning: offer each request its own tools (BFCL style)."""
 
 
 class ArmSpec(BaseModel):
@@ -23,15 +19,10 @@ class ArmSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Arm name, unique in the experiment.")
-    catalogue: str | None = Field(default=None, description="Catalogue name, or 'per_request'.")
     prompt: str | None = Field(default=None, description="Prompt name: prompts/<name>.md in the task set.")
     model: str | None = Field(default=None, description="Pinned model id (a dated snapshot for hosted models).")
-    selector: SelectorKind | None = Field(default=None, description="Which selector implementation runs the arm.")
     version: str | None = Field(default=None, description="Task-set version; defaults to the experiment's.")
-    options: dict[str, Any] = Field(default_factory=dict, description="Selector settings (temperature, base_url, ...).")
-
-    def respect(self, respect: Respect) -> Any:
-        return getattr(self, respect)
+    options: dict[str, Any] = Field(default_factory=dict, description="Settings (temperature, base_url, ...).")
 
 
 class Comparison(BaseModel):
@@ -41,7 +32,7 @@ class Comparison(BaseModel):
 
     baseline: str = Field(alias="from", description="The arm compared from.")
     arm: str = Field(alias="to", description="The arm compared to.")
-    declare: list[Respect] = Field(
+    declare: list[str] = Field(
         default_factory=list,
         description="Respects beyond the first that are knowingly changed together (e.g. [catalogue, selector]).",
     )
@@ -56,8 +47,8 @@ class Declarations(BaseModel):
 
 
 class RunBudget(BaseModel):
-    """Caps on one run's calls to hosted models; reaching one stops new calls (remaining rows land as
-    errors 'budget reached', uncached) and a rerun resumes from the selection cache."""
+    """Caps on one run's calls to hosted models; reaching one stops new calls (what is left lands as errors
+    'budget reached', uncached) and a rerun resumes from the cache."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -66,7 +57,7 @@ class RunBudget(BaseModel):
 
 
 class TracingSpec(BaseModel):
-    """Export every selection as an OpenInference trace (off unless given; ``--trace`` overrides it)."""
+    """Export the run as OpenInference traces (off unless given; ``--trace`` overrides it)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -84,8 +75,7 @@ class ExperimentFile(BaseModel):
     taskset: str = Field(description="Path of the task-set folder, relative to the experiment file.")
     version: str = Field(description="Default task-set version for every arm.")
     seeds: list[int] = Field(description="Seeds: each one recorded permutation of the tool order.")
-    batch_size: int = Field(default=200, ge=1, description="Requests per selection task.")
-    weights: str | None = Field(default=None, description="Production weights window id: weights/<id>.json.")
+    batch_size: int = Field(default=200, ge=1, description="Requests (or tasks) per unit of work.")
     criteria: str | None = Field(default=None, description="Acceptance-criteria file, relative to the experiment file.")
     defaults: ArmSpec | None = Field(default=None, description="Values every arm takes unless it sets its own.")
     arms: list[ArmSpec] = Field(min_length=1, description="The arms, in ladder order.")
@@ -97,7 +87,7 @@ class ExperimentFile(BaseModel):
     budget: RunBudget | None = Field(
         default=None, description="Spend and call caps per run (the CLI's --max-spend-usd / --max-calls override).")
     tracing: TracingSpec | None = Field(
-        default=None, description="Send one OpenInference trace per row to an OTLP collector such as Phoenix.")
+        default=None, description="Send the run's OpenInference traces to an OTLP collector such as Phoenix.")
 
     @model_validator(mode="before")
     @classmethod

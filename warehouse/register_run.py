@@ -12,8 +12,15 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from schemas.arrow import to_arrow_table
+from schemas.run_records import ComparisonRecord
+from schemas.selection.rows import (
+    OfferedTool,
+    SeedOrder,
+    SelectionArmRecord,
+    SelectionRunRecord,
+    WeightRecord,
+)
 from tasks.files.atomic_write import write_atomic
-from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SeedOrder, WeightRecord
 from tasks.run.drill_points import reached
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
@@ -31,8 +38,8 @@ registration's own connection, closed right after: the report's read-only connec
 class RunRegistration:
     """Everything a run writes besides its rows."""
 
-    run: RunRecord
-    arms: list[ArmRecord]
+    run: SelectionRunRecord
+    arms: list[SelectionArmRecord]
     comparisons: list[ComparisonRecord]
     seed_orders: list[SeedOrder]
     offered_tools: list[OfferedTool]
@@ -58,8 +65,8 @@ def load_registration(registrations_dir: Path, run_id: str) -> RunRegistration |
     if not path.is_file():
         return None
     record = json.loads(path.read_text())
-    return RunRegistration(run=RunRecord.model_validate(record["run"]),
-                           arms=[ArmRecord.model_validate(r) for r in record["arms"]],
+    return RunRegistration(run=SelectionRunRecord.model_validate(record["run"]),
+                           arms=[SelectionArmRecord.model_validate(r) for r in record["arms"]],
                            comparisons=[ComparisonRecord.model_validate(r) for r in record["comparisons"]],
                            seed_orders=[SeedOrder.model_validate(r) for r in record["seed_orders"]],
                            offered_tools=[OfferedTool.model_validate(r) for r in record["offered_tools"]],

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from schemas.surface_rows import TaskArmRecord, TaskComparisonRecord, TaskExperimentRecord
+from schemas.run_records import ComparisonRecord
+from schemas.surface.rows import SurfaceArmRecord, SurfaceRunRecord
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
 from warehouse.register_run import _insert
@@ -16,9 +17,9 @@ from warehouse.register_run import _insert
 class TaskRunRegistration:
     """Everything a task run writes besides its rows."""
 
-    experiment: TaskExperimentRecord
-    arms: list[TaskArmRecord]
-    comparisons: list[TaskComparisonRecord]
+    experiment: SurfaceRunRecord
+    arms: list[SurfaceArmRecord]
+    comparisons: list[ComparisonRecord]
 
 
 def register_task_run(db_path: Path, runs_dir: Path, calls_dir: Path, registration: TaskRunRegistration) -> int:

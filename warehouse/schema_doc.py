@@ -30,7 +30,7 @@ def schema_markdown() -> str:
     for name, path in view_files().items():
         header = view_header(path.read_text())
         out.append(f"- `{name}` — {header.split(':', 1)[1].strip() if ':' in header else header}")
-    out += ["", "Tables (each derived from a pydantic model in `schemas/rows.py`):", ""]
+    out += ["", "Tables (each derived from a pydantic model under `schemas/`):", ""]
     for table, model in TABLES.items():
         out += [f"**`{table}`** — {model.__doc__.strip().splitlines()[0]}", "",
                 "| column | type | meaning |", "|---|---|---|"]

@@ -6,27 +6,21 @@ import duckdb
 from pydantic import BaseModel
 
 from schemas.arrow import arrow_schema, create_table_sql, duckdb_type
-from schemas.rows import (
-    ArmRecord,
-    ComparisonRecord,
+from schemas.run_records import ComparisonRecord
+from schemas.selection.rows import (
     OfferedTool,
-    RunRecord,
     SeedOrder,
+    SelectionArmRecord,
     SelectionRow,
+    SelectionRunRecord,
     WeightRecord,
 )
-from schemas.surface_rows import (
-    TaskArmRecord,
-    TaskCallRow,
-    TaskComparisonRecord,
-    TaskExperimentRecord,
-    TaskRunRow,
-)
+from schemas.surface.rows import SurfaceArmRecord, SurfaceRunRecord, TaskCallRow, TaskRunRow
 
 TABLES: dict[str, type[BaseModel]] = {
     "landed_rows": SelectionRow,
-    "runs": RunRecord,
-    "arms": ArmRecord,
+    "runs": SelectionRunRecord,
+    "arms": SelectionArmRecord,
     "comparisons": ComparisonRecord,
     "seed_orders": SeedOrder,
     "offered_tools": OfferedTool,
@@ -34,9 +28,9 @@ TABLES: dict[str, type[BaseModel]] = {
     # tasks done on a tool surface (issue 9): one row per (run, arm, seed, task), one per call, the registers
     "task_runs": TaskRunRow,
     "task_calls": TaskCallRow,
-    "task_experiments": TaskExperimentRecord,
-    "task_arms": TaskArmRecord,
-    "task_comparisons": TaskComparisonRecord,
+    "task_experiments": SurfaceRunRecord,
+    "task_arms": SurfaceArmRecord,
+    "task_comparisons": ComparisonRecord,
 }
 
 

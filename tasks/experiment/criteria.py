@@ -17,11 +17,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from schemas.criteria import CriteriaFile
+from schemas.selection.criteria import SelectionCriteria
 from tasks.files.atomic_write import write_atomic
 from tasks.files.content_hash import sha256_hex
-from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError, Problem
+from tasks.files.yaml_files import load_yaml
 
 REGISTRATION_FILE = "registration.json"
 CRITERIA_COPY = "criteria.yaml"
@@ -51,14 +51,14 @@ def _locate(raw: bytes, loc: tuple[Any, ...]) -> tuple[str, str]:
     return ".".join(path), line
 
 
-def parse_criteria(path: Path, raw: bytes) -> CriteriaFile:
-    """Validate criteria bytes against CriteriaFile, naming the file, the line and the rule."""
+def parse_criteria(path: Path, raw: bytes) -> SelectionCriteria:
+    """Validate criteria bytes against SelectionCriteria, naming the file, the line and the rule."""
     file = str(path)
     data = load_yaml(raw, file)
     if not isinstance(data, dict):
         raise InputError.one(file, "", "schema", "a criteria file is a YAML mapping with `name` and `gates`")
     try:
-        criteria = CriteriaFile.model_validate(data)
+        criteria = SelectionCriteria.model_validate(data)
     except ValidationError as error:
         problems = []
         for e in error.errors():
@@ -73,7 +73,7 @@ def parse_criteria(path: Path, raw: bytes) -> CriteriaFile:
     return criteria
 
 
-def load_criteria(path: Path) -> CriteriaFile:
+def load_criteria(path: Path) -> SelectionCriteria:
     path = Path(path)
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "criteria file not found")
@@ -87,7 +87,7 @@ def criteria_path(experiment_path: Path, criteria: str | None) -> Path | None:
     return (Path(experiment_path).parent / criteria).resolve()
 
 
-def check_against_experiment(criteria: CriteriaFile, path: Path, arm_names: list[str],
+def check_against_experiment(criteria: SelectionCriteria, path: Path, arm_names: list[str],
                              slices: set[str]) -> None:
     """Arms and slices a gate names must exist in the experiment, before anything runs."""
     problems = []
@@ -107,7 +107,7 @@ def check_against_experiment(criteria: CriteriaFile, path: Path, arm_names: list
         raise InputError(problems)
 
 
-def experiment_criteria(prepared: Any) -> tuple[Path, CriteriaFile] | None:
+def experiment_criteria(prepared: Any) -> tuple[Path, SelectionCriteria] | None:
     """Load and check the criteria of a prepared run (tasks.run.prepare_run.PreparedRun); None if it has none."""
     experiment = prepared.experiment
     path = criteria_path(experiment.path, experiment.spec.criteria)
@@ -187,7 +187,7 @@ def changed_since_registration(registration: CriteriaRegistration) -> str | None
     return None
 
 
-def registered_criteria(registration: CriteriaRegistration) -> CriteriaFile:
+def registered_criteria(registration: CriteriaRegistration) -> SelectionCriteria:
     """The registered criteria, read from the kept copy, which must still hash to the registered sha256."""
     raw = registration.copy.read_bytes()
     if sha256_hex(raw) != registration.sha256:

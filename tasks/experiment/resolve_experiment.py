@@ -10,10 +10,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.catalogue import NONE_LABEL, Catalogue
-from schemas.experiment import PER_REQUEST_CATALOGUE, RESPECTS, ArmSpec, Comparison, ExperimentFile
+from schemas.selection.experiment import (
+    PER_REQUEST_CATALOGUE,
+    RESPECTS,
+    SelectionArmSpec,
+    SelectionComparison,
+    SelectionExperimentFile,
+)
 from tasks.files.content_hash import sha256_hex
-from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError, Problem
+from tasks.files.yaml_files import load_yaml
 from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
 from tasks.selectors.router_setup import OFFLINE_ROUTER_KINDS, router_setup
 from tasks.taskset.load_taskset import load_catalogue, load_prompt, version_paths
@@ -88,7 +94,7 @@ class ResolvedComparison:
 class ResolvedExperiment:
     path: Path
     experiment_hash: str
-    spec: ExperimentFile
+    spec: SelectionExperimentFile
     taskset_dir: Path
     arms: tuple[ResolvedArm, ...]
     comparisons: tuple[ResolvedComparison, ...]
@@ -109,8 +115,8 @@ class ResolvedExperiment:
         return next(a for a in self.arms if a.name == name)
 
 
-def load_experiment_file(path: Path) -> ExperimentFile:
-    """Parse the YAML and validate it against ExperimentFile, naming the file and the line."""
+def load_experiment_file(path: Path) -> SelectionExperimentFile:
+    """Parse the YAML and validate it against SelectionExperimentFile, naming the file and the line."""
     path = Path(path)
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "experiment file not found")
@@ -119,7 +125,7 @@ def load_experiment_file(path: Path) -> ExperimentFile:
     if not isinstance(data, dict):
         raise InputError.one(str(path), "", "schema", "an experiment file is a YAML mapping")
     try:
-        return ExperimentFile.model_validate(data)
+        return SelectionExperimentFile.model_validate(data)
     except ValidationError as error:
         problems = [
             Problem(str(path), ".".join(str(p) for p in e["loc"]), "schema", e["msg"]) for e in error.errors()
@@ -127,7 +133,7 @@ def load_experiment_file(path: Path) -> ExperimentFile:
         raise InputError(problems) from None
 
 
-def _merge(defaults: ArmSpec | None, arm: ArmSpec) -> dict[str, Any]:
+def _merge(defaults: SelectionArmSpec | None, arm: SelectionArmSpec) -> dict[str, Any]:
     merged = defaults.model_dump(exclude={"name"}, exclude_none=True) if defaults else {}
     for key, value in arm.model_dump().items():
         if key == "options":
@@ -250,7 +256,7 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
 
     by_name = {arm.name: arm for arm in arms}
     if spec.comparisons == "ladder":
-        pairs = [Comparison(**{"from": a.name, "to": b.name}) for a, b in zip(arms, arms[1:])]
+        pairs = [SelectionComparison(**{"from": a.name, "to": b.name}) for a, b in zip(arms, arms[1:])]
     else:
         pairs = spec.comparisons
     comparisons: list[ResolvedComparison] = []

@@ -27,9 +27,10 @@ from typing import Any, Iterator, Sequence
 from pydantic import ValidationError
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
-from schemas.experiment import PER_REQUEST_CATALOGUE
+from schemas.selection.experiment import PER_REQUEST_CATALOGUE
 from schemas.taskset import LabelledRequest, Message
 from tasks.files.input_errors import InputError, Problem
+from tasks.files.json_lines import read_json_objects, refuse_non_json_lines
 from tasks.importers.taskset_writer import (
     ImportSummary,
     file_digest,
@@ -37,7 +38,6 @@ from tasks.importers.taskset_writer import (
     refuse_frozen,
     write_taskset,
 )
-from tasks.files.json_lines import read_json_objects, refuse_non_json_lines
 from tasks.taskset.load_taskset import validation_message
 
 # --------------------------------------------------------------------------------------------------

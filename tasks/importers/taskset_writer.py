@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from schemas.catalogue import CatalogueFile
-from schemas.experiment import ExperimentFile
+from schemas.selection.experiment import SelectionExperimentFile
 from schemas.taskset import LabelledRequest, VersionManifest
 from tasks.files.content_hash import file_sha256
 from tasks.files.input_errors import InputError
@@ -112,7 +112,7 @@ MODEL_FILE = "models/hybrid.json"
 
 def offline_experiment_yaml(name: str, description: str, catalogue: str) -> str:
     """``experiments/offline.yaml``: the set read by the offline selectors (BM25, MiniLM cosine, and the
-    decision model trained on the set, cross-fitted), validated as an ExperimentFile."""
+    decision model trained on the set, cross-fitted), validated as an SelectionExperimentFile."""
     text = f"""\
 name: {json.dumps(name)}
 description: {json.dumps(description, ensure_ascii=False)}
@@ -131,7 +131,7 @@ comparisons:
   - {{from: lexical, to: embedding, declare: [model]}}   # selector and model change together
   - {{from: embedding, to: trained, declare: [model]}}
 """
-    ExperimentFile.model_validate(yaml.safe_load(text))
+    SelectionExperimentFile.model_validate(yaml.safe_load(text))
     return text
 
 

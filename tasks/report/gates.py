@@ -15,16 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
-from schemas.criteria import (
-    ArmSelection,
+from schemas.criteria import ArmSelection, GateResult, Verdict
+from schemas.selection.criteria import (
     ConfidenceGapGate,
     ConfusedPairGate,
-    CriteriaFile,
     FailureRateGate,
-    GateResult,
+    SelectionCriteria,
     SliceFloorGate,
     ToolDropGate,
-    Verdict,
     WeightedDropGate,
     WeightedFloorGate,
 )
@@ -247,7 +245,7 @@ JUDGES: dict[str, Callable[..., GateResult]] = {
 }
 
 
-def judge(figures: RunFigures, criteria: CriteriaFile, registration: CriteriaRegistration | None = None,
+def judge(figures: RunFigures, criteria: SelectionCriteria, registration: CriteriaRegistration | None = None,
           criteria_path: str | None = None) -> Verdict:
     """Every gate in file order; FAIL if any fails, NOT JUDGED if any could not be judged, else PASS."""
     gates = [JUDGES[g.kind](g, figures) for g in criteria.gates]

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version as package_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from typing import TYPE_CHECKING, Iterable
 
-from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SeedOrder, WeightRecord
+from schemas.run_records import ComparisonRecord
+from schemas.selection.rows import (
+    OfferedTool,
+    SeedOrder,
+    SelectionArmRecord,
+    SelectionRunRecord,
+    WeightRecord,
+)
 from tasks.run.permute_tools import permute_tools, tool_set_id
 from tasks.run.plan_units import WorkUnit
 from tasks.run.prepare_run import PreparedRun
@@ -64,7 +72,7 @@ def registration_records(
 ) -> RunRegistration:
     """``trace``: where the run's traces went (recorded on the run), None when it was not traced."""
     experiment = prepared.experiment
-    run = RunRecord(
+    run = SelectionRunRecord(
         run_id=run_id, experiment=experiment.name, experiment_path=str(experiment.path),
         experiment_hash=experiment.experiment_hash, taskset=prepared.taskset, started_at=started_at,
         finished_at=datetime.now(timezone.utc), n_rows=0, criteria_hash=criteria_hash,
@@ -74,7 +82,7 @@ def registration_records(
         trace_project=trace.project if trace else None,
     )
     arms = [
-        ArmRecord(run_id=run_id, arm=a.name, rung=a.rung, catalogue=a.catalogue_name, catalogue_hash=a.catalogue_hash,
+        SelectionArmRecord(run_id=run_id, arm=a.name, rung=a.rung, catalogue=a.catalogue_name, catalogue_hash=a.catalogue_hash,
                   prompt=a.prompt_name, prompt_hash=a.prompt_hash, model_id=a.model_id, selector=a.selector,
                   taskset_version=a.version, taskset_hash=prepared.versions[a.version].manifest.content_hash,
                   n_tools=len(a.catalogue.tools) if a.catalogue else 0, seeds=list(experiment.seeds),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from schemas.catalogue import NONE_LABEL
-from schemas.rows import Outcome, Selection
+from schemas.selection.rows import Outcome, Selection
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ContextManager
 
 from schemas.arrow import to_arrow_table
-from schemas.rows import Selection, SelectionRow
+from schemas.selection.rows import Selection, SelectionRow
 from tasks.run.drill_points import reached
 from tasks.run.plan_units import PlannedRequest, WorkUnit, plan_batch
 from tasks.run.prefix_lanes import lane_for
-from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.run.score_selection import score_selection
 from tasks.run.selection_cache import SelectionCache
 from tasks.selectors.base import SelectionInput
+from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.selectors.registry import selector_for
 from warehouse.parquet_store import write_partition
 

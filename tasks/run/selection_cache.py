@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
-from schemas.rows import Selection
+from schemas.selection.rows import Selection
 from tasks.files.sqlite_files import open_shared_sqlite
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS selections (key TEXT PRIMARY KEY, selection TEXT NOT NULL)"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from schemas.catalogue import ToolSpec
-from schemas.rows import Selection
+from schemas.selection.rows import Selection
 from schemas.taskset import Message, last_user_text
 
 

@@ -33,15 +33,15 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
-from schemas.rows import Selection
-from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
+from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
+from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
 from tasks.selectors.chat_options import DEFAULT_CONCURRENCY, is_custom_server, provider_defaults
 from tasks.selectors.chat_types import ChatReply, ChatRequest, WireTool
 from tasks.selectors.judge import Judge, arguments_text
+from tasks.selectors.pinned_models import served_evidence
 from tasks.selectors.provider_calls import CallResult, ProviderCaller
 from tasks.selectors.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
-from tasks.selectors.pinned_models import served_evidence
 from tasks.selectors.text_tool_calls import find_text_call, text_call_detail
 from tasks.selectors.tool_call_check import check_arguments
 from tasks.selectors.tool_names import ToolNameMap

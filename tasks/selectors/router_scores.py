@@ -14,9 +14,8 @@ from typing import Sequence
 import numpy as np
 
 from schemas.catalogue import NONE_LABEL
-from schemas.rows import Selection
+from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
-
 
 _NAME_SEPARATORS = re.compile(r"[_.\-/:\s]+")
 CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")

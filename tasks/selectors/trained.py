@@ -25,11 +25,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from schemas.catalogue import NONE_LABEL
-from schemas.decision_model import DecisionModelFile, LogitWeights
-from schemas.rows import Selection
+from schemas.decision_model import DecisionModelFile
+from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import softmax, utilities
-from tasks.selectors.decision_features import Examples, RequestScores, feature_arrays, text_hash
+from tasks.selectors.decision_features import Examples, feature_arrays, text_hash
 from tasks.selectors.router_setup import DEFAULT_MODELS, parse_threshold
 from tasks.selectors.train_decision_model import embed_texts, router_scores
 

@@ -18,8 +18,8 @@ import time
 from typing import Any
 
 from schemas.catalogue import ToolSpec
-from schemas.surface_rows import CallRecord, TaskOutcome
-from schemas.surface_task import SurfaceTask
+from schemas.surface.rows import CallRecord, TaskOutcome
+from schemas.surface.task import SurfaceTask
 from tasks.surface.agent_types import Agent, ToolResult
 from tasks.surface.execute_call import execute_call, skipped_call
 from tasks.surface.load_surface import ResolvedSurface

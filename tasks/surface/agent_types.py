@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from schemas.catalogue import ToolSpec
-from schemas.surface_task import SurfaceTask
+from schemas.surface.task import SurfaceTask
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from schemas.catalogue import ToolSpec
-from schemas.surface_task import SurfaceTask
+from schemas.surface.task import SurfaceTask
 from schemas.taskset import Message
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.lexical import LexicalSelector

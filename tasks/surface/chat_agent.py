@@ -15,7 +15,7 @@ import json
 from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import ToolSpec
-from schemas.surface_task import SurfaceTask
+from schemas.surface.task import SurfaceTask
 from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger
 from tasks.selectors.chat_options import read_api_key, resolve_base_url
 from tasks.selectors.chat_types import ChatProvider, WireTool
@@ -24,8 +24,8 @@ from tasks.selectors.tool_names import ToolNameMap
 from tasks.selectors.tool_schemas import wire_schema
 from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
 from tasks.surface.conversation_wire import (
-    AnthropicConversation,
     Answered,
+    AnthropicConversation,
     Called,
     ConversationRequest,
     Event,

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from schemas.catalogue import Catalogue, ToolSpec
-from schemas.surface import SurfaceFile
+from schemas.surface.surface_file import SurfaceFile
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.yaml_files import load_yaml

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.surface_task import FIXTURE_INCLUDE_KEY, SurfaceTask, TaskSetManifest
+from schemas.surface.task import FIXTURE_INCLUDE_KEY, SurfaceTask, TaskSetManifest
 from tasks.files.content_hash import parts_sha256
 from tasks.files.input_errors import InputError, Problem
 from tasks.taskset.load_taskset import read_json_model, validation_message

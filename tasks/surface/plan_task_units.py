@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.catalogue import ToolSpec
-from schemas.surface_task import SurfaceTask
+from schemas.surface.task import SurfaceTask
 from tasks.files.content_hash import sha256_hex
 from tasks.run.permute_tools import permute_tools
 from tasks.run.plan_units import _SECRET_OPTION_NAME, tools_fingerprint

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from schemas.surface_criteria import TaskCriteriaFile
+from schemas.surface.criteria import SurfaceCriteria
 from tasks.surface.load_tasks import TaskVersion, load_task_version
 from tasks.surface.resolve_task_experiment import ResolvedTaskExperiment, resolve_task_experiment
 from tasks.surface.task_checks import TaskCheckReport, check_tasks
@@ -19,7 +19,7 @@ class PreparedTaskRun:
     experiment: ResolvedTaskExperiment
     versions: dict[str, TaskVersion]
     checks: dict[str, TaskCheckReport]
-    criteria: tuple[Path, TaskCriteriaFile] | None
+    criteria: tuple[Path, SurfaceCriteria] | None
 
     @property
     def taskset(self) -> str:

@@ -14,12 +14,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.surface_experiment import TASK_RESPECTS, TaskArmSpec, TaskComparison, TaskExperimentFile
+from schemas.surface.experiment import (
+    SURFACE_RESPECTS,
+    SurfaceArmSpec,
+    SurfaceComparison,
+    SurfaceExperimentFile,
+)
 from tasks.experiment.resolve_experiment import ARM_NAME_CHARS, MIN_SEEDS
 from tasks.files.content_hash import sha256_hex
-from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError, Problem
-from tasks.selectors.chat_options import HOSTED_KINDS, ROUTING_OPTIONS, answer_options, check_hosted_arm
+from tasks.files.yaml_files import load_yaml
+from tasks.selectors.chat_options import ROUTING_OPTIONS, answer_options, check_hosted_arm
 from tasks.surface.load_surface import ResolvedSurface, load_surface
 from tasks.taskset.load_taskset import load_prompt
 
@@ -79,7 +84,7 @@ class ResolvedTaskComparison:
 class ResolvedTaskExperiment:
     path: Path
     experiment_hash: str
-    spec: TaskExperimentFile
+    spec: SurfaceExperimentFile
     taskset_dir: Path
     arms: tuple[ResolvedTaskArm, ...]
     comparisons: tuple[ResolvedTaskComparison, ...]
@@ -100,7 +105,7 @@ class ResolvedTaskExperiment:
         return next(a for a in self.arms if a.name == name)
 
 
-def load_task_experiment_file(path: Path) -> TaskExperimentFile:
+def load_task_experiment_file(path: Path) -> SurfaceExperimentFile:
     path = Path(path)
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "experiment file not found")
@@ -108,13 +113,13 @@ def load_task_experiment_file(path: Path) -> TaskExperimentFile:
     if not isinstance(data, dict):
         raise InputError.one(str(path), "", "schema", "an experiment file is a YAML mapping")
     try:
-        return TaskExperimentFile.model_validate(data)
+        return SurfaceExperimentFile.model_validate(data)
     except ValidationError as error:
         raise InputError([Problem(str(path), ".".join(str(p) for p in e["loc"]), "schema", e["msg"])
                           for e in error.errors()]) from None
 
 
-def _merge(defaults: TaskArmSpec | None, arm: TaskArmSpec) -> dict[str, Any]:
+def _merge(defaults: SurfaceArmSpec | None, arm: SurfaceArmSpec) -> dict[str, Any]:
     merged = defaults.model_dump(exclude={"name"}, exclude_none=True) if defaults else {}
     for key, value in arm.model_dump().items():
         if key == "options":
@@ -195,7 +200,7 @@ def resolve_task_experiment(path: Path) -> ResolvedTaskExperiment:
 
     by_name = {arm.name: arm for arm in arms}
     if spec.comparisons == "ladder":
-        pairs = [TaskComparison(**{"from": a.name, "to": b.name}) for a, b in zip(arms, arms[1:])]
+        pairs = [SurfaceComparison(**{"from": a.name, "to": b.name}) for a, b in zip(arms, arms[1:])]
     else:
         pairs = spec.comparisons
     comparisons: list[ResolvedTaskComparison] = []
@@ -205,7 +210,7 @@ def resolve_task_experiment(path: Path) -> ResolvedTaskExperiment:
             problems.append(Problem(file, where, "comparison-arms", "names an arm the experiment does not have"))
             continue
         a, b = by_name[pair.baseline], by_name[pair.arm]
-        changed = tuple(r for r in TASK_RESPECTS if a.respect(r) != b.respect(r))
+        changed = tuple(r for r in SURFACE_RESPECTS if a.respect(r) != b.respect(r))
         undeclared = [r for r in changed if r not in pair.declare]
         if not changed:
             problems.append(Problem(file, where, "one-change", "the two arms are identical: nothing is compared"))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from schemas.arrow import to_arrow_table
-from schemas.surface_rows import TaskCallRow, TaskOutcome, TaskRunRow
+from schemas.surface.rows import TaskCallRow, TaskOutcome, TaskRunRow
 from tasks.selectors.call_budget import RunLedger
 from tasks.selectors.chat_options import DEFAULT_CONCURRENCY
 from tasks.surface.agent_loop import run_task

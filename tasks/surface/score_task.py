@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any, Sequence
 
-from schemas.surface_rows import CallRecord
-from schemas.surface_task import Assertion, CallAssertion, Matcher
+from schemas.surface.rows import CallRecord
+from schemas.surface.task import Assertion, CallAssertion, Matcher
 
 _MISSING = object()
 

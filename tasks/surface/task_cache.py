@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable
 
-from schemas.surface_rows import FAILED_STOPS, TaskOutcome
+from schemas.surface.rows import FAILED_STOPS, TaskOutcome
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS task_outcomes (key TEXT PRIMARY KEY, outcome TEXT NOT NULL)"
 _CHUNK = 500

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from schemas.surface_criteria import TaskCriteriaFile
+from schemas.surface.criteria import SurfaceCriteria
 from tasks.experiment.criteria import (
     CRITERIA_COPY,
     REGISTRATION_FILE,
@@ -24,13 +24,13 @@ from tasks.files.input_errors import InputError, Problem
 from tasks.files.yaml_files import load_yaml
 
 
-def parse_task_criteria(path: Path, raw: bytes) -> TaskCriteriaFile:
+def parse_task_criteria(path: Path, raw: bytes) -> SurfaceCriteria:
     file = str(path)
     data = load_yaml(raw, file)
     if not isinstance(data, dict):
         raise InputError.one(file, "", "schema", "a criteria file is a YAML mapping with `name` and `gates`")
     try:
-        criteria = TaskCriteriaFile.model_validate(data)
+        criteria = SurfaceCriteria.model_validate(data)
     except ValidationError as error:
         problems = []
         for e in error.errors():
@@ -45,7 +45,7 @@ def parse_task_criteria(path: Path, raw: bytes) -> TaskCriteriaFile:
 
 
 def load_task_criteria(experiment_path: Path, criteria: str | None, arm_names: list[str],
-                       slices: set[str]) -> tuple[Path, TaskCriteriaFile] | None:
+                       slices: set[str]) -> tuple[Path, SurfaceCriteria] | None:
     """The experiment's criteria, checked against its arms and slices; None when it names none."""
     path = criteria_path(experiment_path, criteria)
     if path is None:
@@ -90,7 +90,7 @@ def register_task_criteria(path: Path, registrations_dir: Path, run_id: str) -> 
     return registration
 
 
-def registered_task_criteria(registration: CriteriaRegistration) -> TaskCriteriaFile:
+def registered_task_criteria(registration: CriteriaRegistration) -> SurfaceCriteria:
     raw = registration.copy.read_bytes()
     if sha256_hex(raw) != registration.sha256:
         raise ValueError(f"the registered copy {registration.copy} does not match sha256 {registration.sha256[:12]}")

@@ -12,12 +12,12 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from schemas.criteria import ArmSelection, GateResult, Verdict
-from schemas.surface_criteria import (
+from schemas.surface.criteria import (
     HandoffGate,
     IrreversibleGate,
     SuccessDropGate,
     SuccessFloorGate,
-    TaskCriteriaFile,
+    SurfaceCriteria,
     ToolInvalidRateGate,
     UpstreamReadsGate,
 )
@@ -148,7 +148,7 @@ JUDGES: dict[str, Callable[[Any, TaskRunFigures], GateResult]] = {
 }
 
 
-def judge_task_run(figures: TaskRunFigures, criteria: TaskCriteriaFile, criteria_path: str | None = None,
+def judge_task_run(figures: TaskRunFigures, criteria: SurfaceCriteria, criteria_path: str | None = None,
                    criteria_hash: str | None = None, registered_at: datetime | None = None) -> Verdict:
     gates = [JUDGES[gate.kind](gate, figures) for gate in criteria.gates]
     failed = [g for g in gates if g.status == "FAIL"]

@@ -42,7 +42,7 @@ from typing import Any, Callable, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from schemas.surface import ToolMarks
+from schemas.surface.surface_file import ToolMarks
 
 TOOL_MARKS_ATTRIBUTE = "__tooleval_tool__"
 CURSOR_PREFIX = "page:"

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Sequence
 
 from schemas.catalogue import Catalogue, ToolSpec
-from schemas.surface import SurfaceTransform
+from schemas.surface.surface_file import SurfaceTransform
 
 
 def transform_problems(names: Sequence[str], transform: SurfaceTransform) -> list[tuple[str, str]]:

@@ -24,7 +24,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
-from schemas.rows import Selection
+from schemas.selection.rows import Selection
 from tasks.tracing.annotations import selection_annotations
 from tasks.tracing.exporter import RunTracing, planned_ids
 from tasks.tracing.span_attributes import (

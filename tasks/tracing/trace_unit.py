@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping, Sequence
 
-from schemas.rows import Selection
+from schemas.selection.rows import Selection
 from tasks.tracing.trace_sender import sender_for
 from tasks.tracing.trace_target import TraceTarget
 

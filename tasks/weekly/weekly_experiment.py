@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from schemas.experiment import ArmSpec, Comparison
+from schemas.selection.experiment import SelectionArmSpec, SelectionComparison
 from tasks.experiment.resolve_experiment import load_experiment_file
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
@@ -69,7 +69,7 @@ def write_weekly_experiment(
     experiment_versions = sorted({a.version or spec.version for a in chosen})
     versions, skipped = versions_in_use(taskset_dir, experiment_versions, new_version, allow_provisional,
                                         extra_versions)
-    arms: list[ArmSpec] = [a.model_copy(update={"name": arm_name(a.name, v), "version": v})
+    arms: list[SelectionArmSpec] = [a.model_copy(update={"name": arm_name(a.name, v), "version": v})
                            for a in chosen for v in versions]
     pairs: list[tuple[str, str]] = []
     for a in chosen:
@@ -87,7 +87,7 @@ def write_weekly_experiment(
         "version": versions[-1],
         "weights": window,
         "arms": [a.model_dump(mode="json", exclude_none=True) for a in arms],
-        "comparisons": [Comparison(**{"from": a, "to": b}).model_dump(by_alias=True) for a, b in pairs] or [],
+        "comparisons": [SelectionComparison(**{"from": a, "to": b}).model_dump(by_alias=True) for a, b in pairs] or [],
     })
     for key in ("criteria",):
         if data.get(key) and not Path(data[key]).is_absolute():

@@ -11,7 +11,14 @@ import duckdb
 from pydantic import BaseModel
 
 from schemas.arrow import to_arrow_table
-from schemas.rows import ArmRecord, ComparisonRecord, OfferedTool, RunRecord, SelectionRow, WeightRecord
+from schemas.run_records import ComparisonRecord
+from schemas.selection.rows import (
+    OfferedTool,
+    SelectionArmRecord,
+    SelectionRow,
+    SelectionRunRecord,
+    WeightRecord,
+)
 from tasks.report import figures
 from tests.factories import NOW
 from warehouse.tables import create_tables
@@ -103,13 +110,13 @@ class KnownRun:
         return self
 
     def arm_respects(self, arm: str, **fields: Any) -> "KnownRun":
-        """Set ArmRecord fields of an arm (catalogue_hash, prompt_hash, model_id, selector, taskset_version...)."""
+        """Set SelectionArmRecord fields of an arm (catalogue_hash, prompt_hash, model_id, selector, taskset_version...)."""
         self.arm_fields[arm] = fields
         return self
 
     def finish(self) -> duckdb.DuckDBPyConnection:
         insert(self.con, "landed_rows", SelectionRow, self.rows)
-        insert(self.con, "runs", RunRecord, [run_record(len(self.rows), criteria_hash=self.criteria_hash,
+        insert(self.con, "runs", SelectionRunRecord, [run_record(len(self.rows), criteria_hash=self.criteria_hash,
                                                         weights_window="w" if self.weights else None)])
         arms = []
         for rung, arm in enumerate(self.arms, start=1):
@@ -117,7 +124,7 @@ class KnownRun:
                           taskset_hash="t", n_tools=4, seeds=list(range(1, self.seeds + 1)), catalogue_hash="cat",
                           prompt_hash="prompt", model_id="m", selector="lexical")
             arms.append({**fields, **self.arm_fields.get(arm, {})})
-        insert(self.con, "arms", ArmRecord, arms)
+        insert(self.con, "arms", SelectionArmRecord, arms)
         insert(self.con, "comparisons", ComparisonRecord,
                [dict(run_id=RUN, baseline=c[0], arm=c[1], changed=c[2] if len(c) > 2 else ["catalogue"])
                 for c in self.comparisons])

@@ -20,7 +20,7 @@ import flows.crash as crash
 from flows.cli import main
 from flows.exit_codes import EXIT_CRASHED
 from flows.prefect_settings import _NoTraceback
-from schemas.rows import Selection
+from schemas.selection.rows import Selection
 from tasks.run.selection_cache import SelectionCache
 from tests.drill.bad_inputs import root_can_mount
 from tests.factories import ROOT

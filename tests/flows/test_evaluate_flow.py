@@ -10,7 +10,7 @@ import pytest
 
 from flows.evaluate import evaluate
 from schemas.arrow import arrow_schema
-from schemas.rows import SelectionRow
+from schemas.selection.rows import SelectionRow
 from tasks.selectors import offline
 from tests.factories import SUPPORT
 

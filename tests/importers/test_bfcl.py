@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from schemas.experiment import ExperimentFile
-from tasks.importers.bfcl import BfclSource, convert_parameters, import_bfcl, import_bfcl_slices
+from schemas.selection.experiment import SelectionExperimentFile
 from tasks.files.input_errors import InputError
+from tasks.importers.bfcl import BfclSource, convert_parameters, import_bfcl, import_bfcl_slices
 from tasks.taskset.load_taskset import load_prompt, load_version
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bfcl"
@@ -209,7 +209,7 @@ def test_writes_a_valid_offline_experiment_and_prompt(tmp_path):
     out = tmp_path / "out"
     import_bfcl(QUESTIONS, ANSWERS, out)
     path = out / "experiments" / "offline.yaml"
-    experiment = ExperimentFile.model_validate(yaml.safe_load(path.read_text()))
+    experiment = SelectionExperimentFile.model_validate(yaml.safe_load(path.read_text()))
     assert (path.parent / experiment.taskset).resolve() == out.resolve()
     assert experiment.version == "v1" and len(experiment.seeds) >= 3
     assert experiment.defaults.catalogue == "per_request" and experiment.defaults.prompt == "default"

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from schemas.experiment import ExperimentFile
-from tasks.importers.metatool import import_metatool
+from schemas.selection.experiment import SelectionExperimentFile
 from tasks.files.input_errors import InputError
+from tasks.importers.metatool import import_metatool
 from tasks.taskset.load_taskset import load_catalogue, load_version
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metatool"
@@ -93,7 +93,7 @@ def test_conflict_counts_an_unknown_tool_as_a_second_label(tmp_path):
 def test_writes_a_valid_offline_experiment(imported):
     out, _ = imported
     path = out / "experiments" / "offline.yaml"
-    experiment = ExperimentFile.model_validate(yaml.safe_load(path.read_text()))
+    experiment = SelectionExperimentFile.model_validate(yaml.safe_load(path.read_text()))
     assert (path.parent / experiment.taskset).resolve() == out.resolve()
     assert experiment.defaults.catalogue == "metatool"
     assert [a.selector for a in experiment.arms] == ["lexical", "embedding", "trained"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.rows import SelectionRow
+from schemas.selection.rows import SelectionRow
 from tasks.report.arm_operations import arm_operations_table
 from tests.factories.rows import insert, records, selection_row
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, EXIT_OK, verdict_exit_code
-from schemas.criteria import CriteriaFile
+from schemas.selection.criteria import SelectionCriteria
 from tasks.report.figures import load_figures
 from tasks.report.gates import beyond, judge, no_criteria, not_judged
 from tasks.stats.intervals import Interval
@@ -29,8 +29,8 @@ def ladder(gift_after: list[int], tiny_after: list[int] | None = None, confidenc
     return load_figures(run.finish(), "run1")
 
 
-def criteria(*gates: dict) -> CriteriaFile:
-    return CriteriaFile.model_validate({"name": "t", "gates": list(gates)})
+def criteria(*gates: dict) -> SelectionCriteria:
+    return SelectionCriteria.model_validate({"name": "t", "gates": list(gates)})
 
 
 DROP = {"name": "busy-tools-hold", "kind": "tool_drop", "min_volume_share": 0.03, "max_drop_points": 10}

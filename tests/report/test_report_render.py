@@ -11,7 +11,7 @@ import duckdb
 import pytest
 from rich.console import Console
 
-from schemas.criteria import CriteriaFile
+from schemas.selection.criteria import SelectionCriteria
 from tasks.report.figures import load_figures
 from tasks.report.gates import judge
 from tasks.report.publish import open_read_only, read_report
@@ -48,7 +48,7 @@ def known_run(path=":memory:") -> KnownRun:
 @pytest.fixture(scope="module")
 def report():
     figures = load_figures(known_run().finish(), "run1")
-    criteria = CriteriaFile.model_validate({"name": "t", "gates": [
+    criteria = SelectionCriteria.model_validate({"name": "t", "gates": [
         {"name": "busy-tools-hold", "kind": "tool_drop", "min_volume_share": 0.03, "max_drop_points": 10},
         {"name": "router", "kind": "confidence_gap", "min_gap_points": 20},
     ]})

@@ -10,7 +10,7 @@ import re
 import pytest
 from rich.console import Console
 
-from schemas.criteria import CriteriaFile
+from schemas.selection.criteria import SelectionCriteria
 from tasks.report.figures import load_figures
 from tasks.report.gates import judge
 from tasks.report.render import _numeric, render_terminal, terminal_width
@@ -38,7 +38,7 @@ def report():
         run.add(tool_rows(LONG[2], 9, [3] * 5 + [0] * 4, seeds=3, arm=arm, rung=rung))
         run.add([selection_row(f"none-{i}", "none", i % 3 == 0, arm=arm, rung=rung, seed=s, slice_="irrelevance")
                  for i in range(12) for s in (1, 2, 3)])
-    criteria = CriteriaFile.model_validate({"name": "t", "gates": [
+    criteria = SelectionCriteria.model_validate({"name": "t", "gates": [
         {"name": "busy-tools-hold", "kind": "tool_drop", "min_volume_share": 0.03, "max_drop_points": 10},
         {"name": "weighted-floor", "kind": "weighted_floor", "min_accuracy": 0.9},
     ]})

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.criteria import CriteriaFile
+from schemas.selection.criteria import SelectionCriteria
 from tasks.report.figures import load_figures
 from tasks.report.format import p_value
 from tasks.report.gates import beyond, judge
 from tasks.report.tables import build_report_from, threshold_verdict
 from tasks.stats.calibration import request_split
 from tasks.stats.estimate import Interval
-from tests.report.test_report_render import known_run
 from tests.factories.rows import KnownRun, selection_row, tool_rows
+from tests.report.test_report_render import known_run
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_the_tool_drop_gate_states_its_tolerance_and_passes_exactly_10_points():
         run.add(tool_rows("gift_cards", 10, gift, arm=arm, rung=rung))
         run.add(tool_rows("track_shipment", 20, [1] * 20, arm=arm, rung=rung))
     figures = load_figures(run.finish(), "run1")
-    gate = judge(figures, CriteriaFile.model_validate({"name": "t", "gates": [
+    gate = judge(figures, SelectionCriteria.model_validate({"name": "t", "gates": [
         {"name": "hold", "kind": "tool_drop", "min_volume_share": 0.03, "max_drop_points": 10}]})).gates[0]
     assert gate.status == "PASS" and "compared as printed, to 0.1 point" in gate.statement
     assert "-10.0 pts" in gate.evidence[0]

@@ -9,7 +9,13 @@ import pytest
 
 from flows.cli import main
 from flows.exit_codes import EXIT_NOT_COMPARABLE
-from schemas.rows import ArmRecord, OfferedTool, RunRecord, SelectionRow, WeightRecord
+from schemas.selection.rows import (
+    OfferedTool,
+    SelectionArmRecord,
+    SelectionRow,
+    SelectionRunRecord,
+    WeightRecord,
+)
 from tasks.report.run_compare import NotComparable, compare_runs
 from tests.factories.rows import insert, memory_warehouse, records, run_record, selection_row
 
@@ -26,8 +32,8 @@ def add_run(con, run_id: str, seeds: list[int], right: dict[str, list[int]], *, 
                           seed=seed, served_model_id=served)
             for request, ok in right.items() for seed in seeds]
     insert(con, "landed_rows", SelectionRow, rows)
-    insert(con, "runs", RunRecord, [run_record(len(rows), run_id=run_id, weights_window="w" if weights else None)])
-    insert(con, "arms", ArmRecord, [{**ARM, "run_id": run_id, "seeds": seeds, **arm}])
+    insert(con, "runs", SelectionRunRecord, [run_record(len(rows), run_id=run_id, weights_window="w" if weights else None)])
+    insert(con, "arms", SelectionArmRecord, [{**ARM, "run_id": run_id, "seeds": seeds, **arm}])
     if weights:
         insert(con, "production_weights", WeightRecord,
                [dict(taskset="known", window_id="w", tool=t, weight=v) for t, v in weights.items()])

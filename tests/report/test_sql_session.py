@@ -18,12 +18,12 @@ from tests.factories.rows import KnownRun, tool_rows
 
 WRITER = """
 import sys
-from schemas.rows import RunRecord, SelectionRow
+from schemas.selection.rows import SelectionRow, SelectionRunRecord
 from tests.factories.rows import insert, run_record, selection_row
 from warehouse.connect import connect
 con = connect(sys.argv[1], wait_s=0)  # no waiting: a held file raises WarehouseBusy at once
 insert(con, "landed_rows", SelectionRow, [selection_row("q-new", "refund", True, run_id="run2")])
-insert(con, "runs", RunRecord, [run_record(1, run_id="run2")])
+insert(con, "runs", SelectionRunRecord, [run_record(1, run_id="run2")])
 con.close()
 print("registered", flush=True)
 """

@@ -9,7 +9,8 @@ from typing import Any
 import duckdb
 
 from schemas.arrow import to_arrow_table
-from schemas.surface_rows import TaskArmRecord, TaskCallRow, TaskComparisonRecord, TaskExperimentRecord, TaskRunRow
+from schemas.run_records import ComparisonRecord
+from schemas.surface.rows import SurfaceArmRecord, SurfaceRunRecord, TaskCallRow, TaskRunRow
 from warehouse.tables import create_tables
 from warehouse.views import create_views
 
@@ -56,17 +57,17 @@ class KnownTaskRun:
                 self.con.register("_rows", to_arrow_table(model, rows))
                 self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _rows")
                 self.con.unregister("_rows")
-        records = [("task_experiments", TaskExperimentRecord, [dict(
+        records = [("task_experiments", SurfaceRunRecord, [dict(
             run_id=RUN, experiment="known", experiment_path="x.yaml", experiment_hash="h", taskset="known",
             started_at=NOW, finished_at=NOW, n_runs=len(self.runs), n_calls=len(self.calls), criteria_hash=None,
             criteria_registered_at=None, tooleval_version="test")])]
-        records.append(("task_arms", TaskArmRecord, [dict(
+        records.append(("task_arms", SurfaceArmRecord, [dict(
             run_id=RUN, arm=name, rung=rung, surface=respects.get("surface", "legacy"),
             surface_hash=respects.get("surface_hash", "s0"), prompt="p", prompt_hash=respects.get("prompt_hash", "p0"),
             model_id="m", agent="baseline", agent_options_hash="o", reads_prompt=respects.get("reads_prompt", True),
             taskset_version="t1", taskset_hash="th", n_tools=8, seeds=[1])
             for rung, (name, respects) in enumerate(self.arms.items(), start=1)]))
-        records.append(("task_comparisons", TaskComparisonRecord, [dict(run_id=RUN, baseline=a, arm=b, changed=changed)
+        records.append(("task_comparisons", ComparisonRecord, [dict(run_id=RUN, baseline=a, arm=b, changed=changed)
                                                                    for a, b, changed in self.comparisons]))
         for table, model, rows in records:
             if rows:

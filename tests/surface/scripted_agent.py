@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from schemas.catalogue import ToolSpec
-from schemas.surface_task import SurfaceTask
+from schemas.surface.task import SurfaceTask
 from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from schemas.surface_task import SurfaceTask
+from schemas.surface.task import SurfaceTask
 from tasks.surface.agent_loop import retry_key, run_task
 from tasks.surface.agent_types import ProposedCall
 from tasks.surface.execute_call import execute_call

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from schemas.surface_rows import CallRecord
-from schemas.surface_task import Assertion, Matcher, StateAssertion, SurfaceTask
+from schemas.surface.rows import CallRecord
+from schemas.surface.task import Assertion, Matcher, StateAssertion, SurfaceTask
 from tasks.surface.score_task import _MISSING, matches, score_outcome, value_at
 
 

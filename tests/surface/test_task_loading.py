@@ -6,13 +6,13 @@ import json
 
 import pytest
 
+from schemas.surface.surface_file import SurfaceTransform
 from tasks.files.input_errors import InputError
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import freeze_task_version, load_task_version
 from tasks.surface.prepare_task_run import prepare_task_run
 from tasks.surface.task_checks import check_tasks
 from tasks.surface.transform_tools import transform_catalogue
-from schemas.surface import SurfaceTransform
 from tests.surface.tiny_desk import DEFAULT_TASKS, desk_task, write_desk
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.surface_criteria import TaskCriteriaFile
+from schemas.surface.criteria import SurfaceCriteria
 from tasks.surface.task_figures import find_squares, load_task_figures
 from tasks.surface.task_gates import judge_task_run
 from tasks.surface.task_report import build_task_report, render_task_markdown, render_task_text
@@ -105,8 +105,8 @@ def test_irreversible_actions_per_100_completed_and_attempted(counters):
     assert rows["C"] == (200, 140, 14, 7.0, 10.0, 4.0, 2.0, 0.15)
 
 
-def gates(*gate: dict) -> TaskCriteriaFile:
-    return TaskCriteriaFile.model_validate({"name": "t", "gates": list(gate)})
+def gates(*gate: dict) -> SurfaceCriteria:
+    return SurfaceCriteria.model_validate({"name": "t", "gates": list(gate)})
 
 
 def test_the_denominator_decides_the_irreversible_gate(counters):

@@ -8,7 +8,7 @@ import duckdb
 import pyarrow as pa
 
 from schemas.arrow import to_arrow_table
-from schemas.rows import RunRecord, SelectionRow
+from schemas.selection.rows import SelectionRow, SelectionRunRecord
 from tests.warehouse.test_views import row
 from warehouse.parquet_store import run_files, write_partition
 from warehouse.register_run import RunRegistration, register_run
@@ -17,7 +17,7 @@ NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 
 
 def registration(run_id: str = "run1") -> RunRegistration:
-    run = RunRecord(run_id=run_id, experiment="e", experiment_path="e.yaml", experiment_hash="h", taskset="t",
+    run = SelectionRunRecord(run_id=run_id, experiment="e", experiment_path="e.yaml", experiment_hash="h", taskset="t",
                     started_at=NOW, finished_at=NOW, n_rows=0, criteria_hash=None, criteria_registered_at=None,
                     weights_window=None, tooleval_version="test")
     return RunRegistration(run=run, arms=[], comparisons=[], seed_orders=[], offered_tools=[])

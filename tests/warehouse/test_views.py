@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.rows import ComparisonRecord, OfferedTool, RunRecord, SelectionRow, WeightRecord
+from schemas.run_records import ComparisonRecord
+from schemas.selection.rows import OfferedTool, SelectionRow, SelectionRunRecord, WeightRecord
 from tests.factories.rows import insert, records, run_record, selection_row
 
 
@@ -17,7 +18,7 @@ def row(request_id: str, expected: str, chosen: str | None, *, seed: int = 1, ar
 def load(con, rows: list[dict], weights: dict[str, float] | None = None, tool_sets: dict[str, list[str]] | None = None):
     """Rows of run 'run1' (task set 't'), the weights of window 'w', the offered tool sets (``con``: tests/conftest)."""
     insert(con, "landed_rows", SelectionRow, rows)
-    insert(con, "runs", RunRecord, [run_record(len(rows), experiment="e", taskset="t",
+    insert(con, "runs", SelectionRunRecord, [run_record(len(rows), experiment="e", taskset="t",
                                                weights_window="w" if weights else None)])
     insert(con, "production_weights", WeightRecord,
            [dict(taskset="t", window_id="w", tool=k, weight=v) for k, v in (weights or {}).items()])

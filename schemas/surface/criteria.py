@@ -1,6 +1,5 @@
 """Acceptance criteria of a task experiment, written before the run and registered (sha256 + UTC time)
-before its first call, like the selection criteria (schemas/criteria.py: the verdict and gate results
-are the same records).
+before its first call (schemas/criteria.py: the file, the rules, the verdict and gate results).
 
 Besides success, the gates cover the counters a redesign is allowed to make worse only knowingly:
 irreversible actions per 100 *completed* runs (or per 100 attempted), upstream reads per run and per call,
@@ -11,20 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from schemas.criteria import ArmSelection, Rule
-
-
-class _TaskGate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(description="Short name printed beside PASS / FAIL.")
-    why: str = Field(default="", description="Why the team holds this line.")
-    rule: Rule = Field(default="point", description="point, confident or demonstrated (success gates).")
+from schemas.criteria import ArmSelection, CriteriaFile, GateSpec
 
 
-class SuccessFloorGate(_TaskGate):
+class SuccessFloorGate(GateSpec):
     """Task success of each named slice is at least its floor (slices judged apart)."""
 
     kind: Literal["success_floor"] = Field(description="Gate kind.")
@@ -32,7 +23,7 @@ class SuccessFloorGate(_TaskGate):
     arms: ArmSelection = Field(default="candidates", description="Arms judged.")
 
 
-class SuccessDropGate(_TaskGate):
+class SuccessDropGate(GateSpec):
     """In every declared comparison, no slice's task success drops more than ``max_drop_points``
     (paired on the same tasks)."""
 
@@ -40,7 +31,7 @@ class SuccessDropGate(_TaskGate):
     max_drop_points: float = Field(gt=0, le=100, description="Largest allowed drop, in points.")
 
 
-class IrreversibleGate(_TaskGate):
+class IrreversibleGate(GateSpec):
     """Irreversible actions per 100 runs stay under a cap, and/or rise by no more than a margin against the
     baseline of each declared comparison. The denominator is *completed* runs (successes) by default: a
     surface that completes more tasks reaches more actions, and per attempted run that reads as recklessness."""
@@ -58,7 +49,7 @@ class IrreversibleGate(_TaskGate):
         return self
 
 
-class UpstreamReadsGate(_TaskGate):
+class UpstreamReadsGate(GateSpec):
     """Upstream reads (pages or records the backend fetched) per run or per call stay under a cap, and/or
     grow by no more than a factor against the baseline of each declared comparison."""
 
@@ -75,7 +66,7 @@ class UpstreamReadsGate(_TaskGate):
         return self
 
 
-class HandoffGate(_TaskGate):
+class HandoffGate(GateSpec):
     """Runs handed to a human (a ticket opened, an escalation) are at most ``max_rate`` of attempted runs."""
 
     kind: Literal["handoff_rate"] = Field(description="Gate kind.")
@@ -83,7 +74,7 @@ class HandoffGate(_TaskGate):
     arms: ArmSelection = Field(default="candidates", description="Arms judged.")
 
 
-class ToolInvalidRateGate(_TaskGate):
+class ToolInvalidRateGate(GateSpec):
     """No tool with at least ``min_calls`` calls has more than ``max_rate`` of them invalid: judged per tool,
     never on the aggregate (which weights tools by how often they are called)."""
 
@@ -99,13 +90,7 @@ TaskGate = Annotated[
 ]
 
 
-class TaskCriteriaFile(BaseModel):
+class SurfaceCriteria(CriteriaFile):
     """A task experiment's acceptance-criteria file."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(description="Name of the criteria set.")
-    description: str = Field(default="", description="What the gates protect.")
-    written_by: str | None = Field(default=None, description="Who wrote the gates.")
-    written_on: str | None = Field(default=None, description="When they were written.")
     gates: list[TaskGate] = Field(min_length=1, description="Every one must PASS for the run to PASS.")

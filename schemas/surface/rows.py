@@ -1,14 +1,15 @@
 """Warehouse records of tasks done on a tool surface: one row per (run, arm, seed, task) in ``task_runs``,
-one row per tool call in ``task_calls``, and the run's registers (``task_experiments``, ``task_arms``,
-``task_comparisons``). Every counter of the report is a GROUP BY over these rows.
+one row per tool call in ``task_calls``, and the run's registers (``task_experiments``, ``task_arms``;
+schemas/run_records.py: their common fields and ``task_comparisons``). Every counter of the report is a GROUP BY over these rows.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.run_records import ArmRecord, RunRecord
 
 StopReason = Literal["model_stop", "max_calls", "max_turns", "max_tokens", "max_wall", "error", "empty_reply",
                      "run_budget"]
@@ -152,53 +153,18 @@ class TaskCallRow(BaseModel):
     skipped_budget: bool = Field(description="Not executed: the task's call budget was spent.")
 
 
-class TaskExperimentRecord(BaseModel):
+class SurfaceRunRecord(RunRecord):
     """One registered run of a task experiment: the table ``task_experiments``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="Run id: time-ordered and unique.")
-    experiment: str = Field(description="Experiment name.")
-    experiment_path: str = Field(description="Experiment file as given.")
-    experiment_hash: str = Field(description="sha256 of the experiment file.")
-    taskset: str = Field(description="Task-set name.")
-    started_at: datetime = Field(description="When the run started.")
-    finished_at: datetime = Field(description="When its rows were registered.")
     n_runs: int = Field(description="task_runs rows registered.")
     n_calls: int = Field(description="task_calls rows registered.")
-    criteria_hash: str | None = Field(description="sha256 of the acceptance criteria registered before the first call.")
-    criteria_registered_at: datetime | None = Field(description="When the criteria were registered.")
-    tooleval_version: str = Field(description="Version of tooleval that ran.")
 
 
-class TaskArmRecord(BaseModel):
+class SurfaceArmRecord(ArmRecord):
     """One arm of a task run: the table ``task_arms``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="The run.")
-    arm: str = Field(description="Arm name.")
-    rung: int = Field(description="1-based position in the experiment.")
     surface: str = Field(description="Surface name.")
     surface_hash: str = Field(description="sha256 of the surface: its file, its backend package's source, the tools offered.")
-    prompt: str = Field(description="Prompt name.")
-    prompt_hash: str = Field(description="sha256 of the prompt text.")
-    model_id: str = Field(description="Pinned model id.")
     agent: str = Field(description="Agent kind.")
     agent_options_hash: str = Field(description="sha256 of the agent's answer-changing options.")
     reads_prompt: bool = Field(description="Whether the agent reads the prompt.")
-    taskset_version: str = Field(description="Task-set version.")
-    taskset_hash: str = Field(description="Content hash of the version (from its manifest).")
-    n_tools: int = Field(description="Tools offered.")
-    seeds: list[int] = Field(description="Seeds run.")
-
-
-class TaskComparisonRecord(BaseModel):
-    """One declared comparison of a task run: the table ``task_comparisons``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="The run.")
-    baseline: str = Field(description="Arm compared from.")
-    arm: str = Field(description="Arm compared to.")
-    changed: list[str] = Field(description="Respects in which the two arms differ (surface, prompt, model, agent, version).")

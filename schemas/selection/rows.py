@@ -1,11 +1,13 @@
-"""Warehouse records: one selection row per (run, arm, seed, request), and the run / arm registers."""
+"""Warehouse records of the selection instrument: one row per (run, arm, seed, request), the run and arm
+registers (schemas/run_records.py: their common fields), seed orders, offered tool sets, traffic weights."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.run_records import ArmRecord, RunRecord
 
 Outcome = Literal["correct", "wrong_tool", "no_tool", "invalid", "error", "empty"]
 """What happened on one row. Never merged: an invalid or empty reply is not a correct 'none'.
@@ -161,47 +163,19 @@ class SelectionRow(BaseModel):
         "echoes_request.")
 
 
-class RunRecord(BaseModel):
-    """One registered run: the table ``runs``."""
+class SelectionRunRecord(RunRecord):
+    """One registered selection run: the table ``runs``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="Run id: time-ordered and unique.")
-    experiment: str = Field(description="Experiment name.")
-    experiment_path: str = Field(description="Experiment file as given.")
-    experiment_hash: str = Field(description="sha256 of the experiment file.")
-    taskset: str = Field(description="Task-set name.")
-    started_at: datetime = Field(description="When the run started.")
-    finished_at: datetime = Field(description="When its rows were registered.")
     n_rows: int = Field(description="Rows registered.")
-    criteria_hash: str | None = Field(description="sha256 of the acceptance-criteria file registered before selection.")
-    criteria_registered_at: datetime | None = Field(description="When the criteria were registered.")
     weights_window: str | None = Field(description="Production weights window used for the weighted figures.")
-    tooleval_version: str = Field(description="Version of tooleval that ran.")
-    trace_endpoint: str | None = Field(
-        default=None, description="OTLP collector the run's traces were sent to (otlp://HOST:PORT); null: not traced.")
-    trace_project: str | None = Field(
-        default=None, description="Phoenix project of the run's traces (tasks/tracing/trace_ids.py finds a row's trace).")
 
 
-class ArmRecord(BaseModel):
-    """One arm of a run: the table ``arms``."""
+class SelectionArmRecord(ArmRecord):
+    """One arm of a selection run: the table ``arms``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="The run.")
-    arm: str = Field(description="Arm name.")
-    rung: int = Field(description="1-based position in the experiment.")
     catalogue: str = Field(description="Catalogue name.")
     catalogue_hash: str = Field(description="sha256 of the resolved catalogue (tools, descriptions, parameters).")
-    prompt: str = Field(description="Prompt name.")
-    prompt_hash: str = Field(description="sha256 of the prompt text.")
-    model_id: str = Field(description="Pinned model id.")
     selector: str = Field(description="Selector kind.")
-    taskset_version: str = Field(description="Task-set version.")
-    taskset_hash: str = Field(description="Content hash of the task-set version (from its manifest).")
-    n_tools: int = Field(description="Tools in the catalogue (0 for per-request catalogues).")
-    seeds: list[int] = Field(description="Seeds run.")
     abstain_rule: str | None = Field(
         default=None,
         description="How the offline router's 'none' cut-off was set: 'default', 'option: <t>', 'fitted <file> "
@@ -209,17 +183,6 @@ class ArmRecord(BaseModel):
         "without an offline router.")
     decision_model_hash: str | None = Field(
         default=None, description="sha256 of the trained decision model's file the arm (or its router) used.")
-
-
-class ComparisonRecord(BaseModel):
-    """One declared comparison of a run: the table ``comparisons``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="The run.")
-    baseline: str = Field(description="Arm compared from.")
-    arm: str = Field(description="Arm compared to.")
-    changed: list[str] = Field(description="Respects in which the two arms differ.")
 
 
 class OfferedTool(BaseModel):

@@ -1,0 +1,61 @@
+"""What every run registers besides its rows: the run, its arms and its declared comparisons.
+
+Each instrument adds its own fields (schemas/selection/rows.py, schemas/surface/rows.py) and keeps them in
+tables of its own (warehouse/tables.py: ``runs`` / ``arms`` / ``comparisons`` for selection,
+``task_experiments`` / ``task_arms`` / ``task_comparisons`` for tasks on a surface).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RunRecord(BaseModel):
+    """One registered run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="Run id: time-ordered and unique.")
+    experiment: str = Field(description="Experiment name.")
+    experiment_path: str = Field(description="Experiment file as given.")
+    experiment_hash: str = Field(description="sha256 of the experiment file.")
+    taskset: str = Field(description="Task-set name.")
+    started_at: datetime = Field(description="When the run started.")
+    finished_at: datetime = Field(description="When its rows were registered.")
+    criteria_hash: str | None = Field(description="sha256 of the acceptance criteria registered before the first call.")
+    criteria_registered_at: datetime | None = Field(description="When the criteria were registered.")
+    tooleval_version: str = Field(description="Version of tooleval that ran.")
+    trace_endpoint: str | None = Field(
+        default=None, description="OTLP collector the run's traces were sent to (otlp://HOST:PORT); null: not traced.")
+    trace_project: str | None = Field(
+        default=None, description="Phoenix project of the run's traces (tasks/tracing/trace_ids.py finds a row's trace).")
+
+
+class ArmRecord(BaseModel):
+    """One arm of a run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run.")
+    arm: str = Field(description="Arm name.")
+    rung: int = Field(description="1-based position in the experiment.")
+    prompt: str = Field(description="Prompt name.")
+    prompt_hash: str = Field(description="sha256 of the prompt text.")
+    model_id: str = Field(description="Pinned model id.")
+    taskset_version: str = Field(description="Task-set version.")
+    taskset_hash: str = Field(description="Content hash of the task-set version (from its manifest).")
+    n_tools: int = Field(description="Tools offered (0 for per-request catalogues).")
+    seeds: list[int] = Field(description="Seeds run.")
+
+
+class ComparisonRecord(BaseModel):
+    """One declared comparison of a run: the tables ``comparisons`` and ``task_comparisons``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run.")
+    baseline: str = Field(description="Arm compared from.")
+    arm: str = Field(description="Arm compared to.")
+    changed: list[str] = Field(description="Respects in which the two arms differ.")

@@ -1,0 +1,83 @@
+"""Acceptance criteria of a selection experiment: the gate kinds over per-tool, per-pair, weighted, slice,
+calibration and failure figures (schemas/criteria.py: the file, the rules and the verdict)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import Field
+
+from schemas.criteria import ArmSelection, CriteriaFile, GateSpec
+
+
+class ToolDropGate(GateSpec):
+    """No tool with at least ``min_volume_share`` of production traffic drops more than
+    ``max_drop_points`` in any declared comparison (paired on requests labelled with the tool in both arms)."""
+
+    kind: Literal["tool_drop"] = Field(description="Gate kind.")
+    min_volume_share: float = Field(ge=0, le=1, description="Tools with at least this share of traffic (0.03 = 3%).")
+    max_drop_points: float = Field(gt=0, le=100, description="Largest allowed drop, in percentage points.")
+    slices: list[str] | None = Field(default=None, description="Slices judged (default: every slice).")
+
+
+class ConfusedPairGate(GateSpec):
+    """No single confused pair (expected -> chosen) carries more than ``max_share`` of an arm's failures."""
+
+    kind: Literal["confused_pair_share"] = Field(description="Gate kind.")
+    max_share: float = Field(gt=0, le=1, description="Largest share of an arm's failures one pair may carry.")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class WeightedFloorGate(GateSpec):
+    """Volume-weighted accuracy is at least ``min_accuracy``."""
+
+    kind: Literal["weighted_floor"] = Field(description="Gate kind.")
+    min_accuracy: float = Field(ge=0, le=1, description="Floor for traffic-weighted accuracy (0.8 = 80%).")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class WeightedDropGate(GateSpec):
+    """Volume-weighted accuracy drops no more than ``max_drop_points`` in any declared comparison."""
+
+    kind: Literal["weighted_drop"] = Field(description="Gate kind.")
+    max_drop_points: float = Field(gt=0, le=100, description="Largest allowed weighted drop, in points.")
+
+
+class SliceFloorGate(GateSpec):
+    """Accuracy of each named slice is at least its floor (slices are judged apart, never averaged)."""
+
+    kind: Literal["slice_floor"] = Field(description="Gate kind.")
+    floors: dict[str, float] = Field(min_length=1, description="Slice name -> floor (0..1).")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class ConfidenceGapGate(GateSpec):
+    """For a selector that gives a confidence: the least confident third is at least ``min_gap_points``
+    below the most confident third (otherwise its confidence cannot route anything). Arms without a
+    confidence are not applicable."""
+
+    kind: Literal["confidence_gap"] = Field(description="Gate kind.")
+    min_gap_points: float = Field(ge=0, le=100, description="Smallest allowed gap, in percentage points.")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+
+
+class FailureRateGate(GateSpec):
+    """Invalid, error and empty rows together are at most ``max_rate`` of each slice's rows."""
+
+    kind: Literal["failure_rate"] = Field(description="Gate kind.")
+    max_rate: float = Field(ge=0, le=1, description="Largest allowed share of invalid + error + empty rows.")
+    arms: ArmSelection = Field(default="all", description="Arms judged.")
+
+
+Gate = Annotated[
+    Union[ToolDropGate, ConfusedPairGate, WeightedFloorGate, WeightedDropGate, SliceFloorGate,
+          ConfidenceGapGate, FailureRateGate],
+    Field(discriminator="kind"),
+]
+
+
+
+class SelectionCriteria(CriteriaFile):
+    """A selection experiment's acceptance-criteria file, as a team writes it before the run."""
+
+    gates: list[Gate] = Field(min_length=1, description="The gates; every one must PASS for the run to PASS.")
