@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PREFECT_HOME", str(workdir / "prefect-home"))
     from flows import api
-    from tasks.report.figures import ROUTER_TARGET_ACCURACY
+    from tasks.selection.figures import ROUTER_TARGET_ACCURACY
 
     sets = prepare_sets(args.bench.resolve(), workdir, args.sets.split(","), args.metatool_limit)
     lines = ["| set | arm | accuracy % (95% CI) | ECE | gate threshold | gate confirm: accuracy % (95% CI), coverage % | trained − arm, pts (95% CI), McNemar p |",

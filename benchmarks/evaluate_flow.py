@@ -153,16 +153,17 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
     """Seconds per step of the flow, calling the plain functions in order (cache off), no Prefect."""
     from datetime import datetime, timezone
 
-    import tasks.run.select_batch as select_batch
+    import tasks.selection.select_batch as select_batch
     from tasks.taskset.label_checks import check_labels
     from tasks.taskset.load_taskset import load_version, load_weights
-    from tasks.run.plan_units import plan_units
+    from tasks.selection.plan_batch import plan_units
     from tasks.run.prepare_run import prepare_run
     from tasks.run.registration_records import new_run_id, registration_records
     from tasks.report.publish import publish_report
     from tasks.experiment.resolve_experiment import resolve_experiment
     from tasks.selectors.call_budget import RunLedger, ledger_path
-    from tasks.run.selection_cache import SelectionCache
+    from tasks.run.result_cache import ResultCache
+from tasks.selection.select_batch import SELECTIONS
     from tasks.selectors import registry
     from warehouse.location import warehouse_at
     from warehouse.register_run import register_run

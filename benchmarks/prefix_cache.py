@@ -39,7 +39,7 @@ def measure(prefix_lanes: bool, args: argparse.Namespace) -> dict[str, float]:
         started = time.perf_counter()
         results = run_like_the_thread_runner(units, Path(tmp), prefix_lanes=prefix_lanes)
         wall = time.perf_counter() - started
-        rows = [row for r in results for row in pq.read_table(r.path, columns=["input_tokens",
+        rows = [row for r in results for row in pq.read_table(r.paths[0], columns=["input_tokens",
                                                                               "cached_input_tokens"]).to_pylist()]
         orders = [seen.tools for seen in server.requests()]
     prompt = sum(r["input_tokens"] for r in rows)

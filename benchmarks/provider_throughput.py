@@ -35,9 +35,10 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from schemas.catalogue import Catalogue, ToolSpec  # noqa: E402
 from schemas.taskset import LabelledRequest  # noqa: E402
-from tasks.run.plan_units import plan_arm_seed  # noqa: E402
-from tasks.experiment.resolve_experiment import ResolvedArm  # noqa: E402
-from tasks.run.select_batch import RunContext, select_and_land  # noqa: E402
+from tasks.selection.plan_batch import plan_arm_seed  # noqa: E402
+from tasks.selection.arms import SelectionArm  # noqa: E402
+from tasks.run.work_units import RunContext
+from tasks.selection.select_batch import select_and_land
 from tasks.selectors.tool_schemas import wire_schema  # noqa: E402
 
 SUPPORT = ROOT / "tasksets" / "support"
@@ -72,7 +73,7 @@ def requests(n: int, offset: int) -> tuple[LabelledRequest, ...]:
 
 def units_for(kind: str, port: int, concurrency: int, n_units: int, batch: int, tag: str):
     base_url = f"http://127.0.0.1:{port}" + ("/v1" if kind == "openai" else "")
-    arm = ResolvedArm(name=f"{kind}-{tag}", rung=1, catalogue_name="giftcards", catalogue=support_catalogue(),
+    arm = SelectionArm(name=f"{kind}-{tag}", rung=1, catalogue_name="giftcards", catalogue=support_catalogue(),
                       prompt_name="default", prompt_text=(SUPPORT / "prompts" / "default.md").read_text(),
                       model_id=MODELS[kind], selector=kind, version="v1",
                       options={"base_url": base_url, "concurrency": concurrency, "max_retries": 0, "tag": tag})
@@ -88,7 +89,7 @@ def run_units(units, parallel: int, workdir: Path, run_id: str) -> tuple[float, 
         results = list(pool.map(lambda unit: select_and_land(unit, ctx), units))
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     n = sum(r.n_rows for r in results)
-    errors = sum(sum(pq.read_table(r.path, columns=["error"]).column("error").to_pylist()) for r in results)
+    errors = sum(sum(pq.read_table(r.paths[0], columns=["error"]).column("error").to_pylist()) for r in results)
     # every call answered (the loopback script calls the first tool with '{}': rows are invalid, not errors)
     assert sum(r.n_cache_hits for r in results) == 0 and errors == 0, f"{errors} error rows"
     return wall, cpu, n

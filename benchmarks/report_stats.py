@@ -34,11 +34,14 @@ from synthetic import LADDER, ladder_tools, selection_row_batches, warehouse_rec
 from schemas.arrow import to_arrow_table  # noqa: E402
 from schemas.selection.rows import SelectionArmRecord  # noqa: E402
 from tasks.experiment.criteria import load_criteria  # noqa: E402
-from tasks.report.figures import load_figures  # noqa: E402
-from tasks.report.gates import judge  # noqa: E402
+from tasks.selection.figures import load_figures  # noqa: E402
+from tasks.report.judge import judge  # noqa: E402
 from tasks.report.publish import open_read_only  # noqa: E402
 from tasks.report.render import render_html, render_markdown, render_terminal  # noqa: E402
-from tasks.report.tables import build_report_from, latest_run_id  # noqa: E402
+from tasks.selection.tables import build_report_from  # noqa: E402
+from tasks.report.publish import latest_runs  # noqa: E402
+from tasks.selection.gates import JUDGES  # noqa: E402
+from schemas.selection.criteria import SelectionCriteria  # noqa: E402
 from warehouse.connect import connect  # noqa: E402
 from warehouse.tables import TABLES  # noqa: E402
 
@@ -86,10 +89,10 @@ def best(repeats: int, work) -> tuple[float, object]:
 
 def time_run(db: Path, run_id: str | None, repeats: int) -> None:
     con = open_read_only(db)
-    run_id = run_id or latest_run_id(con)
-    criteria = load_criteria(CRITERIA)
+    run_id = run_id or latest_runs(con, "selection")[0]
+    criteria = load_criteria(CRITERIA, SelectionCriteria)
     t_fig, figures = best(repeats, lambda: load_figures(con, run_id))
-    t_judge, verdict = best(repeats, lambda: judge(figures, criteria))
+    t_judge, verdict = best(repeats, lambda: judge(figures, criteria, JUDGES))
     t_build, report = best(repeats, lambda: build_report_from(figures, verdict))
     t_term, _ = best(repeats, lambda: render_terminal(report, Console(file=io.StringIO(), width=100)))
     t_md, _ = best(repeats, lambda: render_markdown(report))

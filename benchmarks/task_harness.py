@@ -31,7 +31,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from tasks.surface.plan_task_units import plan_task_units  # noqa: E402
 from tasks.surface.prepare_task_run import prepare_task_run  # noqa: E402
-from tasks.surface.run_task_unit import TaskRunContext, run_task_unit  # noqa: E402
+from tasks.surface.run_unit import run_task_unit, TaskRunContext  # noqa: E402
 
 FOLDER = ROOT / "tasksets" / "support_tasks"
 KEY = "sk-benchmark-not-a-real-key"

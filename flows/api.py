@@ -1,18 +1,21 @@
 """tooleval as a Python API: one function per thing a user does; the CLI only parses arguments and prints.
 
     from flows.api import run_experiment, report, validate
-    outcome = run_experiment("tasksets/support/experiments/ladder.yaml")
+    outcome = run_experiment("tasksets/support/experiments/ladder.yaml")       # tool selection
+    outcome = run_experiment("tasksets/support_tasks/experiments/four_arms.yaml")  # tasks on a surface
     outcome.report.verdict.status, outcome.exit_code
 
-``run_experiment`` prepares the run once (resolve the arms, load the task-set versions, label checks),
-before Prefect is involved, so bad input fails fast and nothing is written; meanwhile a temporary Prefect
-server starts in its own process (unless ``PREFECT_API_URL`` names a running one). The evaluate flow then
-runs once, reusing that prepared run, and returns the published report: nothing is loaded or checked twice.
-``report`` and ``validate`` never import Prefect.
+``run_experiment`` runs an experiment of either instrument (tasks/instruments.py): it prepares the run once
+(resolve the arms, load and check the task-set versions, read the criteria) before Prefect is involved, so
+bad input fails fast and nothing is written; meanwhile a temporary Prefect server starts in its own process
+(unless ``PREFECT_API_URL`` names a running one). The evaluate flow then runs once, reusing that prepared
+run, and returns the published report: nothing is loaded or checked twice. ``report``, ``validate`` and
+``validate_tasks`` never import Prefect.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,16 +32,14 @@ from flows.prefect_server import (
     run_server,
 )
 from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks
-from tasks.experiment.criteria import experiment_criteria
-from tasks.report.publish import open_read_only, read_report
-from tasks.report.run_compare import ArmPairComparison, compare_runs
+from tasks.report.publish import open_read_only, read_report, require_warehouse
 from tasks.report.report_types import Report
 from tasks.report.sql_session import SqlSession
-from tasks.run.drill_points import reached
 from tasks.run.deferred_registration import LateRegistration, register_saved_run
+from tasks.run.drill_points import reached
 from tasks.run.preflight import check_before_run
 from tasks.run.prepare_run import prepare_once
-from tasks.taskset.provisional_labels import refuse_provisional
+from tasks.selection.run_compare import ArmPairComparison, compare_runs
 from tasks.taskset.validate_version import validate_version_file
 from tasks.tracing.trace_target import resolve_trace_target
 from warehouse.location import Warehouse, warehouse_at
@@ -103,17 +104,16 @@ def _nothing() -> Iterator[None]:
 def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None = None, use_cache: bool = True,
                    allow_provisional: bool = False, task_runner: str | None = None, max_calls: int | None = None,
                    max_spend_usd: float | None = None, trace: str | None = None) -> RunOutcome:
-    """Check, select, land, register and report one experiment. Raises InputError on bad input, before
-    any model call and with nothing written. ``trace`` (otlp://HOST:PORT) exports one OpenInference trace
-    per row (default: the experiment's ``tracing:`` block, else none)."""
+    """Check, run, land, register and report one experiment (either instrument). Raises InputError on bad
+    input, before any model call and with nothing written. ``trace`` (otlp://HOST:PORT) exports the run's
+    OpenInference traces (default: the experiment's ``tracing:`` block, else none)."""
     apply_prefect_defaults()
     server = run_server()  # spawned at process start by the console script, else now
     try:
-        prepared = prepare_once(experiment_path)  # fail fast on bad input, while the server starts
-        refuse_provisional(prepared.versions, allow_provisional)
-        experiment_criteria(prepared)  # a broken criteria file is bad input too, caught before any selection
+        prepared = prepare_once(experiment_path)  # fail fast on bad input (criteria too), while the server starts
         resolve_trace_target(trace, prepared.experiment)  # a malformed trace target too
-        check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=server is not None)
+        check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=server is not None,
+                         allow_provisional=allow_provisional)
         if server is None and (url := configured_api_url()):
             check_api_answers(url)  # a dead PREFECT_API_URL is said now, not after a minute of Prefect's retries
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run
@@ -144,14 +144,46 @@ def register(run_id: str, warehouse: str | Path | None = None, wait_s: float | N
     return register_saved_run(warehouse_at(warehouse), run_id, wait_s)
 
 
-def report(run_id: str | None = None, warehouse: str | Path | None = None) -> Report:
-    """A registered run's report (default: the latest), with the verdict it was given when it ran."""
-    return read_report(warehouse_at(warehouse), run_id)
+def report(run_id: str | None = None, warehouse: str | Path | None = None, instrument: str | None = None) -> Report:
+    """A registered run's report (default: the latest run, of ``instrument`` when given: 'selection',
+    'surface'), with the verdict it was given when it ran."""
+    return read_report(warehouse_at(warehouse), run_id, instrument)
 
 
 def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
     """The label checks on one task-set version file; a one-line summary, or InputError."""
     return validate_version_file(Path(version_path), catalogues, weights)
+
+
+def validate_tasks(tasks_path: str | Path, surfaces: list[str] | None = None) -> str:
+    """The task checks on one version file (e.g. tasksets/support_tasks/t1.jsonl) against the named surfaces
+    (default: every surface of the task set); a one-line summary, or InputError."""
+    from tasks.surface.load_surface import load_surface
+    from tasks.surface.load_tasks import load_task_version
+    from tasks.surface.task_checks import check_tasks
+
+    path = Path(tasks_path)
+    folder, version = path.parent, path.name.removesuffix(".jsonl")
+    names = surfaces or sorted(p.stem for p in (folder / "surfaces").glob("*.yaml"))
+    loaded = load_task_version(folder, version)
+    checked = check_tasks(loaded, [load_surface(folder, name) for name in names])
+    return (f"OK {path}: {checked.n_tasks} tasks, slices {loaded.manifest.counts_by_slice}, checked against "
+            f"{checked.n_surfaces} surface(s) ({', '.join(names)}); hash {loaded.actual_hash[:12]} matches the manifest")
+
+
+def write_catalogue(surface_path: str | Path, out: str | Path) -> str:
+    """A surface's tools as offered (after its transform) written as a selection catalogue file, so the same
+    transform can be a rung of a selection experiment."""
+    from tasks.surface.load_surface import load_surface
+
+    path = Path(surface_path)
+    surface = load_surface(path.parent.parent, path.stem)
+    target = Path(out)
+    name = target.stem
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"name": name, "description": surface.description,
+                                  "tools": [t.spec.model_dump() for t in surface.tools]}, indent=2) + "\n")
+    return f"wrote {target}: {len(surface.tools)} tools of surface {surface.name} as catalogue '{name}'"
 
 
 def publish_to_phoenix(run_id: str | None = None, warehouse: str | Path | None = None, *,
@@ -175,9 +207,7 @@ def compare(run_a: str, run_b: str, warehouse: str | Path | None = None, *, arm_
     """Paired per-slice, per-tool and weighted changes from run_a to run_b, per arm pair. Raises NotComparable
     when a pair differs in a respect not in ``differ_in``; InputError on unknown runs or arms."""
     location = warehouse_at(warehouse)
-    if not location.db_path.is_file():
-        raise FileNotFoundError(f"no warehouse at {location.db_path}: run `tooleval run EXPERIMENT_FILE` first, "
-                                "or give --warehouse DIR")
+    require_warehouse(location.db_path)
     con = open_read_only(location.db_path)  # held for the comparison only (well under a second)
     try:
         return compare_runs(con, str(location.db_path), run_a, run_b, arm_a=arm_a, arm_b=arm_b, differ_in=differ_in)

@@ -25,112 +25,21 @@ from flows.exit_codes import (
 )
 from schemas.traffic import MaskingRules
 from flows.crash import report_crash
-from flows.progress import announce, report_on_stderr
 from tasks.files.input_errors import InputError
 from tasks.importers.bfcl import BfclSource, category_of, import_bfcl_slices
 from tasks.importers.metatool import import_metatool
-from tasks.report.render import (print_summary_line, print_table, render_markdown, render_terminal,
-                                  terminal_console)
-from tasks.report.run_compare import RESPECTS, NotComparable, comparison_headline, comparison_tables
+from tasks.report.render import (print_table, terminal_console)
+from tasks.selection.run_compare import comparison_headline, comparison_tables, NotComparable, RESPECTS
 from tasks.stats.planner import plan
 from tasks.traffic.labelling_queue import export_csv, import_queue
 from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
 from warehouse.connect import WarehouseBusy
-from flows.surface_cli import add_tasks_parser
+from flows.run_cli import add_run_arguments, cmd_register, cmd_report, count_at_least, warehouse_arg
+from flows.tasks_cli import add_tasks_parser
 from flows.sql_cli import add_sql_parser
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_MODEL_MISMATCH", "EXIT_NOT_JUDGED", "EXIT_OK", "build_parser",
            "main", "verdict_exit_code"]
-
-
-def _count(minimum: int):
-    """An argparse type: a whole number >= minimum, with a message that says so."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
-        return value
-    return parse
-
-
-def _amount(text: str) -> float:
-    """An argparse type: a non-negative number."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value
-
-
-def _warehouse_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--warehouse", metavar="DIR", default=None,
-                        help="warehouse directory (default: $TOOLEVAL_WAREHOUSE, else warehouse/ in the checkout)")
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    announce(f"tooleval run {args.experiment}: checking the experiment and its labels, starting Prefect ...")
-    report_on_stderr()  # the flow's progress lines go to this command's stderr
-    outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
-                                 allow_provisional=args.allow_provisional, task_runner=args.task_runner,
-                                 max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace)
-    summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
-    if report is None:  # landed, not registered: the file stayed held by another process
-        again = f"tooleval register {summary.run_id}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
-        print(f"run {summary.run_id}: {summary.n_rows:,} rows landed in {warehouse.rows_dir}, NOT registered: "
-              f"{warehouse.db_path} stayed held by another process (close the other connection, e.g. an analyst's "
-              f"DuckDB session). Register, judge and report it without selecting again:\n    {again}\n"
-              "(the next `tooleval run` into this warehouse also registers it)", file=sys.stderr)
-        return outcome.exit_code
-    render_terminal(report)  # the verdict first, then the tables that explain it
-    print()
-    print_summary_line("", f"run {summary.run_id}: {summary.n_rows:,} rows in {summary.n_units} work units, "
-                           f"{summary.n_cache_hits:,} from cache, {summary.n_failures:,} invalid/error/empty")
-    print(f"DuckDB file:   {warehouse.db_path}")
-    print(f"Parquet rows:  {warehouse.rows_dir / ('run_id=' + summary.run_id)}")
-    for kind, path in summary.reports.items():
-        print(f"{kind + ' report:':<14} {path}")
-    _print_spend(summary, args)
-    for line in summary.leftovers or []:
-        print(f"leftovers:     {line}")
-    for late in summary.late_registrations or []:
-        print(f"also registered: run {late}, which had landed without registering (`tooleval report {late}`)")
-    if report.verdict is not None:
-        print_summary_line("verdict:",
-                           f"{report.verdict.status} — {report.verdict.reason} (exit {outcome.exit_code})")
-    if summary.trace:
-        sys.stdout.flush()
-        # waits until they are sent (the report is out already), saying so when that takes a while
-        dropped = summary.wait_for_traces(lambda message: print_summary_line("traces:", message))
-        print_summary_line("traces:", f"{summary.trace}: " + ("dropped, see the warning above" if dropped
-                                                               else f"one per row, {summary.n_rows:,}"))
-    return outcome.exit_code
-
-
-def _print_spend(summary, args: argparse.Namespace) -> None:
-    """Calls and spend of hosted models, the resume hint when a cap stopped the run, and model halts."""
-    if summary.n_calls or summary.n_budget_stopped:
-        caps = ", ".join(c for c in (f"max {summary.max_calls:,} calls" if summary.max_calls is not None else "",
-                                     f"max ${summary.max_spend_usd:,.2f}" if summary.max_spend_usd is not None else "")
-                         if c)
-        unknown = (f"; {summary.unknown_cost_calls:,} replies without token counts, charged at their estimate"
-                   if summary.unknown_cost_calls else "")
-        print(f"model calls:   {summary.n_calls:,} HTTP requests, ${summary.spend_usd:,.4f} at the price file's prices"
-              + (f" ({caps})" if caps else "") + unknown)
-    if summary.n_budget_stopped:
-        command = f"tooleval run {args.experiment}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
-        print(f"\nbudget reached: {summary.n_budget_stopped:,} requests were not sent; their rows are errors "
-              f"'budget reached'. Every completed call is cached: to resume, raise the cap if you need to and rerun\n"
-              f"    {command}\n"
-              "The rerun repeats no completed call and spends only on the rest.", file=sys.stderr)
-    if summary.halts:
-        for model, reason in summary.halts.items():
-            print(f"FAILED: {model}: {reason}", file=sys.stderr)
-        print("Pin the id the provider serves (or declare options.served_model) and rerun.", file=sys.stderr)
 
 
 def cmd_resample(args: argparse.Namespace) -> int:
@@ -202,23 +111,6 @@ def cmd_phoenix(args: argparse.Namespace) -> int:
                                        experiment=args.experiment)
     for line in publication_lines(published):
         print(line)
-    return EXIT_OK
-
-
-def cmd_register(args: argparse.Namespace) -> int:
-    late = api.register(args.run_id, args.warehouse)
-    render_terminal(late.published.report)
-    print(f"\nrun {late.run_id}: {late.n_rows:,} rows registered; reports: "
-          + ", ".join(str(path) for path in late.published.paths.values()))
-    return verdict_exit_code(late.published.verdict)
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    report = api.report(args.run_id, args.warehouse)
-    if args.format == "markdown":
-        print(render_markdown(report))
-    else:
-        render_terminal(report)
     return EXIT_OK
 
 
@@ -296,26 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="run an experiment (the evaluate flow) and print its report",
-                              description="Resolve the arms, check the labels, select with every arm x seed, "
-                              "land rows as Parquet, register them in DuckDB and print the report.")
-    run.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
-    _warehouse_arg(run)
-    run.add_argument("--no-cache", action="store_true", help="ignore and do not fill the selection cache")
-    run.add_argument("--max-spend-usd", type=_amount, default=None, metavar="USD",
-                     help="stop new hosted-model calls once the run has spent this much (default: the experiment's "
-                          "budget); rerun to resume from the cache")
-    run.add_argument("--max-calls", type=_count(0), default=None, metavar="N",
-                     help="stop after N HTTP requests to hosted models, retries included (default: the experiment's "
-                          "budget); rerun to resume from the cache")
-    run.add_argument("--allow-provisional", action="store_true",
-                     help="measure versions whose labels are still provisional (production hints); the report says so")
-    run.add_argument("--task-runner", choices=["thread", "dask", "ray"], default=None,
-                     help="where the selection tasks run (default: $TOOLEVAL_TASK_RUNNER, else thread)")
-    run.add_argument("--trace", default=None, metavar="otlp://HOST:PORT",
-                     help="send one OpenInference trace per row, with the label check and judge as annotations, "
-                          "to an OTLP/HTTP collector such as Phoenix (default: the experiment's tracing: block; "
-                          "'off' turns that off)")
-    run.set_defaults(func=cmd_run)
+                              description="Resolve the arms, check the task set, run every arm x seed (select with "
+                              "each arm, or run the tasks on each arm's surface), land rows as Parquet, register "
+                              "them in DuckDB, judge the gates and print the report.")
+    add_run_arguments(run)
 
     resample = commands.add_parser(
         "resample", help="draw a new task-set version from the production log",
@@ -329,10 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
                           choices=["auto", "parquet", "jsonl", "duckdb", "openinference"])
     resample.add_argument("--table", dest="traffic_table", default=None, help="table name in a DuckDB log")
     resample.add_argument("--window", default=None, metavar="ID", help="e.g. 2026-W44-W47 (default: the last weeks)")
-    resample.add_argument("--weeks", type=_count(1), default=None, help="weeks in the default window")
-    resample.add_argument("--size", type=_count(1), default=None, help="requests to draw")
-    resample.add_argument("--floor", type=_count(0), default=None, help="at least this many requests per tool")
-    resample.add_argument("--floor-none", type=_count(0), default=None, help="at least this many 'none' requests")
+    resample.add_argument("--weeks", type=count_at_least(1), default=None, help="weeks in the default window")
+    resample.add_argument("--size", type=count_at_least(1), default=None, help="requests to draw")
+    resample.add_argument("--floor", type=count_at_least(0), default=None, help="at least this many requests per tool")
+    resample.add_argument("--floor-none", type=count_at_least(0), default=None, help="at least this many 'none' requests")
     resample.add_argument("--targets", default=None, metavar="JSON", help="target count per tool (JSON file)")
     resample.add_argument("--half-width", type=float, default=None, metavar="PTS",
                           help="plan each tool with >= 2%% of traffic for a 95%% interval of +-PTS points "
@@ -375,13 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Register a run that landed its Parquet rows but could not register because another process "
         "held the DuckDB file (exit 5), then judge and report it. Selects nothing again.")
     register.add_argument("run_id", metavar="RUN_ID")
-    _warehouse_arg(register)
+    warehouse_arg(register)
     register.set_defaults(func=cmd_register)
 
     report = commands.add_parser("report", help="print the report of a run (default: the latest)",
                                  description="Print a registered run's report from the DuckDB file.")
     report.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID")
-    _warehouse_arg(report)
+    warehouse_arg(report)
     report.add_argument("--format", choices=["text", "markdown"], default="text")
     report.set_defaults(func=cmd_report)
 
@@ -399,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--differ-in", action="append", choices=list(RESPECTS), default=None,
                          help="the respect the runs are meant to differ in (model covers pinned and served ids); "
                               "repeatable, but more than one is not a comparison of one change")
-    _warehouse_arg(compare)
+    warehouse_arg(compare)
     compare.set_defaults(func=cmd_compare)
 
     phoenix = commands.add_parser(
@@ -413,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="Phoenix's address (default: where the run's traces went, else http://127.0.0.1:6006)")
     phoenix.add_argument("--experiment", default=None, metavar="FILE",
                          help="the run's experiment file, when it is no longer at the path the run recorded")
-    _warehouse_arg(phoenix)
+    warehouse_arg(phoenix)
     phoenix.set_defaults(func=cmd_phoenix)
 
     planner = commands.add_parser(
@@ -423,8 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
         "worse; and with 5% churn), and the requests a target half-width needs. Widths shrink with the square "
         "root of the trials; seeds count as trials only insofar as they disagree (--icc).")
     planner.add_argument("--accuracy", type=float, required=True, metavar="P", help="expected accuracy, 0..1")
-    planner.add_argument("--requests", type=_count(1), required=True, metavar="N", help="requests behind the figure")
-    planner.add_argument("--seeds", type=_count(1), default=1, metavar="M", help="seeds per request (default 1)")
+    planner.add_argument("--requests", type=count_at_least(1), required=True, metavar="N", help="requests behind the figure")
+    planner.add_argument("--seeds", type=count_at_least(1), default=1, metavar="M", help="seeds per request (default 1)")
     planner.add_argument("--icc", type=float, default=1.0, metavar="R",
                          help="correlation of a request's seeds: 1 = seeds always agree (a deterministic "
                               "router; the default), 0 = independent")
@@ -499,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     metatool.set_defaults(func=cmd_import_metatool)
 
     add_sql_parser(commands)  # SQL over a snapshot of the warehouse (flows/sql_cli.py)
-    add_tasks_parser(commands)  # tasks done on a tool surface (flows/surface_cli.py)
+    add_tasks_parser(commands)  # tasks done on a tool surface (flows/tasks_cli.py)
     return parser
 
 

@@ -1,49 +1,97 @@
-"""The evaluate flow: extract -> check -> plan -> select and land -> register -> report."""
+"""The evaluate flow, for every instrument: extract -> check -> plan -> run and land -> register -> report.
+
+Its two Prefect tasks are thin wrappers over plain functions in tasks/ and warehouse/. Retries are for what
+a retry can mend: file and warehouse I/O (a full disk freed, a DuckDB file another process held for a
+moment, a network filesystem's hiccup). A deterministic failure (a bug, bad data) is not retried: it would
+fail the same way. Network retries of model calls live in the provider layer (tasks/selectors/retry_policy.py),
+where each is counted on its row.
+"""
 
 from __future__ import annotations
 
 import gc
+import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
-from prefect import flow, get_run_logger, unmapped
+import duckdb
+from prefect import flow, get_run_logger, task, unmapped
+from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from schemas.criteria import Verdict
-
 from flows.progress import UnitProgress, done_for_good
-from flows.run_tasks import register_run_task, select_and_land_task
-from tasks.experiment.criteria import experiment_criteria, register_criteria
+from schemas.criteria import Verdict
+from tasks.experiment.criteria import register_criteria
 from tasks.report.publish import judge_and_publish
+from tasks.report.report_types import Report
 from tasks.run.drill_points import reached
 from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
-from tasks.report.report_types import Report
-from tasks.run.plan_units import plan_units
 from tasks.run.prepare_run import prepare_once
 from tasks.run.registration_records import new_run_id, registration_records
-from tasks.run.select_batch import RunContext, UnitResult
+from tasks.run.work_units import RunContext, UnitResult, WorkUnit, plan_units, run_unit
 from tasks.selectors.call_budget import RunLedger, ledger_path
-from tasks.taskset.provisional_labels import refuse_provisional
 from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
 from warehouse.connect import WarehouseBusy
 from warehouse.location import warehouse_at
-from warehouse.register_run import save_registration
+from warehouse.register_run import RunRegistration, register_run, save_registration
 
 MAX_WORKERS = 4
+
+IO_ERRORS = (OSError, duckdb.IOException)
+"""Failures a retry can mend: file-system and DuckDB file I/O (a lock held elsewhere included), and a
+SQLite file (a result cache, the budget ledger) locked by another process for longer than its timeout."""
+
+
+def is_io_failure(error: BaseException) -> bool:
+    return isinstance(error, IO_ERRORS) or (isinstance(error, sqlite3.OperationalError)
+                                            and "locked" in str(error).lower())
+
+
+def retry_on_io(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect's retry condition: retry only when the task failed on I/O."""
+    try:
+        state.result()
+    except BaseException as error:  # noqa: BLE001 - anything but I/O is deterministic here: not retried
+        return is_io_failure(error)
+    return False
+
+
+@task(name="run-unit", retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=retry_on_io,
+      task_run_name="{unit.label}", cache_policy=NO_CACHE, log_prints=False)
+def run_unit_task(unit: WorkUnit, ctx: RunContext) -> UnitResult:
+    """Run one work unit (its instrument's per-item cache inside) and land its rows as Parquet."""
+    return run_unit(unit, ctx)
+
+
+@task(name="register-run", retries=3, retry_delay_seconds=[1, 5, 15], retry_condition_fn=retry_on_io,
+      cache_policy=NO_CACHE, log_prints=False)
+def register_run_task(warehouse_dir: str, registration: RunRegistration) -> int | WarehouseBusy:
+    """Load the landed Parquet and the run's records into the DuckDB file in one transaction; the number
+    of rows, or WarehouseBusy (returned, not raised: a held file is an outcome of the run, not a crash)
+    when another process held the file past the bounded wait."""
+    try:
+        return register_run(warehouse_dir, registration)
+    except WarehouseBusy as busy:
+        return busy
 
 
 @dataclass(frozen=True)
 class RunSummary:
     run_id: str
+    instrument: str
+    """selection or surface (tasks/instruments.py)."""
     n_rows: int
+    """Items landed: selection rows, task runs."""
     n_units: int
     n_cache_hits: int
     n_failures: int
     warehouse: str
     reports: dict[str, str]
+    n_ok: int = 0
+    """Of the items, the good ones: correct selections, successful task runs."""
     n_calls: int = 0
     """HTTP requests sent to hosted models (routers, judges and retries included)."""
     spend_usd: float = 0.0
@@ -51,13 +99,13 @@ class RunSummary:
     unknown_cost_calls: int = 0
     """Replies that reported no token counts: their rows' cost_usd is NULL."""
     n_budget_stopped: int = 0
-    """Rows not selected because a cap was reached (error 'budget reached'): rerun to resume."""
+    """Items not run because a cap was reached: rerun to resume."""
     max_calls: int | None = None
     max_spend_usd: float | None = None
     halts: dict[str, str] | None = None
     """Models no longer called because the served model differed from the pin: model -> reason."""
     verdict: Verdict | None = None
-    """The run judged against the acceptance criteria it registered before its first selection."""
+    """The run judged against the acceptance criteria it registered before its first model call."""
     report: Report | None = None
     """The published report (the same tables as the markdown and HTML files), so a caller need not read
     the figures from the warehouse a second time."""
@@ -119,11 +167,11 @@ def _few_collections() -> Iterator[None]:
 def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str | None = None,
              use_cache: bool = True, max_calls: int | None = None, max_spend_usd: float | None = None,
              allow_provisional: bool = False, trace: str | None = None) -> RunSummary:
-    """Run every arm x seed of an experiment and register the rows in the warehouse.
+    """Run every arm x seed of an experiment (of either instrument) and register its rows in the warehouse.
 
     ``max_calls`` / ``max_spend_usd`` cap the run's hosted-model calls (default: the experiment's budget).
     ``allow_provisional`` lets a version with provisional labels (production hints) be measured; the report
-    then says so. ``trace`` (otlp://HOST:PORT) sends one OpenInference trace per row, overriding the
+    then says so. ``trace`` (otlp://HOST:PORT) sends the run's OpenInference traces, overriding the
     experiment's ``tracing:`` block. The task runner is set with ``evaluate.with_options(task_runner=...)``, see
     ``flows/task_runners.py``."""
     started_at = datetime.now(timezone.utc)
@@ -131,27 +179,27 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     run_id = run_id or new_run_id(started_at)
 
     prepared = prepare_once(experiment_path)  # the CLI's checked run when it prepared one in this process
-    refuse_provisional(prepared.versions, allow_provisional)  # provisional labels only when the run says so
-    tables = {version: loaded.table for version, loaded in prepared.versions.items()}  # columnar, shared by the units
-    units = plan_units(prepared.experiment, tables, prepared.taskset)
+    kind = prepared.instrument
+    kind.check_before_run(prepared, allow_provisional)  # provisional labels only when the run says so
+    units = plan_units(prepared)
     budget = prepared.experiment.spec.budget
     trace_target = resolve_trace_target(trace, prepared.experiment)
-    ctx = RunContext(run_id=run_id, experiment=prepared.experiment.name, rows_dir=warehouse.rows_dir,
-                     cache_path=warehouse.cache_path if use_cache else None,
-                     ledger_path=ledger_path(warehouse.cache_path),
+    cache_path = warehouse.root / "cache" / kind.store.cache_file
+    ctx = RunContext(run_id=run_id, experiment=prepared.experiment.name, warehouse=warehouse.root,
+                     cache_path=cache_path if use_cache else None, ledger_path=ledger_path(cache_path),
                      max_calls=max_calls if max_calls is not None else (budget.max_calls if budget else None),
                      max_spend_usd=max_spend_usd if max_spend_usd is not None else (
                          budget.max_spend_usd if budget else None),
                      trace=trace_target)
 
     mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
-    # acceptance criteria: hashed and timestamped before the first selection, judged after registration
-    criteria = experiment_criteria(prepared)
-    registered = register_criteria(criteria[0], warehouse.registrations_dir, run_id) if criteria else None
+    # acceptance criteria: hashed and timestamped before the first model call, judged after registration
+    registered = (register_criteria(prepared.criteria[0], kind.criteria_file, warehouse.registrations_dir, run_id)
+                  if prepared.criteria else None)
 
     with _few_collections():
-        futures = select_and_land_task.map(units, ctx=unmapped(ctx))
-        progress = UnitProgress(len(units), sum(unit.n_requests for unit in units), log=get_run_logger().info).start()
+        futures = run_unit_task.map(units, ctx=unmapped(ctx))
+        progress = UnitProgress(len(units), sum(unit.n_items for unit in units), log=get_run_logger().info).start()
         for future in as_completed(list(futures)):  # progress as units finish, in any order
             done = future.result(raise_on_failure=False)
             if isinstance(done, UnitResult):  # a failed unit raises below, after every unit has finished
@@ -160,14 +208,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         results: list[UnitResult] = futures.result()  # every unit has finished: the first failure raises, as before
 
     reached("all-landed")
-    registration = registration_records(prepared, units, run_id, started_at,
-                                        criteria_hash=registered.sha256 if registered else None,
-                                        criteria_registered_at=registered.registered_at if registered else None,
-                                        trace=trace_target)
+    registration = registration_records(prepared, units, run_id, started_at, registered, trace_target)
     save_registration(warehouse.registrations_dir, registration)  # registrable later if the file stays held
     reached("records-saved")
     logger = get_run_logger()
-    n_rows = register_run_task(warehouse.db_path, warehouse.rows_dir, registration)
+    n_rows = register_run_task(str(warehouse.root), registration)
     if isinstance(n_rows, WarehouseBusy):
         logger.warning("run %s: not registered yet: %s", run_id, n_rows)
         published, n_rows, late, leftovers = None, sum(r.n_rows for r in results), [], Leftovers()
@@ -188,15 +233,15 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     with RunLedger(ctx.ledger_path, run_id) as ledger:
         spent = ledger.summary()
     for model, reason in spent.halts.items():
-        get_run_logger().warning("run %s: %s halted: %s", run_id, model, reason)
+        logger.warning("run %s: %s halted: %s", run_id, model, reason)
     if spent.refused:
-        get_run_logger().warning("run %s: budget reached, %d requests not sent; rerun to resume from the cache",
-                                 run_id, spent.refused)
+        logger.warning("run %s: budget reached, %d requests not sent; rerun to resume from the cache", run_id,
+                       spent.refused)
     _start_finishing_tracing(trace_target)
-    return RunSummary(run_id=run_id, n_rows=n_rows, n_units=len(units),
-                      n_cache_hits=sum(r.n_cache_hits for r in results),
+    return RunSummary(run_id=run_id, instrument=kind.name, n_rows=n_rows, n_units=len(units),
+                      n_cache_hits=sum(r.n_cache_hits for r in results), n_ok=sum(r.n_ok for r in results),
                       n_failures=sum(r.n_failures for r in results), warehouse=str(warehouse.root),
-                      reports={kind: str(path) for kind, path in published.paths.items()} if published else {},
+                      reports={name: str(path) for name, path in published.paths.items()} if published else {},
                       n_calls=spent.calls, spend_usd=spent.spend_usd, unknown_cost_calls=spent.unknown_cost_calls,
                       n_budget_stopped=sum(r.n_budget_stopped for r in results),
                       max_calls=ctx.max_calls, max_spend_usd=ctx.max_spend_usd, halts=spent.halts,

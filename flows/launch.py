@@ -19,11 +19,9 @@ from flows.progress import announce  # nothing else before the first line: flows
 
 def first_line(argv: list[str]) -> str:
     """What ``tooleval run`` / ``tooleval tasks run`` say first (flows/cli.py prints the same line, once)."""
-    if argv[:1] == ["run"]:
-        experiment = next((a for a in argv[1:] if not a.startswith("-")), "")
-        return f"tooleval run {experiment}: checking the experiment and its labels, starting Prefect ..."
-    experiment = next((a for a in argv[2:] if not a.startswith("-")), "")
-    return f"tooleval tasks run {experiment}: checking the arms, surfaces and tasks, starting Prefect ..."
+    command = argv[:1] if argv[:1] == ["run"] else argv[:2]
+    experiment = next((a for a in argv[len(command):] if not a.startswith("-")), "")
+    return f"tooleval {' '.join(command)} {experiment}: checking the experiment and its task set, starting Prefect ..."
 
 
 def main() -> int:

@@ -1,30 +1,24 @@
 """Register a run: load its landed Parquet and its records into the DuckDB file in one transaction.
 
-Idempotent: registering the same run again replaces its rows, so nothing is duplicated.
+The same for every instrument: which tables a run's rows and records go to is its store
+(warehouse/tables.py). Idempotent: registering the same run again replaces its rows, so nothing is
+duplicated.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from schemas.arrow import to_arrow_table
-from schemas.run_records import ComparisonRecord
-from schemas.selection.rows import (
-    OfferedTool,
-    SeedOrder,
-    SelectionArmRecord,
-    SelectionRunRecord,
-    WeightRecord,
-)
 from tasks.files.atomic_write import write_atomic
 from tasks.run.drill_points import reached
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
-from warehouse.tables import TABLES
+from warehouse.tables import STORES, TABLES, InstrumentStore
 
 REGISTER_MEMORY_LIMIT = "128MB"
 """DuckDB's memory limit while a run's rows are loaded. At its default (80% of the machine's memory) DuckDB
@@ -33,31 +27,43 @@ groups out to the database file as it goes: +0.2 GB for 1.2M rows, also when the
 4.8M rows of an earlier registration, at the same speed within this machine's noise. Set on the
 registration's own connection, closed right after: the report's read-only connection keeps the default."""
 
+RUN_RECORDS_FILE = "run-records.json"
+
 
 @dataclass
 class RunRegistration:
-    """Everything a run writes besides its rows."""
+    """Everything a run writes besides its rows: table -> records, the run record in its store's run table."""
 
-    run: SelectionRunRecord
-    arms: list[SelectionArmRecord]
-    comparisons: list[ComparisonRecord]
-    seed_orders: list[SeedOrder]
-    offered_tools: list[OfferedTool]
-    weights: list[WeightRecord] = field(default_factory=list)
+    instrument: str
+    records: dict[str, list[BaseModel]]
 
+    @property
+    def store(self) -> InstrumentStore:
+        return STORES[self.instrument]
 
-RUN_RECORDS_FILE = "run-records.json"
+    @property
+    def run(self) -> BaseModel:
+        return self.records[self.store.run_table][0]
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
 
 
 def save_registration(registrations_dir: Path, registration: RunRegistration) -> Path:
     """Keep a run's records beside its landed rows, before it registers: if the DuckDB file is held (or the
-    process dies) ``tooleval register RUN_ID`` or the next run registers it from here, selecting nothing."""
-    directory = Path(registrations_dir) / registration.run.run_id
+    process dies) ``tooleval register RUN_ID`` or the next run registers it from here, running nothing."""
+    directory = Path(registrations_dir) / registration.run_id
     directory.mkdir(parents=True, exist_ok=True)
-    record = {"run": registration.run.model_dump(mode="json"),
-              **{name: [r.model_dump(mode="json") for r in getattr(registration, name)]
-                 for name in ("arms", "comparisons", "seed_orders", "offered_tools", "weights")}}
+    record = {"instrument": registration.instrument,
+              "tables": {table: [r.model_dump(mode="json") for r in records]
+                         for table, records in registration.records.items()}}
     return write_atomic(directory / RUN_RECORDS_FILE, json.dumps(record))
+
+
+OLDER_SELECTION_RECORDS = {"run": "runs", "arms": "arms", "comparisons": "comparisons", "seed_orders": "seed_orders",
+                           "offered_tools": "offered_tools", "weights": "production_weights"}
+"""The keys of a selection run's records as tooleval wrote them before one core served both instruments."""
 
 
 def load_registration(registrations_dir: Path, run_id: str) -> RunRegistration | None:
@@ -65,12 +71,12 @@ def load_registration(registrations_dir: Path, run_id: str) -> RunRegistration |
     if not path.is_file():
         return None
     record = json.loads(path.read_text())
-    return RunRegistration(run=SelectionRunRecord.model_validate(record["run"]),
-                           arms=[SelectionArmRecord.model_validate(r) for r in record["arms"]],
-                           comparisons=[ComparisonRecord.model_validate(r) for r in record["comparisons"]],
-                           seed_orders=[SeedOrder.model_validate(r) for r in record["seed_orders"]],
-                           offered_tools=[OfferedTool.model_validate(r) for r in record["offered_tools"]],
-                           weights=[WeightRecord.model_validate(r) for r in record["weights"]])
+    if "tables" not in record:  # saved by an earlier tooleval, which only registered this way for selection
+        record = {"instrument": "selection", "tables": {
+            table: record[key] if isinstance(record[key], list) else [record[key]]
+            for key, table in OLDER_SELECTION_RECORDS.items()}}
+    return RunRegistration(record["instrument"], {table: [TABLES[table].model_validate(r) for r in records]
+                                                  for table, records in record["tables"].items()})
 
 
 def saved_run_ids(registrations_dir: Path) -> list[str]:
@@ -78,45 +84,44 @@ def saved_run_ids(registrations_dir: Path) -> list[str]:
     return sorted(p.parent.name for p in Path(registrations_dir).glob(f"*/{RUN_RECORDS_FILE}"))
 
 
-def _insert(con, table: str, records: list[BaseModel]) -> None:
+def _insert(con, table: str, records: list[BaseModel], replacing: tuple[str, ...] = ()) -> None:
+    """Insert the records; ``replacing``: first delete the table's rows that share their values in these
+    columns (a table shared by runs: a tool set's members, a weights window)."""
     if not records:
         return
-    model = TABLES[table]
-    arrow = to_arrow_table(model, [r.model_dump() for r in records])
-    con.register("_incoming", arrow)
+    con.register("_incoming", to_arrow_table(TABLES[table], [r.model_dump() for r in records]))
     try:
+        if replacing:
+            same = " AND ".join(f"{table}.{column} = k.{column}" for column in replacing)
+            con.execute(f"DELETE FROM {table} USING (SELECT DISTINCT {', '.join(replacing)} FROM _incoming) k "
+                        f"WHERE {same}")
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
     finally:
         con.unregister("_incoming")
 
 
-def register_run(db_path: Path, rows_dir: Path, registration: RunRegistration, wait_s: float | None = None) -> int:
-    """Load the run's rows and records; returns the number of rows registered. Waits (bounded) while
-    another process holds the file, then raises WarehouseBusy (warehouse/connect.py)."""
-    run_id = registration.run.run_id
-    files = [str(p) for p in run_files(rows_dir, run_id)]
-    con = connect(db_path, wait_s=wait_s)
+def register_run(warehouse_dir: Path, registration: RunRegistration, wait_s: float | None = None) -> int:
+    """Load the run's landed rows and its records; returns the number of rows registered (the first landed
+    table's). Waits (bounded) while another process holds the file, then raises WarehouseBusy
+    (warehouse/connect.py)."""
+    store, run_id = registration.store, registration.run_id
+    con = connect(Path(warehouse_dir) / "tooleval.duckdb", wait_s=wait_s)
     con.execute(f"SET memory_limit = '{REGISTER_MEMORY_LIMIT}'")
     try:
         con.execute("BEGIN TRANSACTION")
-        for table in ("landed_rows", "runs", "arms", "comparisons", "seed_orders"):
+        for table in store.run_tables:
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-        if files:
-            con.execute("INSERT INTO landed_rows BY NAME SELECT * FROM read_parquet(?)", [files])
-        n_rows = con.execute("SELECT count(*) FROM landed_rows WHERE run_id = ?", [run_id]).fetchall()[0][0]
-        run = registration.run.model_copy(update={"n_rows": n_rows})
-        _insert(con, "runs", [run])
-        _insert(con, "arms", registration.arms)
-        _insert(con, "comparisons", registration.comparisons)
-        _insert(con, "seed_orders", registration.seed_orders)
-        known = {r[0] for r in con.execute("SELECT DISTINCT tool_set_id FROM offered_tools").fetchall()}
-        _insert(con, "offered_tools", [t for t in registration.offered_tools if t.tool_set_id not in known])
-        for taskset, window in {(w.taskset, w.window_id) for w in registration.weights}:
-            con.execute("DELETE FROM production_weights WHERE taskset = ? AND window_id = ?", [taskset, window])
-        _insert(con, "production_weights", registration.weights)
+        for table, folder in store.landed.items():
+            if files := [str(p) for p in run_files(Path(warehouse_dir) / folder, run_id)]:
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [files])
+        counts = {column: con.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", [run_id]).fetchall()[0][0]
+                  for column, table in store.counts.items()}
+        records = {**registration.records, store.run_table: [registration.run.model_copy(update=counts)]}
+        for table, rows in records.items():
+            _insert(con, table, rows, store.shared.get(table, ()))
         reached("registration-uncommitted", run_id)
         con.execute("COMMIT")
-        return n_rows
+        return next(iter(counts.values()))
     except BaseException:
         con.execute("ROLLBACK")
         raise

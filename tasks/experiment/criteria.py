@@ -1,5 +1,5 @@
-"""Acceptance criteria: read and check the file, register it (sha256 + UTC time) before the first
-selection, and tell whether it changed since.
+"""Acceptance criteria: read and check the file (with the gate kinds of the experiment's instrument),
+register it (sha256 + UTC time) before the first model call, and tell whether it changed since.
 
 A registration is two files under ``<warehouse>/registrations/<run_id>/``: ``criteria.yaml`` (the
 registered bytes) and ``registration.json`` (source path, sha256, time). The run record carries the same
@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from schemas.selection.criteria import SelectionCriteria
+from schemas.criteria import CriteriaFile
 from tasks.files.atomic_write import write_atomic
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
@@ -51,14 +51,14 @@ def _locate(raw: bytes, loc: tuple[Any, ...]) -> tuple[str, str]:
     return ".".join(path), line
 
 
-def parse_criteria(path: Path, raw: bytes) -> SelectionCriteria:
-    """Validate criteria bytes against SelectionCriteria, naming the file, the line and the rule."""
+def parse_criteria(path: Path, raw: bytes, model: type[CriteriaFile]) -> CriteriaFile:
+    """Validate criteria bytes against an instrument's criteria file, naming the file, the line and the rule."""
     file = str(path)
     data = load_yaml(raw, file)
     if not isinstance(data, dict):
         raise InputError.one(file, "", "schema", "a criteria file is a YAML mapping with `name` and `gates`")
     try:
-        criteria = SelectionCriteria.model_validate(data)
+        criteria = model.model_validate(data)
     except ValidationError as error:
         problems = []
         for e in error.errors():
@@ -73,11 +73,11 @@ def parse_criteria(path: Path, raw: bytes) -> SelectionCriteria:
     return criteria
 
 
-def load_criteria(path: Path) -> SelectionCriteria:
+def load_criteria(path: Path, model: type[CriteriaFile]) -> CriteriaFile:
     path = Path(path)
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "criteria file not found")
-    return parse_criteria(path, path.read_bytes())
+    return parse_criteria(path, path.read_bytes(), model)
 
 
 def criteria_path(experiment_path: Path, criteria: str | None) -> Path | None:
@@ -87,7 +87,7 @@ def criteria_path(experiment_path: Path, criteria: str | None) -> Path | None:
     return (Path(experiment_path).parent / criteria).resolve()
 
 
-def check_against_experiment(criteria: SelectionCriteria, path: Path, arm_names: list[str],
+def check_against_experiment(criteria: CriteriaFile, path: Path, arm_names: list[str],
                              slices: set[str]) -> None:
     """Arms and slices a gate names must exist in the experiment, before anything runs."""
     problems = []
@@ -107,14 +107,15 @@ def check_against_experiment(criteria: SelectionCriteria, path: Path, arm_names:
         raise InputError(problems)
 
 
-def experiment_criteria(prepared: Any) -> tuple[Path, SelectionCriteria] | None:
-    """Load and check the criteria of a prepared run (tasks.run.prepare_run.PreparedRun); None if it has none."""
-    experiment = prepared.experiment
+def experiment_criteria(experiment: Any, versions: dict[str, Any], model: type[CriteriaFile]
+                        ) -> tuple[Path, CriteriaFile] | None:
+    """Load the criteria an experiment names and check them against its arms and its versions' slices; None
+    when it names none."""
     path = criteria_path(experiment.path, experiment.spec.criteria)
     if path is None:
         return None
-    criteria = load_criteria(path)
-    slices = {s for version in prepared.versions.values() for s in version.manifest.slices}
+    criteria = load_criteria(path, model)
+    slices = {s for version in versions.values() for s in version.manifest.slices}
     check_against_experiment(criteria, path, [a.name for a in experiment.arms], slices)
     return path, criteria
 
@@ -136,7 +137,7 @@ class CriteriaRegistration:
                 "registered_at": self.registered_at.isoformat(), "copy": self.copy.name}
 
 
-def register_criteria(path: Path, registrations_dir: Path, run_id: str,
+def register_criteria(path: Path, model: type[CriteriaFile], registrations_dir: Path, run_id: str,
                       now: datetime | None = None) -> CriteriaRegistration:
     """Hash the criteria file, keep its bytes and the UTC time under registrations/<run_id>/.
 
@@ -145,7 +146,7 @@ def register_criteria(path: Path, registrations_dir: Path, run_id: str,
     """
     path = Path(path)
     raw = path.read_bytes()
-    parse_criteria(path, raw)
+    parse_criteria(path, raw, model)
     digest = sha256_hex(raw)
     directory = Path(registrations_dir) / run_id
     existing = read_registration(registrations_dir, run_id)
@@ -187,9 +188,9 @@ def changed_since_registration(registration: CriteriaRegistration) -> str | None
     return None
 
 
-def registered_criteria(registration: CriteriaRegistration) -> SelectionCriteria:
+def registered_criteria(registration: CriteriaRegistration, model: type[CriteriaFile]) -> CriteriaFile:
     """The registered criteria, read from the kept copy, which must still hash to the registered sha256."""
     raw = registration.copy.read_bytes()
     if sha256_hex(raw) != registration.sha256:
         raise ValueError(f"the registered copy {registration.copy} does not match sha256 {registration.sha256[:12]}")
-    return parse_criteria(registration.copy, raw)
+    return parse_criteria(registration.copy, raw, model)

@@ -1,5 +1,6 @@
 """Read a run's figures from the warehouse, judge them against the registered criteria, and write the
-markdown and HTML reports beside the data.
+markdown and HTML reports beside the data: the same for every instrument, each reading its own figures and
+building its own tables (``Instrument.load_figures``, ``Instrument.build_report``).
 
 The verdict a run gets when it finishes is kept in ``registrations/<run_id>/verdict.json``: a later
 ``tooleval report`` shows that record rather than judging again.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -18,14 +20,14 @@ from schemas.criteria import Verdict
 from tasks.experiment.criteria import changed_since_registration, read_registration, registered_criteria
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.report.figures import RunFigures, load_figures
-from tasks.report.gates import judge, no_criteria, not_judged
+from tasks.instruments import Instrument, instrument
+from tasks.report.judge import judge, no_criteria, not_judged
 from tasks.report.render import write_report_files
+from tasks.report.report_types import Report
 from tasks.run.drill_points import reached
-from tasks.report.tables import Report, build_report_from, latest_run_id
 from warehouse.connect import WarehouseUnreadable, connect
 from warehouse.location import Warehouse
-from warehouse.tables import TABLES
+from warehouse.tables import STORES, TABLES
 from warehouse.views import create_macros, view_files
 
 VERDICT_FILE = "verdict.json"
@@ -87,9 +89,26 @@ def shadow_older_tables(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(f'CREATE TEMP VIEW {table} AS SELECT *, {added} FROM "{catalog}".main.{table}')
 
 
-def read_figures(warehouse: Warehouse, run_id: str | None = None) -> RunFigures:
-    """A registered run's figures (default: the latest run). An absent warehouse or an unknown run id is
-    bad input (InputError naming the file and the run), never a KeyError."""
+def run_instrument(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
+    """The instrument that registered ``run_id`` in this warehouse (None: no such run)."""
+    for name, store in STORES.items():
+        if con.execute(f"SELECT count(*) FROM {store.run_table} WHERE run_id = ?", [run_id]).fetchall()[0][0]:
+            return name
+    return None
+
+
+def latest_runs(con: duckdb.DuckDBPyConnection, instrument_name: str | None = None, limit: int = 1) -> list[str]:
+    """The run ids registered last (of one instrument, or of any), latest first."""
+    tables = [store.run_table for name, store in STORES.items() if instrument_name in (None, name)]
+    union = " UNION ALL ".join(f"SELECT run_id, finished_at FROM {table}" for table in tables)
+    return [r for (r,) in con.execute(f"SELECT run_id FROM ({union}) ORDER BY finished_at DESC, run_id DESC "
+                                      f"LIMIT {int(limit)}").fetchall()]
+
+
+def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None
+                 ) -> tuple[Instrument, Any]:
+    """A registered run's instrument and figures (default: the latest run, of ``instrument_name`` when
+    given). An absent warehouse or an unknown run id is bad input (InputError naming the file and the run)."""
     require_warehouse(warehouse.db_path)
     try:
         con = open_read_only(warehouse.db_path)
@@ -97,23 +116,27 @@ def read_figures(warehouse: Warehouse, run_id: str | None = None) -> RunFigures:
         raise InputError.one(str(warehouse.db_path), "", "warehouse-readable",
                              f"not a DuckDB file this tooleval can read ({error}); move it away and rerun the "
                              "experiment, or give --warehouse DIR") from None
+    what = "task run" if instrument_name == "surface" else "run"
     try:
         con.execute(f"SET memory_limit = '{REPORT_MEMORY_LIMIT}'")
         if run_id is None:
-            run_id = latest_run_id(con)
-            if run_id is None:
-                raise InputError.one(str(warehouse.db_path), "", "run-registered", "no run is registered yet")
-        elif not con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0][0]:
-            recent = [r for (r,) in con.execute(
-                "SELECT run_id FROM runs ORDER BY finished_at DESC LIMIT 3").fetchall()]
+            latest = latest_runs(con, instrument_name)
+            if not latest:
+                raise InputError.one(str(warehouse.db_path), "", "run-registered", f"no {what} is registered yet")
+            run_id = latest[0]
+        name = run_instrument(con, run_id)
+        if name is None or instrument_name not in (None, name):
+            recent = latest_runs(con, instrument_name, limit=3)
             raise InputError.one(str(warehouse.db_path), f"run {run_id}", "run-registered",
-                                 "no such run in this warehouse" + (f"; the latest: {', '.join(recent)}" if recent else ""))
-        return load_figures(con, run_id)
+                                 f"no such {what} in this warehouse" + (f"; the latest: {', '.join(recent)}"
+                                                                        if recent else ""))
+        kind = instrument(name)
+        return kind, kind.load_figures(con, run_id)
     finally:
         con.close()
 
 
-def judge_registered(figures: RunFigures, warehouse: Warehouse, check_source: bool) -> Verdict:
+def judge_registered(kind: Instrument, figures: Any, warehouse: Warehouse, check_source: bool) -> Verdict:
     """Judge the run against the criteria it registered; refuse when they cannot be trusted.
 
     ``check_source``: also refuse when the criteria file itself changed since registration (the run's
@@ -135,19 +158,18 @@ def judge_registered(figures: RunFigures, warehouse: Warehouse, check_source: bo
         if reason:
             return not_judged(run_id, reason, registration)
     try:
-        criteria = registered_criteria(registration)
+        criteria = registered_criteria(registration, kind.criteria_file)
     except (ValueError, InputError, OSError) as error:
         return not_judged(run_id, f"the registered criteria cannot be read: {error}", registration)
-    if not figures.run.get("n_rows"):
+    if not figures.run.get(next(iter(kind.store.counts))):
         return not_judged(run_id, "the run registered no rows: there is nothing to judge (an empty task-set "
                                   "version, or no seeds)", registration)
-    verdict = judge(figures, criteria, registration)
-    if verdict.status == "PASS" and not any(g.status == "PASS" for g in verdict.gates):
-        return verdict.model_copy(update={
-            "status": "NOT JUDGED",
-            "reason": f"none of the {len(verdict.gates)} gates applied to this run (every one skipped): a run "
-                      "that no gate could judge does not pass"})
-    return verdict
+    return judge(figures, criteria, kind.judges, registration)
+
+
+VERDICT_FILES = (VERDICT_FILE, "task_verdict.json")
+"""Where a run's verdict is kept: task runs registered before one core served both instruments kept theirs
+under the second name."""
 
 
 def save_verdict(warehouse: Warehouse, verdict: Verdict) -> Path | None:
@@ -157,17 +179,18 @@ def save_verdict(warehouse: Warehouse, verdict: Verdict) -> Path | None:
 
 
 def load_verdict(warehouse: Warehouse, run_id: str) -> Verdict | None:
-    path = warehouse.registrations_dir / run_id / VERDICT_FILE
-    if not path.is_file():
-        return None
-    return Verdict.model_validate_json(path.read_text())
+    for name in VERDICT_FILES:
+        path = warehouse.registrations_dir / run_id / name
+        if path.is_file():
+            return Verdict.model_validate_json(path.read_text())
+    return None
 
 
-def read_report(warehouse: Warehouse, run_id: str | None = None) -> Report:
+def read_report(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None) -> Report:
     """The report of a run (default: the latest) with its recorded verdict (judged now if none was kept)."""
-    figures = read_figures(warehouse, run_id)
-    verdict = load_verdict(warehouse, figures.run_id) or judge_registered(figures, warehouse, check_source=False)
-    return build_report_from(figures, verdict)
+    kind, figures = read_figures(warehouse, run_id, instrument_name)
+    verdict = load_verdict(warehouse, figures.run_id) or judge_registered(kind, figures, warehouse, check_source=False)
+    return kind.build_report(figures, verdict)
 
 
 @dataclass(frozen=True)
@@ -184,14 +207,9 @@ class PublishedReport:
 def judge_and_publish(warehouse: Warehouse, run_id: str) -> PublishedReport:
     """What a run does once its rows are registered: judge the gates (refusing if the criteria file
     changed since registration), keep the verdict, write reports/<run_id>/report.md and report.html."""
-    figures = read_figures(warehouse, run_id)
-    verdict = judge_registered(figures, warehouse, check_source=True)
+    kind, figures = read_figures(warehouse, run_id)
+    verdict = judge_registered(kind, figures, warehouse, check_source=True)
     save_verdict(warehouse, verdict)
     reached("report-verdict-saved", run_id)
-    report = build_report_from(figures, verdict)
+    report = kind.build_report(figures, verdict)
     return PublishedReport(report, write_report_files(report, warehouse.reports_dir / run_id))
-
-
-def publish_report(warehouse: Warehouse, run_id: str) -> dict[str, Path]:
-    """Write reports/<run_id>/report.md and report.html; returns their paths."""
-    return judge_and_publish(warehouse, run_id).paths

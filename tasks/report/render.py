@@ -11,6 +11,7 @@ external asset: it opens from disk, offline.
 from __future__ import annotations
 
 import html
+import io
 import os
 import re
 import sys
@@ -21,9 +22,7 @@ from rich.text import Text
 
 from schemas.criteria import Verdict
 from tasks.files.atomic_write import write_atomic
-from tasks.report.charts import confusion_heatmap, ladder_chart, reliability_chart, tool_whisker_chart
-from tasks.report.format import change_span, p_value, pct, points
-from tasks.report.tables import Report, ReportTable, reading
+from tasks.report.report_types import Report, ReportTable
 from tasks.report.text_table import layout_lines, wrap_text
 
 TERMINAL_WIDTH = 100
@@ -111,7 +110,14 @@ READING_STYLE = {"▼ drop": "red", "▲ gain": "green"}
 
 
 def table_lines(table: ReportTable, width: int) -> list[tuple[str, str]]:
-    """The table as (line, kind) pairs within ``width``: figure columns right-aligned and never cut."""
+    """The table as (line, kind) pairs within ``width``: figure columns right-aligned and never cut. A table
+    without columns is a line (its title and note: 'the same as arm A, row for row') and its rows' first cells."""
+    if not table.columns:
+        title = f"{table.title}: {table.note}" if table.note and not table.rows else table.title
+        return ([(line, "title") for line in wrap_text(title, width)]
+                + [(f"  - {line}" if k == 0 else f"    {line}", "row") for row in table.rows
+                   for k, line in enumerate(wrap_text(row[0], width - 4))]
+                + ([(line, "note") for line in wrap_text(table.note, width)] if table.note and table.rows else []))
     numeric = [i > 0 and _numeric([row[i] for row in table.rows if i < len(row)]) for i in range(len(table.columns))]
     return layout_lines(table.title, table.columns, table.rows, numeric, width, table.sections, table.note)
 
@@ -148,8 +154,16 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
     for line in report.headline:
         print_indented(console, line)
     for table in report.tables:
-        console.print()
-        print_table(table, console)
+        if not table.summary_only:
+            console.print()
+            print_table(table, console)
+
+
+def render_text(report: Report, width: int | None = None) -> str:
+    """The terminal report as plain text, ``width`` columns wide (default: the terminal's width)."""
+    buffer = io.StringIO()
+    render_terminal(report, Console(file=buffer, width=width or terminal_width(), color_system=None))
+    return buffer.getvalue()
 
 
 def markdown_table(table: ReportTable, heading: str = "**{}**") -> list[str]:
@@ -181,7 +195,7 @@ def render_markdown(report: Report, html_path: str | None = None) -> str:
     """A summary for a pull-request comment: verdict and gate evidence, then the summary tables."""
     verdict = report.verdict
     status = verdict.status if verdict else "NOT JUDGED"
-    lines = [f"## tooleval: {STATUS_MARK.get(status, '')} {status} — run `{report.run_id}`", ""]
+    lines = [f"## {report.title}: {STATUS_MARK.get(status, '')} {status} — run `{report.run_id}`", ""]
     for text, line_status in verdict_lines(verdict)[1:]:
         if text.startswith("      "):
             lines.append(f"  - {text.strip()}")
@@ -191,22 +205,10 @@ def render_markdown(report: Report, html_path: str | None = None) -> str:
             lines.append(f"_{text}_")
     lines += ["", *[f"{line}  " for line in report.headline], ""]
     for table in report.tables:
-        if table.summary:
+        if table.summary or table.summary_only:
             lines += markdown_table(table)
-    drops = [c for c in (report.figures.tool_changes if report.figures else []) if reading(c) == "▼ drop"]
-    if drops:
-        weights = report.figures.weights if report.figures else {}
-        lines += ["**Per-tool drops outside the noise (paired; 95% CI excludes 0)**", "",
-                  "| comparison | slice | tool | traffic | Δ pts | 95% CI | worse/better | p |",
-                  "|---|---|---|---:|---:|---:|---:|---:|"]
-        for c in sorted(drops, key=lambda c: c.paired.change.estimate):
-            p = c.paired
-            lines.append(f"| {c.baseline} → {c.arm} | {c.slice} | {c.tool} | {pct(weights.get(c.tool or ''))} | "
-                         f"{points(p.change.estimate)} | {change_span(p.change)} | {p.worse} / {p.better} | "
-                         f"{p_value(p.p_value)} |")
-        lines.append("")
     if html_path:
-        lines.append(f"Full report (per-tool tables, charts, calibration): `{html_path}`")
+        lines.append(f"Full report (every table, with its charts): `{html_path}`")
     return "\n".join(lines) + "\n"
 
 
@@ -265,7 +267,8 @@ def _html_verdict(verdict: Verdict | None) -> str:
     return "".join(parts)
 
 
-def _figure(svg: str, caption: str) -> str:
+def figure_html(svg: str, caption: str) -> str:
+    """A chart and its caption, as the HTML report shows them."""
     return f"<figure>{svg}<figcaption>{html.escape(caption)}</figcaption></figure>"
 
 
@@ -276,31 +279,11 @@ def render_html(report: Report) -> str:
              f"<style>{_STYLE}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
              _html_verdict(report.verdict)]
     parts += [f"<p>{html.escape(line)}</p>" for line in report.headline]
-    figures = report.figures
     for table in report.tables:
-        parts.append(_html_table(table))
-        if figures is None:
+        if table.summary_only:
             continue
-        if table.key == "slices":
-            parts.append(_figure(ladder_chart(figures), "The ladder by slice: accuracy per rung with 95% intervals."))
-        elif table.key.startswith("tools-") and table.key.endswith("-1"):
-            slice_ = table.key[len("tools-"):-len("-1")]
-            parts.append(_figure(tool_whisker_chart(figures, slice_),
-                                 f"Per-tool accuracy across rungs, slice {slice_}: markers at the accuracy, "
-                                 "whiskers the 95% interval; traffic share beside the tool."))
-        elif table.key == "pairs":
-            for k, arm in enumerate(figures.arm_order):
-                opened = " open" if k == len(figures.arm_order) - 1 else ""
-                parts.append(f"<details{opened}><summary>Confusion heatmap — {figures.rung_of(arm)}. "
-                             f"{html.escape(arm)}</summary>"
-                             + _figure(confusion_heatmap(figures, arm),
-                                       "Rows: expected tool; columns: the answer. Blue outlined = correct; "
-                                       "orange = a confusion; darker = a larger share of the row.")
-                             + "</details>")
-        elif table.key == "calibration":
-            parts.append(_figure(reliability_chart(figures),
-                                 "Reliability diagram: accuracy against mean confidence in ten bins; the dashed "
-                                 "diagonal is perfect calibration; marker area follows the rows in the bin."))
+        parts.append(_html_table(table))
+        parts += [chart() for chart in report.charts.get(table.key, [])]
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -1,7 +1,8 @@
 """Runs whose rows landed but whose registration waited: a DuckDB file held by another process past the
 bounded wait, or a process that died between landing and registering. Their records are kept in
-``registrations/<run_id>/run-records.json`` (warehouse/register_run.py); ``tooleval register RUN_ID``
-and every later run register them from there, select nothing again, then judge and publish them."""
+``registrations/<run_id>/run-records.json`` (warehouse/register_run.py), with the instrument that ran
+them; ``tooleval register RUN_ID`` and every later run register them from there, run nothing again, then
+judge and publish them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tasks.report.publish import PublishedReport, judge_and_publish
 from warehouse.connect import WarehouseBusy, connect
 from warehouse.location import Warehouse
 from warehouse.register_run import load_registration, register_run, saved_run_ids
+from warehouse.tables import STORES
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,9 @@ def registered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> set
         return set()
     con = connect(warehouse.db_path, read_only=True, wait_s=wait_s)
     try:
-        return {run_id for (run_id,) in con.execute("SELECT run_id FROM runs").fetchall()}
+        present = {name for (name,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        return {run_id for store in STORES.values() if store.run_table in present  # an older file may lack one
+                for (run_id,) in con.execute(f"SELECT run_id FROM {store.run_table}").fetchall()}
     finally:
         con.close()
 
@@ -43,7 +47,7 @@ def register_saved_run(warehouse: Warehouse, run_id: str, wait_s: float | None =
     if registration is None:
         raise InputError.one(str(warehouse.registrations_dir / run_id), f"run {run_id}", "run-landed",
                              "no saved registration for this run id in this warehouse")
-    n_rows = register_run(warehouse.db_path, warehouse.rows_dir, registration, wait_s=wait_s)
+    n_rows = register_run(warehouse.root, registration, wait_s=wait_s)
     return LateRegistration(run_id, n_rows, judge_and_publish(warehouse, run_id))
 
 

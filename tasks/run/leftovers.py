@@ -1,16 +1,18 @@
-"""What crashed runs leave behind, found and dealt with by the next run (and reported):
+"""What crashed runs leave behind, found and dealt with by the next run of any instrument (and reported):
 
-- ``.tmp-*`` files under ``rows/`` older than a few minutes: a Parquet partition whose writer died mid-write
-  (a live writer's temporary file exists for milliseconds). Removed.
-- ``rows/run_id=X`` folders of a run that died before it saved its records (no ``run-records.json``) and
-  whose process is gone: its completed selections are in the cache, its Parquet can never be registered.
-  Removed, with its ``registrations/X`` folder (owner mark, registered criteria). (A run that saved its
-  records registers instead: tasks/run/deferred_registration.py.)
+- ``.tmp-*`` files under a landed table's folder (``rows/``, ``task_runs/``, ``task_calls/``) older than a
+  few minutes: a Parquet partition whose writer died mid-write (a live writer's temporary file exists for
+  milliseconds). Removed.
+- ``run_id=X`` folders of a run that died before it saved its records (no ``run-records.json``) and whose
+  process is gone: its completed work is in the cache, its Parquet can never be registered. Removed, with
+  its ``registrations/X`` folder (owner mark, registered criteria). (A run that saved its records registers
+  instead: tasks/run/deferred_registration.py.)
 - a run registered in DuckDB but killed before its reports were written (before it was judged, or after
   its verdict was saved): judged (or its saved verdict kept) and published now.
 
-A run marks itself live with ``registrations/<run_id>/owner.json`` (pid and host) before it selects, so a
-concurrent run's folders are never taken for leftovers.
+A run marks itself live with ``registrations/<run_id>/owner.json`` (pid and host) before its first model
+call, so a concurrent run's folders are never taken for leftovers; a run registered in any instrument's
+run table is never one.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tasks.run.deferred_registration import LateRegistration, register_waiting_r
 from warehouse.connect import WarehouseBusy
 from warehouse.location import Warehouse
 from warehouse.register_run import RUN_RECORDS_FILE
+from warehouse.tables import landed_folders
 
 OWNER_FILE = "owner.json"
 STALE_TEMPORARY_S = 600.0
@@ -48,7 +51,7 @@ class Leftovers:
             out.append(f"removed {self.temporary_files} half-written Parquet file(s) left by a crashed run")
         for run_id in self.removed_runs:
             out.append(f"removed the unregistrable rows of run {run_id}, which died before saving its records "
-                       "(its completed selections stay in the cache)")
+                       "(its completed work stays in the cache)")
         for run_id in self.published_runs:
             out.append(f"judged and published run {run_id}, which was registered but died before its report")
         if self.removed_records:
@@ -102,33 +105,36 @@ def published(warehouse: Warehouse, run_id: str) -> bool:
 
 def clean_leftovers(warehouse: Warehouse, registered: set[str], own_run_id: str | None = None,
                     now: float | None = None) -> Leftovers:
-    """Remove or finish what crashed runs left; ``registered`` are the run ids DuckDB holds."""
+    """Remove or finish what crashed runs left; ``registered`` are the run ids DuckDB holds (every instrument's)."""
     now = time.time() if now is None else now
     found = Leftovers()
-    if warehouse.rows_dir.is_dir():
-        for temporary in warehouse.rows_dir.rglob(".tmp-*"):
+    folders = [warehouse.root / folder for folder in landed_folders().values()]
+    landed: dict[str, list[Path]] = {}
+    for folder in (f for f in folders if f.is_dir()):
+        for temporary in folder.rglob(".tmp-*"):
             try:
                 if now - temporary.stat().st_mtime > STALE_TEMPORARY_S:
                     temporary.unlink()
                     found.temporary_files += 1
             except FileNotFoundError:
                 pass
-        for folder in sorted(warehouse.rows_dir.glob("run_id=*")):
-            run_id = folder.name.removeprefix("run_id=")
-            records = warehouse.registrations_dir / run_id
-            if run_id == own_run_id or run_id in registered or (records / RUN_RECORDS_FILE).is_file():
-                continue
-            if not _owner_gone(records, now):
-                continue
-            shutil.rmtree(folder, ignore_errors=True)
-            shutil.rmtree(records, ignore_errors=True)
-            found.removed_runs.append(run_id)
+        for run_folder in folder.glob("run_id=*"):
+            landed.setdefault(run_folder.name.removeprefix("run_id="), []).append(run_folder)
+    for run_id, run_folders in sorted(landed.items()):
+        records = warehouse.registrations_dir / run_id
+        if run_id == own_run_id or run_id in registered or (records / RUN_RECORDS_FILE).is_file():
+            continue
+        if not _owner_gone(records, now):
+            continue
+        for run_folder in run_folders:
+            shutil.rmtree(run_folder, ignore_errors=True)
+        shutil.rmtree(records, ignore_errors=True)
+        found.removed_runs.append(run_id)
     if warehouse.registrations_dir.is_dir():
         for records in sorted(warehouse.registrations_dir.iterdir()):
             run_id = records.name
-            if (not records.is_dir() or run_id == own_run_id or run_id in registered
-                    or (records / RUN_RECORDS_FILE).is_file()
-                    or (warehouse.rows_dir / f"run_id={run_id}").exists() or not _owner_gone(records, now)):
+            if (not records.is_dir() or run_id == own_run_id or run_id in registered or run_id in landed
+                    or (records / RUN_RECORDS_FILE).is_file() or not _owner_gone(records, now)):
                 continue
             shutil.rmtree(records, ignore_errors=True)
             found.removed_records.append(run_id)

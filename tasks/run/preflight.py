@@ -1,11 +1,13 @@
 """Checks a run makes before Prefect starts and before any model call: everything that would otherwise
 fail only after selections were paid for. Each problem is an InputError naming the path and the rule.
 
-- the run has work: at least one request under at least one seed;
+- the run has work: at least one request (or task) under at least one seed;
+- what the run's instrument asks besides (``Instrument.check_before_run``: selection refuses provisional
+  labels unless the run allows them);
 - the warehouse folder is a folder (or can be made) and is writable, and so are the folders and files a run
-  writes inside it (the DuckDB file, the selection cache and its SQLite journal files, rows/, registrations/,
-  reports/): a read-only warehouse (a read-only mount, files of another user) is refused here, before any
-  selection, instead of failing at registration or inside SQLite;
+  writes inside it (the DuckDB file, the result caches and their SQLite journal files, the landed tables'
+  folders, registrations/, reports/): a read-only warehouse (a read-only mount, files of another user) is
+  refused here, before any model call, instead of failing at registration or inside SQLite;
 - an existing DuckDB file opens (a file held by another process is fine: registration waits for it);
 - there is room on the disk for the planned rows (a rough bound, with a margin);
 - Prefect's home folder is writable when a temporary server will be started (its SQLite database).
@@ -22,15 +24,11 @@ from tasks.files.input_errors import InputError, Problem
 from tasks.run.prepare_run import PreparedRun
 from warehouse.connect import WarehouseBusy, WarehouseUnreadable, connect
 from warehouse.location import Warehouse
+from warehouse.tables import STORES, landed_folders
 
 BYTES_PER_ROW = 400
 """A generous bound on what one row costs on disk: Parquet (~10 B compressed), the DuckDB table, the cache."""
 DISK_MARGIN_BYTES = 64 * 2**20
-
-
-def planned_rows(prepared: PreparedRun) -> int:
-    experiment = prepared.experiment
-    return sum(len(prepared.versions[arm.version].requests) for arm in experiment.arms) * len(experiment.seeds)
 
 
 def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
@@ -52,9 +50,9 @@ def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
     return []
 
 
-WAREHOUSE_FOLDERS = ("rows", "registrations", "reports", "cache")
-WAREHOUSE_FILES = ("tooleval.duckdb", "tooleval.duckdb.wal", "cache/selections.sqlite",
-                   "cache/selections.sqlite-wal", "cache/selections.sqlite-shm")
+WAREHOUSE_FOLDERS = (*dict.fromkeys(landed_folders().values()), "registrations", "reports", "cache")
+WAREHOUSE_FILES = ("tooleval.duckdb", "tooleval.duckdb.wal",
+                   *(f"cache/{store.cache_file}{end}" for store in STORES.values() for end in ("", "-wal", "-shm")))
 
 
 def _read_only(path: Path) -> str | None:
@@ -86,9 +84,11 @@ def warehouse_writable(warehouse: Warehouse) -> list[Problem]:
     return problems
 
 
-def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect_server: bool) -> int:
+def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect_server: bool,
+                     allow_provisional: bool = False) -> int:
     """Raise InputError listing every problem; return the number of rows the run plans."""
-    rows = planned_rows(prepared)
+    prepared.instrument.check_before_run(prepared, allow_provisional)
+    rows = prepared.planned_items
     problems: list[Problem] = []
     if rows == 0:
         problems.append(Problem(str(prepared.experiment.path), "", "run-has-work",

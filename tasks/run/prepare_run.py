@@ -1,4 +1,5 @@
-"""Extract and check: resolve the experiment, load each task-set version, run the label checks.
+"""Extract and check: resolve the experiment, load and check each task-set version its arms use (by the
+experiment's instrument), read the acceptance criteria.
 
 Everything here happens before any model call and writes nothing; a problem raises InputError.
 """
@@ -7,66 +8,56 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from schemas.criteria import CriteriaFile
 from schemas.taskset import ProductionWeights
-from tasks.files.input_errors import InputError, Problem
-from tasks.run.drill_points import reached
-from tasks.taskset.label_checks import CheckReport, check_labels
-from tasks.taskset.load_taskset import TaskSetVersion, load_version, load_weights
+from tasks.experiment.criteria import experiment_criteria
 from tasks.experiment.resolve_experiment import ResolvedExperiment, resolve_experiment
+from tasks.instruments import Instrument, instrument
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What an instrument loads for a run: each version the arms use and what its checks found."""
+
+    versions: dict[str, Any]
+    checks: dict[str, Any]
+    weights: ProductionWeights | None = None
+    """The production weights window the experiment names (selection: the weighted figures)."""
 
 
 @dataclass(frozen=True)
 class PreparedRun:
     experiment: ResolvedExperiment
-    versions: dict[str, TaskSetVersion]
-    weights: ProductionWeights | None
-    checks: dict[str, CheckReport]
+    versions: dict[str, Any]
+    checks: dict[str, Any]
+    criteria: tuple[Path, CriteriaFile] | None
+    weights: ProductionWeights | None = None
+
+    @property
+    def instrument(self) -> Instrument:
+        return instrument(self.experiment.instrument)
 
     @property
     def taskset(self) -> str:
         return next(iter(self.versions.values())).taskset
 
+    @property
+    def planned_items(self) -> int:
+        """Rows the run will land: each arm's work items under every seed."""
+        kind = self.instrument
+        return sum(len(kind.work_items(self.versions[arm.version])) for arm in self.experiment.arms) * len(
+            self.experiment.seeds)
+
 
 def prepare_run(experiment_path: Path | str) -> PreparedRun:
     experiment = resolve_experiment(Path(experiment_path))
-    catalogues = [arm.catalogue for arm in experiment.arms if arm.catalogue is not None]
-    weights = weights_path = None
-    if experiment.spec.weights:
-        weights_path = experiment.taskset_dir / "weights" / f"{experiment.spec.weights}.json"
-        weights = load_weights(experiment.taskset_dir, experiment.spec.weights)
-    versions, checks = {}, {}
-    for version in experiment.versions:
-        versions[version] = load_version(experiment.taskset_dir, version)
-        reached("label-checks", version)
-        checks[version] = check_labels(versions[version], catalogues, weights, weights_path)
-    refuse_leakage(experiment, versions)
-    return PreparedRun(experiment=experiment, versions=versions, weights=weights, checks=checks)
-
-
-def refuse_leakage(experiment: ResolvedExperiment, versions: dict[str, TaskSetVersion]) -> None:
-    """A trained decision model may not score requests it learned from: a model cross-fitted on the version
-    scores each with a fold model that never saw it; a one-fold model is refused here, before any selection."""
-    problems: list[Problem] = []
-    for arm in experiment.arms:
-        if arm.decision_model_hash is None:
-            continue
-        options = arm.selector_options
-        model_file = options.get("model_file") or (options.get("router_options") or {}).get("model_file")
-        from tasks.selectors.trained import leaked_requests, load_model_file
-
-        model = load_model_file(str(model_file), arm.decision_model_hash)
-        table = versions[arm.version].table
-        leaked = leaked_requests(model, table.get_column("id").to_list(), table.get_column("text").to_list())
-        if leaked:
-            shown = ", ".join(leaked[:5]) + (f" and {len(leaked) - 5} more" if len(leaked) > 5 else "")
-            problems.append(Problem(
-                str(experiment.path), f"arm {arm.name}", "decision-model-leakage",
-                f"the decision model {model_file} learned from {len(leaked)} request(s) of {arm.version} (by id or "
-                f"text): {shown}; it was trained with one fold, so no model of it is unseen by them: train with "
-                "--folds 5 (cross-fitting) or on another version"))
-    if problems:
-        raise InputError(problems)
+    kind = instrument(experiment.instrument)
+    loaded = kind.load(experiment)
+    criteria = experiment_criteria(experiment, loaded.versions, kind.criteria_file)
+    return PreparedRun(experiment=experiment, versions=loaded.versions, checks=loaded.checks, criteria=criteria,
+                       weights=loaded.weights)
 
 
 _PREPARED: dict[tuple[str, int, int], PreparedRun] = {}

@@ -17,10 +17,11 @@ from typing import Any
 
 from schemas.catalogue import NONE_LABEL
 from schemas.cutoff import AbstainCutoff, HalfAccuracy
-from tasks.experiment.resolve_experiment import ResolvedArm, resolve_experiment
+from tasks.selection.arms import SelectionArm
+from tasks.experiment.resolve_experiment import resolve_experiment
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.run.plan_units import effective_label
+from tasks.selection.plan_batch import effective_label
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.offline import offline_selector
 from tasks.selectors.router_setup import (
@@ -72,7 +73,7 @@ class FittedCutoff:
         ]
 
 
-def _router_of(arm: ResolvedArm, file: str) -> tuple[str, str, dict[str, Any]]:
+def _router_of(arm: SelectionArm, file: str) -> tuple[str, str, dict[str, Any]]:
     """(kind, model id, options as written) of the arm's offline router."""
     if arm.selector in OFFLINE_ROUTER_KINDS:
         return arm.selector, arm.model_id, dict(arm.options)

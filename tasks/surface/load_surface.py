@@ -60,6 +60,12 @@ class ResolvedSurface:
     def backend_tools(self) -> dict[str, BackendTool]:
         return self.toolkit.tools()
 
+    def __reduce__(self):
+        """Pickled (a work unit sent to a Dask or Ray worker) as where it is read from: the toolkit class lives
+        in the backend package imported under a private name, which only a process that loaded the surface
+        has. The worker reads the surface again (the task set at the same path, as the experiment file is)."""
+        return (load_surface, (self.taskset_dir, self.name))
+
 
 def surface_path(taskset_dir: Path, name: str) -> Path:
     return Path(taskset_dir) / "surfaces" / f"{name}.yaml"

@@ -69,13 +69,12 @@ class RunForPhoenix:
 
 def read_run_for_phoenix(warehouse: Warehouse, run_id: str | None) -> RunForPhoenix:
     """The run (default: the latest), its arms and rows, read through a read-only connection held briefly."""
-    from tasks.report.publish import open_read_only, require_warehouse
-    from tasks.report.tables import latest_run_id
+    from tasks.report.publish import latest_runs, open_read_only, require_warehouse
 
     require_warehouse(warehouse.db_path)
     con = open_read_only(warehouse.db_path)
     try:
-        run_id = run_id or latest_run_id(con)
+        run_id = run_id or next(iter(latest_runs(con, "selection")), None)
         if run_id is None:
             raise InputError.one(str(warehouse.db_path), "", "run-registered", "no run is registered yet")
         cursor = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])

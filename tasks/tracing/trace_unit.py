@@ -38,19 +38,19 @@ def trace_selection_unit(target: TraceTarget, unit, planned: Sequence, selection
     }, len(rows))
 
 
-def trace_task_unit(target: TraceTarget, unit, rows: Sequence[Mapping[str, Any]],
-                    call_rows: Sequence[Mapping[str, Any]], ended_ns: int) -> None:
-    """A surface run's unit: its task_runs rows, their task_calls rows, the request each task made, the
-    offered tools and the arm's prompt."""
+def trace_task_unit(target: TraceTarget, unit, tools: Sequence, planned: Sequence,
+                    rows: Sequence[Mapping[str, Any]], call_rows: Sequence[Mapping[str, Any]], ended_ns: int) -> None:
+    """A surface run's unit: its task_runs rows, their task_calls rows, the request each task made
+    (``planned``: its PlannedTasks), the offered tools (in the seed's order) and the arm's prompt."""
     sender = sender_for(target)
     if not sender.alive or not rows:
         return
     sender.send(TASK, {
         "rows": list(rows), "calls": list(call_rows), "ended_ns": ended_ns,
         # the offered tools in the seed's order (names as offered): the TOOL spans' schemas, the turns' tools
-        "tools": [(tool.name, tool.description, tool.parameters) for tool in unit.tools],
+        "tools": [(tool.name, tool.description, tool.parameters) for tool in tools],
         "prompt": unit.arm.prompt_text,
-        "requests": {planned.task.id: _request_text(planned.task) for planned in unit.tasks},
+        "requests": {item.task.id: _request_text(item.task) for item in planned},
     }, len(rows))
 
 

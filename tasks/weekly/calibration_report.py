@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from tasks.report.figures import records
+from warehouse.query import records
 from tasks.report.format import pct, points
 from tasks.report.render import markdown_document
 from tasks.report.report_types import ReportTable

@@ -15,7 +15,7 @@ from pathlib import Path
 from schemas.taskset import ProductionWeights
 from schemas.traffic import ResampleSummary
 from tasks.files.atomic_write import write_atomic
-from tasks.report.figures import records
+from warehouse.query import records
 from tasks.report.format import pct, points
 from tasks.report.render import markdown_document
 from tasks.report.report_types import ReportTable

@@ -19,7 +19,7 @@ from schemas.selection.rows import (
     SelectionRunRecord,
     WeightRecord,
 )
-from tasks.report import figures
+from warehouse import query
 from tests.factories import NOW
 from warehouse.tables import create_tables
 from warehouse.views import create_views
@@ -138,7 +138,7 @@ class KnownRun:
 
 def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
     """The result of a query as dicts (the report's reader, parameters optional)."""
-    return figures.records(con, sql, params or [])
+    return query.records(con, sql, params or [])
 
 
 def one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from flows.cli import main
 from flows.exit_codes import EXIT_CRASHED
 from flows.prefect_settings import _NoTraceback
 from schemas.selection.rows import Selection
-from tasks.run.selection_cache import SelectionCache
+from tasks.run.result_cache import ResultCache
+from tasks.selection.select_batch import SELECTIONS
 from tests.drill.bad_inputs import root_can_mount
 from tests.factories import ROOT
 from tests.factories.taskset import write_experiment, write_taskset
@@ -46,7 +47,7 @@ def full_disk(tmp_path):
     mount.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
     try:
-        SelectionCache(mount / "cache" / "selections.sqlite").close()  # the cache exists; the disk then fills
+        ResultCache(mount / "cache" / "selections.sqlite", SELECTIONS).close()  # the cache exists; the disk then fills
         with open(mount / "filler", "wb", buffering=0) as filler:
             try:
                 while True:
@@ -60,7 +61,7 @@ def full_disk(tmp_path):
 
 def test_a_full_disk_under_the_selection_cache_is_named_a_full_disk(full_disk):
     with pytest.raises(OSError) as raised:
-        with SelectionCache(full_disk / "cache" / "selections.sqlite") as cache:
+        with ResultCache(full_disk / "cache" / "selections.sqlite", SELECTIONS) as cache:
             cache.put_many([(f"key-{i}", Selection(request_id=f"r{i}", chosen="refund_order", latency_ms=1.0, detail="x" * 500)) for i in range(2000)])
     assert raised.value.errno == errno.ENOSPC and "selections.sqlite" in str(raised.value)
     message = crash_message(raised.value, [full_disk])

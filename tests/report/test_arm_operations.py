@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from schemas.selection.rows import SelectionRow
-from tasks.report.arm_operations import arm_operations_table
+from tasks.selection.arm_operations import arm_operations_table
 from tests.factories.rows import insert, records, selection_row
 
 MODEL = "gpt-4.1-mini-2025-04-14"

@@ -9,12 +9,11 @@ import duckdb
 import pytest
 
 import flows.evaluate as evaluate_module
-import flows.run_tasks as run_tasks_module
 from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, main, verdict_exit_code
 from flows.evaluate import evaluate
 from schemas.criteria import Verdict
 from tasks.files.content_hash import sha256_hex
-from tasks.run import select_batch
+from tasks.run import work_units
 from tests.factories.criteria import criteria_text, gate
 from tests.factories.taskset import REQUESTS, write_experiment, write_taskset
 
@@ -50,7 +49,7 @@ def test_the_run_registers_its_criteria_before_selecting_and_fails_a_gate(prefec
         return call
 
     monkeypatch.setattr(evaluate_module, "register_criteria", recording("registered", evaluate_module.register_criteria))
-    monkeypatch.setattr(select_batch, "write_partition", recording("landed", select_batch.write_partition))
+    monkeypatch.setattr(work_units, "write_partition", recording("landed", work_units.write_partition))
     warehouse = tmp_path / "warehouse"
     summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(warehouse))
 
@@ -75,13 +74,13 @@ def test_the_run_registers_its_criteria_before_selecting_and_fails_a_gate(prefec
 
 def test_criteria_changed_after_registration_make_the_run_refuse_to_judge(prefect_harness, tmp_path, monkeypatch):
     experiment, criteria = shop(tmp_path)
-    real_register_run = run_tasks_module.register_run
+    real_register_run = evaluate_module.register_run
 
     def move_the_gate_then_register(*args, **kwargs):
         criteria.write_text(CRITERIA.replace("{existing: 1.0}", "{existing: 0.1}"))  # after seeing numbers
         return real_register_run(*args, **kwargs)
 
-    monkeypatch.setattr(run_tasks_module, "register_run", move_the_gate_then_register)
+    monkeypatch.setattr(evaluate_module, "register_run", move_the_gate_then_register)
     summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(tmp_path / "warehouse"))
     assert summary.verdict.status == "NOT JUDGED" and not summary.verdict.gates
     assert "changed after it was registered" in summary.verdict.reason

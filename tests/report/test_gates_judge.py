@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, EXIT_OK, verdict_exit_code
 from schemas.selection.criteria import SelectionCriteria
-from tasks.report.figures import load_figures
-from tasks.report.gates import beyond, judge, no_criteria, not_judged
+from tasks.selection.figures import load_figures
+from tasks.report.judge import beyond, no_criteria, not_judged
 from tasks.stats.intervals import Interval
 from tests.factories.rows import KnownRun, selection_row, tool_rows
+from tasks.report.judge import judge as judge_with  # noqa: E402
+from tasks.selection.gates import JUDGES  # noqa: E402
+
+judge = partial(judge_with, judges=JUDGES)
 
 WEIGHTS = {"gift_cards": 0.31, "track_shipment": 0.30, "refund_order": 0.20, "lookup_order": 0.12,
            "reset_password": 0.02, "tiny": 0.05}
@@ -92,7 +98,7 @@ def test_weighted_gates_floors_pairs_and_failures():
 def test_the_confidence_gap_is_skipped_without_a_confidence_and_judged_with_one():
     gate = {"name": "router", "kind": "confidence_gap", "min_gap_points": 20}
     skipped = judge(ladder([1] * 12), criteria(gate))
-    assert skipped.gates[0].status == "SKIP" and skipped.status == "PASS"
+    assert skipped.gates[0].status == "SKIP" and skipped.status == "NOT JUDGED"  # no gate applied: not a pass
     judged = judge(ladder([1] * 6 + [0] * 6, confidence=True), criteria(gate))
     assert judged.gates[0].status == "PASS" and "gap +" in judged.gates[0].evidence[0]
 

@@ -3,6 +3,8 @@ charts, and a markdown summary for a pull-request comment."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import io
 import re
 from html.parser import HTMLParser
@@ -12,14 +14,17 @@ import pytest
 from rich.console import Console
 
 from schemas.selection.criteria import SelectionCriteria
-from tasks.report.figures import load_figures
-from tasks.report.gates import judge
+from tasks.selection.figures import load_figures
 from tasks.report.publish import open_read_only, read_report
 from tasks.report.render import markdown_document, render_markdown, render_terminal, write_report_files
 from tasks.report.report_types import ReportTable
-from tasks.report.tables import build_report_from
+from tasks.selection.tables import build_report_from
 from tests.factories.rows import KnownRun, selection_row, tool_rows
 from warehouse.location import Warehouse
+from tasks.report.judge import judge as judge_with  # noqa: E402
+from tasks.selection.gates import JUDGES  # noqa: E402
+
+judge = partial(judge_with, judges=JUDGES)
 
 WEIGHTS = {"gift_cards": 0.31, "track_shipment": 0.39, "update_shipping_address_and_contact_details": 0.30}
 

@@ -4,6 +4,8 @@ respected when stdout is not a terminal. The task report (tooleval tasks) shares
 
 from __future__ import annotations
 
+from functools import partial
+
 import io
 import re
 
@@ -11,13 +13,17 @@ import pytest
 from rich.console import Console
 
 from schemas.selection.criteria import SelectionCriteria
-from tasks.report.figures import load_figures
-from tasks.report.gates import judge
+from tasks.selection.figures import load_figures
 from tasks.report.render import _numeric, render_terminal, terminal_width
-from tasks.report.tables import build_report_from
+from tasks.selection.tables import build_report_from
 from tasks.report.text_table import wrap_text
-from tasks.surface.task_report import Table, TaskReport, render_task_text
+from tasks.report.render import render_text
+from tasks.report.report_types import Report, ReportTable
 from tests.factories.rows import KnownRun, selection_row, tool_rows
+from tasks.report.judge import judge as judge_with  # noqa: E402
+from tasks.selection.gates import JUDGES  # noqa: E402
+
+judge = partial(judge_with, judges=JUDGES)
 
 LONG = ["requests.get_weather_forecast_by_city_name_and_country_code",
         "math_toolkit.calculate_triangle_area_from_base_and_height", "get_current_weather"]
@@ -110,17 +116,17 @@ def test_columns_is_respected_when_stdout_is_not_a_terminal(monkeypatch):
 
 
 def test_the_task_report_fits_the_width_and_keeps_its_figures(report):
-    table = Table("Per-tool counters, arm A-legacy",
+    table = ReportTable("Per-tool counters, arm A-legacy",
                   ["tool", "calls", "invalid", "invalid rate", "errors", "error rate", "retries",
                    "calls/run where it appears"],
                   [[LONG[0], "1,086", "195", "18.0%", "0", "0.0%", "0", "1.45"],
                    ["lookup_article", "33", "33", "100.0%", "0", "0.0%", "0", "1.00"]],
-                  ["aggregate invalid rate 195/1,086 = 18.0%, an average over per-tool rates from 0.0% to 100.0%"])
-    task_report = TaskReport(run_id="r", experiment="e", verdict=None, notes=[], tables=[table])
-    natural = render_task_text(task_report)
+                  note="aggregate invalid rate 195/1,086 = 18.0%, an average over per-tool rates from 0.0% to 100.0%")
+    task_report = Report(run_id="r", headline=[], tables=[table])
+    natural = render_text(task_report, 10**4)
     assert LONG[0] in natural  # the report file keeps its natural width
     for width in WIDTHS:
-        text = render_task_text(task_report, width)
+        text = render_text(task_report, width)
         assert max(len(line) for line in text.splitlines()) <= width
         words = set(text.split())
         for row in table.rows:

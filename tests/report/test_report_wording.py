@@ -4,17 +4,23 @@ can resolve."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from schemas.selection.criteria import SelectionCriteria
-from tasks.report.figures import load_figures
+from tasks.selection.figures import load_figures
 from tasks.report.format import p_value
-from tasks.report.gates import beyond, judge
-from tasks.report.tables import build_report_from, threshold_verdict
+from tasks.report.judge import beyond
+from tasks.selection.tables import build_report_from, threshold_verdict
 from tasks.stats.calibration import request_split
 from tasks.stats.estimate import Interval
 from tests.factories.rows import KnownRun, selection_row, tool_rows
 from tests.report.test_report_render import known_run
+from tasks.report.judge import judge as judge_with  # noqa: E402
+from tasks.selection.gates import JUDGES  # noqa: E402
+
+judge = partial(judge_with, judges=JUDGES)
 
 
 @pytest.fixture(scope="module")

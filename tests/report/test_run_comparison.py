@@ -16,7 +16,7 @@ from schemas.selection.rows import (
     SelectionRunRecord,
     WeightRecord,
 )
-from tasks.report.run_compare import NotComparable, compare_runs
+from tasks.selection.run_compare import compare_runs, NotComparable
 from tests.factories.rows import insert, memory_warehouse, records, run_record, selection_row
 
 ARM = dict(arm="prod", rung=1, catalogue="base", prompt="default", taskset_version="v1", taskset_hash="t1",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.report.served_evidence import evidence_text, served_evidence_notice, served_evidence_table
+from tasks.selection.served_evidence import evidence_text, served_evidence_notice, served_evidence_table
 
 
 def arm(name, selector="openai", reported=0, echoed=0, missing=0, models=None, rung=1):

@@ -9,10 +9,11 @@ import pickle
 
 from schemas.catalogue import Catalogue, ToolSpec
 from schemas.taskset import LabelledRequest, Message
-from tasks.experiment.resolve_experiment import ResolvedArm
+from tasks.selection.arms import SelectionArm
 from tasks.run.permute_tools import permute_tools, tool_set_id
-from tasks.run.plan_units import plan_arm_seed, selector_fingerprint, tools_fingerprint
-from tasks.run.registration_records import offered_tool_sets
+from tasks.selection.plan_batch import plan_batch, plan_arm_seed, selector_fingerprint
+from tasks.run.cache_keys import tools_fingerprint
+from tasks.selection.records import offered_tool_sets
 from tasks.taskset.request_table import request_table
 
 TOOLS = tuple(ToolSpec(name=name, description=f"{name} does things") for name in
@@ -22,8 +23,8 @@ OWN = (ToolSpec(name="get_weather", description="Weather.",
        ToolSpec(name="get_time", description="Time."))
 
 
-def arm(catalogue: Catalogue | None = Catalogue(name="base", tools=TOOLS[:4])) -> ResolvedArm:
-    return ResolvedArm(name="a", rung=1, catalogue_name="base" if catalogue else "per_request", catalogue=catalogue,
+def arm(catalogue: Catalogue | None = Catalogue(name="base", tools=TOOLS[:4])) -> SelectionArm:
+    return SelectionArm(name="a", rung=1, catalogue_name="base" if catalogue else "per_request", catalogue=catalogue,
                        prompt_name="default", prompt_text="Pick a tool.", model_id="bm25-okapi", selector="lexical",
                        version="v1", options={"abstain_threshold": 0.5})
 
@@ -42,7 +43,7 @@ def requests(n: int) -> list[LabelledRequest]:
     return out
 
 
-def old_plan(resolved: ResolvedArm, seed: int, request: LabelledRequest) -> tuple:
+def old_plan(resolved: SelectionArm, seed: int, request: LabelledRequest) -> tuple:
     """What the per-request planner computed before the request table (its formula, written out)."""
     tools = permute_tools(request.tools if request.tools is not None else resolved.catalogue.tools, seed)
     names = [t.name for t in tools]
@@ -63,8 +64,8 @@ def test_planned_batches_equal_the_per_request_planner():
     given = requests(12)
     for seed in (1, 2, 3):
         units = list(plan_arm_seed(arm(), seed, tuple(given), "shop", batch_size=5))
-        assert [u.n_requests for u in units] == [5, 5, 2] and [u.batch_index for u in units] == [0, 1, 2]
-        planned = [p for u in units for p in u.requests]
+        assert [u.n_items for u in units] == [5, 5, 2] and [u.batch_index for u in units] == [0, 1, 2]
+        planned = [p for u in units for p in plan_batch(u)]
         assert [(p.request_id, tuple(t.name for t in p.tools), p.tool_set_id, p.expected, p.expected_position,
                  p.cache_key) for p in planned] == [old_plan(arm(), seed, r) for r in given]
         assert [p.messages for p in planned] == [r.messages for r in given]
@@ -74,23 +75,23 @@ def test_planned_batches_equal_the_per_request_planner():
 
 def test_the_fallback_is_the_label_when_the_expected_tool_is_not_offered():
     [unit] = plan_arm_seed(arm(), 1, tuple(requests(1)), "shop", batch_size=5)
-    assert unit.requests[0].expected == "refund_order"  # cancel_order is not in this rung's catalogue
+    assert plan_batch(unit)[0].expected == "refund_order"  # cancel_order is not in this rung's catalogue
 
 
 def test_a_unit_is_a_slice_and_pickles_only_its_own_rows():
     """Prefect holds every unit, and Dask sends each to a worker: a unit's pickle carries its batch's rows
     (so it runs anywhere) and nothing more; it does not grow with the task set."""
     small, large = request_table(requests(200)), request_table(requests(4000))
-    unit_small = next(plan_arm_seed(arm(), 1, small, "shop", batch_size=50))
+    unit_small = plan_arm_seed(arm(), 1, small, "shop", batch_size=50)[0]
     unit_large = list(plan_arm_seed(arm(), 1, large, "shop", batch_size=50))[40]
     size_small, size_large = len(pickle.dumps(unit_small)), len(pickle.dumps(unit_large))
     assert abs(size_large - size_small) < 1_000  # the same 50 rows' worth, whatever the table's size
-    one_row = len(pickle.dumps(next(plan_arm_seed(arm(), 1, small, "shop", batch_size=1))))
+    one_row = len(pickle.dumps(plan_arm_seed(arm(), 1, small, "shop", batch_size=1)[0]))
     row_bytes = max(len(json.dumps(r.model_dump(mode="json"), ensure_ascii=False).encode()) for r in requests(200))
     assert size_small - one_row < 49 * row_bytes * 1.5  # each further request: about its own JSON
 
     copy = pickle.loads(pickle.dumps(unit_large))
-    assert copy.label == unit_large.label and copy.requests == unit_large.requests
+    assert copy.label == unit_large.label and plan_batch(copy) == plan_batch(unit_large)
 
 
 def test_units_share_the_table_rather_than_copy_it():
@@ -105,7 +106,7 @@ def test_tool_sets_registered_are_those_offered():
     given = tuple(requests(8))
     units = [u for seed in (1, 2) for u in plan_arm_seed(arm(), seed, given, "shop", batch_size=3)]
     offered: dict[str, tuple[str, ...]] = {}  # as the planner of each request registered them: first seen kept
-    for planned in (p for u in units for p in u.requests):
+    for planned in (p for u in units for p in plan_batch(u)):
         offered.setdefault(planned.tool_set_id, tuple(t.name for t in planned.tools))
     assert offered_tool_sets(units) == offered and len(offered) == 2
     per_request_only = [u for u in plan_arm_seed(arm(None), 1, given[3::4], "shop", batch_size=3)]

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PLAN = ["tasks.stats.planner"]
 REPORT = ["tasks.stats.intervals", "tasks.stats.paired", "tasks.stats.weighted", "tasks.stats.calibration",
-          "tasks.stats.interaction", "tasks.report.figures", "tasks.report.tables", "tasks.report.gates",
+          "tasks.stats.interaction", "tasks.selection.figures", "tasks.selection.tables", "tasks.selection.gates",
           "tasks.report.format"]
 
 

@@ -11,7 +11,7 @@ import math
 import pytest
 from scipy.stats import binomtest
 
-from tasks.report.figures import load_figures
+from tasks.selection.figures import load_figures
 from tasks.report.format import pct, pct_with_fraction
 from tasks.stats.intervals import clustered_wilson_interval, seed_spread, wilson_interval
 from tasks.stats.paired import paired_comparison

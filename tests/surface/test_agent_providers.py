@@ -13,7 +13,8 @@ from tasks.surface.agent_loop import run_task
 from tasks.surface.chat_agent import ChatAgent
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import load_task_version
-from tasks.surface.task_cache import TaskCache
+from tasks.run.result_cache import ResultCache
+from tasks.surface.run_unit import OUTCOMES
 from tests.provider_server import Reply, Seen, status_reply, text_reply, tool_call
 from tests.selectors.providers.conftest import FAKE_KEY, FAST_RETRIES, MODELS, NOWHERE, ServerFactory
 from tests.surface.tiny_desk import write_desk
@@ -142,7 +143,7 @@ def test_a_provider_error_stops_the_run_and_is_never_cached(serve, desk, kind, t
     outcome = play(desk, server, kind, "close-1")
     assert outcome.stop_reason == "error" and "500" in outcome.detail and outcome.provider_retries == 4
     assert outcome.success  # scored on the outcome: the close happened before the provider failed
-    with TaskCache(tmp_path / "cache.sqlite") as cache:
+    with ResultCache(tmp_path / "cache.sqlite", OUTCOMES) as cache:
         assert not cache.put("k", outcome) and cache.get_many(["k"]) == {}
 
 

@@ -7,7 +7,7 @@ import importlib.util
 
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import load_task_version
-from tasks.surface.prepare_task_run import prepare_task_run
+from tasks.run.prepare_run import prepare_run
 from tasks.surface.task_checks import check_tasks
 from tests.factories import ROOT
 
@@ -41,7 +41,7 @@ def test_the_surfaces_are_seed_001s_and_a_smaller_redesign():
 
 
 def test_the_four_arm_experiment_resolves_with_one_change_per_comparison():
-    prepared = prepare_task_run(FOLDER / "experiments" / "four_arms.yaml")
+    prepared = prepare_run(FOLDER / "experiments" / "four_arms.yaml")
     changed = {(c.baseline, c.arm): c.changed for c in prepared.experiment.comparisons}
     assert changed[("A-legacy", "B-prompt")] == ("prompt",) and changed[("A-legacy", "C-surface")] == ("surface",)
     assert changed[("A-legacy", "D-both")] == ("surface", "prompt")

@@ -10,7 +10,7 @@ from schemas.surface.surface_file import SurfaceTransform
 from tasks.files.input_errors import InputError
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import freeze_task_version, load_task_version
-from tasks.surface.prepare_task_run import prepare_task_run
+from tasks.run.prepare_run import prepare_run
 from tasks.surface.task_checks import check_tasks
 from tasks.surface.transform_tools import transform_catalogue
 from tests.surface.tiny_desk import DEFAULT_TASKS, desk_task, write_desk
@@ -113,7 +113,7 @@ arms:
 comparisons:
   - {from: A, to: B}
 """)
-    found = problems_of(lambda: prepare_task_run(folder / "experiments" / "four.yaml"))
+    found = problems_of(lambda: prepare_run(folder / "experiments" / "four.yaml"))
     text = "\n".join(found)
     assert "[min-seeds]" in text
     assert "arm C: [file-exists]" in text and "nowhere.yaml" in text
@@ -131,7 +131,7 @@ arms:
   - {name: A, surface: plain, prompt: default, agent: baseline}
   - {name: D, surface: prefixed, prompt: careful, agent: baseline, options: {threshold: 0.5}}
 """)
-    (found,) = problems_of(lambda: prepare_task_run(folder / "experiments" / "four.yaml"))
+    (found,) = problems_of(lambda: prepare_run(folder / "experiments" / "four.yaml"))
     assert "comparison A -> D: [one-change] the arms differ in 3 respects (surface, prompt, agent)" in found
 
 

@@ -22,18 +22,16 @@ from tests.surface.tiny_desk import desk_task, write_desk
 N_TASKS = 12
 RUN_UNITS = """
 import sys
-from tasks.surface.prepare_task_run import prepare_task_run
-from tasks.surface.plan_task_units import plan_task_units
-from tasks.surface.run_task_unit import TaskRunContext, run_task_unit
-from warehouse.location import warehouse_at
-from warehouse.task_paths import task_cache_path, task_calls_dir, task_runs_dir
+from pathlib import Path
+from tasks.run.prepare_run import prepare_run
+from tasks.run.work_units import RunContext, plan_units, run_unit
 
-prepared = prepare_task_run(sys.argv[1])
-warehouse = warehouse_at(sys.argv[2])
-ctx = TaskRunContext(run_id=sys.argv[3], experiment=prepared.experiment.name, runs_dir=task_runs_dir(warehouse),
-                     calls_dir=task_calls_dir(warehouse), cache_path=task_cache_path(warehouse))
-for unit in plan_task_units(prepared.experiment, prepared.versions):
-    print(run_task_unit(unit, ctx), flush=True)
+prepared = prepare_run(sys.argv[1])
+warehouse = Path(sys.argv[2])
+ctx = RunContext(run_id=sys.argv[3], experiment=prepared.experiment.name, warehouse=warehouse,
+                 cache_path=warehouse / "cache" / prepared.instrument.store.cache_file)
+for unit in plan_units(prepared):
+    print(run_unit(unit, ctx), flush=True)
 """
 
 
@@ -86,7 +84,7 @@ def test_a_killed_run_resumes_without_repeating_a_completed_task(tmp_path):
         resumed = subprocess.run([sys.executable, "-c", RUN_UNITS, str(experiment), str(warehouse), "run-b"], env=env,
                                  cwd=ROOT, capture_output=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
-        assert f"n_runs={N_TASKS}" in resumed.stdout.decode() and f"n_cache_hits={len(done_before)}" in resumed.stdout.decode()
+        assert f"n_rows={N_TASKS}" in resumed.stdout.decode() and f"n_cache_hits={len(done_before)}" in resumed.stdout.decode()
         first_turns = Counter(s.user_text for s in server.requests("openai") if s.turn == 0)
         for task in tasks:
             expected = 1 if task["id"] in done_before else (1, 2)  # the task in flight at the kill may run twice

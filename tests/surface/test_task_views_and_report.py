@@ -7,9 +7,12 @@ from __future__ import annotations
 import pytest
 
 from schemas.surface.criteria import SurfaceCriteria
-from tasks.surface.task_figures import find_squares, load_task_figures
-from tasks.surface.task_gates import judge_task_run
-from tasks.surface.task_report import build_task_report, render_task_markdown, render_task_text
+from tasks.report.judge import judge
+from tasks.report.render import render_html, render_text
+from tasks.stats.interaction import find_factorials
+from tasks.surface.figures import ARM_RESPECTS, load_surface_figures
+from tasks.surface.gates import JUDGES
+from tasks.surface.tables import build_surface_report
 from tests.surface.known_task_rows import RUN, KnownTaskRun, call_row, run_row, spread_calls
 
 # seed 001: eight support tools, 200 runs, 1,201 calls of which 128 invalid
@@ -46,13 +49,14 @@ def test_the_per_tool_rates_the_aggregate_hides(seed_001):
 
 
 def test_the_report_prints_the_aggregate_beside_the_per_tool_rates(seed_001):
-    report = build_task_report(load_task_figures(seed_001, RUN), None)
-    text = render_task_text(report)
+    report = build_surface_report(load_surface_figures(seed_001, RUN), None)
+    text = render_text(report, 10**4)
     assert "aggregate invalid rate 128/1,201 = 10.7%, an average over per-tool rates from 4.9% to 29.0%" in text
     tools = next(t for t in report.tables if t.title == "Per-tool counters, arm A")
     lookup = next(r for r in tools.rows if r[0] == "lookup_article")
     assert lookup[1:4] == ["210", "61", "29.0%"] and tools.rows[-1][:4] == ["(all tools)", "1,201", "128", "10.7%"]
-    assert "| (all tools) | 1,201 | 128 | 10.7% |" in render_task_markdown(report)
+    assert "<td>(all tools)</td><td class='num'>1,201</td><td class='num'>128</td><td class='num'>10.7%</td>" in \
+        render_html(report)
 
 
 def test_the_first_call_intent_cross_tab():
@@ -75,7 +79,7 @@ def test_the_first_call_intent_cross_tab():
     assert got[("find_article", "(no call)")] == (1, round(1 / 85, 3))
     assert got[("ticket_status", "list_open_tickets")] == (31, round(31 / 52, 3))
     assert got[("read_article", "get_article")] == (57, round(57 / 64, 3))
-    table = next(t for t in build_task_report(load_task_figures(con, RUN), None).tables
+    table = next(t for t in build_surface_report(load_surface_figures(con, RUN), None).tables
                  if t.title == "First call by declared intent, arm A")
     assert ["find_article", "search_kb", "47 of 85", "55.3%"] in table.rows
     assert ["read_article", "get_article", "57 of 64", "89.1%"] in table.rows
@@ -110,23 +114,23 @@ def gates(*gate: dict) -> SurfaceCriteria:
 
 
 def test_the_denominator_decides_the_irreversible_gate(counters):
-    figures = load_task_figures(counters, RUN)
+    figures = load_surface_figures(counters, RUN)
     gate = {"name": "pages", "kind": "irreversible_actions", "max_increase_per_100": 2.5}
-    per_completed = judge_task_run(figures, gates({**gate, "denominator": "completed"}))
-    per_attempted = judge_task_run(figures, gates({**gate, "denominator": "attempted"}))
+    per_completed = judge(figures, gates({**gate, "denominator": "completed"}), JUDGES)
+    per_attempted = judge(figures, gates({**gate, "denominator": "attempted"}), JUDGES)
     assert per_completed.status == "PASS" and "8.00 -> 10.00 (+2.00, allowed +2.5)" in per_completed.gates[0].evidence[0]
     assert per_attempted.status == "FAIL" and "4.00 -> 7.00 (+3.00, allowed +2.5)" in per_attempted.gates[0].evidence[0]
 
 
 def test_upstream_reads_per_run_and_per_call_are_gateable(counters):
-    figures = load_task_figures(counters, RUN)
-    per_run = judge_task_run(figures, gates({"name": "reads", "kind": "upstream_reads", "per": "run", "max_ratio": 2.0}))
-    per_call = judge_task_run(figures, gates({"name": "reads", "kind": "upstream_reads", "per": "call", "max_ratio": 5.0,
-                                              "max": 1.5, "arms": "all"}))
+    figures = load_surface_figures(counters, RUN)
+    per_run = judge(figures, gates({"name": "reads", "kind": "upstream_reads", "per": "run", "max_ratio": 2.0}), JUDGES)
+    per_call = judge(figures, gates({"name": "reads", "kind": "upstream_reads", "per": "call", "max_ratio": 5.0,
+                                     "max": 1.5, "arms": "all"}), JUDGES)
     assert per_run.status == "FAIL" and "1.50 -> 4.00 (x2.67, allowed x2)" in per_run.gates[0].evidence[0]
     assert per_call.status == "FAIL" and per_call.gates[0].n_failed == 1
     assert "C: upstream reads per call 2.00 vs cap 1.5" in per_call.gates[0].evidence
-    handoff = judge_task_run(figures, gates({"name": "h", "kind": "handoff_rate", "max_rate": 0.1}))
+    handoff = judge(figures, gates({"name": "h", "kind": "handoff_rate", "max_rate": 0.1}), JUDGES)
     assert handoff.status == "FAIL" and handoff.gates[0].evidence == ["C: share of runs handed to a human 0.15 vs cap 0.1"]
 
 
@@ -139,19 +143,19 @@ def four_arms(rates: dict[str, int], n: int = 100) -> KnownTaskRun:
 
 
 def test_the_interaction_table_of_seed_001():
-    figures = load_task_figures(four_arms({"A": 61, "B": 74, "C": 80, "D": 85}).finish(), RUN)
+    figures = load_surface_figures(four_arms({"A": 61, "B": 74, "C": 80, "D": 85}).finish(), RUN)
     (found,) = figures.interactions
     t = found.table
     assert (found.factorial.first, found.factorial.second, found.factorial.both) == ("B", "C", "D")
     assert (t.baseline, t.first, t.second, t.both) == (0.61, 0.74, 0.80, 0.85)
     assert round(t.first_effect, 2) == 0.13 and round(t.second_effect, 2) == 0.19
     assert round(t.additive_prediction, 2) == 0.93 and round(t.gap.estimate, 2) == -0.08
-    text = render_task_text(build_task_report(figures, None))
+    text = render_text(build_surface_report(figures, None), 10**4)
     assert "s        100     61.0%  +13.0 / +19.0                93.0%     85.0%  -8.0 (" in text
 
 
 def test_paired_comparisons_count_discordant_tasks():
-    figures = load_task_figures(four_arms({"A": 61, "B": 74, "C": 80, "D": 85}).finish(), RUN)
+    figures = load_surface_figures(four_arms({"A": 61, "B": 74, "C": 80, "D": 85}).finish(), RUN)
     a_to_c = next(c for c in figures.comparisons if (c.baseline, c.arm) == ("A", "C"))
     assert (a_to_c.paired.worse, a_to_c.paired.better, a_to_c.paired.n_requests) == (0, 19, 100)
     assert a_to_c.paired.p_value < 0.001 and a_to_c.slice == "s"
@@ -162,5 +166,5 @@ def test_squares_are_found_when_a_baseline_has_more_than_one():
              "agent_options_hash": "o", "taskset_version": "t1"}
             for n, s, p in (("A", "s0", "p0"), ("B", "s0", "p1"), ("C", "s1", "p0"), ("D", "s1", "p1"),
                             ("E", "s2", "p0"), ("F", "s2", "p1"))]
-    squares = {(f.baseline, f.first, f.second, f.both) for f in find_squares(arms)}
+    squares = {(f.baseline, f.first, f.second, f.both) for f in find_factorials(arms, ARM_RESPECTS)}
     assert ("A", "B", "C", "D") in squares and ("A", "B", "E", "F") in squares

@@ -33,7 +33,7 @@ def test_a_new_version_is_calibrated_by_the_baseline_arm(tmp_path):
     (folder / "t2.jsonl").write_text("".join(json.dumps(t) + "\n" for t in harder))
     freeze_task_version(folder, "t2", ["tickets", "questions"], parent="t1")
     published = run_plain(folder / "experiments" / "four.yaml", tmp_path / "wh")
-    figures = published.figures
+    figures = published.report.figures
     versions = {(r["arm"], r["taskset_version"], r["slice"]): r["n_tasks"] for r in figures.success}
     assert versions[("A-t1", "t1", "tickets")] == 3 and versions[("A-t2", "t2", "tickets")] == 4
     calibration = [c for c in figures.comparisons if (c.baseline, c.arm) == ("A-t1", "A-t2")]

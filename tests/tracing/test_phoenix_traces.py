@@ -208,7 +208,7 @@ def test_every_task_run_reads_back_as_its_trace_with_a_tool_span_per_call(prefec
     """Tasks done on a tool surface (the offline baseline agent on a tiny help desk): one trace per task run,
     an AGENT root and a TOOL span per call as the warehouse's task_calls rows have them, the task check as a
     CODE annotation on the root."""
-    from flows.surface_run import surface_run
+    from flows.evaluate import evaluate
     from tasks.tracing.surface_trace import call_role
     from tests.surface.tiny_desk import write_desk
 
@@ -216,7 +216,7 @@ def test_every_task_run_reads_back_as_its_trace_with_a_tool_span_per_call(prefec
     experiment = folder / "experiments" / "four.yaml"
     experiment.write_text(experiment.read_text() + f"tracing: {{endpoint: '{phoenix.otlp}', project: "
                                                    f"{SURFACE_PROJECT}}}\n")
-    summary = surface_run(experiment_path=str(experiment), warehouse_dir=str(tmp_path / "wh"))
+    summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(tmp_path / "wh"))
     assert summary.trace_warnings == []
     con = duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True)
     runs = con.execute("select run_id, arm, seed, task_id, success, stop_reason, n_calls from task_runs "
@@ -224,7 +224,7 @@ def test_every_task_run_reads_back_as_its_trace_with_a_tool_span_per_call(prefec
     calls = con.execute("select arm, seed, task_id, call_index, name, arguments, valid, executed, error "
                         "from task_calls where run_id = ?", [summary.run_id]).fetchall()
     con.close()
-    assert len(runs) == summary.n_runs > 0 and calls
+    assert len(runs) == summary.n_rows > 0 and calls
 
     _, spans, annotations = _read_back(phoenix, len(runs) + len(calls), len(runs), SURFACE_PROJECT)
     by_id = {s["context"]["span_id"]: s for s in spans}
@@ -259,7 +259,7 @@ def test_a_hosted_agents_task_runs_read_back_with_an_llm_span_per_turn_and_no_ke
     """A chat-model agent (the official OpenAI SDK against the loopback server) on the tiny help desk: under
     each task run's AGENT root, one LLM span per turn (the tools as offered in the seed's order, the turn's
     tool calls, the final reply on the last) beside the TOOL spans; the fake key is nowhere in Phoenix."""
-    from flows.surface_run import surface_run
+    from flows.evaluate import evaluate
     from tasks.tracing.surface_trace import call_role, turn_role
     from tests.provider_server import ProviderServer
     from tests.surface.tiny_desk import close_ticket_script, hosted_desk_experiment, write_desk
@@ -268,7 +268,7 @@ def test_a_hosted_agents_task_runs_read_back_with_an_llm_span_per_turn_and_no_ke
     with ProviderServer(close_ticket_script, api_key=FAKE_KEY) as server:
         tracing = f"tracing: {{endpoint: '{phoenix.otlp}', project: {HOSTED_PROJECT}}}\n"
         folder = write_desk(tmp_path, experiment=hosted_desk_experiment(server.openai_url, "a tracing test", tracing))
-        summary = surface_run(experiment_path=str(folder / "experiments" / "four.yaml"),
+        summary = evaluate(experiment_path=str(folder / "experiments" / "four.yaml"),
                               warehouse_dir=str(tmp_path / "wh"))
     assert summary.trace_warnings == []
     con = duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True)

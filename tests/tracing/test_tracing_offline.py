@@ -16,10 +16,11 @@ import pytest
 
 from schemas.catalogue import Catalogue
 from schemas.taskset import LabelledRequest, Message
-from tasks.experiment.resolve_experiment import ResolvedArm
+from tasks.selection.arms import SelectionArm
 from tasks.files.input_errors import InputError
-from tasks.run.plan_units import plan_arm_seed
-from tasks.run.select_batch import RunContext, select_and_land
+from tasks.selection.plan_batch import plan_arm_seed
+from tasks.run.work_units import RunContext
+from tasks.selection.select_batch import select_and_land
 from tasks.tracing.annotations import selection_annotations
 from tasks.tracing.trace_ids import DECISION, LLM, ROOT, TraceIds
 from tasks.tracing.trace_target import parse_trace_target
@@ -90,7 +91,7 @@ def _lexical_unit():
         for i, (text, label) in enumerate([("where is my parcel", "track_shipment"),
                                            ("I want my money back", "refund_order"),
                                            ("forgot my password", "reset_password")] * 4))
-    arm = ResolvedArm(name="lex", rung=1, catalogue_name="base", catalogue=Catalogue(name="base", tools=tools),
+    arm = SelectionArm(name="lex", rung=1, catalogue_name="base", catalogue=Catalogue(name="base", tools=tools),
                       prompt_name="default", prompt_text="Pick a tool.", model_id="bm25-okapi", selector="lexical",
                       version="v1", options={})
     [unit] = plan_arm_seed(arm, 1, requests, "shop", batch_size=len(requests))
@@ -98,7 +99,7 @@ def _lexical_unit():
 
 
 def _rows(result) -> list[dict]:
-    rows = pq.read_table(result.path).to_pylist()
+    rows = pq.read_table(result.paths[0]).to_pylist()
     return [{k: v for k, v in row.items() if k not in ("run_id", "latency_ms")} for row in rows]
 
 
@@ -153,7 +154,7 @@ def test_a_run_that_does_not_trace_loads_no_tracing_code(tmp_path):
 import sys, json
 sys.path.insert(0, {str(ROOT_DIR)!r})
 from tests.tracing.test_tracing_offline import _lexical_unit
-from tasks.run.select_batch import RunContext, select_and_land
+from tasks.selection.select_batch import RunContext, select_and_land
 import flows.evaluate  # the flow module too
 select_and_land(_lexical_unit(), RunContext("r", "e", __import__("pathlib").Path({str(tmp_path)!r}), None))
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("opentelemetry.sdk", "openinference",

@@ -20,7 +20,7 @@ def registration(run_id: str = "run1") -> RunRegistration:
     run = SelectionRunRecord(run_id=run_id, experiment="e", experiment_path="e.yaml", experiment_hash="h", taskset="t",
                     started_at=NOW, finished_at=NOW, n_rows=0, criteria_hash=None, criteria_registered_at=None,
                     weights_window=None, tooleval_version="test")
-    return RunRegistration(run=run, arms=[], comparisons=[], seed_orders=[], offered_tools=[])
+    return RunRegistration("selection", {"runs": [run]})
 
 
 def table(n: int, seed: int = 1) -> pa.Table:
@@ -32,16 +32,16 @@ def test_a_half_written_file_is_never_read(tmp_path):
     path = write_partition(rows_dir, "run1", "a", 1, 0, table(3))
     (path.parent / ".tmp-crashed-part-00001.parquet").write_bytes(b"PAR1 half a file")
     assert run_files(rows_dir, "run1") == [path]
-    assert register_run(tmp_path / "w.duckdb", rows_dir, registration()) == 3
+    assert register_run(tmp_path, registration()) == 3
 
 
 def test_rewriting_a_batch_replaces_it_and_reregistering_duplicates_nothing(tmp_path):
-    rows_dir, db = tmp_path / "rows", tmp_path / "w.duckdb"
+    rows_dir, db = tmp_path / "rows", tmp_path / "tooleval.duckdb"
     write_partition(rows_dir, "run1", "a", 1, 0, table(3))
     write_partition(rows_dir, "run1", "a", 2, 0, table(3, seed=2))
-    assert register_run(db, rows_dir, registration()) == 6
+    assert register_run(tmp_path, registration()) == 6
     write_partition(rows_dir, "run1", "a", 1, 0, table(3))  # a retried task lands the same batch again
-    assert register_run(db, rows_dir, registration()) == 6
+    assert register_run(tmp_path, registration()) == 6
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("select count(*), count(distinct (seed, request_id)) from selection_rows").fetchall() == [(6, 6)]
     assert con.execute("select n_rows from runs").fetchall() == [(6,)]
@@ -49,12 +49,12 @@ def test_rewriting_a_batch_replaces_it_and_reregistering_duplicates_nothing(tmp_
 
 
 def test_another_run_is_kept_when_one_is_registered(tmp_path):
-    rows_dir, db = tmp_path / "rows", tmp_path / "w.duckdb"
+    rows_dir, db = tmp_path / "rows", tmp_path / "tooleval.duckdb"
     write_partition(rows_dir, "run1", "a", 1, 0, table(2))
     write_partition(rows_dir, "run2", "a", 1, 0, table(5))
-    register_run(db, rows_dir, registration("run1"))
-    register_run(db, rows_dir, registration("run2"))
-    register_run(db, rows_dir, registration("run1"))
+    register_run(tmp_path, registration("run1"))
+    register_run(tmp_path, registration("run2"))
+    register_run(tmp_path, registration("run1"))
     con = duckdb.connect(str(db), read_only=True)
     assert dict(con.execute("select run_id, count(*) from selection_rows group by 1").fetchall()) == {"run1": 2, "run2": 5}
     con.close()

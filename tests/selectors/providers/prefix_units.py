@@ -11,9 +11,11 @@ from typing import Any
 from flows.evaluate import MAX_WORKERS
 from schemas.catalogue import Catalogue, ToolSpec
 from schemas.taskset import LabelledRequest, Message
-from tasks.experiment.resolve_experiment import ResolvedArm
-from tasks.run.plan_units import WorkUnit, plan_arm_seed
-from tasks.run.select_batch import RunContext, UnitResult, select_and_land
+from tasks.selection.arms import SelectionArm
+from tasks.run.work_units import WorkUnit
+from tasks.selection.plan_batch import plan_arm_seed
+from tasks.run.work_units import RunContext, UnitResult
+from tasks.selection.select_batch import select_and_land
 from tests.factories import SUPPORT
 from tests.factories.catalogues import support_tools
 
@@ -28,7 +30,7 @@ def hosted_units(kind: str, model: str, options: dict[str, Any], n_requests: int
     """The units of one hosted arm on the support tools (all 30 by default) and its real agent prompt,
     arm by seed by batch, as ``plan_units`` orders them."""
     tools = tools or support_tools()
-    arm = ResolvedArm(name=kind, rung=1, catalogue_name="support", catalogue=Catalogue(name="support", tools=tools),
+    arm = SelectionArm(name=kind, rung=1, catalogue_name="support", catalogue=Catalogue(name="support", tools=tools),
                       prompt_name="default", prompt_text=(SUPPORT / "prompts" / "default.md").read_text(),
                       model_id=model, selector=kind, version="v1", options=options)
     requests = support_requests(n_requests)

@@ -9,7 +9,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.run.prefix_lanes import PrefixLane
+from tasks.selection.prefix_lanes import PrefixLane
 from tasks.selectors.chat_selector import ChatSelector
 from tasks.selectors.pricing import price_for
 from tests.factories.catalogues import selection_input, support_tools
@@ -75,7 +75,7 @@ def test_cached_tokens_of_one_seed_are_recorded_and_priced_at_the_cached_rate(ki
         options = chat_options(server, kind, concurrency=1)
         units = hosted_units(kind, MODELS[kind], options, n_requests=4, seeds=[1], batch_size=4)
         [result] = run_like_the_thread_runner(units, tmp_path)
-    rows = pq.read_table(result.path).to_pylist()
+    rows = pq.read_table(result.paths[0]).to_pylist()
     price = price_for(MODELS[kind])
     assert rows[0]["cached_input_tokens"] == 0 or kind == "openai"
     warm = [r for r in rows if r["cached_input_tokens"]]

@@ -13,10 +13,12 @@ import pytest
 
 from schemas.catalogue import Catalogue
 from schemas.taskset import LabelledRequest, Message
-from tasks.experiment.resolve_experiment import ResolvedArm
-from tasks.run.plan_units import plan_arm_seed
-from tasks.run.select_batch import RunContext, select_and_land
-from tasks.run.selection_cache import SelectionCache
+from tasks.selection.arms import SelectionArm
+from tasks.selection.plan_batch import plan_batch, plan_arm_seed
+from tasks.run.work_units import RunContext
+from tasks.selection.select_batch import select_and_land
+from tasks.run.result_cache import ResultCache
+from tasks.selection.select_batch import SELECTIONS
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.selectors.chat_selector import ChatSelector
 from tests.factories import ROOT
@@ -94,7 +96,7 @@ def _unit(server, tmp_path: Path, n: int, concurrency: int = 4):
                         expected="lookup_order", slice="existing")
         for i in range(n)
     )
-    arm = ResolvedArm(name="gpt", rung=1, catalogue_name="base", catalogue=Catalogue(name="base", tools=TOOLS),
+    arm = SelectionArm(name="gpt", rung=1, catalogue_name="base", catalogue=Catalogue(name="base", tools=TOOLS),
                       prompt_name="default", prompt_text="You are the agent.", model_id=MODELS["openai"],
                       selector="openai", version="v1", options=chat_options(server, "openai", concurrency=concurrency))
     [unit] = plan_arm_seed(arm, 1, requests, "shop", batch_size=n)
@@ -107,15 +109,15 @@ def test_budget_reached_rows_land_uncached_and_a_rerun_resumes_without_repeating
     cache_path, ledger_path = tmp_path / "cache" / "selections.sqlite", tmp_path / "cache" / "run_ledger.sqlite"
 
     first = select_and_land(unit, RunContext("run-1", "exp", tmp_path / "rows", cache_path, ledger_path, max_calls=4))
-    rows = pq.read_table(first.path).to_pylist()
+    rows = pq.read_table(first.paths[0]).to_pylist()
     assert first.n_rows == 10 and first.n_budget_stopped == 6 and len(server.requests()) == 4
     stopped = [r for r in rows if r["detail"] == BUDGET_REACHED]
     assert len(stopped) == 6 and all(r["error"] and r["outcome"] == "error" and r["chosen"] is None for r in stopped)
-    with SelectionCache(cache_path) as cache:
-        assert len(cache.get_many(p.cache_key for p in unit.requests)) == 4  # errors are never cached
+    with ResultCache(cache_path, SELECTIONS) as cache:
+        assert len(cache.get_many(p.cache_key for p in plan_batch(unit))) == 4  # errors are never cached
 
     second = select_and_land(unit, RunContext("run-2", "exp", tmp_path / "rows", cache_path, ledger_path))
-    assert second.n_cache_hits == 4 and second.n_budget_stopped == 0 and second.n_correct == 10
+    assert second.n_cache_hits == 4 and second.n_budget_stopped == 0 and second.n_ok == 10
     assert len(server.requests()) == 10  # the 4 completed calls were not repeated
 
     third = select_and_land(unit, RunContext("run-3", "exp", tmp_path / "rows", cache_path, ledger_path))
@@ -128,8 +130,8 @@ def test_each_answer_is_cached_as_it_completes(serve, tmp_path):
     cache_path = tmp_path / "cache" / "selections.sqlite"
 
     def script(seen):
-        with SelectionCache(cache_path) as cache:
-            seen_in_cache.append(len(cache.get_many(p.cache_key for p in unit.requests)))
+        with ResultCache(cache_path, SELECTIONS) as cache:
+            seen_in_cache.append(len(cache.get_many(p.cache_key for p in plan_batch(unit))))
         return tool_call("lookup_order", {"order_id": "NW-1234567"})
 
     server = serve(script)

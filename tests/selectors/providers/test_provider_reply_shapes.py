@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from tasks.run.score_selection import score_selection
-from tasks.run.selection_cache import SelectionCache
+from tasks.selection.score_selection import score_selection
+from tasks.run.result_cache import ResultCache
+from tasks.selection.select_batch import SELECTIONS
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.selectors.chat_selector import ChatSelector
 from tasks.selectors.pinned_models import served_evidence
@@ -143,7 +144,7 @@ def test_an_error_body_in_a_200_is_an_error_row_retried_and_never_cached(serve, 
     assert score.outcome == "error" and "HTTP 200 with an error body" in selection.detail
     assert "upstream overloaded" in selection.detail and "after 2 retries" in selection.detail
     assert len(server.requests()) == 3 and selection.cost_usd is None
-    with SelectionCache(tmp_path / "cache.sqlite") as cache:
+    with ResultCache(tmp_path / "cache.sqlite", SELECTIONS) as cache:
         assert cache.put_many([("k", selection)]) == 0 and cache.get_many(["k"]) == {}
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from schemas.catalogue import Catalogue
 from schemas.taskset import LabelledRequest, Message
-from tasks.experiment.resolve_experiment import ResolvedArm
-from tasks.run.plan_units import plan_arm_seed, selector_fingerprint
+from tasks.selection.arms import SelectionArm
+from tasks.selection.plan_batch import plan_batch, plan_arm_seed, selector_fingerprint
 from tasks.selectors.call_budget import RunLedger
 from tasks.selectors.chat_types import ChatReply, ChatRequest
 from tasks.selectors.provider_calls import ProviderCaller, scrub
@@ -146,17 +146,17 @@ REQUEST = LabelledRequest(id="r1", messages=(Message(role="user", content="where
 BASE_OPTIONS = {"base_url": "https://api.openai.com/v1", "temperature": 0.0, "provider_seed": 0, "max_tokens": 1024}
 
 
-def arm(**changes) -> ResolvedArm:
+def arm(**changes) -> SelectionArm:
     fields = dict(name="a", rung=1, catalogue_name="base", catalogue=Catalogue(name="base", tools=TOOLS),
                   prompt_name="default", prompt_text="You are the agent.", model_id=MODELS["openai"],
                   selector="openai", version="v1", options=dict(BASE_OPTIONS))
     fields.update(changes)
-    return ResolvedArm(**fields)
+    return SelectionArm(**fields)
 
 
-def key(resolved: ResolvedArm, seed: int = 1, request: LabelledRequest = REQUEST) -> str:
+def key(resolved: SelectionArm, seed: int = 1, request: LabelledRequest = REQUEST) -> str:
     [unit] = plan_arm_seed(resolved, seed, (request,), "shop", batch_size=10)
-    return unit.requests[0].cache_key
+    return plan_batch(unit)[0].cache_key
 
 
 @pytest.mark.parametrize("change", [
@@ -176,7 +176,7 @@ def test_everything_that_changes_an_answer_changes_the_key(change):
 
 
 def test_the_tool_order_and_the_messages_are_in_the_key():
-    orders = {tuple(t.name for t in plan_arm_seed(arm(), s, (REQUEST,), "shop", 10).__next__().requests[0].tools): key(arm(), s)
+    orders = {tuple(t.name for t in plan_batch(plan_arm_seed(arm(), s, (REQUEST,), "shop", 10)[0])[0].tools): key(arm(), s)
               for s in range(1, 8)}
     assert len(set(orders.values())) == len(orders) > 1  # each distinct order has its own key
     other = REQUEST.model_copy(update={"messages": (Message(role="user", content="where is NW-7654321"),)})

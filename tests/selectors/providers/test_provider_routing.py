@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tasks.run.score_selection import score_selection
+from tasks.selection.score_selection import score_selection
 from tasks.selectors.chat_selector import ChatSelector
 from tasks.selectors.routed import RouterResult, decide, probabilities_from_logprobs
 from tests.factories.catalogues import selection_input, support_tools

@@ -12,14 +12,14 @@ gate judges is exactly what the report shows.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
-import numpy as np
 import polars as pl
 
 from tasks.taskset.provisional_labels import provisional_notice
+from warehouse.query import frame, records
 from tasks.stats.calibration import (
     CoveragePoint,
     ThresholdFit,
@@ -42,17 +42,6 @@ ROUTER_TARGET_ACCURACY = 0.90
 
 SPREAD_EPSILON = 1e-9
 """Seed spreads below this are float noise: identical seeds."""
-
-
-def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-    cursor = con.execute(sql, params)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
-
-
-def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pl.DataFrame:
-    """A query's result as columns (through Arrow), for row counts that Python tuples would make costly."""
-    return pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
 
 
 def _spread(value: float | None) -> float:

@@ -1,59 +1,27 @@
-"""Select and land one work unit: cached selections, fresh ones for the rest, scored rows to Parquet."""
+"""Select and land one selection work unit: cached selections, fresh ones for the rest, scored rows to
+Parquet (the table ``landed_rows``)."""
 
 from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, ContextManager
+from typing import ContextManager
 
 from schemas.arrow import to_arrow_table
 from schemas.selection.rows import Selection, SelectionRow
 from tasks.run.drill_points import reached
-from tasks.run.plan_units import PlannedRequest, WorkUnit, plan_batch
-from tasks.run.prefix_lanes import lane_for
-from tasks.run.score_selection import score_selection
-from tasks.run.selection_cache import SelectionCache
+from tasks.run.result_cache import CacheSpec, ResultCache
+from tasks.run.work_units import RunContext, UnitResult, WorkUnit
+from tasks.selection.plan_batch import PlannedRequest, plan_batch
+from tasks.selection.prefix_lanes import lane_for
+from tasks.selection.score_selection import score_selection
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.selectors.registry import selector_for
-from warehouse.parquet_store import write_partition
 
-if TYPE_CHECKING:  # tracing is imported only by a run that traces
-    from tasks.tracing.trace_target import TraceTarget
-
-
-@dataclass(frozen=True)
-class RunContext:
-    run_id: str
-    experiment: str
-    rows_dir: Path
-    cache_path: Path | None
-    ledger_path: Path | None = None
-    """The run's budget ledger (tasks/selectors/call_budget.py), shared by every process; None keeps it in memory."""
-    max_calls: int | None = None
-    """Call cap of the run (hosted models), None for no cap."""
-    max_spend_usd: float | None = None
-    """Spend cap of the run in US dollars, None for no cap."""
-    prefix_lanes: bool = True
-    """Hosted arms: one (arm, seed) at a time per endpoint (``prefix_lanes``); off only to measure the
-    difference (benchmarks/prefix_cache.py)."""
-    trace: "TraceTarget | None" = None
-    """Where the run's traces go (``--trace`` / the experiment's ``tracing:``); None: no tracing, no import."""
-
-
-@dataclass(frozen=True)
-class UnitResult:
-    label: str
-    path: str
-    n_rows: int
-    n_correct: int
-    n_cache_hits: int
-    n_failures: int
-    """Rows flagged invalid, error or empty."""
-    n_budget_stopped: int = 0
-    """Rows not selected because the run's spend or call cap was reached (error 'budget reached')."""
+SELECTIONS = CacheSpec(table="selections", column="selection", model=Selection,
+                       keep=lambda selection: selection.outcome_hint != "error")
+"""The selection cache: a request's selection under one arm and tool order; errors are never kept."""
 
 
 def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cache_hit: bool, ctx: RunContext) -> dict:
@@ -106,7 +74,7 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     """The plain function: tested with no Prefect engine. The batch is planned here, where it runs
     (``plan_batch``): its per-request objects live as long as this call."""
     planned = plan_batch(unit)
-    with SelectionCache(ctx.cache_path) as cache:
+    with ResultCache(ctx.cache_path, SELECTIONS) as cache:
         cached = cache.get_many(p.cache_key for p in planned)
         misses = [p for p in planned if p.cache_key not in cached]
         fresh: dict[str, Selection] = {}
@@ -128,16 +96,15 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     selected_ns = time.time_ns()  # the traces end when the answers were in hand
     selections = [cached[p.cache_key] if p.cache_key in cached else fresh[p.cache_key] for p in planned]
     rows = [build_row(unit, p, selection, p.cache_key in cached, ctx) for p, selection in zip(planned, selections)]
-    path = write_partition(ctx.rows_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
-                           to_arrow_table(SelectionRow, rows))
+    path = ctx.land(unit, "landed_rows", to_arrow_table(SelectionRow, rows))
     reached("unit-landed", unit.label)
     if ctx.trace is not None:  # after the rows landed: tracing can never cost the run a row
         from tasks.tracing.trace_unit import trace_selection_unit
 
         trace_selection_unit(ctx.trace, unit, planned, selections, rows, selected_ns)
     return UnitResult(
-        label=unit.label, path=str(path), n_rows=len(rows), n_correct=sum(r["correct"] for r in rows),
+        label=unit.label, n_rows=len(rows), n_ok=sum(r["correct"] for r in rows),
         n_cache_hits=len(planned) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),
-        n_budget_stopped=sum(r["error"] and r["detail"] == BUDGET_REACHED for r in rows),
+        n_budget_stopped=sum(r["error"] and r["detail"] == BUDGET_REACHED for r in rows), paths=(str(path),),
     )
 

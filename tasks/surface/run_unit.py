@@ -12,80 +12,94 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from schemas.arrow import to_arrow_table
-from schemas.surface.rows import TaskCallRow, TaskOutcome, TaskRunRow
+from schemas.catalogue import ToolSpec
+from schemas.surface.rows import FAILED_STOPS, TaskCallRow, TaskOutcome, TaskRunRow
+from schemas.surface.task import SurfaceTask
+from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
+from tasks.run.permute_tools import permute_tools
+from tasks.run.result_cache import CacheSpec, ResultCache
+from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 from tasks.selectors.call_budget import RunLedger
 from tasks.selectors.chat_options import DEFAULT_CONCURRENCY
 from tasks.surface.agent_loop import run_task
 from tasks.surface.agent_types import Agent
+from tasks.surface.arms import SurfaceArm
 from tasks.surface.baseline_agent import BaselineAgent
 from tasks.surface.chat_agent import ChatAgent
-from tasks.surface.plan_task_units import PlannedTask, TaskUnit
-from tasks.surface.resolve_task_experiment import ResolvedTaskArm
-from tasks.surface.task_cache import TaskCache
-from warehouse.parquet_store import write_partition
 
-if TYPE_CHECKING:  # tracing is imported only by a run that traces
-    from tasks.tracing.trace_target import TraceTarget
+OUTCOMES = CacheSpec(table="task_outcomes", column="outcome", model=TaskOutcome,
+                     keep=lambda outcome: outcome.stop_reason not in FAILED_STOPS)
+"""The task cache: a task's outcome under one arm and tool order; runs that could not be carried out (a
+provider error, the run's budget) are never kept."""
 
 
 @dataclass(frozen=True)
-class TaskRunContext:
-    run_id: str
-    experiment: str
-    runs_dir: Path
-    calls_dir: Path
-    cache_path: Path | None
-    ledger_path: Path | None = None
-    max_calls: int | None = None
-    max_spend_usd: float | None = None
-    trace: "TraceTarget | None" = None
-    """Where the run's traces go (one per task run, a TOOL span per call); None: no tracing, no import."""
+class TaskInput:
+    """A task of the version with its merged fixtures: what a unit's batch holds."""
+
+    task: SurfaceTask
+    fixtures: dict[str, Any]
 
 
 @dataclass(frozen=True)
-class TaskUnitResult:
-    label: str
-    n_runs: int
-    n_calls: int
-    n_success: int
-    n_cache_hits: int
-    n_failed: int
-    """Runs stopped on a provider error or the run's budget (rerun to resume)."""
-    n_budget_stopped: int
+class PlannedTask:
+    """A task as one arm under one seed runs it: with its outcome's cache key."""
+
+    task: SurfaceTask
+    fixtures: dict[str, Any]
+    cache_key: str
 
 
-def make_agent(arm: ResolvedTaskArm, ledger: RunLedger) -> Agent:
+def agent_fingerprint(arm: SurfaceArm) -> str:
+    """What about the arm, besides its tools and the task, changes an outcome: the agent, its pinned model,
+    its answer-changing options and, for agents that read it, the prompt. The baseline does not read the
+    prompt, so two of its arms that differ only in the prompt share their outcomes."""
+    return digest([arm.agent, arm.model_id, keyed_options(arm.options), arm.prompt_text if arm.reads_prompt else None])
+
+
+def task_cache_key(arm: SurfaceArm, tools: tuple[ToolSpec, ...], task: SurfaceTask, fixtures: dict[str, Any]) -> str:
+    return digest([agent_fingerprint(arm), tools_fingerprint(tools), arm.surface.surface_hash,
+                   task.model_dump(mode="json", by_alias=True), fixtures])
+
+
+def plan_tasks(unit: WorkUnit) -> tuple[tuple[ToolSpec, ...], list[PlannedTask]]:
+    """The surface's tools in the unit's seed order, and each task of the batch with its cache key."""
+    tools = permute_tools(unit.arm.surface.specs, unit.seed)
+    return tools, [PlannedTask(item.task, item.fixtures, task_cache_key(unit.arm, tools, item.task, item.fixtures))
+                   for item in unit.batch]
+
+
+def make_agent(arm: SurfaceArm, ledger: RunLedger) -> Agent:
     if arm.agent == "baseline":
         return BaselineAgent(arm.model_id, arm.options)
     return ChatAgent(arm.agent, arm.model_id, arm.options, ledger)
 
 
-def _guarded(agent: Agent, unit: TaskUnit, planned: PlannedTask) -> TaskOutcome:
+def _guarded(agent: Agent, unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask) -> TaskOutcome:
     started = time.perf_counter()
     try:
-        return run_task(agent, unit.arm.surface, planned.task, planned.fixtures, unit.tools,
-                        unit.arm.prompt_text)
+        return run_task(agent, unit.arm.surface, planned.task, planned.fixtures, tools, unit.arm.prompt_text)
     except Exception as error:  # a harness bug must not sink the unit: it lands as a row, never cached
         return TaskOutcome(task_id=planned.task.id, success=False, stop_reason="error",
                            detail=f"harness failed: {type(error).__name__}: {error}"[:400], n_turns=0,
                            wall_ms=(time.perf_counter() - started) * 1000)
 
 
-def run_fresh(agent: Agent, unit: TaskUnit, todo: list[PlannedTask], cache: TaskCache) -> dict[str, TaskOutcome]:
+def run_fresh(agent: Agent, unit: WorkUnit, tools: tuple[ToolSpec, ...], todo: list[PlannedTask],
+              cache: ResultCache[TaskOutcome]) -> dict[str, TaskOutcome]:
     """Run the tasks not in the cache; store each outcome as soon as it is done."""
     done: dict[str, TaskOutcome] = {}
     concurrency = 1 if unit.arm.agent == "baseline" else int(unit.arm.options.get("concurrency", DEFAULT_CONCURRENCY))
     if concurrency <= 1 or len(todo) <= 1:
         for planned in todo:
-            done[planned.cache_key] = outcome = _guarded(agent, unit, planned)
+            done[planned.cache_key] = outcome = _guarded(agent, unit, tools, planned)
             cache.put(planned.cache_key, outcome)
         return done
     with ThreadPoolExecutor(max_workers=min(concurrency, len(todo)), thread_name_prefix="task") as pool:
-        futures = {pool.submit(_guarded, agent, unit, planned): planned for planned in todo}
+        futures = {pool.submit(_guarded, agent, unit, tools, planned): planned for planned in todo}
         try:
             for future in as_completed(futures):
                 planned = futures[future]
@@ -97,8 +111,8 @@ def run_fresh(agent: Agent, unit: TaskUnit, todo: list[PlannedTask], cache: Task
     return done
 
 
-def run_rows(unit: TaskUnit, planned: PlannedTask, outcome: TaskOutcome, cache_hit: bool,
-             ctx: TaskRunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, outcome: TaskOutcome,
+             cache_hit: bool, ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     arm, task = unit.arm, planned.task
     calls = [c for c in outcome.calls]
     counted = [c for c in calls if not c.skipped_budget]
@@ -107,7 +121,7 @@ def run_rows(unit: TaskUnit, planned: PlannedTask, outcome: TaskOutcome, cache_h
         "run_id": ctx.run_id, "experiment": ctx.experiment, "arm": arm.name, "rung": arm.rung, "seed": unit.seed,
         "taskset": unit.taskset, "taskset_version": unit.taskset_version, "task_id": task.id, "slice": task.slice,
         "intent": task.intent, "surface": arm.surface.name, "prompt": arm.prompt_name, "model_id": arm.model_id,
-        "agent": arm.agent, "reads_prompt": arm.reads_prompt, "tool_order": [t.name for t in unit.tools],
+        "agent": arm.agent, "reads_prompt": arm.reads_prompt, "tool_order": [t.name for t in tools],
         "success": outcome.success, "failed_assertions": outcome.failed_assertions,
         "stop_reason": outcome.stop_reason, "detail": outcome.detail, "n_turns": outcome.n_turns,
         "n_calls": len(counted), "invalid_calls": sum(not c.valid for c in counted),
@@ -124,30 +138,28 @@ def run_rows(unit: TaskUnit, planned: PlannedTask, outcome: TaskOutcome, cache_h
     return row, call_rows
 
 
-def run_task_unit(unit: TaskUnit, ctx: TaskRunContext) -> TaskUnitResult:
-    """The plain function behind the Prefect task: tested with no Prefect engine."""
-    with TaskCache(ctx.cache_path) as cache, \
+def run_task_unit(unit: WorkUnit, ctx: RunContext) -> UnitResult:
+    """Run a unit's tasks (their cache first) and land its task_runs and task_calls rows."""
+    tools, planned = plan_tasks(unit)
+    with ResultCache(ctx.cache_path, OUTCOMES) as cache, \
             RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger:
-        cached = cache.get_many(p.cache_key for p in unit.tasks)
-        todo = [p for p in unit.tasks if p.cache_key not in cached]
-        fresh = run_fresh(make_agent(unit.arm, ledger), unit, todo, cache) if todo else {}
+        cached = cache.get_many(p.cache_key for p in planned)
+        todo = [p for p in planned if p.cache_key not in cached]
+        fresh = run_fresh(make_agent(unit.arm, ledger), unit, tools, todo, cache) if todo else {}
     ran_ns = time.time_ns()
     rows, call_rows = [], []
-    for planned in unit.tasks:
-        hit = planned.cache_key in cached
-        row, calls = run_rows(unit, planned, cached[planned.cache_key] if hit else fresh[planned.cache_key], hit, ctx)
+    for p in planned:
+        hit = p.cache_key in cached
+        row, calls = run_rows(unit, tools, p, cached[p.cache_key] if hit else fresh[p.cache_key], hit, ctx)
         rows.append(row)
         call_rows += calls
-    write_partition(ctx.runs_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
-                    to_arrow_table(TaskRunRow, rows))
-    write_partition(ctx.calls_dir, ctx.run_id, unit.arm.name, unit.seed, unit.batch_index,
-                    to_arrow_table(TaskCallRow, call_rows))
+    paths = (ctx.land(unit, "task_runs", to_arrow_table(TaskRunRow, rows)),
+             ctx.land(unit, "task_calls", to_arrow_table(TaskCallRow, call_rows)))
     if ctx.trace is not None:  # after the rows landed: tracing can never cost the run a row
         from tasks.tracing.trace_unit import trace_task_unit
 
-        trace_task_unit(ctx.trace, unit, rows, call_rows, ran_ns)
-    return TaskUnitResult(
-        label=unit.label, n_runs=len(rows), n_calls=len(call_rows), n_success=sum(r["success"] for r in rows),
-        n_cache_hits=len(unit.tasks) - len(todo),
-        n_failed=sum(r["stop_reason"] in ("error", "run_budget") for r in rows),
-        n_budget_stopped=sum(r["stop_reason"] == "run_budget" for r in rows))
+        trace_task_unit(ctx.trace, unit, tools, planned, rows, call_rows, ran_ns)
+    return UnitResult(
+        label=unit.label, n_rows=len(rows), n_ok=sum(r["success"] for r in rows), n_cache_hits=len(planned) - len(todo),
+        n_failures=sum(r["stop_reason"] in FAILED_STOPS for r in rows),
+        n_budget_stopped=sum(r["stop_reason"] == "run_budget" for r in rows), paths=tuple(map(str, paths)))

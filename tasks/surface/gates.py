@@ -1,4 +1,4 @@
-"""Judge a task run against its registered acceptance criteria: PASS / FAIL per gate, with the evidence.
+"""The task instrument's gate kinds (tasks/report/judge.py: the rules, the verdict).
 
 Success gates read a rate and its 95% interval under the gate's rule (point, confident, demonstrated, as
 for selection gates). The counters allowed to get worse are judged on their measured value: irreversible
@@ -8,51 +8,35 @@ tool's invalid rate (never the aggregate).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any, Callable
 
-from schemas.criteria import ArmSelection, GateResult, Verdict
+from schemas.criteria import ArmSelection, GateResult
 from schemas.surface.criteria import (
     HandoffGate,
     IrreversibleGate,
     SuccessDropGate,
     SuccessFloorGate,
-    SurfaceCriteria,
     ToolInvalidRateGate,
     UpstreamReadsGate,
 )
 from tasks.report.format import change_span, pct, points
-from tasks.report.gates import EVIDENCE_LINES, RULE_WORDS, beyond
+from tasks.report.judge import EVIDENCE_LINES, RULE_WORDS, beyond, gate_result, select_arms
 from tasks.stats.intervals import Interval
-from tasks.surface.task_figures import TaskRunFigures
+from tasks.surface.figures import SurfaceFigures
 
 
-def judged_arms(figures: TaskRunFigures, selection: ArmSelection) -> list[str]:
-    names = [a["arm"] for a in figures.arms]
-    if selection == "all":
-        return names
-    if selection == "final":
-        return names[-1:]
-    if selection == "candidates":
-        compared = {c.arm for c in figures.comparisons}
-        return [n for n in names if n in compared]
-    return [n for n in names if n in selection]
+def judged_arms(figures: SurfaceFigures, selection: ArmSelection) -> list[str]:
+    return select_arms(selection, [a["arm"] for a in figures.arms], {c.arm for c in figures.comparisons})
 
 
 def _result(gate: Any, statement: str, cases: list[tuple[bool, str]], rule_words: str = "") -> GateResult:
-    failed = [text for bad, text in cases if bad]
-    if not cases:
-        return GateResult(name=gate.name, kind=gate.kind, status="SKIP", statement=statement, why=gate.why,
-                          evidence=["nothing to judge: no arm or comparison the gate applies to"])
-    shown = failed[:EVIDENCE_LINES] + ([f"... and {len(failed) - EVIDENCE_LINES} more"]
-                                       if len(failed) > EVIDENCE_LINES else [])
-    evidence = shown if failed else [text for _, text in cases[:EVIDENCE_LINES]]
-    return GateResult(name=gate.name, kind=gate.kind, status="FAIL" if failed else "PASS",
-                      statement=statement + (f" ({rule_words})" if rule_words else ""), evidence=evidence,
-                      n_checked=len(cases), n_failed=len(failed), why=gate.why)
+    """Failing cases when any fail, else the cases checked (the first few)."""
+    return gate_result(gate, statement + (f" ({rule_words})" if rule_words else ""), len(cases),
+                       [text for bad, text in cases if bad], [text for _, text in cases[:EVIDENCE_LINES]],
+                       skip_reason="nothing to judge: no arm or comparison the gate applies to")
 
 
-def _success_floor(gate: SuccessFloorGate, figures: TaskRunFigures) -> GateResult:
+def _success_floor(gate: SuccessFloorGate, figures: SurfaceFigures) -> GateResult:
     arms = set(judged_arms(figures, gate.arms))
     cases = []
     for row in figures.success:
@@ -65,7 +49,7 @@ def _success_floor(gate: SuccessFloorGate, figures: TaskRunFigures) -> GateResul
     return _result(gate, "task success of each named slice is at least its floor", cases, RULE_WORDS[gate.rule])
 
 
-def _success_drop(gate: SuccessDropGate, figures: TaskRunFigures) -> GateResult:
+def _success_drop(gate: SuccessDropGate, figures: SurfaceFigures) -> GateResult:
     limit = -gate.max_drop_points / 100
     cases = []
     for c in figures.comparisons:
@@ -80,11 +64,11 @@ def _success_drop(gate: SuccessDropGate, figures: TaskRunFigures) -> GateResult:
                    cases, RULE_WORDS[gate.rule])
 
 
-def _per_arm(figures: TaskRunFigures) -> dict[str, dict[str, Any]]:
+def _per_arm(figures: SurfaceFigures) -> dict[str, dict[str, Any]]:
     return {r["arm"]: r for r in figures.side_effects}
 
 
-def _counter_gate(gate: Any, figures: TaskRunFigures, value: Callable[[dict[str, Any]], float | None], what: str,
+def _counter_gate(gate: Any, figures: SurfaceFigures, value: Callable[[dict[str, Any]], float | None], what: str,
                   cap: float | None, increase: float | None = None, ratio: float | None = None) -> GateResult:
     rows = _per_arm(figures)
     cases: list[tuple[bool, str]] = []
@@ -112,7 +96,7 @@ def _counter_gate(gate: Any, figures: TaskRunFigures, value: Callable[[dict[str,
     return _result(gate, gate.__doc__.split("\n")[0].strip() if gate.__doc__ else gate.kind, cases)
 
 
-def _irreversible(gate: IrreversibleGate, figures: TaskRunFigures) -> GateResult:
+def _irreversible(gate: IrreversibleGate, figures: SurfaceFigures) -> GateResult:
     key = f"irreversible_per_100_{gate.denominator}"
     result = _counter_gate(gate, figures, lambda r: r[key], f"irreversible actions per 100 {gate.denominator} runs",
                            gate.max_per_100, increase=gate.max_increase_per_100)
@@ -120,19 +104,19 @@ def _irreversible(gate: IrreversibleGate, figures: TaskRunFigures) -> GateResult
                                                   "the limits"})
 
 
-def _upstream(gate: UpstreamReadsGate, figures: TaskRunFigures) -> GateResult:
+def _upstream(gate: UpstreamReadsGate, figures: SurfaceFigures) -> GateResult:
     key = f"upstream_reads_per_{gate.per}"
     result = _counter_gate(gate, figures, lambda r: r[key], f"upstream reads per {gate.per}", gate.max,
                            ratio=gate.max_ratio)
     return result.model_copy(update={"statement": f"upstream reads per {gate.per} stay within the limits"})
 
 
-def _handoff(gate: HandoffGate, figures: TaskRunFigures) -> GateResult:
+def _handoff(gate: HandoffGate, figures: SurfaceFigures) -> GateResult:
     result = _counter_gate(gate, figures, lambda r: r["handoff_rate"], "share of runs handed to a human", gate.max_rate)
     return result.model_copy(update={"statement": f"at most {pct(gate.max_rate)} of runs end on a human's desk"})
 
 
-def _tool_invalid(gate: ToolInvalidRateGate, figures: TaskRunFigures) -> GateResult:
+def _tool_invalid(gate: ToolInvalidRateGate, figures: SurfaceFigures) -> GateResult:
     arms = set(judged_arms(figures, gate.arms))
     cases = [(r["invalid_rate"] > gate.max_rate,
               f"{r['arm']} {r['tool']}: {pct(r['invalid_rate'])} invalid ({r['invalid']}/{r['calls']} calls)")
@@ -142,18 +126,7 @@ def _tool_invalid(gate: ToolInvalidRateGate, figures: TaskRunFigures) -> GateRes
                    cases)
 
 
-JUDGES: dict[str, Callable[[Any, TaskRunFigures], GateResult]] = {
+JUDGES: dict[str, Callable[[Any, SurfaceFigures], GateResult]] = {
     "success_floor": _success_floor, "success_drop": _success_drop, "irreversible_actions": _irreversible,
     "upstream_reads": _upstream, "handoff_rate": _handoff, "tool_invalid_rate": _tool_invalid,
 }
-
-
-def judge_task_run(figures: TaskRunFigures, criteria: SurfaceCriteria, criteria_path: str | None = None,
-                   criteria_hash: str | None = None, registered_at: datetime | None = None) -> Verdict:
-    gates = [JUDGES[gate.kind](gate, figures) for gate in criteria.gates]
-    failed = [g for g in gates if g.status == "FAIL"]
-    status = "FAIL" if failed else "PASS"
-    reason = f"{len(failed)} of {len(gates)} gates failed" if failed else f"all {len(gates)} gates passed"
-    return Verdict(run_id=figures.run_id, status=status, reason=reason, criteria_path=criteria_path,
-                   criteria_hash=criteria_hash, registered_at=registered_at, judged_at=datetime.now(timezone.utc),
-                   gates=gates)

@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from tasks.files.input_errors import InputError
-from tasks.report.figures import records
+from warehouse.query import records
 from tasks.report.format import change_span, p_value, pct, points
 from tasks.report.report_types import ReportTable
 from tasks.stats.paired import PairedComparison, paired_comparison

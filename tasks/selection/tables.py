@@ -8,15 +8,15 @@ McNemar p-value, and are read against the seed noise floor. Tables are laid out 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import html
 from typing import Any
 
 import duckdb
 
 from schemas.criteria import Verdict
-from tasks.report.arm_operations import arm_operations_table
-from tasks.report.served_evidence import served_evidence_notice, served_evidence_table
-from tasks.report.figures import Change, RunFigures, ToolLevel, load_figures
+from tasks.selection.arm_operations import arm_operations_table
+from tasks.selection.served_evidence import served_evidence_notice, served_evidence_table
+from tasks.selection.figures import Change, RunFigures, ToolLevel, load_figures
 from tasks.report.format import (
     change_span,
     interval_text,
@@ -29,23 +29,14 @@ from tasks.report.format import (
     span,
 )
 from tasks.stats.mcnemar_power import detectable_drop
-from tasks.report.report_types import Report, ReportTable
+from tasks.report.render import figure_html
+from tasks.report.report_types import Chart, Report, ReportTable
 from tasks.stats.estimate import Interval
 
 TOP_PAIRS = 5
 TOP_CONTRIBUTORS = 8
 ARMS_PER_TOOL_TABLE = 4
 """Arms side by side in the per-tool table (more are split over several tables to fit 100 columns)."""
-
-# re-exported for callers of the earlier module layout
-__all__ = ["Report", "ReportTable", "build_report", "build_report_from", "latest_run_id", "pct",
-           "pct_with_fraction", "points"]
-
-
-def latest_run_id(con: duckdb.DuckDBPyConnection) -> str | None:
-    rows = con.execute("SELECT run_id FROM runs ORDER BY finished_at DESC, run_id DESC LIMIT 1").fetchall()
-    return rows[0][0] if rows else None
-
 
 def build_report(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict | None = None) -> Report:
     return build_report_from(load_figures(con, run_id), verdict)
@@ -97,7 +88,57 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     evidence = served_evidence_table(figures.arm_operations)
     if evidence is not None:
         report.tables.append(evidence)
+    drops = drops_table(figures)
+    if drops is not None:
+        report.tables.append(drops)
+    report.charts = charts(figures, report.tables)
     return report
+
+
+def charts(figures: RunFigures, tables: list[ReportTable]) -> dict[str, list[Chart]]:
+    """The HTML report's charts, each after the table it draws: the ladder, each slice's per-tool whiskers,
+    a confusion heatmap per rung, the reliability diagram."""
+    from tasks.selection import charts as draw
+
+    def heatmap(k: int, arm: str) -> str:
+        opened = " open" if k == len(figures.arm_order) - 1 else ""
+        return (f"<details{opened}><summary>Confusion heatmap — {figures.rung_of(arm)}. {html.escape(arm)}</summary>"
+                + figure_html(draw.confusion_heatmap(figures, arm),
+                              "Rows: expected tool; columns: the answer. Blue outlined = correct; orange = a "
+                              "confusion; darker = a larger share of the row.") + "</details>")
+
+    def whiskers(slice_: str) -> str:
+        return figure_html(draw.tool_whisker_chart(figures, slice_),
+                           f"Per-tool accuracy across rungs, slice {slice_}: markers at the accuracy, whiskers the "
+                           "95% interval; traffic share beside the tool.")
+
+    found: dict[str, list[Chart]] = {
+        "slices": [lambda: figure_html(draw.ladder_chart(figures),
+                                       "The ladder by slice: accuracy per rung with 95% intervals.")],
+        "pairs": [lambda k=k, arm=arm: heatmap(k, arm) for k, arm in enumerate(figures.arm_order)],
+        "calibration": [lambda: figure_html(draw.reliability_chart(figures),
+                                            "Reliability diagram: accuracy against mean confidence in ten bins; the "
+                                            "dashed diagonal is perfect calibration; marker area follows the rows "
+                                            "in the bin.")],
+    }
+    for table in tables:
+        if table.key.startswith("tools-") and table.key.endswith("-1"):
+            found[table.key] = [lambda slice_=table.key[len("tools-"):-len("-1")]: whiskers(slice_)]
+    return found
+
+
+def drops_table(figures: RunFigures) -> ReportTable | None:
+    """The per-tool drops outside the noise, for the markdown summary (a pull-request comment)."""
+    drops = sorted((c for c in figures.tool_changes if reading(c) == "▼ drop"), key=lambda c: c.paired.change.estimate)
+    if not drops:
+        return None
+    return ReportTable(
+        title="Per-tool drops outside the noise (paired; 95% CI excludes 0)",
+        columns=["comparison", "slice", "tool", "traffic", "Δ pts", "95% CI", "worse/better", "p"],
+        rows=[[f"{c.baseline} → {c.arm}", c.slice, c.tool or "", pct(figures.weights.get(c.tool or "")),
+               points(c.paired.change.estimate), change_span(c.paired.change), f"{c.paired.worse} / {c.paired.better}",
+               p_value(c.paired.p_value)] for c in drops],
+        key="drops", summary_only=True)
 
 
 def slice_table(figures: RunFigures) -> ReportTable:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from tasks.report.figures import RunFigures
+from tasks.selection.figures import RunFigures
 from tasks.report.format import pct, span
 
 COLOURS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]

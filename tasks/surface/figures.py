@@ -9,19 +9,14 @@ from typing import Any
 
 import duckdb
 
-from tasks.stats.interaction import Factorial, InteractionTable, interaction_table
+from tasks.stats.interaction import Factorial, InteractionTable, find_factorials, interaction_table
 from tasks.stats.paired import PairedComparison, paired_comparison
+from warehouse.query import records
 
 ARM_RESPECTS = ("surface_hash", "prompt_hash", "model_id", "agent", "agent_options_hash", "taskset_version")
 """The columns of task_arms an arm is made of (the one-change rule's respects)."""
 RESPECT_WORDS = {"surface_hash": "surface", "prompt_hash": "prompt", "model_id": "model", "agent": "agent",
                  "agent_options_hash": "agent options", "taskset_version": "version"}
-
-
-def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-    cursor = con.execute(sql, params)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 @dataclass(frozen=True)
@@ -47,9 +42,10 @@ class TaskInteraction:
 
 
 @dataclass
-class TaskRunFigures:
+class SurfaceFigures:
     run_id: str
-    experiment: dict[str, Any]
+    run: dict[str, Any]
+    """The run's record (``task_experiments``)."""
     arms: list[dict[str, Any]]
     success: list[dict[str, Any]]
     tool_counters: list[dict[str, Any]]
@@ -66,11 +62,6 @@ class TaskRunFigures:
     @property
     def baseline_arms(self) -> list[str]:
         return [a["arm"] for a in self.arms if not a["reads_prompt"]]
-
-
-def latest_task_run(con: duckdb.DuckDBPyConnection) -> str | None:
-    rows = con.execute("SELECT run_id FROM task_experiments ORDER BY finished_at DESC LIMIT 1").fetchall()
-    return rows[0][0] if rows else None
 
 
 def _outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[tuple[str, str], dict[str, tuple[int, int, str]]]:
@@ -93,46 +84,10 @@ def compare(outcomes: dict[str, dict[str, tuple[int, int, str]]], baseline: str,
                              [b[t][0] for t in tasks], [b[t][1] for t in tasks])
 
 
-def find_squares(arms: list[dict[str, Any]], respects: tuple[str, ...] = ARM_RESPECTS) -> list[Factorial]:
-    """Every 2x2 among the arms: a baseline, two arms each changing one respect of it, and the arm changing
-    both as they do; each square once, seen from its first arm (in rung order).
-
-    (``tasks.stats.interaction.find_factorials`` does the same for selection arms, but rebinds its baseline
-    key inside the loop, so a baseline with a second candidate square fails; this one keeps them apart.)"""
-    key = {str(a["arm"]): tuple(a[r] for r in respects) for a in arms}
-    by_key = {k: name for name, k in key.items()}
-    order = {str(a["arm"]): i for i, a in enumerate(arms)}
-
-    def differs_only(x: tuple, y: tuple, position: int) -> bool:
-        return all((p != q) == (n == position) for n, (p, q) in enumerate(zip(x, y)))
-
-    found: list[Factorial] = []
-    seen: set[frozenset[str]] = set()
-    for base, base_key in key.items():
-        for i in range(len(respects)):
-            for j in range(i + 1, len(respects)):
-                firsts = [name for name, k in key.items() if differs_only(base_key, k, i)]
-                seconds = [name for name, k in key.items() if differs_only(base_key, k, j)]
-                for first in firsts:
-                    for second in seconds:
-                        both_key = tuple(key[first][n] if n == i else key[second][n] if n == j else base_key[n]
-                                         for n in range(len(respects)))
-                        both = by_key.get(both_key)
-                        square = frozenset({base, first, second, both or ""})
-                        if both is None or square in seen:
-                            continue
-                        seen.add(square)
-                        a, b, ra, rb = first, second, respects[i], respects[j]
-                        if order[a] > order[b]:
-                            a, b, ra, rb = b, a, rb, ra
-                        found.append(Factorial(base, a, b, both, ra, rb))
-    return found
-
-
 def interactions(arms: list[dict[str, Any]], outcomes: dict[tuple[str, str], dict[str, tuple[int, int, str]]]
                  ) -> list[TaskInteraction]:
     found = []
-    for square in find_squares(arms):
+    for square in find_factorials(arms, ARM_RESPECTS):
         version = next(a["taskset_version"] for a in arms if a["arm"] == square.baseline)
         names = [square.baseline, square.first, square.second, square.both]
         per_arm = [outcomes.get((name, next(a["taskset_version"] for a in arms if a["arm"] == name)), {})
@@ -146,11 +101,11 @@ def interactions(arms: list[dict[str, Any]], outcomes: dict[tuple[str, str], dic
     return found
 
 
-def load_task_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> TaskRunFigures:
-    (experiment,) = records(con, "SELECT * FROM task_experiments WHERE run_id = ?", [run_id])
+def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> SurfaceFigures:
+    (run,) = records(con, "SELECT * FROM task_experiments WHERE run_id = ?", [run_id])
     arms = records(con, "SELECT * FROM task_arms WHERE run_id = ? ORDER BY rung", [run_id])
-    figures = TaskRunFigures(
-        run_id=run_id, experiment=experiment, arms=arms,
+    figures = SurfaceFigures(
+        run_id=run_id, run=run, arms=arms,
         success=records(con, "SELECT * FROM task_success WHERE run_id = ? ORDER BY taskset_version, slice, rung", [run_id]),
         tool_counters=records(con, "SELECT * FROM task_tool_counters WHERE run_id = ? ORDER BY rung, calls DESC, tool",
                               [run_id]),

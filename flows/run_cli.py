@@ -1,0 +1,152 @@
+"""The commands that run, register and report an experiment, whichever instrument it is for (``tooleval run``
+and ``tooleval tasks run``, ``register``, ``report`` and ``tasks report``), and the flags they share. Each
+parses, calls one function of flows/api.py and prints."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from flows import api
+from flows.exit_codes import EXIT_OK, verdict_exit_code
+from flows.progress import announce, report_on_stderr
+from tasks.instruments import instrument
+from tasks.report.render import print_summary_line, render_markdown, render_terminal
+
+
+def count_at_least(minimum: int):
+    """An argparse type: a whole number >= minimum, with a message that says so."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+    return parse
+
+
+def amount(text: str) -> float:
+    """An argparse type: a non-negative number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def warehouse_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--warehouse", metavar="DIR", default=None,
+                        help="warehouse directory (default: $TOOLEVAL_WAREHOUSE, else warehouse/ in the checkout)")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every run takes, whichever instrument its experiment is for (``run``, ``tasks run``)."""
+    parser.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
+    warehouse_arg(parser)
+    parser.add_argument("--no-cache", action="store_true", help="ignore and do not fill the result cache")
+    parser.add_argument("--max-spend-usd", type=amount, default=None, metavar="USD",
+                        help="stop new hosted-model calls once the run has spent this much (default: the "
+                             "experiment's budget); rerun to resume from the cache")
+    parser.add_argument("--max-calls", type=count_at_least(0), default=None, metavar="N",
+                        help="stop after N HTTP requests to hosted models, retries included (default: the "
+                             "experiment's budget); rerun to resume from the cache")
+    parser.add_argument("--allow-provisional", action="store_true",
+                        help="measure versions whose labels are still provisional (production hints); the report "
+                             "says so")
+    parser.add_argument("--task-runner", choices=["thread", "dask", "ray"], default=None,
+                        help="where the work units run (default: $TOOLEVAL_TASK_RUNNER, else thread)")
+    parser.add_argument("--trace", default=None, metavar="otlp://HOST:PORT",
+                        help="send the run's OpenInference traces (a trace per row or per task run, with the "
+                             "checks as annotations) to an OTLP/HTTP collector such as Phoenix (default: the "
+                             "experiment's tracing: block; 'off' turns that off)")
+    parser.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``tooleval run`` and ``tooleval tasks run``: any experiment, by the instrument its arms name."""
+    command = "tooleval tasks run" if getattr(args, "tasks_command", None) else "tooleval run"
+    announce(f"{command} {args.experiment}: checking the experiment and its task set, starting Prefect ...")
+    report_on_stderr()  # the flow's progress lines go to this command's stderr
+    outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
+                                 allow_provisional=args.allow_provisional, task_runner=args.task_runner,
+                                 max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace)
+    summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
+    words = instrument(summary.instrument).words
+    landed = [warehouse.root / folder / f"run_id={summary.run_id}"
+              for folder in instrument(summary.instrument).store.landed.values()]
+    if report is None:  # landed, not registered: the file stayed held by another process
+        again = f"tooleval register {summary.run_id}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
+        print(f"run {summary.run_id}: {summary.n_rows:,} {words.items} landed in {', '.join(map(str, landed))}, NOT "
+              f"registered: {warehouse.db_path} stayed held by another process (close the other connection, e.g. an "
+              f"analyst's DuckDB session). Register, judge and report it without running again:\n    {again}\n"
+              "(the next `tooleval run` into this warehouse also registers it)", file=sys.stderr)
+        return outcome.exit_code
+    render_terminal(report)  # the verdict first, then the tables that explain it
+    print()
+    print_summary_line("", f"run {summary.run_id}: {summary.n_rows:,} {words.items} in {summary.n_units} work units, "
+                           f"{summary.n_cache_hits:,} from cache, {summary.n_ok:,} {words.ok}, "
+                           f"{summary.n_failures:,} {words.failed}")
+    print(f"DuckDB file:   {warehouse.db_path}")
+    print(f"Parquet:       {', '.join(map(str, landed))}")
+    for kind, path in summary.reports.items():
+        print(f"{kind + ' report:':<14} {path}")
+    _print_spend(summary, command, args)
+    for line in summary.leftovers or []:
+        print(f"leftovers:     {line}")
+    for late in summary.late_registrations or []:
+        print(f"also registered: run {late}, which had landed without registering (`tooleval report {late}`)")
+    if report.verdict is not None:
+        print_summary_line("verdict:",
+                           f"{report.verdict.status} — {report.verdict.reason} (exit {outcome.exit_code})")
+    if summary.trace:
+        sys.stdout.flush()
+        # waits until they are sent (the report is out already), saying so when that takes a while
+        dropped = summary.wait_for_traces(lambda message: print_summary_line("traces:", message))
+        print_summary_line("traces:", f"{summary.trace}: " + ("dropped, see the warning above" if dropped
+                                                               else f"one per {words.items[:-1]}, {summary.n_rows:,}"))
+    return outcome.exit_code
+
+
+def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
+    """Calls and spend of hosted models, the resume hint when a cap stopped the run, and model halts."""
+    if summary.n_calls or summary.n_budget_stopped:
+        caps = ", ".join(c for c in (f"max {summary.max_calls:,} calls" if summary.max_calls is not None else "",
+                                     f"max ${summary.max_spend_usd:,.2f}" if summary.max_spend_usd is not None else "")
+                         if c)
+        unknown = (f"; {summary.unknown_cost_calls:,} replies without token counts, charged at their estimate"
+                   if summary.unknown_cost_calls else "")
+        print(f"model calls:   {summary.n_calls:,} HTTP requests, ${summary.spend_usd:,.4f} at the price file's prices"
+              + (f" ({caps})" if caps else "") + unknown)
+    if summary.n_budget_stopped:
+        again = f"{command} {args.experiment}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
+        print(f"\nbudget reached: {summary.n_budget_stopped:,} {instrument(summary.instrument).words.items} were not "
+              f"run; they landed as errors ('budget reached' rows, 'run_budget' task runs). Every completed call is "
+              f"cached: to resume, raise the cap if you need to and rerun\n    {again}\n"
+              "The rerun repeats no completed call and spends only on the rest.", file=sys.stderr)
+    if summary.halts:
+        for model, reason in summary.halts.items():
+            print(f"FAILED: {model}: {reason}", file=sys.stderr)
+        print("Pin the id the provider serves (or declare options.served_model) and rerun.", file=sys.stderr)
+
+
+def cmd_register(args: argparse.Namespace) -> int:
+    late = api.register(args.run_id, args.warehouse)
+    render_terminal(late.published.report)
+    print(f"\nrun {late.run_id}: {late.n_rows:,} rows registered; reports: "
+          + ", ".join(str(path) for path in late.published.paths.values()))
+    return verdict_exit_code(late.published.verdict)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``tooleval report`` (the latest run of either instrument) and ``tooleval tasks report`` (of tasks)."""
+    report = api.report(args.run_id, args.warehouse, "surface" if getattr(args, "tasks_command", None) else None)
+    if args.format == "markdown":
+        print(render_markdown(report))
+    else:
+        render_terminal(report)
+    return EXIT_OK

@@ -1,0 +1,156 @@
+"""The instruments tooleval measures with, and the one interface the core runs them through.
+
+The core is the path every measurement takes: ``tasks/experiment`` (resolve the arms, the one-change rule,
+seeds and pinned ids, read the criteria), ``tasks/run`` (check before anything runs, plan work units, run and
+land them, register the run, pick up what a crash or a held warehouse left) and ``tasks/report`` (judge the
+gates, publish the report). An instrument says only what is its own:
+
+- what an arm's artefact is, and how an arm is resolved and checked;
+- what a task-set version holds, and how it is checked;
+- how one work unit runs, and which rows it lands;
+- which records it registers besides the run, its arms and its comparisons;
+- its figures, its gate kinds and its report tables.
+
+Two instruments exist: ``selection`` (tasks/selection: which tool a model picks for each labelled request)
+and ``surface`` (tasks/surface: tasks done by an agent on a tool surface, seed 001). An experiment file
+belongs to the instrument whose arm fields it uses (``instrument_of``). The core finds an instrument by its
+name (``instrument``), which imports its module then: nothing of an instrument loads before it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+
+from pydantic import BaseModel
+
+from schemas.criteria import CriteriaFile, GateResult
+from schemas.experiment import ExperimentFile
+from schemas.run_records import ArmRecord, RunRecord
+from tasks.files.input_errors import InputError
+from warehouse.tables import STORES, InstrumentStore
+
+if TYPE_CHECKING:  # the core's types, named here for the reader; the core imports this module, not the reverse
+    import duckdb
+
+    from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm, ResolvedExperiment
+    from tasks.report.report_types import Report
+    from tasks.run.prepare_run import Loaded, PreparedRun
+    from tasks.run.work_units import RunContext, UnitResult, WorkUnit
+
+MODULES = {"selection": "tasks.selection.instrument", "surface": "tasks.surface.instrument"}
+"""Instrument name -> the module whose ``INSTRUMENT`` it is."""
+
+ARM_MARKS = {"selection": ("catalogue", "selector"), "surface": ("surface", "agent")}
+"""The arm fields only one instrument has: how an experiment file says which instrument it is for."""
+
+
+@dataclass(frozen=True)
+class Words:
+    """How an instrument's items are counted in a run's summary line."""
+
+    items: str
+    """'rows' / 'task runs'."""
+    ok: str
+    """What a good item is: 'correct' / 'succeeded'."""
+    failed: str
+    """What a failed item is: 'invalid/error/empty' / 'stopped on a provider error or the run's budget'."""
+
+
+class Instrument(ABC):
+    """What one instrument says to the core. Subclassed once per instrument, one object each."""
+
+    name: ClassVar[str]
+    experiment_file: ClassVar[type[ExperimentFile]]
+    """The experiment file's schema, with the instrument's arms, comparisons and defaults."""
+    criteria_file: ClassVar[type[CriteriaFile]]
+    """The criteria file's schema, with the instrument's gate kinds."""
+    respects: ClassVar[tuple[str, ...]]
+    """The respects two arms can differ in (the one-change rule), in the order they are named."""
+    arm_fields: ClassVar[tuple[str, ...]]
+    """What every arm must have once merged with the experiment's defaults."""
+    words: ClassVar[Words]
+    run_record: ClassVar[type[RunRecord]]
+    """The run record's schema: the core's fields and the instrument's own (schemas/run_records.py)."""
+    judges: ClassVar[Mapping[str, Callable[..., GateResult]]]
+    """Gate kind -> the function that judges it on the instrument's figures."""
+
+    @property
+    def store(self) -> InstrumentStore:
+        """The tables, folders and cache it keeps in a warehouse (warehouse/tables.py)."""
+        return STORES[self.name]
+
+    # -- the experiment ----------------------------------------------------------------------------------
+    def fill_arm(self, merged: dict[str, Any]) -> None:
+        """Fill what an arm may leave out (after the experiment's defaults are merged in)."""
+
+    @abstractmethod
+    def resolve_arm(self, name: str, rung: int, merged: dict[str, Any], context: "ArmContext") -> "ResolvedArm":
+        """The arm with its artefact read and checked; ``ArmRefused`` (rule, message pairs) or InputError."""
+
+    # -- before the run ----------------------------------------------------------------------------------
+    @abstractmethod
+    def load(self, experiment: "ResolvedExperiment") -> "Loaded":
+        """Each task-set version the arms use, loaded and checked (nothing is called, nothing written)."""
+
+    def check_before_run(self, prepared: "PreparedRun", allow_provisional: bool) -> None:
+        """What must hold before the run starts beyond the core's checks (InputError when it does not)."""
+
+    @abstractmethod
+    def work_items(self, version: Any) -> Sequence[Any]:
+        """What a version's work units are batches of: its labelled requests, its tasks (sliceable)."""
+
+    # -- the run -----------------------------------------------------------------------------------------
+    @abstractmethod
+    def run_unit(self, unit: "WorkUnit", ctx: "RunContext") -> "UnitResult":
+        """Run one unit (its cache first), land its rows as Parquet; failures are rows, never raised."""
+
+    @abstractmethod
+    def arm_record(self, arm: "ResolvedArm", common: dict[str, Any]) -> ArmRecord:
+        """The arm's record: ``common`` holds the fields every instrument's arm record has."""
+
+    def records(self, prepared: "PreparedRun", units: Sequence["WorkUnit"], run_id: str) -> dict[str, list[BaseModel]]:
+        """Records the run registers besides the run, its arms and its comparisons: table -> records."""
+        return {}
+
+    def run_fields(self, prepared: "PreparedRun") -> dict[str, Any]:
+        """Fields of the run record that are the instrument's own (e.g. the weights window)."""
+        return {}
+
+    # -- the report --------------------------------------------------------------------------------------
+    @abstractmethod
+    def load_figures(self, con: "duckdb.DuckDBPyConnection", run_id: str) -> Any:
+        """A registered run's figures, read from its views: what the gates judge and the report shows."""
+
+    @abstractmethod
+    def build_report(self, figures: Any, verdict: Any) -> "Report":
+        """The report's tables from the figures, the verdict first."""
+
+
+class ArmRefused(Exception):
+    """An arm that cannot run as written: (rule, message) pairs, placed by the core at the arm."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"[{rule}] {message}" for rule, message in problems))
+        self.problems = problems
+
+
+def instrument(name: str) -> Instrument:
+    """The instrument called ``name``, its module imported on first use."""
+    return importlib.import_module(MODULES[name]).INSTRUMENT
+
+
+def instrument_of(data: Mapping[str, Any], file: str) -> str:
+    """The instrument an experiment file (as parsed YAML) is for: the one whose arm fields its arms and
+    defaults use (selection when they use neither: its schema then says what is missing)."""
+    arms = [data.get("defaults"), *(data.get("arms") or [])] if isinstance(data.get("arms"), list) else []
+    used = {key for arm in arms if isinstance(arm, dict) for key in arm}
+    named = [name for name, marks in ARM_MARKS.items() if used & set(marks)]
+    if len(named) > 1:
+        fields = ", ".join(sorted(used & {m for marks in ARM_MARKS.values() for m in marks}))
+        raise InputError.one(file, "arms", "one-instrument",
+                             f"the arms use {fields}: an experiment measures tool selection (catalogue, selector) "
+                             "or tasks on a surface (surface, agent), not both")
+    return named[0] if named else "selection"

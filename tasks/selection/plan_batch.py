@@ -1,0 +1,127 @@
+"""A selection unit's batch as its arm and seed see it: each request with its tools in the seed's order, its
+label for the tools offered and the cache key of its selection.
+
+A unit's batch is a slice of the version's request table (``tasks/taskset/request_table.py``, the columns
+``BATCH_COLUMNS``); ``plan_batch`` runs inside the unit's task and its per-request objects are dropped with
+the batch's rows."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Collection, Sequence
+
+from schemas.catalogue import NONE_LABEL, ToolSpec
+from schemas.taskset import Message
+from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
+from tasks.run.permute_tools import permute_tools, tool_set_id
+from tasks.taskset.request_table import as_request_table, parse_messages, parse_tools
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from schemas.taskset import LabelledRequest
+    from tasks.run.work_units import WorkUnit
+    from tasks.selection.arms import SelectionArm
+
+
+def effective_label(expected: str, fallback: str | None, offered: Collection[str]) -> str:
+    """The right answer for the tools this arm offers: the label, else the fallback, else 'none'."""
+    if expected == NONE_LABEL or expected in offered:
+        return expected
+    if fallback is not None and fallback in offered:
+        return fallback
+    return NONE_LABEL
+
+
+def selector_fingerprint(arm: "SelectionArm") -> str:
+    """Everything about the arm, other than tools and messages, that changes an answer: selector, model id,
+    prompt and the answer-changing options (sampling, seed, max_tokens, endpoint, routing, judge). Options
+    that only change how calls are made or costed (concurrency, timeouts, retries, key names, prices) are
+    left out, so changing them repeats no completed call."""
+    return digest([arm.selector, arm.model_id, keyed_options(arm.selector_options), arm.prompt_text])
+
+
+def cache_key(selector_fp: str, tools_fp: str, messages_json: str) -> str:
+    """The selection's cache key: ``digest([selector_fp, tools_fp, messages])`` written out, since the
+    table holds the messages already as the canonical JSON ``digest`` would write (sorted keys, not ASCII
+    escaped, default separators); the two hex digests need no escaping. Keys are those of earlier versions,
+    so existing caches keep answering."""
+    return hashlib.sha256(f'["{selector_fp}", "{tools_fp}", {messages_json}]'.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    """One request of a batch as one arm under one seed sees it (built per batch by ``plan_batch``)."""
+
+    request_id: str
+    messages_json: str
+    """The conversation as canonical JSON (``request_table.messages_json``)."""
+    slice: str
+    intent: str | None
+    label_status: str
+    tools: tuple[ToolSpec, ...]
+    """The tools offered, in the seed's order."""
+    offered: frozenset[str]
+    """Their names."""
+    tool_set_id: str
+    expected: str
+    """The right answer among the tools offered (``effective_label``)."""
+    expected_position: int | None
+    cache_key: str
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return parse_messages(self.messages_json)
+
+
+BATCH_COLUMNS = ("id", "messages", "expected", "fallback", "slice", "intent", "label_status", "tools")
+"""The request-table columns a selection work unit carries."""
+
+
+@dataclass(frozen=True)
+class _OfferedTools:
+    tools: tuple[ToolSpec, ...]
+    names: tuple[str, ...]
+    name_set: frozenset[str]
+    fingerprint: str
+    set_id: str
+
+    @classmethod
+    def of(cls, tools: Sequence[ToolSpec], seed: int) -> "_OfferedTools":
+        ordered = permute_tools(tools, seed)
+        names = tuple(tool.name for tool in ordered)
+        return cls(ordered, names, frozenset(names), tools_fingerprint(ordered), tool_set_id(names))
+
+
+def plan_batch(unit: "WorkUnit") -> tuple[PlannedRequest, ...]:
+    """Each request of the unit's batch with its tools in the seed's order, its label for the tools offered
+    and its cache key. The arm's catalogue is permuted and fingerprinted once per batch (~0.4 ms for 30
+    tools, under 1 us a request); a request with its own tools has them permuted on its own."""
+    selector_fp = selector_fingerprint(unit.arm)
+    shared = _OfferedTools.of(unit.arm.catalogue.tools, unit.seed) if unit.arm.catalogue is not None else None
+    planned = []
+    columns = [unit.batch.get_column(name).to_list() for name in BATCH_COLUMNS]
+    for request_id, messages, expected, fallback, slice_, intent, status, own_tools in zip(*columns):
+        if own_tools is not None:
+            offered = _OfferedTools.of(parse_tools(own_tools) or (), unit.seed)
+        else:
+            assert shared is not None, "a request without its own tools needs a catalogue"
+            offered = shared
+        label = effective_label(expected, fallback, offered.name_set)
+        planned.append(PlannedRequest(
+            request_id=request_id, messages_json=messages, slice=slice_, intent=intent, label_status=status,
+            tools=offered.tools, offered=offered.name_set, tool_set_id=offered.set_id, expected=label,
+            expected_position=offered.names.index(label) + 1 if label != NONE_LABEL else None,
+            cache_key=cache_key(selector_fp, offered.fingerprint, messages),
+        ))
+    return tuple(planned)
+
+
+def plan_arm_seed(arm: "SelectionArm", seed: int, requests: "pl.DataFrame | Sequence[LabelledRequest]", taskset: str,
+                  batch_size: int) -> list["WorkUnit"]:
+    """The units of one arm under one seed over labelled requests (models, or a request table), as the core
+    plans them (``work_units.plan_units``) for a prepared run."""
+    from tasks.run.work_units import arm_seed_units
+
+    return arm_seed_units(arm, seed, as_request_table(requests).select(BATCH_COLUMNS), taskset, batch_size)

@@ -1,0 +1,54 @@
+"""The task-set versions a selection run reads: loaded, label-checked (Great Expectations) against the arms'
+catalogues and the experiment's production weights, and never scored by a decision model that learned from
+them. Before any model call; nothing is written."""
+
+from __future__ import annotations
+
+from tasks.experiment.resolve_experiment import ResolvedExperiment
+from tasks.files.input_errors import InputError, Problem
+from tasks.run.drill_points import reached
+from tasks.run.prepare_run import Loaded
+from tasks.selection.arms import SelectionArm
+from tasks.taskset.label_checks import check_labels
+from tasks.taskset.load_taskset import TaskSetVersion, load_version, load_weights
+
+
+def load_selection_versions(experiment: ResolvedExperiment) -> Loaded:
+    arms: list[SelectionArm] = list(experiment.arms)  # type: ignore[arg-type]
+    catalogues = [arm.catalogue for arm in arms if arm.catalogue is not None]
+    weights = weights_path = None
+    if experiment.spec.weights:
+        weights_path = experiment.taskset_dir / "weights" / f"{experiment.spec.weights}.json"
+        weights = load_weights(experiment.taskset_dir, experiment.spec.weights)
+    versions, checks = {}, {}
+    for version in experiment.versions:
+        versions[version] = load_version(experiment.taskset_dir, version)
+        reached("label-checks", version)
+        checks[version] = check_labels(versions[version], catalogues, weights, weights_path)
+    refuse_leakage(experiment, versions)
+    return Loaded(versions=versions, checks=checks, weights=weights)
+
+
+def refuse_leakage(experiment: ResolvedExperiment, versions: dict[str, TaskSetVersion]) -> None:
+    """A trained decision model may not score requests it learned from: a model cross-fitted on the version
+    scores each with a fold model that never saw it; a one-fold model is refused here, before any selection."""
+    problems: list[Problem] = []
+    for arm in experiment.arms:
+        if arm.decision_model_hash is None:
+            continue
+        options = arm.selector_options
+        model_file = options.get("model_file") or (options.get("router_options") or {}).get("model_file")
+        from tasks.selectors.trained import leaked_requests, load_model_file
+
+        model = load_model_file(str(model_file), arm.decision_model_hash)
+        table = versions[arm.version].table
+        leaked = leaked_requests(model, table.get_column("id").to_list(), table.get_column("text").to_list())
+        if leaked:
+            shown = ", ".join(leaked[:5]) + (f" and {len(leaked) - 5} more" if len(leaked) > 5 else "")
+            problems.append(Problem(
+                str(experiment.path), f"arm {arm.name}", "decision-model-leakage",
+                f"the decision model {model_file} learned from {len(leaked)} request(s) of {arm.version} (by id or "
+                f"text): {shown}; it was trained with one fold, so no model of it is unseen by them: train with "
+                "--folds 5 (cross-fitting) or on another version"))
+    if problems:
+        raise InputError(problems)

@@ -1,0 +1,168 @@
+"""The report of a task run, as the core's report tables (tasks/report: the verdict first, then these, in the
+terminal, markdown and HTML): task success per slice and arm with intervals, the paired comparisons, the
+interaction table, the per-tool counters beside the aggregate they hide, the first-call intent cross-tab,
+the counters allowed to get worse, and how runs ended."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schemas.criteria import Verdict
+from tasks.report.format import change_span, p_value, pct, pct_with_fraction, points, seeds_text
+from tasks.report.report_types import Report, ReportTable
+from tasks.surface.figures import RESPECT_WORDS, SurfaceFigures
+
+BASELINE_NOTE = ("{arms} run{s} the offline baseline agent: a lexical router and schema-guided argument filling, "
+                 "not an LLM. It does not read prompts, so a comparison that changes only the prompt "
+                 "({pairs}) measures nothing for it; point the same arms at a hosted model to measure the prompt.")
+
+
+def _n(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else ("—" if value is None else f"{value:.2f}")
+
+
+def success_table(figures: SurfaceFigures) -> ReportTable:
+    return ReportTable(
+        "Task success by slice and arm (slices are never averaged together)",
+        ["version", "slice", "arm", "tasks×seeds", "success", "95% CI", "per seed", "spread"],
+        [[r["taskset_version"], r["slice"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}",
+          pct_with_fraction(r["successes"], r["n"]), f"{pct(r['ci_low'])}–{pct(r['ci_high'])}",
+          seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}"] for r in figures.success],
+        note="95% CI: Wilson on the effective number of tasks (seeds of one task are correlated); spread = max - "
+             "min over seeds, the noise floor.", key="success", summary=True)
+
+
+def comparison_table(figures: SurfaceFigures) -> ReportTable:
+    rows = []
+    for c in figures.comparisons:
+        p = c.paired
+        flag = " (instrument)" if c.calibration else (" (measures nothing)" if c.measures_nothing else "")
+        rows.append([f"{c.baseline} -> {c.arm}", ", ".join(c.changed) + flag, c.slice,
+                     f"{pct(p.accuracy_from)} -> {pct(p.accuracy_to)}",
+                     f"{points(p.change.estimate) or '0.0'} ({change_span(p.change)})",
+                     f"{p.worse} / {p.better} of {p.n_requests}", p_value(p.p_value)])
+    return ReportTable(
+        "Paired comparisons on the same tasks (only discordant tasks carry the test)",
+        ["comparison", "changed", "slice", "from -> to", "change (95% CI)", "worse / better", "McNemar p"], rows,
+        note="A task counts as done in an arm when it succeeded under most of its seeds; worse = done before and "
+             "not after. A comparison that changes only the version calibrates the new version (a change of "
+             "instrument, not of the agent).", key="comparisons", summary=True)
+
+
+def interaction_tables(figures: SurfaceFigures) -> list[ReportTable]:
+    tables: list[ReportTable] = []
+    for found in figures.interactions:
+        f, t = found.factorial, found.table
+        title = (f"Interaction: {RESPECT_WORDS.get(f.first_respect, f.first_respect)} x "
+                 f"{RESPECT_WORDS.get(f.second_respect, f.second_respect)} (version {found.version}), "
+                 f"{f.baseline} / {f.first} / {f.second} / {f.both}")
+        if not tables or tables[-1].title != title:
+            tables.append(ReportTable(
+                title, ["slice", "tasks", "baseline", "effects", "additive prediction", "measured", "gap (95% CI)"], [],
+                note="additive prediction = baseline + each change's own effect; a negative gap means the two "
+                     "changes repair an overlapping share of the same failures (sub-additive).",
+                key=f"interaction-{len(tables) + 1}"))
+        table = tables[-1]
+        table.rows.append([found.slice, str(t.n_requests), pct(t.baseline),
+                           f"{points(t.first_effect) or '0.0'} / {points(t.second_effect) or '0.0'}",
+                           pct(t.additive_prediction), pct(t.both),
+                           f"{points(t.gap.estimate) or '0.0'} ({change_span(t.gap)})"])
+    return tables
+
+
+def _same_as_earlier(tables: list[ReportTable], table: ReportTable) -> ReportTable:
+    """An arm whose table equals an earlier arm's, cell for cell, is printed as one line saying so."""
+    for earlier in tables:
+        if earlier.rows and earlier.rows == table.rows and earlier.columns == table.columns:
+            arm = earlier.title.rsplit("arm ", 1)[-1]
+            return ReportTable(table.title, [], [], note=f"the same as arm {arm}, row for row", key=table.key)
+    return table
+
+
+def tool_tables(figures: SurfaceFigures) -> list[ReportTable]:
+    tables: list[ReportTable] = []
+    totals = {r["arm"]: r for r in figures.call_totals}
+    for arm in [a["arm"] for a in figures.arms]:
+        rows = [r for r in figures.tool_counters if r["arm"] == arm]
+        total = totals.get(arm)
+        table = ReportTable(f"Per-tool counters, arm {arm}",
+                            ["tool", "calls", "invalid", "invalid rate", "errors", "error rate", "retries",
+                             "calls/run where it appears"], [], key=f"tools-{arm}")
+        for r in rows:
+            table.rows.append([r["tool"], _n(r["calls"]), _n(r["invalid"]), pct(r["invalid_rate"]), _n(r["errors"]),
+                               pct(r["error_rate"]), _n(r["retries"]), f"{r['calls_per_run_with_tool']:.2f}"])
+        if total and total["calls"]:
+            table.rows.append(["(all tools)", _n(total["calls"]), _n(total["invalid"]), pct(total["invalid_rate"]),
+                               _n(total["errors"]), pct(total["error_rate"]), _n(total["retries"]),
+                               f"{total['calls_per_run']:.2f}"])
+            table.note = (
+                f"aggregate invalid rate {total['invalid']:,}/{total['calls']:,} = {pct(total['invalid_rate'])}, an "
+                f"average over per-tool rates from {pct(total['tool_invalid_min'])} to {pct(total['tool_invalid_max'])}: "
+                "it weights each tool by how often it is called and describes none of them.")
+        tables.append(_same_as_earlier(tables, table))
+    return tables
+
+
+def first_call_tables(figures: SurfaceFigures) -> list[ReportTable]:
+    tables: list[ReportTable] = []
+    for arm in [a["arm"] for a in figures.arms]:
+        table = ReportTable(f"First call by declared intent, arm {arm}",
+                            ["intent", "first tool", "runs", "share of intent"], [], key=f"first-calls-{arm}")
+        for r in figures.first_calls:
+            if r["arm"] == arm:
+                table.rows.append([r["intent"], r["first_tool"], f"{r['n']} of {int(r['intent_runs'])}",
+                                   pct(r["share_of_intent"])])
+        tables.append(_same_as_earlier(tables, table))
+    if tables:
+        tables[0].note = ("An intent split close to evenly between two tools means they are interchangeable from "
+                          "where the agent stands; a tool taking nearly all of its intent routes.")
+    return tables
+
+
+def side_effect_table(figures: SurfaceFigures) -> ReportTable:
+    table = ReportTable("Counters allowed to get worse (gateable in the criteria file)",
+                        ["arm", "attempted", "completed", "irreversible", "per 100 attempted", "per 100 completed",
+                         "upstream reads", "per run", "per call", "handed to a human"], [], key="side-effects")
+    for r in figures.side_effects:
+        per_completed = r["irreversible_per_100_completed"]
+        table.rows.append([r["arm"], _n(r["attempted"]), _n(r["completed"]), _n(r["irreversible_actions"]),
+                           f"{r['irreversible_per_100_attempted']:.1f}",
+                           "—" if per_completed is None else f"{per_completed:.1f}", _n(r["upstream_reads"]),
+                           f"{r['upstream_reads_per_run']:.2f}",
+                           "—" if r["upstream_reads_per_call"] is None else f"{r['upstream_reads_per_call']:.2f}",
+                           pct_with_fraction(r["handed_to_human"], r["attempted"])])
+    table.note = ("Irreversible actions per 100 completed runs divide by the runs that met their assertion: an arm "
+                  "that completes more tasks reaches more actions legitimately. Upstream reads per call show calls "
+                  "that got heavier even when runs got shorter.")
+    return table
+
+
+def stop_table(figures: SurfaceFigures) -> ReportTable:
+    reasons = sorted({r["stop_reason"] for r in figures.stop_reasons})
+    table = ReportTable("How runs ended", ["arm", *reasons], [], key="stops")
+    for arm in [a["arm"] for a in figures.arms]:
+        counts = {r["stop_reason"]: r["n"] for r in figures.stop_reasons if r["arm"] == arm}
+        table.rows.append([arm, *(_n(counts.get(reason, 0)) for reason in reasons)])
+    return table
+
+
+def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Report:
+    run = figures.run
+    headline = [
+        f"run {figures.run_id} · experiment {run['experiment']} · task set {run['taskset']} "
+        f"{', '.join(sorted({a['taskset_version'] for a in figures.arms}))} · {run['n_runs']:,} task runs, "
+        f"{run['n_calls']:,} calls",
+        *[f"  arm {a['rung']}. {a['arm']}: surface {a['surface']} ({a['n_tools']} tools), {a['agent']} "
+          f"{a['model_id']}, prompt {a['prompt']}, {len(a['seeds'])} seeds" for a in figures.arms],
+        "95% intervals treat the task as the unit (seeds of one task are correlated); changes are paired on the "
+        "same tasks.",
+    ]
+    baseline = figures.baseline_arms
+    if baseline:
+        pairs = sorted({f"{c.baseline} -> {c.arm}" for c in figures.comparisons if c.measures_nothing})
+        headline.append("Note: " + BASELINE_NOTE.format(arms=", ".join(baseline), s="" if len(baseline) > 1 else "s",
+                                                        pairs=", ".join(pairs) or "none here"))
+    tables = [success_table(figures), comparison_table(figures), *interaction_tables(figures), *tool_tables(figures),
+              *first_call_tables(figures), side_effect_table(figures), stop_table(figures)]
+    return Report(run_id=figures.run_id, headline=headline, tables=tables, verdict=verdict, figures=figures,
+                  title="tooleval tasks")
