@@ -88,6 +88,17 @@ CREATE OR REPLACE MACRO clustered_n_star(correct, n, n_requests, sum_cc, sum_ct,
                    else n_requests - 1.0 end))), 2)))
     end;
 
+-- clustered_n_star_of: clustered_n_star as an aggregate over per-unit rows (a request, a task) that each give
+-- their correct count and their trials (seeds): the sums it needs, written once for every view that reports
+-- an accuracy or a success rate with its interval (aggregate_accuracy, per_tool_accuracy,
+-- position_band_accuracy, task_success). Use it in a GROUP BY over those rows.
+CREATE OR REPLACE MACRO clustered_n_star_of(correct, trials) AS
+    clustered_n_star(sum(correct)::bigint, sum(trials)::bigint, count(*),
+                     sum(correct * correct), sum(correct * trials), sum(trials * trials),
+                     sum(correct * correct * correct * correct), sum(correct * correct * correct * trials),
+                     sum(correct * correct * trials * trials), sum(correct * trials * trials * trials),
+                     sum(trials * trials * trials * trials));
+
 -- text_tool_call: an invalid row whose reply held tool-call markup as text (``functions.NAME:``,
 -- ``<tool_call>{...}</tool_call>``, ...) instead of a structured call: its detail starts with the words
 -- tasks/selectors/text_tool_calls.py writes (TEXT_CALL_DETAIL). Counted apart in the report's failure table.

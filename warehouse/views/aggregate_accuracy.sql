@@ -3,8 +3,8 @@
 -- spread between them (the noise floor); failure flags counted apart, never folded into wrong answers.
 -- Slices are never averaged together: there is no all-slices row.
 -- ci_low / ci_high: 95% interval with the request as the unit (Wilson's interval on n_effective, the
--- small-sample corrected Kish effective number of trials from the between-request variance; one seed = plain Wilson; see
--- tasks/stats/intervals.py and warehouse/macros.sql). invalid_rate and failure_rate (invalid + error +
+-- small-sample corrected Kish effective number of trials from the between-request variance: the macro
+-- clustered_n_star_of; one seed = plain Wilson; see tasks/stats/intervals.py and warehouse/macros.sql). invalid_rate and failure_rate (invalid + error +
 -- empty) are shares of rows; text_calls: the invalid rows whose reply wrote a tool call as text (macro
 -- text_tool_call).
 with per_request as (
@@ -31,21 +31,9 @@ totals as (
            sum(error)::bigint as error,
            sum(empty)::bigint as empty,
            sum(text_calls)::bigint as text_calls,
-           sum(correct * correct) as sum_cc,
-           sum(correct * trials) as sum_ct,
-           sum(trials * trials) as sum_tt,
-           sum(correct * correct * correct * correct) as sum_c4,
-           sum(correct * correct * correct * trials) as sum_c3t,
-           sum(correct * correct * trials * trials) as sum_c2t2,
-           sum(correct * trials * trials * trials) as sum_ct3,
-           sum(trials * trials * trials * trials) as sum_t4
+           clustered_n_star_of(correct, trials) as n_effective
     from per_request
     group by run_id, arm, slice
-),
-effective as (
-    select *, correct / n as p,
-           clustered_n_star(correct, n, n_requests, sum_cc, sum_ct, sum_tt, sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) as n_effective
-    from totals
 ),
 per_seed as (
     select run_id, arm, slice, seed,
@@ -63,15 +51,15 @@ seed_spread as (
     group by run_id, arm, slice
 )
 select t.run_id, t.arm, t.rung, t.slice, t.n, t.n_requests, t.correct,
-       t.p as accuracy,
+       t.correct / t.n as accuracy,
        s.n_seeds, s.seed_min, s.seed_max, s.seed_max - s.seed_min as seed_spread,
        t.wrong_tool, t.no_tool, t.invalid, t.error, t.empty, t.text_calls,
-       wilson_low(t.p, t.n_effective) as ci_low,
-       wilson_high(t.p, t.n_effective) as ci_high,
+       wilson_low(t.correct / t.n, t.n_effective) as ci_low,
+       wilson_high(t.correct / t.n, t.n_effective) as ci_high,
        t.n_effective,
        s.seed_accuracies,
        t.invalid / t.n as invalid_rate,
        (t.invalid + t.error + t.empty) / t.n as failure_rate
-from effective t
+from totals t
 join seed_spread s using (run_id, arm, slice)
 order by t.run_id, t.rung, t.slice

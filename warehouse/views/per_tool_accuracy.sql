@@ -14,21 +14,9 @@ totals as (
            sum(trials)::bigint as n,
            count(*) as n_requests,
            sum(correct)::bigint as correct,
-           sum(correct * correct) as sum_cc,
-           sum(correct * trials) as sum_ct,
-           sum(trials * trials) as sum_tt,
-           sum(correct * correct * correct * correct) as sum_c4,
-           sum(correct * correct * correct * trials) as sum_c3t,
-           sum(correct * correct * trials * trials) as sum_c2t2,
-           sum(correct * trials * trials * trials) as sum_ct3,
-           sum(trials * trials * trials * trials) as sum_t4
+           clustered_n_star_of(correct, trials) as n_effective
     from per_request
     group by run_id, arm, slice, tool
-),
-effective as (
-    select *, correct / n as p,
-           clustered_n_star(correct, n, n_requests, sum_cc, sum_ct, sum_tt, sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) as n_effective
-    from totals
 ),
 per_seed as (
     select run_id, arm, slice, expected as tool, seed,
@@ -44,12 +32,12 @@ seed_spread as (
     group by run_id, arm, slice, tool
 )
 select t.run_id, t.arm, t.rung, t.slice, t.tool, t.n, t.n_requests, t.correct,
-       t.p as accuracy,
+       t.correct / t.n as accuracy,
        s.seed_min, s.seed_max,
-       wilson_low(t.p, t.n_effective) as ci_low,
-       wilson_high(t.p, t.n_effective) as ci_high,
+       wilson_low(t.correct / t.n, t.n_effective) as ci_low,
+       wilson_high(t.correct / t.n, t.n_effective) as ci_high,
        t.n_effective,
        s.seed_max - s.seed_min as seed_spread
-from effective t
+from totals t
 join seed_spread s using (run_id, arm, slice, tool)
 order by t.run_id, t.rung, t.slice, t.tool

@@ -16,25 +16,13 @@ totals as (
            sum(trials)::bigint as n,
            count(*) as n_requests,
            sum(correct)::bigint as correct,
-           sum(correct * correct) as sum_cc,
-           sum(correct * trials) as sum_ct,
-           sum(trials * trials) as sum_tt,
-           sum(correct * correct * correct * correct) as sum_c4,
-           sum(correct * correct * correct * trials) as sum_c3t,
-           sum(correct * correct * trials * trials) as sum_c2t2,
-           sum(correct * trials * trials * trials) as sum_ct3,
-           sum(trials * trials * trials * trials) as sum_t4
+           clustered_n_star_of(correct, trials) as n_effective
     from per_request
     group by run_id, arm, slice, position_third
-),
-effective as (
-    select *, correct / n as p,
-           clustered_n_star(correct, n, n_requests, sum_cc, sum_ct, sum_tt, sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) as n_effective
-    from totals
 )
-select run_id, arm, rung, slice, position_third, n, n_requests, correct, p as accuracy,
-       wilson_low(p, n_effective) as ci_low,
-       wilson_high(p, n_effective) as ci_high,
+select run_id, arm, rung, slice, position_third, n, n_requests, correct, correct / n as accuracy,
+       wilson_low(correct / n, n_effective) as ci_low,
+       wilson_high(correct / n, n_effective) as ci_high,
        n_effective
-from effective
+from totals
 order by run_id, rung, slice, position_third
