@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from html.parser import HTMLParser
@@ -29,8 +30,17 @@ from typing import Any
 
 import duckdb
 
-VOLATILE_COLUMN = re.compile(r"(^run_id$|_at$|latency|_ms$|wall|^p\d\d|seconds)")
-"""Columns whose values differ between two honest runs of the same experiment."""
+VOLATILE_COLUMN = re.compile(r"(^run_id$|_at$|latency|_ms$|wall|^p\d\d|seconds|^cache_hit$)")
+"""Columns whose values differ between two honest runs of the same experiment (which of a task run's arms
+finds an outcome in the cache first depends on which unit finishes first)."""
+RELATIVE_TOLERANCE = 1e-6
+"""Floats are the same when they agree to this share: the trained selector's MiniLM embeddings are not
+bit-reproducible on a CPU, so two runs of the same build differ around the 8th digit of its probabilities and
+of the calibration figures made from them (a printed figure has 3 or 4)."""
+ABSOLUTE_TOLERANCE = 1e-6
+"""...or to this much (a bound near 0 moves by more than its share): a millionth of a point of a percentage."""
+SORT_DIGITS = 4
+"""Rows are sorted on their exact values, then on their floats cut to this many digits: noise never reorders them."""
 RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
 TIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?Z?")
 
@@ -39,7 +49,7 @@ def _masked(value: Any) -> Any:
     if isinstance(value, str):
         return TIME.sub("<time>", RUN_ID.sub("<run>", value))
     if isinstance(value, float):
-        return round(value, 12)
+        return value
     if isinstance(value, (list, tuple)):
         return [_masked(v) for v in value]
     if isinstance(value, dict):
@@ -52,14 +62,42 @@ def _rows(con: duckdb.DuckDBPyConnection, relation: str, run_id: str) -> list[li
     names = [d[0] for d in cursor.description]
     if "run_id" not in names:
         return []
-    kept = [n for n in names if not VOLATILE_COLUMN.search(n)]
+    kept = sorted(n for n in names if not VOLATILE_COLUMN.search(n))  # by name: a table's column order may differ
     if not kept:
         return []
     columns = ", ".join(f'"{n}"' for n in kept)
     rows = con.execute(f"SELECT {columns} FROM {relation} WHERE run_id = ?", [run_id]).fetchall()
     if not rows:
         return []
-    return [kept] + sorted(([_masked(v) for v in row] for row in rows), key=lambda r: json.dumps(r, default=str))
+    return [kept] + sorted(([_masked(v) for v in row] for row in rows), key=_sort_key)
+
+
+def _coarse(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.{SORT_DIGITS}g}")
+    if isinstance(value, list):
+        return [_coarse(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _coarse(v) for k, v in value.items()}
+    return value
+
+
+def _sort_key(row: list[Any]) -> str:
+    """The row's exact values first (floats, maps and lists of floats left out), then its floats cut short."""
+    exact = [v for v in row if not isinstance(v, (float, dict, list))]
+    return json.dumps([exact, _coarse(row)], default=str, sort_keys=True)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values, floats within the relative tolerance (lists, dicts and rows compared item by item)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(
+            a, b, rel_tol=RELATIVE_TOLERANCE, abs_tol=ABSOLUTE_TOLERANCE)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return a == b
 
 
 class _HtmlTables(HTMLParser):
@@ -71,9 +109,12 @@ class _HtmlTables(HTMLParser):
         self._cell: list[str] | None = None
         self._row: list[str] | None = None
         self._caption: list[str] | None = None
+        self._note: list[str] | None = None
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
-        if tag == "table":
+        if tag == "p" and ("class", "note") in attrs and self.tables:
+            self._note = []
+        elif tag == "table":
             self.tables.append({"title": "", "columns": [], "rows": []})
         elif tag == "caption":
             self._caption = []
@@ -85,7 +126,11 @@ class _HtmlTables(HTMLParser):
             self._cell.append("\n")
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "caption" and self._caption is not None:
+        if tag == "p" and self._note is not None:
+            if not self.tables[-1]["columns"] and not self.tables[-1]["rows"]:  # a table that is a line
+                self.tables[-1]["rows"] = [["".join(self._note)]]
+            self._note = None
+        elif tag == "caption" and self._caption is not None:
             self.tables[-1]["title"] = "".join(self._caption).strip()
             self._caption = None
         elif tag in ("td", "th") and self._cell is not None and self._row is not None:
@@ -94,12 +139,12 @@ class _HtmlTables(HTMLParser):
         elif tag == "tr" and self._row is not None and self.tables:
             if self._row and all(c.startswith("th:") for c in self._row):
                 self.tables[-1]["columns"] = [c[3:] for c in self._row]
-            else:
+            elif self._row:
                 self.tables[-1]["rows"].append(self._row)
             self._row = None
 
     def handle_data(self, data: str) -> None:
-        for part in (self._cell, self._caption):
+        for part in (self._cell, self._caption, self._note):
             if part is not None:
                 part.append(data)
 
@@ -183,27 +228,43 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
             rows_b, rows_a = b["relations"].get(name), a["relations"].get(name)
             if rows_b is None or rows_a is None:
                 lines.append(f"{experiment}: relation {name} only {'after' if rows_b is None else 'before'}")
-            elif rows_b != rows_a:
-                lines.append(f"{experiment}: relation {name} differs ({len(rows_b) - 1} rows before, "
-                             f"{len(rows_a) - 1} after): {_first_difference(rows_b, rows_a)}")
+            else:
+                added, removed = set(rows_a[0]) - set(rows_b[0]), set(rows_b[0]) - set(rows_a[0])
+                if added or removed:
+                    lines.append(f"{experiment}: relation {name}: columns added {sorted(added)}, removed "
+                                 f"{sorted(removed)} (the rows are compared on the columns both have)")
+                    rows_b, rows_a = _project(rows_b, rows_a[0]), _project(rows_a, rows_b[0])
+                if not same(rows_b, rows_a):
+                    lines.append(f"{experiment}: relation {name} differs ({len(rows_b) - 1} rows before, "
+                                 f"{len(rows_a) - 1} after): {_first_difference(rows_b, rows_a)}")
         tables_b = {t["title"]: t for t in b["report"]}
         tables_a = {t["title"]: t for t in a["report"]}
         for title in sorted(tables_b.keys() | tables_a.keys()):
             tb, ta = tables_b.get(title), tables_a.get(title)
             if tb is None or ta is None:
                 lines.append(f"{experiment}: report table '{title}' only {'after' if tb is None else 'before'}")
-            elif (tb["columns"], tb["rows"]) != (ta["columns"], ta["rows"]):
+            elif not same([tb["columns"], *tb["rows"]], [ta["columns"], *ta["rows"]]):
                 lines.append(f"{experiment}: report table '{title}' differs: "
                              f"{_first_difference([tb['columns']] + tb['rows'], [ta['columns']] + ta['rows'])}")
-        if b["verdict"] != a["verdict"]:
+        if not same(b["verdict"], a["verdict"]):
             lines.append(f"{experiment}: verdict differs: {b['verdict']} -> {a['verdict']}")
     return lines
 
 
+def _project(rows: list[list[Any]], other_columns: list[str]) -> list[list[Any]]:
+    """A relation's rows on the columns another build's relation has too, sorted again."""
+    keep = [i for i, column in enumerate(rows[0]) if column in other_columns]
+    body = sorted(([row[i] for i in keep] for row in rows[1:]), key=_sort_key)
+    return [[rows[0][i] for i in keep]] + body
+
+
 def _first_difference(rows_b: list, rows_a: list) -> str:
+    header = rows_b[0]
     for i, (rb, ra) in enumerate(zip(rows_b, rows_a)):
-        if rb != ra:
-            return f"row {i}: {rb} -> {ra}"
+        if not same(rb, ra):
+            columns = [f"{header[k] if k < len(header) else k}: {x!r} -> {y!r}"[:300]
+                       for k, (x, y) in enumerate(zip(rb, ra)) if not same(x, y)]
+            return f"row {i}: " + "; ".join(columns)
     return f"{len(rows_b)} -> {len(rows_a)} rows"
 
 

@@ -3,13 +3,10 @@
 The core is the path every measurement takes: ``tasks/experiment`` (resolve the arms, the one-change rule,
 seeds and pinned ids, read the criteria), ``tasks/run`` (check before anything runs, plan work units, run and
 land them, register the run, pick up what a crash or a held warehouse left) and ``tasks/report`` (judge the
-gates, publish the report). An instrument says only what is its own:
-
-- what an arm's artefact is, and how an arm is resolved and checked;
-- what a task-set version holds, and how it is checked;
-- how one work unit runs, and which rows it lands;
-- which records it registers besides the run, its arms and its comparisons;
-- its figures, its gate kinds and its report tables.
+gates, publish the report). An instrument says only what is its own, as the fields of ``Instrument``:
+what an arm's artefact is, what a task-set version holds and how it is checked, how one work unit runs and
+which rows it lands, which records it registers besides the run, its arms and comparisons, and its figures,
+gate kinds and report tables.
 
 Two instruments exist: ``selection`` (tasks/selection: which tool a model picks for each labelled request)
 and ``surface`` (tasks/surface: tasks done by an agent on a tool surface, seed 001). An experiment file
@@ -20,9 +17,8 @@ name (``instrument``), which imports its module then: nothing of an instrument l
 from __future__ import annotations
 
 import importlib
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -35,6 +31,7 @@ from warehouse.tables import STORES, InstrumentStore
 if TYPE_CHECKING:  # the core's types, named here for the reader; the core imports this module, not the reverse
     import duckdb
 
+    from schemas.criteria import Verdict
     from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm, ResolvedExperiment
     from tasks.report.report_types import Report
     from tasks.run.prepare_run import Loaded, PreparedRun
@@ -59,74 +56,61 @@ class Words:
     """What a failed item is: 'invalid/error/empty' / 'stopped on a provider error or the run's budget'."""
 
 
-class Instrument(ABC):
-    """What one instrument says to the core. Subclassed once per instrument, one object each."""
+def _nothing(*args: Any) -> None:
+    return None
 
-    name: ClassVar[str]
-    experiment_file: ClassVar[type[ExperimentFile]]
+
+@dataclass(frozen=True)
+class Instrument:
+    """What one instrument says to the core: one object each (``INSTRUMENT`` in its module)."""
+
+    name: str
+    experiment_file: type[ExperimentFile]
     """The experiment file's schema, with the instrument's arms, comparisons and defaults."""
-    criteria_file: ClassVar[type[CriteriaFile]]
+    criteria_file: type[CriteriaFile]
     """The criteria file's schema, with the instrument's gate kinds."""
-    respects: ClassVar[tuple[str, ...]]
+    respects: tuple[str, ...]
     """The respects two arms can differ in (the one-change rule), in the order they are named."""
-    arm_fields: ClassVar[tuple[str, ...]]
+    arm_fields: tuple[str, ...]
     """What every arm must have once merged with the experiment's defaults."""
-    words: ClassVar[Words]
-    run_record: ClassVar[type[RunRecord]]
+    run_record: type[RunRecord]
     """The run record's schema: the core's fields and the instrument's own (schemas/run_records.py)."""
-    judges: ClassVar[Mapping[str, Callable[..., GateResult]]]
+    words: Words
+    # -- the experiment and what it reads, before the run --------------------------------------------------
+    resolve_arm: Callable[[str, int, dict[str, Any], "ArmContext"], "ResolvedArm"]
+    """(name, rung, merged fields, context) -> the arm with its artefact read and checked; raises
+    ``ArmRefused`` (rule, message pairs) or InputError."""
+    load: Callable[["ResolvedExperiment"], "Loaded"]
+    """Each task-set version the arms use, loaded and checked (nothing is called, nothing written)."""
+    work_items: Callable[[Any], Sequence[Any]]
+    """What a loaded version's work units are batches of: its labelled requests, its tasks (sliceable)."""
+    # -- the run -------------------------------------------------------------------------------------------
+    run_unit: Callable[["WorkUnit", "RunContext"], "UnitResult"]
+    """Run one unit (its cache first) and land its rows as Parquet; failures are rows, never raised."""
+    arm_record: Callable[["ResolvedArm", dict[str, Any]], ArmRecord]
+    """The arm's record; the dict holds the fields every instrument's arm record has."""
+    # -- the report ----------------------------------------------------------------------------------------
+    load_figures: Callable[["duckdb.DuckDBPyConnection", str], Any]
+    """A registered run's figures, read from its views: what the gates judge and the report shows."""
+    judges: Mapping[str, Callable[..., GateResult]]
     """Gate kind -> the function that judges it on the instrument's figures."""
+    build_report: Callable[[Any, "Verdict | None"], "Report"]
+    """The report's tables from the figures, the verdict first."""
+    # -- what only some instruments need -------------------------------------------------------------------
+    fill_arm: Callable[[dict[str, Any]], None] = _nothing
+    """Fill what an arm may leave out, once the experiment's defaults are merged in."""
+    check_before_run: Callable[["PreparedRun", bool], None] = _nothing
+    """(prepared run, allow provisional labels): what must hold beyond the core's checks (InputError if not)."""
+    records: Callable[["PreparedRun", Sequence["WorkUnit"], str], dict[str, list[BaseModel]]] = \
+        lambda prepared, units, run_id: {}
+    """Records the run registers besides the run, its arms and its comparisons: table -> records."""
+    run_fields: Callable[["PreparedRun"], dict[str, Any]] = lambda prepared: {}
+    """Fields of the run record that are the instrument's own (e.g. the weights window)."""
 
     @property
     def store(self) -> InstrumentStore:
         """The tables, folders and cache it keeps in a warehouse (warehouse/tables.py)."""
         return STORES[self.name]
-
-    # -- the experiment ----------------------------------------------------------------------------------
-    def fill_arm(self, merged: dict[str, Any]) -> None:
-        """Fill what an arm may leave out (after the experiment's defaults are merged in)."""
-
-    @abstractmethod
-    def resolve_arm(self, name: str, rung: int, merged: dict[str, Any], context: "ArmContext") -> "ResolvedArm":
-        """The arm with its artefact read and checked; ``ArmRefused`` (rule, message pairs) or InputError."""
-
-    # -- before the run ----------------------------------------------------------------------------------
-    @abstractmethod
-    def load(self, experiment: "ResolvedExperiment") -> "Loaded":
-        """Each task-set version the arms use, loaded and checked (nothing is called, nothing written)."""
-
-    def check_before_run(self, prepared: "PreparedRun", allow_provisional: bool) -> None:
-        """What must hold before the run starts beyond the core's checks (InputError when it does not)."""
-
-    @abstractmethod
-    def work_items(self, version: Any) -> Sequence[Any]:
-        """What a version's work units are batches of: its labelled requests, its tasks (sliceable)."""
-
-    # -- the run -----------------------------------------------------------------------------------------
-    @abstractmethod
-    def run_unit(self, unit: "WorkUnit", ctx: "RunContext") -> "UnitResult":
-        """Run one unit (its cache first), land its rows as Parquet; failures are rows, never raised."""
-
-    @abstractmethod
-    def arm_record(self, arm: "ResolvedArm", common: dict[str, Any]) -> ArmRecord:
-        """The arm's record: ``common`` holds the fields every instrument's arm record has."""
-
-    def records(self, prepared: "PreparedRun", units: Sequence["WorkUnit"], run_id: str) -> dict[str, list[BaseModel]]:
-        """Records the run registers besides the run, its arms and its comparisons: table -> records."""
-        return {}
-
-    def run_fields(self, prepared: "PreparedRun") -> dict[str, Any]:
-        """Fields of the run record that are the instrument's own (e.g. the weights window)."""
-        return {}
-
-    # -- the report --------------------------------------------------------------------------------------
-    @abstractmethod
-    def load_figures(self, con: "duckdb.DuckDBPyConnection", run_id: str) -> Any:
-        """A registered run's figures, read from its views: what the gates judge and the report shows."""
-
-    @abstractmethod
-    def build_report(self, figures: Any, verdict: Any) -> "Report":
-        """The report's tables from the figures, the verdict first."""
 
 
 class ArmRefused(Exception):

@@ -141,7 +141,7 @@ def register_criteria(path: Path, model: type[CriteriaFile], registrations_dir: 
                       now: datetime | None = None) -> CriteriaRegistration:
     """Hash the criteria file, keep its bytes and the UTC time under registrations/<run_id>/.
 
-    Call it before the first selection. The bytes are validated again (the file may have changed since
+    Call it before the run's first model call. The bytes are validated again (the file may have changed since
     the run was prepared). A run id already registered with other criteria is refused.
     """
     path = Path(path)

@@ -53,7 +53,7 @@ def verdict_lines(verdict: Verdict | None) -> list[tuple[str, str]]:
     if verdict.criteria_hash:
         when = f"{verdict.registered_at:%Y-%m-%d %H:%M:%SZ}" if verdict.registered_at else "?"
         lines.append((f"criteria {display_path(verdict.criteria_path)} · sha256 {verdict.criteria_hash[:12]} · "
-                      f"registered {when} (before the first selection)", ""))
+                      f"registered {when} (before the run's first result)", ""))
     for gate in verdict.gates:
         lines.append((f"{STATUS_MARK[gate.status]} {gate.status:<4} {gate.name}: {gate.statement}", gate.status))
         lines += [(f"      {line}", "") for line in gate.evidence]

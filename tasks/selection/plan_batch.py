@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from schemas.taskset import LabelledRequest
     from tasks.run.work_units import WorkUnit
+    from tasks.taskset.load_taskset import TaskSetVersion
     from tasks.selection.arms import SelectionArm
 
 
@@ -77,6 +78,11 @@ class PlannedRequest:
 
 BATCH_COLUMNS = ("id", "messages", "expected", "fallback", "slice", "intent", "label_status", "tools")
 """The request-table columns a selection work unit carries."""
+
+
+def request_batches(version: "TaskSetVersion") -> "pl.DataFrame":
+    """What a version's selection units are batches of: its request table's ``BATCH_COLUMNS``."""
+    return version.table.select(BATCH_COLUMNS)
 
 
 @dataclass(frozen=True)

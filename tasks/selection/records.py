@@ -19,6 +19,11 @@ def arm_record(arm: SelectionArm, common: dict[str, Any]) -> SelectionArmRecord:
                               abstain_rule=arm.abstain_rule, decision_model_hash=arm.decision_model_hash)
 
 
+def weights_window(prepared: PreparedRun) -> dict[str, Any]:
+    """The run record's own field: the production weights window its weighted figures read."""
+    return {"weights_window": prepared.weights.window if prepared.weights else None}
+
+
 def offered_tool_sets(units: Iterable[WorkUnit]) -> dict[str, tuple[str, ...]]:
     """Every tool set the units offer, as ``plan_batch`` offers them: set id -> tool names in the order of
     the first unit offering it. Read from the batches' ``tools`` column: the arm's catalogue where a request

@@ -7,15 +7,14 @@ from __future__ import annotations
 from tasks.experiment.resolve_experiment import ResolvedExperiment
 from tasks.files.input_errors import InputError, Problem
 from tasks.run.drill_points import reached
-from tasks.run.prepare_run import Loaded
-from tasks.selection.arms import SelectionArm
+from tasks.run.prepare_run import Loaded, PreparedRun
 from tasks.taskset.label_checks import check_labels
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, load_weights
+from tasks.taskset.provisional_labels import refuse_provisional
 
 
 def load_selection_versions(experiment: ResolvedExperiment) -> Loaded:
-    arms: list[SelectionArm] = list(experiment.arms)  # type: ignore[arg-type]
-    catalogues = [arm.catalogue for arm in arms if arm.catalogue is not None]
+    catalogues = [arm.catalogue for arm in experiment.arms if arm.catalogue is not None]
     weights = weights_path = None
     if experiment.spec.weights:
         weights_path = experiment.taskset_dir / "weights" / f"{experiment.spec.weights}.json"
@@ -27,6 +26,11 @@ def load_selection_versions(experiment: ResolvedExperiment) -> Loaded:
         checks[version] = check_labels(versions[version], catalogues, weights, weights_path)
     refuse_leakage(experiment, versions)
     return Loaded(versions=versions, checks=checks, weights=weights)
+
+
+def refuse_provisional_labels(prepared: PreparedRun, allow_provisional: bool) -> None:
+    """Provisional labels (production hints) are measured only when the run allows them."""
+    refuse_provisional(prepared.versions, allow_provisional)
 
 
 def refuse_leakage(experiment: ResolvedExperiment, versions: dict[str, TaskSetVersion]) -> None:

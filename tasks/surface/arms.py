@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.surface.rows import SurfaceArmRecord
 from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm
 from tasks.files.content_hash import sha256_hex
 from tasks.instruments import ArmRefused
@@ -51,6 +52,12 @@ class SurfaceArm(ResolvedArm):
         if respect == "agent":
             return json.dumps([self.agent, self.agent_options], sort_keys=True, default=str)
         raise KeyError(respect)
+
+
+def arm_record(arm: SurfaceArm, common: dict[str, Any]) -> SurfaceArmRecord:
+    return SurfaceArmRecord(**common, surface=arm.surface.name, surface_hash=arm.surface.surface_hash,
+                            agent=arm.agent, agent_options_hash=arm.agent_options_hash, reads_prompt=arm.reads_prompt,
+                            n_tools=len(arm.surface.tools))
 
 
 def fill_surface_arm(merged: dict[str, Any]) -> None:

@@ -29,6 +29,7 @@ from tasks.surface.agent_types import Agent
 from tasks.surface.arms import SurfaceArm
 from tasks.surface.baseline_agent import BaselineAgent
 from tasks.surface.chat_agent import ChatAgent
+from tasks.surface.load_tasks import TaskVersion
 
 OUTCOMES = CacheSpec(table="task_outcomes", column="outcome", model=TaskOutcome,
                      keep=lambda outcome: outcome.stop_reason not in FAILED_STOPS)
@@ -51,6 +52,11 @@ class PlannedTask:
     task: SurfaceTask
     fixtures: dict[str, Any]
     cache_key: str
+
+
+def task_inputs(version: TaskVersion) -> tuple[TaskInput, ...]:
+    """What a version's task units are batches of: its tasks, each with its fixtures merged."""
+    return tuple(TaskInput(task, version.fixtures(task)) for task in version.tasks)
 
 
 def agent_fingerprint(arm: SurfaceArm) -> str:

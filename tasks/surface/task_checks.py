@@ -24,9 +24,11 @@ from typing import Iterable
 
 from pydantic import ValidationError
 
+from tasks.experiment.resolve_experiment import ResolvedExperiment
 from tasks.files.input_errors import InputError, Problem
+from tasks.run.prepare_run import Loaded
 from tasks.surface.load_surface import ResolvedSurface
-from tasks.surface.load_tasks import TaskVersion, _includes, fixture_path, task_paths
+from tasks.surface.load_tasks import TaskVersion, _includes, fixture_path, load_task_version, task_paths
 from tasks.taskset.load_taskset import validation_message
 
 
@@ -35,6 +37,16 @@ class TaskCheckReport:
     n_tasks: int
     n_surfaces: int
     n_rules: int = 9
+
+
+def load_surface_versions(experiment: ResolvedExperiment) -> Loaded:
+    """Each version the arms use, its tasks checked against every surface the arms run them on."""
+    versions, checks = {}, {}
+    for version in experiment.versions:
+        versions[version] = load_task_version(experiment.taskset_dir, version)
+        surfaces = {a.surface.name: a.surface for a in experiment.arms if a.version == version}
+        checks[version] = check_tasks(versions[version], surfaces.values())
+    return Loaded(versions=versions, checks=checks)
 
 
 def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> TaskCheckReport:
