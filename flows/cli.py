@@ -34,7 +34,7 @@ from tasks.stats.planner import plan
 from tasks.traffic.labelling_queue import export_csv, import_queue
 from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
 from warehouse.connect import WarehouseBusy
-from flows.run_cli import add_run_arguments, cmd_register, cmd_report, count_at_least, warehouse_arg
+from flows.run_cli import add_report_arguments, add_run_arguments, cmd_register, count_at_least, warehouse_arg
 from flows.tasks_cli import add_tasks_parser
 from flows.sql_cli import add_sql_parser
 
@@ -254,12 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     warehouse_arg(register)
     register.set_defaults(func=cmd_register)
 
-    report = commands.add_parser("report", help="print the report of a run (default: the latest)",
-                                 description="Print a registered run's report from the DuckDB file.")
-    report.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID")
-    warehouse_arg(report)
-    report.add_argument("--format", choices=["text", "markdown"], default="text")
-    report.set_defaults(func=cmd_report)
+    add_report_arguments(commands.add_parser(
+        "report", help="print the report of a run (default: the latest)",
+        description="Print a registered run's report (either instrument's) from the DuckDB file."))
 
     compare = commands.add_parser(
         "compare", help="paired per-slice, per-tool and weighted changes between two registered runs",

@@ -142,6 +142,14 @@ def cmd_register(args: argparse.Namespace) -> int:
     return verdict_exit_code(late.published.verdict)
 
 
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """``report`` and ``tasks report``: a run id (default: the latest run), the warehouse, the format."""
+    parser.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID")
+    warehouse_arg(parser)
+    parser.add_argument("--format", choices=["text", "markdown"], default="text")
+    parser.set_defaults(func=cmd_report)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """``tooleval report`` (the latest run of either instrument) and ``tooleval tasks report`` (of tasks)."""
     report = api.report(args.run_id, args.warehouse, "surface" if getattr(args, "tasks_command", None) else None)

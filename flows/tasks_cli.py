@@ -9,7 +9,7 @@ import argparse
 
 from flows import api
 from flows.exit_codes import EXIT_OK
-from flows.run_cli import add_run_arguments, cmd_report, warehouse_arg
+from flows.run_cli import add_report_arguments, add_run_arguments
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
@@ -32,12 +32,8 @@ def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
                              "land task_runs and task_calls as Parquet, register them in DuckDB, judge the gates "
                              "and print the report.")
     add_run_arguments(run)
-    report = actions.add_parser("report", help="print the report of a task run (default: the latest)",
-                                description="Print a registered task run's report from the DuckDB file.")
-    report.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID")
-    warehouse_arg(report)
-    report.add_argument("--format", choices=["text", "markdown"], default="text")
-    report.set_defaults(func=cmd_report)
+    add_report_arguments(actions.add_parser("report", help="print the report of a task run (default: the latest)",
+                                            description="Print a registered task run's report from the DuckDB file."))
     validate = actions.add_parser("validate", help="check a task-set version against its surfaces",
                                   description="Load a tasks file (e.g. tasksets/support_tasks/t1.jsonl), check every "
                                   "rule against the surfaces and print what was checked.")

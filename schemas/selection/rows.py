@@ -24,27 +24,12 @@ RouteDesign = Literal["default", "forced", "gated", "narrowed"]
 """How a routed arm uses its decision model (see tasks/selectors/routed.py)."""
 
 
-class Selection(BaseModel):
-    """What a selector answered for one request under one tool order (no run context: cacheable)."""
+class HostedTurn(BaseModel):
+    """What a hosted model's turn adds to a selection and its row (routing and the judge: issue 4; reply shapes,
+    HTTP attempts, prompt caches, served-model evidence: issue 13). Offline selectors leave every field null."""
 
     model_config = ConfigDict(extra="forbid")
 
-    request_id: str = Field(description="The request answered.")
-    chosen: str | None = Field(description="Tool chosen, 'none' for no tool, null when there was no usable answer.")
-    outcome_hint: Literal["ok", "invalid", "error", "empty"] = Field(
-        default="ok", description="The selector's own verdict on its reply before scoring."
-    )
-    confidence: float | None = Field(default=None, description="The selector's confidence in its pick, 0..1.")
-    probabilities: dict[str, float] | None = Field(default=None, description="Probability per offered tool (and 'none').")
-    arguments: str | None = Field(default=None, description="Arguments of the first tool call, as JSON text.")
-    detail: str | None = Field(default=None, description="Why a reply was invalid, empty or an error (no secrets).")
-    input_tokens: int | None = Field(default=None, description="Prompt tokens billed.")
-    output_tokens: int | None = Field(default=None, description="Completion tokens billed.")
-    cost_usd: float | None = Field(default=None, description="Cost of the call from the price file.")
-    latency_ms: float = Field(description="Wall time of the selection of this request.")
-    served_model_id: str | None = Field(default=None, description="Model id as the provider reported it.")
-    retries: int = Field(default=0, description="Retries spent on this request.")
-    # -- hosted models and routing (issue 4); all optional so offline selectors leave them null ----------
     stop_reason: str | None = Field(
         default=None, description="The provider's finish/stop reason (tool_calls, stop, length, end_turn, ...).")
     price_version: str | None = Field(
@@ -70,25 +55,47 @@ class Selection(BaseModel):
         default=None, description="LLM judge's majority verdict on the chosen tool (beside the label check `correct`).")
     judge_votes: list[str] | None = Field(default=None, description="The judge's votes: right / wrong / unsure each.")
     judge_cost_usd: float | None = Field(default=None, description="Cost of the judge's calls (not part of cost_usd).")
-    # -- reply shapes, HTTP attempts, prompt caches, served-model evidence (issue 13) ----------------------
+    arguments: str | None = Field(
+        default=None, description="Arguments of the first tool call as the model sent them (compact JSON when they "
+        "parsed, else the raw text), the ones checked against the tool's schema.")
     http_attempts: int | None = Field(
         default=None, description="HTTP requests sent for this turn: every call's first request (router, chat, "
-        "judge) plus its retries; null for offline selectors.")
+        "judge) plus its retries (0 on a row served from the cache); null for offline selectors.")
     n_tool_calls: int | None = Field(
         default=None, description="Tool calls in the chat model's reply (the first is scored; 0 for a text reply).")
     cached_input_tokens: int | None = Field(
-        default=None, description="Prompt tokens read from the provider's prompt cache (priced at the cached rate).")
+        default=None, description="Prompt tokens read from the provider's prompt cache (within input_tokens, priced "
+        "at the cached rate).")
     cache_write_tokens: int | None = Field(
-        default=None, description="Prompt tokens written to the provider's cache (Anthropic; billed 1.25x for "
-        "5 minutes, 2x for 1 hour).")
+        default=None, description="Prompt tokens written to the provider's cache (within input_tokens; Anthropic, "
+        "billed 1.25x for 5 minutes, 2x for 1 hour).")
     served_model_evidence: Literal["reported", "not_reported", "echoes_request"] | None = Field(
         default=None, description="What the reply proves about the model that answered: 'reported' (an id the "
         "pin check compared), 'not_reported' (no model in the reply), 'echoes_request' (a self-hosted server "
         "returned the id requested, which proves nothing).")
 
 
-class SelectionRow(BaseModel):
-    """One row per (run, arm, seed, request): the grain every report is a GROUP BY over."""
+class Selection(HostedTurn):
+    """What a selector answered for one request under one tool order (no run context: cacheable)."""
+
+    request_id: str = Field(description="The request answered.")
+    chosen: str | None = Field(description="Tool chosen, 'none' for no tool, null when there was no usable answer.")
+    outcome_hint: Literal["ok", "invalid", "error", "empty"] = Field(
+        default="ok", description="The selector's own verdict on its reply before scoring."
+    )
+    confidence: float | None = Field(default=None, description="The selector's confidence in its pick, 0..1.")
+    probabilities: dict[str, float] | None = Field(default=None, description="Probability per offered tool (and 'none').")
+    detail: str | None = Field(default=None, description="Why a reply was invalid, empty or an error (no secrets).")
+    input_tokens: int | None = Field(default=None, description="Prompt tokens billed.")
+    output_tokens: int | None = Field(default=None, description="Completion tokens billed.")
+    cost_usd: float | None = Field(default=None, description="Cost of the call from the price file.")
+    latency_ms: float = Field(description="Wall time of the selection of this request.")
+    served_model_id: str | None = Field(default=None, description="Model id as the provider reported it.")
+    retries: int = Field(default=0, description="Retries spent on this request.")
+
+
+class _ScoredSelection(BaseModel):
+    """The columns of a selection row before its hosted turn's (``SelectionRow``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -128,39 +135,10 @@ class SelectionRow(BaseModel):
     prompt: str = Field(description="Prompt name of the arm.")
     cache_hit: bool = Field(description="The selection came from the cache: no model call was made.")
     retries: int = Field(description="Retries spent on this request.")
-    # -- hosted models and routing (issue 4): see Selection for the meaning of each -----------------------
-    stop_reason: str | None = Field(default=None, description="The provider's finish/stop reason.")
-    price_version: str | None = Field(default=None, description="Date of the price file cost_usd came from.")
-    route: RouteDesign | None = Field(default=None, description="default / forced / gated / narrowed; null if unrouted.")
-    router: str | None = Field(default=None, description="Decision model as 'kind:model'.")
-    router_pick: str | None = Field(default=None, description="The decision model's pick (a tool or 'none').")
-    router_confidence: float | None = Field(default=None, description="The decision model's confidence, 0..1.")
-    router_probabilities: dict[str, float] | None = Field(
-        default=None, description="The decision model's probability per offered tool and 'none'.")
-    router_latency_ms: float | None = Field(default=None, description="Wall time of the decision model's part.")
-    router_cost_usd: float | None = Field(default=None, description="Cost of the decision model's call (in cost_usd).")
-    decided_by: Literal["router", "chat"] | None = Field(
-        default=None, description="Whose choice the row scores: 'router' or 'chat'.")
-    fallback: bool | None = Field(default=None, description="Gated arms: below the threshold, the chat model chose.")
-    judge_verdict: Literal["right", "wrong", "unsure"] | None = Field(
-        default=None, description="LLM judge's majority verdict on the chosen tool, beside the label check `correct`.")
-    judge_votes: list[str] | None = Field(default=None, description="The judge's votes.")
-    judge_cost_usd: float | None = Field(default=None, description="Cost of the judge's calls (not in cost_usd).")
-    # -- reply shapes, HTTP attempts, prompt caches, served-model evidence (issue 13) ----------------------
-    arguments: str | None = Field(
-        default=None, description="Arguments of the first tool call as the model sent them (compact JSON when they "
-        "parsed, else the raw text), the ones checked against the tool's schema.")
-    http_attempts: int | None = Field(
-        default=None, description="HTTP requests sent for this turn (first requests plus retries; 0 on a cache "
-        "hit, null for offline selectors).")
-    n_tool_calls: int | None = Field(default=None, description="Tool calls in the chat model's reply.")
-    cached_input_tokens: int | None = Field(
-        default=None, description="Prompt tokens read from the provider's prompt cache (within input_tokens).")
-    cache_write_tokens: int | None = Field(
-        default=None, description="Prompt tokens written to the provider's cache (within input_tokens).")
-    served_model_evidence: Literal["reported", "not_reported", "echoes_request"] | None = Field(
-        default=None, description="What the reply proves about the served model: reported / not_reported / "
-        "echoes_request.")
+
+
+class SelectionRow(HostedTurn, _ScoredSelection):
+    """One row per (run, arm, seed, request): the grain every report is a GROUP BY over."""
 
 
 class SelectionRunRecord(RunRecord):

@@ -121,8 +121,8 @@ class TaskRunRow(BaseModel):
     cache_hit: bool = Field(description="The outcome came from the task cache: no agent turn was run again.")
 
 
-class TaskCallRow(BaseModel):
-    """One row per tool call: the table ``task_calls`` (columns of CallRecord, with the run's context)."""
+class _CallContext(BaseModel):
+    """The run context of a tool call's row: its columns before the call's own (``TaskCallRow``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -133,24 +133,10 @@ class TaskCallRow(BaseModel):
     task_id: str = Field(description="The task.")
     slice: str = Field(description="Slice of the task.")
     intent: str | None = Field(description="Declared intent of the task.")
-    call_index: int = Field(description="1-based position of the call in the run.")
-    turn: int = Field(description="1-based agent turn the call came in.")
-    name: str = Field(description="Tool name as called (offered name, or the unknown name the agent used).")
-    tool: str | None = Field(description="Backend tool it maps to; null if unknown.")
-    arguments: str | None = Field(description="Arguments as JSON text.")
-    valid: bool = Field(description="Offered tool, arguments valid under its schema.")
-    invalid_reason: str | None = Field(description="Why the call was invalid.")
-    executed: bool = Field(description="The backend ran the call.")
-    error: bool = Field(description="Executed and refused by the backend.")
-    error_detail: str | None = Field(description="The refusal sent back to the agent.")
-    result_chars: int = Field(description="Characters of the result text sent back.")
-    result_records: int | None = Field(description="Records in the result, where it is a list or a page.")
-    is_retry: bool = Field(description="Same tool and arguments as an earlier call of this run.")
-    irreversible: bool = Field(description="An executed, not refused irreversible action.")
-    handoff: bool = Field(description="An executed, not refused hand-off to a human.")
-    upstream_reads: int = Field(description="Pages or records fetched upstream for this call.")
-    backend_ms: float = Field(description="Backend execution time.")
-    skipped_budget: bool = Field(description="Not executed: the task's call budget was spent.")
+
+
+class TaskCallRow(CallRecord, _CallContext):
+    """One row per tool call: the table ``task_calls`` (the columns of CallRecord, after the run's context)."""
 
 
 class SurfaceRunRecord(RunRecord):

@@ -31,8 +31,9 @@ from tasks.stats.calibration import (
     tercile_intervals,
 )
 from tasks.stats.estimate import Interval
-from tasks.stats.interaction import Factorial, InteractionTable, find_factorials, interaction_table
-from tasks.stats.paired import PairedComparison, inside_noise_floor, paired_comparison
+from tasks.report.unit_outcomes import Interaction, UnitOutcomes, paired
+from tasks.stats.interaction import find_factorials
+from tasks.stats.paired import PairedComparison, inside_noise_floor
 from tasks.stats.paired_score import paired_score_interval
 from tasks.stats.weighted import WeightedChange, weighted_accuracy, weighted_change
 from tasks.stats.wilson import clustered_wilson_from_sums, clustered_wilson_interval
@@ -194,13 +195,6 @@ class PositionShift:
     better: int
 
 
-@dataclass(frozen=True)
-class Interaction:
-    factorial: Factorial
-    slice: str
-    table: InteractionTable
-
-
 @dataclass
 class RunFigures:
     run: dict[str, Any]
@@ -247,50 +241,6 @@ class ToolLevel(Level):
     tool: str = ""
 
 
-class _Outcomes:
-    """request_outcomes of a run as columns (a polars frame): a 1M-row run has 333k of them, ~230 MB as
-    Python dicts and ~20 MB as columns. Lists are made only for the group a statistic needs."""
-
-    COLUMNS = ("arm", "request_id", "slice", "expected", "correct", "trials", "failed")
-
-    def __init__(self, frame: pl.DataFrame):
-        self.frame = frame
-
-    @classmethod
-    def read(cls, con: duckdb.DuckDBPyConnection, run_id: str) -> _Outcomes:
-        return cls(frame(con, f"SELECT {', '.join(cls.COLUMNS)} FROM request_outcomes WHERE run_id = ? "
-                              "ORDER BY arm, request_id", [run_id]))
-
-    def arm(self, arm: str) -> pl.DataFrame:
-        return self.frame.filter(pl.col("arm") == arm)
-
-    def clustered_rates(self, keys: list[str], count: str) -> dict[tuple, Interval]:
-        """Per group of ``keys``, the request-clustered Wilson interval of ``count`` (e.g. failed) out of the
-        trials, from the group's sums (``tasks/stats/wilson``), without making a list per group."""
-        p = pl.col(count).sum() / pl.col("trials").sum()
-        residual = pl.col(count) - p * pl.col("trials")
-        sums = self.frame.group_by(keys).agg(k=pl.col(count).sum(), m=pl.col("trials").sum(),
-                                             e2=(residual ** 2).sum(), e4=(residual ** 4).sum(), n=pl.len())
-        return {tuple(r[key] for key in keys): clustered_wilson_from_sums(r["k"], r["m"], r["e2"], r["e4"], r["n"])
-                for r in sums.iter_rows(named=True)}
-
-    def aligned(self, arms: list[str]) -> pl.DataFrame:
-        """The requests every one of ``arms`` answered, one row each, sorted by request id: the first arm's
-        slice and, per arm ``i``, ``expected_i``, ``correct_i`` and ``trials_i``."""
-        joined = None
-        for i, name in enumerate(arms):
-            part = self.arm(name).select(
-                "request_id", *(["slice"] if i == 0 else []), pl.col("expected").alias(f"expected_{i}"),
-                pl.col("correct").alias(f"correct_{i}"), pl.col("trials").alias(f"trials_{i}"))
-            joined = part if joined is None else joined.join(part, on="request_id", how="inner")
-        return joined.sort("request_id")
-
-
-def _paired(rows: pl.DataFrame, a: int = 0, b: int = 1) -> PairedComparison:
-    return paired_comparison(rows[f"correct_{a}"].to_list(), rows[f"trials_{a}"].to_list(),
-                             rows[f"correct_{b}"].to_list(), rows[f"trials_{b}"].to_list())
-
-
 def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
     runs = records(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])
     if not runs:
@@ -317,7 +267,8 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
                        seed_min=r["seed_min"], seed_max=r["seed_max"], n_effective=r["n_effective"], tool=r["tool"])
              for r in records(con, "SELECT * FROM per_tool_accuracy WHERE run_id = ? ORDER BY slice, tool, rung",
                               [run_id])]
-    outcomes = _Outcomes.read(con, run_id)
+    outcomes = UnitOutcomes.read(con, "SELECT arm, request_id AS unit, slice, expected, correct, trials, failed "
+                                      "FROM request_outcomes WHERE run_id = ? ORDER BY arm, request_id", [run_id])
     slice_spread = {(x.arm, x.slice): x.seed_spread for x in slices}
     tool_spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
     slice_changes: list[Change] = []
@@ -325,17 +276,17 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
     weighted_changes: dict[tuple[str, str], WeightedChange] = {}
     for comparison in comparisons:
         base, arm = comparison["baseline"], comparison["arm"]
-        common = outcomes.aligned([base, arm])
+        common = outcomes.aligned([base, arm], extra=["expected"])
         same_label = pl.col("expected_0") == pl.col("expected_1")
         for slice_ in sorted(common["slice"].unique().to_list()):
             part = common.filter(pl.col("slice") == slice_)
-            slice_changes.append(Change(base, arm, slice_, None, _paired(part),
+            slice_changes.append(Change(base, arm, slice_, None, paired(part),
                                         slice_spread.get((base, slice_), 0.0), slice_spread.get((arm, slice_), 0.0)))
             relabelled = dict(part.filter(~same_label)["expected_0"].value_counts().iter_rows())
             stable_part = part.filter(same_label)
             for tool in sorted(stable_part["expected_0"].unique().to_list()):
                 tool_changes.append(Change(base, arm, slice_, tool,
-                                           _paired(stable_part.filter(pl.col("expected_0") == tool)),
+                                           paired(stable_part.filter(pl.col("expected_0") == tool)),
                                            tool_spread.get((base, slice_, tool), 0.0),
                                            tool_spread.get((arm, slice_, tool), 0.0), relabelled.get(tool, 0)))
         stable = common.filter(same_label)
@@ -369,7 +320,7 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
                                "position_third", [run_id]),
         position_shifts=_position_shifts(con, run_id, rung),
         calibration=_calibration(con, run_id),
-        interactions=_interactions(arms, outcomes),
+        interactions=outcomes.interactions(find_factorials(arms)),
         failures=_failures(con, run_id, outcomes.clustered_rates(["arm", "slice"], "failed")),
         notices=provisional_notice(con, run_id),
         arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id]),
@@ -468,17 +419,4 @@ def _calibration(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Calibratio
                                tercile_intervals=tercile_intervals(confidence, correct, ids, seeds),
                                bin_intervals=bin_intervals(confidence, correct, ids),
                                brier_interval=brier_interval(confidence, correct, ids)))
-    return out
-
-
-def _interactions(arms: list[dict[str, Any]], outcomes: _Outcomes) -> list[Interaction]:
-    out = []
-    for factorial in find_factorials(arms):
-        names = [factorial.baseline, factorial.first, factorial.second, factorial.both]
-        common = outcomes.aligned(names)
-        for slice_ in sorted(common["slice"].unique().to_list()):
-            part = common.filter(pl.col("slice") == slice_)
-            table = interaction_table([part[f"correct_{i}"].to_list() for i in range(len(names))],
-                                      [part[f"trials_{i}"].to_list() for i in range(len(names))])
-            out.append(Interaction(factorial, slice_, table))
     return out

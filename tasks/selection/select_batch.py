@@ -8,7 +8,7 @@ from contextlib import nullcontext
 from typing import ContextManager
 
 from schemas.arrow import to_arrow_table
-from schemas.selection.rows import Selection, SelectionRow
+from schemas.selection.rows import HostedTurn, Selection, SelectionRow
 from tasks.run.drill_points import reached
 from tasks.run.result_cache import CacheSpec, ResultCache
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit
@@ -46,12 +46,9 @@ def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cac
     }
 
 
-ROUTING_COLUMNS = ("stop_reason", "price_version", "route", "router", "router_pick", "router_confidence",
-                   "router_probabilities", "router_latency_ms", "router_cost_usd", "decided_by", "fallback",
-                   "judge_verdict", "judge_votes", "judge_cost_usd",
-                   "arguments", "n_tool_calls", "cached_input_tokens", "cache_write_tokens", "served_model_evidence")
-"""Selection fields copied to the row as they are (hosted models, routing, judge: issue 4; reply shapes and
-prompt caches: issue 13). ``http_attempts`` is this run's: 0 on a cache hit."""
+ROUTING_COLUMNS = tuple(name for name in HostedTurn.model_fields if name != "http_attempts")
+"""A hosted turn's fields, copied from the selection to its row as they are (``http_attempts`` is this run's:
+0 on a cache hit)."""
 
 
 def routing_columns(selection: Selection) -> dict:

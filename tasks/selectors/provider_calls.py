@@ -71,16 +71,24 @@ class CallResult:
         return self.reply is not None and self.detail is None
 
 
-def make_provider(kind: str, options: Mapping[str, Any], api_key: str) -> ChatProvider:
-    if kind == "openai":
-        return OpenAIChat(api_key, resolve_base_url(kind, options), options)
-    if kind == "anthropic":
-        return AnthropicMessages(api_key, resolve_base_url(kind, options), options)
-    raise ValueError(f"unknown provider {kind}")
+ADAPTERS: dict[str, Callable[[str, str, Mapping[str, Any]], ChatProvider]] = {
+    "openai": OpenAIChat, "anthropic": AnthropicMessages}
+"""Provider kind -> its adapter (api key, base URL, options): one turn, the first tool call read."""
+
+
+def make_provider(kind: str, options: Mapping[str, Any], api_key: str,
+                  adapters: Mapping[str, Callable[[str, str, Mapping[str, Any]], ChatProvider]] = ADAPTERS
+                  ) -> ChatProvider:
+    if kind not in adapters:
+        raise ValueError(f"unknown provider {kind}")
+    return adapters[kind](api_key, resolve_base_url(kind, options), options)
 
 
 class ProviderCaller:
     """Calls one pinned model at one endpoint under the arm's retry policy and concurrency bound."""
+
+    adapters = ADAPTERS
+    """The SDK adapters it builds its provider from (a conversation-speaking caller names its own)."""
 
     def __init__(self, kind: str, model_id: str, options: Mapping[str, Any],
                  sleep: Callable[[float], None] = time.sleep):
@@ -107,7 +115,7 @@ class ProviderCaller:
                     self._key = read_api_key(self.kind, self.options)
                     if self._key is None:
                         return None
-                    self._provider = make_provider(self.kind, self.options, self._key)
+                    self._provider = make_provider(self.kind, self.options, self._key, self.adapters)
         return self._provider
 
     def estimate_usd(self, request: ChatRequest) -> float:

@@ -17,8 +17,7 @@ from typing import Any, Mapping, Sequence
 from schemas.catalogue import ToolSpec
 from schemas.surface.task import SurfaceTask
 from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger
-from tasks.selectors.chat_options import read_api_key, resolve_base_url
-from tasks.selectors.chat_types import ChatProvider, WireTool
+from tasks.selectors.chat_types import WireTool
 from tasks.selectors.provider_calls import ProviderCaller
 from tasks.selectors.tool_names import ToolNameMap
 from tasks.selectors.tool_schemas import wire_schema
@@ -38,16 +37,7 @@ from tasks.surface.conversation_wire import (
 class ConversationCaller(ProviderCaller):
     """The provider caller with conversation-speaking adapters."""
 
-    def provider(self) -> ChatProvider | None:
-        if self._provider is None:
-            with self._provider_lock:
-                if self._provider is None:
-                    self._key = read_api_key(self.kind, self.options)
-                    if self._key is None:
-                        return None
-                    adapter = OpenAIConversation if self.kind == "openai" else AnthropicConversation
-                    self._provider = adapter(self._key, resolve_base_url(self.kind, self.options), self.options)
-        return self._provider
+    adapters = {"openai": OpenAIConversation, "anthropic": AnthropicConversation}
 
 
 def wire_tool(tool: ToolSpec, wire: str) -> WireTool:

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import polars as pl
 
-from tasks.stats.interaction import Factorial, InteractionTable, find_factorials, interaction_table
-from tasks.stats.paired import PairedComparison, paired_comparison
+from tasks.report.unit_outcomes import Interaction, UnitOutcomes, paired
+from tasks.stats.interaction import find_factorials
+from tasks.stats.paired import PairedComparison
 from warehouse.query import records
 
 ARM_RESPECTS = ("surface_hash", "prompt_hash", "model_id", "agent", "agent_options_hash", "taskset_version")
@@ -33,14 +35,6 @@ class TaskComparisonFigures:
     """The arms differ only in the prompt and the agent does not read prompts (the offline baseline)."""
 
 
-@dataclass(frozen=True)
-class TaskInteraction:
-    factorial: Factorial
-    table: InteractionTable
-    version: str
-    slice: str
-
-
 @dataclass
 class SurfaceFigures:
     run_id: str
@@ -54,7 +48,7 @@ class SurfaceFigures:
     side_effects: list[dict[str, Any]]
     stop_reasons: list[dict[str, Any]]
     comparisons: list[TaskComparisonFigures] = field(default_factory=list)
-    interactions: list[TaskInteraction] = field(default_factory=list)
+    interactions: list[Interaction] = field(default_factory=list)
 
     def arm(self, name: str) -> dict[str, Any]:
         return next(a for a in self.arms if a["arm"] == name)
@@ -62,43 +56,6 @@ class SurfaceFigures:
     @property
     def baseline_arms(self) -> list[str]:
         return [a["arm"] for a in self.arms if not a["reads_prompt"]]
-
-
-def _outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[tuple[str, str], dict[str, tuple[int, int, str]]]:
-    """(arm, version) -> task -> (successes, trials, slice)."""
-    out: dict[tuple[str, str], dict[str, tuple[int, int, str]]] = {}
-    for r in records(con, "SELECT arm, taskset_version, task_id, successes, trials, slice FROM task_outcomes "
-                          "WHERE run_id = ?", [run_id]):
-        out.setdefault((r["arm"], r["taskset_version"]), {})[r["task_id"]] = (r["successes"], r["trials"], r["slice"])
-    return out
-
-
-def compare(outcomes: dict[str, dict[str, tuple[int, int, str]]], baseline: str, arm: str,
-            slice_: str | None) -> PairedComparison | None:
-    """Paired comparison of two arms on the tasks both ran (optionally one slice)."""
-    a, b = outcomes.get(baseline, {}), outcomes.get(arm, {})
-    tasks = sorted(t for t in a.keys() & b.keys() if slice_ is None or a[t][2] == slice_)
-    if not tasks:
-        return None
-    return paired_comparison([a[t][0] for t in tasks], [a[t][1] for t in tasks],
-                             [b[t][0] for t in tasks], [b[t][1] for t in tasks])
-
-
-def interactions(arms: list[dict[str, Any]], outcomes: dict[tuple[str, str], dict[str, tuple[int, int, str]]]
-                 ) -> list[TaskInteraction]:
-    found = []
-    for square in find_factorials(arms, ARM_RESPECTS):
-        version = next(a["taskset_version"] for a in arms if a["arm"] == square.baseline)
-        names = [square.baseline, square.first, square.second, square.both]
-        per_arm = [outcomes.get((name, next(a["taskset_version"] for a in arms if a["arm"] == name)), {})
-                   for name in names]
-        common = sorted(set.intersection(*(set(p) for p in per_arm)))
-        for slice_ in sorted({per_arm[0][t][2] for t in common}):  # slices are never pooled
-            tasks = [t for t in common if per_arm[0][t][2] == slice_]
-            table = interaction_table([[p[t][0] for t in tasks] for p in per_arm],
-                                      [[p[t][1] for t in tasks] for p in per_arm])
-            found.append(TaskInteraction(square, table, version, slice_))
-    return found
 
 
 def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> SurfaceFigures:
@@ -115,20 +72,16 @@ def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> Surface
         side_effects=records(con, "SELECT * FROM task_side_effects WHERE run_id = ? ORDER BY rung", [run_id]),
         stop_reasons=records(con, "SELECT * FROM task_stop_reasons WHERE run_id = ? ORDER BY rung, n DESC", [run_id]),
     )
-    outcomes = _outcomes(con, run_id)
+    outcomes = UnitOutcomes.read(con, "SELECT arm, task_id AS unit, slice, successes AS correct, trials "
+                                      "FROM task_outcomes WHERE run_id = ? ORDER BY arm, task_id", [run_id])
     reads = {a["arm"]: a["reads_prompt"] for a in arms}
-    version_of = {a["arm"]: a["taskset_version"] for a in arms}
-    slices = sorted({r["slice"] for r in figures.success})
     for c in records(con, "SELECT * FROM task_comparisons WHERE run_id = ? ORDER BY baseline, arm", [run_id]):
         changed = list(c["changed"])
-        calibration = changed == ["version"]
         nothing = changed == ["prompt"] and not reads.get(c["baseline"], True) and not reads.get(c["arm"], True)
-        base, other = outcomes.get((c["baseline"], version_of[c["baseline"]]), {}), \
-            outcomes.get((c["arm"], version_of[c["arm"]]), {})
-        for slice_ in slices:
-            paired = compare({"a": base, "b": other}, "a", "b", slice_)
-            if paired is not None:
-                figures.comparisons.append(TaskComparisonFigures(c["baseline"], c["arm"], changed, slice_, paired,
-                                                                 calibration, nothing))
-    figures.interactions = interactions(arms, outcomes)
+        common = outcomes.aligned([c["baseline"], c["arm"]])
+        for slice_ in sorted(common["slice"].unique().to_list()):  # comparisons are per slice, never pooled
+            figures.comparisons.append(TaskComparisonFigures(
+                c["baseline"], c["arm"], changed, slice_, paired(common.filter(pl.col("slice") == slice_)),
+                changed == ["version"], nothing))
+    figures.interactions = outcomes.interactions(find_factorials(arms, ARM_RESPECTS))
     return figures

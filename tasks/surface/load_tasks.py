@@ -27,7 +27,8 @@ from pydantic import ValidationError
 from schemas.surface.task import FIXTURE_INCLUDE_KEY, SurfaceTask, TaskSetManifest
 from tasks.files.content_hash import parts_sha256
 from tasks.files.input_errors import InputError, Problem
-from tasks.taskset.load_taskset import read_json_model, validation_message
+from tasks.files.json_lines import read_json_objects
+from tasks.taskset.load_taskset import freeze_manifest, read_json_model, validation_message
 
 
 def task_paths(taskset_dir: Path, version: str) -> dict[str, Path]:
@@ -94,24 +95,14 @@ def merge_fixtures(shared: list[dict[str, Any]], own: dict[str, Any]) -> dict[st
 
 def read_task_lines(path: Path) -> list[TaskLine]:
     """The tasks of a JSON Lines file; every bad line is reported with its number (and id when readable)."""
-    if not path.is_file():
-        raise InputError.one(str(path), "", "file-exists", "tasks file not found")
     lines: list[TaskLine] = []
     problems: list[Problem] = []
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                data = json.loads(raw)
-            except json.JSONDecodeError as error:
-                problems.append(Problem(str(path), f"line {number}", "json-lines", f"not JSON: {error.msg}"))
-                continue
-            where = f"line {number}" + (f" (id {data['id']})" if isinstance(data, dict) and "id" in data else "")
-            try:
-                lines.append(TaskLine(number, SurfaceTask.model_validate(data)))
-            except ValidationError as error:
-                problems.append(Problem(str(path), where, "task-schema", validation_message(error)))
+    for number, data in read_json_objects(path, problems, "tasks file"):
+        try:
+            lines.append(TaskLine(number, SurfaceTask.model_validate(data)))
+        except ValidationError as error:
+            where = f"line {number}" + (f" (id {data['id']})" if "id" in data else "")
+            problems.append(Problem(str(path), where, "task-schema", validation_message(error)))
     if problems:
         raise InputError(problems)
     return lines
@@ -173,20 +164,11 @@ def freeze_task_version(taskset_dir: Path, version: str, slices: list[str], *, p
     paths = task_paths(taskset_dir, version)
     lines = read_task_lines(paths["tasks"])
     names = included_files(lines)
-    actual = content_hash(taskset_dir, version, names)
-    if paths["manifest"].is_file():
-        existing = read_json_model(paths["manifest"], TaskSetManifest)
-        if existing.content_hash != actual:
-            raise InputError.one(str(paths["manifest"]), "", "version-immutable",
-                                 f"version {version} is frozen with hash {existing.content_hash[:12]}; its files now "
-                                 f"hash to {actual[:12]}. Versions are never overwritten: write a new version.")
-        return existing
     tasks = [line.task for line in lines]
-    manifest = TaskSetManifest(
+    return freeze_manifest(paths["manifest"], TaskSetManifest, version, content_hash(taskset_dir, version, names),
+                           lambda actual: TaskSetManifest(
         taskset=taskset_dir.name, version=version, parent=parent,
         created_at=datetime.now(timezone.utc).replace(microsecond=0), slices=slices, content_hash=actual,
         n_tasks=len(tasks), counts_by_slice=dict(sorted(Counter(t.slice for t in tasks).items())),
         counts_by_intent=dict(sorted(Counter(t.intent for t in tasks if t.intent).items())),
-        fixture_files=names, notes=notes)
-    paths["manifest"].write_text(manifest.model_dump_json(indent=2) + "\n")
-    return manifest
+        fixture_files=names, notes=notes))

@@ -54,7 +54,8 @@ def interaction_tables(figures: SurfaceFigures) -> list[ReportTable]:
     for found in figures.interactions:
         f, t = found.factorial, found.table
         title = (f"Interaction: {RESPECT_WORDS.get(f.first_respect, f.first_respect)} x "
-                 f"{RESPECT_WORDS.get(f.second_respect, f.second_respect)} (version {found.version}), "
+                 f"{RESPECT_WORDS.get(f.second_respect, f.second_respect)} "
+                 f"(version {figures.arm(f.baseline)['taskset_version']}), "
                  f"{f.baseline} / {f.first} / {f.second} / {f.both}")
         if not tables or tables[-1].title != title:
             tables.append(ReportTable(

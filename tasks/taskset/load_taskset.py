@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 import polars as pl
 from pydantic import BaseModel, ValidationError
@@ -201,31 +201,29 @@ def freeze_version(
     taskset_dir = Path(taskset_dir)
     paths = version_paths(taskset_dir, version)
     requests = read_request_table(paths["requests"])
-    actual = content_hash(taskset_dir, version)
-    if paths["manifest"].is_file():
-        existing = read_json_model(paths["manifest"], VersionManifest)
+    return freeze_manifest(paths["manifest"], VersionManifest, version, content_hash(taskset_dir, version),
+                           lambda actual: VersionManifest(
+        taskset=taskset_dir.resolve().name, version=version, parent=parent,
+        created_at=datetime.now(timezone.utc).replace(microsecond=0), slices=slices, content_hash=actual,
+        n_requests=requests.height, counts_by_label=dict(sorted(Counter(requests["expected"].to_list()).items())),
+        window=window, sampling_seed=sampling_seed, notes=notes))
+
+
+def freeze_manifest(path: Path, model: type[M], version: str, actual: str, build: Callable[[str], M]) -> M:
+    """A version's manifest (a task-set version of either instrument): the one there when it holds the files'
+    hash ``actual`` (versions are immutable: one that differs is refused, write a new version), else
+    ``build(actual)``, created whole and only if absent (``write_exclusive``)."""
+    if path.is_file():
+        existing = read_json_model(path, model)
         if existing.content_hash != actual:
             raise InputError.one(
-                str(paths["manifest"]), "", "version-immutable",
+                str(path), "", "version-immutable",
                 f"version {version} is frozen with hash {existing.content_hash[:12]}; its files now hash to "
                 f"{actual[:12]}. Versions are never overwritten: write a new version.",
             )
         return existing
-    manifest = VersionManifest(
-        taskset=taskset_dir.resolve().name,
-        version=version,
-        parent=parent,
-        created_at=datetime.now(timezone.utc).replace(microsecond=0),
-        slices=slices,
-        content_hash=actual,
-        n_requests=requests.height,
-        counts_by_label=dict(sorted(Counter(requests["expected"].to_list()).items())),
-        window=window,
-        sampling_seed=sampling_seed,
-        notes=notes,
-    )
-    if not write_exclusive(paths["manifest"], manifest.model_dump_json(indent=2) + "\n"):
+    manifest = build(actual)
+    if not write_exclusive(path, manifest.model_dump_json(indent=2) + "\n"):
         # another writer froze the version meanwhile: accept its manifest if it holds the same hash
-        return freeze_version(taskset_dir, version, slices, parent=parent, notes=notes, window=window,
-                              sampling_seed=sampling_seed)
+        return freeze_manifest(path, model, version, actual, build)
     return manifest
