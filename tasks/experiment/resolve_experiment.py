@@ -14,7 +14,7 @@ from schemas.experiment import ArmSpec, Comparison, ExperimentFile
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.yaml_files import load_yaml
-from tasks.instruments import ArmRefused, Instrument, instrument, instrument_of
+from tasks.instruments import instrument, instrument_of
 from tasks.taskset.load_taskset import load_prompt
 
 SEED_LIMIT = 2 ** 63
@@ -22,6 +22,14 @@ MIN_SEEDS = 3
 ARM_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 T = TypeVar("T")
+
+
+class ArmRefused(Exception):
+    """An arm that cannot run as written: (rule, message) pairs, placed by the core at the arm."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"[{rule}] {message}" for rule, message in problems))
+        self.problems = problems
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,9 +110,9 @@ class ResolvedExperiment:
         return next(a for a in self.arms if a.name == name)
 
 
-def read_experiment(path: Path) -> tuple[Instrument, ExperimentFile]:
-    """Parse the YAML and validate it against the experiment file of the instrument it is for, naming the
-    file and the line."""
+def read_experiment(path: Path) -> tuple[Any, ExperimentFile]:
+    """The experiment's instrument (tasks/instrument.py) and the file, parsed and validated against that
+    instrument's experiment file, naming the file and the line."""
     path = Path(path)
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "experiment file not found")
@@ -162,7 +170,7 @@ def arm_name_problems(spec: ExperimentFile, file: str) -> list[Problem]:
     return problems
 
 
-def resolve_arms(kind: Instrument, spec: ExperimentFile, context: ArmContext, file: str
+def resolve_arms(kind: Any, spec: ExperimentFile, context: ArmContext, file: str
                  ) -> tuple[list[ResolvedArm], list[Problem]]:
     """Every arm merged with the defaults, checked for completeness, then resolved by its instrument."""
     arms: list[ResolvedArm] = []

@@ -20,7 +20,8 @@ from schemas.criteria import Verdict
 from tasks.experiment.criteria import changed_since_registration, read_registration, registered_criteria
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.instruments import Instrument, instrument
+from tasks.instrument import Instrument
+from tasks.instruments import instrument
 from tasks.report.judge import judge, no_criteria, not_judged
 from tasks.report.render import write_report_files
 from tasks.report.report_types import Report

@@ -14,7 +14,7 @@ from schemas.criteria import CriteriaFile
 from schemas.taskset import ProductionWeights
 from tasks.experiment.criteria import experiment_criteria
 from tasks.experiment.resolve_experiment import ResolvedExperiment, resolve_experiment
-from tasks.instruments import Instrument, instrument
+from tasks.instruments import instrument
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,8 @@ class PreparedRun:
     weights: ProductionWeights | None = None
 
     @property
-    def instrument(self) -> Instrument:
+    def instrument(self) -> Any:
+        """The experiment's ``Instrument`` (tasks/instrument.py)."""
         return instrument(self.experiment.instrument)
 
     @property

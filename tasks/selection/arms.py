@@ -11,9 +11,8 @@ from typing import Any
 
 from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.selection.experiment import PER_REQUEST_CATALOGUE
-from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm
+from tasks.experiment.resolve_experiment import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
-from tasks.instruments import ArmRefused
 from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
 from tasks.selectors.router_setup import OFFLINE_ROUTER_KINDS, router_setup
 from tasks.taskset.load_taskset import load_catalogue, version_paths

@@ -1,6 +1,6 @@
 """The selection instrument: which tool a model (or a router) picks for each labelled request of a frozen
 task-set version, per tool, per confused pair and weighted by production traffic (seed 000; routers with a
-confidence gate: seed 004). What it says to the core (tasks/instruments.py), each part from its own module:
+confidence gate: seed 004). What it says to the core (tasks/instrument.py), each part from its own module:
 
     arms.py           an arm: a catalogue and a selector with its pinned model (router cut-offs settled)
     versions.py       a version's labelled requests: loaded, label-checked, never scored by a model that saw them
@@ -17,7 +17,7 @@ from __future__ import annotations
 from schemas.selection.criteria import SelectionCriteria
 from schemas.selection.experiment import RESPECTS, SelectionExperimentFile
 from schemas.selection.rows import SelectionRunRecord
-from tasks.instruments import Instrument, Words
+from tasks.instrument import Instrument, Words
 from tasks.selection.arms import resolve_selection_arm
 from tasks.selection.figures import load_figures
 from tasks.selection.gates import JUDGES

@@ -1,5 +1,6 @@
 """The offline selectors (lexical BM25, MiniLM embedding, the trained decision model): one instance per process and configuration, so
-models load once whether a selector serves an arm or a routed arm's decision model."""
+models load once whether a selector serves an arm or a routed arm's decision model (the two base routers'
+instances are base_routers.py's, which the trained model's features read too)."""
 
 from __future__ import annotations
 
@@ -8,32 +9,30 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from tasks.selectors.base import Selector
-from tasks.selectors.embedding import EmbeddingSelector
-from tasks.selectors.lexical import LexicalSelector
-
-from tasks.selectors.router_setup import DEFAULT_MODELS, OFFLINE_ROUTER_KINDS as OFFLINE_KINDS
+from tasks.selectors.base_routers import _cached as _base_routers
+from tasks.selectors.base_routers import base_router
+from tasks.selectors.router_setup import DEFAULT_MODELS
+from tasks.selectors.router_setup import OFFLINE_ROUTER_KINDS as OFFLINE_KINDS
 
 __all__ = ["DEFAULT_MODELS", "OFFLINE_KINDS", "offline_selector", "clear"]
 
 
 @lru_cache(maxsize=None)
-def _cached(kind: str, model_id: str, options_json: str) -> Selector:
-    options: dict[str, Any] = json.loads(options_json)
-    if kind == "lexical":
-        return LexicalSelector(model_id, options)
-    if kind == "embedding":
-        return EmbeddingSelector(model_id, options)
-    if kind == "trained":
-        from tasks.selectors.trained import TrainedSelector  # its training code imports the two routers
+def _trained(model_id: str, options_json: str) -> Selector:
+    from tasks.selectors.trained import TrainedSelector  # numpy and the model file: only for arms that use it
 
-        return TrainedSelector(model_id, options)
-    raise ValueError(f"unknown offline selector kind '{kind}'")
+    return TrainedSelector(model_id, json.loads(options_json))
 
 
 def offline_selector(kind: str, model_id: str, options: Mapping[str, Any]) -> Selector:
-    return _cached(kind, model_id, json.dumps(dict(options), sort_keys=True))
+    if kind == "trained":
+        return _trained(model_id, json.dumps(dict(options), sort_keys=True))
+    if kind not in OFFLINE_KINDS:
+        raise ValueError(f"unknown offline selector kind '{kind}'")
+    return base_router(kind, model_id, options)
 
 
 def clear() -> None:
     """Forget the built offline selectors."""
-    _cached.cache_clear()
+    _trained.cache_clear()
+    _base_routers.cache_clear()

@@ -30,12 +30,11 @@ from tasks.selectors.decision_features import (
     NONE_FEATURES,
     TOOL_FEATURES,
     Examples,
-    RequestScores,
     feature_arrays,
     text_hash,
 )
 from tasks.selectors.embedding import DEFAULT_MODEL_ID
-from tasks.selectors.offline import offline_selector
+from tasks.selectors.base_routers import request_texts, router_scores
 from tasks.stats.calibration import expected_calibration_error
 from tasks.taskset.load_taskset import load_catalogue, load_version
 from tasks.taskset.request_table import parse_messages, parse_tools
@@ -49,29 +48,6 @@ METHOD = ("conditional logit over MiniLM cosine, BM25 and kNN-to-labelled-exampl
 
 def fold_of(hashed_text: str, folds: int, salt: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{salt}:{hashed_text}".encode()).digest()[:8], "big") % folds
-
-
-def router_scores(inputs: list[SelectionInput]) -> tuple[list[RequestScores], np.ndarray]:
-    """Cosine and BM25 per offered tool, and the request embeddings, as the offline routers compute them."""
-    lexical = offline_selector("lexical", "bm25-okapi", {"abstain_threshold": "never"})
-    embedding = offline_selector("embedding", DEFAULT_MODEL_ID, {"abstain_threshold": "never"})
-    cos, bm25 = embedding.scores(inputs), lexical.scores(inputs)
-    scores = [RequestScores(tuple(t.name for t in item.tools),
-                            np.asarray(c if c is not None else np.zeros(len(item.tools))),
-                            np.asarray(b if b is not None else np.zeros(len(item.tools))))
-              for item, c, b in zip(inputs, cos, bm25)]
-    return scores, embedding.embed(request_texts(inputs))
-
-
-def request_texts(inputs: list[SelectionInput]) -> list[str]:
-    """The request texts the embedding router encodes (the last user turn)."""
-    embedding = offline_selector("embedding", DEFAULT_MODEL_ID, {"abstain_threshold": "never"})
-    return [embedding.request_text(item) for item in inputs]
-
-
-def embed_texts(texts: list[str]) -> np.ndarray:
-    """Unit-length MiniLM embeddings, as the embedding router computes them (cached per process)."""
-    return offline_selector("embedding", DEFAULT_MODEL_ID, {"abstain_threshold": "never"}).embed(texts)
 
 
 @dataclass(frozen=True)

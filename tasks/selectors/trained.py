@@ -31,7 +31,7 @@ from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import softmax, utilities
 from tasks.selectors.decision_features import Examples, feature_arrays, text_hash
 from tasks.selectors.router_setup import DEFAULT_MODELS, parse_threshold
-from tasks.selectors.train_decision_model import embed_texts, router_scores
+from tasks.selectors.base_routers import embed_texts, router_scores
 
 DEFAULT_MODEL_ID = DEFAULT_MODELS["trained"]
 LEAKED = "the decision model learned from this request (trained with one fold: no model that did not see it)"

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.surface.rows import SurfaceArmRecord
-from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm
+from tasks.experiment.resolve_experiment import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
-from tasks.instruments import ArmRefused
 from tasks.selectors.chat_options import ROUTING_OPTIONS, answer_options, check_hosted_arm
 from tasks.surface.load_surface import ResolvedSurface, load_surface
 

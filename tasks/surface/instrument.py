@@ -1,6 +1,6 @@
 """The task instrument: tasks done by an agent on a tool surface (seed 001), each a request, fixtures, an
 outcome assertion and a budget, scored on the outcome; counted per call (invalid vs error vs retry) and per
-tool, with the counters a redesign may make worse. What it says to the core (tasks/instruments.py), each
+tool, with the counters a redesign may make worse. What it says to the core (tasks/instrument.py), each
 part from its own module:
 
     arms.py           an arm: a surface (a toolkit through a transform) and the agent working on it
@@ -17,7 +17,7 @@ from __future__ import annotations
 from schemas.surface.criteria import SurfaceCriteria
 from schemas.surface.experiment import SURFACE_RESPECTS, SurfaceExperimentFile
 from schemas.surface.rows import SurfaceRunRecord
-from tasks.instruments import Instrument, Words
+from tasks.instrument import Instrument, Words
 from tasks.surface.arms import arm_record, fill_surface_arm, resolve_surface_arm
 from tasks.surface.figures import load_surface_figures
 from tasks.surface.gates import JUDGES

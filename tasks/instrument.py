@@ -1,0 +1,97 @@
+"""What an instrument says to the core, as one typed record (``Instrument``): the only place the core and an
+instrument meet. Each instrument declares one (``INSTRUMENT`` in tasks/selection/instrument.py and
+tasks/surface/instrument.py) from functions of its own modules; tasks/instruments.py finds it by name.
+
+The core is the path every measurement takes: ``tasks/experiment`` (resolve the arms, the one-change rule,
+seeds and pinned ids, read the criteria), ``tasks/run`` (check before anything runs, plan work units, run and
+land them, register the run, pick up what a crash or a held warehouse left) and ``tasks/report`` (judge the
+gates, publish the report). An instrument says only what is its own: what an arm's artefact is, what a
+task-set version holds and how it is checked, how one work unit runs and which rows it lands, which records
+it registers besides the run, its arms and comparisons, and its figures, gate kinds and report tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from duckdb import DuckDBPyConnection
+from pydantic import BaseModel
+
+from schemas.criteria import CriteriaFile, GateResult, Verdict
+from schemas.experiment import ExperimentFile
+from schemas.run_records import ArmRecord, RunRecord
+from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm, ResolvedExperiment
+from tasks.report.report_types import Report
+from tasks.run.prepare_run import Loaded, PreparedRun
+from tasks.run.work_units import RunContext, UnitResult, WorkUnit
+from warehouse.tables import STORES, InstrumentStore
+
+
+def _nothing(*args: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Words:
+    """How an instrument's items are counted in a run's summary line."""
+
+    items: str
+    """'rows' / 'task runs'."""
+    ok: str
+    """What a good item is: 'correct' / 'succeeded'."""
+    failed: str
+    """What a failed item is: 'invalid/error/empty' / 'stopped on a provider error or the run's budget'."""
+
+
+@dataclass(frozen=True)
+class Instrument:
+    """What one instrument says to the core: one object each (``INSTRUMENT`` in its module)."""
+
+    name: str
+    experiment_file: type[ExperimentFile]
+    """The experiment file's schema, with the instrument's arms, comparisons and defaults."""
+    criteria_file: type[CriteriaFile]
+    """The criteria file's schema, with the instrument's gate kinds."""
+    respects: tuple[str, ...]
+    """The respects two arms can differ in (the one-change rule), in the order they are named."""
+    arm_fields: tuple[str, ...]
+    """What every arm must have once merged with the experiment's defaults."""
+    run_record: type[RunRecord]
+    """The run record's schema: the core's fields and the instrument's own (schemas/run_records.py)."""
+    words: Words
+    # -- the experiment and what it reads, before the run --------------------------------------------------
+    resolve_arm: Callable[[str, int, dict[str, Any], ArmContext], ResolvedArm]
+    """(name, rung, merged fields, context) -> the arm with its artefact read and checked; raises
+    ``ArmRefused`` (rule, message pairs) or InputError."""
+    load: Callable[[ResolvedExperiment], Loaded]
+    """Each task-set version the arms use, loaded and checked (nothing is called, nothing written)."""
+    work_items: Callable[[Any], Sequence[Any]]
+    """What a loaded version's work units are batches of: its labelled requests, its tasks (sliceable)."""
+    # -- the run -------------------------------------------------------------------------------------------
+    run_unit: Callable[[WorkUnit, RunContext], UnitResult]
+    """Run one unit (its cache first) and land its rows as Parquet; failures are rows, never raised."""
+    arm_record: Callable[[ResolvedArm, dict[str, Any]], ArmRecord]
+    """The arm's record; the dict holds the fields every instrument's arm record has."""
+    # -- the report ----------------------------------------------------------------------------------------
+    load_figures: Callable[[DuckDBPyConnection, str], Any]
+    """A registered run's figures, read from its views: what the gates judge and the report shows."""
+    judges: Mapping[str, Callable[..., GateResult]]
+    """Gate kind -> the function that judges it on the instrument's figures."""
+    build_report: Callable[[Any, Verdict | None], Report]
+    """The report's tables from the figures, the verdict first."""
+    # -- what only some instruments need -------------------------------------------------------------------
+    fill_arm: Callable[[dict[str, Any]], None] = _nothing
+    """Fill what an arm may leave out, once the experiment's defaults are merged in."""
+    check_before_run: Callable[[PreparedRun, bool], None] = _nothing
+    """(prepared run, allow provisional labels): what must hold beyond the core's checks (InputError if not)."""
+    records: Callable[[PreparedRun, Sequence[WorkUnit], str], dict[str, list[BaseModel]]] = \
+        lambda prepared, units, run_id: {}
+    """Records the run registers besides the run, its arms and its comparisons: table -> records."""
+    run_fields: Callable[[PreparedRun], dict[str, Any]] = lambda prepared: {}
+    """Fields of the run record that are the instrument's own (e.g. the weights window)."""
+
+    @property
+    def store(self) -> InstrumentStore:
+        """The tables, folders and cache it keeps in a warehouse (warehouse/tables.py)."""
+        return STORES[self.name]
