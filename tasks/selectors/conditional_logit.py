@@ -9,7 +9,6 @@ vector is shared by every tool, so the model scores tools it never saw in traini
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
 
 NONE_INDEX = -1
 """The label index of 'none' (tools are 0..width-1)."""
@@ -60,6 +59,8 @@ def fit_logit(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: 
             grad[d:] = diff[:, width] @ none_x
         return value, grad + 2 * l2 * theta
 
+    from scipy.optimize import minimize  # training only: scoring with a trained model never loads scipy.optimize
+
     theta0 = np.zeros(d + e)
     theta0[0] = 1.0  # start from "more similar is better"
     result = minimize(loss, theta0, jac=True, method="L-BFGS-B", options={"maxiter": 500})
@@ -81,4 +82,6 @@ def fit_temperature(u: np.ndarray, labels: np.ndarray) -> float:
 
     if len(labels) == 0:
         return 1.0
+    from scipy.optimize import minimize_scalar
+
     return float(np.exp(minimize_scalar(nll, bounds=(-3.0, 3.0), method="bounded").x))

@@ -34,3 +34,9 @@ def test_plan_imports_only_the_standard_library_for_its_statistics():
 def test_the_report_statistics_import_neither_scipy_nor_statsmodels():
     loaded = loaded_after_import(REPORT)
     assert "scipy" not in loaded and "statsmodels" not in loaded
+
+
+def test_the_trained_selector_loads_neither_its_training_code_nor_scipy():
+    loaded = loaded_after_import(["tasks.selectors.trained", "tasks.selectors.offline"])
+    assert "tasks.selectors.train_decision_model" not in loaded  # the import circle through it is cut
+    assert not {m for m in loaded if m == "scipy" or m.startswith("scipy.")}
