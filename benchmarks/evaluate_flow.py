@@ -153,18 +153,18 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
     """Seconds per step of the flow, calling the plain functions in order (cache off), no Prefect."""
     from datetime import datetime, timezone
 
+    import tasks.run.work_units as work_units
     import tasks.selection.select_batch as select_batch
-    from tasks.taskset.label_checks import check_labels
-    from tasks.taskset.load_taskset import load_version, load_weights
-    from tasks.selection.plan_batch import plan_units
+    from tasks.experiment.resolve_experiment import resolve_experiment
+    from tasks.report.publish import judge_and_publish
     from tasks.run.prepare_run import prepare_run
     from tasks.run.registration_records import new_run_id, registration_records
-    from tasks.report.publish import publish_report
-    from tasks.experiment.resolve_experiment import resolve_experiment
-    from tasks.selectors.call_budget import RunLedger, ledger_path
     from tasks.run.result_cache import ResultCache
-from tasks.selection.select_batch import SELECTIONS
+    from tasks.run.work_units import RunContext, plan_units
     from tasks.selectors import registry
+    from tasks.selectors.call_budget import RunLedger, ledger_path
+    from tasks.taskset.label_checks import check_labels
+    from tasks.taskset.load_taskset import load_version, load_weights
     from warehouse.location import warehouse_at
     from warehouse.register_run import register_run
 
@@ -184,16 +184,14 @@ from tasks.selection.select_batch import SELECTIONS
     catalogues = [arm.catalogue for arm in resolved.arms if arm.catalogue is not None]
     timed("prepare: GE label checks", lambda: check_labels(version, catalogues, weights, None))
     prepared = timed("prepare_run (all of the above)", lambda: prepare_run(experiment))
-    requests = {v: loaded.table for v, loaded in prepared.versions.items()}
-    units = timed("plan_units", lambda: plan_units(prepared.experiment, requests, prepared.taskset))
+    units = timed("plan_units", lambda: plan_units(prepared))
 
-    def select_all(warehouse_dir: Path, use_cache: bool, run_id: str) -> select_batch.RunContext:
+    def select_all(warehouse_dir: Path, use_cache: bool, run_id: str) -> RunContext:
         warehouse = warehouse_at(warehouse_dir)
         # as flows/evaluate.py builds it (the run ledger is a file beside the cache, cache on or off)
-        ctx = select_batch.RunContext(run_id=run_id, experiment=prepared.experiment.name,
-                                      rows_dir=warehouse.rows_dir,
-                                      cache_path=warehouse.cache_path if use_cache else None,
-                                      ledger_path=ledger_path(warehouse.cache_path))
+        cache_path = warehouse.root / "cache" / prepared.instrument.store.cache_file
+        ctx = RunContext(run_id=run_id, experiment=prepared.experiment.name, warehouse=warehouse.root,
+                         cache_path=cache_path if use_cache else None, ledger_path=ledger_path(cache_path))
         for unit in units:
             select_batch.select_and_land(unit, ctx)
         return ctx
@@ -202,9 +200,9 @@ from tasks.selection.select_batch import SELECTIONS
     watch.wrap(select_batch, "plan_batch", "  plan_batch (tools in seed order, labels, cache keys)")
     watch.wrap(select_batch, "build_row", "  build_row (scoring + dict)")
     watch.wrap(select_batch, "to_arrow_table", "  to_arrow_table")
-    watch.wrap(select_batch, "write_partition", "  write_partition (Parquet + fsync)")
-    watch.wrap(SelectionCache, "get_many", "  cache get_many")
-    watch.wrap(SelectionCache, "put_many", "  cache put_many")
+    watch.wrap(work_units, "write_partition", "  write_partition (Parquet + fsync)")
+    watch.wrap(ResultCache, "get_many", "  cache get_many")
+    watch.wrap(ResultCache, "put_many", "  cache put_many")
     watch.wrap(RunLedger, "__init__", "  run ledger open (SQLite file, WAL)")
     watch.wrap(RunLedger, "close", "  run ledger close (WAL checkpoint)")
     registry.clear_selectors()
@@ -235,16 +233,16 @@ from tasks.selection.select_batch import SELECTIONS
 
     registration = timed("registration_records", lambda: registration_records(prepared, units, run_id, started_at))
     warehouse = warehouse_at(warehouse_dir)
-    timed("register_run (DuckDB load)", lambda: register_run(warehouse.db_path, warehouse.rows_dir, registration))
-    timed("publish_report (views -> md + html)", lambda: publish_report(warehouse, run_id))
+    timed("register_run (DuckDB load)", lambda: register_run(warehouse.root, registration))
+    timed("judge_and_publish (views -> md + html)", lambda: judge_and_publish(warehouse, run_id))
 
     cache_dir = workdir / "warehouse-breakdown-cache"
     for label, tag in (("cache cold fill", "c"), ("cache warm", "w")):
         watch = Stopwatch()
-        watch.wrap(SelectionCache, "__init__", "  cache open (SQLite file, WAL)")
-        watch.wrap(SelectionCache, "get_many", "  cache get_many (SELECT + validate_json)")
-        watch.wrap(SelectionCache, "put_many", "  cache put_many (model_dump_json + INSERT)")
-        watch.wrap(SelectionCache, "close", "  cache close (WAL checkpoint)")
+        watch.wrap(ResultCache, "__init__", "  cache open (SQLite file, WAL)")
+        watch.wrap(ResultCache, "get_many", "  cache get_many (SELECT + validate_json)")
+        watch.wrap(ResultCache, "put_many", "  cache put_many (model_dump_json + INSERT)")
+        watch.wrap(ResultCache, "close", "  cache close (WAL checkpoint)")
         registry.clear_selectors()
         try:
             timed(f"select_and_land, every unit ({label})", lambda: select_all(cache_dir, True, run_id + tag))
@@ -370,7 +368,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             cpu = f"{cpu_parts[label]:6.2f}" if label in cpu_parts else ""
             print(f"  {label:62s} {seconds:7.2f}  {seconds / expected_rows * 1000:7.3f}  {cpu}")
         flow_parts = ("prepare_run (all of the above)", "plan_units", "select_and_land, every unit (cache off)",
-                      "registration_records", "register_run (DuckDB load)", "publish_report (views -> md + html)")
+                      "registration_records", "register_run (DuckDB load)", "judge_and_publish (views -> md + html)")
         total = sum(parts[p] for p in flow_parts)
         print(f"  {'sum of the flow steps (cache off)':62s} {total:7.2f}  {total / expected_rows * 1000:7.3f}")
         print("  (indented lines: parts of the select_and_land pass above; the flow runs that pass in "

@@ -3,7 +3,7 @@
     python benchmarks/task_harness.py [--latency-ms 200] [--concurrency 32] [--tasks 500] [--turns 2]
 
 1. Harness cost per task step, offline: the bundled four-arm experiment (tasksets/support_tasks: 5 arms x
-   3 seeds x 250 tasks) through the plain functions the flow's tasks wrap (``run_task_unit``: agent loop,
+   3 seeds x 250 tasks) through the plain function the flow's task wraps (``run_unit``: agent loop,
    backend, scoring, rows, Parquet), cache off, no Prefect. Reported per agent turn (a step), split into the
    offline baseline agent's own time (BM25 routing and argument filling) and the rest (the harness).
 2. Per-task throughput against the loopback server (a separate process) answering after ``--latency-ms``:
@@ -29,9 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from tasks.surface.plan_task_units import plan_task_units  # noqa: E402
-from tasks.surface.prepare_task_run import prepare_task_run  # noqa: E402
-from tasks.surface.run_unit import run_task_unit, TaskRunContext  # noqa: E402
+from tasks.run.prepare_run import prepare_run  # noqa: E402
+from tasks.run.work_units import RunContext, WorkUnit, plan_units, run_unit  # noqa: E402
 
 FOLDER = ROOT / "tasksets" / "support_tasks"
 KEY = "sk-benchmark-not-a-real-key"
@@ -45,14 +44,14 @@ def landed(directory: Path) -> list[dict]:
 
 
 def offline(warehouse: Path) -> None:
-    prepared = prepare_task_run(FOLDER / "experiments" / "four_arms.yaml")
-    units = plan_task_units(prepared.experiment, prepared.versions)
-    ctx = TaskRunContext(run_id="bench-offline", experiment="bench", runs_dir=warehouse / "task_runs",
-                         calls_dir=warehouse / "task_calls", cache_path=None)
-    run_task_unit(units[0], ctx)  # warm-up: imports, BM25 indexes of the first arm
+    prepared = prepare_run(FOLDER / "experiments" / "four_arms.yaml")
+    units = plan_units(prepared)
+    ctx = RunContext(run_id="bench-offline", experiment="bench", warehouse=warehouse, cache_path=None)
+    run_unit(units[0], RunContext(run_id="bench-warm-up", experiment="bench", warehouse=warehouse / "warm-up",
+                                  cache_path=None))  # imports, BM25 indexes of the first arm
     started, cpu = time.perf_counter(), time.process_time()
     for unit in units:
-        run_task_unit(unit, ctx)
+        run_unit(unit, ctx)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     rows = landed(warehouse / "task_runs")
     turns = sum(r["n_turns"] for r in rows)
@@ -80,20 +79,20 @@ def hosted(warehouse: Path, latency_ms: float, concurrency: int, n_tasks: int, t
             f"model: gpt-4.1-mini-2025-04-14, options: {{base_url: 'http://127.0.0.1:{port}/v1', "
             f"concurrency: {concurrency}}}}}\n")
         os.environ["OPENAI_API_KEY"] = KEY
-        prepared = prepare_task_run(experiment)
-        units = plan_task_units(prepared.experiment, prepared.versions)
-        left = n_tasks
-        for unit in units:  # exactly n_tasks tasks
-            unit.tasks = unit.tasks[:max(0, left)]
-            left -= len(unit.tasks)
-        units = [u for u in units if u.tasks]
-        ctx = TaskRunContext(run_id="bench-hosted", experiment="bench", runs_dir=warehouse / "hosted_runs",
-                             calls_dir=warehouse / "hosted_calls", cache_path=None)
+        prepared = prepare_run(experiment)
+        units, left = [], n_tasks
+        for unit in plan_units(prepared):  # exactly n_tasks tasks
+            if left > 0:
+                units.append(WorkUnit(arm=unit.arm, seed=unit.seed, batch_index=unit.batch_index,
+                                      batch=unit.batch[:left], taskset=unit.taskset,
+                                      taskset_version=unit.taskset_version))
+                left -= len(units[-1].batch)
+        ctx = RunContext(run_id="bench-hosted", experiment="bench", warehouse=warehouse / "hosted", cache_path=None)
         started, cpu = time.perf_counter(), time.process_time()
         with ThreadPoolExecutor(max_workers=4) as pool:  # the flow's thread runner: four units at a time
-            list(pool.map(lambda u: run_task_unit(u, ctx), units))
+            list(pool.map(lambda u: run_unit(u, ctx), units))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-        rows = landed(warehouse / "hosted_runs")
+        rows = landed(warehouse / "hosted" / "task_runs")
         bound = concurrency / (turns * latency_ms / 1000)
         stops = {s: sum(r["stop_reason"] == s for r in rows) for s in {r["stop_reason"] for r in rows}}
         print(f"hosted: {len(rows):,} tasks x {turns} turns at {latency_ms:g} ms latency, concurrency {concurrency}: "
