@@ -1,4 +1,5 @@
-"""What every run registers besides its rows: the run, its arms and its declared comparisons.
+"""What every run registers: the run, its arms, its declared comparisons, and the columns each row of a
+unit of work starts with.
 
 Each instrument adds its own fields (schemas/selection/rows.py, schemas/surface/rows.py) and keeps them in
 tables of its own (warehouse/tables.py: ``runs`` / ``arms`` / ``comparisons`` for selection,
@@ -59,3 +60,27 @@ class ComparisonRecord(BaseModel):
     baseline: str = Field(description="Arm compared from.")
     arm: str = Field(description="Arm compared to.")
     changed: list[str] = Field(description="Respects in which the two arms differ.")
+
+
+class UnitRow(BaseModel):
+    """The columns every instrument's row of a unit (run, arm, seed) starts with, before the item's own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run this row belongs to.")
+    experiment: str = Field(description="Experiment name.")
+    arm: str = Field(description="Arm name.")
+    rung: int = Field(description="1-based position of the arm in the experiment (ladder order).")
+    seed: int = Field(description="Seed: which recorded permutation of the tool order was offered.")
+    taskset: str = Field(description="Task-set name.")
+    taskset_version: str = Field(description="Task-set version id.")
+
+
+class UnitKey(BaseModel):
+    """The key of a unit of work (run, arm, seed) that a record of it starts with: a seed's order, a call's row."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="The run.")
+    arm: str = Field(description="The arm.")
+    seed: int = Field(description="The seed.")

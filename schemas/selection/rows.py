@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.run_records import ArmRecord, RunRecord
+from schemas.run_records import ArmRecord, RunRecord, UnitKey, UnitRow
 
 Outcome = Literal["correct", "wrong_tool", "no_tool", "invalid", "error", "empty"]
 """What happened on one row. Never merged: an invalid or empty reply is not a correct 'none'.
@@ -94,18 +94,9 @@ class Selection(HostedTurn):
     retries: int = Field(default=0, description="Retries spent on this request.")
 
 
-class _ScoredSelection(BaseModel):
+class _ScoredSelection(UnitRow):
     """The columns of a selection row before its hosted turn's (``SelectionRow``)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="The run this row belongs to.")
-    experiment: str = Field(description="Experiment name.")
-    arm: str = Field(description="Arm (rung) name.")
-    rung: int = Field(description="1-based position of the arm in the experiment (ladder order).")
-    seed: int = Field(description="Seed: which recorded permutation of the tool order was used.")
-    taskset: str = Field(description="Task-set name.")
-    taskset_version: str = Field(description="Task-set version id.")
     request_id: str = Field(description="Labelled request id.")
     slice: str = Field(description="Slice of the request; slices are never averaged into one figure.")
     intent: str | None = Field(description="Intent tag of the request.")
@@ -172,14 +163,9 @@ class OfferedTool(BaseModel):
     tool: str = Field(description="A tool in the set.")
 
 
-class SeedOrder(BaseModel):
+class SeedOrder(UnitKey):
     """Where a tool stands in a seed's recorded permutation: the table ``seed_orders``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="The run.")
-    arm: str = Field(description="The arm.")
-    seed: int = Field(description="The seed.")
     tool: str = Field(description="A tool of the arm's catalogue.")
     position: int = Field(description="1-based position of the tool in the permuted catalogue.")
 

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.run_records import ArmRecord, RunRecord
+from schemas.run_records import ArmRecord, RunRecord, UnitKey, UnitRow
 
 StopReason = Literal["model_stop", "max_calls", "max_turns", "max_tokens", "max_wall", "error", "empty_reply",
                      "run_budget"]
@@ -74,18 +74,9 @@ class TaskOutcome(BaseModel):
     served_model_id: str | None = Field(default=None, description="Model id as the provider reported it.")
 
 
-class TaskRunRow(BaseModel):
+class TaskRunRow(UnitRow):
     """One row per (run, arm, seed, task): the table ``task_runs``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="The run this row belongs to.")
-    experiment: str = Field(description="Experiment name.")
-    arm: str = Field(description="Arm name.")
-    rung: int = Field(description="1-based position of the arm in the experiment.")
-    seed: int = Field(description="Seed: which recorded permutation of the tool order was offered.")
-    taskset: str = Field(description="Task-set name.")
-    taskset_version: str = Field(description="Task-set version id (t1, t2, ...).")
     task_id: str = Field(description="Task id.")
     slice: str = Field(description="Slice of the task; slices are never averaged into one figure.")
     intent: str | None = Field(description="Declared intent of the task.")
@@ -121,14 +112,9 @@ class TaskRunRow(BaseModel):
     cache_hit: bool = Field(description="The outcome came from the task cache: no agent turn was run again.")
 
 
-class _CallContext(BaseModel):
+class _CallContext(UnitKey):
     """The run context of a tool call's row: its columns before the call's own (``TaskCallRow``)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str = Field(description="The run.")
-    arm: str = Field(description="The arm.")
-    seed: int = Field(description="The seed.")
     taskset_version: str = Field(description="Task-set version.")
     task_id: str = Field(description="The task.")
     slice: str = Field(description="Slice of the task.")

@@ -29,18 +29,23 @@ class Case:
 
     value: Interval
     describe: str
+    limit: float | None = None
+    """The case's own limit (a slice's floor), where the gate has no single one."""
 
 
 def _arms(figures: RunFigures, selection: ArmSelection) -> list[str]:
     return select_arms(selection, figures.arm_order, {c["arm"] for c in figures.comparisons})
 
 
-def _result(gate, statement: str, cases: list[Case], failed: list[Case], closest: Case | None,
+def _result(gate, statement: str, cases: list[Case], bad_below: bool, limit: float | None = None,
             skip_reason: str = "", unjudged_reason: str = "") -> GateResult:
+    """The cases beyond the limit (each case's own where ``limit`` is None) fail; the closest to failing is
+    the evidence of a pass. ``bad_below``: lower is worse (floors, drops)."""
+    failed = [c for c in cases if beyond(c.value, c.limit if limit is None else limit, bad_below, gate.rule)]
+    closest = (min if bad_below else max)(cases, key=lambda c: c.value.estimate, default=None)
     return gate_result(gate, f"{statement} ({RULE_WORDS[gate.rule]}; {TOLERANCE_WORDS})", len(cases),
                        [c.describe for c in failed], [f"closest: {closest.describe}"] if closest else [],
                        skip_reason=skip_reason, unjudged_reason=unjudged_reason)
-
 
 
 def _change_line(c: Change, figures: RunFigures, what: str) -> str:
@@ -63,9 +68,8 @@ def judge_tool_drop(gate: ToolDropGate, figures: RunFigures) -> GateResult:
     statement = (f"no tool with >= {pct(gate.min_volume_share, 0)} of traffic drops more than "
                  f"{gate.max_drop_points:g} points in a comparison (paired on the same requests)")
     if not figures.weights:
-        return _result(gate, statement, [], [], None, unjudged_reason="the run has no production weights: "
+        return _result(gate, statement, [], True, unjudged_reason="the run has no production weights: "
                        "which tools carry the volume is unknown")
-    limit = -gate.max_drop_points / 100
     cases = []
     for c in figures.tool_changes:
         weight = figures.weights.get(c.tool or "")
@@ -74,9 +78,7 @@ def judge_tool_drop(gate: ToolDropGate, figures: RunFigures) -> GateResult:
         if gate.slices is not None and c.slice not in gate.slices:
             continue
         cases.append(Case(c.paired.change, _change_line(c, figures, c.tool or "")))
-    failed = [x for x in cases if beyond(x.value, limit, True, gate.rule)]
-    closest = min(cases, key=lambda x: x.value.estimate, default=None)
-    return _result(gate, statement, cases, failed, closest,
+    return _result(gate, statement, cases, True, -gate.max_drop_points / 100,
                    skip_reason="no comparison has a tool over the volume share")
 
 
@@ -86,28 +88,24 @@ def judge_confused_pair(gate: ConfusedPairGate, figures: RunFigures) -> GateResu
     cases = [Case(p.share, f"{p.expected} -> {p.chosen} in {p.arm}: {p.n} of {p.n_failures} failed rows = "
                            f"{pct(p.share.estimate)} (95% CI {interval_text(p.share)})")
              for p in figures.pairs if p.arm in arms]
-    failed = [x for x in cases if beyond(x.value, gate.max_share, False, gate.rule)]
-    closest = max(cases, key=lambda x: x.value.estimate, default=None)
-    return _result(gate, statement, cases, failed, closest, skip_reason="no arm judged has a confused pair")
+    return _result(gate, statement, cases, False, gate.max_share, skip_reason="no arm judged has a confused pair")
 
 
 def judge_weighted_floor(gate: WeightedFloorGate, figures: RunFigures) -> GateResult:
     statement = f"traffic-weighted accuracy is at least {pct(gate.min_accuracy, 0)}"
     if not figures.weights:
-        return _result(gate, statement, [], [], None, unjudged_reason="the run has no production weights")
+        return _result(gate, statement, [], True, unjudged_reason="the run has no production weights")
     arms = set(_arms(figures, gate.arms))
     cases = [Case(w.weighted, f"{w.arm}: weighted {pct(w.weighted.estimate)} (95% CI {interval_text(w.weighted)}), "
                               f"unweighted {pct(w.unweighted)}, {pct(w.weight_covered)} of traffic covered")
              for w in figures.weighted if w.arm in arms and w.weighted is not None]
-    failed = [x for x in cases if beyond(x.value, gate.min_accuracy, True, gate.rule)]
-    closest = min(cases, key=lambda x: x.value.estimate, default=None)
-    return _result(gate, statement, cases, failed, closest)
+    return _result(gate, statement, cases, True, gate.min_accuracy)
 
 
 def judge_weighted_drop(gate: WeightedDropGate, figures: RunFigures) -> GateResult:
     statement = f"traffic-weighted accuracy drops no more than {gate.max_drop_points:g} points in a comparison"
     if not figures.weights:
-        return _result(gate, statement, [], [], None, unjudged_reason="the run has no production weights")
+        return _result(gate, statement, [], True, unjudged_reason="the run has no production weights")
     cases = []
     for (base, arm), change in figures.weighted_changes.items():
         if change.weighted is None:
@@ -118,28 +116,18 @@ def judge_weighted_drop(gate: WeightedDropGate, figures: RunFigures) -> GateResu
         cases.append(Case(change.weighted, f"{base} -> {arm}: weighted {points(change.weighted.estimate)} pts "
                                            f"(95% CI {change_span(change.weighted)}); unweighted "
                                            f"{points(change.unweighted.estimate)}; largest parts: {drivers}"))
-    failed = [x for x in cases if beyond(x.value, -gate.max_drop_points / 100, True, gate.rule)]
-    closest = min(cases, key=lambda x: x.value.estimate, default=None)
-    return _result(gate, statement, cases, failed, closest, skip_reason="the run declares no comparison")
+    return _result(gate, statement, cases, True, -gate.max_drop_points / 100,
+                   skip_reason="the run declares no comparison")
 
 
 def judge_slice_floor(gate: SliceFloorGate, figures: RunFigures) -> GateResult:
     floors = ", ".join(f"{s} >= {pct(f, 0)}" for s, f in gate.floors.items())
     statement = f"accuracy per slice: {floors}"
-    arms = _arms(figures, gate.arms)
-    cases, failed = [], []
-    for arm in arms:
-        for slice_, floor in gate.floors.items():
-            level = figures.level(arm, slice_)
-            if level is None:
-                continue
-            case = Case(level.interval, f"{slice_} in {arm}: {pct_with_fraction(level.correct, level.n)} "
-                                        f"(95% CI {interval_text(level.interval)}) vs floor {pct(floor, 0)}")
-            cases.append(case)
-            if beyond(level.interval, floor, True, gate.rule):
-                failed.append(case)
-    closest = min(cases, key=lambda x: x.value.estimate, default=None)
-    return _result(gate, statement, cases, failed, closest, skip_reason="no judged arm has rows in these slices")
+    cases = [Case(level.interval, f"{slice_} in {arm}: {pct_with_fraction(level.correct, level.n)} "
+                                  f"(95% CI {interval_text(level.interval)}) vs floor {pct(floor, 0)}", floor)
+             for arm in _arms(figures, gate.arms) for slice_, floor in gate.floors.items()
+             if (level := figures.level(arm, slice_)) is not None]
+    return _result(gate, statement, cases, True, skip_reason="no judged arm has rows in these slices")
 
 
 def judge_confidence_gap(gate: ConfidenceGapGate, figures: RunFigures) -> GateResult:
@@ -154,9 +142,7 @@ def judge_confidence_gap(gate: ConfidenceGapGate, figures: RunFigures) -> GateRe
         cases.append(Case(cal.gap, f"{cal.arm}: most confident third {pct(high['accuracy'])}, least "
                                    f"{pct(low['accuracy'])}: gap {points(cal.gap.estimate)} pts "
                                    f"(95% CI {change_span(cal.gap)})"))
-    failed = [x for x in cases if beyond(x.value, gate.min_gap_points / 100, True, gate.rule)]
-    closest = min(cases, key=lambda x: x.value.estimate, default=None)
-    return _result(gate, statement, cases, failed, closest,
+    return _result(gate, statement, cases, True, gate.min_gap_points / 100,
                    skip_reason="no judged arm's selector gives a confidence")
 
 
@@ -166,9 +152,7 @@ def judge_failure_rate(gate: FailureRateGate, figures: RunFigures) -> GateResult
     cases = [Case(f.rate, f"{f.slice} in {f.arm}: {pct_with_fraction(f.invalid + f.error + f.empty, f.n)} "
                           f"(invalid {f.invalid}, error {f.error}, empty {f.empty}; 95% CI {interval_text(f.rate)})")
              for f in figures.failures if f.arm in arms]
-    failed = [x for x in cases if beyond(x.value, gate.max_rate, False, gate.rule)]
-    closest = max(cases, key=lambda x: x.value.estimate, default=None)
-    return _result(gate, statement, cases, failed, closest)
+    return _result(gate, statement, cases, False, gate.max_rate)
 
 
 JUDGES: dict[str, Callable[..., GateResult]] = {

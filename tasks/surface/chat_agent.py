@@ -11,6 +11,7 @@ empty or cut short (``empty_reply``), or the run's budget refuses the call (``ru
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Mapping, Sequence
 
@@ -30,7 +31,6 @@ from tasks.surface.conversation_wire import (
     Event,
     OpenAIConversation,
     Said,
-    WireCall,
 )
 
 
@@ -53,7 +53,6 @@ class ChatSession:
         self.tools = tuple(wire_tool(t, self.names.wire(t.name)) for t in tools)
         self.system = prompt
         self.events: list[Event] = [Said(m.role, m.content) for m in task.messages]
-        self.last_calls: dict[str, WireCall] = {}
 
     def next_turn(self) -> AgentTurn:
         agent = self.agent
@@ -71,7 +70,7 @@ class ChatSession:
             turn.detail = result.detail
             return turn
         assert reply is not None
-        calls: list[WireCall] = list(reply.extra.get("calls") or [])
+        calls: list[ProposedCall] = list(reply.extra.get("calls") or [])
         if reply.unfinished or (not calls and not reply.text.strip()):
             turn.failed = "empty_reply"
             turn.detail = (f"unfinished reply (stop reason {reply.stop_reason})" if reply.unfinished
@@ -80,8 +79,7 @@ class ChatSession:
         turn.text = reply.text
         if calls:
             self.events.append(Called(reply.text, tuple(calls)))
-            self.last_calls = {c.call_id: c for c in calls}
-            turn.calls = [ProposedCall(c.call_id, self.names.original(c.name) or c.name, c.arguments) for c in calls]
+            turn.calls = [dataclasses.replace(c, name=self.names.original(c.name) or c.name) for c in calls]
         else:
             self.events.append(Said("assistant", reply.text))
         return turn

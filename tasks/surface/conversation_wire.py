@@ -18,15 +18,7 @@ from typing import Any, Mapping
 from tasks.selectors.anthropic_messages import AnthropicMessages
 from tasks.selectors.chat_types import ChatReply, ChatRequest, WireTool
 from tasks.selectors.openai_chat import OpenAIChat
-
-
-@dataclass(frozen=True)
-class WireCall:
-    call_id: str
-    name: str
-    """Wire name, as the model gave it."""
-    arguments: Any
-    """JSON text (OpenAI) or an object (Anthropic), as the model gave them."""
+from tasks.surface.agent_types import ProposedCall
 
 
 @dataclass(frozen=True)
@@ -42,7 +34,7 @@ class Called:
     """An assistant turn with tool calls (and perhaps text)."""
 
     text: str
-    calls: tuple[WireCall, ...]
+    calls: tuple[ProposedCall, ...]
 
 
 @dataclass(frozen=True)
@@ -156,7 +148,7 @@ class OpenAIConversation(OpenAIChat):
         reply = OpenAIChat.read_reply(data)
         choices = data.get("choices") or []
         message = (choices[0].get("message") or {}) if choices else {}
-        calls = [WireCall(str(c.get("id") or f"call_{i}"), (c.get("function") or {}).get("name") or "",
+        calls = [ProposedCall(str(c.get("id") or f"call_{i}"), (c.get("function") or {}).get("name") or "",
                           (c.get("function") or {}).get("arguments"))
                  for i, c in enumerate(message.get("tool_calls") or [])]
         return dataclasses.replace(reply, extra={"calls": calls})
@@ -176,6 +168,6 @@ class AnthropicConversation(AnthropicMessages):
     @staticmethod
     def read_reply(data: Mapping[str, Any]) -> ChatReply:
         reply = AnthropicMessages.read_reply(data)
-        calls = [WireCall(str(b.get("id") or f"toolu_{i}"), b.get("name") or "", b.get("input"))
+        calls = [ProposedCall(str(b.get("id") or f"toolu_{i}"), b.get("name") or "", b.get("input"))
                  for i, b in enumerate(data.get("content") or []) if b.get("type") == "tool_use"]
         return dataclasses.replace(reply, extra={"calls": calls})
