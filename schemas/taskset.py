@@ -72,17 +72,23 @@ class Adjudication(BaseModel):
     decided_at: datetime = Field(description="When it was decided.")
 
 
-class VersionManifest(BaseModel):
-    """``<version>.manifest.json``: what a task-set version holds and the hash that freezes it."""
+class FrozenVersion(BaseModel):
+    """What every task-set version's manifest starts with (either instrument's): the hash that freezes it."""
 
     model_config = ConfigDict(extra="forbid")
 
     taskset: str = Field(description="Task-set name.")
-    version: str = Field(description="Version id: v1, v2, ...")
+    version: str = Field(description="Version id: v1, v2, ... (requests to select for), t1, t2, ... (tasks).")
     parent: str | None = Field(default=None, description="The version this one was derived from.")
     created_at: datetime = Field(description="When the version was frozen.")
-    slices: list[str] = Field(description="The slices requests may belong to.")
-    content_hash: str = Field(description="sha256 over the version's requests and adjudications files.")
+    slices: list[str] = Field(description="The slices its requests (or tasks) may belong to.")
+    content_hash: str = Field(description="sha256 over the version's files (see each manifest).")
+
+
+class VersionManifest(FrozenVersion):
+    """``<version>.manifest.json``: what a task-set version holds; its hash covers the requests and
+    adjudications files."""
+
     n_requests: int = Field(description="Number of requests.")
     counts_by_label: dict[str, int] = Field(description="Requests per expected label.")
     window: str | None = Field(default=None, description="Production window the version was sampled from.")

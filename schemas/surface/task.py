@@ -17,12 +17,11 @@ exactly one of these keys:
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
-from schemas.taskset import Message
+from schemas.taskset import FrozenVersion, Message, last_user_text
 
 MatcherKind = Literal["equals", "contains", "regex", "one_of", "absent"]
 MATCHER_KINDS: tuple[str, ...] = ("equals", "contains", "regex", "one_of", "absent")
@@ -200,23 +199,13 @@ class SurfaceTask(BaseModel):
 
     @property
     def text(self) -> str:
-        for message in reversed(self.messages):
-            if message.role == "user":
-                return message.content
-        return ""
+        return last_user_text(self.messages)
 
 
-class TaskSetManifest(BaseModel):
-    """``tN.manifest.json``: what a task-set version holds and the hash that freezes it."""
+class TaskSetManifest(FrozenVersion):
+    """``tN.manifest.json``: what a version of tasks holds; its hash covers the tasks file and the shared
+    fixture files it includes."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    taskset: str = Field(description="Task-set name.")
-    version: str = Field(description="Version id: t1, t2, ...")
-    parent: str | None = Field(default=None, description="The version this one was derived from.")
-    created_at: datetime = Field(description="When the version was frozen.")
-    slices: list[str] = Field(description="The slices tasks may belong to.")
-    content_hash: str = Field(description="sha256 over the tasks file and the shared fixture files it includes.")
     n_tasks: int = Field(description="Number of tasks.")
     counts_by_slice: dict[str, int] = Field(description="Tasks per slice.")
     counts_by_intent: dict[str, int] = Field(default_factory=dict, description="Tasks per declared intent.")
