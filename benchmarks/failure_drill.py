@@ -6,7 +6,7 @@ mid-run. Prints one line per case and the figures quoted in the README ("Reliabi
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --only kills --points records-saved,registered
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --json drill.json
 
-Kills are placed with the environment hook TOOLEVAL_DRILL_KILL_AT (tasks/run/drill_points.py): the run
+Kills are placed with the environment hook TOOLEVAL_DRILL_KILL_AT (tasks/drill_points.py): the run
 SIGKILLs itself at a named step, so where it dies does not depend on the machine's load. The fast subset of
 the same drill is tests/flows/test_failure_drill.py. Exits non-zero if any case did not hold.
 """

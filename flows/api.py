@@ -32,11 +32,11 @@ from flows.prefect_server import (
     run_server,
 )
 from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks
+from tasks.drill_points import reached
 from tasks.report.publish import open_read_only, read_report, require_warehouse
 from tasks.report.report_types import Report
 from tasks.report.sql_session import SqlSession
 from tasks.run.deferred_registration import LateRegistration, register_saved_run
-from tasks.run.drill_points import reached
 from tasks.run.preflight import check_before_run
 from tasks.run.prepare_run import prepare_once
 from tasks.selection.run_compare import ArmPairComparison, compare_runs
@@ -46,7 +46,7 @@ from warehouse.location import Warehouse, warehouse_at
 
 if TYPE_CHECKING:  # the flow module imports Prefect: only runs pay for it
     from flows.evaluate import RunSummary
-    from tasks.selectors.fit_router_cutoff import FittedCutoff
+    from tasks.selection.fit_router_cutoff import FittedCutoff
     from tasks.selectors.train_decision_model import TrainedModel
     from tasks.tracing.phoenix_experiments import PhoenixPublication
 
@@ -219,7 +219,7 @@ def fit_cutoff(experiment_path: str | Path, arm: str, out: str | Path | None = N
                salt: str | None = None) -> "FittedCutoff":
     """Fit the 'none' cut-off of an arm's offline router on one hash half of its task-set version, confirm
     it on the other, and write it (default ``cutoffs/<arm>-<version>.json`` beside the experiment)."""
-    from tasks.selectors.fit_router_cutoff import DEFAULT_SALT, fit_router_cutoff
+    from tasks.selection.fit_router_cutoff import DEFAULT_SALT, fit_router_cutoff
 
     return fit_router_cutoff(Path(experiment_path), arm, Path(out) if out else None, salt or DEFAULT_SALT)
 

@@ -24,10 +24,10 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.progress import UnitProgress, done_for_good
 from schemas.criteria import Verdict
+from tasks.drill_points import reached
 from tasks.experiment.criteria import register_criteria
 from tasks.report.publish import judge_and_publish
 from tasks.report.report_types import Report
-from tasks.run.drill_points import reached
 from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
 from tasks.run.prepare_run import prepare_once
 from tasks.run.registration_records import new_run_id, registration_records

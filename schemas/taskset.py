@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, Sequence
+from typing import Collection, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.catalogue import ToolSpec
+from schemas.catalogue import NONE_LABEL, ToolSpec
 
 
 class Message(BaseModel):
@@ -25,6 +25,16 @@ def last_user_text(messages: Sequence[Message]) -> str:
         if message.role == "user":
             return message.content
     return ""
+
+
+def effective_label(expected: str, fallback: str | None, offered: Collection[str]) -> str:
+    """The right answer for the tools an arm offers (a request's ``expected`` and ``fallback``): the label,
+    else the fallback, else 'none'."""
+    if expected == NONE_LABEL or expected in offered:
+        return expected
+    if fallback is not None and fallback in offered:
+        return fallback
+    return NONE_LABEL
 
 
 class LabelledRequest(BaseModel):

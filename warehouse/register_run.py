@@ -14,8 +14,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from schemas.arrow import to_arrow_table
+from tasks.drill_points import reached
 from tasks.files.atomic_write import write_atomic
-from tasks.run.drill_points import reached
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
 from warehouse.tables import STORES, TABLES, InstrumentStore

@@ -194,3 +194,18 @@ def registered_criteria(registration: CriteriaRegistration, model: type[Criteria
     if sha256_hex(raw) != registration.sha256:
         raise ValueError(f"the registered copy {registration.copy} does not match sha256 {registration.sha256[:12]}")
     return parse_criteria(registration.copy, raw, model)
+
+
+def criteria_to_judge(registration: CriteriaRegistration, recorded_hash: str | None, check_source: bool,
+                      model: type[CriteriaFile]) -> tuple[CriteriaFile | None, str]:
+    """The registered criteria a run is judged against, or (None, why they cannot be trusted): the
+    registration must hold the hash the run recorded, its kept copy must still hash to it, and with
+    ``check_source`` the criteria file must not have changed since it was registered."""
+    if recorded_hash and recorded_hash != registration.sha256:
+        return None, "the registration files do not match the criteria hash in the run record"
+    if check_source and (reason := changed_since_registration(registration)):
+        return None, reason
+    try:
+        return registered_criteria(registration, model), ""
+    except (ValueError, InputError, OSError) as error:
+        return None, f"the registered criteria cannot be read: {error}"

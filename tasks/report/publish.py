@@ -17,15 +17,14 @@ import duckdb
 
 from schemas.arrow import arrow_schema, create_table_sql, duckdb_type
 from schemas.criteria import Verdict
-from tasks.experiment.criteria import changed_since_registration, read_registration, registered_criteria
+from tasks.drill_points import reached
+from tasks.experiment.criteria import criteria_to_judge, read_registration
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.instrument import Instrument
 from tasks.instruments import instrument
 from tasks.report.judge import judge, no_criteria, not_judged
 from tasks.report.render import write_report_files
 from tasks.report.report_types import Report
-from tasks.run.drill_points import reached
 from warehouse.connect import WarehouseUnreadable, connect
 from warehouse.location import Warehouse
 from warehouse.tables import STORES, TABLES
@@ -107,9 +106,10 @@ def latest_runs(con: duckdb.DuckDBPyConnection, instrument_name: str | None = No
 
 
 def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None
-                 ) -> tuple[Instrument, Any]:
-    """A registered run's instrument and figures (default: the latest run, of ``instrument_name`` when
-    given). An absent warehouse or an unknown run id is bad input (InputError naming the file and the run)."""
+                 ) -> tuple[Any, Any]:
+    """A registered run's ``Instrument`` (tasks/instruments.py) and figures (default: the latest run, of
+    ``instrument_name`` when given). An absent warehouse or an unknown run id is bad input (InputError naming
+    the file and the run)."""
     require_warehouse(warehouse.db_path)
     try:
         con = open_read_only(warehouse.db_path)
@@ -137,11 +137,11 @@ def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_nam
         con.close()
 
 
-def judge_registered(kind: Instrument, figures: Any, warehouse: Warehouse, check_source: bool) -> Verdict:
+def judge_registered(kind: Any, figures: Any, warehouse: Warehouse, check_source: bool) -> Verdict:
     """Judge the run against the criteria it registered; refuse when they cannot be trusted.
 
-    ``check_source``: also refuse when the criteria file itself changed since registration (the run's
-    own judgement does this; a later report judges the registered copy).
+    ``kind``: the run's ``Instrument``. ``check_source``: also refuse when the criteria file itself changed
+    since registration (the run's own judgement does this; a later report judges the registered copy).
     """
     run_id = figures.run_id
     registration = read_registration(warehouse.registrations_dir, run_id)
@@ -151,17 +151,9 @@ def judge_registered(kind: Instrument, figures: Any, warehouse: Warehouse, check
             return not_judged(run_id, f"the run registered criteria sha256 {recorded[:12]} but their registration "
                                       f"files are missing from {warehouse.registrations_dir / run_id}")
         return no_criteria(run_id)
-    if recorded and recorded != registration.sha256:
-        return not_judged(run_id, "the registration files do not match the criteria hash in the run record",
-                          registration)
-    if check_source:
-        reason = changed_since_registration(registration)
-        if reason:
-            return not_judged(run_id, reason, registration)
-    try:
-        criteria = registered_criteria(registration, kind.criteria_file)
-    except (ValueError, InputError, OSError) as error:
-        return not_judged(run_id, f"the registered criteria cannot be read: {error}", registration)
+    criteria, refused = criteria_to_judge(registration, recorded, check_source, kind.criteria_file)
+    if criteria is None:
+        return not_judged(run_id, refused, registration)
     if not figures.run.get(next(iter(kind.store.counts))):
         return not_judged(run_id, "the run registered no rows: there is nothing to judge (an empty task-set "
                                   "version, or no seeds)", registration)

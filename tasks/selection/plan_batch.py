@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Collection, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
-from schemas.taskset import Message
+from schemas.taskset import Message, effective_label
 from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
 from tasks.run.permute_tools import permute_tools, tool_set_id
 from tasks.taskset.request_table import as_request_table, parse_messages, parse_tools
@@ -24,15 +24,6 @@ if TYPE_CHECKING:
     from tasks.run.work_units import WorkUnit
     from tasks.taskset.load_taskset import TaskSetVersion
     from tasks.selection.arms import SelectionArm
-
-
-def effective_label(expected: str, fallback: str | None, offered: Collection[str]) -> str:
-    """The right answer for the tools this arm offers: the label, else the fallback, else 'none'."""
-    if expected == NONE_LABEL or expected in offered:
-        return expected
-    if fallback is not None and fallback in offered:
-        return fallback
-    return NONE_LABEL
 
 
 def selector_fingerprint(arm: "SelectionArm") -> str:

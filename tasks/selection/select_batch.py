@@ -9,7 +9,7 @@ from typing import ContextManager
 
 from schemas.arrow import to_arrow_table
 from schemas.selection.rows import HostedTurn, Selection, SelectionRow
-from tasks.run.drill_points import reached
+from tasks.drill_points import reached
 from tasks.run.result_cache import CacheSpec, ResultCache
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 from tasks.selection.plan_batch import PlannedRequest, plan_batch

@@ -4,9 +4,9 @@ them. Before any model call; nothing is written."""
 
 from __future__ import annotations
 
+from tasks.drill_points import reached
 from tasks.experiment.resolve_experiment import ResolvedExperiment
 from tasks.files.input_errors import InputError, Problem
-from tasks.run.drill_points import reached
 from tasks.run.prepare_run import Loaded, PreparedRun
 from tasks.taskset.label_checks import check_labels
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, load_weights

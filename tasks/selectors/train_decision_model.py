@@ -21,9 +21,9 @@ import numpy as np
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.decision_model import DecisionModelFile, LogitWeights
+from schemas.taskset import effective_label
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.selection.plan_batch import effective_label
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import NONE_INDEX, fit_logit, fit_temperature, softmax, utilities
 from tasks.selectors.decision_features import (

@@ -1,7 +1,7 @@
 """The drill's machinery: run ``tooleval`` as a real process (``python -m flows.launch``, what the console
 script runs), kill it at a named point, rerun it, and count what the warehouse holds afterwards.
 
-How kills are placed: the environment hook ``TOOLEVAL_DRILL_KILL_AT=POINT[:N]`` (tasks/run/drill_points.py):
+How kills are placed: the environment hook ``TOOLEVAL_DRILL_KILL_AT=POINT[:N]`` (tasks/drill_points.py):
 the run sends itself SIGKILL when it reaches the point, which is what ``kill -9`` from outside does, but at
 a step that does not depend on the machine's speed (a timed kill on a loaded 2-core machine lands
 anywhere). ``TOOLEVAL_DRILL_LOG`` records every point reached, flushed before any kill, so the drill knows

@@ -140,7 +140,7 @@ def test_prefect_log_records_print_their_message_without_the_traceback():
 
 
 KILLED_AT = textwrap.dedent("""
-    from tasks.run.drill_points import reached
+    from tasks.drill_points import reached
     for step in range(3):
         reached("unit-landed", f"unit {step}")
         print(f"after {step}", flush=True)

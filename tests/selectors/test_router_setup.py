@@ -1,5 +1,5 @@
 """The 'none' cut-off an offline router runs with in an arm (tasks/selectors/router_setup.py), and
-``tooleval fit`` writing one an experiment uses (tasks/selectors/fit_router_cutoff.py)."""
+``tooleval fit`` writing one an experiment uses (tasks/selection/fit_router_cutoff.py)."""
 
 from __future__ import annotations
 

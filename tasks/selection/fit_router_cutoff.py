@@ -17,11 +17,11 @@ from typing import Any
 
 from schemas.catalogue import NONE_LABEL
 from schemas.cutoff import AbstainCutoff, HalfAccuracy
-from tasks.selection.arms import SelectionArm
+from schemas.taskset import effective_label
 from tasks.experiment.resolve_experiment import resolve_experiment
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.selection.plan_batch import effective_label
+from tasks.selection.arms import SelectionArm
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.offline import offline_selector
 from tasks.selectors.router_setup import (
