@@ -199,7 +199,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
 
     with _few_collections():
         futures = run_unit_task.map(units, ctx=unmapped(ctx))
-        progress = UnitProgress(len(units), sum(unit.n_items for unit in units), log=get_run_logger().info).start()
+        progress = UnitProgress(len(units), sum(unit.n_items for unit in units), counted=kind.words.counted,
+                                doing=kind.words.doing, log=get_run_logger().info).start()
         for future in as_completed(list(futures)):  # progress as units finish, in any order
             done = future.result(raise_on_failure=False)
             if isinstance(done, UnitResult):  # a failed unit raises below, after every unit has finished

@@ -1,19 +1,21 @@
 """What a run says while it runs: its first line at once, then progress over its work units.
 
 On a terminal (stdout and stderr both terminals) one status line on stderr is redrawn in place, at most
-five times a second: units done / total, rows, rows per second, cache hits and the time left. Elsewhere (a
+five times a second: units done / total, items (rows, or task runs), items per second, cache hits and the time left. Elsewhere (a
 pipe, a file, CI, a deployment's worker) a plain line every ``TOOLEVAL_PROGRESS_EVERY_S`` seconds (default
 10) and a last one when the units are done: on stderr when the ``tooleval`` command runs the flow, through
 the flow run's logger (INFO) otherwise. Progress never goes to stdout, which holds the report.
 
 Kept cheap: one clock read per finished unit, a write at most every 0.2 s on a terminal; this module
-imports nothing heavy (the console script imports it before anything else).
+imports nothing heavy (the console script imports it before anything else; textwrap and shutil are small).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import textwrap
 import time
 from typing import Callable, TextIO
 
@@ -35,7 +37,15 @@ def announce(line: str, key: str = "first line") -> None:
     if key in _announced:
         return
     _announced.add(key)
-    print(line, file=sys.stderr, flush=True)
+    print(folded(line), file=sys.stderr, flush=True)
+
+
+def folded(text: str) -> str:
+    """A message folded at words to the terminal's width (COLUMNS when set; 100 off a terminal), later lines
+    indented; a path longer than a line is kept whole."""
+    width = shutil.get_terminal_size((100, 24)).columns
+    return textwrap.fill(text, width=max(width, 40), subsequent_indent="  ", break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def done_for_good(line: str) -> None:
@@ -73,10 +83,12 @@ def duration(seconds: float) -> str:
 class UnitProgress:
     """Progress over a run's work units: ``update`` once per finished unit, ``finish`` at the end."""
 
-    def __init__(self, total_units: int, total_rows: int, *, stream: TextIO | None = None,
+    def __init__(self, total_units: int, total_rows: int, *, counted: str = "rows", doing: str = "selecting",
+                 stream: TextIO | None = None,
                  log: Callable[[str], None] | None = None, live: bool | None = None,
                  every_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.total_units, self.total_rows = total_units, total_rows
+        self.counted, self.doing = counted, doing
         self.units = self.rows = self.cache_hits = 0
         self.stream = stream if stream is not None else sys.stderr
         self.log = log
@@ -97,12 +109,12 @@ class UnitProgress:
         rate = self.rows / elapsed
         left = (self.total_rows - self.rows) / rate if rate > 0 else None
         eta = "done" if self.units >= self.total_units else (f"ETA {duration(left)}" if left is not None else "ETA ?")
-        return (f"units {self.units:,}/{self.total_units:,} · rows {self.rows:,}/{self.total_rows:,} · "
-                f"{rate:,.0f} rows/s · {self.cache_hits:,} cached · {eta}")
+        return (f"units {self.units:,}/{self.total_units:,} · {self.counted} {self.rows:,}/{self.total_rows:,} · "
+                f"{rate:,.0f} {self.counted}/s · {self.cache_hits:,} cached · {eta}")
 
     def start(self) -> "UnitProgress":
-        """Say at once that selection has started (the line a terminal then redraws)."""
-        self._emit(f"units 0/{self.total_units:,} · rows 0/{self.total_rows:,} · selecting ...", final=False)
+        """Say at once that the units have started (the line a terminal then redraws)."""
+        self._emit(f"units 0/{self.total_units:,} · {self.counted} 0/{self.total_rows:,} · {self.doing} ...", final=False)
         return self
 
     def update(self, n_rows: int, n_cache_hits: int = 0) -> None:

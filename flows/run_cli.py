@@ -10,7 +10,7 @@ from pathlib import Path
 
 from flows import api
 from flows.exit_codes import EXIT_OK, verdict_exit_code
-from flows.progress import announce, report_on_stderr
+from flows.progress import announce, folded, report_on_stderr
 from tasks.instruments import instrument
 from tasks.report.render import print_summary_line, render_markdown, render_terminal
 
@@ -81,10 +81,12 @@ def cmd_run(args: argparse.Namespace) -> int:
               for folder in instrument(summary.instrument).store.landed.values()]
     if report is None:  # landed, not registered: the file stayed held by another process
         again = f"tooleval register {summary.run_id}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
-        print(f"run {summary.run_id}: {summary.n_rows:,} {words.items} landed in {', '.join(map(str, landed))}, NOT "
-              f"registered: {warehouse.db_path} stayed held by another process (close the other connection, e.g. an "
-              f"analyst's DuckDB session). Register, judge and report it without running again:\n    {again}\n"
-              "(the next `tooleval run` into this warehouse also registers it)", file=sys.stderr)
+        for paragraph in (f"run {summary.run_id}: {summary.n_rows:,} {words.items} landed in "
+                          f"{', '.join(map(str, landed))}, NOT registered: {warehouse.db_path} stayed held by another "
+                          "process (close the other connection, e.g. an analyst's DuckDB session). Register, judge "
+                          "and report it without running again:", f"    {again}",
+                          "(the next `tooleval run` into this warehouse also registers it)"):
+            print(folded(paragraph), file=sys.stderr)
         return outcome.exit_code
     render_terminal(report)  # the verdict first, then the tables that explain it
     print()
@@ -92,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                            f"{summary.n_cache_hits:,} from cache, {summary.n_ok:,} {words.ok}, "
                            f"{summary.n_failures:,} {words.failed}")
     print(f"DuckDB file:   {warehouse.db_path}")
-    print(f"Parquet:       {', '.join(map(str, landed))}")
+    print_summary_line("Parquet:", ", ".join(map(str, landed)))
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
     _print_spend(summary, command, args)
@@ -137,8 +139,9 @@ def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
 def cmd_register(args: argparse.Namespace) -> int:
     late = api.register(args.run_id, args.warehouse)
     render_terminal(late.published.report)
-    print(f"\nrun {late.run_id}: {late.n_rows:,} rows registered; reports: "
-          + ", ".join(str(path) for path in late.published.paths.values()))
+    print()
+    print_summary_line("", f"run {late.run_id}: {late.n_rows:,} {instrument(late.instrument).words.items} registered; "
+                           "reports: " + ", ".join(str(path) for path in late.published.paths.values()))
     return verdict_exit_code(late.published.verdict)
 
 

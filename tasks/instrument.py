@@ -34,7 +34,7 @@ def _nothing(*args: Any) -> None:
 
 @dataclass(frozen=True)
 class Words:
-    """How an instrument's items are counted in a run's summary line."""
+    """How an instrument's items are counted in a run's summary and progress lines."""
 
     items: str
     """'rows' / 'task runs'."""
@@ -42,6 +42,10 @@ class Words:
     """What a good item is: 'correct' / 'succeeded'."""
     failed: str
     """What a failed item is: 'invalid/error/empty' / 'stopped on a provider error or the run's budget'."""
+    counted: str = "rows"
+    """The items as the progress line counts them, short: 'rows' / 'runs'."""
+    doing: str = "selecting"
+    """What the units are doing, as the progress line says before the first one is done."""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Callable
@@ -51,7 +53,9 @@ def is_lock_conflict(error: BaseException) -> bool:
 
 
 def _say_waiting(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    """On stderr, folded at words to the terminal's width (COLUMNS when set; 100 off a terminal)."""
+    print(textwrap.fill(message, width=max(shutil.get_terminal_size((100, 24)).columns, 40), subsequent_indent="  ",
+                        break_long_words=False, break_on_hyphens=False), file=sys.stderr, flush=True)
 
 
 def open_file(db_path: Path | str, read_only: bool, wait_s: float | None = None,

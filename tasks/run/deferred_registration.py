@@ -21,6 +21,8 @@ class LateRegistration:
     run_id: str
     n_rows: int
     published: PublishedReport
+    instrument: str = "selection"
+    """The run's instrument (tasks/instruments.py)."""
 
 
 def registered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> set[str]:
@@ -48,7 +50,7 @@ def register_saved_run(warehouse: Warehouse, run_id: str, wait_s: float | None =
         raise InputError.one(str(warehouse.registrations_dir / run_id), f"run {run_id}", "run-landed",
                              "no saved registration for this run id in this warehouse")
     n_rows = register_run(warehouse.root, registration, wait_s=wait_s)
-    return LateRegistration(run_id, n_rows, judge_and_publish(warehouse, run_id))
+    return LateRegistration(run_id, n_rows, judge_and_publish(warehouse, run_id), registration.instrument)
 
 
 def register_waiting_runs(warehouse: Warehouse, wait_s: float | None = None) -> list[LateRegistration]:

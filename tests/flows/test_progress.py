@@ -89,3 +89,15 @@ def test_the_first_line_is_printed_before_the_heavy_imports():
     assert done.stdout.strip() == "[]"
     assert done.stderr.startswith("tooleval run x.yaml: checking")
     assert time.monotonic() - started < 60
+
+
+def test_a_task_run_counts_runs_and_says_it_runs_tasks():
+    stream, clock = io.StringIO(), Clock()
+    line = UnitProgress(75, 3750, counted="runs", doing="running tasks", stream=stream, live=False, clock=clock)
+    line.start()
+    clock.now += 5.0
+    line.update(3750)
+    line.finish()
+    out = stream.getvalue().splitlines()
+    assert out[0] == "progress: units 0/75 · runs 0/3,750 · running tasks ..."
+    assert out[-1] == "progress: units 1/75 · runs 3,750/3,750 · 750 runs/s · 0 cached · ETA 0 s · 5 s"
