@@ -14,7 +14,14 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install -q -c requirements.lock -e '.[embedding,dev,tracing]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# The MCP servers of the mcp_office task set (Node 20+ and npm): pinned by its package-lock.json.
+MCP_SERVERS := tasksets/mcp_office/node_modules/.installed
+
+$(MCP_SERVERS): tasksets/mcp_office/package.json tasksets/mcp_office/package-lock.json
+	npm ci --prefix tasksets/mcp_office --no-audit --no-fund --loglevel=error
+	touch $(MCP_SERVERS)
+
+install: $(STAMP) $(MCP_SERVERS)
 
 # The Phoenix server (traces, annotations) in a venv of its own: arize-phoenix pins anthropic<2, the project
 # needs anthropic 2. The tracing tests start it (`phoenix serve` on free ports, a temporary working dir).
@@ -47,12 +54,12 @@ demo-tasks: $(STAMP)
 	exit $$status
 
 # The full suite (what CI runs).
-test: $(STAMP) $(PHOENIX_STAMP)
+test: $(STAMP) $(PHOENIX_STAMP) $(MCP_SERVERS)
 	$(BIN)/python -m pytest -q
 
 # The logic without the slow tier (Prefect flow runs, real servers, Dask, the MiniLM model, end-to-end CLI runs,
 # whole-window reads of the bundled production log): `pytest -m slow` is that tier alone.
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(MCP_SERVERS)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 bench: $(STAMP)

@@ -1,0 +1,272 @@
+"""A connection to one MCP server through the official SDK (``mcp.Client``), usable from plain threads.
+
+The SDK is async (anyio). The harness is threads: a unit's tasks, Prefect's workers. One event loop per
+process runs in a daemon thread (``runtime_loop``); each ``ServerConnection`` is one task on it that opens
+the client (starting the server process over stdio, or reaching a URL), waits until it is told to close,
+and closes it in the same task (the SDK's context managers must be left where they were entered). Calls
+from any thread go to that loop and wait for their answer with a time limit.
+
+Failures of the server itself are ``ServerFailed`` with a named reason (it could not start, it crashed,
+it hung past the call's time limit, it answered with something that is not MCP), never a hang: a
+connection that failed is closed (the process is stopped) and is not used again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import os
+import re
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from schemas.mcp import STATE_DIR, McpServer
+
+START_TIMEOUT_S = 30.0
+"""Starting a server and its handshake (a cold npx may need a while)."""
+CLOSE_TIMEOUT_S = 10.0
+ENV_REFERENCE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+_open: set["ServerConnection"] = set()
+"""Connections not closed yet, and failed ones whose servers are still being stopped in the background."""
+
+
+def runtime_loop() -> asyncio.AbstractEventLoop:
+    """The process's MCP event loop, started on first use in a daemon thread."""
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="mcp-runtime", daemon=True).start()
+            _loop = loop
+        return _loop
+
+
+class ServerFailed(Exception):
+    """The server failed, not the call: it could not start, crashed, hung or broke the protocol."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    name: str | None
+    version: str | None
+    protocol_version: str | None
+
+
+def _fill(text: str, state_dir: Path | None) -> str:
+    return text.replace(STATE_DIR, str(state_dir)) if state_dir is not None else text
+
+
+def resolved_env(server: McpServer, state_dir: Path | None) -> dict[str, str]:
+    """The server's env with ``{state_dir}`` filled in and ``$NAME`` values read from this environment
+    (a secret named, never written in a surface file); ServerFailed names a ``$NAME`` that is not set."""
+    env: dict[str, str] = {}
+    for key, value in server.env.items():
+        reference = ENV_REFERENCE.match(value)
+        if reference:
+            if reference.group(1) not in os.environ:
+                raise ServerFailed(f"environment variable {reference.group(1)} (for {key}) is not set")
+            env[key] = os.environ[reference.group(1)]
+        else:
+            env[key] = _fill(value, state_dir)
+    return env
+
+
+class ServerConnection:
+    """One running MCP server with its client session. ``start`` raises ServerFailed; so do ``list_tools``
+    and ``call`` when the server (not the tool) fails, after which the connection is closed."""
+
+    def __init__(self, server: McpServer, *, base_dir: Path, state_dir: Path | None = None,
+                 label: str = "server") -> None:
+        self.server, self.base_dir, self.state_dir, self.label = server, Path(base_dir), state_dir, label
+        self.info = ServerInfo(None, None, None)
+        self._client: Any = None
+        self._closing: asyncio.Event | None = None
+        self._done: concurrent.futures.Future | None = None
+        self._log = tempfile.TemporaryFile(mode="w+", prefix="tooleval-mcp-", suffix=".log")
+        self.failed: str | None = None
+        self.started_s = 0.0
+        """Seconds the start took (process, handshake)."""
+
+    # -- life ---------------------------------------------------------------------------------------------
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> "ServerConnection":
+        loop = runtime_loop()
+        ready: concurrent.futures.Future = concurrent.futures.Future()
+        started = time.perf_counter()
+        self._done = asyncio.run_coroutine_threadsafe(self._serve(ready), loop)
+        _open.add(self)
+        try:
+            ready.result(timeout=timeout_s)
+        except concurrent.futures.TimeoutError:
+            self._fail(f"did not answer the MCP handshake within {timeout_s:g} s")
+            raise ServerFailed(self.failed) from None
+        except ServerFailed:
+            raise
+        except BaseException as error:  # noqa: BLE001 - any way of not starting is a named failure
+            self._fail(f"could not start: {self._reason(error)}")
+            raise ServerFailed(self.failed) from None
+        self.started_s = time.perf_counter() - started
+        return self
+
+    async def _serve(self, ready: concurrent.futures.Future) -> None:
+        from mcp import Client
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        self._closing = asyncio.Event()
+        try:
+            if self.server.url is not None:
+                target: Any = self.server.url
+            else:
+                cwd = _fill(self.server.cwd, self.state_dir) if self.server.cwd else None
+                params = StdioServerParameters(
+                    command=self.server.command or "", args=[_fill(a, self.state_dir) for a in self.server.args],
+                    env=resolved_env(self.server, self.state_dir),
+                    cwd=str(self.base_dir / cwd) if cwd else str(self.base_dir))
+                target = stdio_client(params, errlog=self._log)
+            async with Client(target, client_info=_client_info()) as client:
+                self._client = client
+                info = client.server_info
+                self.info = ServerInfo(info.name if info else None, info.version if info else None,
+                                       client.protocol_version)
+                ready.set_result(None)
+                await self._closing.wait()
+        except BaseException as error:  # noqa: BLE001 - reported to whoever waits, never raised into the loop
+            if not ready.done():
+                ready.set_exception(ServerFailed(f"could not start: {self._reason(error)}"))
+            elif self.failed is None:
+                self.failed = f"stopped: {self._reason(error)}"
+        finally:
+            self._client = None
+
+    def close(self, wait: bool = True) -> None:
+        """Stop the server (idempotent). ``wait``: until the SDK has wound the process down (bounded: it
+        closes stdin, then terminates, then kills the process tree); else that goes on in the background."""
+        loop, closing, done = runtime_loop(), self._closing, self._done
+        if closing is not None:
+            loop.call_soon_threadsafe(closing.set)
+        if done is not None and wait:
+            try:
+                done.result(timeout=CLOSE_TIMEOUT_S)
+            except BaseException:  # noqa: BLE001 - closing never raises
+                done.cancel()
+        if wait:
+            self._done = None
+            _open.discard(self)
+        try:
+            self._log.close()
+        except OSError:
+            pass
+
+    def _fail(self, reason: str) -> None:
+        """A failed server is stopped in the background: the task that met the failure goes on at once."""
+        if self.failed is None:
+            self.failed = reason
+        self.close(wait=False)
+
+    @property
+    def alive(self) -> bool:
+        return self.failed is None and self._client is not None
+
+    # -- requests -----------------------------------------------------------------------------------------
+    def _request(self, make, timeout_s: float, what: str) -> Any:
+        """Run ``make(client)`` on the loop; ServerFailed (and the connection closed) when the server fails."""
+        if not self.alive:
+            raise ServerFailed(self.failed or "not started")
+        client = self._client
+        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(make(client), timeout_s), runtime_loop())
+        try:
+            return future.result(timeout=timeout_s + 5.0)
+        except (asyncio.TimeoutError, concurrent.futures.TimeoutError, TimeoutError):
+            future.cancel()
+            self._fail(f"hung: no answer to {what} within {timeout_s:g} s")
+        except Exception as error:
+            code = getattr(error, "code", None) if _is_mcp_error(error) else None
+            if code == REQUEST_TIMEOUT:
+                self._fail(f"hung: no answer to {what} within {timeout_s:g} s")
+            elif code is not None and code != CONNECTION_CLOSED:
+                raise  # the server answered this request with an MCP error (e.g. -32602): not a failure
+            else:
+                self._fail(f"failed during {what}: {self._reason(error)}")
+        raise ServerFailed(self.failed)
+
+    def list_tools(self, timeout_s: float = START_TIMEOUT_S) -> list[Any]:
+        """Every tool the server lists (all pages), as ``mcp_types.Tool``."""
+
+        async def every_page(client: Any) -> list[Any]:
+            tools, cursor = [], None
+            for _ in range(1000):
+                page = await client.list_tools(cursor=cursor)
+                tools += page.tools
+                cursor = page.next_cursor
+                if not cursor:
+                    return tools
+            raise ServerFailed("tools/list kept paging past 1,000 pages")
+
+        return self._request(every_page, timeout_s, "tools/list")
+
+    def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        """``tools/call``: the ``CallToolResult``; an MCP error answer (e.g. -32602 invalid params) is raised
+        as the SDK's ``MCPError``; a failure of the server is ServerFailed."""
+        return self._request(lambda client: client.call_tool(name, arguments, read_timeout_seconds=timeout_s),
+                             timeout_s, f"tools/call {name}")
+
+    # -- what went wrong ----------------------------------------------------------------------------------
+    def _reason(self, error: BaseException) -> str:
+        """The error in one line, with the server's last stderr line when it said something."""
+        inner = error
+        while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+            inner = inner.exceptions[0]
+        if isinstance(inner, FileNotFoundError):
+            text = f"command not found: {self.server.command}"
+        else:
+            text = f"{type(inner).__name__}: {inner}".strip().rstrip(":")
+        said = self.stderr_tail()
+        return f"{text}{f' (stderr: {said})' if said else ''}"[:400]
+
+    def stderr_tail(self, lines: int = 2) -> str:
+        """The last lines the server wrote on stderr (its log), one line."""
+        try:
+            self._log.flush()
+            self._log.seek(0)
+            tail = [line.strip() for line in self._log.read().splitlines() if line.strip()][-lines:]
+        except (OSError, ValueError):
+            return ""
+        return " | ".join(tail)[:200]
+
+
+def close_all() -> None:
+    """Stop every server this process started and wait for them (at exit, and when a run's units are done):
+    no server outlives the run, a hung one included."""
+    for connection in list(_open):
+        connection.close(wait=True)
+
+
+atexit.register(close_all)
+
+CONNECTION_CLOSED, REQUEST_TIMEOUT = -32000, -32001
+"""The SDK's own codes (never on the wire): the connection closed before an answer; no answer in time."""
+
+
+def _is_mcp_error(error: BaseException) -> bool:
+    from mcp.shared.exceptions import MCPError
+
+    return isinstance(error, MCPError)
+
+
+def _client_info() -> Any:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from mcp_types import Implementation
+
+    try:
+        ours = version("tooleval")
+    except PackageNotFoundError:
+        ours = "unknown"
+    return Implementation(name="tooleval", version=ours)
