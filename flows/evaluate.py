@@ -206,6 +206,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
             if isinstance(done, UnitResult):  # a failed unit raises below, after every unit has finished
                 progress.update(done.n_rows, done.n_cache_hits)
         progress.finish()
+        kind.units_done()  # what the units kept warm in this process (MCP server instances) is released
         results: list[UnitResult] = futures.result()  # every unit has finished: the first failure raises, as before
 
     reached("all-landed")

@@ -1,14 +1,14 @@
 """MCP servers as tool surfaces users already have: how tooleval reaches one, what it keeps of a server's
 tools, and how a tool's annotations become seed 001's marks.
 
-A server is reached over stdio (a command tooleval starts, with its args, env and working directory) or
-over streamable HTTP (a URL). ``{state_dir}`` in a command's args, env values or working directory is the
-directory of the server instance's state, which tooleval empties and fills with a task's fixture files
-before every task (tasks/surface/mcp_surface.py).
+A server is reached over stdio (a command tooleval starts, with its args, env and working directory: the
+task-set folder unless ``cwd`` says otherwise) or over streamable HTTP (a URL). ``{state_dir}`` in a
+command's args, env values or working directory is the directory of the server instance's state, which
+tooleval empties and fills with a task's fixture files before every task (tasks/surface/mcp_backend.py);
+``{taskset_dir}`` is the task-set folder.
 
-Annotations (MCP ``ToolAnnotations``) are hints a server gives; a tool without them is counted as the MCP
-specification presumes it to be: not read-only, destructive, open-world. ``marks_from_annotations`` is the
-one place that turns them into the counters' marks; a surface file can override any tool's marks.
+Annotations (MCP ``ToolAnnotations``) are hints a server gives; how they become seed 001's marks (and
+what an unannotated tool counts as) is tasks/surface/mcp_tools.py's ``marks_from_annotations``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 STATE_DIR = "{state_dir}"
 """Placeholder, in a server's args, env values or cwd, for the directory of its instance's state."""
+BASE_DIR = "{taskset_dir}"
+"""Placeholder for the task-set folder (where a relative command path is found when ``cwd`` is elsewhere)."""
 
 
 class McpServer(BaseModel):
@@ -27,7 +29,8 @@ class McpServer(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     command: str | None = Field(default=None, description="Executable started over stdio (e.g. node, npx, a path).")
-    args: tuple[str, ...] = Field(default=(), description="Its arguments; '{state_dir}' is the instance's state.")
+    args: tuple[str, ...] = Field(default=(), description="Its arguments; '{state_dir}' is the instance's state, "
+                                                          "'{taskset_dir}' the task-set folder.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables (values may use "
                                                                   "'{state_dir}'); secrets belong in the environment "
                                                                   "tooleval runs in, named with '$NAME'.")
@@ -57,50 +60,6 @@ class McpAnnotations(BaseModel):
     destructive: bool | None = Field(default=None, description="destructiveHint: it may destroy or overwrite.")
     idempotent: bool | None = Field(default=None, description="idempotentHint: calling it again changes nothing more.")
     open_world: bool | None = Field(default=None, description="openWorldHint: it reaches beyond the server.")
-
-
-class ToolMarkOverride(BaseModel):
-    """A surface file's marks for one tool, over what its annotations say (each field: null keeps it)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    writes: bool | None = None
-    irreversible: bool | None = None
-    handoff: bool | None = None
-    upstream_reads: int | None = Field(default=None, ge=0, description="Upstream reads one executed call counts.")
-
-
-class McpMarks(BaseModel):
-    """What one executed call of a tool counts (``marks_from_annotations``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    writes: bool
-    irreversible: bool
-    handoff: bool = False
-    upstream_reads: int = 0
-
-
-def marks_from_annotations(annotations: McpAnnotations | None, override: ToolMarkOverride | None = None) -> McpMarks:
-    """Seed 001's marks of a tool from its annotations, with the MCP specification's defaults for what the
-    server did not say (not read-only, destructive, open-world):
-
-    - writes: not read-only;
-    - irreversible: writes and destructive (destructiveHint counts only for tools that write);
-    - upstream reads: one per executed call of a tool that reads (read-only) or reaches beyond the server
-      (open-world); MCP servers report no pages, so a call is one read;
-    - handoff: never from annotations (MCP has no such hint): a surface file says so.
-    """
-    a = annotations or McpAnnotations()
-    read_only = bool(a.read_only)
-    writes = not read_only
-    destructive = True if a.destructive is None else a.destructive
-    open_world = True if a.open_world is None else a.open_world
-    marks = {"writes": writes, "irreversible": writes and destructive, "handoff": False,
-             "upstream_reads": 1 if (read_only or open_world) else 0}
-    if override is not None:
-        marks.update({k: v for k, v in override.model_dump().items() if v is not None})
-    return McpMarks(**marks)
 
 
 class McpSource(BaseModel):

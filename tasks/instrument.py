@@ -94,6 +94,9 @@ class Instrument:
     """Records the run registers besides the run, its arms and its comparisons: table -> records."""
     run_fields: Callable[[PreparedRun], dict[str, Any]] = lambda prepared: {}
     """Fields of the run record that are the instrument's own (e.g. the weights window)."""
+    units_done: Callable[[], None] = _nothing
+    """Called once every unit of the run has finished (in the process that ran them): release what the units
+    kept warm across tasks (e.g. MCP server instances)."""
 
     @property
     def store(self) -> InstrumentStore:

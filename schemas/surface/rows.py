@@ -12,17 +12,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas.run_records import ArmRecord, RunRecord, UnitKey, UnitRow
 
 StopReason = Literal["model_stop", "max_calls", "max_turns", "max_tokens", "max_wall", "error", "empty_reply",
-                     "run_budget"]
+                     "run_budget", "surface_error"]
 """Why a run ended.
 
 - model_stop: the agent replied without calling a tool (it was done, or gave up);
 - max_calls / max_turns / max_tokens / max_wall: the task's budget was spent;
 - error: the provider failed after its retries (or served another model than the pin): never cached;
 - empty_reply: the reply was empty or cut short (no tool call, no text);
-- run_budget: the run's spend or call cap was reached before this task could go on: never cached.
+- run_budget: the run's spend or call cap was reached before this task could go on: never cached;
+- surface_error: the tool surface itself failed (an MCP server could not start, crashed, or hung past the
+  call's time limit): never cached.
 """
 
-FAILED_STOPS: tuple[str, ...] = ("error", "run_budget")
+FAILED_STOPS: tuple[str, ...] = ("error", "run_budget", "surface_error")
 """Stop reasons that say the run could not be carried out (not the agent's doing): never cached."""
 
 
@@ -49,6 +51,7 @@ class CallRecord(BaseModel):
     upstream_reads: int = Field(description="Pages or records the backend fetched upstream for this call.")
     backend_ms: float = Field(description="Wall time of the backend's execution (0 when not executed).")
     skipped_budget: bool = Field(default=False, description="Not executed: the task's call budget was already spent.")
+    server: str | None = Field(default=None, description="The MCP server the tool belongs to; null for a Python toolkit.")
 
 
 class TaskOutcome(BaseModel):
@@ -89,7 +92,7 @@ class TaskRunRow(UnitRow):
     success: bool = Field(description="Every part of the task's assertion held when the run ended.")
     failed_assertions: list[str] = Field(description="The parts that did not hold.")
     stop_reason: StopReason = Field(description="model_stop / max_calls / max_turns / max_tokens / max_wall / error / "
-                                                "empty_reply / run_budget.")
+                                                "empty_reply / run_budget / surface_error.")
     detail: str | None = Field(description="What went wrong when the run stopped on an error.")
     n_turns: int = Field(description="Agent turns.")
     n_calls: int = Field(description="Tool calls, every kind.")

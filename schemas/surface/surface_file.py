@@ -1,5 +1,6 @@
 """Tool surfaces: a toolkit (typed Python tools over a state model, in the task set's ``backend/`` package)
-seen through an optional transform (namespace prefixes, renames, rewritten descriptions, a subset).
+or the tools of MCP servers (``mcp:``), seen through an optional transform (namespace prefixes, renames,
+rewritten descriptions, a subset).
 
 ``surfaces/<name>.yaml`` in a task-set folder::
 
@@ -12,6 +13,24 @@ seen through an optional transform (namespace prefixes, renames, rewritten descr
       describe: {get_ticket: "Read one ticket by its id (T-1234)."}
       include: [search_kb, get_article]    # offer only these (default: every tool)
 
+An MCP surface names its servers instead of a toolkit::
+
+    name: office
+    mcp:
+      servers:
+        memory:                                  # the server's name: in call rows and trace spans
+          command: node
+          args: [node_modules/@modelcontextprotocol/server-memory/dist/index.js]
+          env: {MEMORY_FILE_PATH: "{state_dir}/memory.jsonl"}
+          catalogue: memory-v1                   # its tools as imported (tooleval import mcp): pinned
+        files:
+          command: node
+          args: [node_modules/@modelcontextprotocol/server-filesystem/dist/index.js, "{state_dir}/files"]
+      make_dirs: [files]                         # created in every fresh state
+      reset: files                               # see schemas/mcp.py: ResetMode
+      call_timeout_s: 20
+      marks: {move_file: {irreversible: false}}  # over what the annotations say
+
 A transform changes what the model *sees* (names, descriptions, which tools); the backend, the calls it
 executes and the assertions (written against backend tool names) stay the same, so two arms whose surfaces
 differ only by a transform differ in exactly one respect.
@@ -19,7 +38,9 @@ differ only by a transform differ in exactly one respect.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from schemas.mcp import McpServer, ResetMode
 
 
 class SurfaceTransform(BaseModel):
@@ -38,15 +59,72 @@ class SurfaceTransform(BaseModel):
         return not (self.prefix or self.rename or self.describe or self.include is not None)
 
 
+class ToolMarkOverride(BaseModel):
+    """A surface file's marks for one tool of an MCP server, over what its annotations say (null keeps it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    writes: bool | None = None
+    irreversible: bool | None = None
+    handoff: bool | None = None
+    upstream_reads: int | None = Field(default=None, ge=0, description="Upstream reads one executed call counts.")
+
+
+class SurfaceServer(McpServer):
+    """One MCP server of a surface: how to reach it, and the imported catalogue its tools are pinned to."""
+
+    catalogue: str | None = Field(default=None, description=(
+        "An imported catalogue (catalogues/<name>.json, from `tooleval import mcp`) the server's tools are "
+        "pinned to: the surface is resolved from it without starting the server, and a server whose tools "
+        "differ from it is a surface error. Default: the tools the server lists when the surface is read."))
+
+
+class McpSurface(BaseModel):
+    """The MCP servers a surface's tools come from, and how each task gets fresh state."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    servers: dict[str, SurfaceServer] = Field(description="Server name -> how to reach it; tool names are unique "
+                                                           "across the servers of a surface.")
+    reset: ResetMode = Field(default="files", description="How each task starts from fresh state (schemas/mcp.py).")
+    make_dirs: tuple[str, ...] = Field(default=(), description="Folders created under {state_dir} in every fresh "
+                                                               "state (a server that serves a folder needs it).")
+    call_timeout_s: float = Field(default=30.0, gt=0, description="A call with no answer by then: the server hung "
+                                                                  "(a surface error; the server is restarted).")
+    marks: dict[str, ToolMarkOverride] = Field(default_factory=dict, description="Tool -> marks over its annotations.")
+
+    @field_validator("servers")
+    @classmethod
+    def _some_server(cls, servers: dict[str, SurfaceServer]) -> dict[str, SurfaceServer]:
+        if not servers:
+            raise ValueError("an MCP surface names at least one server")
+        return servers
+
+    @field_validator("make_dirs")
+    @classmethod
+    def _inside_state(cls, dirs: tuple[str, ...]) -> tuple[str, ...]:
+        for folder in dirs:
+            if folder.startswith("/") or ".." in folder.split("/"):
+                raise ValueError(f"make_dirs: '{folder}' is not a relative folder inside the state")
+        return dirs
+
+
 class SurfaceFile(BaseModel):
-    """``surfaces/<name>.yaml``."""
+    """``surfaces/<name>.yaml``: a toolkit or MCP servers, through a transform."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Surface name; equals the file stem.")
     description: str = Field(default="", description="What this surface is, for the report.")
-    toolkit: str = Field(description="'module:Class' in the task set's backend/ package.")
+    toolkit: str | None = Field(default=None, description="'module:Class' in the task set's backend/ package.")
+    mcp: McpSurface | None = Field(default=None, description="MCP servers whose tools the surface offers.")
     transform: SurfaceTransform = Field(default_factory=SurfaceTransform, description="Names and descriptions offered.")
+
+    @model_validator(mode="after")
+    def _one_backend(self) -> "SurfaceFile":
+        if (self.toolkit is None) == (self.mcp is None):
+            raise ValueError("a surface has a `toolkit` (a Python backend) or `mcp` (servers), exactly one")
+        return self
 
 
 class ToolMarks(BaseModel):

@@ -119,6 +119,53 @@ class StateAssertion(BaseModel):
         return self.path.split(".")
 
 
+class ProbeCall(BaseModel):
+    """A call made through the surface once the run has ended: a backend tool and its arguments as given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str = Field(description="The backend tool (its name before any surface transform).")
+    args: dict[str, Any] = Field(default_factory=dict, description="Its arguments, as literal values.")
+
+
+class ProbeAssertion(BaseModel):
+    """The end state read through the surface, as a user would read it (e.g. ``read_text_file``,
+    ``open_nodes``): a probe call after the run and a matcher on what it answers, at ``path`` into its JSON
+    (records in a list are found by ``id`` or ``name``) or on the whole answer. Never an agent call: not
+    counted, not in the rows. Written ``{"probe": {"tool": T, "args": {...}}, "path": P, "contains": V}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    probe: ProbeCall = Field(description="The call that reads the end state.")
+    path: str | None = Field(default=None, description="Dotted path into the answer's JSON; none: the whole answer.")
+    matcher: Matcher = Field(description="What the answer (at the path) must satisfy.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _inline_matcher(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "matcher" not in data:
+            rest = {k: v for k, v in data.items() if k not in ("probe", "path")}
+            kinds = [k for k in rest if k in MATCHER_KINDS]
+            if len(kinds) != 1 or len(rest) != 1:
+                raise ValueError(f"a probe assertion has a probe, an optional path and exactly one of "
+                                 f"{', '.join(MATCHER_KINDS)}")
+            return {"probe": data.get("probe"), "path": data.get("path"), "matcher": rest}
+        return data
+
+    @model_serializer(mode="plain")
+    def _as_task_file(self) -> Any:
+        written = {"probe": self.probe.model_dump(), self.matcher.kind: self.matcher.value}
+        return {**written, "path": self.path} if self.path is not None else written
+
+    @property
+    def parts(self) -> list[str]:
+        return self.path.split(".") if self.path else []
+
+    def describe(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        return f"probe {self.probe.tool}({', '.join(f'{k}={v!r}' for k, v in self.probe.args.items())}){where}"
+
+
 class Assertion(BaseModel):
     """What must be true when the run ends. Every part given must hold; at least one part is needed.
 
@@ -136,13 +183,14 @@ class Assertion(BaseModel):
         default=(), description="Calls that must not happen: a bare tool name, or a tool with argument matchers. "
         "A call counts when it reached the backend (valid), refused or not: the agent tried it.")
     reply: Matcher | None = Field(default=None, description="Matcher on the agent's final reply text.")
+    probes: tuple[ProbeAssertion, ...] = Field(default=(), description="The end state read through the surface.")
 
     @model_validator(mode="after")
     def _something_to_check(self) -> "Assertion":
         if self.args is not None and self.tool is None:
             raise ValueError("'args' needs 'tool'")
-        if not (self.tool or self.calls or self.state or self.not_called or self.reply):
-            raise ValueError("an assertion needs at least one of tool, calls, state, not_called, reply")
+        if not (self.tool or self.calls or self.state or self.not_called or self.reply or self.probes):
+            raise ValueError("an assertion needs at least one of tool, calls, state, not_called, reply, probes")
         return self
 
     @property
@@ -152,7 +200,8 @@ class Assertion(BaseModel):
 
     @property
     def tools_named(self) -> set[str]:
-        return {c.tool for c in self.required_calls} | {c.tool for c in self.not_called}
+        return ({c.tool for c in self.required_calls} | {c.tool for c in self.not_called}
+                | {p.probe.tool for p in self.probes})
 
 
 class TaskBudget(BaseModel):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schemas.mcp import STATE_DIR, McpServer
+from schemas.mcp import BASE_DIR, STATE_DIR, McpServer
 
 START_TIMEOUT_S = 30.0
 """Starting a server and its handshake (a cold npx may need a while)."""
@@ -60,11 +60,14 @@ class ServerInfo:
     protocol_version: str | None
 
 
-def _fill(text: str, state_dir: Path | None) -> str:
-    return text.replace(STATE_DIR, str(state_dir)) if state_dir is not None else text
+def _fill(text: str, state_dir: Path | None, base_dir: Path | None = None) -> str:
+    """``{state_dir}`` and ``{taskset_dir}`` filled in."""
+    if state_dir is not None:
+        text = text.replace(STATE_DIR, str(state_dir))
+    return text.replace(BASE_DIR, str(base_dir)) if base_dir is not None else text
 
 
-def resolved_env(server: McpServer, state_dir: Path | None) -> dict[str, str]:
+def resolved_env(server: McpServer, state_dir: Path | None, base_dir: Path | None = None) -> dict[str, str]:
     """The server's env with ``{state_dir}`` filled in and ``$NAME`` values read from this environment
     (a secret named, never written in a surface file); ServerFailed names a ``$NAME`` that is not set."""
     env: dict[str, str] = {}
@@ -75,7 +78,7 @@ def resolved_env(server: McpServer, state_dir: Path | None) -> dict[str, str]:
                 raise ServerFailed(f"environment variable {reference.group(1)} (for {key}) is not set")
             env[key] = os.environ[reference.group(1)]
         else:
-            env[key] = _fill(value, state_dir)
+            env[key] = _fill(value, state_dir, base_dir)
     return env
 
 
@@ -124,10 +127,11 @@ class ServerConnection:
             if self.server.url is not None:
                 target: Any = self.server.url
             else:
-                cwd = _fill(self.server.cwd, self.state_dir) if self.server.cwd else None
+                cwd = _fill(self.server.cwd, self.state_dir, self.base_dir) if self.server.cwd else None
                 params = StdioServerParameters(
-                    command=self.server.command or "", args=[_fill(a, self.state_dir) for a in self.server.args],
-                    env=resolved_env(self.server, self.state_dir),
+                    command=self.server.command or "",
+                    args=[_fill(a, self.state_dir, self.base_dir) for a in self.server.args],
+                    env=resolved_env(self.server, self.state_dir, self.base_dir),
                     cwd=str(self.base_dir / cwd) if cwd else str(self.base_dir))
                 target = stdio_client(params, errlog=self._log)
             async with Client(target, client_info=_client_info()) as client:
@@ -225,6 +229,8 @@ class ServerConnection:
             inner = inner.exceptions[0]
         if isinstance(inner, FileNotFoundError):
             text = f"command not found: {self.server.command}"
+        elif isinstance(inner, ServerFailed):
+            text = str(inner)
         else:
             text = f"{type(inner).__name__}: {inner}".strip().rstrip(":")
         said = self.stderr_tail()

@@ -21,9 +21,10 @@ from schemas.catalogue import ToolSpec
 from schemas.surface.rows import CallRecord, TaskOutcome
 from schemas.surface.task import SurfaceTask
 from tasks.surface.agent_types import Agent, ToolResult
-from tasks.surface.execute_call import execute_call, skipped_call
+from tasks.surface.execute_call import broken_call, execute_call, skipped_call
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.score_task import score_outcome
+from tasks.surface.surface_session import CallOutcome, SurfaceBroke, SurfaceSession
 
 MAX_REPLY_CHARS = 2000
 
@@ -44,11 +45,10 @@ def _add(total: int | None, value: int | None) -> int | None:
 
 def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures: dict[str, Any],
              tools: tuple[ToolSpec, ...], prompt: str) -> TaskOutcome:
-    """Run one task to its end and score it. Never raises for what the agent or the backend did."""
+    """Run one task to its end and score it. Never raises for what the agent or the backend did; a failed
+    surface (an MCP server that cannot start, crashes or hangs) stops the run with ``surface_error``."""
     started = time.perf_counter()
     budget = task.budget
-    toolkit = surface.toolkit(surface.toolkit.fresh_state(fixtures))
-    session = agent.start(task, tools, prompt)
     calls: list[CallRecord] = []
     seen: set[str] = set()
     turns, executed_or_invalid = 0, 0
@@ -58,54 +58,88 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
     price_version = served = final_reply = detail = None
     provider_retries, agent_ms = 0, 0.0
     stop: str | None = None
-    while stop is None:
-        if turns >= budget.turns:
-            stop = "max_turns"
-            break
-        if budget.max_tokens is not None and (input_tokens or 0) + (output_tokens or 0) >= budget.max_tokens:
-            stop = "max_tokens"
-            break
-        if budget.max_wall_s is not None and time.perf_counter() - started >= budget.max_wall_s:
-            stop = "max_wall"
-            break
-        asked = time.perf_counter()
-        turn = session.next_turn()
-        agent_ms += (time.perf_counter() - asked) * 1000
-        turns += 1
-        input_tokens, output_tokens = _add(input_tokens, turn.input_tokens), _add(output_tokens, turn.output_tokens)
-        if turn.cost_usd is not None:
-            cost = (cost or 0.0) + turn.cost_usd
-        price_version = turn.price_version or price_version
-        served = turn.served_model or served
-        provider_retries += turn.provider_retries
-        if turn.failed is not None:
-            stop, detail = turn.failed, turn.detail
-            break
-        if turn.text.strip():
-            final_reply = turn.text[:MAX_REPLY_CHARS]
-        if not turn.calls:
-            stop = "model_stop"
-            break
-        results: list[ToolResult] = []
-        for proposed in turn.calls:
-            if executed_or_invalid >= budget.max_calls:
+    session = None
+    answers: list[CallOutcome | str] = []
+    try:
+        session = surface.backend.open(fixtures)
+        agent_session = agent.start(task, tools, prompt)
+        while stop is None:
+            if turns >= budget.turns:
+                stop = "max_turns"
+                break
+            if budget.max_tokens is not None and (input_tokens or 0) + (output_tokens or 0) >= budget.max_tokens:
+                stop = "max_tokens"
+                break
+            if budget.max_wall_s is not None and time.perf_counter() - started >= budget.max_wall_s:
+                stop = "max_wall"
+                break
+            asked = time.perf_counter()
+            turn = agent_session.next_turn()
+            agent_ms += (time.perf_counter() - asked) * 1000
+            turns += 1
+            input_tokens, output_tokens = _add(input_tokens, turn.input_tokens), _add(output_tokens, turn.output_tokens)
+            if turn.cost_usd is not None:
+                cost = (cost or 0.0) + turn.cost_usd
+            price_version = turn.price_version or price_version
+            served = turn.served_model or served
+            provider_retries += turn.provider_retries
+            if turn.failed is not None:
+                stop, detail = turn.failed, turn.detail
+                break
+            if turn.text.strip():
+                final_reply = turn.text[:MAX_REPLY_CHARS]
+            if not turn.calls:
+                stop = "model_stop"
+                break
+            results: list[ToolResult] = []
+            for proposed in turn.calls:
                 offered = surface.offered(proposed.name)
-                fields, result = skipped_call(proposed, offered.backend.name if offered else None)
-                stop = "max_calls"
-            else:
-                fields, result = execute_call(surface, toolkit, proposed)
-                executed_or_invalid += 1
-            key = retry_key(proposed.name, proposed.arguments)
-            calls.append(CallRecord(call_index=len(calls) + 1, turn=turns,
-                                    is_retry=key in seen and not fields.get("skipped_budget", False), **fields))
-            seen.add(key)
-            results.append(result)
-        if stop is None:
-            session.feed(results)
-    state = toolkit.state.model_dump(mode="json")
-    success, failed = score_outcome(task.assertion, calls, state, final_reply)
+                if executed_or_invalid >= budget.max_calls:
+                    fields, result = skipped_call(proposed, offered.backend if offered else None)
+                    stop = "max_calls"
+                else:
+                    try:
+                        fields, result = execute_call(surface, session, proposed)
+                    except SurfaceBroke as broke:
+                        arguments = proposed.arguments if isinstance(proposed.arguments, str) or proposed.arguments is None \
+                            else json.dumps(proposed.arguments)
+                        fields, result = broken_call(proposed, offered.backend if offered else None, arguments, str(broke))
+                        stop, detail = "surface_error", str(broke)
+                    executed_or_invalid += 1
+                key = retry_key(proposed.name, proposed.arguments)
+                calls.append(CallRecord(call_index=len(calls) + 1, turn=turns,
+                                        is_retry=key in seen and not fields.get("skipped_budget", False), **fields))
+                seen.add(key)
+                results.append(result)
+                if stop == "surface_error":
+                    break
+            if stop is None:
+                agent_session.feed(results)
+        if stop != "surface_error":
+            answers = read_probes(surface, session, task)
+    except SurfaceBroke as broke:
+        stop, detail = "surface_error", str(broke)
+    finally:
+        if session is not None:
+            session.close(broken=stop == "surface_error")
+    if stop == "surface_error":  # the outcome cannot be read from a surface that failed
+        success, failed = False, [f"not scored: the surface failed ({detail})"[:MAX_REPLY_CHARS]]
+    else:
+        assert session is not None
+        success, failed = score_outcome(task.assertion, calls, session.end_state(), final_reply, answers)
     return TaskOutcome(
         task_id=task.id, success=success, failed_assertions=failed, stop_reason=stop, detail=detail, n_turns=turns,
         calls=calls, final_reply=final_reply, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
         price_version=price_version, wall_ms=(time.perf_counter() - started) * 1000, agent_ms=agent_ms,
         provider_retries=provider_retries, served_model_id=served)
+
+
+def read_probes(surface: ResolvedSurface, session: SurfaceSession, task: SurfaceTask) -> list[CallOutcome | str]:
+    """The answer of each of the task's probes (in order), or why it has none; SurfaceBroke passes through."""
+    answers: list[CallOutcome | str] = []
+    tools = surface.backend_tools
+    for probe in task.assertion.probes:
+        tool = tools.get(probe.probe.tool)
+        answers.append(session.probe(tool, dict(probe.probe.args)) if tool is not None
+                       else f"'{probe.probe.tool}' is not a tool of surface {surface.name}")
+    return answers

@@ -12,7 +12,8 @@ Each turn:
 3. its arguments are filled from the JSON schema: a value under the same key in an earlier result (most
    recent first), a ``next_cursor`` while ``has_more``, text of the request matching the parameter's
    ``pattern`` (an id is never invented) or ``format: email``, an ``enum`` value the request mentions, the
-   parameter's default, and for free text the request itself (query, subject, description; a slug made
+   parameter's default, a path-shaped word of the request for a path parameter (the second one for a
+   destination), and for free text the request itself (query, subject, description; a slug made
    of its words). From a list of records it reads the record sharing most words with the request, or
    none when none does and more pages follow.
 
@@ -39,6 +40,10 @@ from tasks.surface.agent_loop import retry_key
 from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+PATH = re.compile(r"(?<![\w@])(?:[\w.-]+/)+[\w.-]*[\w-]|(?<![\w@/.])[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4}(?![\w@.])")
+"""A file path in a request: words joined by '/', or a file name with an extension (not an email)."""
+PATH_NAMES = ("path", "file", "filename", "directory", "dir", "folder", "source", "destination", "target")
+SECOND_PATH_NAMES = ("destination", "target", "new_path", "to")
 NUMBER = re.compile(r"\b\d+\b")
 WORD = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset("a an and are be can do does for from has have how i in is it me my of on or please the to "
@@ -132,6 +137,13 @@ def fill_argument(name: str, schema: Mapping[str, Any], request: str, results: S
     if schema.get("format") == "email" or "email" in name:
         match = EMAIL.search(request)
         return match.group(0) if match else None
+    if kind == "string" and (name.lower() in PATH_NAMES or name.lower().endswith("path")):
+        paths = PATH.findall(request)
+        index = 1 if name.lower() in SECOND_PATH_NAMES else 0
+        if len(paths) > index:
+            return paths[index]
+    if kind == "array" and name.lower() in ("paths", "files") and PATH.findall(request):
+        return PATH.findall(request)
     if "default" in schema:
         return schema["default"]
     if kind in ("integer", "number"):

@@ -2,17 +2,17 @@
 
 - the name is not an offered tool, or the arguments are not a JSON object valid under the tool's JSON
   schema (``jsonschema``, as for selection rows): *invalid*, not executed; the reason goes back to the agent;
-- the backend raises ``ToolRefused`` (missing record, permission, bad state): an *error call*; its
-  message goes back to the agent as the tool's result;
-- the backend raises anything else: an error call too (its type and message go back), so a bug in a
+- the backend's own validation rejects the arguments (an MCP server's -32602): *invalid* too;
+- the backend refuses the call (a toolkit's ``ToolRefused``, an MCP result with ``isError``, an MCP error
+  answer): an *error call*; its message goes back to the agent as the tool's result;
+- a toolkit raises anything else: an error call too (its type and message go back), so a bug in a
   backend is a row, never a crashed run;
-- otherwise the result goes back as compact JSON.
+- otherwise the result goes back: a toolkit's as compact JSON, an MCP server's text as it gave it.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -20,9 +20,8 @@ from pydantic_core import to_jsonable_python
 from tasks.selectors.tool_call_check import check_arguments
 from tasks.surface.agent_types import ProposedCall, ToolResult
 from tasks.surface.load_surface import ResolvedSurface
-from tasks.surface.toolkit import Toolkit, ToolRefused
-
-MAX_DETAIL = 400
+from tasks.surface.surface_session import MAX_DETAIL, SurfaceSession
+from tasks.surface.toolkit import BackendTool
 
 
 def result_text(value: Any) -> str:
@@ -43,59 +42,73 @@ def count_records(value: Any) -> int | None:
     return None
 
 
-def execute_call(surface: ResolvedSurface, toolkit: Toolkit, call: ProposedCall) -> tuple[dict[str, Any], ToolResult]:
-    """(CallRecord fields without call_index / turn / is_retry, the result sent back to the agent)."""
+def execute_call(surface: ResolvedSurface, session: SurfaceSession,
+                 call: ProposedCall) -> tuple[dict[str, Any], ToolResult]:
+    """(CallRecord fields without call_index / turn / is_retry, the result sent back to the agent). Raises
+    SurfaceBroke when the surface itself failed (the caller records the call and stops the task)."""
     offered = surface.offered(call.name)
     if offered is None:
         reason = f"tool '{call.name}' is not offered"
         arguments = call.arguments if isinstance(call.arguments, str) else result_text(call.arguments)
         return _invalid(call, None, arguments, reason)
+    backend = offered.backend
     check = check_arguments(offered.spec, call.arguments)
     if not check.ok:
-        return _invalid(call, offered.backend.name, check.arguments_json, check.detail or "invalid arguments")
-    arguments = json.loads(check.arguments_json or "{}")
-    marks = offered.backend.marks
-    before = toolkit.upstream_reads
-    started = time.perf_counter()
-    error: str | None = None
-    try:
-        value = offered.backend.invoke(toolkit, arguments)
-        content = result_text(value)
-        records = count_records(value)
-    except ToolRefused as refused:
-        error = str(refused)[:MAX_DETAIL] or "refused"
-    except Exception as crashed:  # a backend bug is an error call with its type, not a crashed run
-        error = f"backend failed: {type(crashed).__name__}: {crashed}"[:MAX_DETAIL]
-    elapsed = (time.perf_counter() - started) * 1000
+        return _invalid(call, backend, check.arguments_json, check.detail or "invalid arguments")
+    outcome = session.call(backend, json.loads(check.arguments_json or "{}"))
+    if outcome.invalid is not None:  # the backend's own validation rejected it: never executed
+        return _invalid(call, backend, check.arguments_json, outcome.invalid, outcome.content, outcome.backend_ms)
+    error = outcome.refused
     if error is not None:
-        content, records = result_text({"error": error}), None
+        content, records = outcome.content or result_text({"error": error}), None
+    else:
+        content = outcome.content if outcome.content is not None else result_text(outcome.value)
+        records = count_records(outcome.value)
     fields = {
-        "name": call.name, "tool": offered.backend.name, "arguments": check.arguments_json, "valid": True,
+        "name": call.name, "tool": backend.name, "arguments": check.arguments_json, "valid": True,
         "invalid_reason": None, "executed": True, "error": error is not None, "error_detail": error,
         "result_chars": len(content), "result_records": records,
-        "irreversible": marks.irreversible and error is None, "handoff": marks.handoff and error is None,
-        "upstream_reads": toolkit.upstream_reads - before, "backend_ms": elapsed,
+        "irreversible": backend.marks.irreversible and error is None, "handoff": backend.marks.handoff and error is None,
+        "upstream_reads": outcome.upstream_reads, "backend_ms": outcome.backend_ms, "server": backend.server,
     }
     return fields, ToolResult(call.call_id, call.name, content, error is not None)
 
 
-def _invalid(call: ProposedCall, tool: str | None, arguments: str | None, reason: str) -> tuple[dict[str, Any], ToolResult]:
-    content = result_text({"error": f"invalid call, not executed: {reason}"})
+def broken_call(call: ProposedCall, backend: BackendTool | None, arguments: str | None,
+                detail: str) -> tuple[dict[str, Any], ToolResult]:
+    """A call during which the surface failed (its server crashed or hung): an executed error call whose
+    detail says so; the task stops with ``surface_error``."""
+    content = result_text({"error": detail})
     fields = {
-        "name": call.name, "tool": tool, "arguments": arguments, "valid": False, "invalid_reason": reason,
-        "executed": False, "error": False, "error_detail": None, "result_chars": len(content),
-        "result_records": None, "irreversible": False, "handoff": False, "upstream_reads": 0, "backend_ms": 0.0,
+        "name": call.name, "tool": backend.name if backend else None, "arguments": arguments, "valid": True,
+        "invalid_reason": None, "executed": True, "error": True, "error_detail": detail[:MAX_DETAIL],
+        "result_chars": len(content), "result_records": None, "irreversible": False, "handoff": False,
+        "upstream_reads": 0, "backend_ms": 0.0, "server": backend.server if backend else None,
     }
     return fields, ToolResult(call.call_id, call.name, content, True)
 
 
-def skipped_call(call: ProposedCall, tool: str | None) -> tuple[dict[str, Any], ToolResult]:
+def _invalid(call: ProposedCall, backend: BackendTool | None, arguments: str | None, reason: str,
+             said: str | None = None, backend_ms: float = 0.0) -> tuple[dict[str, Any], ToolResult]:
+    """An invalid call: rejected before it ran (here, or by the backend's own validation, which ``said``)."""
+    content = said or result_text({"error": f"invalid call, not executed: {reason}"})
+    fields = {
+        "name": call.name, "tool": backend.name if backend else None, "arguments": arguments, "valid": False,
+        "invalid_reason": reason[:MAX_DETAIL], "executed": False, "error": False, "error_detail": None,
+        "result_chars": len(content), "result_records": None, "irreversible": False, "handoff": False,
+        "upstream_reads": 0, "backend_ms": backend_ms, "server": backend.server if backend else None,
+    }
+    return fields, ToolResult(call.call_id, call.name, content, True)
+
+
+def skipped_call(call: ProposedCall, backend: BackendTool | None) -> tuple[dict[str, Any], ToolResult]:
     """A call made after the task's call budget was spent: recorded, not executed."""
     content = result_text({"error": "not executed: the call budget of this task is spent"})
     arguments = call.arguments if isinstance(call.arguments, str) or call.arguments is None else result_text(call.arguments)
     fields = {
-        "name": call.name, "tool": tool, "arguments": arguments, "valid": False, "invalid_reason": None,
-        "executed": False, "error": False, "error_detail": None, "result_chars": 0, "result_records": None,
-        "irreversible": False, "handoff": False, "upstream_reads": 0, "backend_ms": 0.0, "skipped_budget": True,
+        "name": call.name, "tool": backend.name if backend else None, "arguments": arguments, "valid": False,
+        "invalid_reason": None, "executed": False, "error": False, "error_detail": None, "result_chars": 0,
+        "result_records": None, "irreversible": False, "handoff": False, "upstream_reads": 0, "backend_ms": 0.0,
+        "skipped_budget": True, "server": backend.server if backend else None,
     }
     return fields, ToolResult(call.call_id, call.name, content, True)

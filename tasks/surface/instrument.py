@@ -3,7 +3,7 @@ outcome assertion and a budget, scored on the outcome; counted per call (invalid
 tool, with the counters a redesign may make worse. What it says to the core (tasks/instrument.py), each
 part from its own module:
 
-    arms.py           an arm: a surface (a toolkit through a transform) and the agent working on it
+    arms.py           an arm: a surface (a toolkit or MCP servers, through a transform) and the agent on it
     load_tasks.py     a version's tasks and fixtures, checked against the arms' surfaces (task_checks.py)
     run_unit.py       a unit: the agent loop per task (agent_loop.py, execute_call.py, score_task.py), cached
                       outcomes, rows landed (``task_runs``, ``task_calls``)
@@ -21,6 +21,7 @@ from tasks.instrument import Instrument, Words
 from tasks.surface.arms import arm_record, fill_surface_arm, resolve_surface_arm
 from tasks.surface.figures import load_surface_figures
 from tasks.surface.gates import JUDGES
+from tasks.surface.mcp_backend import close_pools
 from tasks.surface.task_checks import load_surface_versions
 from tasks.surface.run_unit import run_task_unit, task_inputs
 from tasks.surface.tables import build_surface_report
@@ -31,4 +32,5 @@ INSTRUMENT = Instrument(
     words=Words(items="task runs", ok="succeeded", failed="stopped on a provider error or the run's budget",
                 counted="runs", doing="running tasks"),
     resolve_arm=resolve_surface_arm, load=load_surface_versions, work_items=task_inputs, run_unit=run_task_unit,
-    arm_record=arm_record, load_figures=load_surface_figures, judges=JUDGES, build_report=build_surface_report)
+    arm_record=arm_record, load_figures=load_surface_figures, judges=JUDGES, build_report=build_surface_report,
+    units_done=close_pools)

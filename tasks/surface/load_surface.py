@@ -1,10 +1,12 @@
-"""Read ``surfaces/<name>.yaml``: its toolkit from the backend package, seen through its transform."""
+"""Read ``surfaces/<name>.yaml``: its backend (a toolkit from the backend package, or MCP servers) seen
+through its transform."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -14,7 +16,8 @@ from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.yaml_files import load_yaml
 from tasks.surface.load_backend import backend_hash, load_toolkit
-from tasks.surface.toolkit import BackendTool, Toolkit
+from tasks.surface.surface_session import ToolkitBackend
+from tasks.surface.toolkit import BackendTool
 from tasks.surface.transform_tools import transform_problems, transform_tools
 
 
@@ -28,13 +31,13 @@ class OfferedTool:
 
 @dataclass(frozen=True)
 class ResolvedSurface:
-    """A surface ready to run: the toolkit class and the tools offered, in the toolkit's order."""
+    """A surface ready to run: its backend (``ToolkitBackend`` or ``McpBackend``, each opening a session per
+    task: tasks/surface/surface_session.py) and the tools offered, in the backend's order."""
 
     name: str
     description: str
     taskset_dir: Path
-    toolkit_reference: str
-    toolkit: type[Toolkit]
+    backend: Any
     tools: tuple[OfferedTool, ...]
     surface_hash: str
 
@@ -58,12 +61,18 @@ class ResolvedSurface:
 
     @property
     def backend_tools(self) -> dict[str, BackendTool]:
-        return self.toolkit.tools()
+        return self.backend.tools()
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The MCP servers the surface's tools come from (none for a toolkit)."""
+        return tuple(self.backend.spec.servers) if self.backend.kind == "mcp" else ()
 
     def __reduce__(self):
         """Pickled (a work unit sent to a Dask or Ray worker) as where it is read from: the toolkit class lives
         in the backend package imported under a private name, which only a process that loaded the surface
-        has. The worker reads the surface again (the task set at the same path, as the experiment file is)."""
+        has, and MCP server instances belong to the process that started them. The worker reads the surface
+        again (the task set at the same path, as the experiment file is)."""
         return (load_surface, (self.taskset_dir, self.name))
 
 
@@ -90,18 +99,28 @@ def load_surface(taskset_dir: Path, name: str) -> ResolvedSurface:
     spec = read_surface_file(path)
     if spec.name != name:
         raise InputError.one(str(path), "name", "surface-name", f"name '{spec.name}' differs from file stem '{name}'")
-    toolkit = load_toolkit(taskset_dir, spec.toolkit, str(path))
-    backend = toolkit.tools()
-    underlying = [ToolSpec(name=t.name, description=t.description, parameters=t.parameters) for t in backend.values()]
+    if spec.toolkit is not None:
+        toolkit = load_toolkit(taskset_dir, spec.toolkit, str(path))
+        backend: Any = ToolkitBackend(toolkit, spec.toolkit)
+        identity: dict[str, Any] = {"file": spec.model_dump(mode="json", exclude={"description", "mcp"}),
+                                    "backend": backend_hash(taskset_dir)}
+    else:
+        from tasks.surface.load_mcp_surface import mcp_backend
+
+        backend, identity = mcp_backend(taskset_dir, spec, str(path))
+    tools_by_name = backend.tools()
+    underlying = [ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+                  for t in tools_by_name.values()]
     problems = transform_problems([t.name for t in underlying], spec.transform)
     if problems:
         raise InputError([Problem(str(path), "transform", rule, message) for rule, message in problems])
-    tools = tuple(OfferedTool(offered, backend[original])
+    tools = tuple(OfferedTool(offered, tools_by_name[original])
                   for offered, original in transform_tools(underlying, spec.transform))
     digest = sha256_hex(json.dumps({
-        "file": spec.model_dump(mode="json", exclude={"description"}),
-        "backend": backend_hash(taskset_dir),
+        **identity,
         "offered": [[t.spec.model_dump(), t.backend.name, t.backend.marks.model_dump()] for t in tools],
     }, sort_keys=True))
-    return ResolvedSurface(name=name, description=spec.description, taskset_dir=taskset_dir,
-                           toolkit_reference=spec.toolkit, toolkit=toolkit, tools=tools, surface_hash=digest)
+    if backend.kind == "mcp":
+        backend = backend.keyed(digest)
+    return ResolvedSurface(name=name, description=spec.description, taskset_dir=taskset_dir, backend=backend,
+                           tools=tools, surface_hash=digest)

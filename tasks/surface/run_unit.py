@@ -68,7 +68,16 @@ def agent_fingerprint(arm: SurfaceArm) -> str:
 
 def task_cache_key(arm: SurfaceArm, tools: tuple[ToolSpec, ...], task: SurfaceTask, fixtures: dict[str, Any]) -> str:
     return digest([agent_fingerprint(arm), tools_fingerprint(tools), arm.surface.surface_hash,
-                   task.model_dump(mode="json", by_alias=True), fixtures])
+                   task_identity(task), fixtures])
+
+
+def task_identity(task: SurfaceTask) -> dict[str, Any]:
+    """The task as its cache key reads it: a task without probes keys as it did before probes existed, so
+    outcomes cached by earlier builds stay valid."""
+    written = task.model_dump(mode="json", by_alias=True)
+    if not task.assertion.probes:
+        written["assert"].pop("probes", None)
+    return written
 
 
 def plan_tasks(unit: WorkUnit) -> tuple[tuple[ToolSpec, ...], list[PlannedTask]]:

@@ -1,4 +1,5 @@
-"""Score a run on its outcome: the calls the backend executed, the final state, the final reply.
+"""Score a run on its outcome: the calls the backend executed, the final state (or what probes read of
+it through the surface), the final reply.
 
 Never on the transcript: the order of calls, the path taken and the number of steps do not matter, only
 that the required calls happened (executed, not refused), the forbidden ones did not (reached the backend,
@@ -42,7 +43,8 @@ def matches(matcher: Matcher, value: Any = _MISSING) -> bool:
 
 
 def value_at(state: Any, parts: Sequence[str]) -> Any:
-    """The value at a dotted path; a part names a key, a list index, or the ``id`` of a record in a list."""
+    """The value at a dotted path; a part names a key, a list index, or the ``id`` (else the ``name``) of a
+    record in a list."""
     node = state
     for part in parts:
         if isinstance(node, dict):
@@ -53,7 +55,8 @@ def value_at(state: Any, parts: Sequence[str]) -> Any:
             if part.lstrip("-").isdigit() and -len(node) <= int(part) < len(node):
                 node = node[int(part)]
             else:
-                found = [r for r in node if isinstance(r, dict) and str(r.get("id")) == part]
+                found = ([r for r in node if isinstance(r, dict) and str(r.get("id")) == part]
+                         or [r for r in node if isinstance(r, dict) and str(r.get("name")) == part])
                 if not found:
                     return _MISSING
                 node = found[0]
@@ -83,8 +86,9 @@ def _describe(call: CallAssertion) -> str:
 
 
 def score_outcome(assertion: Assertion, calls: Sequence[CallRecord], final_state: Any,
-                  final_reply: str | None) -> tuple[bool, list[str]]:
-    """(success, the parts that did not hold, in words)."""
+                  final_reply: str | None, answers: Sequence[Any] = ()) -> tuple[bool, list[str]]:
+    """(success, the parts that did not hold, in words). ``answers``: what each probe read (a CallOutcome),
+    or why it read nothing (a string), in the assertion's order."""
     failed: list[str] = []
     done = [c for c in calls if c.executed and not c.error]
     reached = [c for c in calls if c.executed]
@@ -101,4 +105,13 @@ def score_outcome(assertion: Assertion, calls: Sequence[CallRecord], final_state
             failed.append(f"state {state.path} {state.matcher.describe()} (is {shown})")
     if assertion.reply is not None and not matches(assertion.reply, final_reply if final_reply else _MISSING):
         failed.append(f"reply {assertion.reply.describe()}")
+    for probe, answer in zip(assertion.probes, answers):
+        reason = answer if isinstance(answer, str) else (answer.refused or answer.invalid)
+        if reason:
+            failed.append(f"{probe.describe()} read nothing: {reason}"[:300])
+            continue
+        value = value_at(answer.value, probe.parts) if probe.parts else (answer.content or answer.value)
+        if not matches(probe.matcher, value):
+            shown = "missing" if value is _MISSING else json.dumps(value, default=str)[:80]
+            failed.append(f"{probe.describe()} {probe.matcher.describe()} (is {shown})")
     return not failed, failed

@@ -3,12 +3,15 @@ file, the line and id, and the rule (the same InputError as the label checks of 
 
 - ids-unique, request-non-empty, slice-declared: per task;
 - fixtures-include: every shared fixture file a task includes exists;
-- fixtures-schema: a task's merged fixtures are a valid state for the toolkit of every surface in use;
+- fixtures-schema: a task's merged fixtures are a valid state for the backend of every surface in use (a
+  toolkit's state model; an MCP surface's ``files`` and ``setup``);
 - assert-tool-known: a tool an assertion requires is a backend tool of every surface in use (a call that
   cannot happen on one surface would score that arm on the assertion, not on the outcome); a tool in
   ``not_called`` exists in at least one (a typo would pass silently);
 - assert-args-known: an argument an assertion names is a parameter of that tool;
-- assert-state-path: a state path starts with a collection of the state model;
+- assert-state-path: a state path starts with a collection of the state model (an MCP surface has none:
+  its end state is read with probes);
+- assert-probe-known: a probe calls a backend tool of every surface in use, with arguments it takes;
 - manifest-hash: the version's files hash to the manifest's content_hash (frozen versions stay frozen).
 
 These rules are structural over nested records (fixtures validated by the backend's own pydantic state
@@ -22,21 +25,18 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
-from pydantic import ValidationError
-
 from tasks.experiment.resolve_experiment import ResolvedExperiment
 from tasks.files.input_errors import InputError, Problem
 from tasks.run.prepare_run import Loaded
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.load_tasks import TaskVersion, _includes, fixture_path, load_task_version, task_paths
-from tasks.taskset.load_taskset import validation_message
 
 
 @dataclass(frozen=True)
 class TaskCheckReport:
     n_tasks: int
     n_surfaces: int
-    n_rules: int = 9
+    n_rules: int = 10
 
 
 def load_surface_versions(experiment: ResolvedExperiment) -> Loaded:
@@ -55,7 +55,7 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
     file = str(version.tasks_path)
     problems: list[Problem] = []
     ids = Counter(line.task.id for line in version.lines)
-    toolkits = {s.toolkit for s in surfaces}
+    backends = list({id(s.backend): s.backend for s in surfaces}.values())
     for line in version.lines:
         task = line.task
         where = f"line {line.line} (id {task.id})"
@@ -74,11 +74,9 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
             problem("fixtures-include", f"includes {', '.join(missing)}: no such file under fixtures/")
         else:
             fixtures = version.fixtures(task)
-            for toolkit in toolkits:
-                try:
-                    toolkit.fresh_state(fixtures)
-                except ValidationError as error:
-                    problem("fixtures-schema", f"not a valid {toolkit.state_model.__name__}: {validation_message(error)}")
+            for backend in backends:
+                for message in backend.fixture_problems(fixtures):
+                    problem("fixtures-schema", message)
         for call in task.assertion.required_calls:
             lacking = [s.name for s in surfaces if call.tool not in s.backend_tools]
             if lacking:
@@ -98,11 +96,23 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
                                                  f"{', '.join(unknown)}")
                     break
         for state in task.assertion.state:
-            collection = state.parts[0]
-            for toolkit in toolkits:
-                if collection not in toolkit.state_model.model_fields:
-                    problem("assert-state-path", f"path '{state.path}': {toolkit.state_model.__name__} has no "
-                                                 f"collection '{collection}'")
+            for backend in backends:
+                reason = backend.state_problem(state.parts[0])
+                if reason:
+                    problem("assert-state-path", f"path '{state.path}': {reason}")
+                    break
+        for probe in task.assertion.probes:
+            for surface in surfaces:
+                backend = surface.backend_tools.get(probe.probe.tool)
+                if backend is None:
+                    problem("assert-probe-known", f"probes with '{probe.probe.tool}', which surface {surface.name} "
+                                                  "does not have")
+                    break
+                unknown = sorted(set(probe.probe.args) - set(backend.parameters.get("properties", {})))
+                if unknown:
+                    problem("assert-probe-known", f"'{probe.probe.tool}' on surface {surface.name} has no "
+                                                  f"argument(s) {', '.join(unknown)}")
+                    break
     if version.manifest.content_hash != version.actual_hash:
         problems.append(Problem(str(task_paths(version.directory, version.version)["manifest"]), "", "manifest-hash",
                                 f"the version's files hash to {version.actual_hash[:12]}, the manifest says "

@@ -87,16 +87,23 @@ def _strip_titles(schema: Any) -> Any:
 
 @dataclass(frozen=True)
 class BackendTool:
-    """One tool of a toolkit: name, description, derived JSON schema, marks, and how to call it."""
+    """One tool of a surface's backend: name, description, JSON schema, marks; for a toolkit tool also how
+    to call it (its arguments model), for an MCP tool the server it belongs to."""
 
     name: str
     description: str
     parameters: dict[str, Any]
     marks: ToolMarks
-    arguments_model: type[BaseModel]
+    arguments_model: type[BaseModel] | None = None
+    server: str | None = None
+    """The MCP server the tool belongs to; None for a toolkit tool."""
+    reads_per_call: int = 0
+    """Upstream reads an executed call counts besides what the tool counts itself (MCP tools: see
+    tasks/surface/mcp_backend.py); a toolkit tool counts its own with ``self.read``."""
 
     def invoke(self, toolkit: "Toolkit", arguments: dict[str, Any]) -> Any:
         """Run the tool with arguments already valid under ``parameters`` (typed by the arguments model)."""
+        assert self.arguments_model is not None, f"{self.name} is not a toolkit tool"
         typed = self.arguments_model.model_validate(arguments)
         values = {name: getattr(typed, name) for name in typed.model_fields_set | set(arguments)}
         return getattr(toolkit, self.name)(**values)

@@ -9,7 +9,8 @@
   the run's model time evenly. The offline baseline agent is no LLM: its trace has no LLM span;
 - one TOOL span ``tool_call`` per call the agent made, in order: the tool's name as offered, its arguments,
   whether it was valid, executed, refused (the backend's refusal as the span's error), irreversible, a
-  hand-off, a retry; an invalid or budget-skipped call is a TOOL span too, never executed.
+  hand-off, a retry, and on an MCP surface the server it went to (``tooleval.call.server``); an invalid
+  or budget-skipped call is a TOOL span too, never executed.
 
 The task check (success against the task's assertion) is a CODE annotation ``task_check`` on the root span.
 Span times: the run ends when the unit's outcomes were in hand and lasts its recorded wall time, cut into
@@ -152,6 +153,7 @@ def _tool_span(tracer, parent, ids: TraceIds, call: Mapping[str, Any], shared: T
             f"{PREFIX}.call.handoff": call["handoff"], f"{PREFIX}.call.retry": call["is_retry"],
             f"{PREFIX}.call.result_chars": call["result_chars"],
             **({f"{PREFIX}.call.backend_tool": call["tool"]} if call["tool"] else {}),
+            **({f"{PREFIX}.call.server": call["server"]} if call.get("server") else {}),
             **({f"{PREFIX}.call.skipped_budget": True} if call.get("skipped_budget") else {}),
         })
     if not call["valid"]:

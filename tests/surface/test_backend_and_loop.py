@@ -24,54 +24,57 @@ def desk(tmp_path):
 
 
 def fresh(surface):
-    return surface.toolkit(surface.toolkit.fresh_state({"tickets": TICKETS}))
+    """A session on a fresh state: ``.toolkit`` is the toolkit instance the calls run on."""
+    return surface.backend.open({"tickets": TICKETS})
 
 
-def run(call, surface, toolkit):
-    fields, result = execute_call(surface, toolkit, ProposedCall("c1", *call))
+def run(call, surface, session):
+    fields, result = execute_call(surface, session, ProposedCall("c1", *call))
     return fields, result
 
 
 def test_invalid_calls_never_reach_the_backend_and_error_calls_do(desk):
     _, _, surface = desk
-    toolkit = fresh(surface)
+    session = fresh(surface)
+    toolkit = session.toolkit
     before = toolkit.state.model_dump()
     for call, reason in [(("send_email", "{}"), "tool 'send_email' is not offered"),
                          (("close_ticket", '{"ticket_id": "1002"}'), "does not match"),
                          (("close_ticket", '{"ticket_id": "T-1002", "force": true}'), "Additional properties"),
                          (("close_ticket", "{not json"), "not JSON"),
                          (("close_ticket", "[1]"), "not a JSON object")]:
-        fields, result = run(call, surface, toolkit)
+        fields, result = run(call, surface, session)
         assert not fields["valid"] and not fields["executed"] and not fields["error"], call
         assert reason in fields["invalid_reason"] and fields["upstream_reads"] == 0
         assert result.is_error and "invalid call, not executed" in result.content
     assert toolkit.state.model_dump() == before and toolkit.upstream_reads == 0
 
-    fields, result = run(("close_ticket", {"ticket_id": "T-9999"}), surface, toolkit)  # Anthropic-style object
+    fields, result = run(("close_ticket", {"ticket_id": "T-9999"}), surface, session)  # Anthropic-style object
     assert fields["valid"] and fields["executed"] and fields["error"] and fields["error_detail"] == "no ticket T-9999"
     assert json.loads(result.content) == {"error": "no ticket T-9999"} and fields["upstream_reads"] == 1
-    fields, result = run(("broken_report", '{"ticket_id": "T-1001"}'), surface, toolkit)
+    fields, result = run(("broken_report", '{"ticket_id": "T-1001"}'), surface, session)
     assert fields["error"] and fields["error_detail"].startswith("backend failed: ZeroDivisionError")
-    fields, result = run(("close_ticket", '{"ticket_id": "T-1002"}'), surface, toolkit)
+    fields, result = run(("close_ticket", '{"ticket_id": "T-1002"}'), surface, session)
     assert fields["valid"] and not fields["error"] and toolkit.state.tickets["T-1002"].status == "closed"
     assert not fields["irreversible"] and not fields["handoff"]
-    fields, _ = run(("escalate_ticket", '{"ticket_id": "T-1001", "reason": "urgent"}'), surface, toolkit)
+    fields, _ = run(("escalate_ticket", '{"ticket_id": "T-1001", "reason": "urgent"}'), surface, session)
     assert fields["irreversible"] and fields["handoff"]
-    fields, _ = run(("escalate_ticket", '{"ticket_id": "T-4040", "reason": "urgent"}'), surface, toolkit)
+    fields, _ = run(("escalate_ticket", '{"ticket_id": "T-4040", "reason": "urgent"}'), surface, session)
     assert fields["error"] and not fields["irreversible"]  # a refused irreversible call did nothing
 
 
 def test_results_page_and_each_page_is_an_upstream_read(desk):
     _, _, surface = desk
-    toolkit = fresh(surface)
-    first, result = run(("list_tickets", '{"owner": "ana@acme.example"}'), surface, toolkit)
+    session = fresh(surface)
+    toolkit = session.toolkit
+    first, result = run(("list_tickets", '{"owner": "ana@acme.example"}'), surface, session)
     page = json.loads(result.content)
     assert page["has_more"] and page["next_cursor"] == "page:2" and len(page["items"]) == 2
     assert first["result_records"] == 2 and first["upstream_reads"] == 1 and first["result_chars"] == len(result.content)
-    second, result = run(("list_tickets", json.dumps({"owner": "ana@acme.example", "cursor": "page:2"})), surface, toolkit)
+    second, result = run(("list_tickets", json.dumps({"owner": "ana@acme.example", "cursor": "page:2"})), surface, session)
     assert json.loads(result.content) == {"items": [{"ticket_id": "T-1003", "subject": "parcel late"}],
                                           "has_more": False, "next_cursor": None}
-    bad, _ = run(("list_tickets", '{"owner": "ana@acme.example", "cursor": "xyz"}'), surface, toolkit)
+    bad, _ = run(("list_tickets", '{"owner": "ana@acme.example", "cursor": "xyz"}'), surface, session)
     assert bad["error"] and "unknown cursor" in bad["error_detail"]
     assert toolkit.upstream_reads == 2
 

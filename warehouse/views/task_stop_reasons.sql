@@ -1,8 +1,9 @@
 -- task_stop_reasons: one row per (run, arm, stop reason).
 -- How runs ended: the agent stopped (model_stop), a task budget was spent (max_calls, max_turns,
 -- max_tokens, max_wall), or the run could not go on (error: the provider failed after its retries;
--- empty_reply; run_budget: the run's spend or call cap). n and its share of the arm's runs, and how many
--- of those runs still met their assertion.
+-- empty_reply; run_budget: the run's spend or call cap; surface_error: an MCP server could not start,
+-- crashed or hung). n and its share of the arm's runs, and how many of those runs still met their
+-- assertion.
 select run_id, arm, min(rung) as rung, stop_reason,
        count(*) as n,
        count(*) / sum(count(*)) over (partition by run_id, arm) as share,

@@ -5,7 +5,8 @@
 -- ci_low / ci_high: 95% interval with the task as the unit: Wilson on n_effective, the small-sample corrected
 -- Kish effective number of trials over the tasks of task_outcomes (the macro clustered_n_star_of, as in
 -- aggregate_accuracy). Stops: runs ended by the task's budget (max_calls,
--- max_turns, max_tokens, max_wall) and runs that could not be carried out (provider error, run budget).
+-- max_turns, max_tokens, max_wall) and runs that could not be carried out (provider error, run budget,
+-- a failed tool surface).
 with per_seed as (
     select run_id, arm, taskset_version, slice, seed,
            count(*) filter (where success) / count(*) as seed_success
@@ -27,7 +28,7 @@ totals as (
            count(distinct task_id) as n_tasks,
            count(*) filter (where success) as successes,
            count(*) filter (where stop_reason in ('max_calls', 'max_turns', 'max_tokens', 'max_wall')) as budget_stops,
-           count(*) filter (where stop_reason in ('error', 'run_budget')) as failed_runs,
+           count(*) filter (where stop_reason in ('error', 'run_budget', 'surface_error')) as failed_runs,
            avg(n_calls) as calls_per_run
     from task_runs
     group by run_id, arm, taskset_version, slice

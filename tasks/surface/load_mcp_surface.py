@@ -1,0 +1,75 @@
+"""Resolve an MCP surface: each server's tools, from the catalogue it is pinned to (without starting it) or
+from the server itself (started once in a scratch state folder, listed, stopped); the backend tools with
+their marks; the surface's identity for its hash."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from schemas.catalogue import CatalogueFile, ToolSpec
+from schemas.mcp import McpAnnotations
+from schemas.surface.surface_file import SurfaceFile, SurfaceServer
+from tasks.files.input_errors import InputError
+from tasks.mcp.connection import ServerConnection, ServerFailed
+from tasks.surface.mcp_backend import McpBackend, backend_tools, listed_tools
+from tasks.taskset.load_taskset import read_json_model
+
+Listing = tuple[list[ToolSpec], dict[str, McpAnnotations]]
+
+
+def pinned_tools(taskset_dir: Path, server: SurfaceServer, file: str) -> Listing:
+    """The tools and annotations of the catalogue a server is pinned to."""
+    path = Path(taskset_dir) / "catalogues" / f"{server.catalogue}.json"
+    if not path.is_file():
+        raise InputError.one(file, "mcp.servers", "catalogue-exists", f"catalogue {server.catalogue}: {path} not found "
+                             "(import it with `tooleval import mcp`)")
+    catalogue = read_json_model(path, CatalogueFile)
+    return list(catalogue.tools), dict(getattr(catalogue, "annotations", None) or {})
+
+
+def served_tools(taskset_dir: Path, name: str, server: SurfaceServer, make_dirs: tuple[str, ...], file: str) -> Listing:
+    """What the server lists, started once in a scratch state folder; InputError naming it when it fails."""
+    scratch = Path(tempfile.mkdtemp(prefix="tooleval-mcp-list-"))
+    for folder in make_dirs:
+        (scratch / folder).mkdir(parents=True, exist_ok=True)
+    connection = ServerConnection(server, base_dir=Path(taskset_dir), state_dir=scratch, label=name)
+    try:
+        return listed_tools(connection.start())
+    except ServerFailed as failure:
+        raise InputError.one(file, f"mcp.servers.{name}", "server-starts",
+                             f"MCP server '{name}' ({server.describe()}) {failure}") from None
+    finally:
+        connection.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def mcp_backend(taskset_dir: Path, spec: SurfaceFile, file: str) -> tuple[McpBackend, dict[str, Any]]:
+    """(the backend, unkeyed, and the surface's identity: its file and each server's tools)."""
+    assert spec.mcp is not None
+    listed: dict[str, Listing] = {}
+    pinned: dict[str, Listing] = {}
+    for name, server in spec.mcp.servers.items():
+        if server.catalogue is not None:
+            listed[name] = pinned[name] = pinned_tools(taskset_dir, server, file)
+        else:
+            listed[name] = served_tools(taskset_dir, name, server, spec.mcp.make_dirs, file)
+    owners: dict[str, str] = {}
+    for name, (specs, _) in listed.items():
+        for tool in specs:
+            if tool.name in owners:
+                raise InputError.one(file, "mcp.servers", "tool-names-unique",
+                                     f"'{tool.name}' is a tool of both {owners[tool.name]} and {name}")
+            owners[tool.name] = name
+    unknown = sorted(set(spec.mcp.marks) - set(owners))
+    if unknown:
+        raise InputError.one(file, "mcp.marks", "marks-tools", f"marks for tools no server lists: {', '.join(unknown)}")
+    tools = backend_tools(listed, spec.mcp.marks)
+    identity = {"file": spec.model_dump(mode="json", exclude={"description", "toolkit"}),
+                "tools": {name: [[t.model_dump(mode="json"), a[t.name].model_dump(mode="json") if t.name in a else None]
+                                 for t in specs] for name, (specs, a) in listed.items()}}
+    backend = McpBackend(spec=spec.mcp, base_dir=Path(taskset_dir), tools_by_name=tuple(tools.items()),
+                         pinned=pinned, key="")
+    return backend, identity

@@ -1,0 +1,356 @@
+"""A surface served by MCP servers: their tools as backend tools, warm server instances, fresh state per task.
+
+Tools and marks. A surface's tools are the tools its servers list (or, for a server pinned to an imported
+catalogue, the catalogue's: the surface resolves without starting it). ``marks_from_annotations`` turns a
+tool's MCP annotations into seed 001's marks, with the MCP specification's defaults where the server said
+nothing (not read-only, destructive, open-world):
+
+- writes: not read-only; irreversible: writes and destructive;
+- upstream reads: one per executed call of a tool that reads (read-only) or reaches beyond the server
+  (open-world); a server reports no pages, so a call is one read;
+- handoff: never from annotations (MCP has no such hint);
+
+and the surface file's ``marks:`` override any of them per tool.
+
+Instances. An instance is one process per server of the surface, sharing a state folder
+(``{state_dir}``). Instances are kept warm in a pool per surface and process, so start-up is paid once per
+concurrent task, not per task; each task takes an instance, which is first reset to the task's fixtures
+(``reset: files``: the state folder emptied, the surface's ``make_dirs`` made, the fixture files written;
+``restart``: a new instance for every task; ``none``: nothing), then the task's ``setup`` calls run. A task
+returns its instance when it ends; one whose server failed is closed, and the next task starts a new one.
+No task sees another's writes: one task holds an instance at a time and every task starts from a reset.
+
+Fixtures of a task on an MCP surface: ``files`` (path under the state folder -> content: a string as
+text, a list as JSON Lines (one JSON value a line, as the memory server keeps its graph), an object as
+JSON) and ``setup`` (calls ``{"tool": T, "args": {...}}`` made through the servers before the agent
+starts; not counted).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from schemas.catalogue import ToolSpec
+from schemas.mcp import McpAnnotations
+from schemas.surface.surface_file import McpSurface, SurfaceServer, ToolMarkOverride, ToolMarks
+from tasks.mcp.connection import ServerConnection, ServerFailed
+from tasks.mcp.tool_listing import annotations_of, tool_spec, tools_hash
+from tasks.surface.surface_session import MAX_DETAIL, CallOutcome, SurfaceBroke
+from tasks.surface.toolkit import BackendTool
+
+INVALID_PARAMS = -32602
+"""JSON-RPC's invalid params: the server's own validation rejected the arguments (an invalid call)."""
+FIXTURE_KEYS = ("files", "setup")
+
+
+def marks_from_annotations(annotations: McpAnnotations | None,
+                           override: ToolMarkOverride | None = None) -> tuple[ToolMarks, int]:
+    """(marks, upstream reads per executed call) of an MCP tool: see the module's docstring."""
+    a = annotations or McpAnnotations()
+    read_only = bool(a.read_only)
+    writes = not read_only
+    destructive = True if a.destructive is None else a.destructive
+    open_world = True if a.open_world is None else a.open_world
+    marks = {"writes": writes, "irreversible": writes and destructive, "handoff": False,
+             "upstream_reads": 1 if (read_only or open_world) else 0}
+    if override is not None:
+        marks.update({k: v for k, v in override.model_dump().items() if v is not None})
+    reads = marks.pop("upstream_reads")
+    return ToolMarks(writes=marks["writes"] or marks["irreversible"], irreversible=marks["irreversible"],
+                     handoff=marks["handoff"]), reads
+
+
+def backend_tools(listed: Mapping[str, tuple[list[ToolSpec], dict[str, McpAnnotations]]],
+                  overrides: Mapping[str, ToolMarkOverride]) -> dict[str, BackendTool]:
+    """Every server's tools (server name -> (tools, annotations)) as backend tools, in server order."""
+    tools: dict[str, BackendTool] = {}
+    for server, (specs, given) in listed.items():
+        for spec in specs:
+            marks, reads = marks_from_annotations(given.get(spec.name), overrides.get(spec.name))
+            tools[spec.name] = BackendTool(name=spec.name, description=spec.description, parameters=spec.parameters,
+                                           marks=marks, server=server, reads_per_call=reads)
+    return tools
+
+
+def listed_tools(connection: ServerConnection) -> tuple[list[ToolSpec], dict[str, McpAnnotations]]:
+    """What a running server lists: its tools and the annotations it gave."""
+    tools = connection.list_tools()
+    annotations = {t.name: a for t in tools if (a := annotations_of(t)) is not None}
+    return [tool_spec(t) for t in tools], annotations
+
+
+# -- fresh state --------------------------------------------------------------------------------------------
+def fixture_problems(fixtures: Mapping[str, Any]) -> list[str]:
+    """Why a task's merged fixtures cannot be an MCP state (empty: they can)."""
+    problems = [f"unknown fixture key '{key}': an MCP surface reads {', '.join(FIXTURE_KEYS)}"
+                for key in fixtures if key not in FIXTURE_KEYS]
+    files = fixtures.get("files", {})
+    if not isinstance(files, dict):
+        problems.append("'files' maps a path under the state folder to its content")
+    else:
+        problems += [f"file '{path}' is not a relative path inside the state folder"
+                     for path in files if not _inside(path)]
+    setup = fixtures.get("setup", [])
+    if not isinstance(setup, list) or not all(isinstance(c, dict) and isinstance(c.get("tool"), str)
+                                              and isinstance(c.get("args", {}), dict) for c in setup):
+        problems.append("'setup' is a list of calls {\"tool\": NAME, \"args\": {...}}")
+    return problems
+
+
+def _inside(path: str) -> bool:
+    return bool(path) and not path.startswith("/") and ".." not in Path(path).parts
+
+
+def file_content(content: Any) -> str:
+    """A fixture file's text: a string as is, a list as JSON Lines, anything else as JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in content)
+    return json.dumps(content, ensure_ascii=False, indent=2)
+
+
+def write_state(state_dir: Path, make_dirs: tuple[str, ...], fixtures: Mapping[str, Any]) -> None:
+    """Empty the state folder, make the surface's folders and write the task's fixture files. The surface's
+    folders are emptied, never removed: a running server may have one as its working directory."""
+    keep = {(state_dir / folder).resolve() for folder in make_dirs}
+    _empty(state_dir, keep)
+    for folder in make_dirs:
+        (state_dir / folder).mkdir(parents=True, exist_ok=True)
+    for relative, content in (fixtures.get("files") or {}).items():
+        path = state_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(file_content(content), encoding="utf-8")
+
+
+def _empty(folder: Path, keep: set[Path]) -> None:
+    for child in folder.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            if child.resolve() in keep or any(k.is_relative_to(child.resolve()) for k in keep):
+                _empty(child, keep)
+                if child.resolve() not in keep and not any(child.iterdir()):
+                    child.rmdir()
+            else:
+                shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+# -- instances and their pool -------------------------------------------------------------------------------
+class McpInstance:
+    """One process per server of the surface, sharing one state folder."""
+
+    def __init__(self, backend: "McpBackend"):
+        self.backend = backend
+        self.state_dir = Path(tempfile.mkdtemp(prefix="tooleval-mcp-"))
+        self.connections: dict[str, ServerConnection] = {}
+
+    def start(self) -> "McpInstance":
+        """Start every server (SurfaceBroke names the one that failed); a server pinned to a catalogue must
+        list exactly the catalogue's tools."""
+        for name, server in self.backend.spec.servers.items():
+            connection = ServerConnection(server, base_dir=self.backend.base_dir, state_dir=self.state_dir, label=name)
+            try:
+                self.connections[name] = connection.start()
+                if server.catalogue is not None:
+                    self._check_pinned(name, server, connection)
+            except ServerFailed as failure:
+                self.close()
+                raise SurfaceBroke(f"MCP server '{name}' ({server.describe()}): {failure}") from None
+        return self
+
+    def _check_pinned(self, name: str, server: SurfaceServer, connection: ServerConnection) -> None:
+        specs, annotations = listed_tools(connection)
+        pinned = self.backend.pinned[name]
+        if tools_hash(specs, annotations) != tools_hash(*pinned):
+            listed, kept = {s.name: s for s in specs}, {s.name: s for s in pinned[0]}
+            changed = sorted(n for n in set(listed) & set(kept) if listed[n] != kept[n])
+            raise ServerFailed(
+                f"lists tools that differ from catalogue {server.catalogue}: added {sorted(set(listed) - set(kept))}, "
+                f"removed {sorted(set(kept) - set(listed))}, changed {changed} (import it again: tooleval import mcp)")
+
+    @property
+    def alive(self) -> bool:
+        return all(c.alive for c in self.connections.values()) and len(self.connections) == len(self.backend.spec.servers)
+
+    def close(self) -> None:
+        for connection in self.connections.values():
+            connection.close()
+        self.connections = {}
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+@dataclass
+class InstancePool:
+    """Warm instances of one surface in this process; a task holds one at a time."""
+
+    backend: "McpBackend"
+    idle: list[McpInstance] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    starts: int = 0
+    start_s: float = 0.0
+    """Instances started and the seconds their start-up took (for the harness benchmark)."""
+
+    def acquire(self, fixtures: Mapping[str, Any]) -> McpInstance:
+        spec = self.backend.spec
+        with self.lock:
+            instance = self.idle.pop() if self.idle and spec.reset != "restart" else None
+        if instance is not None and spec.reset == "files":
+            write_state(instance.state_dir, spec.make_dirs, fixtures)
+        if instance is None:
+            instance = McpInstance(self.backend)
+            if spec.reset != "none":
+                write_state(instance.state_dir, spec.make_dirs, fixtures)
+            started = time.perf_counter()
+            instance.start()
+            with self.lock:
+                self.starts += 1
+                self.start_s += time.perf_counter() - started
+        return instance
+
+    def release(self, instance: McpInstance, broken: bool) -> None:
+        if broken or not instance.alive or self.backend.spec.reset == "restart":
+            instance.close()
+            return
+        with self.lock:
+            self.idle.append(instance)
+
+    def close(self) -> None:
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for instance in idle:
+            instance.close()
+
+
+_pools: dict[str, InstancePool] = {}
+_pools_lock = threading.Lock()
+
+
+def pool_for(backend: "McpBackend") -> InstancePool:
+    with _pools_lock:
+        pool = _pools.get(backend.key)
+        if pool is None:
+            pool = _pools[backend.key] = InstancePool(backend)
+        return pool
+
+
+def close_pools() -> None:
+    """Stop every warm server instance of this process (when a run's units are done)."""
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.close()
+
+
+# -- a task's session ---------------------------------------------------------------------------------------
+class McpSession:
+    """One task on one instance."""
+
+    def __init__(self, backend: "McpBackend", pool: InstancePool, instance: McpInstance):
+        self.backend, self.pool, self.instance = backend, pool, instance
+
+    def call(self, tool: BackendTool, arguments: dict[str, Any]) -> CallOutcome:
+        server = tool.server or ""
+        connection = self.instance.connections[server]
+        started = time.perf_counter()
+        try:
+            result = connection.call(tool.name, arguments, self.backend.spec.call_timeout_s)
+        except ServerFailed as failure:
+            raise SurfaceBroke(f"MCP server '{server}' {failure}") from None
+        except Exception as answered:  # an MCP error answer to this call (the server is fine)
+            elapsed = (time.perf_counter() - started) * 1000
+            message = f"MCP error {getattr(answered, 'code', '?')}: {answered}"[:MAX_DETAIL]
+            if getattr(answered, "code", None) == INVALID_PARAMS:
+                return CallOutcome(value=None, content=message, invalid=message, backend_ms=elapsed)
+            return CallOutcome(value=None, content=message, refused=message, backend_ms=elapsed)
+        elapsed = (time.perf_counter() - started) * 1000
+        text = "\n".join(_block_text(block) for block in result.content)
+        if result.is_error:
+            if text.startswith(f"MCP error {INVALID_PARAMS}"):
+                return CallOutcome(value=None, content=text, invalid=text[:MAX_DETAIL], backend_ms=elapsed)
+            return CallOutcome(value=None, content=text, refused=text[:MAX_DETAIL] or "error", backend_ms=elapsed)
+        value = result.structured_content if result.structured_content is not None else _parsed(text)
+        return CallOutcome(value=value, content=text, upstream_reads=tool.reads_per_call, backend_ms=elapsed)
+
+    def probe(self, tool: BackendTool, arguments: dict[str, Any]) -> CallOutcome:
+        return self.call(tool, arguments)
+
+    def end_state(self) -> Any:
+        return None
+
+    def setup(self, calls: list[dict[str, Any]]) -> None:
+        """The task's setup calls, before the agent starts; one that does not succeed stops the task."""
+        for call in calls:
+            tool = self.backend.tools().get(call["tool"])
+            if tool is None:
+                raise SurfaceBroke(f"setup call of unknown tool '{call['tool']}'")
+            outcome = self.call(tool, dict(call.get("args") or {}))
+            if outcome.refused or outcome.invalid:
+                raise SurfaceBroke(f"setup call {call['tool']} failed: {outcome.refused or outcome.invalid}")
+
+    def close(self, broken: bool) -> None:
+        self.pool.release(self.instance, broken)
+
+
+def _block_text(block: Any) -> str:
+    text = getattr(block, "text", None)
+    if isinstance(text, str):
+        return text
+    return f"[{getattr(block, 'type', 'content')}: {getattr(block, 'mime_type', '') or ''}]"
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return text
+
+
+@dataclass(frozen=True)
+class McpBackend:
+    """The servers of one surface, their tools, and where their instances come from."""
+
+    spec: McpSurface
+    base_dir: Path
+    """The task-set folder: servers start there (commands and paths relative to it)."""
+    tools_by_name: tuple[tuple[str, BackendTool], ...]
+    pinned: dict[str, tuple[list[ToolSpec], dict[str, McpAnnotations]]]
+    """Servers pinned to a catalogue -> the catalogue's tools and annotations."""
+    key: str
+    """The surface's hash: one pool per surface."""
+
+    kind = "mcp"
+
+    def tools(self) -> dict[str, BackendTool]:
+        return dict(self.tools_by_name)
+
+    def keyed(self, key: str) -> "McpBackend":
+        """The same backend, its pool keyed by the surface's hash."""
+        return dataclasses.replace(self, key=key)
+
+    def open(self, fixtures: Mapping[str, Any]) -> McpSession:
+        """An instance reset to the task's fixtures, its setup calls made; SurfaceBroke when it fails."""
+        pool = pool_for(self)
+        instance = pool.acquire(fixtures)
+        session = McpSession(self, pool, instance)
+        try:
+            session.setup(list(fixtures.get("setup") or []))
+        except SurfaceBroke:
+            session.close(broken=True)
+            raise
+        return session
+
+    def fixture_problems(self, fixtures: Mapping[str, Any]) -> list[str]:
+        return fixture_problems(fixtures)
+
+    def state_problem(self, collection: str) -> str | None:
+        return "an MCP surface keeps no state model: read the end state with a probe"
