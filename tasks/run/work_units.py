@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from tasks.drill_points import reached
 from tasks.experiment.resolve_experiment import ResolvedArm
 from tasks.instruments import instrument
 from warehouse.parquet_store import write_partition
@@ -124,4 +125,6 @@ class UnitResult:
 
 def run_unit(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     """Run one unit by its instrument: the plain function behind the flow's Prefect task."""
-    return instrument(unit.arm.instrument).run_unit(unit, ctx)
+    result = instrument(unit.arm.instrument).run_unit(unit, ctx)
+    reached("unit-landed", unit.label)  # its rows are cached and landed
+    return result

@@ -94,7 +94,6 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     selections = [cached[p.cache_key] if p.cache_key in cached else fresh[p.cache_key] for p in planned]
     rows = [build_row(unit, p, selection, p.cache_key in cached, ctx) for p, selection in zip(planned, selections)]
     path = ctx.land(unit, "landed_rows", to_arrow_table(SelectionRow, rows))
-    reached("unit-landed", unit.label)
     if ctx.trace is not None:  # after the rows landed: tracing can never cost the run a row
         from tasks.tracing.trace_unit import trace_selection_unit
 
