@@ -251,6 +251,37 @@ def test_every_task_run_reads_back_as_its_trace_with_a_tool_span_per_call(prefec
         assert (tool["status_code"] == "ERROR") == (not valid or error)
 
 
+MCP_PROJECT = "tooleval-traced-mcp-tasks"
+
+
+def test_task_runs_on_mcp_servers_read_back_with_a_tool_span_per_call_naming_its_server(prefect_harness, phoenix,
+                                                                                       tmp_path):
+    """Tasks on a surface of the real MCP servers (memory and filesystem): every call a TOOL span under the
+    task's AGENT root, with the server it went to."""
+    from flows.evaluate import evaluate
+    from tasks.tracing.surface_trace import call_role
+    from tests.surface.mcp_office import write_office
+
+    folder = write_office(tmp_path)
+    experiment = folder / "experiments" / "run.yaml"
+    experiment.write_text(experiment.read_text() + f"tracing: {{endpoint: '{phoenix.otlp}', project: {MCP_PROJECT}}}\n")
+    summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(tmp_path / "wh"))
+    assert summary.trace_warnings == []
+    con = duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True)
+    n_runs = con.execute("select count(*) from task_runs where run_id = ?", [summary.run_id]).fetchone()[0]
+    calls = con.execute("select arm, seed, task_id, call_index, name, server from task_calls where run_id = ?",
+                        [summary.run_id]).fetchall()
+    con.close()
+    assert calls and {server for *_, server in calls} <= {"memory", "files"} and all(c[5] for c in calls)
+    _, spans, _ = _read_back(phoenix, n_runs + len(calls), n_runs, MCP_PROJECT)
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    for arm, seed, task_id, call_index, name, server in calls:
+        ids = TraceIds.of(summary.run_id, arm, seed, task_id)
+        tool = by_id[ids.span_hex(call_role(call_index))]
+        assert tool["span_kind"] == "TOOL" and tool["attributes"]["tool.name"] == name
+        assert tool["attributes"]["tooleval.call.server"] == server
+
+
 HOSTED_PROJECT = "tooleval-traced-hosted-tasks"
 
 
