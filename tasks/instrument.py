@@ -41,7 +41,7 @@ class Words:
     ok: str
     """What a good item is: 'correct' / 'succeeded'."""
     failed: str
-    """What a failed item is: 'invalid/error/empty' / 'stopped on a provider error or the run's budget'."""
+    """What a failed item is: 'invalid/error/empty' / 'could not be carried out (provider, budget, surface)'."""
     counted: str = "rows"
     """The items as the progress line counts them, short: 'rows' / 'runs'."""
     doing: str = "selecting"

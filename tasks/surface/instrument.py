@@ -29,7 +29,7 @@ from tasks.surface.tables import build_surface_report
 INSTRUMENT = Instrument(
     name="surface", experiment_file=SurfaceExperimentFile, criteria_file=SurfaceCriteria, respects=SURFACE_RESPECTS,
     arm_fields=("surface", "prompt", "agent", "model"), fill_arm=fill_surface_arm, run_record=SurfaceRunRecord,
-    words=Words(items="task runs", ok="succeeded", failed="stopped on a provider error or the run's budget",
+    words=Words(items="task runs", ok="succeeded", failed="could not be carried out (provider, budget, surface)",
                 counted="runs", doing="running tasks"),
     resolve_arm=resolve_surface_arm, load=load_surface_versions, work_items=task_inputs, run_unit=run_task_unit,
     arm_record=arm_record, load_figures=load_surface_figures, judges=JUDGES, build_report=build_surface_report,

@@ -4,6 +4,7 @@ through its transform."""
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,27 @@ class ResolvedSurface:
         """Pickled (a work unit sent to a Dask or Ray worker) as where it is read from: the toolkit class lives
         in the backend package imported under a private name, which only a process that loaded the surface
         has, and MCP server instances belong to the process that started them. The worker reads the surface
-        again (the task set at the same path, as the experiment file is)."""
-        return (load_surface, (self.taskset_dir, self.name))
+        again (the task set at the same path, as the experiment file is), once per process and surface."""
+        return (reloaded_surface, (self.taskset_dir, self.name, self.surface_hash))
+
+
+_reloaded: dict[tuple[str, str, str], "ResolvedSurface"] = {}
+_reload_lock = threading.Lock()
+
+
+def reloaded_surface(taskset_dir: Path, name: str, surface_hash: str) -> "ResolvedSurface":
+    """The surface a work unit was planned with, read again in this process (a Dask or Ray worker): once per
+    process, so an MCP surface is listed once, not per unit; InputError when it changed since the run began."""
+    key = (str(taskset_dir), name, surface_hash)
+    with _reload_lock:
+        surface = _reloaded.get(key)
+        if surface is None:
+            surface = load_surface(taskset_dir, name)
+            if surface.surface_hash != surface_hash:
+                raise InputError.one(str(surface_path(taskset_dir, name)), "", "surface-unchanged",
+                                     "the surface changed after the run started: run again")
+            _reloaded[key] = surface
+        return surface
 
 
 def surface_path(taskset_dir: Path, name: str) -> Path:
