@@ -116,7 +116,8 @@ class UnitResult:
     """Of which good: correct selections, successful task runs."""
     n_cache_hits: int
     n_failures: int
-    """Of which failed: invalid, error or empty rows; task runs that could not be carried out (a provider error, the run's budget, a failed surface)."""
+    """Of which failed: invalid, error or empty rows; task runs that could not be carried out (a provider
+    error, the run's budget, a failed surface)."""
     n_budget_stopped: int = 0
     """Of which not carried out because the run's spend or call cap was reached: rerun to resume."""
     paths: tuple[str, ...] = ()
