@@ -48,7 +48,8 @@ SCRIPT = [("read_graph", {}), ("search_nodes", {"query": "enterprise"}), ("read_
 FIXTURES = {"files": {"memory.jsonl": CRM, "files/notes/acme.txt": "Acme renews in March."}}
 TASK = SurfaceTask.model_validate({
     "id": "bench", "slice": "s", "request": "go",
-    "assert": {"probes": [{"probe": {"tool": "read_text_file", "args": {"path": "notes/acme.txt"}}, "contains": "March"}]}})
+    "assert": {"probes": [{"probe": {"tool": "read_text_file", "args": {"path": "notes/acme.txt"}},
+                           "contains": "March"}]}})
 
 
 def per_call(surface, n: int) -> tuple[float, float]:
@@ -120,7 +121,8 @@ def main() -> None:
             cold, _ = run_tasks(surface, args.tasks, concurrency, args.calls)
             starts, start_s = pool.starts, pool.start_s
             warm, _ = run_tasks(surface, args.tasks, concurrency, args.calls)
-            print(f"concurrency {concurrency:>2}: {args.tasks} tasks warm {warm:.2f} s ({args.tasks / warm:.0f} tasks/s); "
+            print(f"concurrency {concurrency:>2}: {args.tasks} tasks warm {warm:.2f} s "
+                  f"({args.tasks / warm:.0f} tasks/s); "
                   f"cold {cold:.2f} s ({args.tasks / cold:.0f} tasks/s): {starts} instances started (each "
                   f"{start_s / max(starts, 1):.2f} s), start-up {max(cold - warm, 0.0):.2f} s = "
                   f"{max(cold - warm, 0.0) / cold:.0%} of the cold run")

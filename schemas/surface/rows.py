@@ -51,7 +51,7 @@ class CallRecord(BaseModel):
     upstream_reads: int = Field(description="Pages or records the backend fetched upstream for this call.")
     backend_ms: float = Field(description="Wall time of the backend's execution (0 when not executed).")
     skipped_budget: bool = Field(default=False, description="Not executed: the task's call budget was already spent.")
-    server: str | None = Field(default=None, description="The MCP server the tool belongs to; null for a Python toolkit.")
+    server: str | None = Field(default=None, description="The MCP server of the tool; null for a Python toolkit.")
 
 
 class TaskOutcome(BaseModel):

@@ -101,9 +101,7 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
                     try:
                         fields, result = execute_call(surface, session, proposed)
                     except SurfaceBroke as broke:
-                        arguments = proposed.arguments if isinstance(proposed.arguments, str) or proposed.arguments is None \
-                            else json.dumps(proposed.arguments)
-                        fields, result = broken_call(proposed, offered.backend if offered else None, arguments, str(broke))
+                        fields, result = broken_call(proposed, offered.backend if offered else None, str(broke))
                         stop, detail = "surface_error", str(broke)
                     executed_or_invalid += 1
                 key = retry_key(proposed.name, proposed.arguments)

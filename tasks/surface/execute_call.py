@@ -28,6 +28,11 @@ def result_text(value: Any) -> str:
     return json.dumps(to_jsonable_python(value), ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def arguments_text(arguments: Any) -> str | None:
+    """A call's arguments as recorded: the text the agent gave, or its object as compact JSON."""
+    return arguments if isinstance(arguments, str) or arguments is None else result_text(arguments)
+
+
 def count_records(value: Any) -> int | None:
     """Records in a result: a list's length, a page's items, or the one list a result object holds."""
     value = to_jsonable_python(value)
@@ -48,9 +53,7 @@ def execute_call(surface: ResolvedSurface, session: SurfaceSession,
     SurfaceBroke when the surface itself failed (the caller records the call and stops the task)."""
     offered = surface.offered(call.name)
     if offered is None:
-        reason = f"tool '{call.name}' is not offered"
-        arguments = call.arguments if isinstance(call.arguments, str) else result_text(call.arguments)
-        return _invalid(call, None, arguments, reason)
+        return _invalid(call, None, arguments_text(call.arguments), f"tool '{call.name}' is not offered")
     backend = offered.backend
     check = check_arguments(offered.spec, call.arguments)
     if not check.ok:
@@ -68,17 +71,18 @@ def execute_call(surface: ResolvedSurface, session: SurfaceSession,
         "name": call.name, "tool": backend.name, "arguments": check.arguments_json, "valid": True,
         "invalid_reason": None, "executed": True, "error": error is not None, "error_detail": error,
         "result_chars": len(content), "result_records": records,
-        "irreversible": backend.marks.irreversible and error is None, "handoff": backend.marks.handoff and error is None,
+        "irreversible": backend.marks.irreversible and error is None,
+        "handoff": backend.marks.handoff and error is None,
         "upstream_reads": outcome.upstream_reads, "backend_ms": outcome.backend_ms, "server": backend.server,
     }
     return fields, ToolResult(call.call_id, call.name, content, error is not None)
 
 
-def broken_call(call: ProposedCall, backend: BackendTool | None, arguments: str | None,
-                detail: str) -> tuple[dict[str, Any], ToolResult]:
+def broken_call(call: ProposedCall, backend: BackendTool | None, detail: str) -> tuple[dict[str, Any], ToolResult]:
     """A call during which the surface failed (its server crashed or hung): an executed error call whose
     detail says so; the task stops with ``surface_error``."""
     content = result_text({"error": detail})
+    arguments = arguments_text(call.arguments)
     fields = {
         "name": call.name, "tool": backend.name if backend else None, "arguments": arguments, "valid": True,
         "invalid_reason": None, "executed": True, "error": True, "error_detail": detail[:MAX_DETAIL],
@@ -104,7 +108,7 @@ def _invalid(call: ProposedCall, backend: BackendTool | None, arguments: str | N
 def skipped_call(call: ProposedCall, backend: BackendTool | None) -> tuple[dict[str, Any], ToolResult]:
     """A call made after the task's call budget was spent: recorded, not executed."""
     content = result_text({"error": "not executed: the call budget of this task is spent"})
-    arguments = call.arguments if isinstance(call.arguments, str) or call.arguments is None else result_text(call.arguments)
+    arguments = arguments_text(call.arguments)
     fields = {
         "name": call.name, "tool": backend.name if backend else None, "arguments": arguments, "valid": False,
         "invalid_reason": None, "executed": False, "error": False, "error_detail": None, "result_chars": 0,

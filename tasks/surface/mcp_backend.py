@@ -179,7 +179,8 @@ class McpInstance:
 
     @property
     def alive(self) -> bool:
-        return all(c.alive for c in self.connections.values()) and len(self.connections) == len(self.backend.spec.servers)
+        servers = self.backend.spec.servers
+        return len(self.connections) == len(servers) and all(c.alive for c in self.connections.values())
 
     def close(self) -> None:
         for connection in self.connections.values():

@@ -6,13 +6,12 @@ no server behind."""
 from __future__ import annotations
 
 import textwrap
-import time
 
 import duckdb
 import pytest
 
 from schemas.catalogue import CatalogueFile, ToolSpec
-from tests.drill.harness import Running, cli_env, orphans, points_log, tooleval
+from tests.drill.harness import cli_env, orphans, points_log, tooleval
 from tests.surface.mcp_office import DEFAULT_TASKS, surface_yaml, write_office
 
 pytestmark = pytest.mark.slow
