@@ -20,7 +20,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from flows.exit_codes import run_exit_code, verdict_exit_code
 from flows.prefect_server import (
@@ -46,6 +46,7 @@ from warehouse.location import Warehouse, warehouse_at
 
 if TYPE_CHECKING:  # the flow module imports Prefect: only runs pay for it
     from flows.evaluate import RunSummary
+    from tasks.importers.mcp_catalogue import McpImportSummary
     from tasks.selection.fit_router_cutoff import FittedCutoff
     from tasks.selectors.train_decision_model import TrainedModel
     from tasks.tracing.phoenix_experiments import PhoenixPublication
@@ -184,6 +185,17 @@ def write_catalogue(surface_path: str | Path, out: str | Path) -> str:
     target.write_text(json.dumps({"name": name, "description": surface.description,
                                   "tools": [t.spec.model_dump() for t in surface.tools]}, indent=2) + "\n")
     return f"wrote {target}: {len(surface.tools)} tools of surface {surface.name} as catalogue '{name}'"
+
+
+def import_mcp(name: str, taskset: str | Path, *, command: Sequence[str] = (), url: str | None = None,
+               cwd: str | None = None, env: Mapping[str, str] | None = None) -> "McpImportSummary":
+    """List the tools of an MCP server (``command`` and its args over stdio, or ``url``) and write them as the
+    next version of catalogue ``name`` in the task-set folder ``taskset`` (``catalogues/NAME-vN.json``), or
+    nothing when they equal the latest version's. InputError, with nothing written, on bad input or a server
+    that cannot start or list its tools."""
+    from tasks.importers.mcp_catalogue import import_mcp_catalogue
+
+    return import_mcp_catalogue(name, Path(taskset), command=command, url=url, cwd=cwd, env=env)
 
 
 def publish_to_phoenix(run_id: str | None = None, warehouse: str | Path | None = None, *,

@@ -27,6 +27,7 @@ from schemas.traffic import MaskingRules
 from flows.crash import report_crash
 from tasks.files.input_errors import InputError
 from tasks.importers.bfcl import BfclSource, category_of, import_bfcl_slices
+from tasks.importers.mcp_catalogue import parse_env_options
 from tasks.importers.metatool import import_metatool
 from tasks.report.render import (print_table, terminal_console)
 from tasks.selection.run_compare import comparison_headline, comparison_tables, NotComparable, RESPECTS
@@ -180,6 +181,30 @@ def cmd_import_metatool(args: argparse.Namespace) -> int:
     summary = import_metatool(Path(args.plugin_des), Path(args.queries), Path(args.out))
     print("\n".join(summary.lines()))
     return EXIT_OK
+
+
+def cmd_import_mcp(args: argparse.Namespace) -> int:
+    summary = api.import_mcp(args.name, args.taskset, command=args.server_command, url=args.url, cwd=args.cwd,
+                             env=parse_env_options(args.env or []))
+    print("\n".join(summary.lines()))
+    return EXIT_OK
+
+
+class CommandAfterDashes(argparse.ArgumentParser):
+    """argparse's parser, but with ``tail_dest`` set every word after the first ``--`` is one list under that
+    name (a server's command and its args: ``tooleval import mcp memory --taskset DIR -- node server.js -x``),
+    wherever the other positionals and options stand (argparse alone gives them no slot after a positional)."""
+
+    tail_dest: str | None = None
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self.tail_dest is None or args is None or "--" not in args:
+            return super().parse_known_args(args, namespace)
+        words = list(args)
+        split = words.index("--")
+        namespace, extras = super().parse_known_args(words[:split], namespace)
+        setattr(namespace, self.tail_dest, words[split + 1:])
+        return namespace, extras
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -341,9 +366,11 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--weights", default=None, metavar="WINDOW", help="also check weights/WINDOW.json")
     validate.set_defaults(func=cmd_validate)
 
-    importer = commands.add_parser("import", help="turn public benchmark files into a tooleval task set",
-                                   description="Import BFCL or MetaTool files as a task set with an experiment.")
-    sources = importer.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    importer = commands.add_parser("import", help="turn public benchmark files into a tooleval task set, or an MCP "
+                                   "server's tools into a catalogue",
+                                   description="Import BFCL or MetaTool files as a task set with an experiment, or "
+                                   "the tools an MCP server lists as a versioned catalogue.")
+    sources = importer.add_subparsers(dest="source", required=True, metavar="SOURCE", parser_class=CommandAfterDashes)
     bfcl = sources.add_parser(
         "bfcl", help="BFCL v4 JSON Lines (multiple, live_multiple, live_irrelevance)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -370,6 +397,29 @@ def build_parser() -> argparse.ArgumentParser:
     metatool.add_argument("queries", metavar="QUERIES_CSV")
     metatool.add_argument("--out", required=True, metavar="DIR")
     metatool.set_defaults(func=cmd_import_metatool)
+    mcp = sources.add_parser(
+        "mcp", help="the tools an MCP server lists, as catalogue NAME-vN of a task set",
+        usage="%(prog)s NAME --taskset DIR [--cwd DIR] [--env KEY=VALUE] -- COMMAND [ARGS...]\n"
+        "       %(prog)s NAME --taskset DIR --url URL",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Start an MCP server (its command after `--`, over stdio) or reach one (--url, streamable\n"
+        "HTTP), list every tool and write DIR/catalogues/NAME-v1.json: the tools (name, description,\n"
+        "inputSchema as parameters), their annotations, and the server's name, version and content hash.\n"
+        "Importing again writes NAME-v2.json (previous: NAME-v1) and says what changed, or nothing when\n"
+        "the tools are the same. Env values are passed to the server, never written.",
+        epilog="example:\n"
+        "  tooleval import mcp memory --taskset tasksets/mcp_office \\\n"
+        "    --env MEMORY_FILE_PATH='{state_dir}/memory.jsonl' \\\n"
+        "    -- node tasksets/mcp_office/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+    mcp.tail_dest = "server_command"
+    mcp.add_argument("name", metavar="NAME", help="the catalogue's base name (letters, digits, '_', '-')")
+    mcp.add_argument("--taskset", required=True, metavar="DIR", help="the task-set folder (it must exist)")
+    mcp.add_argument("--url", default=None, metavar="URL", help="a streamable-HTTP server instead of a command")
+    mcp.add_argument("--cwd", default=None, metavar="DIR", help="the command's working directory (default: here)")
+    mcp.add_argument("--env", action="append", metavar="KEY=VALUE",
+                     help="an environment variable for the command (repeatable; KEY='$NAME' reads NAME from "
+                     "this environment); never written to the catalogue")
+    mcp.set_defaults(func=cmd_import_mcp, server_command=[])
 
     add_sql_parser(commands)  # SQL over a snapshot of the warehouse (flows/sql_cli.py)
     add_tasks_parser(commands)  # tasks done on a tool surface (flows/tasks_cli.py)

@@ -1,10 +1,17 @@
-"""Tool catalogues: the tools an agent is offered, with their descriptions and JSON-schema parameters."""
+"""Tool catalogues: the tools an agent is offered, with their descriptions and JSON-schema parameters.
+
+A catalogue imported from an MCP server (``tooleval import mcp``) also records where its tools came from
+(``CatalogueFile.source``) and the annotations the server gave (``CatalogueFile.annotations``). Both stay in
+the file: the resolved ``Catalogue`` (what is offered, hashed and cached) holds the tools alone.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from schemas.mcp import McpAnnotations, McpSource
 
 NONE_LABEL = "none"
 """The label of a request where no offered tool fits: the right answer is to call no tool."""
@@ -41,6 +48,18 @@ class CatalogueFile(BaseModel):
     extends: str | None = Field(default=None, description="Name of the catalogue this one adds to, if any.")
     description: str = Field(default="", description="What this catalogue or rung adds, for the report.")
     tools: list[ToolSpec] = Field(description="Tools this file adds (all tools when it extends nothing).")
+    source: McpSource | None = Field(default=None, description="The MCP server the tools were listed from, when "
+                                     "imported by `tooleval import mcp` (its version, content hash, previous version).")
+    annotations: dict[str, McpAnnotations] | None = Field(
+        default=None,
+        description="Tool name -> the MCP annotations its server gave (tools it gave none for are absent).")
+
+    @model_validator(mode="after")
+    def _annotations_name_tools(self) -> "CatalogueFile":
+        unknown = sorted(set(self.annotations or {}) - {tool.name for tool in self.tools})
+        if unknown:
+            raise ValueError(f"annotations name tools that are not in the file: {', '.join(unknown)}")
+        return self
 
 
 class Catalogue(BaseModel):

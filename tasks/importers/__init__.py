@@ -13,4 +13,9 @@ summary and in the manifest notes.
 - ``tasks.importers.metatool.import_metatool``: MetaTool ToolE single-tool queries over one shared
   catalogue.
 - ``tasks.importers.taskset_writer``: what every importer shares (``ImportSummary``, ``write_taskset``).
+
+``tasks.importers.mcp_catalogue.import_mcp_catalogue`` is of another kind: it lists the tools of an MCP
+server and writes them as the next version of a catalogue (``catalogues/NAME-vN.json``) in an existing task
+set, or nothing when they are unchanged; ``tasks.importers.catalogue_changes`` says what changed between two
+versions.
 """

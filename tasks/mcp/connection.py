@@ -92,6 +92,9 @@ class ServerConnection:
         self.info = ServerInfo(None, None, None)
         self._client: Any = None
         self._closing: asyncio.Event | None = None
+        self._handshake: Any = None
+        """The anyio cancel scope around the client's life: cancelled when the handshake hangs, so the SDK's own
+        shielded shutdown stops the process (a native task cancel would leave it running, orphaned)."""
         self._done: concurrent.futures.Future | None = None
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tooleval-mcp-", suffix=".log")
         self.failed: str | None = None
@@ -108,6 +111,8 @@ class ServerConnection:
         try:
             ready.result(timeout=timeout_s)
         except concurrent.futures.TimeoutError:
+            if self._handshake is not None:
+                loop.call_soon_threadsafe(self._handshake.cancel)
             self._fail(f"did not answer the MCP handshake within {timeout_s:g} s")
             raise ServerFailed(self.failed) from None
         except ServerFailed:
@@ -119,28 +124,32 @@ class ServerConnection:
         return self
 
     async def _serve(self, ready: concurrent.futures.Future) -> None:
+        import anyio
         from mcp import Client
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         self._closing = asyncio.Event()
         try:
-            if self.server.url is not None:
-                target: Any = self.server.url
-            else:
-                cwd = _fill(self.server.cwd, self.state_dir, self.base_dir) if self.server.cwd else None
-                params = StdioServerParameters(
-                    command=self.server.command or "",
-                    args=[_fill(a, self.state_dir, self.base_dir) for a in self.server.args],
-                    env=resolved_env(self.server, self.state_dir, self.base_dir),
-                    cwd=str(self.base_dir / cwd) if cwd else str(self.base_dir))
-                target = stdio_client(params, errlog=self._log)
-            async with Client(target, client_info=_client_info()) as client:
-                self._client = client
-                info = client.server_info
-                self.info = ServerInfo(info.name if info else None, info.version if info else None,
-                                       client.protocol_version)
-                ready.set_result(None)
-                await self._closing.wait()
+            with anyio.CancelScope() as self._handshake:
+                if self.server.url is not None:
+                    target: Any = self.server.url
+                else:
+                    cwd = _fill(self.server.cwd, self.state_dir, self.base_dir) if self.server.cwd else None
+                    params = StdioServerParameters(
+                        command=self.server.command or "",
+                        args=[_fill(a, self.state_dir, self.base_dir) for a in self.server.args],
+                        env=resolved_env(self.server, self.state_dir, self.base_dir),
+                        cwd=str(self.base_dir / cwd) if cwd else str(self.base_dir))
+                    target = stdio_client(params, errlog=self._log)
+                async with Client(target, client_info=_client_info()) as client:
+                    self._client = client
+                    info = client.server_info
+                    self.info = ServerInfo(info.name if info else None, info.version if info else None,
+                                           client.protocol_version)
+                    ready.set_result(None)
+                    await self._closing.wait()
+            if not ready.done():  # start gave up on a hung handshake: the SDK has stopped the process
+                ready.set_exception(ServerFailed("stopped: no answer to the MCP handshake"))
         except BaseException as error:  # noqa: BLE001 - reported to whoever waits, never raised into the loop
             if not ready.done():
                 ready.set_exception(ServerFailed(f"could not start: {self._reason(error)}"))

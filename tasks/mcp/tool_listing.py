@@ -5,7 +5,7 @@ and what a pinned surface checks a running server against)."""
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import ToolSpec
 from schemas.mcp import McpAnnotations
@@ -18,16 +18,24 @@ def tool_spec(tool: Any) -> ToolSpec:
 
 
 def annotations_of(tool: Any) -> McpAnnotations | None:
-    """The annotations an ``mcp_types.Tool`` carries, or None when the server gave none."""
-    given = getattr(tool, "annotations", None)
-    if given is None:
-        return None
-    return McpAnnotations(title=given.title, read_only=given.read_only_hint, destructive=given.destructive_hint,
-                          idempotent=given.idempotent_hint, open_world=given.open_world_hint)
+    """The annotations an ``mcp_types.Tool`` gives (None when it gives none); the title is ``Tool.title``,
+    else ``annotations.title``, as the MCP specification ranks them."""
+    given = tool.annotations
+    annotations = McpAnnotations(
+        title=getattr(tool, "title", None) or (given.title if given else None),
+        read_only=given.read_only_hint if given else None,
+        destructive=given.destructive_hint if given else None,
+        idempotent=given.idempotent_hint if given else None,
+        open_world=given.open_world_hint if given else None,
+    )
+    return annotations if annotations.model_dump(exclude_none=True) else None
 
 
-def tools_hash(specs: Sequence[ToolSpec], annotations: dict[str, McpAnnotations]) -> str:
-    """sha256 over the tools (names, descriptions, schemas) and their annotations, canonical JSON."""
-    return sha256_hex(json.dumps([[spec.model_dump(mode="json"),
-                                   annotations[spec.name].model_dump(mode="json") if spec.name in annotations else None]
-                                  for spec in specs], sort_keys=True, separators=(",", ":")))
+def tools_hash(tools: Sequence[ToolSpec], annotations: Mapping[str, McpAnnotations] | None) -> str:
+    """sha256 of the tools in order (name, description, schema, annotations) as canonical JSON: what a
+    catalogue version freezes (``source.content_hash``) and what a pinned surface checks a server against."""
+    given = annotations or {}
+    listing = [{"name": tool.name, "description": tool.description, "parameters": tool.parameters,
+                "annotations": given[tool.name].model_dump(exclude_none=True) if tool.name in given else None}
+               for tool in tools]
+    return sha256_hex(json.dumps(listing, sort_keys=True, separators=(",", ":"), ensure_ascii=False))

@@ -27,7 +27,7 @@ def pinned_tools(taskset_dir: Path, server: SurfaceServer, file: str) -> Listing
         raise InputError.one(file, "mcp.servers", "catalogue-exists", f"catalogue {server.catalogue}: {path} not found "
                              "(import it with `tooleval import mcp`)")
     catalogue = read_json_model(path, CatalogueFile)
-    return list(catalogue.tools), dict(getattr(catalogue, "annotations", None) or {})
+    return list(catalogue.tools), dict(catalogue.annotations or {})
 
 
 def served_tools(taskset_dir: Path, name: str, server: SurfaceServer, make_dirs: tuple[str, ...], file: str) -> Listing:
