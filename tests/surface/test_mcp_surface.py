@@ -208,3 +208,17 @@ def test_a_secret_for_a_server_is_named_never_written(tmp_path, monkeypatch):
     monkeypatch.delenv("OFFICE_TOKEN")
     with pytest.raises(InputError, match="environment variable OFFICE_TOKEN .for API_TOKEN. is not set"):
         load_surface(folder, "keyed")
+
+
+def test_a_surface_pinned_to_an_imported_catalogue_runs_on_the_server_it_came_from(tmp_path):
+    from tasks.importers.mcp_catalogue import import_mcp_catalogue
+
+    folder = write_office(tmp_path)
+    summary = import_mcp_catalogue("memory", folder, command=["node", str(MEMORY_JS)])
+    assert (folder / "catalogues" / "memory-v1.json").is_file(), summary.lines()
+    (folder / "surfaces" / "pinned.yaml").write_text(surface_yaml("pinned", {"memory": {
+        **MEMORY, "catalogue": "memory-v1"}}))
+    surface = load_surface(folder, "pinned")
+    assert surface.backend_tools["delete_entities"].marks.irreversible  # from the catalogue's annotations
+    outcome = run(surface, [calls(("read_graph", {})), say("done")])
+    assert outcome.stop_reason == "model_stop" and not outcome.calls[0].error
