@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-tasks test test-fast install bench bench-tracing clean-warehouse phoenix phoenix-serve
+.PHONY: demo demo-tasks demo-mcp test test-fast install bench bench-tracing clean-warehouse phoenix phoenix-serve
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,13 @@ demo: $(STAMP)
 demo-tasks: $(STAMP)
 	@$(BIN)/tooleval tasks run tasksets/support_tasks/experiments/four_arms.yaml; status=$$?; \
 	if [ $$status -eq 1 ]; then echo "make demo-tasks: the run completed; a registered gate failed (exit 1), as reported above."; exit 0; fi; \
+	exit $$status
+
+# Tasks on the reference MCP servers (memory: the CRM; filesystem: the documents): the office's four-arm experiment,
+# offline (the baseline agent on the real servers, no key; Node 20+).
+demo-mcp: $(STAMP) $(MCP_SERVERS)
+	@$(BIN)/tooleval tasks run tasksets/mcp_office/experiments/four_arms.yaml; status=$$?; \
+	if [ $$status -eq 1 ]; then echo "make demo-mcp: the run completed; a registered gate failed (exit 1), as reported above."; exit 0; fi; \
 	exit $$status
 
 # The full suite (what CI runs).
