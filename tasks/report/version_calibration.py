@@ -72,7 +72,8 @@ def version_calibrations(outcomes: UnitOutcomes, arms: Sequence[dict[str, Any]],
             old_part, new_part = old.filter(pl.col("slice") == slice_), new.filter(pl.col("slice") == slice_)
             own = None
             if old_part.height and new_part.height:
-                own = unpaired_change(old_part["correct"].to_list(), old_part["trials"].to_list(),
+                own = unpaired_change(old_part["unit"].to_list(), old_part["correct"].to_list(),
+                                      old_part["trials"].to_list(), new_part["unit"].to_list(),
                                       new_part["correct"].to_list(), new_part["trials"].to_list())
             shared_part = common.filter(pl.col("slice") == slice_)
             found.append(VersionCalibration(
@@ -134,8 +135,8 @@ def version_calibration_table(calibrations: Sequence[VersionCalibration], unit: 
             f"shared {units}: the {units} both versions hold, each right when right under most of its seeds "
             f"(paired score interval, as in the comparisons); blind to what the new version adds. Each version's "
             f"own {units}: success over every seed of every {unit} of each version ({units} in brackets), "
-            f"unpaired; 95% CI: MOVER (Newcombe) over the two {unit}-clustered Wilson intervals (conservative when "
-            f"the versions share {units}). harder / easier = that CI excludes 0.")
+            f"unpaired; 95% CI: MOVER over the two {unit}-clustered Wilson intervals, correlated through the "
+            f"shared {units} (Zou & Donner). harder / easier = that CI excludes 0.")
     if disjoint:
         note += (f" No {unit} in common, so no paired figure: " + "; ".join(disjoint)
                  + f". Only the unpaired figure calibrates {'these versions' if len(disjoint) > 1 else 'it'}.")

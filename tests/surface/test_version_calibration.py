@@ -79,18 +79,25 @@ def test_the_paired_figure_reads_equal_while_each_versions_own_tasks_show_the_dr
 
 
 def test_the_unpaired_interval_combines_the_success_tables_intervals(harder):
-    # each side's interval is the success table's (SQL, task-clustered Wilson); the difference is Newcombe's
-    # MOVER over the two: low = d - sqrt((p2 - l2)^2 + (u1 - p1)^2), high = d + sqrt((u2 - p2)^2 + (p1 - l1)^2)
+    # each side's interval is the success table's (SQL, task-clustered Wilson); the difference is MOVER over
+    # the two, correlated through the 20 shared tasks (Zou & Donner): with a = p2 - l2, b = u1 - p1,
+    # low = d - sqrt(a^2 + b^2 - 2 r a b), and the same with the other two distances for high. Residuals
+    # e = k - p m: t1 0.5 (x15), -1.5 (x5); t2 1 (x15), -1 (x5), -2 (x5 added): r = 15 / sqrt(15 x 40)
     (c,) = harder.version_calibrations
     success = {r["arm"]: r for r in harder.success}
     old, new = success["A-t1"], success["A-t2"]
     assert c.own.before.low == pytest.approx(old["ci_low"], abs=1e-12)
     assert c.own.after.high == pytest.approx(new["ci_high"], abs=1e-12)
+    r = 15 / math.sqrt(600)
+    assert c.own.correlation == pytest.approx(r)
     p1, p2 = old["success_rate"], new["success_rate"]
     d = p2 - p1
-    low = d - math.sqrt((p2 - new["ci_low"]) ** 2 + (old["ci_high"] - p1) ** 2)
-    high = d + math.sqrt((new["ci_high"] - p2) ** 2 + (p1 - old["ci_low"]) ** 2)
+    a, b = p2 - new["ci_low"], old["ci_high"] - p1
+    low = d - math.sqrt(a * a + b * b - 2 * r * a * b)
+    a, b = new["ci_high"] - p2, p1 - old["ci_low"]
+    high = d + math.sqrt(a * a + b * b - 2 * r * a * b)
     assert (c.own.change.low, c.own.change.high) == (pytest.approx(low), pytest.approx(high))
+    assert high < 0  # the 5 added tasks make t2 harder, beyond the interval's reach
 
 
 def test_the_report_shows_both_figures_labelled_beside_the_paired_comparisons(harder):
@@ -101,6 +108,7 @@ def test_the_report_shows_both_figures_labelled_beside_the_paired_comparisons(ha
     paired_row, own_row = table.rows
     assert paired_row[:5] == ["A-t1 → A-t2", "s", "paired on 20 shared tasks", "t1 83.3% → t2 83.3%", "0.0"]
     assert own_row[2:5] == ["each version's own tasks", "t1 83.3% (20) → t2 66.7% (25)", "-16.7"]
+    assert (own_row[5], own_row[6]) == ("-31.7 to -2.2", "t2 harder")
     text = render_text(report, 10**4)
     assert "paired on 20 shared tasks" in text and "t1 83.3% (20) → t2 66.7% (25)" in text
     assert "each version's own tasks" in render_markdown(report)  # a summary table: in the PR comment too
