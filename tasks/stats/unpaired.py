@@ -49,9 +49,9 @@ class UnpairedChange:
     """``after.estimate - before.estimate`` with its MOVER interval."""
 
 
-def shared_correlation(units_before: Sequence[Hashable], correct_before: Sequence[float], trials_before: Sequence[float],
-                       units_after: Sequence[Hashable], correct_after: Sequence[float], trials_after: Sequence[float]
-                       ) -> float:
+def shared_correlation(units_before: Sequence[Hashable], correct_before: Sequence[float],
+                       trials_before: Sequence[float], units_after: Sequence[Hashable],
+                       correct_after: Sequence[float], trials_after: Sequence[float]) -> float:
     """Correlation of the two sides' success estimates through the units both hold (0 when none is shared or
     a side has no variance)."""
     def residuals(correct: Sequence[float], trials: Sequence[float]) -> list[float]:

@@ -14,7 +14,6 @@ import math
 import pytest
 
 from tasks.report.render import render_html, render_markdown, render_text
-from tasks.stats.wilson import clustered_wilson_interval
 from tasks.surface.figures import load_surface_figures
 from tasks.surface.tables import build_surface_report
 from tests.surface.known_task_rows import RUN, KnownTaskRun, run_row
