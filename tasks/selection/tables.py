@@ -32,6 +32,7 @@ from tasks.stats.mcnemar_power import detectable_drop
 from tasks.report.render import figure_html
 from tasks.report.report_types import Chart, Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
+from tasks.run.unpinned_cache import report_notes
 from tasks.stats.estimate import Interval
 
 TOP_PAIRS = 5
@@ -55,6 +56,7 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
         + (f" · weights {run['weights_window']}" if run.get("weights_window") else ""),
         *[f"  rung {a['rung']}. {a['arm']}: catalogue {a['catalogue']} ({a['n_tools'] or 'per-request'} tools), "
           f"{a['selector']} {a['model_id']}, prompt {a['prompt']}, {len(a['seeds'])} seeds" for a in arms],
+        *report_notes(arms, "rows"),
         "95% intervals treat the request as the unit (seeds of one request are correlated); "
         "changes are paired on the same requests.",
         *figures.notices,

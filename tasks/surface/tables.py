@@ -11,6 +11,7 @@ from schemas.criteria import Verdict
 from tasks.report.format import change_span, p_value, pct, pct_with_fraction, points, seeds_text
 from tasks.report.report_types import Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
+from tasks.run.unpinned_cache import report_notes
 from tasks.surface.figures import RESPECT_WORDS, SurfaceFigures
 
 BASELINE_NOTE = ("{arms} run{s} the offline baseline agent: a lexical router and schema-guided argument filling, "
@@ -156,6 +157,7 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
         f"{run['n_calls']:,} calls",
         *[f"  arm {a['rung']}. {a['arm']}: surface {a['surface']} ({a['n_tools']} tools), {a['agent']} "
           f"{a['model_id']}, prompt {a['prompt']}, {len(a['seeds'])} seeds" for a in figures.arms],
+        *report_notes(figures.arms, "task runs"),
         "95% intervals treat the task as the unit (seeds of one task are correlated); changes are paired on the "
         "same tasks.",
     ]
