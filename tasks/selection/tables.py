@@ -129,16 +129,20 @@ def charts(figures: RunFigures, tables: list[ReportTable]) -> dict[str, list[Cha
 
 def drops_table(figures: RunFigures) -> ReportTable | None:
     """The per-tool drops outside the noise, for the markdown summary (a pull-request comment)."""
-    drops = sorted((c for c in figures.tool_changes if reading(c) == "▼ drop"), key=lambda c: c.paired.change.estimate)
+    drops = sorted((c for c in figures.tool_changes if c.significant and c.paired.change.estimate < 0),
+                   key=lambda c: c.paired.change.estimate)
     if not drops:
         return None
     return ReportTable(
-        title="Per-tool drops outside the noise (paired; 95% CI excludes 0)",
-        columns=["comparison", "slice", "tool", "traffic", "Δ pts", "95% CI", "worse/better", "p"],
+        title="Per-tool drops (paired: p < 0.05 and the 95% CI excludes 0)",
+        columns=["comparison", "slice", "tool", "traffic", "Δ pts", "95% CI", "worse/better", "p", "seed spread"],
         rows=[[f"{c.baseline} → {c.arm}", c.slice, c.tool or "", pct(figures.weights.get(c.tool or "")),
                points(c.paired.change.estimate), change_span(c.paired.change), f"{c.paired.worse} / {c.paired.better}",
-               p_value(c.paired.p_value)] for c in drops],
-        key="drops", summary_only=True)
+               p_value(c.paired.p_value), f"{100 * c.noise_floor:.1f}"] for c in drops],
+        key="drops", summary_only=True,
+        note="Every significant paired drop, also one no larger than the seed spread (the arms ran the same seeds: "
+             "a seed's offset cancels in the pairing); seed spread = the larger of the two arms' max − min over "
+             "seeds, shown beside it.")
 
 
 def slice_table(figures: RunFigures) -> ReportTable:
@@ -165,16 +169,18 @@ RESOLUTION_POWER = 0.8
 
 
 def reading(change: Change) -> str:
-    """How to read a change: nothing moved, inside the seed noise floor, could be chance, or a real move
-    (exact McNemar p < 0.05 on the requests and a 95% interval that excludes 0)."""
+    """How to read a change. The paired test comes first: a significant change (exact McNemar p < 0.05 on
+    the requests and a 95% interval that excludes 0) is a drop or a gain whatever the seed spread, since
+    the arms ran the same seeds and a seed's offset cancels in the pairing; when it is also no larger than
+    the seed spread it says so in brackets ("▼ drop (inside seed spread)"). A change the test cannot tell
+    from chance is "within noise" when no larger than the seed spread, else "could be chance"."""
     estimate = change.paired.change.estimate
     if change.paired.discordant == 0 and abs(estimate) < 1e-12:
         return "no request changed"
-    if change.inside_noise:
-        return "within noise"
-    if change.interval_covers_zero or change.paired.p_value >= SIGNIFICANCE:
-        return "could be chance"
-    return "▼ drop" if estimate < 0 else "▲ gain"
+    if change.significant:
+        word = "▼ drop" if estimate < 0 else "▲ gain"
+        return f"{word} (inside seed spread)" if change.inside_noise else word
+    return "within noise" if change.inside_noise else "could be chance"
 
 
 def slice_changes_table(figures: RunFigures) -> ReportTable:
@@ -195,8 +201,9 @@ def slice_changes_table(figures: RunFigures) -> ReportTable:
         rows=rows, sections=sections, key="slice-changes", summary=True, wrap=["comparison"],
         note="worse / better = requests right before and wrong after / the reverse (majority of seeds); exact "
              "McNemar on those; CI: paired score interval over requests (Tango's), reaching 0 whenever the exact "
-             "test cannot reject. ▼ / ▲ = p < 0.05 and the CI excludes 0; within noise = no larger than the seed "
-             "spread.",
+             "test cannot reject. ▼ / ▲ = p < 0.05 and the CI excludes 0, whatever the seed spread (the arms ran "
+             "the same seeds: a seed's offset cancels in the pairing), with '(inside seed spread)' when no larger "
+             "than it; otherwise within noise = no larger than the seed spread, could be chance = larger.",
     )
 
 

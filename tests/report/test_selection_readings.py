@@ -1,0 +1,74 @@
+"""Issue 23's selection readings on given rows: a significant paired change is never labelled noise, churn
+in the resolution table comes from both directions, the router threshold is read three ways from its
+interval, and the words for traffic shares and pooled slices."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from schemas.selection.criteria import SelectionCriteria
+from tasks.report.judge import judge as judge_with
+from tasks.selection.figures import load_figures
+from tasks.selection.gates import JUDGES
+from tasks.selection.tables import build_report_from, drops_table, reading
+from tests.factories.rows import KnownRun, tool_rows
+
+judge = partial(judge_with, judges=JUDGES)
+
+
+def table(report, key):
+    return next(t for t in report.tables if t.key == key)
+
+
+def noise_case_run() -> KnownRun:
+    """200 requests x 3 seeds of one tool. In both arms 12 requests are right under seed 1 only (a per-seed
+    spread of 12/200 = 6.0 points) and 100 under every seed; 8 requests right under every seed in the
+    baseline are wrong under every seed in the candidate: -4.0 points, 8 worse / 0 better."""
+    run = KnownRun(arms=["base", "cand"], comparisons=[("base", "cand")], seeds=3,
+                   weights={"refund_order": 0.3, "other": 0.7})
+    for arm, rung, turning in (("base", 1, 3), ("cand", 2, 0)):
+        run.add(tool_rows("refund_order", 200, [turning] * 8 + [1] * 12 + [3] * 100 + [0] * 80, seeds=3,
+                          arm=arm, rung=rung))
+    return run
+
+
+def test_a_significant_paired_drop_inside_the_seed_spread_is_a_drop_not_noise():
+    figures = load_figures(noise_case_run().finish(), "run1")
+    change = next(c for c in figures.tool_changes if c.tool == "refund_order")
+    p = change.paired
+    assert (p.worse, p.better, p.n_requests) == (8, 0, 200)
+    assert round(100 * p.change.estimate, 1) == -4.0
+    assert (round(100 * p.change.low, 1), round(100 * p.change.high, 1)) == (-7.9, -1.8)
+    assert round(p.p_value, 4) == 0.0078
+    assert round(100 * change.noise_floor, 1) == 6.0 and change.inside_noise  # the seed floor is larger...
+    assert change.significant  # ...and the paired test still rejects: the seed offset cancels in the pairing
+    assert reading(change) == "▼ drop (inside seed spread)"
+
+    report = build_report_from(figures)
+    (row,) = table(report, "tool-changes-base-cand-existing").rows
+    assert row[-1] == "▼ drop (inside seed spread)"
+    drops = drops_table(figures)
+    assert drops is not None and [r[2] for r in drops.rows] == ["refund_order"]
+    assert drops.columns[-1] == "seed spread" and drops.rows[0][-1] == "6.0"
+    (slice_row,) = table(report, "slice-changes").rows
+    assert slice_row[-1] == "▼ drop (inside seed spread)"
+
+
+def test_the_gate_evidence_states_the_seed_spread_beside_the_significant_test():
+    figures = load_figures(noise_case_run().finish(), "run1")
+    gate = judge(figures, SelectionCriteria.model_validate({"name": "t", "gates": [
+        {"name": "hold", "kind": "tool_drop", "min_volume_share": 0.03, "max_drop_points": 3}]})).gates[0]
+    assert gate.status == "FAIL"
+    assert "no larger than the seed spread (6.0 pts), significant paired on the same seeds" in gate.evidence[0]
+
+
+def test_a_change_the_test_cannot_tell_from_chance_stays_within_noise():
+    run = KnownRun(arms=["base", "cand"], comparisons=[("base", "cand")], seeds=3)
+    for arm, rung, turning in (("base", 1, 3), ("cand", 2, 0)):  # 3 worse / 0 better: p = 0.25
+        run.add(tool_rows("refund_order", 200, [turning] * 3 + [1] * 12 + [3] * 105 + [0] * 80, seeds=3,
+                          arm=arm, rung=rung))
+    figures = load_figures(run.finish(), "run1")
+    change = next(c for c in figures.tool_changes if c.tool == "refund_order")
+    assert not change.significant and change.inside_noise
+    assert reading(change) == "within noise"
+    assert drops_table(figures) is None
