@@ -533,6 +533,18 @@ def failures_table(figures: RunFigures) -> ReportTable:
     )
 
 
+def observed_churn(worse: int, better: int, n_requests: int) -> float:
+    """The share of requests seen changing *both* ways in a comparison: min(worse, better) / requests.
+
+    The power of exact McNemar depends on the discordance, so the smallest detectable drop needs the rate
+    at which requests change in the direction opposite to the drop while the drop happens. A comparison's
+    discordant requests split into a net movement ``|better - worse|`` (its own change: a gain that went one
+    way is not evidence that requests also fall back) and a symmetric part ``min(worse, better)`` that went
+    each way (requests flipping with no net effect); only the symmetric part is churn. 33 better / 0 worse
+    of 140 is a one-way gain: churn 0, not 23.6%."""
+    return min(worse, better) / n_requests if n_requests else 0.0
+
+
 def resolution_table(figures: RunFigures) -> ReportTable:
     """What this task set can resolve at the last rung, per slice: the interval itself and the smallest
     drop the report's own test (exact McNemar on paired requests) detects with 80% power."""
@@ -540,12 +552,13 @@ def resolution_table(figures: RunFigures) -> ReportTable:
     last_rung = max((x.rung for x in figures.slices), default=0)
     for level in sorted((x for x in figures.slices if x.rung == last_rung), key=lambda x: x.slice):
         into = [c for c in figures.slice_changes if c.arm == level.arm and c.slice == level.slice]
-        churn = into[-1].paired.better / into[-1].paired.n_requests if into and into[-1].paired.n_requests else 0.0
+        seen = into[-1].paired if into else None
+        churn = observed_churn(seen.worse, seen.better, seen.n_requests) if seen else 0.0
         found = detectable_drop(level.accuracy, level.n_requests, RESOLUTION_POWER, SIGNIFICANCE, churn)
         drop = ("none detectable" if found.drop is None else
                 f"{100 * found.drop:.1f} ({found.drop * level.n_requests:.1f} req)")
-        source = (f"{100 * found.churn:.1f}% (seen {into[-1].baseline} → {level.arm})" if into
-                  else "0% (assumed)")
+        source = (f"{100 * found.churn:.1f}% ({seen.worse} worse / {seen.better} better, "
+                  f"{into[-1].baseline} → {level.arm})" if seen else "0% (assumed)")
         rows.append([level.slice, str(level.n_requests), span(level.ci_low, level.ci_high),
                      f"±{100 * (level.ci_high - level.ci_low) / 2:.1f}", drop, source,
                      f"{100 / level.n_requests:.2f}"])
@@ -555,8 +568,10 @@ def resolution_table(figures: RunFigures) -> ReportTable:
                  "pts per request"],
         rows=rows, key="resolution", wrap=["smallest detectable drop, pts", "pts per request", "churn"],
         note=f"Smallest detectable drop: {100 * RESOLUTION_POWER:.0f}% power of the exact McNemar test the report "
-             f"runs (two-sided {100 * SIGNIFICANCE:.0f}%) on these paired requests, with the requests that turned "
-             "wrong → right in the comparison into this rung as churn (as many more assumed right → wrong on "
-             "top of the drop); 0% churn = every changed request got worse, the easiest drop to see. Seeds do "
-             "not add requests to the test. `tooleval plan` sizes a set for a target width or drop.",
+             f"runs (two-sided {100 * SIGNIFICANCE:.0f}%) on these paired requests, on top of churn: the share of "
+             "requests seen changing both ways in the comparison into this rung, min(worse, better) / requests "
+             "(that many assumed to turn wrong → right while as many more turn right → wrong beside the drop). A "
+             "one-way change is that comparison's own movement, not churn; 0% churn = every changed request got "
+             "worse, the easiest drop to see. Seeds do not add requests to the test. `tooleval plan` sizes a set "
+             "for a target width or drop.",
     )

@@ -134,7 +134,7 @@ def test_the_markdown_summary_is_a_pull_request_comment(report):
     markdown = render_markdown(report, "/tmp/report.html")
     assert markdown.startswith("## tooleval: ✘ FAIL — run `run1`")
     assert "- **FAIL** busy-tools-hold" in markdown
-    assert "**Per-tool drops outside the noise" in markdown and "| base-18 → disputes-22 | existing | gift_cards |" in markdown
+    assert "**Per-tool drops (paired" in markdown and "| base-18 → disputes-22 | existing | gift_cards |" in markdown
     assert "Per-tool accuracy, slice" not in markdown  # the full tables live in the HTML
     assert markdown.rstrip().endswith("`/tmp/report.html`")
 

@@ -72,3 +72,26 @@ def test_a_change_the_test_cannot_tell_from_chance_stays_within_noise():
     assert not change.significant and change.inside_noise
     assert reading(change) == "within noise"
     assert drops_table(figures) is None
+
+
+def test_a_one_way_gain_is_not_churn_in_the_resolution_table():
+    """new_tools at the last rung: 140 requests, 89 right (63.6%); 33 turned wrong -> right from the rung
+    before and none right -> wrong. Read as churn that gain gave a smallest detectable drop of 19.8 points;
+    with the churn seen both ways (0) it is 5.6."""
+    from tasks.stats.mcnemar_power import detectable_drop
+    from tasks.selection.tables import observed_churn
+
+    assert round(100 * detectable_drop(89 / 140, 140, 0.8, 0.05, 33 / 140).drop, 1) == 19.8  # the old reading
+    run = KnownRun(arms=["before", "after"], comparisons=[("before", "after")])
+    run.add(tool_rows("gift_card", 140, [1] * 56 + [0] * 33 + [0] * 51, arm="before", rung=1, slice_="new_tools"))
+    run.add(tool_rows("gift_card", 140, [1] * 56 + [1] * 33 + [0] * 51, arm="after", rung=2, slice_="new_tools"))
+    figures = load_figures(run.finish(), "run1")
+    (change,) = figures.slice_changes
+    assert (change.paired.worse, change.paired.better) == (0, 33)
+    (row,) = table(build_report_from(figures), "resolution").rows
+    assert row[:2] == ["new_tools", "140"]
+    assert row[4].startswith("5.6 (")
+    assert row[5] == "0.0% (0 worse / 33 better, before → after)"
+    # churn both ways counts: 5 worse and 12 better of 140 is 5 of 140 going each way on top of a net gain
+    assert observed_churn(5, 12, 140) == 5 / 140 and observed_churn(12, 5, 140) == 5 / 140
+    assert detectable_drop(89 / 140, 140, 0.8, 0.05, 5 / 140).drop > detectable_drop(89 / 140, 140).drop
