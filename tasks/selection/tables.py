@@ -486,19 +486,25 @@ def threshold_table(figures: RunFigures) -> ReportTable:
         rows=rows, key="threshold", wrap=["rung", "fit: accuracy at coverage", "confirm: accuracy (95% CI)",
                                           "confirmed?"],
         note="Lowest confidence cut whose kept decisions reach the target on the fit half; the confirm half "
-             "(requests split by a hash of their id) judges it: 'confirmed' when its accuracy reaches the target, "
-             "'not confirmed' when it misses (whatever the fit half showed). Never judged on the data it was "
-             "chosen on.",
+             "(requests split by a hash of their id) judges it from its 95% CI: 'confirmed' when the whole CI is at or "
+             "above the target, 'not confirmed' when the whole CI is below it, 'inconclusive' when the CI "
+             "straddles it (whatever the fit half showed). Never judged on the data it was chosen on.",
     )
 
 
 def threshold_verdict(fit) -> str:
-    """'confirmed', 'not confirmed (86.3% < 90%)' or 'nothing to confirm'."""
-    if fit.confirmed is None:
+    """From the confirm half's 95% interval: 'confirmed' (the whole interval meets the target), 'not confirmed
+    (86.3% < 90%)' (the whole interval below it), 'inconclusive (88.1%: the CI straddles 90%)', or
+    'nothing to confirm'."""
+    reading = fit.confirmation
+    if reading is None:
         return "nothing to confirm"
-    if fit.confirmed:
-        return "confirmed"
-    return f"not confirmed ({pct(fit.confirm_accuracy.estimate)} < {pct(fit.target_accuracy, 0)})"
+    estimate, target = pct(fit.confirm_accuracy.estimate), pct(fit.target_accuracy, 0)
+    if reading == "not confirmed":
+        return f"not confirmed ({estimate} < {target})"
+    if reading == "inconclusive":
+        return f"inconclusive ({estimate}: the CI straddles {target})"
+    return reading
 
 
 def interaction_table_(figures: RunFigures) -> ReportTable:

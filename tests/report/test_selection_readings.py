@@ -95,3 +95,50 @@ def test_a_one_way_gain_is_not_churn_in_the_resolution_table():
     # churn both ways counts: 5 worse and 12 better of 140 is 5 of 140 going each way on top of a net gain
     assert observed_churn(5, 12, 140) == 5 / 140 and observed_churn(12, 5, 140) == 5 / 140
     assert detectable_drop(89 / 140, 140, 0.8, 0.05, 5 / 140).drop > detectable_drop(89 / 140, 140).drop
+
+
+def test_a_calibrated_router_whose_confirm_interval_straddles_the_target_reads_inconclusive():
+    """A perfectly calibrated router (seeded): its fitted threshold's confirm half misses 90% on the point
+    estimate in about half the runs; read from the interval most of those straddle the target."""
+    import numpy as np
+
+    from tasks.selection.tables import threshold_verdict
+    from tasks.stats.threshold_simulation import CalibratedRouter, point_reading
+
+    rng = np.random.default_rng(23)
+    fits = [CalibratedRouter().fit(rng) for _ in range(60)]
+    straddling = [f for f in fits if point_reading(f) == "not confirmed"
+                  and f.confirm_accuracy.low <= 0.90 <= f.confirm_accuracy.high]
+    assert straddling  # the point estimate alone said "not confirmed" for these
+    for fit in straddling:
+        assert fit.confirmation == "inconclusive" and fit.confirmed is False
+        assert threshold_verdict(fit) == f"inconclusive ({100 * fit.confirm_accuracy.estimate:.1f}%: the CI straddles 90%)"
+    point_misses = sum(point_reading(f) == "not confirmed" for f in fits)
+    interval_misses = sum(f.confirmation == "not confirmed" for f in fits)
+    assert point_misses >= 20 and interval_misses <= point_misses / 2
+    assert all(f.confirm_accuracy.high < 0.90 for f in fits if f.confirmation == "not confirmed")
+    assert all(f.confirm_accuracy.low >= 0.90 for f in fits if f.confirmation == "confirmed")
+
+
+def test_the_threshold_table_reads_inconclusive_on_given_rows():
+    """60 confirm-half requests, 52 right (86.7%, 95% CI about 76-93): straddles 90%, so inconclusive."""
+    from tasks.stats.calibration import request_split
+    from tests.factories.rows import selection_row
+
+    run = KnownRun(seeds=1)
+    confirm_seen = 0
+    for i in range(200):
+        request_id = f"r{i:03d}"
+        if request_split(request_id) == "fit":
+            right = True
+        elif confirm_seen < 60:
+            right = confirm_seen % 15 >= 2  # 13 of each 15 right: 52 of 60
+            confirm_seen += 1
+        else:
+            continue
+        run.add([selection_row(request_id, "t", right, confidence=0.95)])
+    report = build_report_from(load_figures(run.finish(), "run1"))
+    (row,) = table(report, "threshold").rows
+    fit = report.figures.calibration[0].threshold
+    assert fit.confirm_accuracy.low < 0.90 < fit.confirm_accuracy.high
+    assert row[5] == "inconclusive (86.7%: the CI straddles 90%)"
