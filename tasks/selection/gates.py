@@ -100,7 +100,8 @@ def judge_weighted_floor(gate: WeightedFloorGate, figures: RunFigures) -> GateRe
         return _result(gate, statement, [], True, unjudged_reason="the run has no production weights")
     arms = set(_arms(figures, gate.arms))
     cases = [Case(w.weighted, f"{w.arm}: weighted {pct(w.weighted.estimate)} (95% CI {interval_text(w.weighted)}), "
-                              f"unweighted {pct(w.unweighted)}, {pct(w.weight_covered)} of traffic covered")
+                              f"{pct(w.weight_covered)} of traffic covered; unweighted by slice: "
+                              + ", ".join(f"{x.slice} {pct(x.accuracy)}" for x in figures.slices if x.arm == w.arm))
              for w in figures.weighted if w.arm in arms and w.weighted is not None]
     return _result(gate, statement, cases, True, gate.min_accuracy)
 
@@ -116,9 +117,11 @@ def judge_weighted_drop(gate: WeightedDropGate, figures: RunFigures) -> GateResu
         top = sorted((c for c in change.contributions if c.weighted_contribution is not None),
                      key=lambda c: c.weighted_contribution)[:2]
         drivers = ", ".join(f"{c.tool} {points(c.weighted_contribution)}" for c in top)
+        by_slice = ", ".join(f"{c.slice} {points(c.paired.change.estimate) or '0.0'}" for c in figures.slice_changes
+                             if c.baseline == base and c.arm == arm)
         cases.append(Case(change.weighted, f"{base} -> {arm}: weighted {points(change.weighted.estimate)} pts "
-                                           f"(95% CI {change_span(change.weighted)}); unweighted "
-                                           f"{points(change.unweighted.estimate)}; largest parts: {drivers}"))
+                                           f"(95% CI {change_span(change.weighted)}); unweighted by slice: "
+                                           f"{by_slice}; largest parts: {drivers}"))
     return _result(gate, statement, cases, True, -gate.max_drop_points / 100,
                    skip_reason="the run declares no comparison")
 

@@ -306,33 +306,57 @@ def pairs_table(figures: RunFigures) -> ReportTable:
     )
 
 
+def unweighted_by_slice(figures: RunFigures, arm: str) -> str:
+    """The arm's unweighted accuracy per slice (the slice table's figures), one line each: slices are never
+    averaged into one figure, so no pooled unweighted figure stands beside the weighted one."""
+    return "\n".join(f"{x.slice} {pct(x.accuracy)}" for x in sorted(figures.slices, key=lambda x: x.slice)
+                     if x.arm == arm)
+
+
+def unweighted_changes_by_slice(figures: RunFigures, base: str, arm: str) -> list[Change]:
+    """The comparison's paired change per slice (the slice-change table's figures)."""
+    return [c for c in figures.slice_changes if c.baseline == base and c.arm == arm]
+
+
 def weighted_table(figures: RunFigures) -> ReportTable:
     rows = []
     for w in figures.weighted:
         spread = points(w.seed_spread) or "0.0"
         rows.append([arm_label(figures, w.arm), pct(w.weighted.estimate) if w.weighted else "—",
-                     interval_text(w.weighted), spread, pct(w.unweighted), pct(w.weight_covered)])
+                     interval_text(w.weighted), spread, pct(w.weight_covered), unweighted_by_slice(figures, w.arm)])
     return ReportTable(
         title=f"Volume-weighted accuracy (production window {figures.run.get('weights_window')})",
-        columns=["rung", "weighted", "95% CI", "seed spread", "unweighted", "traffic covered"],
-        rows=rows, key="weighted", summary=True,
-        note="weighted = Σ traffic share × tool accuracy over the tools this rung has requests for ('none' has no "
-             "traffic weight); CI: each tool's request-clustered Wilson interval, combined by MOVER.",
+        columns=["rung", "weighted", "95% CI", "seed spread", "traffic covered", "unweighted by slice"],
+        rows=rows, key="weighted", summary=True, wrap=["unweighted by slice"],
+        note="weighted = Σ traffic share × tool accuracy over the tools this rung has requests for, each tool's "
+             "requests of every slice together (traffic has no slices; 'none' has no traffic weight); traffic "
+             "covered = the share of all production traffic held by those tools; CI: each tool's "
+             "request-clustered Wilson interval, combined by MOVER. unweighted by slice = the slice table's "
+             "accuracy (slices are never averaged together).",
     )
 
 
 def weighted_changes_table(figures: RunFigures) -> ReportTable:
-    rows = []
+    rows, sections = [], []
     for (base, arm), change in figures.weighted_changes.items():
-        rows.append([f"{base} → {arm}", points(change.unweighted.estimate), change_span(change.unweighted),
-                     points(change.weighted.estimate) if change.weighted else "—", change_span(change.weighted),
-                     pct(change.weight_covered)])
+        if rows:
+            sections.append(len(rows))
+        first = [f"{base} → {arm}", points(change.weighted.estimate) if change.weighted else "—",
+                 change_span(change.weighted), pct(change.weight_covered)]
+        for k, c in enumerate(unweighted_changes_by_slice(figures, base, arm)):
+            rows.append((first if k == 0 else ["", "", "", ""])
+                        + [c.slice, points(c.paired.change.estimate) or "0.0", change_span(c.paired.change)])
+        if not any(r[0] == first[0] for r in rows):
+            rows.append(first + ["", "", ""])
     return ReportTable(
-        title="Weighted and unweighted change, paired on requests labelled alike in both arms",
-        columns=["comparison", "unweighted Δ", "95% CI", "weighted Δ", "95% CI", "traffic"],
-        rows=rows, key="weighted-changes", summary=True, wrap=["comparison"],
-        note="traffic = share of production volume held by the tools compared. CI: paired score interval over "
-             "the requests, each weighted by its tool's traffic (or set) share per request.",
+        title="Weighted change, and the unweighted change per slice, paired on the same requests",
+        columns=["comparison", "weighted Δ", "95% CI", "traffic covered", "slice", "unweighted Δ", "95% CI"],
+        rows=rows, sections=sections, key="weighted-changes", summary=True, wrap=["comparison"],
+        note="weighted Δ: over the requests labelled alike in both arms, each tool's change × its share of the "
+             "compared tools' traffic (every slice together: traffic has no slices); traffic covered = the share "
+             "of all production traffic held by the tools compared. unweighted Δ: per slice, the slice-change "
+             "table's figure (slices are never averaged together). CI: paired score interval over the requests, "
+             "each weighted by its tool's traffic share per request.",
     )
 
 
@@ -343,24 +367,25 @@ def contribution_tables(figures: RunFigures) -> list[ReportTable]:
                        key=lambda c: (-(abs(c.weighted_contribution) if c.weighted_contribution is not None
                                         else abs(c.unweighted_contribution)), c.tool))
         shown = [c for c in parts if abs(c.change) > 1e-12][:TOP_CONTRIBUTORS]
-        rows = [[c.tool, pct(c.set_share), pct(c.traffic_share) if c.traffic_share is not None else "—",
-                 points(c.change), points(c.unweighted_contribution),
+        rows = [[c.tool, pct(c.raw_weight) if c.raw_weight is not None else "—",
+                 pct(c.traffic_share) if c.traffic_share is not None else "—", points(c.change),
                  points(c.weighted_contribution) if c.weighted_contribution is not None else "—"] for c in shown]
         rest = [c for c in parts if c not in shown]
         if rest:
             weighted_rest = sum(c.weighted_contribution or 0.0 for c in rest)
-            rows.append([f"{len(rest)} other tools", pct(sum(c.set_share for c in rest)),
-                         pct(sum(c.traffic_share or 0.0 for c in rest)), "",
-                         points(sum(c.unweighted_contribution for c in rest)) or "0.0",
-                         points(weighted_rest) or "0.0"])
-        rows.append(["total", "100.0%", "100.0%", "", points(change.unweighted.estimate) or "0.0",
+            rows.append([f"{len(rest)} other tools", pct(sum(c.raw_weight or 0.0 for c in rest)),
+                         pct(sum(c.traffic_share or 0.0 for c in rest)), "", points(weighted_rest) or "0.0"])
+        rows.append(["total", pct(change.weight_covered), "100.0%", "",
                      points(change.weighted.estimate) if change.weighted else "—"])
         tables.append(ReportTable(
-            title=f"Which tools make up the change {base} → {arm} (share × change)",
-            columns=["tool", "set share", "traffic share", "Δ pts", "unweighted part", "weighted part"],
+            title=f"Which tools make up the weighted change {base} → {arm} (share × change)",
+            columns=["tool", "traffic", "share of compared traffic", "Δ pts", "weighted part"],
             rows=rows, sections=[len(rows) - 1], key=f"contributions-{base}-{arm}", summary=True,
-            note="set share × Δ = the tool's part of the unweighted change; traffic share × Δ = its part of "
-                 "the weighted change.",
+            wrap=["share of compared traffic"],
+            note="traffic = the tool's share of all production traffic (as in the per-tool tables); share of "
+                 "compared traffic = its share of the traffic of the tools compared (they sum to 100%); "
+                 "share of compared traffic × Δ = its part of the weighted change. The unweighted change is "
+                 "per slice (slice-change and per-tool change tables).",
         ))
     return tables
 

@@ -77,7 +77,7 @@ def test_the_terminal_report_starts_with_the_verdict_and_fits_100_columns_withou
     assert "update_shipping_address_and_contact_details" in text
     for title in ("Accuracy by slice and rung", "Rung-to-rung changes", "Per-tool accuracy, slice existing",
                   "Per-tool changes base-18 → disputes-22", "Top 5 confused pairs", "Volume-weighted accuracy",
-                  "Which tools make up the change", "Position effect", "Calibration", "Router threshold",
+                  "Which tools make up the weighted change", "Position effect", "Calibration", "Router threshold",
                   "What this set can resolve"):
         assert title in text, title
 

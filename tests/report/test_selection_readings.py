@@ -142,3 +142,70 @@ def test_the_threshold_table_reads_inconclusive_on_given_rows():
     fit = report.figures.calibration[0].threshold
     assert fit.confirm_accuracy.low < 0.90 < fit.confirm_accuracy.high
     assert row[5] == "inconclusive (86.7%: the CI straddles 90%)"
+
+
+def two_slice_run() -> KnownRun:
+    """refund_order holds 32.8% of all traffic and the compared tools 87.0% of it (so 37.7% of theirs).
+    existing: refund_order 20 requests, 4 turn wrong; new_tools: open_dispute 10 requests, 5 turn right."""
+    weights = {"refund_order": 0.328, "track_shipment": 0.542, "gift_card": 0.13}
+    run = KnownRun(arms=["base", "cand"], comparisons=[("base", "cand")], weights=weights)
+    for arm, rung in (("base", 1), ("cand", 2)):
+        refund = [1] * 20 if arm == "base" else [0] * 4 + [1] * 16
+        run.add(tool_rows("refund_order", 20, refund, arm=arm, rung=rung))
+        run.add(tool_rows("track_shipment", 20, [1] * 20, arm=arm, rung=rung))
+        dispute = [0] * 10 if arm == "base" else [1] * 5 + [0] * 5
+        run.add(tool_rows("open_dispute", 10, dispute, arm=arm, rung=rung, slice_="new_tools"))
+    return run
+
+
+def test_the_unweighted_change_beside_the_weighted_one_is_per_slice():
+    figures = load_figures(two_slice_run().finish(), "run1")
+    report = build_report_from(figures)
+    weighted = table(report, "weighted-changes")
+    assert weighted.columns == ["comparison", "weighted Δ", "95% CI", "traffic covered", "slice", "unweighted Δ",
+                                "95% CI"]
+    (existing, new_tools) = weighted.rows
+    assert existing[:2] == ["base → cand", "-7.5"] and existing[3] == "87.0%"  # 0.328/0.87 x -20 points
+    assert (existing[4], existing[5]) == ("existing", "-10.0")  # 4 of 40 requests, the slice-change figure
+    assert (new_tools[4], new_tools[5]) == ("new_tools", "+50.0")
+    pooled = figures.weighted_changes[("base", "cand")].unweighted.estimate  # (−4 + 5) / 50: both slices averaged
+    assert f"{100 * pooled:+.1f}" not in {cell for row in weighted.rows for cell in row}
+    levels = table(report, "weighted")
+    assert levels.columns[-1] == "unweighted by slice" and levels.rows[1][-1] == "existing 90.0%\nnew_tools 50.0%"
+    gate = judge(figures, SelectionCriteria.model_validate({"name": "t", "gates": [
+        {"name": "w", "kind": "weighted_drop", "max_drop_points": 5}]})).gates[0]
+    assert gate.status == "FAIL" and "unweighted by slice: existing -10.0, new_tools +50.0" in gate.evidence[0]
+
+
+def test_traffic_is_the_share_of_all_traffic_and_the_compared_share_is_named_apart():
+    figures = load_figures(two_slice_run().finish(), "run1")
+    report = build_report_from(figures)
+    tools = table(report, "tools-existing-1")
+    assert next(r for r in tools.rows if r[0] == "refund_order")[1] == "32.8%"
+    contributions = table(report, "contributions-base-cand")
+    assert contributions.columns[1:3] == ["traffic", "share of compared traffic"]
+    refund = next(r for r in contributions.rows if r[0] == "refund_order")
+    assert refund[1:3] == ["32.8%", "37.7%"]
+
+
+def test_compare_prints_the_share_of_all_traffic_as_traffic(tmp_path, capsys):
+    from flows.cli import main
+    from tests.report.test_run_comparison import add_run
+    from tests.factories.rows import memory_warehouse
+
+    root = tmp_path / "wh"
+    root.mkdir()
+    con = memory_warehouse(root / "tooleval.duckdb")
+    weights = {"refund": 0.328, "track": 0.542, "gift": 0.13}  # no request for 'gift': 87.0% compared
+    add_run(con, "a", [1, 2, 3], {f"refund-{i}": [1, 2, 3] for i in range(10)}
+            | {f"track-{i}": [1, 2, 3] for i in range(10)}, weights=weights)
+    add_run(con, "b", [1, 2, 3], {f"refund-{i}": ([] if i < 6 else [1, 2, 3]) for i in range(10)}
+            | {f"track-{i}": [1, 2, 3] for i in range(10)}, weights=weights)
+    con.close()
+    assert main(["compare", "a", "b", "--warehouse", str(root)]) == 0
+    out = capsys.readouterr().out
+    per_tool = out.split("Per tool, slice existing")[1].split("Contributions")[0]
+    assert "refund" in per_tool and "32.8%" in per_tool and "37.7%" not in per_tool
+    contributions = out.split("Contributions")[1]
+    assert "share of" in contributions and "32.8%" in contributions and "37.7%" in contributions
+    assert "unweighted: per slice below" in " ".join(out.split())
