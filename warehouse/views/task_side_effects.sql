@@ -10,7 +10,7 @@
 -- wanted, the rest unwanted (its `forbids` or `not_called`, a `wants` tool with other arguments, another
 -- irreversible action of a task declaring `wants`, any action of a failed run of a task declaring nothing):
 -- each per 100 attempted and per 100 completed runs; upstream reads of unwanted calls, and per run;
--- tasks_declaring: runs whose task declares wants or forbids.
+-- runs_declaring: runs whose task declares wants or forbids.
 with calls as (
     select run_id, arm, count(*) filter (where executed) as executed_calls
     from task_calls
