@@ -43,14 +43,16 @@ def _usd(value: float | None) -> str:
 
 def arm_success_table(figures: SurfaceFigures) -> ReportTable:
     """Each arm over every task of its version, with the slice table's interval, and what it cost."""
-    rows = [[r["taskset_version"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}", pct_with_fraction(r["successes"], r["n"]),
-             f"{pct(r['ci_low'])}–{pct(r['ci_high'])}", seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}",
-             _tokens(r["input_tokens_per_turn"]), _tokens(r["input_tokens_per_run"]), _tokens(r["output_tokens_per_run"]),
-             _usd(r["cost_usd_per_run"]), _usd(r["cost_usd"])] for r in figures.arm_success]
+    rows = [[r["taskset_version"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}",
+             pct_with_fraction(r["successes"], r["n"]), f"{pct(r['ci_low'])}–{pct(r['ci_high'])}",
+             seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}", _tokens(r["input_tokens_per_turn"]),
+             _tokens(r["input_tokens_per_run"]), _tokens(r["output_tokens_per_run"]), _usd(r["cost_usd_per_run"]),
+             _usd(r["cost_usd"])] for r in figures.arm_success]
     unbilled = [r["arm"] for r in figures.arm_success if not r["runs_billed"]]
     note = ("Every task of the version counted once (a slice weighs by its number of tasks): not an average of "
             "the slice figures above, which are what a change is judged on. 95% CI as for a slice: Wilson on the "
-            "effective number of tasks. Tokens (input per turn and per run, output per run) and cost as billed over every turn of a run.")
+            "effective number of tasks. Tokens (input per turn and per run, output per run) and cost as billed over "
+            "every turn of a run.")
     if unbilled:
         note += f" {', '.join(unbilled)}: no tokens billed (—): the offline baseline calls no model."
     return ReportTable(
@@ -77,17 +79,18 @@ def comparison_table(figures: SurfaceFigures) -> ReportTable:
              "instrument, not of the agent).", key="comparisons", summary=True)
 
 
+def _respect_words(respect: str, prompt_measures_nothing: bool) -> str:
+    word = RESPECT_WORDS.get(respect, respect)
+    return f"{word} (measures nothing)" if respect == "prompt_hash" and prompt_measures_nothing else word
+
+
 def interaction_tables(figures: SurfaceFigures) -> list[ReportTable]:
     tables: list[ReportTable] = []
     for found in figures.interactions:
         f, t = found.factorial, found.table
         nothing = figures.prompt_measures_nothing(f.baseline, f.first, f.second, f.both)
-
-        def words(respect: str) -> str:
-            word = RESPECT_WORDS.get(respect, respect)
-            return f"{word} (measures nothing)" if respect == "prompt_hash" and nothing else word
-
-        title = (f"Interaction: {words(f.first_respect)} x {words(f.second_respect)} "
+        title = (f"Interaction: {_respect_words(f.first_respect, nothing)} x "
+                 f"{_respect_words(f.second_respect, nothing)} "
                  f"(version {figures.arm(f.baseline)['taskset_version']}), "
                  f"{f.baseline} / {f.first} / {f.second} / {f.both}")
         if not tables or tables[-1].title != title:

@@ -25,6 +25,7 @@ from schemas.surface.rows import CallRecord, WantedBy
 from schemas.surface.task import SurfaceTask
 from tasks.surface.score_task import call_matches
 
+
 def classify_call(task: SurfaceTask, call: CallRecord, success: bool) -> tuple[bool, WantedBy]:
     """(wanted, the rule that decided) for one call of a run of ``task`` that met its assertion or not."""
     if any(call_matches(entry, call) for entry in (*task.forbids, *task.assertion.not_called)):
@@ -53,7 +54,8 @@ def action_problems(task: SurfaceTask, surfaces: Iterable) -> list[tuple[str, st
                 problems.append(("actions-known", f"{field} names '{entry.tool}', a tool of no surface in use"))
                 continue
             for surface in having:
-                unknown = sorted(set(entry.args) - set(surface.backend_tools[entry.tool].parameters.get("properties", {})))
+                parameters = surface.backend_tools[entry.tool].parameters.get("properties", {})
+                unknown = sorted(set(entry.args) - set(parameters))
                 if unknown:
                     problems.append(("actions-known", f"{field}: '{entry.tool}' on surface {surface.name} has no "
                                                       f"argument(s) {', '.join(unknown)}"))

@@ -66,7 +66,8 @@ def test_a_task_that_declares_what_it_wants():
 
 
 def test_wants_and_forbids_stay_out_of_the_cache_key():
-    assert task_identity(billing_task(wants=["refund_order"], forbids=["void_invoice"])) == task_identity(billing_task())
+    declared = billing_task(wants=["refund_order"], forbids=["void_invoice"])
+    assert task_identity(declared) == task_identity(billing_task())
 
 
 def test_wants_and_forbids_name_tools_of_the_surfaces():
@@ -88,7 +89,8 @@ def rows_of(task: SurfaceTask, calls: list[CallRecord], success: bool, arm: str 
                           calls=calls, wall_ms=1.0,
                           failed_assertions=[] if success else ["state refunds.0.amount equals 500 (is 120)"])
     ctx = SimpleNamespace(run_id=RUN, experiment="known")
-    return run_rows(unit, [SimpleNamespace(name=c.name) for c in calls], PlannedTask(task, {}, "k"), outcome, False, ctx)
+    tools = [SimpleNamespace(name=c.name) for c in calls]
+    return run_rows(unit, tools, PlannedTask(task, {}, "k"), outcome, False, ctx)
 
 
 def test_the_120_refund_on_refund_500_is_unwanted_when_made():
@@ -124,11 +126,12 @@ def test_wanted_and_unwanted_per_100_attempted_and_completed(refunds):
     rows = {r[0]: r[1:] for r in refunds.execute(
         "SELECT arm, irreversible_actions, irreversible_wanted, irreversible_unwanted, "
         "irreversible_wanted_per_100_attempted, irreversible_wanted_per_100_completed, "
-        "irreversible_unwanted_per_100_attempted, irreversible_unwanted_per_100_completed, irreversible_per_100_completed "
-        "FROM task_side_effects").fetchall()}
+        "irreversible_unwanted_per_100_attempted, irreversible_unwanted_per_100_completed, "
+        "irreversible_per_100_completed FROM task_side_effects").fetchall()}
     assert rows["A"] == (12, 12, 0, 20.0, 40.0, 0.0, 0.0, 40.0)
     assert rows["C"] == (27, 12, 15, 20.0, 40.0, 25.0, 50.0, 90.0)   # 15 of 27 in failed runs: unwanted
-    assert refunds.execute("SELECT tool, wanted, wanted_by, arguments FROM task_calls WHERE irreversible").fetchall() == [
+    irreversible = "SELECT tool, wanted, wanted_by, arguments FROM task_calls WHERE irreversible"
+    assert refunds.execute(irreversible).fetchall() == [
         ("refund_order", False, "outcome", '{"order_id": "O-77", "amount": 120}')]
 
 
@@ -179,7 +182,8 @@ def test_one_seed_and_three_identical_seeds_judge_tools_alike():
                   "arms": "all"})
     one = judge(load_surface_figures(invalid_tool_run([1]).finish(), RUN), gate, JUDGES).gates[0]
     three = judge(load_surface_figures(invalid_tool_run([1, 2, 3]).finish(), RUN), gate, JUDGES).gates[0]
-    assert (one.status, one.n_checked, one.n_failed) == (three.status, three.n_checked, three.n_failed) == ("FAIL", 1, 1)
+    assert (one.status, one.n_checked, one.n_failed) == ("FAIL", 1, 1)
+    assert (three.status, three.n_checked, three.n_failed) == ("FAIL", 1, 1)
     assert one.evidence == ["A create_ticket: 60.0% invalid (18/30 calls)"]
     assert three.evidence == ["A create_ticket: 60.0% invalid (54/90 calls; 30 a seed over 3 seeds, in 30 tasks)"]
     assert three.statement == one.statement == "no tool with >= 20 calls a seed has more than 25.0% of them invalid"
@@ -210,7 +214,8 @@ def test_each_arm_over_every_task_with_the_slice_interval_tokens_and_cost():
 
 
 def square(reads_prompt: bool) -> KnownTaskRun:
-    arms = {"A": {}, "B": {"prompt_hash": "p1"}, "C": {"surface_hash": "s1"}, "D": {"prompt_hash": "p1", "surface_hash": "s1"}}
+    arms = {"A": {}, "B": {"prompt_hash": "p1"}, "C": {"surface_hash": "s1"},
+            "D": {"prompt_hash": "p1", "surface_hash": "s1"}}
     run = KnownTaskRun(arms={name: {**r, "reads_prompt": reads_prompt} for name, r in arms.items()},
                        comparisons=[("A", "B", ["prompt"]), ("A", "C", ["surface"])])
     for rung, (arm, right) in enumerate((("A", 40), ("B", 40), ("C", 60), ("D", 60)), start=1):
@@ -250,10 +255,10 @@ def test_a_desk_run_lands_the_split_and_the_checks_name_a_typo(tmp_path):
     table = next(t for t in published.report.tables if t.key == "side-effects-wanted")
     assert "1 of the runs are of tasks that declare `wants` or `forbids`" in table.note
 
+    from tasks.files.input_errors import InputError
     from tasks.surface.load_surface import load_surface
     from tasks.surface.load_tasks import load_task_version
     from tasks.surface.task_checks import check_tasks
-    from tasks.files.input_errors import InputError
 
     typo = [{**desk_task("typo", escalate, failing), "forbids": ["escalate_tiket"]}]
     folder = write_desk(tmp_path / "typo", tasks=typo, slices=["tickets"])

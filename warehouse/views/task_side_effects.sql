@@ -42,7 +42,8 @@ select r.run_id, r.arm, r.rung, r.attempted, r.completed,
        r.handed_to_human / r.attempted as handoff_rate,
        r.irreversible_actions - r.irreversible_unwanted as irreversible_wanted,
        r.irreversible_unwanted,
-       100.0 * (r.irreversible_actions - r.irreversible_unwanted) / r.attempted as irreversible_wanted_per_100_attempted,
+       100.0 * (r.irreversible_actions - r.irreversible_unwanted) / r.attempted
+           as irreversible_wanted_per_100_attempted,
        case when r.completed > 0
             then 100.0 * (r.irreversible_actions - r.irreversible_unwanted) / r.completed end
            as irreversible_wanted_per_100_completed,
