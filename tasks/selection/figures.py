@@ -32,6 +32,7 @@ from tasks.stats.calibration import (
 )
 from tasks.stats.estimate import Interval
 from tasks.report.unit_outcomes import Interaction, UnitOutcomes, paired
+from tasks.report.version_calibration import VersionCalibration, version_calibrations
 from tasks.stats.interaction import find_factorials
 from tasks.stats.paired import PairedComparison, inside_noise_floor
 from tasks.stats.paired_score import paired_score_interval
@@ -218,6 +219,8 @@ class RunFigures:
     """Lines the headline must carry (e.g. provisional labels measured with --allow-provisional)."""
     arm_operations: list[dict[str, Any]] = field(default_factory=list)
     """Rows of the arm_operations view: accuracy, latency, cost, routing, judge per arm (hosted arms)."""
+    version_calibrations: list[VersionCalibration] = field(default_factory=list)
+    """Comparisons that change only the version: each version's own requests (unpaired) and the shared ones."""
 
     @property
     def run_id(self) -> str:
@@ -324,6 +327,7 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         failures=_failures(con, run_id, outcomes.clustered_rates(["arm", "slice"], "failed")),
         notices=provisional_notice(con, run_id),
         arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id]),
+        version_calibrations=version_calibrations(outcomes, arms, comparisons),
     )
 
 

@@ -31,6 +31,7 @@ from tasks.report.format import (
 from tasks.stats.mcnemar_power import detectable_drop
 from tasks.report.render import figure_html
 from tasks.report.report_types import Chart, Report, ReportTable
+from tasks.report.version_calibration import version_calibration_table
 from tasks.stats.estimate import Interval
 
 TOP_PAIRS = 5
@@ -63,6 +64,8 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     report.tables.append(slice_table(figures))
     if figures.slice_changes:
         report.tables.append(slice_changes_table(figures))
+    if figures.version_calibrations:  # beside the paired changes: each version's own requests, and the shared ones
+        report.tables.append(version_calibration_table(figures.version_calibrations, unit="request"))
     report.tables += per_tool_tables(figures)
     report.tables += tool_changes_tables(figures)
     report.tables.append(pairs_table(figures))

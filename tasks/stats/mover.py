@@ -30,10 +30,16 @@ def mover_sum(parts: Sequence[Interval], weights: Sequence[float], method: str =
     return Interval(estimate, estimate - math.sqrt(low_side), estimate + math.sqrt(high_side), method)
 
 
-def mover_difference(first: Interval, second: Interval, method: str = "MOVER (Newcombe)") -> Interval:
+def mover_difference(first: Interval, second: Interval, method: str = "MOVER (Newcombe)",
+                     correlation: float = 0.0) -> Interval:
     """The interval of ``first - second`` from the two intervals (Newcombe's hybrid score interval when
-    both are Wilson intervals); conservative when the two are positively correlated."""
+    both are Wilson intervals); conservative when the two are positively correlated, unless their
+    ``correlation`` is given (Zou & Donner 2008's MOVER for correlated estimates: each side's square sum
+    less ``2 r`` times the product of the two distances)."""
+    r = max(-1.0, min(1.0, correlation))
     estimate = first.estimate - second.estimate
-    low = estimate - math.sqrt((first.estimate - first.low) ** 2 + (second.high - second.estimate) ** 2)
-    high = estimate + math.sqrt((first.high - first.estimate) ** 2 + (second.estimate - second.low) ** 2)
+    a, b = first.estimate - first.low, second.high - second.estimate
+    c, d = first.high - first.estimate, second.estimate - second.low
+    low = estimate - math.sqrt(max(0.0, a ** 2 + b ** 2 - 2 * r * a * b))
+    high = estimate + math.sqrt(max(0.0, c ** 2 + d ** 2 - 2 * r * c * d))
     return Interval(estimate, low, high, method)

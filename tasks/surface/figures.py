@@ -12,6 +12,7 @@ import duckdb
 import polars as pl
 
 from tasks.report.unit_outcomes import Interaction, UnitOutcomes, paired
+from tasks.report.version_calibration import VersionCalibration, version_calibrations
 from tasks.stats.interaction import find_factorials
 from tasks.stats.paired import PairedComparison
 from warehouse.query import records
@@ -52,6 +53,8 @@ class SurfaceFigures:
     """Per arm and version: success over every task with its interval, tokens and cost (task_arm_success)."""
     comparisons: list[TaskComparisonFigures] = field(default_factory=list)
     interactions: list[Interaction] = field(default_factory=list)
+    version_calibrations: list[VersionCalibration] = field(default_factory=list)
+    """Comparisons that change only the version: each version's own tasks (unpaired) and the shared ones."""
 
     def arm(self, name: str) -> dict[str, Any]:
         return next(a for a in self.arms if a["arm"] == name)
@@ -94,4 +97,6 @@ def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> Surface
                 c["baseline"], c["arm"], changed, slice_, paired(common.filter(pl.col("slice") == slice_)),
                 changed == ["version"], nothing))
     figures.interactions = outcomes.interactions(find_factorials(arms, ARM_RESPECTS))
+    figures.version_calibrations = version_calibrations(
+        outcomes, arms, records(con, "SELECT * FROM task_comparisons WHERE run_id = ? ORDER BY baseline, arm", [run_id]))
     return figures

@@ -11,6 +11,7 @@ from typing import Any
 from schemas.criteria import Verdict
 from tasks.report.format import change_span, p_value, pct, pct_with_fraction, points, seeds_text
 from tasks.report.report_types import Report, ReportTable
+from tasks.report.version_calibration import version_calibration_table
 from tasks.surface.figures import RESPECT_WORDS, SurfaceFigures
 
 BASELINE_NOTE = ("{arms} run{s} the offline baseline agent: a lexical router and schema-guided argument filling, "
@@ -241,5 +242,8 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
     tables = [success_table(figures), arm_success_table(figures), comparison_table(figures),
               *interaction_tables(figures), *tool_tables(figures), *first_call_tables(figures),
               side_effect_table(figures), wanted_table(figures), stop_table(figures)]
+    if figures.version_calibrations:  # beside the paired comparisons: each version's own tasks, and the shared ones
+        after = next((i + 1 for i, t in enumerate(tables) if t.key == "comparisons"), len(tables))
+        tables.insert(after, version_calibration_table(figures.version_calibrations, unit="task"))
     return Report(run_id=figures.run_id, headline=headline, tables=tables, verdict=verdict, figures=figures,
                   title="tooleval tasks")
