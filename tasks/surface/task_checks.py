@@ -16,6 +16,8 @@ file, the line and id, and the rule (the same InputError as the label checks of 
   has no state model: a state path is refused there, its end state is read with probes, and what a probe's
   answer holds cannot be known before the run;
 - assert-probe-known: a probe calls a backend tool of every surface in use, with arguments it takes;
+- actions-known: a tool the task's ``wants`` or ``forbids`` names exists on at least one surface in use,
+  with the arguments named (tasks/surface/wanted_actions.py);
 - manifest-hash: the version's files hash to the manifest's content_hash (frozen versions stay frozen).
 
 These rules are structural over nested records (fixtures validated by the backend's own pydantic state
@@ -34,13 +36,14 @@ from tasks.files.input_errors import InputError, Problem
 from tasks.run.prepare_run import Loaded
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.load_tasks import TaskVersion, _includes, fixture_path, load_task_version, task_paths
+from tasks.surface.wanted_actions import action_problems
 
 
 @dataclass(frozen=True)
 class TaskCheckReport:
     n_tasks: int
     n_surfaces: int
-    n_rules: int = 10
+    n_rules: int = 11
 
 
 def load_surface_versions(experiment: ResolvedExperiment) -> Loaded:
@@ -119,6 +122,8 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
                     problem("assert-probe-known", f"'{probe.probe.tool}' on surface {surface.name} has no "
                                                   f"argument(s) {', '.join(unknown)}")
                     break
+        for rule, message in action_problems(task, surfaces):
+            problem(rule, message)
     if version.manifest.content_hash != version.actual_hash:
         problems.append(Problem(str(task_paths(version.directory, version.version)["manifest"]), "", "manifest-hash",
                                 f"the version's files hash to {version.actual_hash[:12]}, the manifest says "
