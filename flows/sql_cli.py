@@ -19,7 +19,7 @@ from tasks.report.sql_session import SqlError, SqlSession, describe_snapshot, re
 
 PROMPT, CONTINUED = "tooleval> ", "     ...> "
 HELP = """Statements end with ';' and may span lines. The views and tables of the warehouse are at hand
-(`.tables` lists them; README "Warehouse schema" documents them). The session reads a snapshot taken when it
+(`.tables` lists them; docs/reference/warehouse.md documents them). The session reads a snapshot taken when it
 started, so it never blocks a run; runs registered since are not in it until `.refresh`.
   .tables    views and tables        .refresh   take a new snapshot
   .help      this text               .quit      leave (or Ctrl-D)"""

@@ -25,7 +25,7 @@ def cmd_tasks_catalogue(args: argparse.Namespace) -> int:
 def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
     tasks = commands.add_parser("tasks", help="tasks done on a tool surface: run, report, validate, catalogue",
                                 description="Multi-step tasks with fixtures and outcome assertions, run by an agent "
-                                "on a tool surface (see the README section 'Tasks done on a tool surface').")
+                                "on a tool surface (see docs/surface/index.md).")
     actions = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
     run = actions.add_parser("run", help="run a task experiment and print its report (as `tooleval run` does)",
                              description="Resolve the arms, check surfaces and tasks, run every arm x seed x task, "
