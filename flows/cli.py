@@ -3,6 +3,10 @@ the plain function the command is named after) and prints.
 
 Only ``run`` imports and starts Prefect; ``report``, ``validate``, ``plan``, ``import``, ``resample``,
 ``queue``, ``sql`` and ``compare`` read and write files and DuckDB directly.
+
+The parser is built from light modules (the standard library, flows/cli_help.py, flows/exit_codes.py and the
+other flows/*_cli.py parsers): ``tooleval --help``, ``--version`` and every ``COMMAND --help`` import nothing
+of the tool itself. Each command imports what it needs when it runs.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from flows import api
+from flows.cli_help import DESCRIPTION, EXAMPLES, JOBS, JobsHelpFormatter, VersionAction
 from flows.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_GATE_FAILED,
@@ -23,27 +28,25 @@ from flows.exit_codes import (
     EXIT_OK,
     verdict_exit_code,
 )
-from schemas.traffic import MaskingRules
-from flows.crash import report_crash
-from tasks.files.input_errors import InputError
-from tasks.importers.bfcl import BfclSource, category_of, import_bfcl_slices
-from tasks.importers.mcp_catalogue import parse_env_options
-from tasks.importers.metatool import import_metatool
-from tasks.report.render import (print_table, terminal_console)
-from tasks.selection.run_compare import comparison_headline, comparison_tables, NotComparable, RESPECTS
-from tasks.stats.planner import plan
-from tasks.traffic.labelling_queue import export_csv, import_queue
-from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
-from warehouse.connect import WarehouseBusy
 from flows.run_cli import add_report_arguments, add_run_arguments, cmd_register, count_at_least, warehouse_arg
 from flows.tasks_cli import add_tasks_parser
 from flows.sql_cli import add_sql_parser
 
+if TYPE_CHECKING:
+    from tasks.importers.bfcl import BfclSource
+
 __all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_MODEL_MISMATCH", "EXIT_NOT_JUDGED", "EXIT_OK", "build_parser",
            "main", "verdict_exit_code"]
 
+COMPARE_RESPECTS = ("catalogue", "prompt", "model", "selector", "version")
+"""``compare --differ-in``'s choices: tasks/selection/run_compare.py RESPECTS (a test keeps them equal), written
+out here so the parser needs no DuckDB."""
+
 
 def cmd_resample(args: argparse.Namespace) -> int:
+    from schemas.traffic import MaskingRules
+    from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
+
     sampling = {key: value for key, value in (("size", args.size), ("floor_per_tool", args.floor),
                                               ("floor_none", args.floor_none)) if value is not None}
     if args.targets:
@@ -65,6 +68,8 @@ def cmd_resample(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_import(args: argparse.Namespace) -> int:
+    from tasks.traffic.labelling_queue import import_queue
+
     result = import_queue(args.queue_file, args.taskset, partial=args.partial)
     if result.reused and not result.n_decided:
         print(f"nothing new: every decision in {args.queue_file} is already in {result.version}"
@@ -80,6 +85,8 @@ def cmd_queue_import(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_export(args: argparse.Namespace) -> int:
+    from tasks.traffic.labelling_queue import export_csv
+
     out = export_csv(args.queue_file, args.out)
     print(f"wrote {out}: one row per request, fill in label, decided_by, decided_at (with a time zone, e.g. "
           f"2026-12-01T10:15:00Z) and reason; then `tooleval queue import {out}`")
@@ -87,6 +94,10 @@ def cmd_queue_export(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from flows import api
+    from tasks.report.render import print_table, terminal_console
+    from tasks.selection.run_compare import NotComparable, comparison_headline, comparison_tables
+
     try:
         results = api.compare(args.run_a, args.run_b, args.warehouse, arm_a=args.arm, arm_b=args.arm_b,
                               differ_in=args.differ_in or [])
@@ -106,6 +117,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_phoenix(args: argparse.Namespace) -> int:
+    from flows import api
     from tasks.tracing.phoenix_experiments import publication_lines
 
     published = api.publish_to_phoenix(args.run_id, args.warehouse, base_url=args.phoenix,
@@ -116,6 +128,8 @@ def cmd_phoenix(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from tasks.stats.planner import plan
+
     if not 0 <= args.accuracy <= 1:
         print("tooleval: --accuracy is a fraction between 0 and 1 (e.g. 0.88)", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -126,16 +140,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    from flows import api
+
     print("\n".join(api.fit_cutoff(args.experiment, args.arm, args.out, args.salt).lines()))
     return EXIT_OK
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from flows import api
+
     print("\n".join(api.train(args.version_path, args.out, args.catalogue, args.folds).lines()))
     return EXIT_OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from flows import api
+
     print(api.validate(args.version_path, args.catalogue, args.weights))
     return EXIT_OK
 
@@ -144,6 +164,9 @@ def bfcl_sources(questions: str | None, answers: str | None, slices: list[str], 
                  ) -> list[BfclSource]:
     """The files of ``tooleval import bfcl``: one positional file, or ``--slice NAME=QUESTIONS[,ANSWERS]``
     (repeatable) with ``--label-none NAME`` for each slice labelled 'none' throughout."""
+    from tasks.files.input_errors import InputError
+    from tasks.importers.bfcl import BfclSource, category_of
+
     if questions is not None and slices:
         raise InputError.one(questions, "", "one-form", "give one questions file or --slice NAME=FILE[,ANSWERS] "
                              "options, not both")
@@ -171,6 +194,8 @@ def bfcl_sources(questions: str | None, answers: str | None, slices: list[str], 
 
 
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
+    from tasks.importers.bfcl import import_bfcl_slices
+
     sources = bfcl_sources(args.questions, args.answers, args.slice or [], args.label_none or [])
     summary = import_bfcl_slices(sources, Path(args.out))
     print("\n".join(summary.lines()))
@@ -178,12 +203,17 @@ def cmd_import_bfcl(args: argparse.Namespace) -> int:
 
 
 def cmd_import_metatool(args: argparse.Namespace) -> int:
+    from tasks.importers.metatool import import_metatool
+
     summary = import_metatool(Path(args.plugin_des), Path(args.queries), Path(args.out))
     print("\n".join(summary.lines()))
     return EXIT_OK
 
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
+    from flows import api
+    from tasks.importers.mcp_catalogue import parse_env_options
+
     summary = api.import_mcp(args.name, args.taskset, command=args.server_command, url=args.url, cwd=args.cwd,
                              env=parse_env_options(args.env or []))
     print("\n".join(summary.lines()))
@@ -208,9 +238,12 @@ class CommandAfterDashes(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tooleval", description="Measure which tool an agent picks, per tool, "
-                                     "per confused pair and weighted by traffic.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = argparse.ArgumentParser(prog="tooleval", description=DESCRIPTION, epilog=EXAMPLES,
+                                     formatter_class=JobsHelpFormatter)
+    parser.add_argument("--version", action=VersionAction, help="print the installed version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     title="commands, by what you came to do")
+    commands.jobs = JOBS  # listed by job in --help (flows/cli_help.py JobsHelpFormatter)
 
     run = commands.add_parser("run", help="run an experiment (the evaluate flow) and print its report",
                               description="Resolve the arms, check the task set, run every arm x seed (select with "
@@ -294,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("run_b", metavar="RUN_B", help="the run compared to")
     compare.add_argument("--arm", default=None, metavar="NAME", help="the arm of RUN_A (and of RUN_B unless --arm-b)")
     compare.add_argument("--arm-b", default=None, metavar="NAME", help="the arm of RUN_B when its name differs")
-    compare.add_argument("--differ-in", action="append", choices=list(RESPECTS), default=None,
+    compare.add_argument("--differ-in", action="append", choices=list(COMPARE_RESPECTS), default=None,
                          help="the respect the runs are meant to differ in (model covers pinned and served ids); "
                               "repeatable, but more than one is not a comparison of one change")
     warehouse_arg(compare)
@@ -426,19 +459,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _raised(error: BaseException, module: str, name: str) -> bool:
+    """Whether ``error`` is ``module.name``, without importing ``module``: an error of a module that was never
+    imported cannot be one of its classes."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(error, getattr(loaded, name))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except InputError as error:
-        print(f"tooleval: bad input, nothing was run or written:\n{error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except FileNotFoundError as error:
-        print(f"tooleval: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except WarehouseBusy as busy:
-        print(f"tooleval: {busy}; try again once the other process has closed it", file=sys.stderr)
-        return EXIT_NOT_REGISTERED
     except BrokenPipeError:  # `tooleval ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
@@ -447,6 +478,17 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - the last line of defence: a message, not a traceback
+        if _raised(error, "tasks.files.input_errors", "InputError"):
+            print(f"tooleval: bad input, nothing was run or written:\n{error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if isinstance(error, FileNotFoundError):
+            print(f"tooleval: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if _raised(error, "warehouse.connect", "WarehouseBusy"):
+            print(f"tooleval: {error}; try again once the other process has closed it", file=sys.stderr)
+            return EXIT_NOT_REGISTERED
+        from flows.crash import report_crash
+
         return report_crash(error, [p for p in (getattr(args, "warehouse", None), getattr(args, "out", None)) if p])
 
 

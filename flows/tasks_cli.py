@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import argparse
 
-from flows import api
 from flows.exit_codes import EXIT_OK
 from flows.run_cli import add_report_arguments, add_run_arguments
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
+    from flows import api
+
     print(api.validate_tasks(args.tasks_path, args.surface))
     return EXIT_OK
 
 
 def cmd_tasks_catalogue(args: argparse.Namespace) -> int:
+    from flows import api
+
     print(api.write_catalogue(args.surface_file, args.out))
     return EXIT_OK
 
