@@ -256,22 +256,28 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read a window of production turns, mask personal data, write the window's production "
         "weights and a new version with provisional labels (production's first tool) plus its labelling queue. "
         "Defaults come from <taskset>/production/traffic.yaml.")
-    resample.add_argument("taskset", type=Path, metavar="TASKSET_DIR")
+    resample.add_argument("taskset", type=Path, metavar="TASKSET_DIR", help="e.g. tasksets/support")
     resample.add_argument("--traffic", default=None, metavar="LOG",
                           help="production log: Parquet file or folder, JSONL, DuckDB file, OpenInference export")
     resample.add_argument("--format", dest="traffic_format", default=None,
+                          help="the log's format (default: traffic.yaml's, else auto: from the file name)",
                           choices=["auto", "parquet", "jsonl", "duckdb", "openinference"])
-    resample.add_argument("--table", dest="traffic_table", default=None, help="table name in a DuckDB log")
+    resample.add_argument("--table", dest="traffic_table", default=None, metavar="NAME",
+                          help="table name in a DuckDB log (default: traffic.yaml's, else turns)")
     resample.add_argument("--window", default=None, metavar="ID", help="e.g. 2026-W44-W47 (default: the last weeks)")
-    resample.add_argument("--weeks", type=count_at_least(1), default=None, help="weeks in the default window")
-    resample.add_argument("--size", type=count_at_least(1), default=None, help="requests to draw")
-    resample.add_argument("--floor", type=count_at_least(0), default=None, help="at least this many requests per tool")
-    resample.add_argument("--floor-none", type=count_at_least(0), default=None, help="at least this many 'none' requests")
+    resample.add_argument("--weeks", type=count_at_least(1), default=None, metavar="N",
+                          help="weeks in the default window (default: traffic.yaml's, else 4)")
+    resample.add_argument("--size", type=count_at_least(1), default=None, metavar="N",
+                          help="requests to draw (default: traffic.yaml's)")
+    resample.add_argument("--floor", type=count_at_least(0), default=None, metavar="N",
+                          help="at least this many requests per tool (default: traffic.yaml's)")
+    resample.add_argument("--floor-none", type=count_at_least(0), default=None, metavar="N",
+                          help="at least this many 'none' requests (default: traffic.yaml's)")
     resample.add_argument("--targets", default=None, metavar="JSON", help="target count per tool (JSON file)")
     resample.add_argument("--half-width", type=float, default=None, metavar="PTS",
                           help="plan each tool with >= 2%% of traffic for a 95%% interval of +-PTS points "
                                "(the sample-size planner); the others get the floor")
-    resample.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the window)")
+    resample.add_argument("--seed", type=int, default=None, metavar="N", help="sampling seed (default: derived from the window)")
     resample.add_argument("--order-id-pattern", action="append", default=None, metavar="REGEX",
                           help="mask order ids matching REGEX (repeatable; default: traffic.yaml)")
     resample.add_argument("--gift-card-pattern", action="append", default=None, metavar="REGEX",
@@ -299,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write queue/<version>.queue.jsonl as CSV (UTF-8 with a byte-order mark; the conversation in one "
         "cell, the decision columns label, decided_by, decided_at, reason last). `tooleval queue import` reads it "
         "back; only request_id, version and the decision columns are read.")
-    queue_export.add_argument("queue_file", type=Path, metavar="QUEUE_JSONL")
+    queue_export.add_argument("queue_file", type=Path, metavar="QUEUE_JSONL", help="queue/<version>.queue.jsonl")
     queue_export.add_argument("--out", type=Path, default=None, metavar="CSV",
                               help="where to write (default: beside the queue, <version>.queue.csv)")
     queue_export.set_defaults(func=cmd_queue_export)
@@ -308,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         "register", help="register a run whose rows landed while the DuckDB file was held",
         description="Register a run that landed its Parquet rows but could not register because another process "
         "held the DuckDB file (exit 5), then judge and report it. Selects nothing again.")
-    register.add_argument("run_id", metavar="RUN_ID")
+    register.add_argument("run_id", metavar="RUN_ID", help="the run id its exit-5 message named")
     warehouse_arg(register)
     register.set_defaults(func=cmd_register)
 
@@ -320,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="paired per-slice, per-tool and weighted changes between two registered runs",
         description="Compare an arm of RUN_A with an arm of RUN_B (default: every arm name both runs have) on the "
         "requests both answered, paired on request ids and on the seeds they share: per slice, per tool "
-        "(requests labelled the same in both) and traffic-weighted, with 95%% intervals and exact McNemar tests. "
+        "(requests labelled the same in both) and traffic-weighted, with 95% intervals and exact McNemar tests. "
         "Refuses (exit 7), naming the ids, when the arms differ in catalogue, prompt, pinned or served model id, "
         "selector or task-set version beyond the one respect declared with --differ-in.")
     compare.add_argument("run_a", metavar="RUN_A", help="the run compared from (e.g. last month's)")
@@ -361,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "router; the default), 0 = independent")
     planner.add_argument("--half-width", type=float, default=None, metavar="PTS",
                          help="target 95%% half-width in points (e.g. 5 for +-5)")
-    planner.add_argument("--power", type=float, default=0.8, help="power for the detectable drop (default 0.8)")
+    planner.add_argument("--power", type=float, default=0.8, metavar="P", help="power for the detectable drop (default 0.8)")
     planner.set_defaults(func=cmd_plan)
 
     fit = commands.add_parser(
@@ -369,7 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fit the 'none' cut-off of an arm's offline router (lexical, embedding or trained; or the router "
         "of a routed arm) on one half of its task-set version (a sha256 hash split of the request ids), confirm "
         "it on the other half and write it as a file the experiment names with `abstain_cutoff: FILE`.")
-    fit.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
+    fit.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE",
+                     help="e.g. tasksets/support/experiments/routers.yaml")
     fit.add_argument("--arm", required=True, metavar="NAME", help="the arm whose router is fitted")
     fit.add_argument("--out", default=None, metavar="FILE",
                      help="where to write it (default: cutoffs/ARM-VERSION.json beside the experiment)")
@@ -381,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Learn a decision model from a task-set version's labelled requests: a conditional logit over "
         "MiniLM cosine, BM25 and kNN-to-examples features per (request, tool), 'none' as an option of its own, "
         "temperature-calibrated on cross-fitted held-out predictions. Offline: nothing is downloaded.")
-    train.add_argument("version_path", metavar="TASKSET_VERSION_PATH")
+    train.add_argument("version_path", metavar="TASKSET_VERSION_PATH", help="e.g. tasksets/support/v1.jsonl")
     train.add_argument("--out", required=True, metavar="FILE", help="the model file to write (JSON)")
     train.add_argument("--catalogue", action="append", default=None, metavar="NAME",
                        help="catalogue offered with requests that have no tools of their own (repeatable; "
@@ -393,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="run the label checks on a task-set version",
                                    description="Run the Great Expectations label checks on one version file "
                                    "(e.g. tasksets/support/v1.jsonl) and print what was checked.")
-    validate.add_argument("version_path", metavar="TASKSET_VERSION_PATH")
+    validate.add_argument("version_path", metavar="TASKSET_VERSION_PATH", help="e.g. tasksets/support/v1.jsonl")
     validate.add_argument("--catalogue", action="append", default=None, metavar="NAME",
                           help="catalogue the labels must come from (repeatable; default: every catalogue of the set)")
     validate.add_argument("--weights", default=None, metavar="WINDOW", help="also check weights/WINDOW.json")
@@ -406,44 +413,47 @@ def build_parser() -> argparse.ArgumentParser:
     sources = importer.add_subparsers(dest="source", required=True, metavar="SOURCE", parser_class=CommandAfterDashes)
     bfcl = sources.add_parser(
         "bfcl", help="BFCL v4 JSON Lines (multiple, live_multiple, live_irrelevance)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Import a BFCL v4 questions file and its possible_answer file, or several\n"
-        "files as slices of one set. Labels come from the answers file (an empty\n"
-        "ground_truth means 'none') or, for a file where no offered tool fits any\n"
-        "request, from --label-none; never from a file's name.",
+        formatter_class=JobsHelpFormatter,
+        description="Import a BFCL v4 questions file and its possible_answer file, or several files as slices of "
+        "one set. Labels come from the answers file (an empty ground_truth means 'none') or, for a file where no "
+        "offered tool fits any request, from --label-none; never from a file's name.",
         epilog="example (answerable and irrelevant requests, two slices of one set):\n"
         "  tooleval import bfcl \\\n"
         "    --slice answerable=live_multiple.json,live_multiple_answers.json \\\n"
         "    --slice irrelevant=live_irrelevance.json --label-none irrelevant \\\n"
         "    --out /tmp/bfcl-live")
-    bfcl.add_argument("questions", nargs="?", default=None, metavar="QUESTIONS_JSONL")
-    bfcl.add_argument("answers", nargs="?", default=None, metavar="ANSWERS_JSONL")
+    bfcl.add_argument("questions", nargs="?", default=None, metavar="QUESTIONS_JSONL",
+                      help="e.g. BFCL_v4_multiple.json (JSON Lines)")
+    bfcl.add_argument("answers", nargs="?", default=None, metavar="ANSWERS_JSONL",
+                      help="its possible_answer file (omit with --label-none)")
     bfcl.add_argument("--slice", action="append", metavar="NAME=QUESTIONS[,ANSWERS]",
                       help="one file as one slice of the set (repeatable)")
     bfcl.add_argument("--label-none", action="append", nargs="?", const="", metavar="SLICE",
                       help="every request of the file (or of --slice SLICE) expects 'none': no offered tool fits")
-    bfcl.add_argument("--out", required=True, metavar="DIR")
+    bfcl.add_argument("--out", required=True, metavar="DIR", help="the task-set folder to write")
     bfcl.set_defaults(func=cmd_import_bfcl)
     metatool = sources.add_parser("metatool", help="MetaTool plugin_des.json and a Query,Tool CSV",
                                   description="Import MetaTool's tool descriptions and single-tool queries.")
-    metatool.add_argument("plugin_des", metavar="PLUGIN_DES_JSON")
-    metatool.add_argument("queries", metavar="QUERIES_CSV")
-    metatool.add_argument("--out", required=True, metavar="DIR")
+    metatool.add_argument("plugin_des", metavar="PLUGIN_DES_JSON", help="the tools: name and description")
+    metatool.add_argument("queries", metavar="QUERIES_CSV", help="Query,Tool rows, one tool per query")
+    metatool.add_argument("--out", required=True, metavar="DIR", help="the task-set folder to write")
     metatool.set_defaults(func=cmd_import_metatool)
     mcp = sources.add_parser(
         "mcp", help="the tools an MCP server lists, as catalogue NAME-vN of a task set",
-        usage="%(prog)s NAME --taskset DIR [--cwd DIR] [--env KEY=VALUE] -- COMMAND [ARGS...]\n"
+        usage="%(prog)s NAME --taskset DIR [--cwd DIR] [--env KEY=VALUE]\n"
+        "                                -- COMMAND [ARGS...]\n"
         "       %(prog)s NAME --taskset DIR --url URL",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Start an MCP server (its command after `--`, over stdio) or reach one (--url, streamable\n"
-        "HTTP), list every tool and write DIR/catalogues/NAME-v1.json: the tools (name, description,\n"
-        "inputSchema as parameters), their annotations, and the server's name, version and content hash.\n"
-        "Importing again writes NAME-v2.json (previous: NAME-v1) and says what changed, or nothing when\n"
-        "the tools are the same. Env values are passed to the server, never written.",
+        formatter_class=JobsHelpFormatter,
+        description="Start an MCP server (its command after `--`, over stdio) or reach one (--url, streamable "
+        "HTTP), list every tool and write DIR/catalogues/NAME-v1.json: the tools (name, description, inputSchema as "
+        "parameters), their annotations, and the server's name, version and content hash. Importing again writes "
+        "NAME-v2.json (previous: NAME-v1) and says what changed, or nothing when the tools are the same. Env values "
+        "are passed to the server, never written.",
         epilog="example:\n"
         "  tooleval import mcp memory --taskset tasksets/mcp_office \\\n"
         "    --env MEMORY_FILE_PATH='{state_dir}/memory.jsonl' \\\n"
-        "    -- node tasksets/mcp_office/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+        "    --cwd tasksets/mcp_office \\\n"
+        "    -- node node_modules/@modelcontextprotocol/server-memory/dist/index.js")
     mcp.tail_dest = "server_command"
     mcp.add_argument("name", metavar="NAME", help="the catalogue's base name (letters, digits, '_', '-')")
     mcp.add_argument("--taskset", required=True, metavar="DIR", help="the task-set folder (it must exist)")

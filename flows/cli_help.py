@@ -101,8 +101,8 @@ def command_helps(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str
 
 
 class JobsHelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """The top-level help: the description folded to the width, the command list grouped by JOBS (each
-    command's own help text, wrapped), the epilog as written."""
+    """A description of one line folded to the width, an epilog of several lines (examples) kept as written;
+    at the top level, the command list grouped by JOBS (each command's own help text, wrapped)."""
 
     def _fill_text(self, text, width, indent):
         if "\n" not in text:  # the description: folded to the width

@@ -47,7 +47,8 @@ def warehouse_arg(parser: argparse.ArgumentParser) -> None:
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags every run takes, whichever instrument its experiment is for (``run``, ``tasks run``)."""
-    parser.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
+    parser.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE",
+                        help="e.g. tasksets/support/experiments/ladder.yaml")
     warehouse_arg(parser)
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not fill the result cache")
     parser.add_argument("--max-spend-usd", type=amount, default=None, metavar="USD",
@@ -158,9 +159,10 @@ def cmd_register(args: argparse.Namespace) -> int:
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """``report`` and ``tasks report``: a run id (default: the latest run), the warehouse, the format."""
-    parser.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID")
+    parser.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID", help="default: the latest run")
     warehouse_arg(parser)
-    parser.add_argument("--format", choices=["text", "markdown"], default="text")
+    parser.add_argument("--format", choices=["text", "markdown"], default="text",
+                        help="text (for a terminal; the default) or markdown (for a pull request)")
     parser.set_defaults(func=cmd_report)
 
 

@@ -40,7 +40,7 @@ def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
     validate = actions.add_parser("validate", help="check a task-set version against its surfaces",
                                   description="Load a tasks file (e.g. tasksets/support_tasks/t1.jsonl), check every "
                                   "rule against the surfaces and print what was checked.")
-    validate.add_argument("tasks_path", metavar="TASKS_JSONL")
+    validate.add_argument("tasks_path", metavar="TASKS_JSONL", help="e.g. tasksets/support_tasks/t1.jsonl")
     validate.add_argument("--surface", action="append", default=None, metavar="NAME",
                           help="surface to check against (repeatable; default: every surface of the task set)")
     validate.set_defaults(func=cmd_tasks_validate)
@@ -48,6 +48,7 @@ def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
                                    description="Write the tools a surface offers, names and descriptions as transformed, "
                                    "as a selection catalogue file, so a prefix or rename can be a rung of a selection "
                                    "experiment too.")
-    catalogue.add_argument("surface_file", metavar="SURFACE_YAML")
-    catalogue.add_argument("--out", required=True, metavar="CATALOGUE_JSON")
+    catalogue.add_argument("surface_file", metavar="SURFACE_YAML",
+                           help="e.g. tasksets/support_tasks/surfaces/legacy_namespaced.yaml")
+    catalogue.add_argument("--out", required=True, metavar="CATALOGUE_JSON", help="the catalogue file to write")
     catalogue.set_defaults(func=cmd_tasks_catalogue)
