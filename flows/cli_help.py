@@ -81,7 +81,8 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.exit(message=version_text() + "\n")
+        print(version_text())  # on stdout, as argparse's own version action prints
+        parser.exit()
 
 
 def command_helps(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, str]:
