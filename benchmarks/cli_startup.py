@@ -52,7 +52,7 @@ def read_commands(warehouse: str) -> list[list[str]]:
 
 
 def sql_lines(warehouse: str, query: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-m", "flows.launch", "sql", "--format", "csv", "--warehouse", warehouse,
+    done = subprocess.run(check=False, args=[sys.executable, "-m", "flows.launch", "sql", "--format", "csv", "--warehouse", warehouse,
                            query], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
                           text=True)
     return [line for line in done.stdout.splitlines()[1:] if line]
@@ -62,7 +62,7 @@ def cpu_of(python: str, checkout: Path, args: list[str]) -> tuple[float, float, 
     """CPU seconds (user + sys) and wall seconds of one fresh process, and its exit code."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    done = subprocess.run([python, "-m", "flows.launch", *args], cwd=checkout, stdout=subprocess.DEVNULL,
+    done = subprocess.run(check=False, args=[python, "-m", "flows.launch", *args], cwd=checkout, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(checkout), "COLUMNS": "80"})
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -36,7 +36,7 @@ PATHS = subcommand_paths(build_parser())
 def run_tooleval(*args: str) -> subprocess.CompletedProcess:
     """The console script's entry point in a fresh interpreter (what a user's ``tooleval ARGS`` runs)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80"}
-    return subprocess.run([sys.executable, "-m", "flows.launch", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run(check=False, args=[sys.executable, "-m", "flows.launch", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
 
 
@@ -45,7 +45,7 @@ def imported_by(args: list[str]) -> set[str]:
     --version, so the parser exits)."""
     probe = ("import sys\nfrom flows.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
              f"print('imported:', *[m for m in {HEAVY!r} if m in sys.modules])")
-    done = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    done = subprocess.run(check=False, args=[sys.executable, "-c", probe, *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return set(done.stdout.splitlines()[-1].split()[1:])
