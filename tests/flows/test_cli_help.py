@@ -122,3 +122,14 @@ def test_the_parsers_choices_are_the_implementations():
     assert TASK_RUNNERS == RUNNERS and COMPARE_RESPECTS == RESPECTS
     readme = (ROOT / "README.md").read_text()
     assert "--task-runner " + "\\|".join(RUNNERS) in readme
+
+
+def test_the_version_of_a_checkout_that_is_not_installed(monkeypatch):
+    import importlib.metadata
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    text = version_text()
+    assert text.startswith("tooleval 0.") and f"not installed: the checkout at {ROOT}" in text
