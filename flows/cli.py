@@ -28,13 +28,7 @@ from flows.exit_codes import (
     EXIT_OK,
     verdict_exit_code,
 )
-from flows.run_cli import (
-    add_report_arguments,
-    add_run_arguments,
-    cmd_register,
-    count_at_least,
-    warehouse_arg,
-)
+from flows.run_cli import add_report_arguments, add_run_arguments, cmd_register, count_at_least, warehouse_arg
 from flows.sql_cli import add_sql_parser
 from flows.tasks_cli import add_tasks_parser
 
@@ -51,12 +45,7 @@ out here so the parser needs no DuckDB."""
 
 def cmd_resample(args: argparse.Namespace) -> int:
     from schemas.traffic import MaskingRules
-    from tasks.traffic.resample_version import (
-        describe_resample,
-        load_targets,
-        load_traffic_config,
-        resample_version,
-    )
+    from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
 
     sampling = {key: value for key, value in (("size", args.size), ("floor_per_tool", args.floor),
                                               ("floor_none", args.floor_none)) if value is not None}
@@ -107,11 +96,7 @@ def cmd_queue_export(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from flows import api
     from tasks.report.render import print_table, terminal_console
-    from tasks.selection.run_compare import (
-        NotComparable,
-        comparison_headline,
-        comparison_tables,
-    )
+    from tasks.selection.run_compare import NotComparable, comparison_headline, comparison_tables
 
     try:
         results = api.compare(args.run_a, args.run_b, args.warehouse, arm_a=args.arm, arm_b=args.arm_b,
