@@ -31,6 +31,7 @@ from tasks.report.report_types import Report
 from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
 from tasks.run.prepare_run import prepare_once
 from tasks.run.registration_records import new_run_id, registration_records
+from tasks.run.unpinned_cache import cache_use, start_warnings
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit, plan_units, run_unit
 from tasks.selectors.call_budget import RunLedger, ledger_path
 from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
@@ -118,6 +119,9 @@ class RunSummary:
     """What this run cleaned or finished of crashed runs (tasks/run/leftovers.py), one line each."""
     trace_target: TraceTarget | None = None
     """Where the run's traces went (None: not traced)."""
+    unpinned_cache: list[str] | None = None
+    """One warning per arm whose model is not pinned and some of whose results came from the cache
+    (tasks/run/unpinned_cache.py): they may predate a change of the server's model."""
 
     @property
     def trace(self) -> str | None:
@@ -193,6 +197,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                      trace=trace_target)
 
     mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
+    for line in start_warnings(prepared.experiment.arms, use_cache, cache_path.is_file()):
+        get_run_logger().warning("run %s: %s", run_id, line)
     # acceptance criteria: hashed and timestamped before the first model call, judged after registration
     registered = (register_criteria(prepared.criteria[0], kind.criteria_file, warehouse.registrations_dir, run_id)
                   if prepared.criteria else None)
@@ -210,7 +216,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         results: list[UnitResult] = futures.result()  # every unit has finished: the first failure raises, as before
 
     reached("all-landed")
-    registration = registration_records(prepared, units, run_id, started_at, registered, trace_target)
+    cached = cache_use(prepared.experiment.arms, units, results)
+    registration = registration_records(prepared, units, run_id, started_at, registered, trace_target, cached)
     save_registration(warehouse.registrations_dir, registration)  # registrable later if the file stays held
     reached("records-saved")
     logger = get_run_logger()
@@ -239,6 +246,9 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     if spent.refused:
         logger.warning("run %s: budget reached, %d requests not sent; rerun to resume from the cache", run_id,
                        spent.refused)
+    unpinned = [use.warning(kind.words.items) for use in cached.values() if use.flagged]
+    for line in unpinned:
+        logger.warning("run %s: %s", run_id, line)
     _start_finishing_tracing(trace_target)
     return RunSummary(run_id=run_id, instrument=kind.name, n_rows=n_rows, n_units=len(units),
                       n_cache_hits=sum(r.n_cache_hits for r in results), n_ok=sum(r.n_ok for r in results),
@@ -251,7 +261,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       report=published.report if published else None,
                       registered=published is not None, late_registrations=[done.run_id for done in late],
                       leftovers=leftovers.lines(),
-                      trace_target=trace_target)
+                      trace_target=trace_target, unpinned_cache=unpinned)
 
 
 def _start_finishing_tracing(target: TraceTarget | None) -> None:

@@ -93,6 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           "and report it without running again:", f"    {again}",
                           "(the next `tooleval run` into this warehouse also registers it)"):
             print(folded(paragraph), file=sys.stderr)
+        _warn_unpinned_cache(summary)
         return outcome.exit_code
     render_terminal(report)  # the verdict first, then the tables that explain it
     print()
@@ -104,6 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
     _print_spend(summary, command, args)
+    _warn_unpinned_cache(summary)
     for line in summary.leftovers or []:
         print(f"leftovers:     {line}")
     for late in summary.late_registrations or []:
@@ -118,6 +120,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print_summary_line("traces:", f"{summary.trace}: " + ("dropped, see the warning above" if dropped
                                                                else f"one per {words.items[:-1]}, {summary.n_rows:,}"))
     return outcome.exit_code
+
+
+def _warn_unpinned_cache(summary) -> None:
+    """Arms whose unpinned model was answered from the cache (also a note in the report, a flag on the arm)."""
+    for line in summary.unpinned_cache or []:
+        print(folded(f"WARNING: {line}"), file=sys.stderr)
 
 
 def _print_spend(summary, command: str, args: argparse.Namespace) -> None:

@@ -49,6 +49,16 @@ class ArmRecord(BaseModel):
     taskset_hash: str = Field(description="Content hash of the task-set version (from its manifest).")
     n_tools: int = Field(description="Tools offered (0 for per-request catalogues).")
     seeds: list[int] = Field(description="Seeds run.")
+    unpinned_reason: str | None = Field(
+        default=None, description="Why the arm's model is not pinned (a self-hosted id without a date or "
+                                  "model_revision: its unpinned_reason); null when pinned or offline.")
+    n_items: int | None = Field(default=None, description="The arm's items in this run (rows, task runs).")
+    n_from_cache: int | None = Field(
+        default=None, description="Of those, how many came from the result cache (no model call this run).")
+    unpinned_from_cache: bool = Field(
+        default=False, description="The model is unpinned and some of its results came from the cache: they may "
+                                   "predate a change of the server's model (the run warned; rerun with --no-cache "
+                                   "to ask the server again).")
 
 
 class ComparisonRecord(BaseModel):

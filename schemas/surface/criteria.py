@@ -2,8 +2,9 @@
 before its first call (schemas/criteria.py: the file, the rules, the verdict and gate results).
 
 Besides success, the gates cover the counters a redesign is allowed to make worse only knowingly:
-irreversible actions per 100 *completed* runs (or per 100 attempted), upstream reads per run and per call,
-hand-offs to a human, and the per-tool invalid rate that an aggregate hides.
+irreversible actions per 100 *completed* runs (or per 100 attempted; all of them or only those the task did not
+ask for), upstream reads per run and per call, hand-offs to a human, and the per-tool invalid rate that an
+aggregate hides.
 """
 
 from __future__ import annotations
@@ -34,10 +35,15 @@ class SuccessDropGate(GateSpec):
 class IrreversibleGate(GateSpec):
     """Irreversible actions per 100 runs stay under a cap, and/or rise by no more than a margin against the
     baseline of each declared comparison. The denominator is *completed* runs (successes) by default: a
-    surface that completes more tasks reaches more actions, and per attempted run that reads as recklessness."""
+    surface that completes more tasks reaches more actions, and per attempted run that reads as recklessness.
+    ``actions: unwanted`` counts only the actions the task did not ask for (tasks/surface/wanted_actions.py):
+    the ones a human has to read, whatever the success rate did."""
 
     kind: Literal["irreversible_actions"] = Field(description="Gate kind.")
     denominator: Literal["completed", "attempted"] = Field(default="completed", description="Runs counted below.")
+    actions: Literal["all", "unwanted"] = Field(default="all", description=(
+        "Which actions are counted: every irreversible action (the default), or only those the task did not ask "
+        "for (per 100 attempted runs is their natural denominator)."))
     max_per_100: float | None = Field(default=None, ge=0, description="Cap per 100 runs.")
     max_increase_per_100: float | None = Field(default=None, ge=0, description="Largest rise against the baseline.")
     arms: ArmSelection = Field(default="candidates", description="Arms judged against max_per_100.")
@@ -55,6 +61,8 @@ class UpstreamReadsGate(GateSpec):
 
     kind: Literal["upstream_reads"] = Field(description="Gate kind.")
     per: Literal["run", "call"] = Field(description="Reads per run, or per call.")
+    reads: Literal["all", "unwanted"] = Field(default="all", description=(
+        "Which reads are counted: every one (the default), or only those of calls the task did not ask for."))
     max: float | None = Field(default=None, ge=0, description="Cap.")
     max_ratio: float | None = Field(default=None, gt=0, description="Largest allowed arm / baseline ratio.")
     arms: ArmSelection = Field(default="candidates", description="Arms judged against max.")
@@ -75,12 +83,15 @@ class HandoffGate(GateSpec):
 
 
 class ToolInvalidRateGate(GateSpec):
-    """No tool with at least ``min_calls`` calls has more than ``max_rate`` of them invalid: judged per tool,
-    never on the aggregate (which weights tools by how often they are called)."""
+    """No tool with at least ``min_calls`` calls a seed has more than ``max_rate`` of them invalid: judged per
+    tool, never on the aggregate (which weights tools by how often they are called). Calls are counted over
+    one pass of the task set (the tool's calls / the arm's seeds): a seed replaying the same tasks is not new
+    evidence, so a one-seed and a three-seed run of the same behaviour are judged alike."""
 
     kind: Literal["tool_invalid_rate"] = Field(description="Gate kind.")
     max_rate: float = Field(ge=0, le=1, description="Largest invalid share of one tool's calls.")
-    min_calls: int = Field(default=20, ge=1, description="Tools with fewer calls are not judged.")
+    min_calls: int = Field(default=20, ge=1, description="Tools with fewer calls a seed (calls / seeds) are not "
+                                                         "judged.")
     arms: ArmSelection = Field(default="candidates", description="Arms judged.")
 
 

@@ -24,6 +24,15 @@ StopReason = Literal["model_stop", "max_calls", "max_turns", "max_tokens", "max_
   call's time limit): never cached.
 """
 
+WantedBy = Literal["forbidden", "wants", "outcome"]
+"""Which rule decided whether a call was one the task asked for (tasks/surface/wanted_actions.py).
+
+- forbidden: it matches the task's ``forbids`` or its assertion's ``not_called``: unwanted;
+- wants: the task declares ``wants``: wanted when the call matches an entry, unwanted when its tool is named
+  there with other arguments or when it is an irreversible action of a tool not named there;
+- outcome: nothing declared about it: wanted when the run met its assertion, unwanted when it did not.
+"""
+
 FAILED_STOPS: tuple[str, ...] = ("error", "run_budget", "surface_error")
 """Stop reasons that say the run could not be carried out (not the agent's doing): never cached."""
 
@@ -101,6 +110,11 @@ class TaskRunRow(UnitRow):
     retries: int = Field(description="Calls repeating an earlier call's tool and arguments in this run.")
     irreversible_actions: int = Field(description="Executed, not refused calls of irreversible tools.")
     upstream_reads: int = Field(description="Pages or records fetched upstream over the run.")
+    irreversible_unwanted: int = Field(description="Of irreversible_actions, those the task did not ask for (see "
+                                                   "WantedBy): the ones a human has to read.")
+    upstream_reads_unwanted: int = Field(description="Of upstream_reads, those of calls the task did not ask for.")
+    declares_actions: bool = Field(description="The task declares wants or forbids; else its run's outcome decides "
+                                               "what was wanted.")
     handed_to_human: bool = Field(description="A call put the case on a human's desk (ticket, escalation).")
     first_tool: str | None = Field(description="The first tool called (name as offered), null when none was.")
     final_reply: str | None = Field(description="The agent's last text reply (first 2,000 characters).")
@@ -126,6 +140,10 @@ class _CallContext(UnitKey):
 
 class TaskCallRow(CallRecord, _CallContext):
     """One row per tool call: the table ``task_calls`` (the columns of CallRecord, after the run's context)."""
+
+    wanted: bool = Field(description="The task asked for this call (see WantedBy); decided when the rows are made, "
+                                     "not cached with the outcome.")
+    wanted_by: WantedBy = Field(description="The rule that decided: forbidden / wants / outcome.")
 
 
 class SurfaceRunRecord(RunRecord):

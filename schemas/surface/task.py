@@ -234,6 +234,14 @@ class SurfaceTask(BaseModel):
         "'include' names shared files fixtures/<name>.json merged underneath."))
     assertion: Assertion = Field(alias="assert", description="What must hold when the run ends.")
     budget: TaskBudget = Field(default_factory=TaskBudget, description="Limits on one run.")
+    wants: tuple[CallAssertion, ...] = Field(default=(), description=(
+        "The irreversible actions the task asks for: a bare backend tool name, or a tool with argument matchers "
+        "(``{tool: refund_order, args: {amount: 500}}``). When given, it is the whole list: a call of a tool named "
+        "here is wanted only when it matches an entry, and any other irreversible action is unwanted. Classifies "
+        "the run's actions (tasks/surface/wanted_actions.py); never changes whether the run succeeded."))
+    forbids: tuple[CallAssertion, ...] = Field(default=(), description=(
+        "Calls that are unwanted whatever else holds (the assertion's ``not_called`` entries count as well). "
+        "Classifies, never fails the run: to fail it too, list the call in ``assert.not_called``."))
 
     @model_validator(mode="before")
     @classmethod
@@ -249,6 +257,11 @@ class SurfaceTask(BaseModel):
     @property
     def text(self) -> str:
         return last_user_text(self.messages)
+
+    @property
+    def declares_actions(self) -> bool:
+        """The task says which actions it wants or forbids (else its run's outcome decides)."""
+        return bool(self.wants or self.forbids)
 
 
 class TaskSetManifest(FrozenVersion):

@@ -49,6 +49,12 @@ class ResolvedArm:
     def prompt_hash(self) -> str:
         return sha256_hex(self.prompt_text)
 
+    @property
+    def provider(self) -> str | None:
+        """The hosted-model API the arm's model answers through ('openai' / 'anthropic'); None when the arm
+        calls none (an offline selector or agent)."""
+        return None
+
     def respect(self, respect: str) -> Any:
         """What the arm is in one respect; two arms differ in a respect when these differ."""
         common = {"prompt": self.prompt_hash, "model": self.model_id, "version": self.version}

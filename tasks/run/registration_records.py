@@ -7,11 +7,12 @@ import uuid
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from schemas.run_records import ComparisonRecord
 from tasks.experiment.criteria import CriteriaRegistration
 from tasks.run.prepare_run import PreparedRun
+from tasks.run.unpinned_cache import ArmCacheUse
 from tasks.run.work_units import WorkUnit
 from warehouse.register_run import RunRegistration
 
@@ -33,10 +34,12 @@ def tooleval_version() -> str:
 
 
 def registration_records(prepared: PreparedRun, units: list[WorkUnit], run_id: str, started_at: datetime,
-                         criteria: CriteriaRegistration | None = None, trace: "TraceTarget | None" = None
-                         ) -> RunRegistration:
+                         criteria: CriteriaRegistration | None = None, trace: "TraceTarget | None" = None,
+                         cached: Mapping[str, ArmCacheUse] | None = None) -> RunRegistration:
     """``criteria``: what the run registered before its first call; ``trace``: where its traces went (both
-    recorded on the run), None when it registered none or was not traced."""
+    recorded on the run), None when it registered none or was not traced; ``cached``: each arm's use of the
+    result cache (``tasks/run/unpinned_cache.py``: recorded on its arm), None when not counted."""
+    cached = cached or {}
     kind, experiment = prepared.instrument, prepared.experiment
     store = kind.store
     run = kind.run_record(
@@ -49,7 +52,8 @@ def registration_records(prepared: PreparedRun, units: list[WorkUnit], run_id: s
     arms = [kind.arm_record(arm, dict(
         run_id=run_id, arm=arm.name, rung=arm.rung, prompt=arm.prompt_name, prompt_hash=arm.prompt_hash,
         model_id=arm.model_id, taskset_version=arm.version, seeds=list(experiment.seeds),
-        taskset_hash=prepared.versions[arm.version].manifest.content_hash)) for arm in experiment.arms]
+        taskset_hash=prepared.versions[arm.version].manifest.content_hash,
+        **(cached[arm.name].record_fields() if arm.name in cached else {}))) for arm in experiment.arms]
     comparisons = [ComparisonRecord(run_id=run_id, baseline=c.baseline, arm=c.arm, changed=list(c.changed))
                    for c in experiment.comparisons]
     return RunRegistration(kind.name, {store.run_table: [run], store.arm_table: arms,

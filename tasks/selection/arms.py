@@ -41,6 +41,10 @@ class SelectionArm(ResolvedArm):
         return self.options if self.run_options is None else self.run_options
 
     @property
+    def provider(self) -> str | None:
+        return self.selector if self.selector in HOSTED_KINDS else None
+
+    @property
     def catalogue_hash(self) -> str:
         if self.catalogue is None:
             return sha256_hex(PER_REQUEST_CATALOGUE)

@@ -34,7 +34,7 @@ from tasks.stats.estimate import Interval
 from tasks.report.unit_outcomes import Interaction, UnitOutcomes, paired
 from tasks.report.version_calibration import VersionCalibration, version_calibrations
 from tasks.stats.interaction import find_factorials
-from tasks.stats.paired import PairedComparison, inside_noise_floor
+from tasks.stats.paired import SIGNIFICANCE, PairedComparison, inside_noise_floor
 from tasks.stats.paired_score import paired_score_interval
 from tasks.stats.weighted import WeightedChange, weighted_accuracy, weighted_change
 from tasks.stats.wilson import clustered_wilson_from_sums, clustered_wilson_interval
@@ -103,6 +103,13 @@ class Change:
     @property
     def interval_covers_zero(self) -> bool:
         return self.paired.change.low <= 0 <= self.paired.change.high
+
+    @property
+    def significant(self) -> bool:
+        """The paired test rejects (exact McNemar p < 0.05) and the 95% interval excludes 0. The seed floor
+        never overrides this: both arms ran the same seeds, so a seed's offset cancels in the pairing, and the
+        interval already counts how much a request's seeds disagree."""
+        return self.paired.p_value < SIGNIFICANCE and not self.interval_covers_zero
 
 
 @dataclass(frozen=True)

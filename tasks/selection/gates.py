@@ -52,7 +52,10 @@ def _change_line(c: Change, figures: RunFigures, what: str) -> str:
     p = c.paired
     weight = figures.weights.get(c.tool) if c.tool else None
     share = f", {pct(weight)} of traffic" if weight is not None else ""
-    noise = f"; inside the seed noise floor ({points(c.noise_floor)} pts)" if c.inside_noise else ""
+    noise = ""
+    if c.inside_noise:  # the paired test decides; the seed spread is stated beside it, never instead of it
+        noise = (f"; no larger than the seed spread ({100 * c.noise_floor:.1f} pts), "
+                 + ("significant paired on the same seeds" if c.significant else "and not significant"))
     return (f"{what} ({c.slice}{share}) {c.baseline} -> {c.arm}: {pct_with_fraction(p.correct_from, p.rows_from)} -> "
             f"{pct_with_fraction(p.correct_to, p.rows_to)} "
             f"= {points(p.change.estimate)} pts (95% CI {change_span(p.change)}); {p.worse} requests worse, "
@@ -97,7 +100,8 @@ def judge_weighted_floor(gate: WeightedFloorGate, figures: RunFigures) -> GateRe
         return _result(gate, statement, [], True, unjudged_reason="the run has no production weights")
     arms = set(_arms(figures, gate.arms))
     cases = [Case(w.weighted, f"{w.arm}: weighted {pct(w.weighted.estimate)} (95% CI {interval_text(w.weighted)}), "
-                              f"unweighted {pct(w.unweighted)}, {pct(w.weight_covered)} of traffic covered")
+                              f"{pct(w.weight_covered)} of traffic covered; unweighted by slice: "
+                              + ", ".join(f"{x.slice} {pct(x.accuracy)}" for x in figures.slices if x.arm == w.arm))
              for w in figures.weighted if w.arm in arms and w.weighted is not None]
     return _result(gate, statement, cases, True, gate.min_accuracy)
 
@@ -113,9 +117,11 @@ def judge_weighted_drop(gate: WeightedDropGate, figures: RunFigures) -> GateResu
         top = sorted((c for c in change.contributions if c.weighted_contribution is not None),
                      key=lambda c: c.weighted_contribution)[:2]
         drivers = ", ".join(f"{c.tool} {points(c.weighted_contribution)}" for c in top)
+        by_slice = ", ".join(f"{c.slice} {points(c.paired.change.estimate) or '0.0'}" for c in figures.slice_changes
+                             if c.baseline == base and c.arm == arm)
         cases.append(Case(change.weighted, f"{base} -> {arm}: weighted {points(change.weighted.estimate)} pts "
-                                           f"(95% CI {change_span(change.weighted)}); unweighted "
-                                           f"{points(change.unweighted.estimate)}; largest parts: {drivers}"))
+                                           f"(95% CI {change_span(change.weighted)}); unweighted by slice: "
+                                           f"{by_slice}; largest parts: {drivers}"))
     return _result(gate, statement, cases, True, -gate.max_drop_points / 100,
                    skip_reason="the run declares no comparison")
 

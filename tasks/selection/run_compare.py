@@ -198,8 +198,8 @@ def comparison_headline(result: ArmPairComparison) -> list[str]:
     if result.weighted is not None and result.weighted.weighted is not None:
         w = result.weighted
         lines.append(f"traffic-weighted change (window {result.weights_window}, {pct(w.weight_covered)} of traffic): "
-                     f"{points(w.weighted.estimate) or '0.0'} pts ({change_span(w.weighted)}); unweighted "
-                     f"{points(w.unweighted.estimate) or '0.0'} ({change_span(w.unweighted)})")
+                     f"{points(w.weighted.estimate) or '0.0'} pts ({change_span(w.weighted)}); unweighted: per "
+                     "slice below (slices are never averaged together)")
     return lines
 
 
@@ -213,22 +213,26 @@ def comparison_tables(result: ArmPairComparison) -> list[ReportTable]:
         note="Paired on the same requests; a request is right when right under most of its seeds. w/b: requests "
              "worse / better (right in run A and wrong in run B, and the reverse). 95% CI: paired score "
              "interval (Tango); p: exact McNemar on the discordant requests.", wrap=["slice"])]
-    traffic = {c.tool: c.traffic_share for c in result.weighted.contributions} if result.weighted else {}
+    traffic = {c.tool: c.raw_weight for c in result.weighted.contributions} if result.weighted else {}
     for slice_ in result.slices:
         rows = [[tool, pct(traffic.get(tool)) if traffic.get(tool) is not None else "—", f"{c.n_requests:,}"]
                 + _change_cells(c) for (s, tool), c in result.tools.items() if s == slice_]
         if rows:
             tables.append(ReportTable(title=f"Per tool, slice {slice_} (requests labelled the same in both runs)",
                                       key=f"tools:{slice_}:{key}", columns=["tool", "traffic", "req"] + CHANGE_COLUMNS,
-                                      rows=rows, wrap=["tool"]))
+                                      rows=rows, wrap=["tool"],
+                                      note="traffic = the tool's share of all production traffic in the window "
+                                           "(as in the run report)." if traffic else ""))
     if result.weighted is not None and result.weighted.weighted is not None:
         moved = sorted((c for c in result.weighted.contributions if c.weighted_contribution),
                        key=lambda c: abs(c.weighted_contribution or 0), reverse=True)[:8]
         tables.append(ReportTable(
             title="Contributions to the traffic-weighted change (the tools that moved it most)",
-            key=f"weighted:{key}", columns=["tool", "traffic", "change", "contribution (pts)"],
-            rows=[[c.tool, pct(c.traffic_share), points(c.change) or "0.0", points(c.weighted_contribution) or "0.0"]
-                  for c in moved] or [["(no tool changed)", "", "", ""]],
-            note="contribution = the tool's share of the compared tools' traffic x its change; every tool: the "
-                 "weighted_contribution view.", wrap=["tool"]))
+            key=f"weighted:{key}", columns=["tool", "traffic", "share of compared traffic", "change",
+                                            "contribution (pts)"],
+            rows=[[c.tool, pct(c.raw_weight), pct(c.traffic_share), points(c.change) or "0.0",
+                   points(c.weighted_contribution) or "0.0"] for c in moved] or [["(no tool changed)", "", "", "", ""]],
+            note="traffic = the tool's share of all production traffic; share of compared traffic = its share of "
+                 "the compared tools' traffic (they sum to 100%); contribution = share of compared traffic x "
+                 "change; every tool: the weighted_contribution view.", wrap=["tool", "share of compared traffic"]))
     return tables

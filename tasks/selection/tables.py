@@ -32,6 +32,7 @@ from tasks.stats.mcnemar_power import detectable_drop
 from tasks.report.render import figure_html
 from tasks.report.report_types import Chart, Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
+from tasks.run.unpinned_cache import report_notes
 from tasks.stats.estimate import Interval
 
 TOP_PAIRS = 5
@@ -55,6 +56,7 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
         + (f" · weights {run['weights_window']}" if run.get("weights_window") else ""),
         *[f"  rung {a['rung']}. {a['arm']}: catalogue {a['catalogue']} ({a['n_tools'] or 'per-request'} tools), "
           f"{a['selector']} {a['model_id']}, prompt {a['prompt']}, {len(a['seeds'])} seeds" for a in arms],
+        *report_notes(arms, "rows"),
         "95% intervals treat the request as the unit (seeds of one request are correlated); "
         "changes are paired on the same requests.",
         *figures.notices,
@@ -132,16 +134,20 @@ def charts(figures: RunFigures, tables: list[ReportTable]) -> dict[str, list[Cha
 
 def drops_table(figures: RunFigures) -> ReportTable | None:
     """The per-tool drops outside the noise, for the markdown summary (a pull-request comment)."""
-    drops = sorted((c for c in figures.tool_changes if reading(c) == "▼ drop"), key=lambda c: c.paired.change.estimate)
+    drops = sorted((c for c in figures.tool_changes if c.significant and c.paired.change.estimate < 0),
+                   key=lambda c: c.paired.change.estimate)
     if not drops:
         return None
     return ReportTable(
-        title="Per-tool drops outside the noise (paired; 95% CI excludes 0)",
-        columns=["comparison", "slice", "tool", "traffic", "Δ pts", "95% CI", "worse/better", "p"],
+        title="Per-tool drops (paired: p < 0.05 and the 95% CI excludes 0)",
+        columns=["comparison", "slice", "tool", "traffic", "Δ pts", "95% CI", "worse/better", "p", "seed spread"],
         rows=[[f"{c.baseline} → {c.arm}", c.slice, c.tool or "", pct(figures.weights.get(c.tool or "")),
                points(c.paired.change.estimate), change_span(c.paired.change), f"{c.paired.worse} / {c.paired.better}",
-               p_value(c.paired.p_value)] for c in drops],
-        key="drops", summary_only=True)
+               p_value(c.paired.p_value), f"{100 * c.noise_floor:.1f}"] for c in drops],
+        key="drops", summary_only=True,
+        note="Every significant paired drop, also one no larger than the seed spread (the arms ran the same seeds: "
+             "a seed's offset cancels in the pairing); seed spread = the larger of the two arms' max − min over "
+             "seeds, shown beside it.")
 
 
 def slice_table(figures: RunFigures) -> ReportTable:
@@ -168,16 +174,18 @@ RESOLUTION_POWER = 0.8
 
 
 def reading(change: Change) -> str:
-    """How to read a change: nothing moved, inside the seed noise floor, could be chance, or a real move
-    (exact McNemar p < 0.05 on the requests and a 95% interval that excludes 0)."""
+    """How to read a change. The paired test comes first: a significant change (exact McNemar p < 0.05 on
+    the requests and a 95% interval that excludes 0) is a drop or a gain whatever the seed spread, since
+    the arms ran the same seeds and a seed's offset cancels in the pairing; when it is also no larger than
+    the seed spread it says so in brackets ("▼ drop (inside seed spread)"). A change the test cannot tell
+    from chance is "within noise" when no larger than the seed spread, else "could be chance"."""
     estimate = change.paired.change.estimate
     if change.paired.discordant == 0 and abs(estimate) < 1e-12:
         return "no request changed"
-    if change.inside_noise:
-        return "within noise"
-    if change.interval_covers_zero or change.paired.p_value >= SIGNIFICANCE:
-        return "could be chance"
-    return "▼ drop" if estimate < 0 else "▲ gain"
+    if change.significant:
+        word = "▼ drop" if estimate < 0 else "▲ gain"
+        return f"{word} (inside seed spread)" if change.inside_noise else word
+    return "within noise" if change.inside_noise else "could be chance"
 
 
 def slice_changes_table(figures: RunFigures) -> ReportTable:
@@ -198,8 +206,9 @@ def slice_changes_table(figures: RunFigures) -> ReportTable:
         rows=rows, sections=sections, key="slice-changes", summary=True, wrap=["comparison"],
         note="worse / better = requests right before and wrong after / the reverse (majority of seeds); exact "
              "McNemar on those; CI: paired score interval over requests (Tango's), reaching 0 whenever the exact "
-             "test cannot reject. ▼ / ▲ = p < 0.05 and the CI excludes 0; within noise = no larger than the seed "
-             "spread.",
+             "test cannot reject. ▼ / ▲ = p < 0.05 and the CI excludes 0, whatever the seed spread (the arms ran "
+             "the same seeds: a seed's offset cancels in the pairing), with '(inside seed spread)' when no larger "
+             "than it; otherwise within noise = no larger than the seed spread, could be chance = larger.",
     )
 
 
@@ -302,33 +311,57 @@ def pairs_table(figures: RunFigures) -> ReportTable:
     )
 
 
+def unweighted_by_slice(figures: RunFigures, arm: str) -> str:
+    """The arm's unweighted accuracy per slice (the slice table's figures), one line each: slices are never
+    averaged into one figure, so no pooled unweighted figure stands beside the weighted one."""
+    return "\n".join(f"{x.slice} {pct(x.accuracy)}" for x in sorted(figures.slices, key=lambda x: x.slice)
+                     if x.arm == arm)
+
+
+def unweighted_changes_by_slice(figures: RunFigures, base: str, arm: str) -> list[Change]:
+    """The comparison's paired change per slice (the slice-change table's figures)."""
+    return [c for c in figures.slice_changes if c.baseline == base and c.arm == arm]
+
+
 def weighted_table(figures: RunFigures) -> ReportTable:
     rows = []
     for w in figures.weighted:
         spread = points(w.seed_spread) or "0.0"
         rows.append([arm_label(figures, w.arm), pct(w.weighted.estimate) if w.weighted else "—",
-                     interval_text(w.weighted), spread, pct(w.unweighted), pct(w.weight_covered)])
+                     interval_text(w.weighted), spread, pct(w.weight_covered), unweighted_by_slice(figures, w.arm)])
     return ReportTable(
         title=f"Volume-weighted accuracy (production window {figures.run.get('weights_window')})",
-        columns=["rung", "weighted", "95% CI", "seed spread", "unweighted", "traffic covered"],
-        rows=rows, key="weighted", summary=True,
-        note="weighted = Σ traffic share × tool accuracy over the tools this rung has requests for ('none' has no "
-             "traffic weight); CI: each tool's request-clustered Wilson interval, combined by MOVER.",
+        columns=["rung", "weighted", "95% CI", "seed spread", "traffic covered", "unweighted by slice"],
+        rows=rows, key="weighted", summary=True, wrap=["unweighted by slice"],
+        note="weighted = Σ traffic share × tool accuracy over the tools this rung has requests for, each tool's "
+             "requests of every slice together (traffic has no slices; 'none' has no traffic weight); traffic "
+             "covered = the share of all production traffic held by those tools; CI: each tool's "
+             "request-clustered Wilson interval, combined by MOVER. unweighted by slice = the slice table's "
+             "accuracy (slices are never averaged together).",
     )
 
 
 def weighted_changes_table(figures: RunFigures) -> ReportTable:
-    rows = []
+    rows, sections = [], []
     for (base, arm), change in figures.weighted_changes.items():
-        rows.append([f"{base} → {arm}", points(change.unweighted.estimate), change_span(change.unweighted),
-                     points(change.weighted.estimate) if change.weighted else "—", change_span(change.weighted),
-                     pct(change.weight_covered)])
+        if rows:
+            sections.append(len(rows))
+        first = [f"{base} → {arm}", points(change.weighted.estimate) if change.weighted else "—",
+                 change_span(change.weighted), pct(change.weight_covered)]
+        for k, c in enumerate(unweighted_changes_by_slice(figures, base, arm)):
+            rows.append((first if k == 0 else ["", "", "", ""])
+                        + [c.slice, points(c.paired.change.estimate) or "0.0", change_span(c.paired.change)])
+        if not any(r[0] == first[0] for r in rows):
+            rows.append(first + ["", "", ""])
     return ReportTable(
-        title="Weighted and unweighted change, paired on requests labelled alike in both arms",
-        columns=["comparison", "unweighted Δ", "95% CI", "weighted Δ", "95% CI", "traffic"],
-        rows=rows, key="weighted-changes", summary=True, wrap=["comparison"],
-        note="traffic = share of production volume held by the tools compared. CI: paired score interval over "
-             "the requests, each weighted by its tool's traffic (or set) share per request.",
+        title="Weighted change, and the unweighted change per slice, paired on the same requests",
+        columns=["comparison", "weighted Δ", "95% CI", "traffic covered", "slice", "unweighted Δ", "95% CI"],
+        rows=rows, sections=sections, key="weighted-changes", summary=True, wrap=["comparison"],
+        note="weighted Δ: over the requests labelled alike in both arms, each tool's change × its share of the "
+             "compared tools' traffic (every slice together: traffic has no slices); traffic covered = the share "
+             "of all production traffic held by the tools compared. unweighted Δ: per slice, the slice-change "
+             "table's figure (slices are never averaged together). CI: paired score interval over the requests, "
+             "each weighted by its tool's traffic share per request.",
     )
 
 
@@ -339,24 +372,25 @@ def contribution_tables(figures: RunFigures) -> list[ReportTable]:
                        key=lambda c: (-(abs(c.weighted_contribution) if c.weighted_contribution is not None
                                         else abs(c.unweighted_contribution)), c.tool))
         shown = [c for c in parts if abs(c.change) > 1e-12][:TOP_CONTRIBUTORS]
-        rows = [[c.tool, pct(c.set_share), pct(c.traffic_share) if c.traffic_share is not None else "—",
-                 points(c.change), points(c.unweighted_contribution),
+        rows = [[c.tool, pct(c.raw_weight) if c.raw_weight is not None else "—",
+                 pct(c.traffic_share) if c.traffic_share is not None else "—", points(c.change),
                  points(c.weighted_contribution) if c.weighted_contribution is not None else "—"] for c in shown]
         rest = [c for c in parts if c not in shown]
         if rest:
             weighted_rest = sum(c.weighted_contribution or 0.0 for c in rest)
-            rows.append([f"{len(rest)} other tools", pct(sum(c.set_share for c in rest)),
-                         pct(sum(c.traffic_share or 0.0 for c in rest)), "",
-                         points(sum(c.unweighted_contribution for c in rest)) or "0.0",
-                         points(weighted_rest) or "0.0"])
-        rows.append(["total", "100.0%", "100.0%", "", points(change.unweighted.estimate) or "0.0",
+            rows.append([f"{len(rest)} other tools", pct(sum(c.raw_weight or 0.0 for c in rest)),
+                         pct(sum(c.traffic_share or 0.0 for c in rest)), "", points(weighted_rest) or "0.0"])
+        rows.append(["total", pct(change.weight_covered), "100.0%", "",
                      points(change.weighted.estimate) if change.weighted else "—"])
         tables.append(ReportTable(
-            title=f"Which tools make up the change {base} → {arm} (share × change)",
-            columns=["tool", "set share", "traffic share", "Δ pts", "unweighted part", "weighted part"],
+            title=f"Which tools make up the weighted change {base} → {arm} (share × change)",
+            columns=["tool", "traffic", "share of compared traffic", "Δ pts", "weighted part"],
             rows=rows, sections=[len(rows) - 1], key=f"contributions-{base}-{arm}", summary=True,
-            note="set share × Δ = the tool's part of the unweighted change; traffic share × Δ = its part of "
-                 "the weighted change.",
+            wrap=["share of compared traffic"],
+            note="traffic = the tool's share of all production traffic (as in the per-tool tables); share of "
+                 "compared traffic = its share of the traffic of the tools compared (they sum to 100%); "
+                 "share of compared traffic × Δ = its part of the weighted change. The unweighted change is "
+                 "per slice (slice-change and per-tool change tables).",
         ))
     return tables
 
@@ -482,19 +516,25 @@ def threshold_table(figures: RunFigures) -> ReportTable:
         rows=rows, key="threshold", wrap=["rung", "fit: accuracy at coverage", "confirm: accuracy (95% CI)",
                                           "confirmed?"],
         note="Lowest confidence cut whose kept decisions reach the target on the fit half; the confirm half "
-             "(requests split by a hash of their id) judges it: 'confirmed' when its accuracy reaches the target, "
-             "'not confirmed' when it misses (whatever the fit half showed). Never judged on the data it was "
-             "chosen on.",
+             "(requests split by a hash of their id) judges it from its 95% CI: 'confirmed' when the whole CI is at or "
+             "above the target, 'not confirmed' when the whole CI is below it, 'inconclusive' when the CI "
+             "straddles it (whatever the fit half showed). Never judged on the data it was chosen on.",
     )
 
 
 def threshold_verdict(fit) -> str:
-    """'confirmed', 'not confirmed (86.3% < 90%)' or 'nothing to confirm'."""
-    if fit.confirmed is None:
+    """From the confirm half's 95% interval: 'confirmed' (the whole interval meets the target), 'not confirmed
+    (86.3% < 90%)' (the whole interval below it), 'inconclusive (88.1%: the CI straddles 90%)', or
+    'nothing to confirm'."""
+    reading = fit.confirmation
+    if reading is None:
         return "nothing to confirm"
-    if fit.confirmed:
-        return "confirmed"
-    return f"not confirmed ({pct(fit.confirm_accuracy.estimate)} < {pct(fit.target_accuracy, 0)})"
+    estimate, target = pct(fit.confirm_accuracy.estimate), pct(fit.target_accuracy, 0)
+    if reading == "not confirmed":
+        return f"not confirmed ({estimate} < {target})"
+    if reading == "inconclusive":
+        return f"inconclusive ({estimate}: the CI straddles {target})"
+    return reading
 
 
 def interaction_table_(figures: RunFigures) -> ReportTable:
@@ -529,6 +569,18 @@ def failures_table(figures: RunFigures) -> ReportTable:
     )
 
 
+def observed_churn(worse: int, better: int, n_requests: int) -> float:
+    """The share of requests seen changing *both* ways in a comparison: min(worse, better) / requests.
+
+    The power of exact McNemar depends on the discordance, so the smallest detectable drop needs the rate
+    at which requests change in the direction opposite to the drop while the drop happens. A comparison's
+    discordant requests split into a net movement ``|better - worse|`` (its own change: a gain that went one
+    way is not evidence that requests also fall back) and a symmetric part ``min(worse, better)`` that went
+    each way (requests flipping with no net effect); only the symmetric part is churn. 33 better / 0 worse
+    of 140 is a one-way gain: churn 0, not 23.6%."""
+    return min(worse, better) / n_requests if n_requests else 0.0
+
+
 def resolution_table(figures: RunFigures) -> ReportTable:
     """What this task set can resolve at the last rung, per slice: the interval itself and the smallest
     drop the report's own test (exact McNemar on paired requests) detects with 80% power."""
@@ -536,12 +588,13 @@ def resolution_table(figures: RunFigures) -> ReportTable:
     last_rung = max((x.rung for x in figures.slices), default=0)
     for level in sorted((x for x in figures.slices if x.rung == last_rung), key=lambda x: x.slice):
         into = [c for c in figures.slice_changes if c.arm == level.arm and c.slice == level.slice]
-        churn = into[-1].paired.better / into[-1].paired.n_requests if into and into[-1].paired.n_requests else 0.0
+        seen = into[-1].paired if into else None
+        churn = observed_churn(seen.worse, seen.better, seen.n_requests) if seen else 0.0
         found = detectable_drop(level.accuracy, level.n_requests, RESOLUTION_POWER, SIGNIFICANCE, churn)
         drop = ("none detectable" if found.drop is None else
                 f"{100 * found.drop:.1f} ({found.drop * level.n_requests:.1f} req)")
-        source = (f"{100 * found.churn:.1f}% (seen {into[-1].baseline} → {level.arm})" if into
-                  else "0% (assumed)")
+        source = (f"{100 * found.churn:.1f}% ({seen.worse} worse / {seen.better} better, "
+                  f"{into[-1].baseline} → {level.arm})" if seen else "0% (assumed)")
         rows.append([level.slice, str(level.n_requests), span(level.ci_low, level.ci_high),
                      f"±{100 * (level.ci_high - level.ci_low) / 2:.1f}", drop, source,
                      f"{100 / level.n_requests:.2f}"])
@@ -551,8 +604,10 @@ def resolution_table(figures: RunFigures) -> ReportTable:
                  "pts per request"],
         rows=rows, key="resolution", wrap=["smallest detectable drop, pts", "pts per request", "churn"],
         note=f"Smallest detectable drop: {100 * RESOLUTION_POWER:.0f}% power of the exact McNemar test the report "
-             f"runs (two-sided {100 * SIGNIFICANCE:.0f}%) on these paired requests, with the requests that turned "
-             "wrong → right in the comparison into this rung as churn (as many more assumed right → wrong on "
-             "top of the drop); 0% churn = every changed request got worse, the easiest drop to see. Seeds do "
-             "not add requests to the test. `tooleval plan` sizes a set for a target width or drop.",
+             f"runs (two-sided {100 * SIGNIFICANCE:.0f}%) on these paired requests, on top of churn: the share of "
+             "requests seen changing both ways in the comparison into this rung, min(worse, better) / requests "
+             "(that many assumed to turn wrong → right while as many more turn right → wrong beside the drop). A "
+             "one-way change is that comparison's own movement, not churn; 0% churn = every changed request got "
+             "worse, the easiest drop to see. Seeds do not add requests to the test. `tooleval plan` sizes a set "
+             "for a target width or drop.",
     )

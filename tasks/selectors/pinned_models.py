@@ -11,7 +11,8 @@ they repoint to new snapshots without notice; only dated snapshot ids stay fixed
 
 ``pinned_problem`` returns why an id is refused, with the dated id to use when one is known. For a
 self-hosted server (``base_url``) whose ids carry no date, an arm states ``model_revision`` (e.g. the
-weights' commit) or ``unpinned_reason``. ``served_problem`` compares a reply's model id with the pin.
+weights' commit) or ``unpinned_reason``; ``unpinned_why`` says which arms ran unpinned (their cached results
+are reported as possibly stale). ``served_problem`` compares a reply's model id with the pin.
 """
 
 from __future__ import annotations
@@ -101,6 +102,23 @@ def pinned_problem(provider: str, model_id: str, options: Mapping[str, Any] | No
     if custom_server:
         hint += ", or state `model_revision` (the weights' commit) or `unpinned_reason` in the arm's options"
     return f"'{model_id}' is not a pinned snapshot (a family name or alias can change under you); {hint}"
+
+
+def unpinned_why(provider: str | None, model_id: str, options: Mapping[str, Any] | None = None) -> str | None:
+    """Why an arm's model may answer differently under the same id from one run to the next (so results its
+    earlier runs cached may no longer be what the server would answer), or None when it is pinned.
+
+    Pinned: an offline selector or agent (``provider`` None: its answers are its code's), a dated snapshot id,
+    a self-hosted model whose weights the arm names (``model_revision``). Unpinned: a self-hosted id with no date
+    that the arm runs with ``unpinned_reason`` (an id the official hosts serve undated is refused before a run).
+    """
+    options = options or {}
+    if provider not in ("openai", "anthropic") or options.get("model_revision"):
+        return None
+    if pinned_problem(provider, model_id) is None:
+        return None
+    reason = options.get("unpinned_reason")
+    return f"unpinned_reason: {reason}" if reason else f"'{model_id}' is not a pinned snapshot"
 
 
 def served_problem(pinned: str, served: str | None, options: Mapping[str, Any] | None = None) -> str | None:

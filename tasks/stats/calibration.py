@@ -207,11 +207,25 @@ class ThresholdFit:
     confirm_kept_requests: int = 0
 
     @property
-    def confirmed(self) -> bool | None:
-        """Did the confirm split reach the target (point estimate)? None when there was nothing to confirm."""
-        if self.confirm_accuracy is None:
+    def confirmation(self) -> str | None:
+        """The confirm split's reading, from its 95% interval (never the point estimate alone):
+        'confirmed' when the whole interval meets the target (lower bound >= target), 'not confirmed' when
+        the whole interval is below it (upper bound < target), 'inconclusive' when it straddles the target
+        (the confirm half cannot tell the two apart); None when there was nothing to confirm."""
+        interval = self.confirm_accuracy
+        if interval is None:
             return None
-        return self.confirm_accuracy.estimate >= self.target_accuracy
+        if interval.low >= self.target_accuracy:
+            return "confirmed"
+        if interval.high < self.target_accuracy:
+            return "not confirmed"
+        return "inconclusive"
+
+    @property
+    def confirmed(self) -> bool | None:
+        """True when confirmed, False when not confirmed or inconclusive, None when nothing to confirm."""
+        reading = self.confirmation
+        return None if reading is None else reading == "confirmed"
 
 
 def find_threshold(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],

@@ -15,7 +15,7 @@ from typing import Any
 from schemas.surface.rows import SurfaceArmRecord
 from tasks.experiment.resolve_experiment import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
-from tasks.selectors.chat_options import ROUTING_OPTIONS, answer_options, check_hosted_arm
+from tasks.selectors.chat_options import HOSTED_KINDS, ROUTING_OPTIONS, answer_options, check_hosted_arm
 from tasks.surface.load_surface import ResolvedSurface, load_surface
 
 BASELINE_MODEL = "tooleval-baseline-bm25-1"
@@ -36,6 +36,10 @@ class SurfaceArm(ResolvedArm):
     @property
     def reads_prompt(self) -> bool:
         return self.agent != "baseline"
+
+    @property
+    def provider(self) -> str | None:
+        return self.agent if self.agent in HOSTED_KINDS else None
 
     @property
     def agent_options(self) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """A task run's figures, read from the views (warehouse/views/task_*.sql), with the statistics that have no
-closed form in SQL computed by tasks/stats: paired comparisons on discordant tasks (exact McNemar, request
-bootstrap) and the 2x2 interaction table (additive prediction vs measured)."""
+closed form in SQL computed by tasks/stats: paired comparisons on discordant tasks (exact McNemar, and a paired
+score interval of the change over tasks: Tango's) and the 2x2 interaction table (additive prediction vs measured,
+the gap's interval from the same Tango score interval on half the gap)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ class SurfaceFigures:
     first_calls: list[dict[str, Any]]
     side_effects: list[dict[str, Any]]
     stop_reasons: list[dict[str, Any]]
+    arm_success: list[dict[str, Any]] = field(default_factory=list)
+    """Per arm and version: success over every task with its interval, tokens and cost (task_arm_success)."""
     comparisons: list[TaskComparisonFigures] = field(default_factory=list)
     interactions: list[Interaction] = field(default_factory=list)
     version_calibrations: list[VersionCalibration] = field(default_factory=list)
@@ -59,6 +62,11 @@ class SurfaceFigures:
     @property
     def baseline_arms(self) -> list[str]:
         return [a["arm"] for a in self.arms if not a["reads_prompt"]]
+
+    def prompt_measures_nothing(self, *arms: str) -> bool:
+        """None of these arms' agents reads the prompt: a change of prompt between them measures nothing."""
+        reads = {a["arm"]: a["reads_prompt"] for a in self.arms}
+        return all(not reads.get(arm, True) for arm in arms)
 
 
 def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> SurfaceFigures:
@@ -74,6 +82,8 @@ def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> Surface
                                  "first_tool", [run_id]),
         side_effects=records(con, "SELECT * FROM task_side_effects WHERE run_id = ? ORDER BY rung", [run_id]),
         stop_reasons=records(con, "SELECT * FROM task_stop_reasons WHERE run_id = ? ORDER BY rung, n DESC", [run_id]),
+        arm_success=records(con, "SELECT * FROM task_arm_success WHERE run_id = ? ORDER BY taskset_version, rung",
+                            [run_id]),
     )
     outcomes = UnitOutcomes.read(con, "SELECT arm, task_id AS unit, slice, successes AS correct, trials "
                                       "FROM task_outcomes WHERE run_id = ? ORDER BY arm, task_id", [run_id])

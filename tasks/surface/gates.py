@@ -2,8 +2,13 @@
 
 Success gates read a rate and its 95% interval under the gate's rule (point, confident, demonstrated, as
 for selection gates). The counters allowed to get worse are judged on their measured value: irreversible
-actions per 100 completed (or attempted) runs, upstream reads per run or per call, hand-offs, and each
-tool's invalid rate (never the aggregate).
+actions per 100 completed (or attempted) runs, all of them or only those the task did not ask for; upstream
+reads per run or per call; hand-offs; and each tool's invalid rate (never the aggregate), judged on tools
+with enough calls over one pass of the task set (calls / seeds, never seed replicas).
+
+The other gates are already free of seed replicas: success intervals cluster seeds within a task (identical
+seeds count once), comparisons are paired on tasks by majority of seeds, and the counters are ratios, which
+identical seeds leave as they are.
 """
 
 from __future__ import annotations
@@ -97,18 +102,19 @@ def _counter_gate(gate: Any, figures: SurfaceFigures, value: Callable[[dict[str,
 
 
 def _irreversible(gate: IrreversibleGate, figures: SurfaceFigures) -> GateResult:
-    key = f"irreversible_per_100_{gate.denominator}"
-    result = _counter_gate(gate, figures, lambda r: r[key], f"irreversible actions per 100 {gate.denominator} runs",
-                           gate.max_per_100, increase=gate.max_increase_per_100)
-    return result.model_copy(update={"statement": f"irreversible actions per 100 {gate.denominator} runs stay within "
-                                                  "the limits"})
+    unwanted = gate.actions == "unwanted"
+    key = f"irreversible{'_unwanted' if unwanted else ''}_per_100_{gate.denominator}"
+    what = f"{'unwanted ' if unwanted else ''}irreversible actions per 100 {gate.denominator} runs"
+    result = _counter_gate(gate, figures, lambda r: r[key], what, gate.max_per_100, increase=gate.max_increase_per_100)
+    return result.model_copy(update={"statement": f"{what} stay within the limits"})
 
 
 def _upstream(gate: UpstreamReadsGate, figures: SurfaceFigures) -> GateResult:
-    key = f"upstream_reads_per_{gate.per}"
-    result = _counter_gate(gate, figures, lambda r: r[key], f"upstream reads per {gate.per}", gate.max,
-                           ratio=gate.max_ratio)
-    return result.model_copy(update={"statement": f"upstream reads per {gate.per} stay within the limits"})
+    unwanted = gate.reads == "unwanted"
+    key = f"upstream_reads{'_unwanted' if unwanted else ''}_per_{gate.per}"
+    what = f"{'unwanted ' if unwanted else ''}upstream reads per {gate.per}"
+    result = _counter_gate(gate, figures, lambda r: r[key], what, gate.max, ratio=gate.max_ratio)
+    return result.model_copy(update={"statement": f"{what} stay within the limits"})
 
 
 def _handoff(gate: HandoffGate, figures: SurfaceFigures) -> GateResult:
@@ -116,14 +122,26 @@ def _handoff(gate: HandoffGate, figures: SurfaceFigures) -> GateResult:
     return result.model_copy(update={"statement": f"at most {pct(gate.max_rate)} of runs end on a human's desk"})
 
 
+def _per_seed_words(r: dict[str, Any]) -> str:
+    """'; 79 a seed over 3 seeds, in 79 tasks' (nothing more for a one-seed arm)."""
+    if r["n_seeds"] <= 1:
+        return ""
+    per_seed = r["calls_per_seed"]
+    shown = f"{per_seed:.0f}" if float(per_seed).is_integer() else f"{per_seed:.1f}"
+    return f"; {shown} a seed over {r['n_seeds']} seeds, in {r['tasks_with_tool']} tasks"
+
+
 def _tool_invalid(gate: ToolInvalidRateGate, figures: SurfaceFigures) -> GateResult:
+    """A tool is judged on its calls over one pass of the task set (calls / seeds), not on seed replicas: 11
+    tasks x 3 identical seeds are 11 calls a seed, as one seed of them would be."""
     arms = set(judged_arms(figures, gate.arms))
     cases = [(r["invalid_rate"] > gate.max_rate,
-              f"{r['arm']} {r['tool']}: {pct(r['invalid_rate'])} invalid ({r['invalid']}/{r['calls']} calls)")
-             for r in figures.tool_counters if r["arm"] in arms and r["calls"] >= gate.min_calls]
+              f"{r['arm']} {r['tool']}: {pct(r['invalid_rate'])} invalid ({r['invalid']}/{r['calls']} calls"
+              f"{_per_seed_words(r)})")
+             for r in figures.tool_counters if r["arm"] in arms and r["calls_per_seed"] >= gate.min_calls]
     cases.sort(key=lambda case: not case[0])
-    return _result(gate, f"no tool with >= {gate.min_calls} calls has more than {pct(gate.max_rate)} of them invalid",
-                   cases)
+    return _result(gate, f"no tool with >= {gate.min_calls} calls a seed has more than {pct(gate.max_rate)} of them "
+                         "invalid", cases)
 
 
 JUDGES: dict[str, Callable[[Any, SurfaceFigures], GateResult]] = {

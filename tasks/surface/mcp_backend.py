@@ -36,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import ToolSpec
 from schemas.mcp import McpAnnotations
@@ -353,5 +353,8 @@ class McpBackend:
     def fixture_problems(self, fixtures: Mapping[str, Any]) -> list[str]:
         return fixture_problems(fixtures)
 
-    def state_problem(self, collection: str) -> str | None:
-        return "an MCP surface keeps no state model: read the end state with a probe"
+    def state_path_problem(self, parts: Sequence[str], fixtures: Mapping[str, Any]) -> str | None:
+        """Always a reason: an MCP server's state lives in the server, read only through its tools."""
+        return ("an MCP surface keeps no state model, so a state path can neither be checked nor scored on it: read "
+                "the end state with a probe (assert: probes, a call of one of its tools; assert-probe-known checks "
+                "the tool and its arguments, not what the answer holds)")

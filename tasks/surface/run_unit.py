@@ -30,6 +30,7 @@ from tasks.surface.arms import SurfaceArm
 from tasks.surface.baseline_agent import BaselineAgent
 from tasks.surface.chat_agent import ChatAgent
 from tasks.surface.load_tasks import TaskVersion
+from tasks.surface.wanted_actions import classify_calls
 
 OUTCOMES = CacheSpec(table="task_outcomes", column="outcome", model=TaskOutcome,
                      keep=lambda outcome: outcome.stop_reason not in FAILED_STOPS)
@@ -73,8 +74,9 @@ def task_cache_key(arm: SurfaceArm, tools: tuple[ToolSpec, ...], task: SurfaceTa
 
 def task_identity(task: SurfaceTask) -> dict[str, Any]:
     """The task as its cache key reads it: a task without probes keys as it did before probes existed, so
-    outcomes cached by earlier builds stay valid."""
-    written = task.model_dump(mode="json", by_alias=True)
+    outcomes cached by earlier builds stay valid. ``wants`` and ``forbids`` never change an outcome (they
+    classify its calls when its rows are made), so they stay out of the key."""
+    written = task.model_dump(mode="json", by_alias=True, exclude={"wants", "forbids"})
     if not task.assertion.probes:
         written["assert"].pop("probes", None)
     return written
@@ -131,6 +133,8 @@ def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, 
     arm, task = unit.arm, planned.task
     calls = [c for c in outcome.calls]
     counted = [c for c in calls if not c.skipped_budget]
+    wanted = classify_calls(task, calls, outcome.success)
+    unwanted = [c for c, (ok, _) in zip(calls, wanted) if not ok and not c.skipped_budget]
     first = counted[0].name if counted else None
     row = {
         "run_id": ctx.run_id, "experiment": ctx.experiment, "arm": arm.name, "rung": arm.rung, "seed": unit.seed,
@@ -142,14 +146,18 @@ def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, 
         "n_calls": len(counted), "invalid_calls": sum(not c.valid for c in counted),
         "error_calls": sum(c.error for c in counted), "retries": sum(c.is_retry for c in counted),
         "irreversible_actions": sum(c.irreversible for c in counted),
-        "upstream_reads": sum(c.upstream_reads for c in counted), "handed_to_human": any(c.handoff for c in counted),
+        "upstream_reads": sum(c.upstream_reads for c in counted),
+        "irreversible_unwanted": sum(c.irreversible for c in unwanted),
+        "upstream_reads_unwanted": sum(c.upstream_reads for c in unwanted), "declares_actions": task.declares_actions,
+        "handed_to_human": any(c.handoff for c in counted),
         "first_tool": first, "final_reply": outcome.final_reply, "input_tokens": outcome.input_tokens,
         "output_tokens": outcome.output_tokens, "cost_usd": outcome.cost_usd, "price_version": outcome.price_version,
         "wall_ms": outcome.wall_ms, "agent_ms": outcome.agent_ms, "provider_retries": outcome.provider_retries,
         "served_model_id": outcome.served_model_id, "cache_hit": cache_hit,
     }
     call_rows = [{"run_id": ctx.run_id, "arm": arm.name, "seed": unit.seed, "taskset_version": unit.taskset_version,
-                  "task_id": task.id, "slice": task.slice, "intent": task.intent, **c.model_dump()} for c in calls]
+                  "task_id": task.id, "slice": task.slice, "intent": task.intent, **c.model_dump(),
+                  "wanted": ok, "wanted_by": by} for c, (ok, by) in zip(calls, wanted)]
     return row, call_rows
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, Sequence
 
 from pydantic import ValidationError
 
@@ -118,8 +118,14 @@ class ToolkitBackend:
             return [f"not a valid {self.toolkit.state_model.__name__}: {validation_message(error)}"]
         return []
 
-    def state_problem(self, collection: str) -> str | None:
-        """Why a state assertion cannot start at ``collection``, or None."""
-        if collection not in self.toolkit.state_model.model_fields:
-            return f"{self.toolkit.state_model.__name__} has no collection '{collection}'"
-        return None
+    def state_path_problem(self, parts: Sequence[str], fixtures: Mapping[str, Any]) -> str | None:
+        """Why a state assertion's path can name no value of this toolkit's state, or None (the rule is in
+        tasks/surface/state_paths.py): read from the state model's types, else from ``fixtures`` as this
+        backend materialises them (the state the task starts from)."""
+        from tasks.surface.state_paths import state_path_problem
+
+        try:
+            start = self.toolkit.fresh_state(dict(fixtures)).model_dump(mode="json")
+        except (ValidationError, TypeError, ValueError):  # fixtures-schema says why
+            start = None
+        return state_path_problem(self.toolkit.state_model, start, parts)

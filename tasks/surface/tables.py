@@ -1,7 +1,8 @@
 """The report of a task run, as the core's report tables (tasks/report: the verdict first, then these, in the
-terminal, markdown and HTML): task success per slice and arm with intervals, the paired comparisons, the
-interaction table, the per-tool counters beside the aggregate they hide, the first-call intent cross-tab,
-the counters allowed to get worse, and how runs ended."""
+terminal, markdown and HTML): task success per slice and arm with intervals, each arm over every task with
+its tokens and cost, the paired comparisons, the interaction table, the per-tool counters beside the aggregate
+they hide, the first-call intent cross-tab, the counters allowed to get worse (and their split into the
+actions the task asked for and the rest), and how runs ended."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from schemas.criteria import Verdict
 from tasks.report.format import change_span, p_value, pct, pct_with_fraction, points, seeds_text
 from tasks.report.report_types import Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
+from tasks.run.unpinned_cache import report_notes
 from tasks.surface.figures import RESPECT_WORDS, SurfaceFigures
 
 BASELINE_NOTE = ("{arms} run{s} the offline baseline agent: a lexical router and schema-guided argument filling, "
@@ -33,6 +35,35 @@ def success_table(figures: SurfaceFigures) -> ReportTable:
              "min over seeds, the noise floor.", key="success", summary=True)
 
 
+def _tokens(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _usd(value: float | None) -> str:
+    return "—" if value is None else f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def arm_success_table(figures: SurfaceFigures) -> ReportTable:
+    """Each arm over every task of its version, with the slice table's interval, and what it cost."""
+    rows = [[r["taskset_version"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}",
+             pct_with_fraction(r["successes"], r["n"]), f"{pct(r['ci_low'])}–{pct(r['ci_high'])}",
+             seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}", _tokens(r["input_tokens_per_turn"]),
+             _tokens(r["input_tokens_per_run"]), _tokens(r["output_tokens_per_run"]), _usd(r["cost_usd_per_run"]),
+             _usd(r["cost_usd"])] for r in figures.arm_success]
+    unbilled = [r["arm"] for r in figures.arm_success if not r["runs_billed"]]
+    note = ("Every task of the version counted once (a slice weighs by its number of tasks): not an average of "
+            "the slice figures above, which are what a change is judged on. 95% CI as for a slice: Wilson on the "
+            "effective number of tasks. Tokens (input per turn and per run, output per run) and cost as billed over "
+            "every turn of a run.")
+    if unbilled:
+        note += f" {', '.join(unbilled)}: no tokens billed (—): the offline baseline calls no model."
+    return ReportTable(
+        "Task success, tokens and cost per arm, over every task",
+        ["version", "arm", "tasks×seeds", "success", "95% CI", "per seed", "spread", "input/turn", "input/run",
+         "output/run", "cost/run", "cost"], rows, note=note, key="arm-success",
+        summary=True)
+
+
 def comparison_table(figures: SurfaceFigures) -> ReportTable:
     rows = []
     for c in figures.comparisons:
@@ -50,20 +81,30 @@ def comparison_table(figures: SurfaceFigures) -> ReportTable:
              "instrument, not of the agent).", key="comparisons", summary=True)
 
 
+def _respect_words(respect: str, prompt_measures_nothing: bool) -> str:
+    word = RESPECT_WORDS.get(respect, respect)
+    return f"{word} (measures nothing)" if respect == "prompt_hash" and prompt_measures_nothing else word
+
+
 def interaction_tables(figures: SurfaceFigures) -> list[ReportTable]:
     tables: list[ReportTable] = []
     for found in figures.interactions:
         f, t = found.factorial, found.table
-        title = (f"Interaction: {RESPECT_WORDS.get(f.first_respect, f.first_respect)} x "
-                 f"{RESPECT_WORDS.get(f.second_respect, f.second_respect)} "
+        nothing = figures.prompt_measures_nothing(f.baseline, f.first, f.second, f.both)
+        title = (f"Interaction: {_respect_words(f.first_respect, nothing)} x "
+                 f"{_respect_words(f.second_respect, nothing)} "
                  f"(version {figures.arm(f.baseline)['taskset_version']}), "
                  f"{f.baseline} / {f.first} / {f.second} / {f.both}")
         if not tables or tables[-1].title != title:
+            note = ("additive prediction = baseline + each change's own effect; a negative gap means the two "
+                    "changes repair an overlapping share of the same failures (sub-additive).")
+            if nothing and "prompt_hash" in (f.first_respect, f.second_respect):
+                note += (" The prompt measures nothing here: the agents of these arms do not read it, so its effect "
+                         "and the gap are 0 by construction, and the interval around the gap says nothing about how "
+                         "the two changes interact.")
             tables.append(ReportTable(
                 title, ["slice", "tasks", "baseline", "effects", "additive prediction", "measured", "gap (95% CI)"], [],
-                note="additive prediction = baseline + each change's own effect; a negative gap means the two "
-                     "changes repair an overlapping share of the same failures (sub-additive).",
-                key=f"interaction-{len(tables) + 1}"))
+                note=note, key=f"interaction-{len(tables) + 1}"))
         table = tables[-1]
         table.rows.append([found.slice, str(t.n_requests), pct(t.baseline),
                            f"{points(t.first_effect) or '0.0'} / {points(t.second_effect) or '0.0'}",
@@ -139,6 +180,41 @@ def side_effect_table(figures: SurfaceFigures) -> ReportTable:
     return table
 
 
+WANTED_RULE = ("Wanted = the task asked for it: an action matching the task's `wants`, or, for a task that "
+               "declares neither `wants` nor `forbids`, any action of a run that met its assertion. Unwanted = the "
+               "rest: matching `forbids` or `not_called`, a `wants` tool with other arguments, another irreversible "
+               "action of a task that declares `wants`, any action of a failed run of a task that declares nothing "
+               "(a $120 refund in a run asked to refund $500). The unwanted actions are the ones a human has to read.")
+
+
+def _per_100(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def wanted_table(figures: SurfaceFigures) -> ReportTable:
+    """The counters allowed to get worse, split into what the task asked for and the rest."""
+    table = ReportTable("Irreversible actions and upstream reads: wanted and unwanted (gateable)",
+                        ["arm", "wanted", "per 100 attempted", "per 100 completed", "unwanted", "per 100 attempted",
+                         "per 100 completed", "unwanted reads", "per run", "share of reads"], [],
+                        key="side-effects-wanted")
+    declaring = 0
+    for r in figures.side_effects:
+        declaring += r["runs_declaring"] or 0
+        reads = r["upstream_reads"]
+        unwanted_reads = r["upstream_reads_unwanted"]
+        table.rows.append([r["arm"], _n(r["irreversible_wanted"]), _per_100(r["irreversible_wanted_per_100_attempted"]),
+                           _per_100(r["irreversible_wanted_per_100_completed"]), _n(r["irreversible_unwanted"]),
+                           _per_100(r["irreversible_unwanted_per_100_attempted"]),
+                           _per_100(r["irreversible_unwanted_per_100_completed"]), _n(unwanted_reads),
+                           "—" if r["upstream_reads_unwanted_per_run"] is None
+                           else f"{r['upstream_reads_unwanted_per_run']:.2f}",
+                           pct(unwanted_reads / reads if reads and unwanted_reads is not None else None)])
+    declared = ("no task of this run declares `wants` or `forbids`: the run's outcome decided every action."
+                if not declaring else f"{declaring:,} of the runs are of tasks that declare `wants` or `forbids`.")
+    table.note = f"{WANTED_RULE} Here {declared}"
+    return table
+
+
 def stop_table(figures: SurfaceFigures) -> ReportTable:
     reasons = sorted({r["stop_reason"] for r in figures.stop_reasons})
     table = ReportTable("How runs ended", ["arm", *reasons], [], key="stops")
@@ -156,6 +232,7 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
         f"{run['n_calls']:,} calls",
         *[f"  arm {a['rung']}. {a['arm']}: surface {a['surface']} ({a['n_tools']} tools), {a['agent']} "
           f"{a['model_id']}, prompt {a['prompt']}, {len(a['seeds'])} seeds" for a in figures.arms],
+        *report_notes(figures.arms, "task runs"),
         "95% intervals treat the task as the unit (seeds of one task are correlated); changes are paired on the "
         "same tasks.",
     ]
@@ -164,8 +241,9 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
         pairs = sorted({f"{c.baseline} -> {c.arm}" for c in figures.comparisons if c.measures_nothing})
         headline.append("Note: " + BASELINE_NOTE.format(arms=", ".join(baseline), s="" if len(baseline) > 1 else "s",
                                                         pairs=", ".join(pairs) or "none here"))
-    tables = [success_table(figures), comparison_table(figures), *interaction_tables(figures), *tool_tables(figures),
-              *first_call_tables(figures), side_effect_table(figures), stop_table(figures)]
+    tables = [success_table(figures), arm_success_table(figures), comparison_table(figures),
+              *interaction_tables(figures), *tool_tables(figures), *first_call_tables(figures),
+              side_effect_table(figures), wanted_table(figures), stop_table(figures)]
     if figures.version_calibrations:  # beside the paired comparisons: each version's own tasks, and the shared ones
         after = next((i + 1 for i, t in enumerate(tables) if t.key == "comparisons"), len(tables))
         tables.insert(after, version_calibration_table(figures.version_calibrations, unit="task"))

@@ -6,12 +6,18 @@ file, the line and id, and the rule (the same InputError as the label checks of 
 - fixtures-schema: a task's merged fixtures are a valid state for the backend of every surface in use (a
   toolkit's state model; an MCP surface's ``files`` and ``setup``);
 - assert-tool-known: a tool an assertion requires is a backend tool of every surface in use (a call that
-  cannot happen on one surface would score that arm on the assertion, not on the outcome); a tool in
-  ``not_called`` exists in at least one (a typo would pass silently);
+  cannot happen on one surface would score that arm on the assertion, not on the outcome: the message says
+  to assert on the state, or probe, instead); a tool in ``not_called`` exists in at least one (a typo would
+  pass silently);
 - assert-args-known: an argument an assertion names is a parameter of that tool;
-- assert-state-path: a state path starts with a collection of the state model (an MCP surface has none:
-  its end state is read with probes);
+- assert-state-path: a state path can name a value of the state, checked part by part against the toolkit's
+  state model and, where its types say nothing, the fixtures the task starts from (the rule is in
+  tasks/surface/state_paths.py: a misspelt field is refused, a record the task creates is not). An MCP surface
+  has no state model: a state path is refused there, its end state is read with probes, and what a probe's
+  answer holds cannot be known before the run;
 - assert-probe-known: a probe calls a backend tool of every surface in use, with arguments it takes;
+- actions-known: a tool the task's ``wants`` or ``forbids`` names exists on at least one surface in use,
+  with the arguments named (tasks/surface/wanted_actions.py);
 - manifest-hash: the version's files hash to the manifest's content_hash (frozen versions stay frozen).
 
 These rules are structural over nested records (fixtures validated by the backend's own pydantic state
@@ -23,20 +29,21 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from tasks.experiment.resolve_experiment import ResolvedExperiment
 from tasks.files.input_errors import InputError, Problem
 from tasks.run.prepare_run import Loaded
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.load_tasks import TaskVersion, _includes, fixture_path, load_task_version, task_paths
+from tasks.surface.wanted_actions import action_problems
 
 
 @dataclass(frozen=True)
 class TaskCheckReport:
     n_tasks: int
     n_surfaces: int
-    n_rules: int = 10
+    n_rules: int = 11
 
 
 def load_surface_versions(experiment: ResolvedExperiment) -> Loaded:
@@ -70,6 +77,7 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
         if task.slice not in version.manifest.slices:
             problem("slice-declared", f"slice '{task.slice}' not among the manifest's {version.manifest.slices}")
         missing = [n for n in _includes(task.fixtures) if not fixture_path(version.directory, n).is_file()]
+        fixtures: dict = {}
         if missing:
             problem("fixtures-include", f"includes {', '.join(missing)}: no such file under fixtures/")
         else:
@@ -81,7 +89,8 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
             lacking = [s.name for s in surfaces if call.tool not in s.backend_tools]
             if lacking:
                 problem("assert-tool-known", f"requires a call of '{call.tool}', which surface(s) "
-                                             f"{', '.join(lacking)} do not have")
+                                             f"{', '.join(lacking)} do not have; "
+                                             + assertion_hint([s for s in surfaces if s.name in lacking]))
         for call in task.assertion.not_called:
             if surfaces and all(call.tool not in s.backend_tools for s in surfaces):
                 problem("assert-tool-known", f"not_called names '{call.tool}', a tool of no surface in use")
@@ -97,7 +106,7 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
                     break
         for state in task.assertion.state:
             for backend in backends:
-                reason = backend.state_problem(state.parts[0])
+                reason = backend.state_path_problem(state.parts, fixtures)
                 if reason:
                     problem("assert-state-path", f"path '{state.path}': {reason}")
                     break
@@ -113,6 +122,8 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
                     problem("assert-probe-known", f"'{probe.probe.tool}' on surface {surface.name} has no "
                                                   f"argument(s) {', '.join(unknown)}")
                     break
+        for rule, message in action_problems(task, surfaces):
+            problem(rule, message)
     if version.manifest.content_hash != version.actual_hash:
         problems.append(Problem(str(task_paths(version.directory, version.version)["manifest"]), "", "manifest-hash",
                                 f"the version's files hash to {version.actual_hash[:12]}, the manifest says "
@@ -120,3 +131,21 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
     if problems:
         raise InputError(problems)
     return TaskCheckReport(n_tasks=len(version.lines), n_surfaces=len(surfaces))
+
+
+def assertion_hint(lacking: Sequence[ResolvedSurface]) -> str:
+    """What to assert instead of a call a surface cannot make: the outcome, which every surface can reach.
+
+    A required call names one surface's tool; the state it leaves (an email in the outbox, a refund in the
+    refunds) is the same whichever tools wrote it, so a state assertion (a probe on an MCP surface) holds on
+    every surface."""
+    models = {s.backend.toolkit.state_model for s in lacking if s.backend.kind == "toolkit"}
+    ways = []
+    if models:
+        fields = "; ".join(f"{m.__name__} has {', '.join(m.model_fields)}" for m in sorted(models, key=str))
+        ways.append("assert on the state the call leaves instead (state: [{path: COLLECTION.ID.FIELD, equals: "
+                    f"VALUE}}]; {fields}), which holds on every surface whatever tool wrote it")
+    if any(s.backend.kind != "toolkit" for s in lacking):
+        ways.append("read the outcome with a probe instead (probes: [{probe: {tool, args}, path, <matcher>}]) on a "
+                    "tool every surface in use has")
+    return " or ".join(ways) or "assert on the outcome instead (state or probes), which holds on every surface"

@@ -2,7 +2,9 @@
 moved since the previous window.
 
 Total variation distance (half the summed absolute differences of shares, 0 = same mix, 1 = disjoint)
-over tools and 'none'. The weighted rollups already correct accuracy for the mix; drift says whether the
+over the tools, 'none' left out of the shares on both sides: a tool's share is its share of the turns (or
+requests) that call a tool, the same figure as its production weight and the run report's "traffic".
+'none' is stated apart, as its share of all turns and of all requests. The weighted rollups already correct accuracy for the mix; drift says whether the
 set still *covers* the traffic: a tool with real volume and few requests is measured loosely.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from schemas.catalogue import NONE_LABEL
 from schemas.taskset import LabelledRequest, ProductionWeights
 
 
@@ -34,6 +37,10 @@ class MixDrift:
     tvd: float
     rows: list[DriftRow] = field(default_factory=list)
     """Every tool of either mix, largest absolute difference first."""
+    production_none: float | None = None
+    """'none' (no tool called) as a share of all production turns; None when not known (weights files)."""
+    other_none: float | None = None
+    """'none' as a share of all requests of the other mix (an eval set's requests labelled 'none')."""
 
     def thin_tools(self, min_share: float = 0.01, min_count: int = 10) -> list[DriftRow]:
         """Tools with at least ``min_share`` of production and fewer than ``min_count`` requests in the set."""
@@ -54,9 +61,17 @@ def compare(production: dict[str, int], other: dict[str, int], against: str) -> 
     return MixDrift(against=against, tvd=0.5 * sum(abs(r.difference) for r in rows), rows=rows)
 
 
+def _without_none(counts: dict[str, int]) -> tuple[dict[str, int], float]:
+    total = sum(counts.values())
+    return {t: n for t, n in counts.items() if t != NONE_LABEL}, (counts.get(NONE_LABEL, 0) / total if total else 0.0)
+
+
 def eval_set_drift(production_counts: dict[str, int], requests: tuple[LabelledRequest, ...], version: str) -> MixDrift:
-    """Production turns per first tool (with 'none') against the version's labels."""
-    return compare(production_counts, dict(Counter(r.expected for r in requests)), f"eval set {version}")
+    """Production turns per first tool against the version's labels, over the tools ('none' stated apart)."""
+    production, production_none = _without_none(production_counts)
+    labels, labels_none = _without_none(dict(Counter(r.expected for r in requests)))
+    drift = compare(production, labels, f"eval set {version}")
+    return MixDrift(drift.against, drift.tvd, drift.rows, production_none, labels_none)
 
 
 def window_drift(current: ProductionWeights, previous: ProductionWeights) -> MixDrift:

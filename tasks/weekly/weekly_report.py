@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from schemas.catalogue import NONE_LABEL
 from schemas.taskset import ProductionWeights
-from schemas.traffic import ResampleSummary
+from schemas.traffic import ResampleSummary, ToolSampleCount
 from tasks.files.atomic_write import write_atomic
 from warehouse.query import records
 from tasks.report.format import pct, points
@@ -52,12 +53,26 @@ def _drift_table(drift: MixDrift, counts: bool = True) -> ReportTable:
     rows = [[r.tool, pct(r.production_share), pct(r.other_share)] + ([str(r.other_count)] if counts else [])
             + [points(r.difference)] for r in drift.rows[:TOP_DRIFT_ROWS]]
     thin = drift.thin_tools() if counts else []
-    note = f"the {TOP_DRIFT_ROWS} largest differences; 0 = the same mix, 1 = nothing in common"
+    note = (f"the {TOP_DRIFT_ROWS} largest differences; shares of the turns (requests) that call a tool, 'none' "
+            "left out (a tool's production share is its production weight, the run report's traffic); 0 = the "
+            "same mix, 1 = nothing in common")
+    if drift.production_none is not None:
+        note += (f"; 'none': {pct(drift.production_none)} of all production turns, {pct(drift.other_none)} of the "
+                 f"{drift.against} requests")
     if thin:
         note += "; thinly covered (>= 1% of traffic, < 10 requests): " + ", ".join(r.tool for r in thin)
     return ReportTable(title=f"Production mix vs {drift.against}: total variation distance {drift.tvd:.3f}",
                    columns=["tool", "production", drift.against] + (["requests"] if counts else []) + ["Δ pts"],
                    rows=rows, note=note)
+
+
+def tool_shares(per_tool: list[ToolSampleCount]) -> dict[str, str]:
+    """Each tool's share of the turns that called a tool ('none' left out: the production weight, the drift
+    tables' production share and the run report's traffic); 'none' as its share of all turns, in brackets."""
+    tool_turns = sum(t.turns for t in per_tool if t.tool != NONE_LABEL)
+    all_turns = sum(t.turns for t in per_tool)
+    return {t.tool: (f"({pct(t.turns / all_turns)} of all)" if all_turns else "—") if t.tool == NONE_LABEL
+            else (pct(t.turns / tool_turns) if tool_turns else "—") for t in per_tool}
 
 
 def build_weekly_report(
@@ -92,12 +107,15 @@ def build_weekly_report(
         warnings.append("production called tools that no catalogue of the task set has: "
                         + ", ".join(f"{t} ({n:,} turns)" for t, n in summary.unknown_tools.items()))
 
+    share = tool_shares(summary.per_tool)
     tables = [
         ReportTable(title="Production traffic and the stratified sample, per first tool",
                 columns=["tool", "turns", "share", "distinct available", "target", "drawn"],
-                rows=[[t.tool, f"{t.turns:,}", pct(t.share), f"{t.candidates:,}", str(t.target),
+                rows=[[t.tool, f"{t.turns:,}", share[t.tool], f"{t.candidates:,}", str(t.target),
                        str(t.sampled) + (f" (short {t.shortfall})" if t.shortfall else "")] for t in summary.per_tool],
-                note=(f"{summary.n_turns:,} turns, {summary.n_distinct:,} distinct masked requests; "
+                note=("share = of the turns that called a tool, 'none' left out (the production weight, as in the "
+                      "drift tables and the run report's traffic); 'none' = its share of all turns. "
+                      f"{summary.n_turns:,} turns, {summary.n_distinct:,} distinct masked requests; "
                       f"{summary.n_earlier_duplicates_removed:,} already in earlier versions and "
                       f"{summary.n_near_duplicates_removed:,} near-duplicates left out; sampling seed {summary.plan.seed}")),
         ReportTable(title="Personal data masked before anything was written",

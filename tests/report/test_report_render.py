@@ -77,7 +77,7 @@ def test_the_terminal_report_starts_with_the_verdict_and_fits_100_columns_withou
     assert "update_shipping_address_and_contact_details" in text
     for title in ("Accuracy by slice and rung", "Rung-to-rung changes", "Per-tool accuracy, slice existing",
                   "Per-tool changes base-18 → disputes-22", "Top 5 confused pairs", "Volume-weighted accuracy",
-                  "Which tools make up the change", "Position effect", "Calibration", "Router threshold",
+                  "Which tools make up the weighted change", "Position effect", "Calibration", "Router threshold",
                   "What this set can resolve"):
         assert title in text, title
 
@@ -134,7 +134,7 @@ def test_the_markdown_summary_is_a_pull_request_comment(report):
     markdown = render_markdown(report, "/tmp/report.html")
     assert markdown.startswith("## tooleval: ✘ FAIL — run `run1`")
     assert "- **FAIL** busy-tools-hold" in markdown
-    assert "**Per-tool drops outside the noise" in markdown and "| base-18 → disputes-22 | existing | gift_cards |" in markdown
+    assert "**Per-tool drops (paired" in markdown and "| base-18 → disputes-22 | existing | gift_cards |" in markdown
     assert "Per-tool accuracy, slice" not in markdown  # the full tables live in the HTML
     assert markdown.rstrip().endswith("`/tmp/report.html`")
 

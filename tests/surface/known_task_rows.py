@@ -20,13 +20,23 @@ NOW = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
 
 def run_row(task_id: str, *, arm: str = "A", rung: int = 1, seed: int = 1, success: bool = False,
             slice_: str = "s", intent: str | None = None, first_tool: str | None = None, irreversible: int = 0,
-            reads: int = 0, handed: bool = False, stop: str = "model_stop", n_calls: int = 0) -> dict[str, Any]:
-    return dict(run_id=RUN, experiment="known", arm=arm, rung=rung, seed=seed, taskset="known", taskset_version="t1",
+            reads: int = 0, handed: bool = False, stop: str = "model_stop", n_calls: int = 0,
+            unwanted: int | None = None, unwanted_reads: int | None = None, declares: bool = False,
+            input_tokens: int | None = None, output_tokens: int | None = None, cost_usd: float | None = None,
+            n_turns: int = 1, taskset_version: str = "t1") -> dict[str, Any]:
+    """``unwanted`` / ``unwanted_reads`` default to what a task declaring nothing gives: all of the run's
+    irreversible actions (reads) when it failed, none when it succeeded."""
+    unwanted = (0 if success else irreversible) if unwanted is None else unwanted
+    unwanted_reads = (0 if success else reads) if unwanted_reads is None else unwanted_reads
+    return dict(run_id=RUN, experiment="known", arm=arm, rung=rung, seed=seed, taskset="known",
+                taskset_version=taskset_version,
                 task_id=task_id, slice=slice_, intent=intent, surface="s", prompt="p", model_id="m", agent="baseline",
                 reads_prompt=False, tool_order=[], success=success, failed_assertions=[], stop_reason=stop, detail=None,
-                n_turns=1, n_calls=n_calls, invalid_calls=0, error_calls=0, retries=0, irreversible_actions=irreversible,
-                upstream_reads=reads, handed_to_human=handed, first_tool=first_tool, final_reply=None,
-                input_tokens=None, output_tokens=None, cost_usd=None, price_version=None, wall_ms=1.0, agent_ms=0.0,
+                n_turns=n_turns, n_calls=n_calls, invalid_calls=0, error_calls=0, retries=0,
+                irreversible_actions=irreversible, upstream_reads=reads, irreversible_unwanted=unwanted,
+                upstream_reads_unwanted=unwanted_reads, declares_actions=declares, handed_to_human=handed,
+                first_tool=first_tool, final_reply=None, input_tokens=input_tokens, output_tokens=output_tokens,
+                cost_usd=cost_usd, price_version=None, wall_ms=1.0, agent_ms=0.0,
                 provider_retries=0, served_model_id=None, cache_hit=False)
 
 
@@ -37,7 +47,8 @@ def call_row(task_id: str, name: str, index: int, *, arm: str = "A", seed: int =
                 call_index=index, turn=index, name=name, tool=name, arguments="{}", valid=valid and not skipped,
                 invalid_reason=None if valid else "breaks the schema", executed=valid and not skipped,
                 error=error, error_detail=None, result_chars=2, result_records=None, is_retry=retry,
-                irreversible=False, handoff=False, upstream_reads=reads, backend_ms=0.0, skipped_budget=skipped)
+                irreversible=False, handoff=False, upstream_reads=reads, backend_ms=0.0, skipped_budget=skipped,
+                wanted=True, wanted_by="outcome")
 
 
 class KnownTaskRun:

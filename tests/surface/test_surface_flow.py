@@ -59,7 +59,8 @@ def test_the_flow_lands_one_row_per_arm_seed_task_and_one_per_call(flow_run):
     assert first.verdict is not None and first.verdict.status == "PASS"
     text = html.unescape((warehouse / "reports" / first.run_id / "report.html").read_text())
     assert "VERDICT: PASS" in text and "run the offline baseline agent" in text
-    assert "A -> B" in text and "(measures nothing)" in text and "Interaction: prompt x surface" in text
+    assert "A -> B" in text and "(measures nothing)" in text
+    assert "Interaction: prompt (measures nothing) x surface" in text
 
 
 def test_an_unchanged_rerun_runs_no_task_again(flow_run):

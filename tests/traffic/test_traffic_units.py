@@ -181,7 +181,10 @@ def test_drift_is_total_variation_distance():
     requests = tuple(LabelledRequest(id=f"r{i}", messages=(Message(role="user", content=f"q{i}"),), expected=label,
                                      slice="s") for i, label in enumerate(["a"] * 3 + ["none"]))
     drift = eval_set_drift({"a": 20, "b": 60, "none": 20}, requests, "v9")
-    assert drift.tvd == pytest.approx(0.6) and drift.rows[0].tool == "b"
+    # shares of the turns (requests) that call a tool, 'none' apart: a 25% / b 75% against a 100%
+    assert drift.tvd == pytest.approx(0.75)
+    assert {r.tool: r.production_share for r in drift.rows} == {"a": pytest.approx(0.25), "b": pytest.approx(0.75)}
+    assert (drift.production_none, drift.other_none) == (pytest.approx(0.2), pytest.approx(0.25))
     assert [r.tool for r in drift.thin_tools(min_share=0.5, min_count=1)] == ["b"]
     old = ProductionWeights(window="w1", source="s", weights={"a": 0.5, "b": 0.5})
     new = ProductionWeights(window="w2", source="s", weights={"a": 0.8, "b": 0.2})

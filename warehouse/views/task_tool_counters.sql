@@ -6,7 +6,9 @@
 -- reached the backend); retries: calls repeating an earlier call's tool and arguments in the same run;
 -- runs_with_tool: runs (seed x task) in which the tool was called at least once, and calls_per_run_with_tool
 -- = calls / that; share_of_calls: the tool's share of the arm's calls (how much it weighs in the aggregate
--- invalid rate of task_call_totals).
+-- invalid rate of task_call_totals). n_seeds: the arm's seeds; calls_per_seed and invalid_per_seed: over one
+-- pass of the task set (a seed replaying the same tasks is not new evidence: what the broken-tool gate's
+-- min_calls counts); tasks_with_tool: distinct tasks in which the tool was called under any seed.
 with calls as (
     select * from task_calls where not skipped_budget
 ),
@@ -22,6 +24,7 @@ per_tool as (
            count(*) filter (where error) as errors,
            count(*) filter (where is_retry) as retries,
            count(distinct (seed, taskset_version, task_id)) as runs_with_tool,
+           count(distinct (taskset_version, task_id)) as tasks_with_tool,
            sum(upstream_reads)::bigint as upstream_reads,
            count(*) filter (where irreversible) as irreversible_actions
     from calls
@@ -35,8 +38,11 @@ select p.run_id, p.arm, r.rung, p.tool, p.backend_tool, p.calls, p.invalid,
        p.retries, p.runs_with_tool,
        p.calls / p.runs_with_tool as calls_per_run_with_tool,
        p.calls / a.arm_calls as share_of_calls,
-       p.upstream_reads, p.irreversible_actions
+       p.upstream_reads, p.irreversible_actions,
+       r.n_seeds, p.calls / r.n_seeds as calls_per_seed, p.invalid / r.n_seeds as invalid_per_seed,
+       p.tasks_with_tool
 from per_tool p
 join arm_totals a using (run_id, arm)
-join (select run_id, arm, min(rung) as rung from task_runs group by run_id, arm) r using (run_id, arm)
+join (select run_id, arm, min(rung) as rung, count(distinct seed) as n_seeds from task_runs group by run_id, arm) r
+    using (run_id, arm)
 order by p.run_id, r.rung, p.calls desc, p.tool

@@ -3,7 +3,8 @@
 -- its share of production traffic in the run's weights window, over the tools the arm has rows for;
 -- weight_covered says how much traffic that is. accuracy_unweighted pools the same rows unweighted.
 -- seed_min / seed_max / seed_spread: the weighted accuracy of each seed alone (the noise floor).
--- Its interval needs a stratified request bootstrap: tasks/stats/weighted.py computes it for the report.
+-- Its interval (each tool's clustered Wilson interval combined by MOVER; no resampling) is computed
+-- for the report by tasks/stats/weighted.py.
 -- Runs without a weights window have no row here.
 
 -- One grouping of the rows, by (run, arm, seed, tool); the per-tool figures are sums of the per-seed ones.

@@ -57,7 +57,10 @@ def test_units_of_one_seed_reach_the_server_together(tmp_path):
         orders = [seen.tools for seen in server.requests()]
     assert sum(r.n_rows for r in results) == 72
     runs = [orders[0]] + [b for a, b in zip(orders, orders[1:]) if a != b]
-    assert len(runs) == 3 and len(set(runs)) == 3
+    # Without lanes four workers interleave the seeds (dozens of switches). With them a seed is in flight
+    # alone; a unit that reaches the lane after its seed's last unit left (a thread started late on a loaded
+    # machine) waits for the seed inside and comes back once: one extra run, never an interleaving.
+    assert len(set(runs)) == 3 and len(runs) <= 4, len(runs)
 
 
 def test_anthropic_marks_the_tool_list_for_the_prompt_cache(serve):

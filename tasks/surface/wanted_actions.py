@@ -1,0 +1,63 @@
+"""Which of a run's calls the task asked for ("wanted") and which not ("unwanted"): what splits the
+irreversible actions and upstream reads of the counters allowed to get worse, so the actions a human must
+read (a $120 refund in a run asked to refund $500) stand apart from the ones the task was there to do.
+
+One rule, per call, first match wins:
+
+1. ``forbidden``: the call matches an entry of the task's ``forbids`` or of its assertion's ``not_called``
+   -> unwanted;
+2. ``wants``: the call's tool is named in the task's ``wants`` -> wanted when it matches one of those
+   entries (tool and argument matchers), else unwanted;
+3. ``wants``: the task declares ``wants`` and the call is an irreversible action of another tool -> unwanted
+   (``wants`` lists every irreversible action the task asks for);
+4. ``outcome`` (nothing declared about the call): wanted when the run met its assertion, unwanted when it
+   did not — an irreversible action in a failed run is one nobody can vouch for.
+
+The split is made when the run's rows are made (not cached with the outcome), so a cached outcome is
+classified the same way as a fresh one.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from schemas.surface.rows import CallRecord, WantedBy
+from schemas.surface.task import SurfaceTask
+from tasks.surface.score_task import call_matches
+
+
+def classify_call(task: SurfaceTask, call: CallRecord, success: bool) -> tuple[bool, WantedBy]:
+    """(wanted, the rule that decided) for one call of a run of ``task`` that met its assertion or not."""
+    if any(call_matches(entry, call) for entry in (*task.forbids, *task.assertion.not_called)):
+        return False, "forbidden"
+    wanted_entries = [entry for entry in task.wants if entry.tool == call.tool]
+    if wanted_entries:
+        return any(call_matches(entry, call) for entry in wanted_entries), "wants"
+    if task.wants and call.irreversible:
+        return False, "wants"
+    return success, "outcome"
+
+
+def classify_calls(task: SurfaceTask, calls: Sequence[CallRecord], success: bool) -> list[tuple[bool, WantedBy]]:
+    return [classify_call(task, call, success) for call in calls]
+
+
+def action_problems(task: SurfaceTask, surfaces: Iterable) -> list[tuple[str, str]]:
+    """(rule, message) for each entry of ``wants`` / ``forbids`` naming a tool no surface in use has (a typo
+    would classify silently), or an argument that tool does not take. Rule ``actions-known``."""
+    surfaces = list(surfaces)
+    problems: list[tuple[str, str]] = []
+    for field, entries in (("wants", task.wants), ("forbids", task.forbids)):
+        for entry in entries:
+            having = [s for s in surfaces if entry.tool in s.backend_tools]
+            if surfaces and not having:
+                problems.append(("actions-known", f"{field} names '{entry.tool}', a tool of no surface in use"))
+                continue
+            for surface in having:
+                parameters = surface.backend_tools[entry.tool].parameters.get("properties", {})
+                unknown = sorted(set(entry.args) - set(parameters))
+                if unknown:
+                    problems.append(("actions-known", f"{field}: '{entry.tool}' on surface {surface.name} has no "
+                                                      f"argument(s) {', '.join(unknown)}"))
+                    break
+    return problems
