@@ -1,4 +1,4 @@
-"""How every ``tooleval`` command ends: one exit code per way, documented in the README."""
+"""How every ``tooleval`` command ends: one exit code per way, documented in docs/reference/exit-codes.md."""
 
 from __future__ import annotations
 

@@ -43,9 +43,10 @@ def main() -> int:
         if stop.code is not None and not isinstance(stop.code, int):
             print(stop.code, file=sys.stderr)
     finally:
-        from flows.prefect_server import stop_early  # imported by now (the CLI uses it)
+        if "flows.prefect_server" in sys.modules:  # a command that may have started a server (--help did not)
+            from flows.prefect_server import stop_early
 
-        stop_early()
+            stop_early()
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             try:
