@@ -42,7 +42,7 @@ examples, from the repository root:
   tooleval report --format markdown                         # the latest run
   tooleval sql "select arm, slice, accuracy from aggregate_accuracy"
 
-the weekly and pre-change runs as Prefect deployments (README "Deploying"):
+weekly and pre-change runs as Prefect deployments (docs/weekly/deploying.md):
   prefect --no-prompt deploy --all --prefect-file deployments/prefect.yaml
 
 exit codes: 0 passed, 1 a gate failed, 2 bad input, 3 model mismatch, 4 not
