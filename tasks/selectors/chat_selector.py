@@ -26,7 +26,6 @@ caller can cache it at once.
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import as_completed
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from tasks.selectors.routed import LLMRouter, OfflineRouter, RouterResult, build
 from tasks.selectors.text_tool_calls import find_text_call, text_call_detail
 from tasks.selectors.tool_call_check import check_arguments
 from tasks.selectors.tool_names import ToolNameMap
-from tasks.selectors.tool_schemas import wire_schema
+from tasks.selectors.wire_tools import wire_tool, wire_tool_choice
 
 OFFERED_SET_CACHE = 2_000
 
@@ -136,13 +135,6 @@ class ChatSelector:
 
     # -- one request ------------------------------------------------------------------------------------
 
-    def _wire_tool(self, tool: ToolSpec, wire: str) -> WireTool:
-        """A tool as sent: its wire name, and a schema with no combinator at the root (both providers refuse
-        one; ``tool_schemas``), what the combinator said added to the description in words."""
-        parameters, note = wire_schema(tool.parameters)
-        description = f"{tool.description} {note}" if note else tool.description
-        return WireTool(wire, description, parameters, len(wire) + len(description) + len(json.dumps(parameters)))
-
     def _offered(self, tools: tuple[ToolSpec, ...]) -> "OfferedTools":
         """The name map and wire form of one offered tool set, built once: every request of a seed shares the
         tools tuple of its permuted catalogue."""
@@ -151,7 +143,7 @@ class ChatSelector:
             if len(self._offered_sets) > OFFERED_SET_CACHE:  # per-request tool sets (BFCL) would grow it forever
                 self._offered_sets.clear()
             names = ToolNameMap.for_names(t.name for t in tools)
-            wire = {t.name: self._wire_tool(t, names.wire(t.name)) for t in tools}
+            wire = {t.name: wire_tool(t, names.wire(t.name)) for t in tools}
             cached = OfferedTools(tools, names, wire, tuple(wire[t.name] for t in tools), {t.name: t for t in tools})
             self._offered_sets[id(tools)] = cached
         return cached
@@ -159,11 +151,8 @@ class ChatSelector:
     def _request(self, item: SelectionInput, tools: tuple[ToolSpec, ...], tool_choice: str | None,
                  offered: "OfferedTools") -> ChatRequest:
         wire_tools = offered.all_wire if tools is item.tools else tuple(offered.wire[t.name] for t in tools)
-        choice = self.tool_choice if tool_choice is None else tool_choice
-        if choice not in (None, "auto", "none", "required"):
-            choice = offered.names.wire(choice)
-        if not wire_tools:
-            choice = None
+        choice = wire_tool_choice(self.tool_choice if tool_choice is None else tool_choice, offered.names,
+                                  bool(wire_tools))
         return ChatRequest(model=self.model_id, system=item.prompt,
                            messages=tuple((m.role, m.content) for m in item.messages),
                            tools=wire_tools, tool_choice=choice, max_tokens=self.max_tokens)
