@@ -28,7 +28,7 @@ from tasks.surface.agent_loop import run_task
 from tasks.surface.agent_types import Agent
 from tasks.surface.arms import SurfaceArm
 from tasks.surface.baseline_agent import BaselineAgent
-from tasks.surface.chat_agent import ChatAgent
+from tasks.surface.chat_agent import HOSTED_AGENT_WIRE, ChatAgent
 from tasks.surface.load_tasks import TaskVersion
 from tasks.surface.wanted_actions import classify_calls
 
@@ -64,7 +64,10 @@ def agent_fingerprint(arm: SurfaceArm) -> str:
     """What about the arm, besides its tools and the task, changes an outcome: the agent, its pinned model,
     its answer-changing options and, for agents that read it, the prompt. The baseline does not read the
     prompt, so two of its arms that differ only in the prompt share their outcomes."""
-    return digest([arm.agent, arm.model_id, keyed_options(arm.options), arm.prompt_text if arm.reads_prompt else None])
+    parts = [arm.agent, arm.model_id, keyed_options(arm.options), arm.prompt_text if arm.reads_prompt else None]
+    if arm.agent != "baseline":  # hosted agents: what they send and how replies are read (the baseline's keys stay)
+        parts.append(HOSTED_AGENT_WIRE)
+    return digest(parts)
 
 
 def task_cache_key(arm: SurfaceArm, tools: tuple[ToolSpec, ...], task: SurfaceTask, fixtures: dict[str, Any]) -> str:

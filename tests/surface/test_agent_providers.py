@@ -299,3 +299,20 @@ def test_a_run_whose_every_reply_is_a_text_call_reads_all_invalid_as_text(tmp_pa
     table = next(t for t in published.report.tables if t.key == "tools-A")
     assert "as text" in table.columns and table.rows[-1][0] == "(all tools)"
     assert table.rows[-1][table.columns.index("as text")] == table.rows[-1][table.columns.index("calls")]
+
+
+def test_hosted_outcomes_cached_under_another_request_form_are_not_served(desk, monkeypatch):
+    """Outcomes cached before tool_choice was sent and text calls were read were measured under another request
+    and reading: the hosted arm's task key changes with HOSTED_AGENT_WIRE; the baseline's does not."""
+    from types import SimpleNamespace
+
+    from tasks.surface import run_unit
+
+    hosted = SimpleNamespace(agent="openai", model_id=MODELS["openai"], options={"tool_choice": "auto"},
+                             prompt_text="p", reads_prompt=True)
+    baseline = SimpleNamespace(agent="baseline", model_id="bm25", options={}, prompt_text="p", reads_prompt=False)
+    before = run_unit.agent_fingerprint(hosted), run_unit.agent_fingerprint(baseline)
+    monkeypatch.setattr(run_unit, "HOSTED_AGENT_WIRE", "another form")
+    after = run_unit.agent_fingerprint(hosted), run_unit.agent_fingerprint(baseline)
+    assert before[0] != after[0] and before[1] == after[1]
+    assert before[1] == run_unit.digest(["baseline", "bm25", {}, None])  # the baseline's keys of earlier versions
