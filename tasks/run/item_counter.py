@@ -14,6 +14,8 @@ from collections import Counter
 _lock = threading.Lock()
 _finished: Counter = Counter()
 _started: set[str] = set()
+_landed = [0, 0]
+"""Units landed in this process, and their items: what a stopped run says it kept."""
 
 
 def unit_started(label: str) -> None:
@@ -36,6 +38,19 @@ def unit_done(label: str) -> None:
         _finished.pop(label, None)
 
 
+def unit_landed(n_items: int) -> None:
+    """A unit's rows have landed (its Parquet is written)."""
+    with _lock:
+        _landed[0] += 1
+        _landed[1] += n_items
+
+
+def landed() -> tuple[int, int]:
+    """(units landed, their items) in this process."""
+    with _lock:
+        return _landed[0], _landed[1]
+
+
 def in_flight() -> tuple[int, int]:
     """(units started and not done, items finished inside them)."""
     with _lock:
@@ -46,3 +61,4 @@ def reset() -> None:
     with _lock:
         _started.clear()
         _finished.clear()
+        _landed[:] = [0, 0]

@@ -18,7 +18,7 @@ import pyarrow as pa
 from tasks.drill_points import reached
 from tasks.experiment.resolve_experiment import ResolvedArm
 from tasks.instruments import instrument
-from tasks.run.item_counter import unit_done, unit_started
+from tasks.run.item_counter import unit_done, unit_landed, unit_started
 from warehouse.parquet_store import write_partition
 from warehouse.tables import landed_folders
 
@@ -132,5 +132,6 @@ def run_unit(unit: WorkUnit, ctx: RunContext) -> UnitResult:
         result = instrument(unit.arm.instrument).run_unit(unit, ctx)
     finally:
         unit_done(unit.label)  # its items now count as landed (or the unit failed), not as in flight
+    unit_landed(result.n_rows)
     reached("unit-landed", unit.label)  # its rows are cached and landed
     return result
