@@ -21,6 +21,7 @@ from flows.cli_help import DESCRIPTION, EXAMPLES, JOBS, JobsHelpFormatter, Versi
 from flows.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_GATE_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_MODEL_MISMATCH,
     EXIT_NOT_COMPARABLE,
     EXIT_NOT_JUDGED,
@@ -486,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tooleval: interrupted; landed rows are kept and completed selections are cached: rerun to resume",
               file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 - the last line of defence: a message, not a traceback
         if _raised(error, "tasks.files.input_errors", "InputError"):
             print(f"tooleval: bad input, nothing was run or written:\n{error}", file=sys.stderr)

@@ -22,6 +22,12 @@ EXIT_NOT_COMPARABLE = 7
 """``tooleval compare``: the two runs' arms differ in more than the declared respect (catalogue, prompt, pinned or
 served model id, selector, task-set version); the message names each differing id on both sides."""
 
+EXIT_INTERRUPTED = 130
+"""Stopped by SIGINT (Ctrl-C): 128 + 2, the shell's convention. The run stopped within about a second, without
+waiting for the calls in flight; finished items are cached and landed rows kept: rerun to resume."""
+EXIT_TERMINATED = 143
+"""Stopped by SIGTERM (``kill``, a CI time-out, a container stop): 128 + 15, the shell's convention; as 130."""
+
 
 def verdict_exit_code(verdict: object) -> int:
     """FAIL -> 1, NOT JUDGED -> 4, PASS or no criteria -> 0."""

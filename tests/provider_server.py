@@ -231,6 +231,8 @@ class PrefixCache:
         self._busy = [False] * slots
         self._written: set[str] = set()
         self._lock = threading.Lock()
+        self.tool_block_evaluations = 0
+        """OpenAI-compatible requests with tools whose tool block was not in the slot's cache (evaluated again)."""
 
     @staticmethod
     def _common(a: str, b: str) -> int:
@@ -263,8 +265,10 @@ class PrefixCache:
             free = [i for i, busy in enumerate(self._busy) if not busy]
             slot = max(free, key=lambda i: self._common(self._slots[i], prompt))
             self._busy[slot] = True
-            cached = min(_tokens(prompt[: self._common(self._slots[slot], prompt)]), total) \
-                if self._slots[slot] else 0
+            common = self._common(self._slots[slot], prompt) if self._slots[slot] else 0
+            cached = min(_tokens(prompt[:common]), total) if self._slots[slot] else 0
+            if body.get("tools") and common < len(tools):
+                self.tool_block_evaluations += 1
         try:
             time.sleep(self.per_token_s * (total - cached))
         finally:

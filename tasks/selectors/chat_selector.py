@@ -21,7 +21,10 @@ Reading a reply (the outcome taxonomy; nothing invalid or empty is ever a correc
 - not sent because the run's budget was reached: *error* with the detail ``budget reached``.
 
 Each answer is handed to the batch scope as it completes (``run_budget.BatchScope.on_answer``), so the
-caller can cache it at once.
+caller can cache it at once. On a judged arm the chat call's answer is handed over too, before the judge is
+asked (``BatchScope.on_chat_stage``), and a batch scope can hand back chat calls an earlier run made
+(``chat_stages``): then only the judge is asked, and a run killed during the judge's calls never repeats
+the chat call on resume.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import as_completed
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.selection.rows import Selection
@@ -37,7 +40,8 @@ from tasks.selectors.base import SelectionInput
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
 from tasks.selectors.chat_options import DEFAULT_CONCURRENCY, is_custom_server, provider_defaults
 from tasks.selectors.chat_types import ChatReply, ChatRequest, WireTool
-from tasks.selectors.judge import Judge, arguments_text
+from tasks.drill_points import reached
+from tasks.selectors.judge import Judge, Unjudged, arguments_text
 from tasks.selectors.pinned_models import served_evidence
 from tasks.selectors.provider_calls import CallResult, ProviderCaller
 from tasks.selectors.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
@@ -169,7 +173,10 @@ class ChatSelector:
             calls += self.judge.votes
         return estimate, calls
 
-    def select_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None = None) -> Selection:
+    def select_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None = None,
+                   stage: Unjudged | None = None, on_stage: Callable[[Unjudged], None] | None = None) -> Selection:
+        """One request's selection. ``stage``: its chat call done by an earlier run, only the judge is asked;
+        ``on_stage``: told the chat call's answer before the judge is asked (the caller caches it)."""
         started = time.perf_counter()
         offered = self._offered(item.tools)
         full_request = self._request(item, item.tools, None, offered)
@@ -180,13 +187,17 @@ class ChatSelector:
                              latency_ms=0.0, route=self.route, http_attempts=0)
         turn = Turn()
         try:
-            selection = self._turn(item, ledger, routed, offered, full_request, turn, started)
+            if stage is not None and self.judge is not None:
+                selection = self._judged(item, stage.selection, stage.reply_text, ledger, turn)
+            else:
+                selection = self._turn(item, ledger, routed, offered, full_request, turn, started, on_stage)
         finally:
             ledger.settle(reservation, turn.cost_usd, turn.calls, turn.unknown_cost_calls)
         return selection.model_copy(update={"http_attempts": turn.http_requests})
 
     def _turn(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None, offered: "OfferedTools",
-              full_request: ChatRequest, turn: Turn, started: float) -> Selection:
+              full_request: ChatRequest, turn: Turn, started: float,
+              on_stage: Callable[[Unjudged], None] | None = None) -> Selection:
         router_fields: dict[str, Any] = {}
         router_cost, router_latency, router_retries = 0.0, 0.0, 0
         if isinstance(self.router, LLMRouter):
@@ -221,12 +232,21 @@ class ChatSelector:
             price_version=self.caller.price.version, **router_fields, **fields,
         )
         if self.judge is not None and selection.chosen is not None and selection.outcome_hint != "error":
-            verdict = self.judge.judge(item, selection.chosen, selection.arguments,
-                                       result.reply.text if result.reply else "", ledger, turn)
-            selection = selection.model_copy(update={"judge_verdict": verdict.verdict,
-                                                     "judge_votes": list(verdict.votes),
-                                                     "judge_cost_usd": verdict.cost_usd})
+            reply_text = result.reply.text if result.reply else ""
+            if on_stage is not None:  # the chat call is kept before the judge is asked: a kill now repeats only the judge
+                on_stage(Unjudged(selection=selection, reply_text=reply_text))
+            selection = self._judged(item, selection, reply_text, ledger, turn)
         return selection
+
+    def _judged(self, item: SelectionInput, selection: Selection, reply_text: str, ledger: RunLedger,
+                turn: Turn) -> Selection:
+        """The selection with the judge's verdict (the judge is asked only about a selection with a choice)."""
+        if self.judge is None or selection.chosen is None or selection.outcome_hint == "error":
+            return selection
+        reached("judge-calling", item.request_id)
+        verdict = self.judge.judge(item, selection.chosen, selection.arguments, reply_text, ledger, turn)
+        return selection.model_copy(update={"judge_verdict": verdict.verdict, "judge_votes": list(verdict.votes),
+                                            "judge_cost_usd": verdict.cost_usd})
 
     # -- a batch -------------------------------------------------------------------------------------------
 
@@ -244,7 +264,9 @@ class ChatSelector:
             routed = list(self.router.route_batch(batch))
         answers: list[Selection | None] = [None] * len(batch)
         pool = self.caller.gate.workers  # the endpoint's threads, shared with the process's other batches
-        futures = {pool.submit(self._safe_one, item, scope.ledger, routed[i]): i for i, item in enumerate(batch)}
+        futures = {pool.submit(self._safe_one, item, scope.ledger, routed[i], scope.chat_stages.get(i),
+                               _stage_keeper(scope, i)): i
+                   for i, item in enumerate(batch)}
         try:
             for future in as_completed(futures):
                 index = futures[future]
@@ -258,11 +280,20 @@ class ChatSelector:
                 own_ledger.close()
         return [a for a in answers if a is not None]
 
-    def _safe_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None) -> Selection:
+    def _safe_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None,
+                  stage: Unjudged | None = None, on_stage: Callable[[Unjudged], None] | None = None) -> Selection:
         started = time.perf_counter()
         try:
-            return self.select_one(item, ledger, routed)
+            return self.select_one(item, ledger, routed, stage, on_stage)
         except Exception as error:  # a bug in reading one reply must not sink the batch: it lands as a row
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error",
                              detail=f"selector failed: {type(error).__name__}",
                              latency_ms=(time.perf_counter() - started) * 1000)
+
+
+def _stage_keeper(scope: BatchScope, index: int) -> Callable[[Unjudged], None] | None:
+    """The scope's ``on_chat_stage`` for one input of the batch, if the caller keeps chat stages."""
+    if scope.on_chat_stage is None:
+        return None
+    keep = scope.on_chat_stage
+    return lambda stage: keep(index, stage)
