@@ -4,6 +4,11 @@ The session reads a private copy of the DuckDB file (``warehouse/snapshot.py``),
 tooleval's views and macros (``open_read_only``), so it never holds the file a run registers into and needs
 no DuckDB CLI (the CLIs installable here cannot read a file written by DuckDB 2.0). ``refresh`` takes a new
 snapshot. Writes are refused (the copy is read-only); temporary views and tables work.
+
+The session is confined (``confine``) once the snapshot is open and the views are made: no file outside it
+can be read or written (COPY, EXPORT DATABASE, read_text/read_csv/glob over paths, ATTACH of any file), no
+extension installed or loaded (so no network), and no setting changed afterwards (``lock_configuration``).
+Statements of the refused kinds are refused before anything runs, naming the statement and the rule.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -24,8 +30,24 @@ from warehouse.connect import WarehouseUnreadable
 from warehouse.location import Warehouse
 from warehouse.snapshot import Snapshot, SnapshotDir, take_snapshot
 
-ANSWERING = {"SELECT", "PRAGMA", "EXPLAIN", "CALL", "EXECUTE"}
-"""Statement types whose rows are shown (DESCRIBE, SHOW and SUMMARIZE are SELECTs to DuckDB)."""
+STATUS_COLUMNS = (["Count"], ["Success"])
+"""What DuckDB answers a statement that returns no rows of its own (CREATE, INSERT, SET, CHECKPOINT, ...): not
+shown. Every other result is, whatever the statement's type (a PIVOT is a MULTI statement to DuckDB)."""
+REFUSED_TYPES = {
+    "ATTACH": "it would attach another database file", "DETACH": "it would detach the warehouse snapshot",
+    "COPY": "it would write (or read) a file outside the warehouse", "COPY_DATABASE": "it would copy a database",
+    "EXPORT": "it would write files outside the warehouse", "LOAD": "it would install or load an extension "
+    "(and reach the network to fetch it)", "EXTENSION": "it would change where extensions come from",
+}
+"""Statement types refused before anything runs, and why."""
+RULE = ("tooleval sql is read-only: it reads the warehouse's views and tables from a snapshot; writes, reads "
+        "outside the warehouse, ATTACH, extensions and settings are refused")
+CONFINEMENT = (
+    "SET autoinstall_known_extensions = false", "SET autoload_known_extensions = false",
+    "SET allow_community_extensions = false", "SET enable_external_access = false",
+    "SET lock_configuration = true",
+)
+"""Applied, in this order, after the snapshot is open and the views made: the last one freezes the rest."""
 MAX_CELL = 48
 """Text cells longer than this are cut with '…' in the table layout (numbers never are)."""
 
@@ -59,6 +81,7 @@ class SqlSession:
         try:
             snapshot = take_snapshot(db, self.snapshots.next_dir())
             con = open_read_only(snapshot.path)
+            confine(con, snapshot.path.parent)
         except WarehouseUnreadable as error:
             raise InputError.one(str(db), "", "warehouse-readable",
                                  f"not a DuckDB file this tooleval can read ({error})") from None
@@ -75,16 +98,23 @@ class SqlSession:
         results = []
         try:
             statements = duckdb.extract_statements(sql)
+            for statement in statements:  # all checked before any runs
+                if statement.type.name in REFUSED_TYPES:
+                    raise SqlError(f"{RULE}.\nRefused: {_quote(statement.query)} ({statement.type.name}: "
+                                   f"{REFUSED_TYPES[statement.type.name]})")
             for statement in statements:
                 cursor = self.con.execute(statement.query)
-                if cursor.description is None or statement.type.name not in ANSWERING:
-                    continue  # CREATE, SET, ...: DuckDB answers with a 'Count' column nobody asked for
+                if cursor.description is None:
+                    continue
                 columns = [d[0] for d in cursor.description]
+                if statement.type.name != "SELECT" and columns in STATUS_COLUMNS:
+                    cursor.fetchall()
+                    continue  # CREATE, SET, ...: DuckDB answers with a 'Count' column nobody asked for
                 rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows + 1)
                 truncated = max_rows is not None and len(rows) > max_rows
                 results.append(Result(columns, rows[:max_rows] if truncated else rows, truncated))
         except duckdb.Error as error:
-            raise SqlError(_first_line(error)) from None
+            raise SqlError(_first_line(error, statement.query)) from None
         return results
 
     def relations(self) -> list[tuple[str, str]]:
@@ -102,11 +132,33 @@ class SqlSession:
         self.snapshots.__exit__()
 
 
-def _first_line(error: BaseException) -> str:
+def confine(con: duckdb.DuckDBPyConnection, scratch: Path) -> None:
+    """Close ``con`` off from everything but what it already has open: no file reads or writes outside it, no
+    ATTACH of a file, no extension installs or loads (so no network), no settings changed from now on.
+    Temporary tables that outgrow memory spill into ``scratch`` (the snapshot's own folder)."""
+    spill = scratch / "spill"
+    spill.mkdir(exist_ok=True)
+    con.execute("SET temp_directory = ?", [str(spill)])
+    for setting in CONFINEMENT:
+        con.execute(setting)
+
+
+def _quote(query: str, limit: int = 80) -> str:
+    text = " ".join(query.split())
+    return "`" + (text if len(text) <= limit else text[:limit - 1] + "…") + "`"
+
+
+REFUSALS = ("Permission Error", "the configuration has been locked", "disabled by configuration")
+"""What DuckDB says when the confinement stops a statement."""
+
+
+def _first_line(error: BaseException, query: str = "") -> str:
     text = str(error).strip()
+    if any(mark in text for mark in REFUSALS):
+        return f"{RULE}.\nRefused: {_quote(query)} ({text.splitlines()[0]})"
     if "read-only mode" in text or "read only" in text.lower():
-        return (text.splitlines()[0] + "\n(the session reads a snapshot, read-only: temporary views and tables "
-                "work, nothing is written to the warehouse)")
+        return (f"{RULE}.\nRefused: {_quote(query)} ({text.splitlines()[0]})\n(temporary views and tables work: "
+                "CREATE TEMP TABLE ...; nothing is written to the warehouse)")
     return text
 
 
