@@ -41,8 +41,17 @@ def amount(text: str) -> float:
     return value
 
 
+def warehouse_dir(text: str) -> str:
+    """An argparse type: a warehouse directory; an empty one is bad input, not "use the default" (a run given
+    ``--warehouse "$UNSET_VARIABLE"`` would otherwise land in the checkout's warehouse)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path names no warehouse: give a directory, or leave the flag out "
+                                         "for the default ($TOOLEVAL_WAREHOUSE, else warehouse/ in the checkout)")
+    return text
+
+
 def warehouse_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--warehouse", metavar="DIR", default=None, help=WAREHOUSE_HELP)
+    parser.add_argument("--warehouse", metavar="DIR", type=warehouse_dir, default=None, help=WAREHOUSE_HELP)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

@@ -36,6 +36,15 @@ class Warehouse:
 
 
 def warehouse_at(path: str | Path | None = None) -> Warehouse:
-    """--warehouse DIR, else $TOOLEVAL_WAREHOUSE, else the warehouse/ folder of the checkout."""
+    """--warehouse DIR, else $TOOLEVAL_WAREHOUSE, else the warehouse/ folder of the checkout.
+
+    ``path`` None means "not given"; an empty (or blank) path is bad input (InputError), never the default.
+    An empty $TOOLEVAL_WAREHOUSE counts as unset, as shells treat it."""
+    if path is not None and not str(path).strip():
+        from tasks.files.input_errors import InputError
+
+        raise InputError.one("--warehouse", "", "warehouse-path", "an empty path names no warehouse: give a "
+                             "directory, or leave it out for the default ($TOOLEVAL_WAREHOUSE, else warehouse/ in "
+                             "the checkout)")
     chosen = path or os.environ.get(ENV_VAR) or DEFAULT_DIR
     return Warehouse(Path(chosen).expanduser().resolve())
