@@ -97,6 +97,17 @@ def run_instrument(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
     return None
 
 
+RUN_KINDS = {"selection": ("selection run", "tooleval report {run_id}"),
+             "surface": ("task run", "tooleval tasks report {run_id}")}
+"""Each instrument's runs: what they are called, and the command that reads one."""
+
+
+def other_instrument(run_id: str, name: str, command: str) -> str:
+    """Why ``command`` does not read ``run_id``, registered by instrument ``name``, and which command does."""
+    kind, reader = RUN_KINDS[name]
+    return f"run {run_id} is a {kind}, which `{command}` does not read: read it with `{reader.format(run_id=run_id)}`"
+
+
 def latest_runs(con: duckdb.DuckDBPyConnection, instrument_name: str | None = None, limit: int = 1) -> list[str]:
     """The run ids registered last (of one instrument, or of any), latest first."""
     tables = [store.run_table for name, store in STORES.items() if instrument_name in (None, name)]
@@ -126,7 +137,11 @@ def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_nam
                 raise InputError.one(str(warehouse.db_path), "", "run-registered", f"no {what} is registered yet")
             run_id = latest[0]
         name = run_instrument(con, run_id)
-        if name is None or instrument_name not in (None, name):
+        if name is not None and instrument_name not in (None, name):
+            command = "tooleval tasks report" if instrument_name == "surface" else "tooleval report"
+            raise InputError.one(str(warehouse.db_path), f"run {run_id}", "run-instrument",
+                                 other_instrument(run_id, name, command))
+        if name is None:
             recent = latest_runs(con, instrument_name, limit=3)
             raise InputError.one(str(warehouse.db_path), f"run {run_id}", "run-registered",
                                  f"no such {what} in this warehouse" + (f"; the latest: {', '.join(recent)}"

@@ -59,6 +59,12 @@ def _run_ids(con: duckdb.DuckDBPyConnection, db: str, run_ids: list[str]) -> dic
     runs = {r["run_id"]: r for r in records(con, "SELECT * FROM runs WHERE run_id IN (SELECT unnest(?))", [run_ids])}
     missing = [r for r in run_ids if r not in runs]
     if missing:
+        from tasks.report.publish import other_instrument, run_instrument
+
+        for run_id in missing:
+            if (name := run_instrument(con, run_id)) is not None:
+                raise InputError.one(db, f"run {run_id}", "run-instrument",
+                                     other_instrument(run_id, name, "tooleval compare"))
         recent = [r for (r,) in con.execute("SELECT run_id FROM runs ORDER BY finished_at DESC LIMIT 5").fetchall()]
         raise InputError.one(db, f"run {missing[0]}", "run-registered", "no such run in this warehouse"
                              + (f"; the latest: {', '.join(recent)}" if recent else ""))
