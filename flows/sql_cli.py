@@ -1,7 +1,8 @@
 """``tooleval sql [QUERY]``: SQL over a snapshot of the warehouse with this project's DuckDB (the DuckDB CLIs
 installable here cannot read its file), never holding the file a run registers into.
 
-With a QUERY: run it, print the result, exit (2 when DuckDB refuses it). Without: read statements from
+With a QUERY: run it, print the result, exit (2 when DuckDB or the session's confinement refuses it:
+tasks/report/sql_session.py). Without: read statements from
 standard input, each ending with ``;`` (over as many lines as it takes); dot commands ``.help``,
 ``.tables``, ``.refresh``, ``.quit``. Piped into, it runs every statement and exits 2 if any failed.
 """
@@ -22,7 +23,9 @@ if TYPE_CHECKING:
 PROMPT, CONTINUED = "tooleval> ", "     ...> "
 HELP = """Statements end with ';' and may span lines. The views and tables of the warehouse are at hand
 (`.tables` lists them; docs/reference/warehouse.md documents them). The session reads a snapshot taken when it
-started, so it never blocks a run; runs registered since are not in it until `.refresh`.
+started, so it never blocks a run; runs registered since are not in it until `.refresh`. It is read-only and
+confined: writes, ATTACH, COPY, EXPORT, INSTALL/LOAD, reads of other files and SET are refused (temporary
+tables and views work; --format csv and a redirect export a result).
   .tables    views and tables        .refresh   take a new snapshot
   .help      this text               .quit      leave (or Ctrl-D)"""
 
@@ -33,7 +36,9 @@ def add_sql_parser(commands: argparse._SubParsersAction) -> None:
         description="Run SQL against a snapshot of the warehouse's DuckDB file, with this tooleval's DuckDB and "
         "views. With QUERY: print its result and exit. Without: read statements ending with ';' from standard "
         "input (an interactive prompt on a terminal). The file is held only while it is copied (milliseconds to "
-        "a second), so a run registering at the same time is not blocked.")
+        "a second), so a run registering at the same time is not blocked. Read-only and confined: writes, ATTACH, COPY, "
+        "EXPORT, INSTALL/LOAD, reads of files outside the snapshot and SET are refused (exit 2); temporary tables "
+        "and views work.")
     sql.add_argument("query", nargs="?", default=None, metavar="QUERY",
                      help="e.g. \"select arm, slice, accuracy from aggregate_accuracy\"")
     warehouse_arg(sql)
