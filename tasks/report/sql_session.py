@@ -34,7 +34,7 @@ STATUS_COLUMNS = (["Count"], ["Success"])
 """What DuckDB answers a statement that returns no rows of its own (CREATE, INSERT, SET, CHECKPOINT, ...): not
 shown. Every other result is, whatever the statement's type (a PIVOT is a MULTI statement to DuckDB)."""
 REFUSED_TYPES = {
-    "ATTACH": "it would attach another database file", "DETACH": "it would detach the warehouse snapshot",
+    "ATTACH": "it would attach a database file (the warehouse's own would be written to and held locked against runs)", "DETACH": "it would detach the warehouse snapshot",
     "COPY": "it would write (or read) a file outside the warehouse", "COPY_DATABASE": "it would copy a database",
     "EXPORT": "it would write files outside the warehouse", "LOAD": "it would install or load an extension "
     "(and reach the network to fetch it)", "EXTENSION": "it would change where extensions come from",
@@ -143,7 +143,7 @@ def confine(con: duckdb.DuckDBPyConnection, scratch: Path) -> None:
         con.execute(setting)
 
 
-def _quote(query: str, limit: int = 80) -> str:
+def _quote(query: str, limit: int = 160) -> str:
     text = " ".join(query.split())
     return "`" + (text if len(text) <= limit else text[:limit - 1] + "…") + "`"
 
