@@ -11,11 +11,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.catalogue import Catalogue, ToolSpec
+from schemas.catalogue import Catalogue, ToolSpec, rule_of
 from schemas.surface.surface_file import SurfaceFile
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.yaml_files import load_yaml
+from tasks.taskset.load_taskset import validation_message
 from tasks.surface.load_backend import backend_hash, load_toolkit
 from tasks.surface.surface_session import ToolkitBackend
 from tasks.surface.toolkit import BackendTool
@@ -129,8 +130,15 @@ def load_surface(taskset_dir: Path, name: str) -> ResolvedSurface:
 
         backend, identity = mcp_backend(taskset_dir, spec, str(path))
     tools_by_name = backend.tools()
-    underlying = [ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
-                  for t in tools_by_name.values()]
+    underlying = []
+    refused: list[Problem] = []
+    for t in tools_by_name.values():
+        try:
+            underlying.append(ToolSpec(name=t.name, description=t.description, parameters=t.parameters))
+        except ValidationError as error:
+            refused.append(Problem(str(path), f"tool {t.name}", rule_of(error, "tool-name"), validation_message(error)))
+    if refused:
+        raise InputError(refused)
     problems = transform_problems([t.name for t in underlying], spec.transform)
     if problems:
         raise InputError([Problem(str(path), "transform", rule, message) for rule, message in problems])
