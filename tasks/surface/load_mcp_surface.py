@@ -72,7 +72,7 @@ def mcp_backend(taskset_dir: Path, spec: SurfaceFile, file: str) -> tuple[McpBac
     if unknown:
         raise InputError.one(file, "mcp.marks", "marks-tools", f"marks for tools no server lists: {', '.join(unknown)}")
     tools = backend_tools(listed, spec.mcp.marks)
-    identity = {"file": spec.model_dump(mode="json", exclude={"description", "toolkit"}),
+    identity = {"file": spec.model_dump(mode="json", exclude={"description", "toolkit", "call_timeout_s"}),
                 "tools": {name: [[t.model_dump(mode="json"), a[t.name].model_dump(mode="json") if t.name in a else None]
                                  for t in specs] for name, (specs, a) in listed.items()}}
     backend = McpBackend(spec=spec.mcp, base_dir=Path(taskset_dir), tools_by_name=tuple(tools.items()),
