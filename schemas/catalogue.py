@@ -7,14 +7,58 @@ the file: the resolved ``Catalogue`` (what is offered, hashed and cached) holds 
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
+import jsonschema
+from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.mcp import McpAnnotations, McpSource
 
 NONE_LABEL = "none"
 """The label of a request where no offered tool fits: the right answer is to call no tool."""
+
+PARAMETERS_RULE = "tool-parameters-schema"
+"""The rule a tool's ``parameters`` break when they are not a JSON Schema of an object."""
+
+
+class ToolParametersError(ValueError):
+    """A tool's ``parameters`` are not a JSON Schema of an object; pydantic keeps it as the error's
+    ``ctx["error"]``, so a loader can name ``PARAMETERS_RULE`` (``rule_of``)."""
+
+
+def rule_of(error: Any, default: str = "schema") -> str:
+    """``PARAMETERS_RULE`` when a pydantic ``ValidationError`` comes from a tool's parameters, else ``default``."""
+    for item in error.errors():
+        if isinstance((item.get("ctx") or {}).get("error"), ToolParametersError):
+            return PARAMETERS_RULE
+    return default
+
+
+@lru_cache(maxsize=4096)
+def _schema_problem(schema_json: str) -> str | None:
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as error:
+        where = "/".join(str(p) for p in error.path) or "(top level)"
+        return f"not a valid JSON Schema at {where}: {error.message[:160]}"
+    if schema.get("type") != "object":
+        return f"not a schema of an object: the top level must say 'type: object', it says {schema.get('type')!r}"
+    return None
+
+
+def parameters_problem(parameters: dict[str, Any]) -> str | None:
+    """Why ``parameters`` cannot be a tool's argument schema (None when they can): it must pass jsonschema's
+    check against its metaschema (the draft it declares, default 2020-12) and have ``type: object`` at the top."""
+    try:
+        text = json.dumps(parameters, sort_keys=True)
+    except (TypeError, ValueError):
+        return "not JSON-serialisable"
+    return _schema_problem(text)
 
 
 class ToolSpec(BaseModel):
@@ -37,6 +81,13 @@ class ToolSpec(BaseModel):
         if value == NONE_LABEL:
             raise ValueError(f"'{NONE_LABEL}' is reserved for 'no tool fits' and cannot name a tool")
         return value
+
+    @model_validator(mode="after")
+    def _parameters_are_a_json_schema(self) -> "ToolSpec":
+        problem = parameters_problem(self.parameters)
+        if problem:
+            raise ToolParametersError(f"tool '{self.name}': parameters are {problem}")
+        return self
 
 
 class CatalogueFile(BaseModel):

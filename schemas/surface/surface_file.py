@@ -119,11 +119,17 @@ class SurfaceFile(BaseModel):
     toolkit: str | None = Field(default=None, description="'module:Class' in the task set's backend/ package.")
     mcp: McpSurface | None = Field(default=None, description="MCP servers whose tools the surface offers.")
     transform: SurfaceTransform = Field(default_factory=SurfaceTransform, description="Names and descriptions offered.")
+    call_timeout_s: float | None = Field(default=None, gt=0, description=(
+        "A toolkit surface: how long one tool call is waited for (default 30 s). A call with no answer by then "
+        "is an error call and the task stops with surface_error (tasks/surface/surface_session.py). An MCP "
+        "surface sets `mcp.call_timeout_s` instead."))
 
     @model_validator(mode="after")
     def _one_backend(self) -> "SurfaceFile":
         if (self.toolkit is None) == (self.mcp is None):
             raise ValueError("a surface has a `toolkit` (a Python backend) or `mcp` (servers), exactly one")
+        if self.mcp is not None and self.call_timeout_s is not None:
+            raise ValueError("call_timeout_s is a toolkit surface's; an MCP surface sets mcp.call_timeout_s")
         return self
 
 

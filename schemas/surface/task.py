@@ -12,6 +12,10 @@ exactly one of these keys:
 - ``{"regex": R}``: a string matches the regular expression R (``re.search``);
 - ``{"one_of": [V1, V2, ...]}``: the value equals one of them;
 - ``{"absent": true}``: the key (argument or state path) is not there (or is null).
+
+A one-key object whose key is none of these (``{"startswith": "x"}``) is refused as an unknown matcher, and
+so is an object that holds a matcher key beside others: to compare with such an object, write
+``{"equals": {...}}``. An object of two or more other keys is a literal (equality).
 """
 
 from __future__ import annotations
@@ -49,6 +53,12 @@ class Matcher(BaseModel):
         if isinstance(data, dict) and len(data) == 1 and next(iter(data)) in MATCHER_KINDS:
             kind, value = next(iter(data.items()))
             return {"kind": kind, "value": value}
+        if isinstance(data, dict) and len(data) == 1:
+            raise ValueError(f"unknown matcher '{next(iter(data))}' (matchers: {', '.join(MATCHER_KINDS)}); "
+                             f"to compare with a one-key object, write {{\"equals\": {{...}}}}")
+        if isinstance(data, dict) and (named := sorted(set(data) & set(MATCHER_KINDS))):
+            raise ValueError(f"one matcher per value: {', '.join(named)} stand beside other keys; "
+                             f"to compare with such an object, write {{\"equals\": {{...}}}}")
         return {"kind": "equals", "value": data}
 
     @model_validator(mode="after")

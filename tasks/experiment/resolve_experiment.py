@@ -20,6 +20,10 @@ from tasks.taskset.load_taskset import load_prompt
 SEED_LIMIT = 2 ** 63
 MIN_SEEDS = 3
 ARM_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+NAME_MAX_BYTES = 100
+"""Longest arm or experiment name, in UTF-8 bytes: an arm name is a folder of its rows (``arm=<name>``) and a
+cut-off file (``<arm>-<version>.json``), an experiment name a weekly file's name (``<name>-weekly-...``); a file
+system takes 255 bytes per path part, and the rest of the part needs room."""
 
 T = TypeVar("T")
 
@@ -173,7 +177,28 @@ def arm_name_problems(spec: ExperimentFile, file: str) -> list[Problem]:
                 for name in sorted({n for n in names if names.count(n) > 1})]
     problems += [Problem(file, f"arm {name}", "arm-name-chars", "use letters, digits, '.', '_' or '-'")
                  for name in names if not name or set(name) - ARM_NAME_CHARS]
+    problems += [Problem(file, f"arm {name[:40]}...", "arm-name-length",
+                         f"the name is {len(name.encode())} bytes; at most {NAME_MAX_BYTES} (it names the arm's folder "
+                         "of rows, and a file system takes 255 bytes per folder name)")
+                 for name in dict.fromkeys(names) if len(name.encode()) > NAME_MAX_BYTES]
+    problems += [Problem(file, f"arm {name}", "arm-name-path", "'.' and '..' cannot name an arm (they mean a folder)")
+                 for name in dict.fromkeys(names) if name in (".", "..")]
     return problems
+
+
+def experiment_name_problems(spec: ExperimentFile, file: str) -> list[Problem]:
+    """An experiment name is part of a file name (the weekly experiment's): not empty, no '/', no NUL, not '.'
+    or '..', at most NAME_MAX_BYTES bytes."""
+    name = spec.name
+    if not name.strip() or name in (".", ".."):
+        return [Problem(file, "name", "experiment-name", "give the experiment a name ('.' and '..' are folders)")]
+    if "/" in name or "\\" in name or "\x00" in name:
+        return [Problem(file, "name", "experiment-name", "'/', '\\' and NUL cannot stand in a name that is part of "
+                        "a file name")]
+    if len(name.encode()) > NAME_MAX_BYTES:
+        return [Problem(file, "name", "experiment-name", f"the name is {len(name.encode())} bytes; at most "
+                        f"{NAME_MAX_BYTES} (it is part of file names)")]
+    return []
 
 
 def resolve_arms(kind: Any, spec: ExperimentFile, context: ArmContext, file: str
@@ -239,7 +264,7 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
     taskset_dir = (path.parent / spec.taskset).resolve()
     if not taskset_dir.is_dir():
         raise InputError.one(file, "taskset", "taskset-exists", f"task-set folder {taskset_dir} not found")
-    problems = seed_problems(spec, file) + arm_name_problems(spec, file)
+    problems = experiment_name_problems(spec, file) + seed_problems(spec, file) + arm_name_problems(spec, file)
     arms, arm_problems = resolve_arms(kind, spec, ArmContext(taskset_dir, path.parent), file)
     if problems + arm_problems:
         raise InputError(problems + arm_problems)

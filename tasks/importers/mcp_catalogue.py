@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.catalogue import CatalogueFile, ToolSpec
+from schemas.catalogue import CatalogueFile, ToolSpec, rule_of
 from schemas.mcp import McpAnnotations, McpServer, McpSource
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError, Problem
@@ -130,7 +130,7 @@ def tools_of(listed: Sequence[Any], where: str) -> tuple[list[ToolSpec], dict[st
         try:
             tools.append(tool_spec(tool))
         except ValidationError as error:
-            problems.append(Problem(where, f"tool {tool.name!r}", "tool-name", validation_message(error)))
+            problems.append(Problem(where, f"tool {tool.name!r}", rule_of(error, "tool-name"), validation_message(error)))
             continue
         if (given := annotations_of(tool)) is not None:
             annotations[tool.name] = given

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +45,11 @@ DEFAULT_SALT = "tooleval-folds-v1"
 DEFAULT_L2 = 1e-3
 METHOD = ("conditional logit over MiniLM cosine, BM25 and kNN-to-labelled-examples features per (request, tool), "
           "'none' as an option of its own; temperature-scaled on cross-fitted held-out predictions")
+
+
+MIN_OUTSIDE_MAJORITY = 2
+"""A training set needs two labels or more and at least this many requests outside its most common label (rule
+train-classes): on one label every figure (accuracy, ECE) is trivially perfect and the model learns nothing."""
 
 
 def fold_of(hashed_text: str, folds: int, salt: str) -> int:
@@ -113,13 +119,22 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         raise InputError.one(str(version_path), "", "train-size", f"{int(usable.sum())} usable labelled requests: too "
                              f"few to learn from with {folds} folds")
 
+    label_names = np.array([NONE_LABEL if i == NONE_INDEX else item.tools[i].name for item, i in zip(inputs, labels)],
+                           dtype=object)
+    classes = Counter(label_names[usable].tolist())
+    outside = int(usable.sum()) - max(classes.values())
+    if len(classes) < 2 or outside < MIN_OUTSIDE_MAJORITY:
+        shown = ", ".join(f"{name} {count}" for name, count in classes.most_common(5))
+        raise InputError.one(str(version_path), "", "train-classes",
+                             f"the labelled requests name {len(classes)} label(s) ({shown}): a decision model learns "
+                             f"to tell labels apart, so it needs at least two, with at least {MIN_OUTSIDE_MAJORITY} "
+                             f"requests outside the most common one ({outside} are)")
+
     scores, query = router_scores(inputs)
     texts = request_texts(inputs)
     hashes = [text_hash(item.text) for item in inputs]
     cv = folds if folds > 1 else DEFAULT_FOLDS  # folds = 1 still calibrates on cross-fitted predictions
     fold = np.array([fold_of(h, cv, salt) for h in hashes])
-    label_names = np.array([NONE_LABEL if i == NONE_INDEX else item.tools[i].name for item, i in zip(inputs, labels)],
-                           dtype=object)
     examples = Examples(query, label_names, np.asarray(hashes, dtype=object), fold)
 
     def fit(exclude: int | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, tuple]:

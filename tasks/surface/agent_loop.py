@@ -6,7 +6,13 @@ Budgets are limits with a recorded stop reason (as inspect_ai's message / token 
 
 - ``max_calls``: calls beyond it are recorded as ``skipped_budget`` (not executed) and the run stops with
   ``max_calls``; an agent that has used exactly its calls may still answer in text;
-- ``max_turns``, ``max_tokens`` (input + output over the run), ``max_wall_s``: checked before each turn.
+- ``max_turns``, ``max_tokens`` (input + output over the run), ``max_wall_s``: checked before each turn;
+  ``max_wall_s`` also before each call (a call after it ran out is recorded as skipped, not executed) and
+  during a toolkit call (a call still running when it runs out is cut: an error call, stop ``max_wall``).
+
+A toolkit call that does not answer within the surface's ``call_timeout_s`` (tasks/surface/surface_session.py)
+is an error call and stops the run with ``surface_error``; a call cut by either limit leaves its session
+discarded: neither probed nor scored (the run counts as not met).
 
 A retry is a call repeating an earlier call's tool (name as called) and arguments within the run.
 
@@ -29,7 +35,7 @@ from tasks.surface.agent_types import Agent, ToolResult
 from tasks.surface.execute_call import broken_call, execute_call, skipped_call, text_call
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.score_task import score_outcome
-from tasks.surface.surface_session import CallOutcome, SurfaceBroke, SurfaceSession
+from tasks.surface.surface_session import CallOutcome, CallTimedOut, SurfaceBroke, SurfaceSession
 
 MAX_REPLY_CHARS = 2000
 
@@ -64,9 +70,14 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
     provider_retries, agent_ms = 0, 0.0
     stop: str | None = None
     session = None
+    broken = False
+    """The surface failed or a call was cut: the session is discarded, its state neither probed nor scored."""
     answers: list[CallOutcome | str] = []
+    wall_deadline = started + budget.max_wall_s if budget.max_wall_s is not None else None
     try:
         session = surface.backend.open(fixtures)
+        if wall_deadline is not None and hasattr(session, "wall_deadline"):
+            session.wall_deadline = wall_deadline  # a toolkit session cuts a call that outlives the budget
         agent_session = agent.start(task, tools, prompt)
         while stop is None:
             if turns >= budget.turns:
@@ -109,31 +120,40 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
                 if executed_or_invalid >= budget.max_calls:
                     fields, result = skipped_call(proposed, offered.backend if offered else None)
                     stop = "max_calls"
+                elif wall_deadline is not None and time.perf_counter() >= wall_deadline:
+                    fields, result = skipped_call(proposed, offered.backend if offered else None,
+                                                  "the wall-time budget (max_wall_s) of this task is spent")
+                    stop = stop or "max_wall"
                 else:
                     try:
                         fields, result = execute_call(surface, session, proposed)
                     except SurfaceBroke as broke:
                         fields, result = broken_call(proposed, offered.backend if offered else None, str(broke))
-                        stop, detail = "surface_error", str(broke)
+                        wall = isinstance(broke, CallTimedOut) and broke.wall
+                        stop, detail, broken = ("max_wall" if wall else "surface_error"), str(broke), True
                     executed_or_invalid += 1
                 key = retry_key(proposed.name, proposed.arguments)
                 calls.append(CallRecord(call_index=len(calls) + 1, turn=turns,
                                         is_retry=key in seen and not fields.get("skipped_budget", False), **fields))
                 seen.add(key)
                 results.append(result)
-                if stop == "surface_error":
+                if broken:
                     break
             if stop is None:
                 agent_session.feed(results)
-        if stop != "surface_error":
+        if not broken:
+            if hasattr(session, "wall_deadline"):
+                session.wall_deadline = None  # probes read the end state after the run: call_timeout_s alone
             answers = read_probes(surface, session, task)
     except SurfaceBroke as broke:
-        stop, detail = "surface_error", str(broke)
+        wall = isinstance(broke, CallTimedOut) and broke.wall
+        stop, detail, broken = ("max_wall" if wall else "surface_error"), str(broke), True
     finally:
         if session is not None:
-            session.close(broken=stop == "surface_error")
-    if stop == "surface_error":  # the outcome cannot be read from a surface that failed
-        success, failed = False, [f"not scored: the surface failed ({detail})"[:MAX_REPLY_CHARS]]
+            session.close(broken=broken)
+    if broken:  # the outcome cannot be read from a surface that failed, or a state a cut call may still change
+        why = "a call was cut" if stop == "max_wall" else "the surface failed"
+        success, failed = False, [f"not scored: {why} ({detail})"[:MAX_REPLY_CHARS]]
     else:
         assert session is not None
         success, failed = score_outcome(task.assertion, calls, session.end_state(), final_reply, answers)

@@ -107,9 +107,10 @@ def _invalid(call: ProposedCall, backend: BackendTool | None, arguments: str | N
     return fields, ToolResult(call.call_id, call.name, content, True)
 
 
-def skipped_call(call: ProposedCall, backend: BackendTool | None) -> tuple[dict[str, Any], ToolResult]:
-    """A call made after the task's call budget was spent: recorded, not executed."""
-    content = result_text({"error": "not executed: the call budget of this task is spent"})
+def skipped_call(call: ProposedCall, backend: BackendTool | None,
+                 spent: str = "the call budget of this task is spent") -> tuple[dict[str, Any], ToolResult]:
+    """A call made after the task's call (or wall-time) budget was spent: recorded, not executed."""
+    content = result_text({"error": f"not executed: {spent}"})
     arguments = arguments_text(call.arguments)
     fields = {
         "name": call.name, "tool": backend.name if backend else None, "arguments": arguments, "valid": False,

@@ -9,13 +9,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from schemas.catalogue import CatalogueFile, ToolSpec
+from pydantic import ValidationError
+
+from schemas.catalogue import CatalogueFile, ToolSpec, rule_of
 from schemas.mcp import McpAnnotations
 from schemas.surface.surface_file import SurfaceFile, SurfaceServer
 from tasks.files.input_errors import InputError
 from tasks.mcp.connection import ServerConnection, ServerFailed
 from tasks.surface.mcp_backend import McpBackend, backend_tools, listed_tools
-from tasks.taskset.load_taskset import read_json_model
+from tasks.taskset.load_taskset import read_json_model, validation_message
 
 Listing = tuple[list[ToolSpec], dict[str, McpAnnotations]]
 
@@ -38,6 +40,9 @@ def served_tools(taskset_dir: Path, name: str, server: SurfaceServer, make_dirs:
     connection = ServerConnection(server, base_dir=Path(taskset_dir), state_dir=scratch, label=name)
     try:
         return listed_tools(connection.start())
+    except ValidationError as error:
+        raise InputError.one(file, f"mcp.servers.{name}", rule_of(error, "tool-name"),
+                             f"MCP server '{name}' lists a tool tooleval cannot offer: {validation_message(error)}") from None
     except ServerFailed as failure:
         raise InputError.one(file, f"mcp.servers.{name}", "server-starts",
                              f"MCP server '{name}' ({server.describe()}) {failure}") from None
@@ -67,7 +72,7 @@ def mcp_backend(taskset_dir: Path, spec: SurfaceFile, file: str) -> tuple[McpBac
     if unknown:
         raise InputError.one(file, "mcp.marks", "marks-tools", f"marks for tools no server lists: {', '.join(unknown)}")
     tools = backend_tools(listed, spec.mcp.marks)
-    identity = {"file": spec.model_dump(mode="json", exclude={"description", "toolkit"}),
+    identity = {"file": spec.model_dump(mode="json", exclude={"description", "toolkit", "call_timeout_s"}),
                 "tools": {name: [[t.model_dump(mode="json"), a[t.name].model_dump(mode="json") if t.name in a else None]
                                  for t in specs] for name, (specs, a) in listed.items()}}
     backend = McpBackend(spec=spec.mcp, base_dir=Path(taskset_dir), tools_by_name=tuple(tools.items()),

@@ -11,13 +11,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.catalogue import Catalogue, ToolSpec
+from schemas.catalogue import Catalogue, ToolSpec, rule_of
 from schemas.surface.surface_file import SurfaceFile
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.yaml_files import load_yaml
+from tasks.taskset.load_taskset import validation_message
 from tasks.surface.load_backend import backend_hash, load_toolkit
-from tasks.surface.surface_session import ToolkitBackend
+from tasks.surface.surface_session import DEFAULT_CALL_TIMEOUT_S, ToolkitBackend
 from tasks.surface.toolkit import BackendTool
 from tasks.surface.transform_tools import transform_problems, transform_tools
 
@@ -121,16 +122,24 @@ def load_surface(taskset_dir: Path, name: str) -> ResolvedSurface:
         raise InputError.one(str(path), "name", "surface-name", f"name '{spec.name}' differs from file stem '{name}'")
     if spec.toolkit is not None:
         toolkit = load_toolkit(taskset_dir, spec.toolkit, str(path))
-        backend: Any = ToolkitBackend(toolkit, spec.toolkit)
-        identity: dict[str, Any] = {"file": spec.model_dump(mode="json", exclude={"description", "mcp"}),
+        backend: Any = ToolkitBackend(toolkit, spec.toolkit, spec.call_timeout_s or DEFAULT_CALL_TIMEOUT_S)
+        exclude = {"description", "mcp"} | ({"call_timeout_s"} if spec.call_timeout_s is None else set())
+        identity: dict[str, Any] = {"file": spec.model_dump(mode="json", exclude=exclude),  # unset: hash as before
                                     "backend": backend_hash(taskset_dir)}
     else:
         from tasks.surface.load_mcp_surface import mcp_backend
 
         backend, identity = mcp_backend(taskset_dir, spec, str(path))
     tools_by_name = backend.tools()
-    underlying = [ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
-                  for t in tools_by_name.values()]
+    underlying = []
+    refused: list[Problem] = []
+    for t in tools_by_name.values():
+        try:
+            underlying.append(ToolSpec(name=t.name, description=t.description, parameters=t.parameters))
+        except ValidationError as error:
+            refused.append(Problem(str(path), f"tool {t.name}", rule_of(error, "tool-name"), validation_message(error)))
+    if refused:
+        raise InputError(refused)
     problems = transform_problems([t.name for t in underlying], spec.transform)
     if problems:
         raise InputError([Problem(str(path), "transform", rule, message) for rule, message in problems])

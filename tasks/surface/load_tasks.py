@@ -94,7 +94,8 @@ def merge_fixtures(shared: list[dict[str, Any]], own: dict[str, Any]) -> dict[st
 
 
 def read_task_lines(path: Path) -> list[TaskLine]:
-    """The tasks of a JSON Lines file; every bad line is reported with its number (and id when readable)."""
+    """The tasks of a JSON Lines file; every bad line is reported with its number (and id when readable), and a
+    file without a task (empty, or blank lines only) is refused (rule not-empty)."""
     lines: list[TaskLine] = []
     problems: list[Problem] = []
     for number, data in read_json_objects(path, problems, "tasks file"):
@@ -105,6 +106,8 @@ def read_task_lines(path: Path) -> list[TaskLine]:
             problems.append(Problem(str(path), where, "task-schema", validation_message(error)))
     if problems:
         raise InputError(problems)
+    if not lines:
+        raise InputError.one(str(path), "", "not-empty", "the tasks file holds no task: a version needs at least one")
     return lines
 
 

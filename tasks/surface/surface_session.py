@@ -7,11 +7,23 @@ seed 001 asks: done, *refused* (an error call: the backend ran it and said no), 
 rejected the arguments without running it: an MCP server's -32602). When the surface itself fails (a
 server that cannot start, crashes or hangs) the call raises ``SurfaceBroke`` and the task stops with
 ``surface_error``.
+
+A toolkit call runs in a worker thread and is waited for at most the surface's ``call_timeout_s`` (default
+30 s) and at most what is left of the task's ``max_wall_s``. A call with no answer by then raises
+``CallTimedOut`` (a ``SurfaceBroke``): the task stops with ``surface_error`` (the tool hung) or ``max_wall``
+(the task's wall budget ran out during the call), the call is an error call saying so, and the session is
+discarded (its state is neither probed nor scored). A Python thread cannot be killed: the worker is a daemon
+thread, asked to stop by an exception raised inside it (``CallAbandoned``: this ends a loop in Python code;
+a call blocked inside C, such as a sleep or a socket read, keeps its thread until it returns), and it holds
+only the discarded session's toolkit and state.
 """
 
 from __future__ import annotations
 
+import contextvars
 import copy
+import ctypes
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
@@ -21,10 +33,31 @@ from pydantic import ValidationError
 from tasks.surface.toolkit import BackendTool, Toolkit, ToolRefused
 
 MAX_DETAIL = 400
+DEFAULT_CALL_TIMEOUT_S = 30.0
+"""How long a toolkit call is waited for when the surface file does not say (``call_timeout_s``)."""
 
 
 class SurfaceBroke(Exception):
     """The surface failed, not the call: the task stops with ``surface_error`` and this message."""
+
+
+class CallTimedOut(SurfaceBroke):
+    """A call gave no answer in time; ``wall`` when the limit was the task's wall budget (stop ``max_wall``),
+    else the surface's ``call_timeout_s`` (stop ``surface_error``)."""
+
+    def __init__(self, message: str, wall: bool):
+        super().__init__(message)
+        self.wall = wall
+
+
+class CallAbandoned(BaseException):
+    """Raised inside the worker thread of a call nobody waits for any more, to end a tool that loops."""
+
+
+def _stop_thread(thread: threading.Thread) -> None:
+    """Ask a worker thread to stop: raise ``CallAbandoned`` in it at its next Python instruction."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(CallAbandoned))
 
 
 @dataclass(frozen=True)
@@ -64,22 +97,52 @@ class SurfaceSession(Protocol):
 
 
 class ToolkitSession:
-    """A toolkit over one fresh state."""
+    """A toolkit over one fresh state; each call in a worker thread, waited for at most ``call_timeout_s`` and
+    at most until ``wall_deadline`` (a ``time.perf_counter()`` value the agent loop sets from the task's
+    ``max_wall_s``)."""
 
-    def __init__(self, toolkit: Toolkit):
+    def __init__(self, toolkit: Toolkit, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S):
         self.toolkit = toolkit
+        self.call_timeout_s = call_timeout_s
+        self.wall_deadline: float | None = None
+        self.abandoned = False
+        """A call was given up on: the session's state may still be changed by its thread; discard it."""
 
     def call(self, tool: BackendTool, arguments: dict[str, Any]) -> CallOutcome:
+        if self.abandoned:
+            raise SurfaceBroke("the session was discarded after a call that did not answer")
         before = self.toolkit.upstream_reads
         started = time.perf_counter()
-        value, refused = None, None
-        try:
-            value = tool.invoke(self.toolkit, arguments)
-        except ToolRefused as refusal:
-            refused = str(refusal)[:MAX_DETAIL] or "refused"
-        except Exception as crashed:  # a backend bug is an error call with its type, not a crashed run
-            refused = f"backend failed: {type(crashed).__name__}: {crashed}"[:MAX_DETAIL]
-        return CallOutcome(value=value, refused=refused, upstream_reads=self.toolkit.upstream_reads - before,
+        timeout, wall = self.call_timeout_s, False
+        if self.wall_deadline is not None and self.wall_deadline - started < timeout:
+            timeout, wall = max(self.wall_deadline - started, 0.0), True
+        answer: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                answer["value"] = tool.invoke(self.toolkit, arguments)
+            except ToolRefused as refusal:
+                answer["refused"] = str(refusal)[:MAX_DETAIL] or "refused"
+            except CallAbandoned:
+                pass
+            except Exception as crashed:  # a backend bug is an error call with its type, not a crashed run
+                answer["refused"] = f"backend failed: {type(crashed).__name__}: {crashed}"[:MAX_DETAIL]
+
+        context = contextvars.copy_context()  # the tool sees the caller's context (trace spans)
+        worker = threading.Thread(target=context.run, args=(work,), name=f"tooleval-call-{tool.name}", daemon=True)
+        worker.start()
+        worker.join(timeout)
+        if worker.is_alive():
+            self.abandoned = True
+            _stop_thread(worker)
+            waited = time.perf_counter() - started
+            if wall:
+                raise CallTimedOut(f"tool '{tool.name}' was still running when the task's wall budget (max_wall_s) "
+                                   f"ran out, after {waited:.1f} s of the call; the session was discarded", wall=True)
+            raise CallTimedOut(f"tool '{tool.name}' did not answer within the surface's call_timeout_s "
+                               f"({self.call_timeout_s:g} s); the session was discarded", wall=False)
+        return CallOutcome(value=answer.get("value"), refused=answer.get("refused"),
+                           upstream_reads=self.toolkit.upstream_reads - before,
                            backend_ms=(time.perf_counter() - started) * 1000)
 
     def probe(self, tool: BackendTool, arguments: dict[str, Any]) -> CallOutcome:
@@ -99,6 +162,8 @@ class ToolkitBackend:
     toolkit: type[Toolkit]
     reference: str
     """'module:Class' as the surface file names it."""
+    call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+    """How long one call is waited for (the surface file's ``call_timeout_s``)."""
 
     kind = "toolkit"
 
@@ -106,7 +171,7 @@ class ToolkitBackend:
         return self.toolkit.tools()
 
     def open(self, fixtures: Mapping[str, Any]) -> ToolkitSession:
-        return ToolkitSession(self.toolkit(self.toolkit.fresh_state(dict(fixtures))))
+        return ToolkitSession(self.toolkit(self.toolkit.fresh_state(dict(fixtures))), self.call_timeout_s)
 
     def fixture_problems(self, fixtures: Mapping[str, Any]) -> list[str]:
         """Why the task's merged fixtures are not a valid state for this toolkit (empty: they are)."""

@@ -24,7 +24,7 @@ from typing import Callable, Iterator, Sequence, TypeVar
 import polars as pl
 from pydantic import BaseModel, ValidationError
 
-from schemas.catalogue import Catalogue, CatalogueFile
+from schemas.catalogue import Catalogue, CatalogueFile, rule_of
 from schemas.taskset import Adjudication, LabelledRequest, ProductionWeights, VersionManifest
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.content_hash import parts_sha256
@@ -46,7 +46,7 @@ def read_json_model(path: Path, model: type[M]) -> M:
     try:
         return model.model_validate_json(path.read_bytes())
     except ValidationError as error:
-        raise InputError.one(str(path), "", "schema", validation_message(error)) from None
+        raise InputError.one(str(path), "", rule_of(error), validation_message(error)) from None
 
 
 def iter_jsonl_models(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
@@ -65,7 +65,7 @@ def iter_jsonl_models(path: Path, model: type[M]) -> Iterator[tuple[int, M]]:
             try:
                 record = model.model_validate_json(raw)
             except ValidationError as error:
-                problems.append(Problem(str(path), f"line {number}", "schema", validation_message(error)))
+                problems.append(Problem(str(path), f"line {number}", rule_of(error), validation_message(error)))
                 continue
             yield number, record
     if problems:

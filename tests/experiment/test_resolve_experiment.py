@@ -87,3 +87,23 @@ def test_a_key_given_twice_is_named_not_silently_overwritten(taskset):
     [problem] = caught.value.problems
     assert (problem.rule, problem.where) == ("yaml-duplicate-key", "line 3")
     assert "'seeds' is given twice (lines 2 and 3)" in problem.message
+
+
+def test_names_that_cannot_be_a_path_part_are_refused(taskset):
+    """Issue 26, item 5: a 300-character arm name passed, then every unit failed 'File name too long' on its
+    Parquet folder (arm=<name>), leaving the other arm's rows behind."""
+    long = "a" * 300
+    found = rules(write_experiment(taskset, arms=[{"name": long}, {"name": "b", "prompt": "terse"}],
+                                   comparisons="ladder"))
+    assert found == {("arm-name-length", f"arm {'a' * 40}...")}
+    found = rules(write_experiment(taskset, "dots.yaml", arms=[{"name": ".."}, {"name": "b", "prompt": "terse"}],
+                                   comparisons="ladder"))
+    assert found == {("arm-name-path", "arm ..")}
+    ok = write_experiment(taskset, "ok.yaml", arms=[{"name": "a" * 100}, {"name": "b", "prompt": "terse"}],
+                          comparisons="ladder")
+    assert resolve_experiment(ok).arms[0].name == "a" * 100
+
+
+@pytest.mark.parametrize("name", ["x" * 101, "../elsewhere", "a/b", ".", "  ", "nul\x00byte"])
+def test_an_experiment_name_that_cannot_be_part_of_a_file_name_is_refused(taskset, name):
+    assert rules(write_experiment(taskset, "named.yaml", name=name)) == {("experiment-name", "name")}

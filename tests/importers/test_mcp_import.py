@@ -306,3 +306,13 @@ def test_every_word_after_the_dashes_is_the_server_command_wherever_the_options_
     assert args.server_command == ["node", "server.js", "--root", "-v", "--", "x"]
     assert build_parser().parse_args(["import", "mcp", "m", "--taskset", "d", "--url", "http://h/mcp"]
                                      ).server_command == []
+
+
+def test_a_listed_tool_whose_input_schema_is_not_a_json_schema_is_refused():
+    bad = [mcp_types.Tool(name="ok", input_schema={"type": "object"}),
+           mcp_types.Tool(name="broken", input_schema={"type": "objekt", "properties": 5})]
+    with pytest.raises(InputError) as refused:
+        tools_of(bad, "node server.js")
+    problem = refused.value.problems[0]
+    assert (problem.where, problem.rule) == ("tool 'broken'", "tool-parameters-schema")
+    assert "tool 'broken'" in problem.message

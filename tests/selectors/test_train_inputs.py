@@ -33,3 +33,22 @@ def test_an_arm_naming_a_file_that_is_no_decision_model_is_bad_input(tmp_path, c
     assert main(["fit", str(experiment), "--arm", "t"]) == 2
     err = capsys.readouterr().err
     assert "arm t: [router-files]" in err and "is not a decision model written by `tooleval train`" in err
+
+
+def test_train_refuses_a_set_of_one_label(tmp_path, capsys):
+    """Issue 26, item 8: 30 requests all labelled refund_order trained to 'accuracy 100%, ECE 0.000', exit 0."""
+    from tests.factories.taskset import write_taskset
+
+    def request(i: int, expected: str) -> dict:
+        return {"id": f"r{i}", "messages": [{"role": "user", "content": f"refund my order number {i} please"}],
+                "expected": expected, "slice": "existing"}
+
+    one = write_taskset(tmp_path / "one", requests=[request(i, "refund_order") for i in range(30)])
+    assert main(["train", str(one / "v1.jsonl"), "--out", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"{one / 'v1.jsonl'}: [train-classes]" in err and "1 label(s) (refund_order 30)" in err
+    assert not (tmp_path / "m.json").exists()
+    nearly = write_taskset(tmp_path / "nearly", requests=[request(i, "refund_order") for i in range(29)]
+                           + [request(29, "track_shipment")])
+    assert main(["train", str(nearly / "v1.jsonl"), "--out", str(tmp_path / "m.json")]) == 2
+    assert "[train-classes]" in capsys.readouterr().err

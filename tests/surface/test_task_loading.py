@@ -143,3 +143,38 @@ def test_a_transform_works_on_a_selection_catalogue_too(tmp_path):
     assert prefixed.names[:3] == ("list_tickets", "crm.get_ticket", "resolve")
     with pytest.raises(ValueError, match="not a tool here"):
         transform_catalogue(catalogue, SurfaceTransform(rename={"nope": "x"}), "bad")
+
+
+@pytest.mark.parametrize("matcher, said", [
+    ({"startswith": "Your ticket"}, "unknown matcher 'startswith'"),
+    ({"contains": "ticket", "regex": "T-"}, "one matcher per value"),
+    ({"equals": "closed", "note": "x"}, "one matcher per value"),
+])
+def test_an_unknown_matcher_is_refused_not_taken_for_a_literal(tmp_path, matcher, said):
+    """Issue 26, item 8: ``{"startswith": ...}`` used to become an equality literal that nothing can equal."""
+    folder = write_desk(tmp_path, freeze=False, tasks=[
+        desk_task("ok", "Close T-1001.", {"state": [{"path": "tickets.T-1001.status", "equals": "closed"}]}),
+        desk_task("reply", "Close T-1001.", {"reply": matcher}),
+        desk_task("args", "Close T-1001.", {"tool": "close_ticket", "args": {"ticket_id": matcher}}),
+    ])
+    found = problems_of(lambda: freeze_task_version(folder, "t1", ["tickets"]))
+    assert len(found) == 2
+    assert found[0].startswith(f"{folder / 't1.jsonl'}:line 2 (id reply): [task-schema]") and said in found[0]
+    assert found[1].startswith(f"{folder / 't1.jsonl'}:line 3 (id args): [task-schema]") and said in found[1]
+
+
+def test_an_object_literal_still_compares_by_equality(tmp_path):
+    from schemas.surface.task import Matcher
+    assert Matcher.model_validate({"a": 1, "b": 2}).kind == "equals"
+    assert Matcher.model_validate({"equals": {"startswith": "x"}}).value == {"startswith": "x"}
+
+
+def test_an_empty_tasks_file_is_refused(tmp_path):
+    """Issue 26, item 8: an empty tasks file validated OK with the manifest's counts."""
+    folder = write_desk(tmp_path)
+    (folder / "t1.jsonl").write_text("\n\n")
+    found = problems_of(lambda: load_task_version(folder, "t1"))
+    assert found == [f"{folder / 't1.jsonl'}: [not-empty] the tasks file holds no task: a version needs at least one"]
+    fresh = write_desk(tmp_path / "fresh", freeze=False, tasks=[])
+    found = problems_of(lambda: freeze_task_version(fresh, "t1", ["tickets"]))
+    assert found[0].startswith(f"{fresh / 't1.jsonl'}: [not-empty]")

@@ -1,0 +1,60 @@
+"""Every tool's ``parameters`` must be a JSON Schema of an object (issue 26, item 6): a catalogue, a request's
+own tools or a surface's tool that is not is refused when it is read, naming the file, the tool and the rule,
+before any unit runs (it used to crash every unit in the lexical selector, or mark every call invalid)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schemas.catalogue import PARAMETERS_RULE, parameters_problem
+from tasks.files.input_errors import InputError
+from tasks.surface.load_surface import load_surface
+from tasks.taskset.load_taskset import load_catalogue
+from tests.factories.catalogues import SHOP_TOOLS
+from tests.factories.taskset import write_taskset
+from tests.surface.tiny_desk import write_desk
+
+
+@pytest.mark.parametrize("parameters, said", [
+    ({"type": "objekt", "properties": 5}, "not a valid JSON Schema"),
+    ({"type": "object", "properties": 5}, "not a valid JSON Schema at properties"),
+    ({"type": "object", "properties": {"n": {"type": "integr"}}}, "not a valid JSON Schema"),
+    ({"type": "array", "items": {"type": "string"}}, "top level must say 'type: object'"),
+    ({"properties": {}}, "top level must say 'type: object'"),
+])
+def test_parameters_that_are_no_schema_of_an_object_are_named(parameters, said):
+    assert said in (parameters_problem(parameters) or "")
+
+
+def test_good_parameters_pass():
+    assert parameters_problem({"type": "object", "properties": {"email": {"type": "string", "format": "email"}},
+                               "required": ["email"], "additionalProperties": False}) is None
+
+
+def test_a_catalogue_tool_with_a_broken_schema_is_refused_with_file_tool_and_rule(tmp_path):
+    tools = [dict(t) for t in (t.model_dump() if hasattr(t, "model_dump") else t for t in SHOP_TOOLS)]
+    tools[1] = {**tools[1], "parameters": {"type": "objekt", "properties": 5}}
+    folder = write_taskset(tmp_path / "shop", tools=tools)
+    with pytest.raises(InputError) as refused:
+        load_catalogue(folder, "base")
+    problem = refused.value.problems[0]
+    assert problem.file == str(folder / "catalogues" / "base.json")
+    assert problem.rule == PARAMETERS_RULE
+    assert f"tool '{tools[1]['name']}'" in problem.message
+
+
+def test_a_surface_tool_with_a_broken_schema_is_refused_with_file_tool_and_rule(tmp_path):
+    folder = write_desk(tmp_path)
+    backend = folder / "backend" / "desk.py"
+    text = backend.read_text()
+    bad_tool = ('    @tool\n    def weigh(self, grams: Annotated[int, Field(json_schema_extra={"type": "integr"})]) -> dict:\n'
+                '        """Weigh a parcel."""\n        return {"grams": grams}\n\n')
+    backend.write_text(text.replace("    @tool\n    def get_ticket", bad_tool + "    @tool\n    def get_ticket", 1))
+    with pytest.raises(InputError) as refused:
+        load_surface(folder, "plain")
+    problem = refused.value.problems[0]
+    assert problem.file == str(folder / "surfaces" / "plain.yaml")
+    assert (problem.where, problem.rule) == ("tool weigh", PARAMETERS_RULE)
+    assert "tool 'weigh'" in problem.message
