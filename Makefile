@@ -4,15 +4,40 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-tasks demo-mcp test test-fast install bench bench-tracing clean-warehouse phoenix phoenix-serve
+.PHONY: demo demo-tasks demo-mcp test test-fast install lock bench bench-tracing clean-warehouse phoenix phoenix-serve
 
+# torch is installed from the machine's CPU build (a file under /opt/wheels): anything else would pull a
+# multi-GB CUDA build. It stays out of requirements.lock (its hash is that file's, not PyPI's); its own
+# dependencies (sympy, networkx, jinja2, fsspec, filelock, setuptools) are in the lock with hashes.
+TORCH := torch==2.13.0+cpu
+
+# Everything else: requirements.lock, every package of the runtime and of the extras the tests need, each pinned
+# with its hashes; pip refuses any file whose hash is not listed. Then the project itself, without resolving.
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	# torch first, from the machine's CPU build: anything else would pull a multi-GB CUDA build
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -c requirements.lock -e '.[embedding,dev,tracing]'
+	$(BIN)/python -m pip install -q --no-deps $(TORCH)
+	$(BIN)/python -m pip install -q --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip check
 	touch $(STAMP)
+
+# `make lock` regenerates requirements.lock from pyproject.toml with uv (pinned below, in .venv-lock) for
+# Python 3.11 on linux x86_64, with hashes. Releases uploaded after LOCK_DATE are not considered, so the same
+# pyproject.toml gives the same lock; move LOCK_DATE forward to take newer releases. torch is resolved from
+# the machine's CPU build (its dependencies, no CUDA packages) and left out of the output.
+LOCK_EXTRAS := dask dev embedding tracing
+LOCK_DATE   := 2026-12-02T00:00:00Z
+UV_VERSION  := 0.13.9
+TORCH_WHEELS ?= /opt/wheels
+LOCK_VENV   := .venv-lock
+
+lock:
+	test -x $(LOCK_VENV)/bin/uv || { $(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/python -m pip install -q uv==$(UV_VERSION); }
+	echo '$(TORCH)' > $(LOCK_VENV)/torch.txt
+	$(LOCK_VENV)/bin/uv pip compile pyproject.toml $(foreach e,$(LOCK_EXTRAS),--extra $(e)) \
+	  --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	  --exclude-newer $(LOCK_DATE) --find-links $(TORCH_WHEELS) --constraint $(LOCK_VENV)/torch.txt \
+	  --no-emit-package torch --custom-compile-command 'make lock  (uv pip compile pyproject.toml, all extras, Python 3.11 linux x86_64, torch excluded: see Makefile)' --quiet -o requirements.lock
 
 # The MCP servers of the mcp_office task set (Node 20+ and npm): pinned by its package-lock.json.
 MCP_SERVERS := tasksets/mcp_office/node_modules/.installed
