@@ -23,14 +23,15 @@ $(UV): requirements-uv.lock
 
 # Everything else comes from requirements.lock: every package of the runtime and of the extras the tests need,
 # pinned, with hashes; a file whose hash is not listed is refused. uv installs it as locked (--no-deps: the lock
-# is the resolution; `pip check` then proves it consistent, torch included); then the project itself.
+# is the resolution; `pip check` then proves it consistent, torch included); then the project itself. Bytecode
+# is compiled at install, as pip does: a fresh venv's first run (and CI's timing tests) must not pay for it.
 # `make install INSTALLER=pip` does the same with pip alone (pip's resolver, ~3x slower).
 INSTALLER ?= uv
 ifeq ($(INSTALLER),pip)
 INSTALL_LOCK = $(BIN)/python -m pip install -q --require-hashes -r requirements.lock
 LOCK_TOOL    =
 else
-INSTALL_LOCK = $(UV) pip install -q --python $(BIN)/python --no-deps --require-hashes -r requirements.lock
+INSTALL_LOCK = $(UV) pip install -q --python $(BIN)/python --no-deps --require-hashes --compile-bytecode -r requirements.lock
 LOCK_TOOL    = $(UV)
 endif
 
