@@ -1,10 +1,11 @@
-# The two commands of the README. Each installs what it needs into .venv first.
+# The two commands of the README (make demo, make test) and the others. Each installs what it needs into .venv first.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-tasks demo-mcp test test-fast install lock bench bench-tracing clean-warehouse phoenix phoenix-serve
+.PHONY: demo demo-tasks demo-mcp test test-fast docs install lock bench bench-tracing clean-warehouse phoenix phoenix-serve \
+        prefect-server prefect-deploy prefect-worker
 
 # torch is installed from the machine's CPU build (a file under /opt/wheels): anything else would pull a
 # multi-GB CUDA build. It stays out of requirements.lock (its hash is that file's, not PyPI's); its own
@@ -85,9 +86,35 @@ $(PHOENIX_STAMP): requirements-phoenix.lock
 
 phoenix: $(PHOENIX_STAMP)
 
-# Phoenix on http://127.0.0.1:6006 (UI, OTLP/HTTP and REST on one port), its SQLite under ~/.phoenix.
+# Phoenix on http://$(PHOENIX_HOST):$(PHOENIX_PORT) (UI, OTLP/HTTP and REST on one port), its SQLite under
+# ~/.phoenix. Another port: `make phoenix-serve PHOENIX_PORT=6016`, then `--trace otlp://127.0.0.1:6016`.
+PHOENIX_HOST ?= 127.0.0.1
+PHOENIX_PORT ?= 6006
+
 phoenix-serve: $(PHOENIX_STAMP)
-	PHOENIX_HOST=127.0.0.1 PHOENIX_PORT=6006 PHOENIX_TELEMETRY_ENABLED=false $(PHOENIX_VENV)/bin/phoenix serve
+	PHOENIX_HOST=$(PHOENIX_HOST) PHOENIX_PORT=$(PHOENIX_PORT) PHOENIX_TELEMETRY_ENABLED=false $(PHOENIX_VENV)/bin/phoenix serve
+
+# A long-lived Prefect server, the deployments and a process worker (docs/weekly/deploying.md), on any port:
+# `make prefect-server PREFECT_PORT=4300`, and the same PREFECT_PORT for prefect-deploy and prefect-worker.
+# The server is told its port through PREFECT_SERVER_API_HOST/PORT and its UI where the API is through
+# PREFECT_UI_API_URL: `prefect server start --port N` alone serves a UI whose browser calls 4200 (the UI's API
+# URL comes from PREFECT_API_URL, else from PREFECT_SERVER_API_HOST/PORT, not from --port).
+PREFECT_HOST ?= 127.0.0.1
+PREFECT_PORT ?= 4200
+PREFECT_POOL ?= tooleval-process
+PREFECT_SERVER_URL = http://$(PREFECT_HOST):$(PREFECT_PORT)/api
+
+prefect-server: $(STAMP)
+	PREFECT_SERVER_API_HOST=$(PREFECT_HOST) PREFECT_SERVER_API_PORT=$(PREFECT_PORT) \
+	PREFECT_UI_API_URL=$(PREFECT_SERVER_URL) $(BIN)/prefect server start
+
+prefect-deploy: $(STAMP)
+	PREFECT_API_URL=$(PREFECT_SERVER_URL) $(BIN)/prefect work-pool inspect $(PREFECT_POOL) >/dev/null 2>&1 || \
+	PREFECT_API_URL=$(PREFECT_SERVER_URL) $(BIN)/prefect work-pool create $(PREFECT_POOL) --type process
+	PREFECT_API_URL=$(PREFECT_SERVER_URL) $(BIN)/prefect --no-prompt deploy --all --prefect-file deployments/prefect.yaml
+
+prefect-worker: $(STAMP)
+	PREFECT_API_URL=$(PREFECT_SERVER_URL) $(BIN)/prefect worker start --pool $(PREFECT_POOL)
 
 # Exit 1 means a registered gate failed: the demo's finding, reported above. Any other non-zero code
 # (bad input 2, model mismatch 3, not judged 4, not registered 5, crashed 6) fails the demo.
@@ -109,9 +136,15 @@ demo-mcp: $(STAMP) $(MCP_SERVERS)
 	if [ $$status -eq 1 ]; then echo "make demo-mcp: the run completed; a registered gate failed (exit 1), as reported above."; exit 0; fi; \
 	exit $$status
 
-# The full suite (what CI runs).
-test: $(STAMP) $(PHOENIX_STAMP) $(MCP_SERVERS)
+# The full suite (what CI runs), after the documentation site builds strict (a broken link, a page missing
+# from the nav or a stale generated page fails it).
+test: $(STAMP) $(PHOENIX_STAMP) $(MCP_SERVERS) docs
 	$(BIN)/python -m pytest -q
+
+# The documentation site (mkdocs-material, mkdocs.yml) into site/ (git-ignored), strict: warnings are errors.
+# The generated pages: python -m flows.cli_doc --write; python -m warehouse.schema_doc --write.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 # The logic without the slow tier (Prefect flow runs, real servers, Dask, the MiniLM model, end-to-end CLI runs,
 # whole-window reads of the bundled production log): `pytest -m slow` is that tier alone.

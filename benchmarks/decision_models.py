@@ -16,7 +16,7 @@ For each set (the bundled support set on its 30-tool catalogue; BFCL v4 "multipl
    decisions are >= 90% right) with accuracy and coverage on the other half, and the paired change of
    ``trained`` against each plain router (Tango's interval, exact McNemar).
 
-Prints a markdown table (the README's). ``--metatool-limit N`` keeps the first N MetaTool queries (a
+Prints a markdown table (the one in docs/routing/decision-models.md). ``--metatool-limit N`` keeps the first N MetaTool queries (a
 deterministic subsample: the file's order) to fit a small time budget; the default keeps all 2,079.
 """
 

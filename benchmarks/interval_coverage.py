@@ -15,7 +15,7 @@ where run, and the mean width in points; ``--markdown`` prints the same as a mar
 
     python benchmarks/interval_coverage.py --summarize OUT.txt [OUT2.txt ...]
 
-reads the markdown tables of saved runs and prints the condensed table in README.md (per method and
+reads the markdown tables of saved runs and prints the condensed table in docs/numbers-coverage.md (per method and
 number of requests: the lowest and highest coverage over the scenarios with a change, the earlier
 method's lowest, the no-change scenario apart, identical seeds apart for the clustered interval).
 """
@@ -137,7 +137,7 @@ def proportion_grid() -> list[ProportionScenario]:
 
 
 def summarize(paths: list[str]) -> None:
-    """The README's condensed table from saved ``--markdown`` outputs (a method in a later file replaces
+    """The condensed table of docs/numbers-coverage.md from saved ``--markdown`` outputs (a method in a later file replaces
     that method's rows from earlier ones: a part re-run with ``--only``)."""
     cells: dict[tuple[str, int, str], list[tuple[float, float | None]]] = {}
     order: list[tuple[str, int, str]] = []

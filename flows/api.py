@@ -23,33 +23,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from flows.exit_codes import run_exit_code, verdict_exit_code
-from flows.prefect_server import (
-    ApiWatch,
-    TemporaryServer,
-    check_api_answers,
-    configured_api_url,
-    drain_prefect_client,
-    run_server,
-)
-from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks
-from tasks.drill_points import reached
-from tasks.report.publish import open_read_only, read_report, require_warehouse
-from tasks.report.report_types import Report
-from tasks.report.sql_session import SqlSession
-from tasks.run.deferred_registration import LateRegistration, register_saved_run
-from tasks.run.preflight import check_before_run
-from tasks.run.prepare_run import prepare_once
-from tasks.selection.run_compare import ArmPairComparison, compare_runs
-from tasks.taskset.validate_version import validate_version_file
-from tasks.tracing.trace_target import resolve_trace_target
-from warehouse.location import Warehouse, warehouse_at
 
-if TYPE_CHECKING:  # the flow module imports Prefect: only runs pay for it
+if TYPE_CHECKING:  # each function imports what it needs when called: ``import flows.api`` stays light, and a
+    # read-only call (report, sql_session, validate) never loads the run machinery; the flow module imports
+    # Prefect: only runs pay for it
     from flows.evaluate import RunSummary
+    from flows.prefect_server import TemporaryServer
     from tasks.importers.mcp_catalogue import McpImportSummary
+    from tasks.report.report_types import Report
+    from tasks.report.sql_session import SqlSession
+    from tasks.run.deferred_registration import LateRegistration
     from tasks.selection.fit_router_cutoff import FittedCutoff
+    from tasks.selection.run_compare import ArmPairComparison
     from tasks.selectors.train_decision_model import TrainedModel
     from tasks.tracing.phoenix_experiments import PhoenixPublication
+    from warehouse.location import Warehouse
 
 
 @dataclass(frozen=True)
@@ -73,6 +61,8 @@ def prefect_api(server: TemporaryServer | None) -> Iterator[None]:
     """Point Prefect (and any worker process it starts) at the temporary server, once it answers; watch the
     API for the run (a lost API ends the process at once with exit 6, see ApiWatch); before the server is
     stopped, let Prefect's client send what it still queues (a quiet shutdown)."""
+    from flows.prefect_server import ApiWatch, configured_api_url, drain_prefect_client
+
     if server is None:
         url = configured_api_url()
         with ApiWatch(url, None) if url else _nothing():
@@ -108,10 +98,19 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     """Check, run, land, register and report one experiment (either instrument). Raises InputError on bad
     input, before any model call and with nothing written. ``trace`` (otlp://HOST:PORT) exports the run's
     OpenInference traces (default: the experiment's ``tracing:`` block, else none)."""
+    from flows.prefect_server import check_api_answers, configured_api_url, run_server
+    from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks
+    from tasks.drill_points import reached
+    from tasks.report.publish import read_report
+    from tasks.run import prepare_run
+    from tasks.run.preflight import check_before_run
+    from tasks.tracing.trace_target import resolve_trace_target
+    from warehouse.location import warehouse_at
+
     apply_prefect_defaults()
     server = run_server()  # spawned at process start by the console script, else now
     try:
-        prepared = prepare_once(experiment_path)  # fail fast on bad input (criteria too), while the server starts
+        prepared = prepare_run.prepare_once(experiment_path)  # fail fast on bad input (criteria too), while the server starts
         resolve_trace_target(trace, prepared.experiment)  # a malformed trace target too
         check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=server is not None,
                          allow_provisional=allow_provisional)
@@ -142,17 +141,26 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
 def register(run_id: str, warehouse: str | Path | None = None, wait_s: float | None = None) -> LateRegistration:
     """Register a run that landed its rows but could not register (the DuckDB file was held), then judge
     and publish it. No selection is made and Prefect is not involved."""
+    from tasks.run.deferred_registration import register_saved_run
+    from warehouse.location import warehouse_at
+
     return register_saved_run(warehouse_at(warehouse), run_id, wait_s)
 
 
-def report(run_id: str | None = None, warehouse: str | Path | None = None, instrument: str | None = None) -> Report:
+def report(run_id: str | None = None, warehouse: str | Path | None = None, instrument: str | None = None
+           ) -> Report:
     """A registered run's report (default: the latest run, of ``instrument`` when given: 'selection',
     'surface'), with the verdict it was given when it ran."""
+    from tasks.report.publish import read_report
+    from warehouse.location import warehouse_at
+
     return read_report(warehouse_at(warehouse), run_id, instrument)
 
 
 def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
     """The label checks on one task-set version file; a one-line summary, or InputError."""
+    from tasks.taskset.validate_version import validate_version_file
+
     return validate_version_file(Path(version_path), catalogues, weights)
 
 
@@ -204,6 +212,7 @@ def publish_to_phoenix(run_id: str | None = None, warehouse: str | Path | None =
     a Phoenix dataset (tasks/tracing/phoenix_experiments.py); ``base_url`` defaults to where the run's
     traces went, else http://127.0.0.1:6006. InputError when the run, its task set or Phoenix is not there."""
     from tasks.tracing.phoenix_experiments import publish_run
+    from warehouse.location import warehouse_at
 
     return publish_run(warehouse_at(warehouse), run_id, base_url, Path(experiment) if experiment else None)
 
@@ -211,6 +220,9 @@ def publish_to_phoenix(run_id: str | None = None, warehouse: str | Path | None =
 def sql_session(warehouse: str | Path | None = None) -> SqlSession:
     """An SQL session over a snapshot of the warehouse (``session.refresh()`` takes it, ``session.run(sql)``
     answers, ``session.close()`` removes it): read-only, and it never holds the file a run registers into."""
+    from tasks.report.sql_session import SqlSession
+    from warehouse.location import warehouse_at
+
     return SqlSession(warehouse_at(warehouse))
 
 
@@ -218,6 +230,10 @@ def compare(run_a: str, run_b: str, warehouse: str | Path | None = None, *, arm_
             arm_b: str | None = None, differ_in: list[str] | tuple[str, ...] = ()) -> list[ArmPairComparison]:
     """Paired per-slice, per-tool and weighted changes from run_a to run_b, per arm pair. Raises NotComparable
     when a pair differs in a respect not in ``differ_in``; InputError on unknown runs or arms."""
+    from tasks.report.publish import open_read_only, require_warehouse
+    from tasks.selection.run_compare import compare_runs
+    from warehouse.location import warehouse_at
+
     location = warehouse_at(warehouse)
     require_warehouse(location.db_path)
     con = open_read_only(location.db_path)  # held for the comparison only (well under a second)

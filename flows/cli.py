@@ -3,6 +3,10 @@ the plain function the command is named after) and prints.
 
 Only ``run`` imports and starts Prefect; ``report``, ``validate``, ``plan``, ``import``, ``resample``,
 ``queue``, ``sql`` and ``compare`` read and write files and DuckDB directly.
+
+The parser is built from light modules (the standard library, flows/cli_help.py, flows/exit_codes.py and the
+other flows/*_cli.py parsers): ``tooleval --help``, ``--version`` and every ``COMMAND --help`` import nothing
+of the tool itself. Each command imports what it needs when it runs.
 """
 
 from __future__ import annotations
@@ -11,11 +15,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from flows import api
+from flows.cli_help import DESCRIPTION, EXAMPLES, JOBS, JobsHelpFormatter, VersionAction
 from flows.exit_codes import (
     EXIT_BAD_INPUT,
     EXIT_GATE_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_MODEL_MISMATCH,
     EXIT_NOT_COMPARABLE,
     EXIT_NOT_JUDGED,
@@ -23,27 +29,25 @@ from flows.exit_codes import (
     EXIT_OK,
     verdict_exit_code,
 )
-from schemas.traffic import MaskingRules
-from flows.crash import report_crash
-from tasks.files.input_errors import InputError
-from tasks.importers.bfcl import BfclSource, category_of, import_bfcl_slices
-from tasks.importers.mcp_catalogue import parse_env_options
-from tasks.importers.metatool import import_metatool
-from tasks.report.render import (print_table, terminal_console)
-from tasks.selection.run_compare import comparison_headline, comparison_tables, NotComparable, RESPECTS
-from tasks.stats.planner import plan
-from tasks.traffic.labelling_queue import export_csv, import_queue
-from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
-from warehouse.connect import WarehouseBusy
 from flows.run_cli import add_report_arguments, add_run_arguments, cmd_register, count_at_least, warehouse_arg
-from flows.tasks_cli import add_tasks_parser
 from flows.sql_cli import add_sql_parser
+from flows.tasks_cli import add_tasks_parser
+
+if TYPE_CHECKING:
+    from tasks.importers.bfcl import BfclSource
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_GATE_FAILED", "EXIT_MODEL_MISMATCH", "EXIT_NOT_JUDGED", "EXIT_OK", "build_parser",
            "main", "verdict_exit_code"]
 
+COMPARE_RESPECTS = ("catalogue", "prompt", "model", "selector", "version")
+"""``compare --differ-in``'s choices: tasks/selection/run_compare.py RESPECTS (a test keeps them equal), written
+out here so the parser needs no DuckDB."""
+
 
 def cmd_resample(args: argparse.Namespace) -> int:
+    from schemas.traffic import MaskingRules
+    from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
+
     sampling = {key: value for key, value in (("size", args.size), ("floor_per_tool", args.floor),
                                               ("floor_none", args.floor_none)) if value is not None}
     if args.targets:
@@ -65,6 +69,8 @@ def cmd_resample(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_import(args: argparse.Namespace) -> int:
+    from tasks.traffic.labelling_queue import import_queue
+
     result = import_queue(args.queue_file, args.taskset, partial=args.partial)
     if result.reused and not result.n_decided:
         print(f"nothing new: every decision in {args.queue_file} is already in {result.version}"
@@ -80,6 +86,8 @@ def cmd_queue_import(args: argparse.Namespace) -> int:
 
 
 def cmd_queue_export(args: argparse.Namespace) -> int:
+    from tasks.traffic.labelling_queue import export_csv
+
     out = export_csv(args.queue_file, args.out)
     print(f"wrote {out}: one row per request, fill in label, decided_by, decided_at (with a time zone, e.g. "
           f"2026-12-01T10:15:00Z) and reason; then `tooleval queue import {out}`")
@@ -87,6 +95,10 @@ def cmd_queue_export(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from flows import api
+    from tasks.report.render import print_table, terminal_console
+    from tasks.selection.run_compare import NotComparable, comparison_headline, comparison_tables
+
     try:
         results = api.compare(args.run_a, args.run_b, args.warehouse, arm_a=args.arm, arm_b=args.arm_b,
                               differ_in=args.differ_in or [])
@@ -106,6 +118,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_phoenix(args: argparse.Namespace) -> int:
+    from flows import api
     from tasks.tracing.phoenix_experiments import publication_lines
 
     published = api.publish_to_phoenix(args.run_id, args.warehouse, base_url=args.phoenix,
@@ -116,6 +129,8 @@ def cmd_phoenix(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from tasks.stats.planner import plan
+
     if not 0 <= args.accuracy <= 1:
         print("tooleval: --accuracy is a fraction between 0 and 1 (e.g. 0.88)", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -126,16 +141,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    from flows import api
+
     print("\n".join(api.fit_cutoff(args.experiment, args.arm, args.out, args.salt).lines()))
     return EXIT_OK
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from flows import api
+
     print("\n".join(api.train(args.version_path, args.out, args.catalogue, args.folds).lines()))
     return EXIT_OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from flows import api
+
     print(api.validate(args.version_path, args.catalogue, args.weights))
     return EXIT_OK
 
@@ -144,6 +165,9 @@ def bfcl_sources(questions: str | None, answers: str | None, slices: list[str], 
                  ) -> list[BfclSource]:
     """The files of ``tooleval import bfcl``: one positional file, or ``--slice NAME=QUESTIONS[,ANSWERS]``
     (repeatable) with ``--label-none NAME`` for each slice labelled 'none' throughout."""
+    from tasks.files.input_errors import InputError
+    from tasks.importers.bfcl import BfclSource, category_of
+
     if questions is not None and slices:
         raise InputError.one(questions, "", "one-form", "give one questions file or --slice NAME=FILE[,ANSWERS] "
                              "options, not both")
@@ -171,6 +195,8 @@ def bfcl_sources(questions: str | None, answers: str | None, slices: list[str], 
 
 
 def cmd_import_bfcl(args: argparse.Namespace) -> int:
+    from tasks.importers.bfcl import import_bfcl_slices
+
     sources = bfcl_sources(args.questions, args.answers, args.slice or [], args.label_none or [])
     summary = import_bfcl_slices(sources, Path(args.out))
     print("\n".join(summary.lines()))
@@ -178,12 +204,17 @@ def cmd_import_bfcl(args: argparse.Namespace) -> int:
 
 
 def cmd_import_metatool(args: argparse.Namespace) -> int:
+    from tasks.importers.metatool import import_metatool
+
     summary = import_metatool(Path(args.plugin_des), Path(args.queries), Path(args.out))
     print("\n".join(summary.lines()))
     return EXIT_OK
 
 
 def cmd_import_mcp(args: argparse.Namespace) -> int:
+    from flows import api
+    from tasks.importers.mcp_catalogue import parse_env_options
+
     summary = api.import_mcp(args.name, args.taskset, command=args.server_command, url=args.url, cwd=args.cwd,
                              env=parse_env_options(args.env or []))
     print("\n".join(summary.lines()))
@@ -208,9 +239,12 @@ class CommandAfterDashes(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tooleval", description="Measure which tool an agent picks, per tool, "
-                                     "per confused pair and weighted by traffic.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = argparse.ArgumentParser(prog="tooleval", description=DESCRIPTION, epilog=EXAMPLES,
+                                     formatter_class=JobsHelpFormatter)
+    parser.add_argument("--version", action=VersionAction, help="print the installed version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     title="commands, by what you came to do")
+    commands.jobs = JOBS  # listed by job in --help (flows/cli_help.py JobsHelpFormatter)
 
     run = commands.add_parser("run", help="run an experiment (the evaluate flow) and print its report",
                               description="Resolve the arms, check the task set, run every arm x seed (select with "
@@ -223,22 +257,28 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read a window of production turns, mask personal data, write the window's production "
         "weights and a new version with provisional labels (production's first tool) plus its labelling queue. "
         "Defaults come from <taskset>/production/traffic.yaml.")
-    resample.add_argument("taskset", type=Path, metavar="TASKSET_DIR")
+    resample.add_argument("taskset", type=Path, metavar="TASKSET_DIR", help="e.g. tasksets/support")
     resample.add_argument("--traffic", default=None, metavar="LOG",
                           help="production log: Parquet file or folder, JSONL, DuckDB file, OpenInference export")
     resample.add_argument("--format", dest="traffic_format", default=None,
+                          help="the log's format (default: traffic.yaml's, else auto: from the file name)",
                           choices=["auto", "parquet", "jsonl", "duckdb", "openinference"])
-    resample.add_argument("--table", dest="traffic_table", default=None, help="table name in a DuckDB log")
+    resample.add_argument("--table", dest="traffic_table", default=None, metavar="NAME",
+                          help="table name in a DuckDB log (default: traffic.yaml's, else turns)")
     resample.add_argument("--window", default=None, metavar="ID", help="e.g. 2026-W44-W47 (default: the last weeks)")
-    resample.add_argument("--weeks", type=count_at_least(1), default=None, help="weeks in the default window")
-    resample.add_argument("--size", type=count_at_least(1), default=None, help="requests to draw")
-    resample.add_argument("--floor", type=count_at_least(0), default=None, help="at least this many requests per tool")
-    resample.add_argument("--floor-none", type=count_at_least(0), default=None, help="at least this many 'none' requests")
+    resample.add_argument("--weeks", type=count_at_least(1), default=None, metavar="N",
+                          help="weeks in the default window (default: traffic.yaml's, else 4)")
+    resample.add_argument("--size", type=count_at_least(1), default=None, metavar="N",
+                          help="requests to draw (default: traffic.yaml's)")
+    resample.add_argument("--floor", type=count_at_least(0), default=None, metavar="N",
+                          help="at least this many requests per tool (default: traffic.yaml's)")
+    resample.add_argument("--floor-none", type=count_at_least(0), default=None, metavar="N",
+                          help="at least this many 'none' requests (default: traffic.yaml's)")
     resample.add_argument("--targets", default=None, metavar="JSON", help="target count per tool (JSON file)")
     resample.add_argument("--half-width", type=float, default=None, metavar="PTS",
                           help="plan each tool with >= 2%% of traffic for a 95%% interval of +-PTS points "
                                "(the sample-size planner); the others get the floor")
-    resample.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the window)")
+    resample.add_argument("--seed", type=int, default=None, metavar="N", help="sampling seed (default: derived from the window)")
     resample.add_argument("--order-id-pattern", action="append", default=None, metavar="REGEX",
                           help="mask order ids matching REGEX (repeatable; default: traffic.yaml)")
     resample.add_argument("--gift-card-pattern", action="append", default=None, metavar="REGEX",
@@ -266,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write queue/<version>.queue.jsonl as CSV (UTF-8 with a byte-order mark; the conversation in one "
         "cell, the decision columns label, decided_by, decided_at, reason last). `tooleval queue import` reads it "
         "back; only request_id, version and the decision columns are read.")
-    queue_export.add_argument("queue_file", type=Path, metavar="QUEUE_JSONL")
+    queue_export.add_argument("queue_file", type=Path, metavar="QUEUE_JSONL", help="queue/<version>.queue.jsonl")
     queue_export.add_argument("--out", type=Path, default=None, metavar="CSV",
                               help="where to write (default: beside the queue, <version>.queue.csv)")
     queue_export.set_defaults(func=cmd_queue_export)
@@ -275,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
         "register", help="register a run whose rows landed while the DuckDB file was held",
         description="Register a run that landed its Parquet rows but could not register because another process "
         "held the DuckDB file (exit 5), then judge and report it. Selects nothing again.")
-    register.add_argument("run_id", metavar="RUN_ID")
+    register.add_argument("run_id", metavar="RUN_ID", help="the run id its exit-5 message named")
     warehouse_arg(register)
     register.set_defaults(func=cmd_register)
 
@@ -287,14 +327,14 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="paired per-slice, per-tool and weighted changes between two registered runs",
         description="Compare an arm of RUN_A with an arm of RUN_B (default: every arm name both runs have) on the "
         "requests both answered, paired on request ids and on the seeds they share: per slice, per tool "
-        "(requests labelled the same in both) and traffic-weighted, with 95%% intervals and exact McNemar tests. "
+        "(requests labelled the same in both) and traffic-weighted, with 95% intervals and exact McNemar tests. "
         "Refuses (exit 7), naming the ids, when the arms differ in catalogue, prompt, pinned or served model id, "
         "selector or task-set version beyond the one respect declared with --differ-in.")
     compare.add_argument("run_a", metavar="RUN_A", help="the run compared from (e.g. last month's)")
     compare.add_argument("run_b", metavar="RUN_B", help="the run compared to")
     compare.add_argument("--arm", default=None, metavar="NAME", help="the arm of RUN_A (and of RUN_B unless --arm-b)")
     compare.add_argument("--arm-b", default=None, metavar="NAME", help="the arm of RUN_B when its name differs")
-    compare.add_argument("--differ-in", action="append", choices=list(RESPECTS), default=None,
+    compare.add_argument("--differ-in", action="append", choices=list(COMPARE_RESPECTS), default=None,
                          help="the respect the runs are meant to differ in (model covers pinned and served ids); "
                               "repeatable, but more than one is not a comparison of one change")
     warehouse_arg(compare)
@@ -328,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "router; the default), 0 = independent")
     planner.add_argument("--half-width", type=float, default=None, metavar="PTS",
                          help="target 95%% half-width in points (e.g. 5 for +-5)")
-    planner.add_argument("--power", type=float, default=0.8, help="power for the detectable drop (default 0.8)")
+    planner.add_argument("--power", type=float, default=0.8, metavar="P", help="power for the detectable drop (default 0.8)")
     planner.set_defaults(func=cmd_plan)
 
     fit = commands.add_parser(
@@ -336,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fit the 'none' cut-off of an arm's offline router (lexical, embedding or trained; or the router "
         "of a routed arm) on one half of its task-set version (a sha256 hash split of the request ids), confirm "
         "it on the other half and write it as a file the experiment names with `abstain_cutoff: FILE`.")
-    fit.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
+    fit.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE",
+                     help="e.g. tasksets/support/experiments/routers.yaml")
     fit.add_argument("--arm", required=True, metavar="NAME", help="the arm whose router is fitted")
     fit.add_argument("--out", default=None, metavar="FILE",
                      help="where to write it (default: cutoffs/ARM-VERSION.json beside the experiment)")
@@ -348,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Learn a decision model from a task-set version's labelled requests: a conditional logit over "
         "MiniLM cosine, BM25 and kNN-to-examples features per (request, tool), 'none' as an option of its own, "
         "temperature-calibrated on cross-fitted held-out predictions. Offline: nothing is downloaded.")
-    train.add_argument("version_path", metavar="TASKSET_VERSION_PATH")
+    train.add_argument("version_path", metavar="TASKSET_VERSION_PATH", help="e.g. tasksets/support/v1.jsonl")
     train.add_argument("--out", required=True, metavar="FILE", help="the model file to write (JSON)")
     train.add_argument("--catalogue", action="append", default=None, metavar="NAME",
                        help="catalogue offered with requests that have no tools of their own (repeatable; "
@@ -360,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="run the label checks on a task-set version",
                                    description="Run the Great Expectations label checks on one version file "
                                    "(e.g. tasksets/support/v1.jsonl) and print what was checked.")
-    validate.add_argument("version_path", metavar="TASKSET_VERSION_PATH")
+    validate.add_argument("version_path", metavar="TASKSET_VERSION_PATH", help="e.g. tasksets/support/v1.jsonl")
     validate.add_argument("--catalogue", action="append", default=None, metavar="NAME",
                           help="catalogue the labels must come from (repeatable; default: every catalogue of the set)")
     validate.add_argument("--weights", default=None, metavar="WINDOW", help="also check weights/WINDOW.json")
@@ -373,44 +414,47 @@ def build_parser() -> argparse.ArgumentParser:
     sources = importer.add_subparsers(dest="source", required=True, metavar="SOURCE", parser_class=CommandAfterDashes)
     bfcl = sources.add_parser(
         "bfcl", help="BFCL v4 JSON Lines (multiple, live_multiple, live_irrelevance)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Import a BFCL v4 questions file and its possible_answer file, or several\n"
-        "files as slices of one set. Labels come from the answers file (an empty\n"
-        "ground_truth means 'none') or, for a file where no offered tool fits any\n"
-        "request, from --label-none; never from a file's name.",
+        formatter_class=JobsHelpFormatter,
+        description="Import a BFCL v4 questions file and its possible_answer file, or several files as slices of "
+        "one set. Labels come from the answers file (an empty ground_truth means 'none') or, for a file where no "
+        "offered tool fits any request, from --label-none; never from a file's name.",
         epilog="example (answerable and irrelevant requests, two slices of one set):\n"
         "  tooleval import bfcl \\\n"
         "    --slice answerable=live_multiple.json,live_multiple_answers.json \\\n"
         "    --slice irrelevant=live_irrelevance.json --label-none irrelevant \\\n"
         "    --out /tmp/bfcl-live")
-    bfcl.add_argument("questions", nargs="?", default=None, metavar="QUESTIONS_JSONL")
-    bfcl.add_argument("answers", nargs="?", default=None, metavar="ANSWERS_JSONL")
+    bfcl.add_argument("questions", nargs="?", default=None, metavar="QUESTIONS_JSONL",
+                      help="e.g. BFCL_v4_multiple.json (JSON Lines)")
+    bfcl.add_argument("answers", nargs="?", default=None, metavar="ANSWERS_JSONL",
+                      help="its possible_answer file (omit with --label-none)")
     bfcl.add_argument("--slice", action="append", metavar="NAME=QUESTIONS[,ANSWERS]",
                       help="one file as one slice of the set (repeatable)")
     bfcl.add_argument("--label-none", action="append", nargs="?", const="", metavar="SLICE",
                       help="every request of the file (or of --slice SLICE) expects 'none': no offered tool fits")
-    bfcl.add_argument("--out", required=True, metavar="DIR")
+    bfcl.add_argument("--out", required=True, metavar="DIR", help="the task-set folder to write")
     bfcl.set_defaults(func=cmd_import_bfcl)
     metatool = sources.add_parser("metatool", help="MetaTool plugin_des.json and a Query,Tool CSV",
                                   description="Import MetaTool's tool descriptions and single-tool queries.")
-    metatool.add_argument("plugin_des", metavar="PLUGIN_DES_JSON")
-    metatool.add_argument("queries", metavar="QUERIES_CSV")
-    metatool.add_argument("--out", required=True, metavar="DIR")
+    metatool.add_argument("plugin_des", metavar="PLUGIN_DES_JSON", help="the tools: name and description")
+    metatool.add_argument("queries", metavar="QUERIES_CSV", help="Query,Tool rows, one tool per query")
+    metatool.add_argument("--out", required=True, metavar="DIR", help="the task-set folder to write")
     metatool.set_defaults(func=cmd_import_metatool)
     mcp = sources.add_parser(
         "mcp", help="the tools an MCP server lists, as catalogue NAME-vN of a task set",
-        usage="%(prog)s NAME --taskset DIR [--cwd DIR] [--env KEY=VALUE] -- COMMAND [ARGS...]\n"
+        usage="%(prog)s NAME --taskset DIR [--cwd DIR] [--env KEY=VALUE]\n"
+        "                                -- COMMAND [ARGS...]\n"
         "       %(prog)s NAME --taskset DIR --url URL",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Start an MCP server (its command after `--`, over stdio) or reach one (--url, streamable\n"
-        "HTTP), list every tool and write DIR/catalogues/NAME-v1.json: the tools (name, description,\n"
-        "inputSchema as parameters), their annotations, and the server's name, version and content hash.\n"
-        "Importing again writes NAME-v2.json (previous: NAME-v1) and says what changed, or nothing when\n"
-        "the tools are the same. Env values are passed to the server, never written.",
+        formatter_class=JobsHelpFormatter,
+        description="Start an MCP server (its command after `--`, over stdio) or reach one (--url, streamable "
+        "HTTP), list every tool and write DIR/catalogues/NAME-v1.json: the tools (name, description, inputSchema as "
+        "parameters), their annotations, and the server's name, version and content hash. Importing again writes "
+        "NAME-v2.json (previous: NAME-v1) and says what changed, or nothing when the tools are the same. Env values "
+        "are passed to the server, never written.",
         epilog="example:\n"
         "  tooleval import mcp memory --taskset tasksets/mcp_office \\\n"
         "    --env MEMORY_FILE_PATH='{state_dir}/memory.jsonl' \\\n"
-        "    -- node tasksets/mcp_office/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+        "    --cwd tasksets/mcp_office \\\n"
+        "    -- node node_modules/@modelcontextprotocol/server-memory/dist/index.js")
     mcp.tail_dest = "server_command"
     mcp.add_argument("name", metavar="NAME", help="the catalogue's base name (letters, digits, '_', '-')")
     mcp.add_argument("--taskset", required=True, metavar="DIR", help="the task-set folder (it must exist)")
@@ -426,27 +470,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _raised(error: BaseException, module: str, name: str) -> bool:
+    """Whether ``error`` is ``module.name``, without importing ``module``: an error of a module that was never
+    imported cannot be one of its classes."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(error, getattr(loaded, name))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except InputError as error:
-        print(f"tooleval: bad input, nothing was run or written:\n{error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except FileNotFoundError as error:
-        print(f"tooleval: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except WarehouseBusy as busy:
-        print(f"tooleval: {busy}; try again once the other process has closed it", file=sys.stderr)
-        return EXIT_NOT_REGISTERED
     except BrokenPipeError:  # `tooleval ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:
         print("tooleval: interrupted; landed rows are kept and completed selections are cached: rerun to resume",
               file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 - the last line of defence: a message, not a traceback
+        if _raised(error, "tasks.files.input_errors", "InputError"):
+            print(f"tooleval: bad input, nothing was run or written:\n{error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if isinstance(error, FileNotFoundError):
+            print(f"tooleval: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if _raised(error, "warehouse.connect", "WarehouseBusy"):
+            print(f"tooleval: {error}; try again once the other process has closed it", file=sys.stderr)
+            return EXIT_NOT_REGISTERED
+        from flows.crash import report_crash
+
         return report_crash(error, [p for p in (getattr(args, "warehouse", None), getattr(args, "out", None)) if p])
 
 

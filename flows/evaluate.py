@@ -23,11 +23,13 @@ from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.progress import UnitProgress, done_for_good
+from flows.stop_on_signal import retake, watch_progress
 from schemas.criteria import Verdict
 from tasks.drill_points import reached
 from tasks.experiment.criteria import register_criteria
 from tasks.report.publish import judge_and_publish
 from tasks.report.report_types import Report
+from tasks.run.item_counter import in_flight
 from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
 from tasks.run.prepare_run import prepare_once
 from tasks.run.registration_records import new_run_id, registration_records
@@ -178,6 +180,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     then says so. ``trace`` (otlp://HOST:PORT) sends the run's OpenInference traces, overriding the
     experiment's ``tracing:`` block. The task runner is set with ``evaluate.with_options(task_runner=...)``, see
     ``flows/task_runners.py``."""
+    retake()  # the tooleval command's prompt stop on SIGTERM, not Prefect's wait for the calls in flight
     started_at = datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
     run_id = run_id or new_run_id(started_at)
@@ -206,7 +209,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     with _few_collections():
         futures = run_unit_task.map(units, ctx=unmapped(ctx))
         progress = UnitProgress(len(units), sum(unit.n_items for unit in units), counted=kind.words.counted,
-                                doing=kind.words.doing, log=get_run_logger().info).start()
+                                doing=kind.words.doing, log=get_run_logger().info, in_flight=in_flight).start()
+        watch_progress(progress)  # what a signal's message says landed
         for future in as_completed(list(futures)):  # progress as units finish, in any order
             done = future.result(raise_on_failure=False)
             if isinstance(done, UnitResult):  # a failed unit raises below, after every unit has finished

@@ -1,4 +1,4 @@
-"""How every ``tooleval`` command ends: one exit code per way, documented in the README."""
+"""How every ``tooleval`` command ends: one exit code per way, documented in docs/reference/exit-codes.md."""
 
 from __future__ import annotations
 
@@ -21,6 +21,12 @@ EXIT_CRASHED = 6
 EXIT_NOT_COMPARABLE = 7
 """``tooleval compare``: the two runs' arms differ in more than the declared respect (catalogue, prompt, pinned or
 served model id, selector, task-set version); the message names each differing id on both sides."""
+
+EXIT_INTERRUPTED = 130
+"""Stopped by SIGINT (Ctrl-C): 128 + 2, the shell's convention. The run stopped within about a second, without
+waiting for the calls in flight; finished items are cached and landed rows kept: rerun to resume."""
+EXIT_TERMINATED = 143
+"""Stopped by SIGTERM (``kill``, a CI time-out, a container stop): 128 + 15, the shell's convention; as 130."""
 
 
 def verdict_exit_code(verdict: object) -> int:

@@ -28,6 +28,9 @@ def main() -> int:
     argv = sys.argv[1:]
     if (argv[:1] == ["run"] or argv[:2] == ["tasks", "run"]) and not {"-h", "--help"} & set(argv):
         announce(first_line(argv))  # the first line at once, before ~2-4 s of imports
+        from flows.stop_on_signal import install
+
+        install("tooleval run" if argv[:1] == ["run"] else "tooleval tasks run")  # a signal stops the run at once
         from flows.prefect_server import spawn_early
         from flows.prefect_settings import apply_prefect_defaults
 
@@ -43,9 +46,10 @@ def main() -> int:
         if stop.code is not None and not isinstance(stop.code, int):
             print(stop.code, file=sys.stderr)
     finally:
-        from flows.prefect_server import stop_early  # imported by now (the CLI uses it)
+        if "flows.prefect_server" in sys.modules:  # a command that may have started a server (--help did not)
+            from flows.prefect_server import stop_early
 
-        stop_early()
+            stop_early()
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             try:

@@ -1,6 +1,6 @@
 """The pre-change flow: run one experiment file before a catalogue change (the manual deployment).
 
-The evaluate flow as a subflow, with the task runner chosen by a parameter (``thread``, ``dask``, ``ray``).
+The evaluate flow as a subflow, with the task runner chosen by a parameter (``thread`` or ``dask``).
 The flow run ends **Failed** when the run's exit code would be non-zero (a gate failed, not judged, a model
 served other than its pin, not registered yet) and **Completed** when every gate passed or there are no
 criteria; its log states the verdict line, and the markdown report and the per-gate table are artifacts

@@ -6,8 +6,13 @@ pipe, a file, CI, a deployment's worker) a plain line every ``TOOLEVAL_PROGRESS_
 10) and a last one when the units are done: on stderr when the ``tooleval`` command runs the flow, through
 the flow run's logger (INFO) otherwise. Progress never goes to stdout, which holds the report.
 
-Kept cheap: one clock read per finished unit, a write at most every 0.2 s on a terminal; this module
-imports nothing heavy (the console script imports it before anything else; textwrap and shutil are small).
+The lines are driven by a timer, not only by finished units: a unit of a slow hosted model can run for many
+minutes, and a line still comes every ``TOOLEVAL_PROGRESS_EVERY_S`` seconds (every second on a terminal),
+counting the items finished inside the units still running (``in_flight``: tasks/run/item_counter.py, which
+the units bump as each item ends), the units running and the time elapsed.
+
+Kept cheap: one clock read per finished unit, a write at most every 0.2 s on a terminal, one timer thread;
+this module imports nothing heavy (the console script imports it before anything else; textwrap and shutil are small).
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ import os
 import shutil
 import sys
 import textwrap
+import threading
 import time
 from typing import Callable, TextIO
 
 EVERY_ENV = "TOOLEVAL_PROGRESS_EVERY_S"
 DEFAULT_EVERY_S = 10.0
 REDRAW_S = 0.2
+TICK_ON_TERMINAL_S = 1.0
+"""On a terminal the timer redraws the line every second (the elapsed time and the items inside units move)."""
 
 _announced: set[str] = set()
 _done: list[str] = []
@@ -86,7 +94,8 @@ class UnitProgress:
     def __init__(self, total_units: int, total_rows: int, *, counted: str = "rows", doing: str = "selecting",
                  stream: TextIO | None = None,
                  log: Callable[[str], None] | None = None, live: bool | None = None,
-                 every_s: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 every_s: float | None = None, clock: Callable[[], float] = time.monotonic,
+                 in_flight: Callable[[], tuple[int, int]] | None = None) -> None:
         self.total_units, self.total_rows = total_units, total_rows
         self.counted, self.doing = counted, doing
         self.units = self.rows = self.cache_hits = 0
@@ -100,34 +109,70 @@ class UnitProgress:
                 every_s = DEFAULT_EVERY_S
         self.every_s = every_s
         self.clock = clock
+        self.in_flight = in_flight
+        """(units running, items finished inside them), or None when nothing counts them."""
         self.started = clock()
         self._last = self.started
         self._width = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
 
-    def status(self) -> str:
+    def status(self, ticking: bool = False) -> str:
+        """The line: units, items (those finished inside running units included), rate, cache hits, time
+        left; on a timer's line also the units running and the time elapsed."""
         elapsed = max(self.clock() - self.started, 1e-9)
-        rate = self.rows / elapsed
-        left = (self.total_rows - self.rows) / rate if rate > 0 else None
+        running, inside = self.in_flight() if self.in_flight is not None else (0, 0)
+        running = min(running, self.total_units - self.units)
+        done = min(self.rows + inside, self.total_rows)
+        rate = done / elapsed
+        left = (self.total_rows - done) / rate if rate > 0 else None
         eta = "done" if self.units >= self.total_units else (f"ETA {duration(left)}" if left is not None else "ETA ?")
-        return (f"units {self.units:,}/{self.total_units:,} · {self.counted} {self.rows:,}/{self.total_rows:,} · "
-                f"{rate:,.0f} {self.counted}/s · {self.cache_hits:,} cached · {eta}")
+        rate_text = f"{rate:,.0f}" if rate >= 10 or rate == 0 else f"{rate:,.2f}"
+        line = (f"units {self.units:,}/{self.total_units:,} · {self.counted} {done:,}/{self.total_rows:,} · "
+                f"{rate_text} {self.counted}/s · {self.cache_hits:,} cached · {eta}")
+        if ticking and self.units < self.total_units:
+            line += (f" · {running:,} unit{'s' if running != 1 else ''} running" if running else "") + \
+                f" · {duration(elapsed)} elapsed"
+        return line
 
     def start(self) -> "UnitProgress":
-        """Say at once that the units have started (the line a terminal then redraws)."""
+        """Say at once that the units have started (the line a terminal then redraws), and start the timer
+        that writes a line every ``every_s`` seconds while no unit finishes."""
         self._emit(f"units 0/{self.total_units:,} · {self.counted} 0/{self.total_rows:,} · {self.doing} ...", final=False)
+        interval = TICK_ON_TERMINAL_S if self.live else self.every_s
+        if interval > 0 and self._timer is None and self.clock is time.monotonic:  # a test's clock ticks by hand
+            self._timer = threading.Thread(target=self._tick, args=(interval,), name="tooleval-progress", daemon=True)
+            self._timer.start()
         return self
 
+    def _tick(self, interval: float) -> None:
+        while not self._stop.wait(max(interval - (self.clock() - self._last), 0.05)):
+            self.tick(interval)
+
+    def tick(self, interval: float | None = None) -> None:
+        """The timer's line, when nothing was written for ``interval`` seconds (default ``every_s``)."""
+        interval = interval if interval is not None else (TICK_ON_TERMINAL_S if self.live else self.every_s)
+        with self._lock:
+            if self._stop.is_set() or self.clock() - self._last < interval * 0.999:
+                return
+            self._last = self.clock()
+            self._emit(self.status(ticking=True), final=False)
+
     def update(self, n_rows: int, n_cache_hits: int = 0) -> None:
-        self.units += 1
-        self.rows += n_rows
-        self.cache_hits += n_cache_hits
-        now = self.clock()
-        if now - self._last >= (REDRAW_S if self.live else self.every_s):
-            self._last = now
-            self._emit(self.status(), final=False)
+        with self._lock:
+            self.units += 1
+            self.rows += n_rows
+            self.cache_hits += n_cache_hits
+            now = self.clock()
+            if now - self._last >= (REDRAW_S if self.live else self.every_s):
+                self._last = now
+                self._emit(self.status(), final=False)
 
     def finish(self) -> None:
-        self._emit(self.status() + f" · {duration(self.clock() - self.started)}", final=True)
+        self._stop.set()
+        with self._lock:
+            self._emit(self.status() + f" · {duration(self.clock() - self.started)}", final=True)
 
     def _columns(self) -> int:
         try:

@@ -8,11 +8,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from flows import api
+from flows.cli_help import WAREHOUSE_HELP
 from flows.exit_codes import EXIT_OK, verdict_exit_code
 from flows.progress import announce, folded, report_on_stderr
-from tasks.instruments import instrument
-from tasks.report.render import print_summary_line, render_markdown, render_terminal
+
+TASK_RUNNERS = ("thread", "dask")
+"""``--task-runner``'s choices: flows/task_runners.py RUNNERS (a test keeps them equal), written out here so the
+parser needs no Prefect."""
 
 
 def count_at_least(minimum: int):
@@ -40,13 +42,13 @@ def amount(text: str) -> float:
 
 
 def warehouse_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--warehouse", metavar="DIR", default=None,
-                        help="warehouse directory (default: $TOOLEVAL_WAREHOUSE, else warehouse/ in the checkout)")
+    parser.add_argument("--warehouse", metavar="DIR", default=None, help=WAREHOUSE_HELP)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags every run takes, whichever instrument its experiment is for (``run``, ``tasks run``)."""
-    parser.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE")
+    parser.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE",
+                        help="e.g. tasksets/support/experiments/ladder.yaml")
     warehouse_arg(parser)
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not fill the result cache")
     parser.add_argument("--max-spend-usd", type=amount, default=None, metavar="USD",
@@ -58,7 +60,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-provisional", action="store_true",
                         help="measure versions whose labels are still provisional (production hints); the report "
                              "says so")
-    parser.add_argument("--task-runner", choices=["thread", "dask", "ray"], default=None,
+    parser.add_argument("--task-runner", choices=TASK_RUNNERS, default=None,
                         help="where the work units run (default: $TOOLEVAL_TASK_RUNNER, else thread)")
     parser.add_argument("--trace", default=None, metavar="otlp://HOST:PORT",
                         help="send the run's OpenInference traces (a trace per row or per task run, with the "
@@ -71,6 +73,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``tooleval run`` and ``tooleval tasks run``: any experiment, by the instrument its arms name."""
     command = "tooleval tasks run" if getattr(args, "tasks_command", None) else "tooleval run"
     announce(f"{command} {args.experiment}: checking the experiment and its task set, starting Prefect ...")
+    from flows.stop_on_signal import install
+
+    install(command)  # SIGTERM / SIGINT stop the run at once (flows/stop_on_signal.py); idempotent
+    from flows import api
+    from tasks.instruments import instrument
+    from tasks.report.render import print_summary_line, render_terminal
+
     report_on_stderr()  # the flow's progress lines go to this command's stderr
     outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
@@ -124,6 +133,8 @@ def _warn_unpinned_cache(summary) -> None:
 
 def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
     """Calls and spend of hosted models, the resume hint when a cap stopped the run, and model halts."""
+    from tasks.instruments import instrument
+
     if summary.n_calls or summary.n_budget_stopped:
         caps = ", ".join(c for c in (f"max {summary.max_calls:,} calls" if summary.max_calls is not None else "",
                                      f"max ${summary.max_spend_usd:,.2f}" if summary.max_spend_usd is not None else "")
@@ -145,6 +156,10 @@ def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
 
 
 def cmd_register(args: argparse.Namespace) -> int:
+    from flows import api
+    from tasks.instruments import instrument
+    from tasks.report.render import print_summary_line, render_terminal
+
     late = api.register(args.run_id, args.warehouse)
     render_terminal(late.published.report)
     print()
@@ -155,14 +170,18 @@ def cmd_register(args: argparse.Namespace) -> int:
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """``report`` and ``tasks report``: a run id (default: the latest run), the warehouse, the format."""
-    parser.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID")
+    parser.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID", help="default: the latest run")
     warehouse_arg(parser)
-    parser.add_argument("--format", choices=["text", "markdown"], default="text")
+    parser.add_argument("--format", choices=["text", "markdown"], default="text",
+                        help="text (for a terminal; the default) or markdown (for a pull request)")
     parser.set_defaults(func=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``tooleval report`` (the latest run of either instrument) and ``tooleval tasks report`` (of tasks)."""
+    from flows import api
+    from tasks.report.render import render_markdown, render_terminal
+
     report = api.report(args.run_id, args.warehouse, "surface" if getattr(args, "tasks_command", None) else None)
     if args.format == "markdown":
         print(render_markdown(report))

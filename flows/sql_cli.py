@@ -11,15 +11,17 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from typing import Iterator, TextIO
+from typing import TYPE_CHECKING, Iterator, TextIO
 
-from flows import api
 from flows.exit_codes import EXIT_BAD_INPUT, EXIT_OK
-from tasks.report.sql_session import SqlError, SqlSession, describe_snapshot, render_csv, render_table
+from flows.run_cli import warehouse_arg
+
+if TYPE_CHECKING:
+    from tasks.report.sql_session import SqlSession
 
 PROMPT, CONTINUED = "tooleval> ", "     ...> "
 HELP = """Statements end with ';' and may span lines. The views and tables of the warehouse are at hand
-(`.tables` lists them; README "Warehouse schema" documents them). The session reads a snapshot taken when it
+(`.tables` lists them; docs/reference/warehouse.md documents them). The session reads a snapshot taken when it
 started, so it never blocks a run; runs registered since are not in it until `.refresh`.
   .tables    views and tables        .refresh   take a new snapshot
   .help      this text               .quit      leave (or Ctrl-D)"""
@@ -34,8 +36,7 @@ def add_sql_parser(commands: argparse._SubParsersAction) -> None:
         "a second), so a run registering at the same time is not blocked.")
     sql.add_argument("query", nargs="?", default=None, metavar="QUERY",
                      help="e.g. \"select arm, slice, accuracy from aggregate_accuracy\"")
-    sql.add_argument("--warehouse", metavar="DIR", default=None,
-                     help="warehouse directory (default: $TOOLEVAL_WAREHOUSE, else warehouse/ in the checkout)")
+    warehouse_arg(sql)
     sql.add_argument("--format", choices=["table", "csv"], default="table",
                      help="table (aligned; one record per block when wider than the terminal) or csv")
     sql.add_argument("--max-rows", type=int, default=1000, metavar="N",
@@ -45,6 +46,8 @@ def add_sql_parser(commands: argparse._SubParsersAction) -> None:
 
 def _print(session: SqlSession, text: str, args: argparse.Namespace) -> bool:
     """Run ``text`` and print its results; False when DuckDB refused it (the message on stderr)."""
+    from tasks.report.sql_session import SqlError, render_csv, render_table
+
     try:
         results = session.run(text, None if args.format == "csv" else args.max_rows)
     except SqlError as error:
@@ -84,6 +87,8 @@ def _statements(stream: TextIO, interactive: bool) -> Iterator[str]:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    from flows import api
+
     session = api.sql_session(args.warehouse)
     try:
         return _session(session, args)
@@ -92,6 +97,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def _session(session: SqlSession, args: argparse.Namespace) -> int:
+    from tasks.report.sql_session import describe_snapshot
+
     snapshot = session.refresh()
     if args.query is not None:
         return EXIT_OK if _print(session, args.query, args) else EXIT_BAD_INPUT

@@ -1,4 +1,4 @@
-"""Where the selection tasks run: one setting, ``thread`` (default), ``dask`` or ``ray``.
+"""Where the work units run: one setting, ``thread`` (default) or ``dask``.
 
 Given as ``--task-runner`` (CLI), the ``task_runner`` parameter (pre-change and weekly flows, hence the
 deployments), or the environment variable ``TOOLEVAL_TASK_RUNNER``; applied with
@@ -9,10 +9,10 @@ deployments), or the environment variable ``TOOLEVAL_TASK_RUNNER``; applied with
   installs it; imported only when chosen): the scheduler at ``TOOLEVAL_DASK_ADDRESS`` (e.g.
   ``tcp://scheduler:8786``), else a local cluster of ``TOOLEVAL_DASK_WORKERS`` worker processes (2) with
   ``TOOLEVAL_DASK_THREADS`` threads each (1);
-- ``ray``: prefect-ray on the Ray cluster at ``TOOLEVAL_RAY_ADDRESS`` (else a local one); needs
-  ``pip install prefect-ray``.
+Ray is not offered: no Ray runner has ever run a tooleval flow here (prefect-ray is not a dependency and no
+test covers it), so ``ray`` is refused with a message rather than offered and left to fail in a worker.
 
-Dask and Ray workers are other processes and report their task runs to the flow's Prefect API, so the API
+Dask workers are other processes and report their task runs to the flow's Prefect API, so the API
 must be a server they can reach. Deployments always have one; ``tooleval run`` (flows/api.py) starts one
 temporary local server for the run when ``PREFECT_API_URL`` is unset and hands its URL to the workers.
 
@@ -27,14 +27,16 @@ import os
 from typing import Any
 
 from tasks.files.input_errors import InputError
-from flows.evaluate import MAX_WORKERS, evaluate
 
 ENV_VAR = "TOOLEVAL_TASK_RUNNER"
-RUNNERS = ("thread", "dask", "ray")
+RUNNERS = ("thread", "dask")
 
 
 def runner_name(name: str | None = None) -> str:
     chosen = (name or os.environ.get(ENV_VAR) or "thread").strip().lower()
+    if chosen == "ray":
+        raise InputError.one(ENV_VAR if not name else "--task-runner", chosen, "task-runner",
+                             "one of thread, dask: a Ray runner is not supported (never run or tested here)")
     if chosen not in RUNNERS:
         raise InputError.one(ENV_VAR if not name else "--task-runner", chosen, "task-runner",
                              f"one of {', '.join(RUNNERS)}")
@@ -47,6 +49,8 @@ def task_runner_for(name: str | None = None) -> Any:
     setting = "--task-runner" if name else ENV_VAR
     if chosen == "thread":
         from prefect.task_runners import ThreadPoolTaskRunner
+
+        from flows.evaluate import MAX_WORKERS
 
         return ThreadPoolTaskRunner(max_workers=MAX_WORKERS)
     if chosen == "dask":
@@ -65,16 +69,12 @@ def task_runner_for(name: str | None = None) -> Any:
             "processes": True,
             "dashboard_address": None,
         })
-    try:
-        from prefect_ray import RayTaskRunner
-    except ImportError:
-        raise InputError.one(setting, "ray", "task-runner-installed",
-                             "the Ray runner needs prefect-ray: pip install prefect-ray==0.6.0") from None
-    return RayTaskRunner(address=os.environ.get("TOOLEVAL_RAY_ADDRESS"))
 
 
 def evaluate_on(name: str | None = None):
     """The evaluate flow with the chosen task runner."""
+    from flows.evaluate import evaluate  # Prefect: imported only to run
+
     if runner_name(name) == "thread":
         return evaluate
     return evaluate.with_options(task_runner=task_runner_for(name))

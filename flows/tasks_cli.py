@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import argparse
 
-from flows import api
 from flows.exit_codes import EXIT_OK
 from flows.run_cli import add_report_arguments, add_run_arguments
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
+    from flows import api
+
     print(api.validate_tasks(args.tasks_path, args.surface))
     return EXIT_OK
 
 
 def cmd_tasks_catalogue(args: argparse.Namespace) -> int:
+    from flows import api
+
     print(api.write_catalogue(args.surface_file, args.out))
     return EXIT_OK
 
@@ -25,7 +28,7 @@ def cmd_tasks_catalogue(args: argparse.Namespace) -> int:
 def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
     tasks = commands.add_parser("tasks", help="tasks done on a tool surface: run, report, validate, catalogue",
                                 description="Multi-step tasks with fixtures and outcome assertions, run by an agent "
-                                "on a tool surface (see the README section 'Tasks done on a tool surface').")
+                                "on a tool surface (see docs/surface/index.md).")
     actions = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
     run = actions.add_parser("run", help="run a task experiment and print its report (as `tooleval run` does)",
                              description="Resolve the arms, check surfaces and tasks, run every arm x seed x task, "
@@ -37,7 +40,7 @@ def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
     validate = actions.add_parser("validate", help="check a task-set version against its surfaces",
                                   description="Load a tasks file (e.g. tasksets/support_tasks/t1.jsonl), check every "
                                   "rule against the surfaces and print what was checked.")
-    validate.add_argument("tasks_path", metavar="TASKS_JSONL")
+    validate.add_argument("tasks_path", metavar="TASKS_JSONL", help="e.g. tasksets/support_tasks/t1.jsonl")
     validate.add_argument("--surface", action="append", default=None, metavar="NAME",
                           help="surface to check against (repeatable; default: every surface of the task set)")
     validate.set_defaults(func=cmd_tasks_validate)
@@ -45,6 +48,7 @@ def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
                                    description="Write the tools a surface offers, names and descriptions as transformed, "
                                    "as a selection catalogue file, so a prefix or rename can be a rung of a selection "
                                    "experiment too.")
-    catalogue.add_argument("surface_file", metavar="SURFACE_YAML")
-    catalogue.add_argument("--out", required=True, metavar="CATALOGUE_JSON")
+    catalogue.add_argument("surface_file", metavar="SURFACE_YAML",
+                           help="e.g. tasksets/support_tasks/surfaces/legacy_namespaced.yaml")
+    catalogue.add_argument("--out", required=True, metavar="CATALOGUE_JSON", help="the catalogue file to write")
     catalogue.set_defaults(func=cmd_tasks_catalogue)

@@ -23,6 +23,7 @@ POINTS = {
     "label-checks": "the label checks of a task-set version are about to run (before Prefect is used)",
     "server-started": "the temporary Prefect server answers; no flow has run yet",
     "unit-selecting": "a work unit is about to call its selector for its cache misses",
+    "judge-calling": "a judged arm's chat call is done and kept apart; its judge is about to be asked",
     "unit-selected": "a work unit's selector returned; its answers are not cached yet (in flight)",
     "unit-landed": "a work unit's rows are cached and landed as Parquet",
     "all-landed": "every unit has landed; the run's records are not saved yet",

@@ -11,6 +11,15 @@ A *script* is a function ``(Seen) -> Reply`` (``Seen`` is the parsed request, wi
 earlier requests carried the same conversation, tools and tool choice, so a script can fail the first
 attempts and then answer). ``oracle(...)`` builds a script from a map of request text -> expected tool.
 
+Quirks of servers nobody here wrote, reproduced on request (``ProviderServer`` options), so tests hold them:
+
+- ``tools_need_choice`` (llama-cpp-python, ``--chat_format chatml-function-calling``): a request that carries
+  no ``tool_choice`` is rendered with no tools: the script sees none (``Seen.tools`` empty);
+- ``refuse_null_content`` (llama-cpp-python): an assistant message with ``"content": null`` is answered
+  HTTP 500 with the pydantic validation error naming ``messages.N.content``, as its server does;
+- ``functions_text(name)``: the reply ``functions.NAME:`` as text, no tool call (what llama-cpp-python's
+  chatml-function-calling returns when it does not parse the model's call).
+
 Multi-turn conversations (an agent loop sends the tool calls it got and their results back): ``Seen.turn``
 is how many assistant turns the conversation already holds (0 on the first request), ``Seen.tool_results``
 the (content, is_error) results that answered the last one, and ``Seen.calls_so_far`` every earlier call as
@@ -79,6 +88,11 @@ def text_reply(text: str = "Happy to help! Could you tell me a little more?", **
     return Reply(text=text, **kwargs)
 
 
+def functions_text(name: str, **kwargs: Any) -> Reply:
+    """A tool call written as text, as llama-cpp-python's chatml-function-calling hands it back unparsed."""
+    return Reply(text=f"functions.{name}:", **kwargs)
+
+
 def status_reply(status: int, retry_after: float | None = None, **kwargs: Any) -> Reply:
     headers = dict(kwargs.pop("headers", {}))
     if retry_after is not None:
@@ -99,6 +113,8 @@ class Seen:
     tools: tuple[str, ...]
     tool_choice: str | None
     """None (auto), 'none', 'required' or the forced tool's wire name."""
+    tool_choice_sent: bool
+    """The request carried a tool_choice (any, "auto" included)."""
     top_logprobs: int | None
     max_tokens: int | None
     temperature: float | None
@@ -215,6 +231,8 @@ class PrefixCache:
         self._busy = [False] * slots
         self._written: set[str] = set()
         self._lock = threading.Lock()
+        self.tool_block_evaluations = 0
+        """OpenAI-compatible requests with tools whose tool block was not in the slot's cache (evaluated again)."""
 
     @staticmethod
     def _common(a: str, b: str) -> int:
@@ -247,8 +265,10 @@ class PrefixCache:
             free = [i for i, busy in enumerate(self._busy) if not busy]
             slot = max(free, key=lambda i: self._common(self._slots[i], prompt))
             self._busy[slot] = True
-            cached = min(_tokens(prompt[: self._common(self._slots[slot], prompt)]), total) \
-                if self._slots[slot] else 0
+            common = self._common(self._slots[slot], prompt) if self._slots[slot] else 0
+            cached = min(_tokens(prompt[:common]), total) if self._slots[slot] else 0
+            if body.get("tools") and common < len(tools):
+                self.tool_block_evaluations += 1
         try:
             time.sleep(self.per_token_s * (total - cached))
         finally:
@@ -262,8 +282,13 @@ class ProviderServer:
     """The server; a context manager that serves in a background thread on 127.0.0.1."""
 
     def __init__(self, script: Script = first_tool, api_key: str | None = None, latency_s: float = 0.0,
-                 port: int = 0, record: bool = True, prefix_cache: PrefixCache | None = None):
+                 port: int = 0, record: bool = True, prefix_cache: PrefixCache | None = None,
+                 tools_need_choice: bool = False, refuse_null_content: bool = False):
         self.script, self.api_key, self.latency_s, self.record = script, api_key, latency_s, record
+        self.tools_need_choice = tools_need_choice
+        """llama-cpp-python's quirk: without tool_choice in the request, the prompt holds no tools."""
+        self.refuse_null_content = refuse_null_content
+        """llama-cpp-python's quirk: an assistant message with content null is an HTTP 500."""
         self.prefix_cache = prefix_cache
         """When set, replies take the time and report the cached tokens its model of a prefix cache gives."""
         self.seen: list[Seen] = []
@@ -369,6 +394,9 @@ class ProviderServer:
             else:
                 tool_choice = None if choice in (None, "auto") else choice
             max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+        sent = "tool_choice" in body
+        if self.tools_need_choice and not sent:
+            tools = ()  # rendered without tools: the model never sees them
         user_text = next((c for r, c in reversed(messages) if r == "user"), "")
         top = body.get("top_logprobs") if body.get("logprobs") else None
         key = json.dumps([api, body.get("model"), messages, tools, tool_choice, top], sort_keys=True)
@@ -379,7 +407,8 @@ class ProviderServer:
             attempt = self._attempts.get(key, 0)
             self._attempts[key] = attempt + 1
         return Seen(api=api, model=body.get("model", ""), system=system, user_text=user_text,
-                    messages=tuple(messages), tools=tools, tool_choice=tool_choice, top_logprobs=top,
+                    messages=tuple(messages), tools=tools, tool_choice=tool_choice, tool_choice_sent=sent,
+                    top_logprobs=top,
                     max_tokens=max_tokens, temperature=body.get("temperature"), seed=body.get("seed"),
                     anthropic_version=headers.get("anthropic-version"), authorized=self._authorized(headers, api),
                     body=body, attempt=attempt, turn=turn, tool_results=results, calls_so_far=calls)
@@ -456,6 +485,17 @@ class ProviderServer:
             usage.update(input_tokens=total - read - written, cache_read_input_tokens=read,
                          cache_creation_input_tokens=written)
 
+    def refuse_message(self, api: str, body: dict[str, Any]) -> str | None:
+        """llama-cpp-python's answer to an assistant message with content null (``refuse_null_content``): its
+        pydantic validation error, which its server sends with HTTP 500 as an internal_server_error."""
+        if not self.refuse_null_content or api != "openai":
+            return None
+        for i, message in enumerate(body.get("messages") or []):
+            if message.get("role") == "assistant" and "content" in message and message["content"] is None:
+                return (f"1 validation error for CreateChatCompletionRequest\nmessages.{i}.typed-dict.content\n"
+                        "  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]")
+        return None
+
     @staticmethod
     def refuse_schema(api: str, body: dict[str, Any]) -> str | None:
         """The 400 the real services give a tool schema with a combinator at its root (or no object type)."""
@@ -521,6 +561,10 @@ class ProviderServer:
                                  or self.headers.get("x-api-key", ""))
                     # like the real services, the message echoes the key presented: clients must scrub it
                     self._error(api, 401, f"Incorrect API key provided: {presented}", "authentication_error", {})
+                    return
+                refused_message = server.refuse_message(api, body)
+                if refused_message:
+                    self._error(api, 500, refused_message, "internal_server_error", {})
                     return
                 refusal = server.refuse_schema(api, body)
                 if refusal:

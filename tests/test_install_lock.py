@@ -18,7 +18,7 @@ LOCK = (ROOT / "requirements.lock").read_text()
 RUNTIME_DIRS = ("flows", "tasks", "schemas", "warehouse")
 PROVIDED_BY_A_DECLARED_ONE = {
     "pydantic-core": "pydantic", "anyio": "mcp", "mcp-types": "mcp", "transformers": "sentence-transformers",
-    "torch": "the machine's CPU build (Makefile)", "prefect-ray": "an optional runner, named in its error",
+    "torch": "the machine's CPU build (Makefile)",
 }
 
 

@@ -1,7 +1,7 @@
 """The warehouse schema as markdown, generated from the models and the view headers.
 
-`python -m warehouse.schema_doc` prints it; `python -m warehouse.schema_doc --write README.md` puts it in
-the README between the markers (a test keeps the two equal).
+`python -m warehouse.schema_doc` prints it; `python -m warehouse.schema_doc --write` puts it in the documentation
+page docs/reference/warehouse.md between the markers (a test keeps the two equal).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from warehouse.tables import TABLES
 from warehouse.views import view_files
 
 BEGIN, END = "<!-- schema:begin -->", "<!-- schema:end -->"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "warehouse.md"
+REGENERATE = "python -m warehouse.schema_doc --write docs/reference/warehouse.md"
 
 
 def view_header(text: str) -> str:
@@ -43,15 +45,15 @@ def schema_markdown() -> str:
     return "\n".join(out)
 
 
-def write_into(readme: Path) -> None:
-    """Replace the text between the markers in `readme` with the current schema."""
-    text = readme.read_text()
+def write_into(page: Path = PAGE) -> None:
+    """Replace the text between the markers in `page` with the current schema."""
+    text = page.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END)
-    readme.write_text(text[:start] + schema_markdown() + text[end:])
+    page.write_text(text[:start] + schema_markdown() + text[end:])
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--write"]:
-        write_into(Path(sys.argv[2]))
+        write_into(Path(sys.argv[2]) if len(sys.argv) > 2 else PAGE)
     else:
         print(schema_markdown())

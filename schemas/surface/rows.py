@@ -11,11 +11,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.run_records import ArmRecord, RunRecord, UnitKey, UnitRow
 
-StopReason = Literal["model_stop", "max_calls", "max_turns", "max_tokens", "max_wall", "error", "empty_reply",
-                     "run_budget", "surface_error"]
+StopReason = Literal["model_stop", "text_call", "max_calls", "max_turns", "max_tokens", "max_wall", "error",
+                     "empty_reply", "run_budget", "surface_error"]
 """Why a run ended.
 
 - model_stop: the agent replied without calling a tool (it was done, or gave up);
+- text_call: the agent's reply wrote a tool call as text (``functions.NAME:``, ``<tool_call>{...}``: markup
+  the server did not return as a structured call); the call is recorded as invalid and ``as_text``, and
+  nothing is sent back (the agent's doing, or its server's chat template's: cached like model_stop);
 - max_calls / max_turns / max_tokens / max_wall: the task's budget was spent;
 - error: the provider failed after its retries (or served another model than the pin): never cached;
 - empty_reply: the reply was empty or cut short (no tool call, no text);
@@ -49,6 +52,10 @@ class CallRecord(BaseModel):
     arguments: str | None = Field(description="Arguments as compact JSON text (raw text when not JSON).")
     valid: bool = Field(description="An offered tool with arguments valid under its JSON schema: sent to the backend.")
     invalid_reason: str | None = Field(default=None, description="Why a call was invalid (never executed).")
+    as_text: bool = Field(default=False, description="An invalid call written as text in the reply (tool-call markup "
+                                                     "the server did not return as a structured call); named after "
+                                                     "the tool the markup names, else after the markup. The run "
+                                                     "stopped with text_call.")
     executed: bool = Field(description="The backend ran the call (valid, within the budget).")
     error: bool = Field(description="Executed and refused by the backend (missing record, permission, bad state).")
     error_detail: str | None = Field(default=None, description="The backend's refusal, as sent back to the agent.")
@@ -100,12 +107,14 @@ class TaskRunRow(UnitRow):
     tool_order: list[str] = Field(description="Tools offered, in the seed's order (names as offered).")
     success: bool = Field(description="Every part of the task's assertion held when the run ended.")
     failed_assertions: list[str] = Field(description="The parts that did not hold.")
-    stop_reason: StopReason = Field(description="model_stop / max_calls / max_turns / max_tokens / max_wall / error / "
-                                                "empty_reply / run_budget / surface_error.")
+    stop_reason: StopReason = Field(description="model_stop / text_call / max_calls / max_turns / max_tokens / "
+                                                "max_wall / error / empty_reply / run_budget / surface_error.")
     detail: str | None = Field(description="What went wrong when the run stopped on an error.")
     n_turns: int = Field(description="Agent turns.")
     n_calls: int = Field(description="Tool calls, every kind.")
-    invalid_calls: int = Field(description="Calls rejected by schema validation, never executed.")
+    invalid_calls: int = Field(description="Calls rejected by schema validation, never executed (text_calls "
+                                           "included).")
+    text_calls: int = Field(description="Of invalid_calls, tool calls written as text in a reply (as_text).")
     error_calls: int = Field(description="Calls executed and refused by the backend.")
     retries: int = Field(description="Calls repeating an earlier call's tool and arguments in this run.")
     irreversible_actions: int = Field(description="Executed, not refused calls of irreversible tools.")

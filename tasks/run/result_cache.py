@@ -106,6 +106,16 @@ class ResultCache(Generic[M]):
             self._connection.executemany(f"INSERT OR REPLACE INTO {self.spec.table} VALUES (?, ?)", rows)
         return len(rows)
 
+    @_os_errors
+    def discard_many(self, keys: Iterable[str]) -> None:
+        """Forget these keys (a stage kept until its finished result was cached)."""
+        keys = list(keys)
+        if self._connection is None or not keys:
+            return
+        with self._connection:
+            self._connection.execute("BEGIN")
+            self._connection.executemany(f"DELETE FROM {self.spec.table} WHERE key = ?", [(k,) for k in keys])
+
     def put(self, key: str, value: M) -> bool:
         """Store one value at once (it survives a kill the next instant); False when it may not be kept."""
         return self.put_many([(key, value)]) == 1

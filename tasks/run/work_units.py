@@ -18,6 +18,7 @@ import pyarrow as pa
 from tasks.drill_points import reached
 from tasks.experiment.resolve_experiment import ResolvedArm
 from tasks.instruments import instrument
+from tasks.run.item_counter import unit_done, unit_landed, unit_started
 from warehouse.parquet_store import write_partition
 from warehouse.tables import landed_folders
 
@@ -94,8 +95,8 @@ class RunContext:
     max_spend_usd: float | None = None
     """Spend cap of the run in US dollars, None for no cap."""
     prefix_lanes: bool = True
-    """Hosted selection arms: one (arm, seed) at a time per endpoint (``prefix_lanes``); off only to measure the
-    difference (benchmarks/prefix_cache.py)."""
+    """Hosted arms (selectors and task agents): one (arm, seed) at a time per endpoint (``prefix_lanes``); off only
+    to measure the difference (benchmarks/prefix_cache.py)."""
     trace: "TraceTarget | None" = None
     """Where the run's traces go (``--trace`` / the experiment's ``tracing:``); None: no tracing, no import."""
 
@@ -126,6 +127,11 @@ class UnitResult:
 
 def run_unit(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     """Run one unit by its instrument: the plain function behind the flow's Prefect task."""
-    result = instrument(unit.arm.instrument).run_unit(unit, ctx)
+    unit_started(unit.label)
+    try:
+        result = instrument(unit.arm.instrument).run_unit(unit, ctx)
+    finally:
+        unit_done(unit.label)  # its items now count as landed (or the unit failed), not as in flight
+    unit_landed(result.n_rows)
     reached("unit-landed", unit.label)  # its rows are cached and landed
     return result

@@ -4,24 +4,30 @@ Parquet (the table ``landed_rows``)."""
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
-from typing import ContextManager
+from contextlib import contextmanager, nullcontext
+from typing import ContextManager, Iterator
 
 from schemas.arrow import to_arrow_table
 from schemas.selection.rows import HostedTurn, Selection, SelectionRow
 from tasks.drill_points import reached
+from tasks.run.item_counter import item_finished
 from tasks.run.result_cache import CacheSpec, ResultCache
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 from tasks.selection.plan_batch import PlannedRequest, plan_batch
-from tasks.selection.prefix_lanes import lane_for
+from tasks.run.prefix_lanes import lane_for
 from tasks.selection.score_selection import score_selection
 from tasks.selectors.base import SelectionInput
+from tasks.selectors.judge import Unjudged
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.selectors.registry import selector_for
 
 SELECTIONS = CacheSpec(table="selections", column="selection", model=Selection,
                        keep=lambda selection: selection.outcome_hint != "error")
 """The selection cache: a request's selection under one arm and tool order; errors are never kept."""
+UNJUDGED = CacheSpec(table="unjudged_selections", column="stage", model=Unjudged,
+                     keep=lambda stage: stage.selection.outcome_hint != "error")
+"""Judged arms: a selection whose chat call is done and whose judge has not answered yet, under the same key,
+in the same file. Kept until the judged selection is cached; a resumed run then asks only the judge."""
 
 
 def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cache_hit: bool, ctx: RunContext) -> dict:
@@ -67,6 +73,34 @@ def _prefix_lane(selector: object, unit: WorkUnit, ctx: RunContext) -> ContextMa
     return lane_for((caller.kind, caller.endpoint)).hold((unit.arm.rung, unit.seed))
 
 
+def _keep(cache: ResultCache, key: str, answer: Selection, unit: WorkUnit,
+          stages: ResultCache | None = None) -> None:
+    """One answer, as it completes: cached at once (its chat stage, if one was kept, dropped), and counted
+    for the progress line."""
+    if cache.put_many([(key, answer)]) and stages is not None:
+        stages.discard_many([key])
+    item_finished(unit.label)
+
+
+def _keep_stage(ctx: RunContext, key: str, stage: Unjudged) -> None:
+    """A judged arm's chat call, kept before its judge is asked. Called in the endpoint's worker thread: a
+    connection of its own (SQLite connections stay in their thread; a few ms beside the judge's calls)."""
+    with ResultCache(ctx.cache_path, UNJUDGED) as stages:
+        stages.put(key, stage)
+
+
+@contextmanager
+def _chat_stages(selector: object, ctx: RunContext, keys: list[str]) -> Iterator[tuple[ResultCache | None, dict]]:
+    """For a judged arm: the stage cache, and the chat calls earlier runs made for these keys (input index ->
+    Unjudged); (None, {}) for an arm without a judge."""
+    if getattr(selector, "judge", None) is None or ctx.cache_path is None:
+        yield None, {}
+        return
+    with ResultCache(ctx.cache_path, UNJUDGED) as stages:
+        found = stages.get_many(keys)
+        yield stages, {i: found[key] for i, key in enumerate(keys) if key in found}
+
+
 def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     """The plain function: tested with no Prefect engine. The batch is planned here, where it runs
     (``plan_batch``): its per-request objects live as long as this call."""
@@ -83,8 +117,13 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
             # hosted selectors reserve each call in the run's ledger and hand over each answer as it
             # completes: cached at once, so a crash mid-batch repeats no completed call on resume
             reached("unit-selecting", unit.label)
+            keys = [p.cache_key for p in misses]
             with RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger, \
-                    batch_scope(BatchScope(ledger, lambda i, answer: cache.put_many([(misses[i].cache_key, answer)]))), \
+                    _chat_stages(selector, ctx, keys) as (stages, earlier), \
+                    batch_scope(BatchScope(
+                        ledger, lambda i, answer: _keep(cache, keys[i], answer, unit, stages),
+                        on_chat_stage=(lambda i, stage: _keep_stage(ctx, keys[i], stage)) if stages is not None else None,
+                        chat_stages=earlier)), \
                     _prefix_lane(selector, unit, ctx):
                 answers = selector.select(inputs)
             reached("unit-selected", unit.label)

@@ -564,7 +564,7 @@ def failures_table(figures: RunFigures) -> ReportTable:
         rows=rows, key="failures", wrap=["rung"],
         note="as text: of the invalid rows, replies that wrote a tool call as text (functions.NAME:, "
              "<tool_call>...</tool_call>) instead of a structured call; on a self-hosted server, check its "
-             "tool-call parser and send tool_choice: auto (README, self-hosted models)."
+             "tool-call parser and send tool_choice: auto (docs/selection/hosted-models.md, self-hosted models)."
         if any(f.text_calls for f in figures.failures) else "",
     )
 

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 from tasks.files.sqlite_files import add_column_if_missing, open_shared_sqlite
 
@@ -213,6 +213,11 @@ class BatchScope:
     on_answer: Callable[[int, object], None] | None = None
     """Called in the selecting thread with (input index, Selection) as each answer completes: the caller
     stores it in the selection cache at once, so a crash mid-batch loses no completed call."""
+    on_chat_stage: Callable[[int, object], None] | None = None
+    """Called with (input index, judge.Unjudged) when a judged arm's chat call is done, before its judge is
+    asked: the caller caches it apart, so a crash during the judge's calls repeats only those."""
+    chat_stages: Mapping[int, object] = field(default_factory=dict)
+    """Inputs whose chat call an earlier run already made (input index -> judge.Unjudged): only the judge runs."""
 
 
 _SCOPE: ContextVar[BatchScope | None] = ContextVar("tooleval_batch_scope", default=None)

@@ -15,8 +15,8 @@ Arm options (all optional unless said):
 - chat: ``base_url``, ``api_key_env``, ``api_key_file``, ``temperature`` (openai default 0; ``null`` leaves
   it out), ``provider_seed`` (openai, default 0), ``max_tokens`` (1024), ``legacy_max_tokens`` (openai: send
   the limit as ``max_tokens``, not ``max_completion_tokens``, which llama-cpp-python ignores),
-  ``tool_choice`` (``auto`` / ``required`` / ``none``, sent on every call a route does not force; unset: no
-  tool_choice is sent, which llama-cpp-python reads as "no tools"),
+  ``tool_choice`` (``auto`` / ``required`` / ``none``, sent on every call a route does not force and on every
+  turn of a task agent; unset: no tool_choice is sent, which llama-cpp-python reads as "no tools"),
   ``reasoning_effort``, ``parallel_tool_calls``, ``api_version`` (anthropic), ``served_model``,
   ``model_revision`` / ``unpinned_reason`` (self-hosted ids without a date), ``prices``, ``price_file``;
 - load: ``concurrency`` (8 calls in flight per endpoint and process), ``timeout_s`` (60), ``max_retries``

@@ -21,16 +21,18 @@ Reading a reply (the outcome taxonomy; nothing invalid or empty is ever a correc
 - not sent because the run's budget was reached: *error* with the detail ``budget reached``.
 
 Each answer is handed to the batch scope as it completes (``run_budget.BatchScope.on_answer``), so the
-caller can cache it at once.
+caller can cache it at once. On a judged arm the chat call's answer is handed over too, before the judge is
+asked (``BatchScope.on_chat_stage``), and a batch scope can hand back chat calls an earlier run made
+(``chat_stages``): then only the judge is asked, and a run killed during the judge's calls never repeats
+the chat call on resume.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import as_completed
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.selection.rows import Selection
@@ -38,14 +40,15 @@ from tasks.selectors.base import SelectionInput
 from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
 from tasks.selectors.chat_options import DEFAULT_CONCURRENCY, is_custom_server, provider_defaults
 from tasks.selectors.chat_types import ChatReply, ChatRequest, WireTool
-from tasks.selectors.judge import Judge, arguments_text
+from tasks.drill_points import reached
+from tasks.selectors.judge import Judge, Unjudged, arguments_text
 from tasks.selectors.pinned_models import served_evidence
 from tasks.selectors.provider_calls import CallResult, ProviderCaller
 from tasks.selectors.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
 from tasks.selectors.text_tool_calls import find_text_call, text_call_detail
 from tasks.selectors.tool_call_check import check_arguments
 from tasks.selectors.tool_names import ToolNameMap
-from tasks.selectors.tool_schemas import wire_schema
+from tasks.selectors.wire_tools import wire_tool, wire_tool_choice
 
 OFFERED_SET_CACHE = 2_000
 
@@ -136,13 +139,6 @@ class ChatSelector:
 
     # -- one request ------------------------------------------------------------------------------------
 
-    def _wire_tool(self, tool: ToolSpec, wire: str) -> WireTool:
-        """A tool as sent: its wire name, and a schema with no combinator at the root (both providers refuse
-        one; ``tool_schemas``), what the combinator said added to the description in words."""
-        parameters, note = wire_schema(tool.parameters)
-        description = f"{tool.description} {note}" if note else tool.description
-        return WireTool(wire, description, parameters, len(wire) + len(description) + len(json.dumps(parameters)))
-
     def _offered(self, tools: tuple[ToolSpec, ...]) -> "OfferedTools":
         """The name map and wire form of one offered tool set, built once: every request of a seed shares the
         tools tuple of its permuted catalogue."""
@@ -151,7 +147,7 @@ class ChatSelector:
             if len(self._offered_sets) > OFFERED_SET_CACHE:  # per-request tool sets (BFCL) would grow it forever
                 self._offered_sets.clear()
             names = ToolNameMap.for_names(t.name for t in tools)
-            wire = {t.name: self._wire_tool(t, names.wire(t.name)) for t in tools}
+            wire = {t.name: wire_tool(t, names.wire(t.name)) for t in tools}
             cached = OfferedTools(tools, names, wire, tuple(wire[t.name] for t in tools), {t.name: t for t in tools})
             self._offered_sets[id(tools)] = cached
         return cached
@@ -159,11 +155,8 @@ class ChatSelector:
     def _request(self, item: SelectionInput, tools: tuple[ToolSpec, ...], tool_choice: str | None,
                  offered: "OfferedTools") -> ChatRequest:
         wire_tools = offered.all_wire if tools is item.tools else tuple(offered.wire[t.name] for t in tools)
-        choice = self.tool_choice if tool_choice is None else tool_choice
-        if choice not in (None, "auto", "none", "required"):
-            choice = offered.names.wire(choice)
-        if not wire_tools:
-            choice = None
+        choice = wire_tool_choice(self.tool_choice if tool_choice is None else tool_choice, offered.names,
+                                  bool(wire_tools))
         return ChatRequest(model=self.model_id, system=item.prompt,
                            messages=tuple((m.role, m.content) for m in item.messages),
                            tools=wire_tools, tool_choice=choice, max_tokens=self.max_tokens)
@@ -180,7 +173,10 @@ class ChatSelector:
             calls += self.judge.votes
         return estimate, calls
 
-    def select_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None = None) -> Selection:
+    def select_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None = None,
+                   stage: Unjudged | None = None, on_stage: Callable[[Unjudged], None] | None = None) -> Selection:
+        """One request's selection. ``stage``: its chat call done by an earlier run, only the judge is asked;
+        ``on_stage``: told the chat call's answer before the judge is asked (the caller caches it)."""
         started = time.perf_counter()
         offered = self._offered(item.tools)
         full_request = self._request(item, item.tools, None, offered)
@@ -191,13 +187,17 @@ class ChatSelector:
                              latency_ms=0.0, route=self.route, http_attempts=0)
         turn = Turn()
         try:
-            selection = self._turn(item, ledger, routed, offered, full_request, turn, started)
+            if stage is not None and self.judge is not None:
+                selection = self._judged(item, stage.selection, stage.reply_text, ledger, turn)
+            else:
+                selection = self._turn(item, ledger, routed, offered, full_request, turn, started, on_stage)
         finally:
             ledger.settle(reservation, turn.cost_usd, turn.calls, turn.unknown_cost_calls)
         return selection.model_copy(update={"http_attempts": turn.http_requests})
 
     def _turn(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None, offered: "OfferedTools",
-              full_request: ChatRequest, turn: Turn, started: float) -> Selection:
+              full_request: ChatRequest, turn: Turn, started: float,
+              on_stage: Callable[[Unjudged], None] | None = None) -> Selection:
         router_fields: dict[str, Any] = {}
         router_cost, router_latency, router_retries = 0.0, 0.0, 0
         if isinstance(self.router, LLMRouter):
@@ -232,12 +232,21 @@ class ChatSelector:
             price_version=self.caller.price.version, **router_fields, **fields,
         )
         if self.judge is not None and selection.chosen is not None and selection.outcome_hint != "error":
-            verdict = self.judge.judge(item, selection.chosen, selection.arguments,
-                                       result.reply.text if result.reply else "", ledger, turn)
-            selection = selection.model_copy(update={"judge_verdict": verdict.verdict,
-                                                     "judge_votes": list(verdict.votes),
-                                                     "judge_cost_usd": verdict.cost_usd})
+            reply_text = result.reply.text if result.reply else ""
+            if on_stage is not None:  # the chat call is kept before the judge is asked: a kill now repeats only the judge
+                on_stage(Unjudged(selection=selection, reply_text=reply_text))
+            selection = self._judged(item, selection, reply_text, ledger, turn)
         return selection
+
+    def _judged(self, item: SelectionInput, selection: Selection, reply_text: str, ledger: RunLedger,
+                turn: Turn) -> Selection:
+        """The selection with the judge's verdict (the judge is asked only about a selection with a choice)."""
+        if self.judge is None or selection.chosen is None or selection.outcome_hint == "error":
+            return selection
+        reached("judge-calling", item.request_id)
+        verdict = self.judge.judge(item, selection.chosen, selection.arguments, reply_text, ledger, turn)
+        return selection.model_copy(update={"judge_verdict": verdict.verdict, "judge_votes": list(verdict.votes),
+                                            "judge_cost_usd": verdict.cost_usd})
 
     # -- a batch -------------------------------------------------------------------------------------------
 
@@ -255,7 +264,9 @@ class ChatSelector:
             routed = list(self.router.route_batch(batch))
         answers: list[Selection | None] = [None] * len(batch)
         pool = self.caller.gate.workers  # the endpoint's threads, shared with the process's other batches
-        futures = {pool.submit(self._safe_one, item, scope.ledger, routed[i]): i for i, item in enumerate(batch)}
+        futures = {pool.submit(self._safe_one, item, scope.ledger, routed[i], scope.chat_stages.get(i),
+                               _stage_keeper(scope, i)): i
+                   for i, item in enumerate(batch)}
         try:
             for future in as_completed(futures):
                 index = futures[future]
@@ -269,11 +280,20 @@ class ChatSelector:
                 own_ledger.close()
         return [a for a in answers if a is not None]
 
-    def _safe_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None) -> Selection:
+    def _safe_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None,
+                  stage: Unjudged | None = None, on_stage: Callable[[Unjudged], None] | None = None) -> Selection:
         started = time.perf_counter()
         try:
-            return self.select_one(item, ledger, routed)
+            return self.select_one(item, ledger, routed, stage, on_stage)
         except Exception as error:  # a bug in reading one reply must not sink the batch: it lands as a row
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error",
                              detail=f"selector failed: {type(error).__name__}",
                              latency_ms=(time.perf_counter() - started) * 1000)
+
+
+def _stage_keeper(scope: BatchScope, index: int) -> Callable[[Unjudged], None] | None:
+    """The scope's ``on_chat_stage`` for one input of the batch, if the caller keeps chat stages."""
+    if scope.on_chat_stage is None:
+        return None
+    keep = scope.on_chat_stage
+    return lambda stage: keep(index, stage)

@@ -7,6 +7,10 @@ judge votes ``votes`` times — independent calls that differ in the provider se
 the label check (``correct``) as ``judge_verdict``: where the judge says *right* but the row is not
 correct, the failure lay in the arguments or the reply (or in the label), not in the choice of tool.
 Judge calls count against the run's caps; their cost is ``judge_cost_usd``, apart from the cost per turn.
+
+The chat call's answer is kept before the judge is asked (``Unjudged``, handed to the batch scope's
+``on_chat_stage``: the selection cache stores it apart), so a run stopped or killed while the judge votes
+repeats, on resume, only the judge's calls, never the completed chat call.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from schemas.catalogue import NONE_LABEL
+from schemas.selection.rows import Selection
 from tasks.selectors.call_budget import RunLedger, Turn
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.chat_types import ChatRequest
@@ -36,6 +43,16 @@ class JudgeResult:
     verdict: str
     votes: tuple[str, ...]
     cost_usd: float | None
+
+
+class Unjudged(BaseModel):
+    """A selection whose chat call is done and whose judge has not voted yet: cached apart, keyed like the
+    finished selection, so that a resumed run asks only the judge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    selection: Selection = Field(description="The selection as the chat call (and any router) left it.")
+    reply_text: str = Field(description="The chat model's reply text, which the judge's prompt quotes.")
 
 
 def read_vote(text: str) -> str:

@@ -22,7 +22,7 @@ from tasks.selectors.chat_options import (
 from tasks.selectors.chat_types import ChatProvider, ChatReply, ChatRequest
 from tasks.selectors.pinned_models import served_problem
 from tasks.selectors.pricing import ModelPrice, price_for
-from tasks.selectors.retry_policy import Failure, RetryPolicy, classify, gate_for
+from tasks.selectors.retry_policy import Failure, RetryPolicy, classify, error_message, gate_for
 from tasks.selectors.openai_chat import OpenAIChat
 from tasks.selectors.anthropic_messages import AnthropicMessages
 
@@ -42,16 +42,10 @@ def scrub(text: str, secrets: tuple[str, ...]) -> str:
 
 
 def _provider_message(error: BaseException) -> str:
-    body = getattr(error, "body", None)
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and inner.get("message"):
-            return str(inner["message"])
-        if body.get("message"):
-            return str(body["message"])
-    if getattr(error, "status_code", None) is None:
+    message = error_message(error)
+    if not message and getattr(error, "status_code", None) is None:
         return str(error)
-    return ""
+    return message
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,12 @@
   shared pause that a 429's Retry-After sets for every caller of that endpoint, not only the one that was
   told.
 
+A failure that blames the request is never retried, for the selectors and the task agents alike (both call
+through ``provider_calls.ProviderCaller``): every 4xx but 408 / 409 / 429, an HTTP 200 whose error body says
+the request is wrong, and a 5xx whose body is a validation error of the request (``blames_request``:
+llama-cpp-python answers a request its schema refuses, e.g. an assistant message with ``"content": null``,
+with HTTP 500 and the pydantic error naming ``messages.2.content``): sending it again fails the same way.
+
 The SDKs' own retries are turned off (``max_retries=0``) so that every retry is counted on its row.
 """
 
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import email.utils
 import random
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +31,27 @@ from typing import Any, Mapping
 from tasks.selectors.reply_body import BodyNotJSON, ErrorInBody
 
 RETRIED_STATUS = frozenset({408, 409, 429})
+
+_VALIDATION_ERROR = re.compile(r"validation error", re.IGNORECASE)
+_REQUEST_FIELD = re.compile(r"\b(messages|tools|tool_choice|body)\b")
+"""A validation error (pydantic / FastAPI wording) that names a field of the request body."""
+
+
+def error_message(error: BaseException) -> str:
+    """The provider's error message from an SDK exception's parsed body ("" when it has none)."""
+    body = getattr(error, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and inner.get("message"):
+            return str(inner["message"])
+        if body.get("message"):
+            return str(body["message"])
+    return ""
+
+
+def blames_request(message: str) -> bool:
+    """A server error whose message is a validation error of the request itself (not retried)."""
+    return bool(_VALIDATION_ERROR.search(message) and _REQUEST_FIELD.search(message))
 
 
 @dataclass(frozen=True)
@@ -80,6 +108,8 @@ def classify(error: BaseException) -> Failure:
         return Failure(False, f"{name}")
     headers = getattr(getattr(error, "response", None), "headers", None)
     retry_after = parse_retry_after(headers) if status in (429, 503) else None
+    if status >= 500 and blames_request(error_message(error)):
+        return Failure(False, f"HTTP {status} ({name}, a validation error of the request: not retried)", None, status)
     retryable = status in RETRIED_STATUS or status >= 500
     return Failure(retryable, f"HTTP {status} ({name})", retry_after, status)
 

@@ -14,7 +14,7 @@ must carry both the choice of requests and the seeds' noise. Scenarios:
 - ``none``: nothing changes (seeds vary).
 
 Used by ``tests/stats/test_stats_coverage.py`` (a small grid, fixed seed) and
-``benchmarks/interval_coverage.py`` (the full grid, the table in README.md). numpy only; nothing here
+``benchmarks/interval_coverage.py`` (the full grid, the table in docs/numbers-coverage.md). numpy only; nothing here
 runs in the report.
 """
 

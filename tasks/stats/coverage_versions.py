@@ -12,7 +12,7 @@ tasks: ``(kept * old + added * new) / (kept + added) - old``. Kinds:
 - ``overlap``: half kept, as many added.
 
 Used by ``tests/stats/test_version_calibration_coverage.py`` (a few cells) and
-``benchmarks/version_calibration_coverage.py`` (the grid, the table in README.md). numpy only.
+``benchmarks/version_calibration_coverage.py`` (the grid, the table in docs/numbers.md). numpy only.
 """
 
 from __future__ import annotations

@@ -48,8 +48,8 @@ def _constrained_minus(plus: float, minus: float, n: float, d: float) -> float:
 CORRECTION = 0.25
 """Continuity correction of the score statistic, in requests: ``plus - minus`` moves this far towards
 ``n d`` before it is divided by its standard error (a quarter of a request, half the usual Yates half
-unit). The README's measured coverage table was run with it (paired changes 94.8-100% from 10 to 540
-requests); it matters on small sets and is negligible past a few hundred requests (README, "How to read
+unit). The measured coverage table (docs/numbers-coverage.md) was run with it (paired changes 94.8-100% from 10 to 540
+requests); it matters on small sets and is negligible past a few hundred requests (docs/numbers.md, "How to read
 the numbers")."""
 
 

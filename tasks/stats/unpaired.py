@@ -15,7 +15,7 @@ the correlation of the two ratio estimators' linearised (sandwich) errors over t
 Disjoint versions give r = 0 (plain MOVER); a new version that only adds units to the old one gives a
 large r, and an interval about as narrow as the added units allow (without it, 5 harder tasks added to 20
 read -16.7 points, -37.8 to +6.3; with it, -31.7 to -2.2). Coverage, measured by
-``benchmarks/version_calibration_coverage.py``, is in README.md ("How to read the numbers").
+``benchmarks/version_calibration_coverage.py``, is in docs/numbers.md ("How to read the numbers").
 """
 
 from __future__ import annotations

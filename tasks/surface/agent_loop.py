@@ -9,6 +9,11 @@ Budgets are limits with a recorded stop reason (as inspect_ai's message / token 
 - ``max_turns``, ``max_tokens`` (input + output over the run), ``max_wall_s``: checked before each turn.
 
 A retry is a call repeating an earlier call's tool (name as called) and arguments within the run.
+
+A reply that writes a tool call as text instead of making one (``AgentTurn.text_call``: markup such as
+``functions.NAME:`` that the server did not turn into a structured call) ends the run with ``text_call``:
+the call is recorded as invalid and ``as_text`` (under the tool it names, when it names one), and nothing is
+sent back, as a harness reading only structured calls would take the reply as the agent's last word.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from schemas.catalogue import ToolSpec
 from schemas.surface.rows import CallRecord, TaskOutcome
 from schemas.surface.task import SurfaceTask
 from tasks.surface.agent_types import Agent, ToolResult
-from tasks.surface.execute_call import broken_call, execute_call, skipped_call
+from tasks.surface.execute_call import broken_call, execute_call, skipped_call, text_call
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.score_task import score_outcome
 from tasks.surface.surface_session import CallOutcome, SurfaceBroke, SurfaceSession
@@ -89,7 +94,14 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
             if turn.text.strip():
                 final_reply = turn.text[:MAX_REPLY_CHARS]
             if not turn.calls:
-                stop = "model_stop"
+                if turn.text_call is not None:  # a call written as text: invalid, nothing to execute or answer
+                    fields = text_call(surface, turn.text_call)
+                    key = retry_key(fields["name"], None)
+                    calls.append(CallRecord(call_index=len(calls) + 1, turn=turns, is_retry=key in seen, **fields))
+                    seen.add(key)
+                    stop = "text_call"
+                else:
+                    stop = "model_stop"
                 break
             results: list[ToolResult] = []
             for proposed in turn.calls:

@@ -12,6 +12,7 @@ from typing import Any, Protocol, Sequence
 
 from schemas.catalogue import ToolSpec
 from schemas.surface.task import SurfaceTask
+from tasks.selectors.text_tool_calls import TextCall
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class ToolResult:
 class AgentTurn:
     calls: list[ProposedCall] = field(default_factory=list)
     text: str = ""
+    text_call: TextCall | None = None
+    """Tool-call markup in the text of a reply with no structured call (the tool named as offered, when the
+    markup names one): the loop records an invalid call written as text and stops with ``text_call``."""
     failed: str | None = None
     """None, or the stop reason this turn forces: 'error', 'empty_reply', 'run_budget'."""
     detail: str | None = None

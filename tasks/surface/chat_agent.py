@@ -4,7 +4,12 @@ concurrency bound, retries with backoff that honours Retry-After, cost from the 
 served-model check and the run's spend / call ledger).
 
 Every turn sends the conversation so far with the tools in the seed's order (names mapped to what the
-provider accepts, root combinators rewritten: ``tool_schemas``) and reads every tool call of the reply.
+provider accepts, root combinators rewritten: ``wire_tools``), the arm's ``tool_choice`` and every other
+answer-changing option the selectors send (temperature, provider seed, max_tokens, parallel_tool_calls,
+reasoning_effort: the adapters read them from the arm's options, as for selection), and reads every tool
+call of the reply. A reply with no structured call whose text holds tool-call markup (``functions.NAME:``,
+``<tool_call>{...}``: ``text_tool_calls``) carries that markup as the turn's ``text_call``: the loop records
+it as an invalid call written as text and stops with ``text_call``.
 A turn fails, and the run stops with it, when the provider errs after its retries (``error``), the reply is
 empty or cut short (``empty_reply``), or the run's budget refuses the call (``run_budget``).
 """
@@ -12,16 +17,15 @@ empty or cut short (``empty_reply``), or the run's budget refuses the call (``ru
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import ToolSpec
 from schemas.surface.task import SurfaceTask
 from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger
-from tasks.selectors.chat_types import WireTool
 from tasks.selectors.provider_calls import ProviderCaller
+from tasks.selectors.text_tool_calls import find_text_call
 from tasks.selectors.tool_names import ToolNameMap
-from tasks.selectors.tool_schemas import wire_schema
+from tasks.selectors.wire_tools import wire_tool, wire_tool_choice
 from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
 from tasks.surface.conversation_wire import (
     Answered,
@@ -34,16 +38,17 @@ from tasks.surface.conversation_wire import (
 )
 
 
+HOSTED_AGENT_WIRE = "2026-12: tool_choice sent, text calls read, content \"\""
+"""What hosted task agents send and how their replies are read, in the task cache key
+(``run_unit.agent_fingerprint``): outcomes cached before tool_choice reached the request and before a call
+written as text was read as one (issue 25) were measured under another request and another reading, so they
+are not served for the same arm now. Change it whenever either changes again."""
+
+
 class ConversationCaller(ProviderCaller):
     """The provider caller with conversation-speaking adapters."""
 
     adapters = {"openai": OpenAIConversation, "anthropic": AnthropicConversation}
-
-
-def wire_tool(tool: ToolSpec, wire: str) -> WireTool:
-    parameters, note = wire_schema(tool.parameters)
-    description = f"{tool.description} {note}" if note else tool.description
-    return WireTool(wire, description, parameters, len(wire) + len(description) + len(json.dumps(parameters)))
 
 
 class ChatSession:
@@ -51,13 +56,15 @@ class ChatSession:
         self.agent = agent
         self.names = ToolNameMap.for_names(t.name for t in tools)
         self.tools = tuple(wire_tool(t, self.names.wire(t.name)) for t in tools)
+        self.tool_choice = wire_tool_choice(agent.tool_choice, self.names, bool(self.tools))
         self.system = prompt
         self.events: list[Event] = [Said(m.role, m.content) for m in task.messages]
 
     def next_turn(self) -> AgentTurn:
         agent = self.agent
         request = ConversationRequest(model=agent.model_id, system=self.system, events=tuple(self.events),
-                                      tools=self.tools, max_tokens=agent.max_tokens)
+                                      tools=self.tools, tool_choice=self.tool_choice,
+                                      max_tokens=agent.max_tokens)
         result = agent.caller.call(request, agent.ledger)  # type: ignore[arg-type]
         reply = result.reply
         turn = AgentTurn(cost_usd=result.cost_usd, price_version=agent.caller.price.version,
@@ -82,6 +89,10 @@ class ChatSession:
             turn.calls = [dataclasses.replace(c, name=self.names.original(c.name) or c.name) for c in calls]
         else:
             self.events.append(Said("assistant", reply.text))
+            found = find_text_call(reply.text)
+            if found is not None:  # markup as text: the model tried a call the server did not return as one
+                named = self.names.original(found.name) or found.name if found.name else None
+                turn.text_call = dataclasses.replace(found, name=named)
         return turn
 
     def feed(self, results: Sequence[ToolResult]) -> None:
@@ -98,6 +109,8 @@ class ChatAgent:
         self.kind, self.model_id = kind, model_id
         self.caller = ConversationCaller(kind, model_id, options)
         self.max_tokens = int(self.caller.options["max_tokens"])
+        self.tool_choice: str | None = self.caller.options.get("tool_choice")
+        """The arm's tool_choice (auto / required / none), sent on every turn; unset: nothing is sent."""
         self.ledger = ledger
 
     def start(self, task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str) -> ChatSession:

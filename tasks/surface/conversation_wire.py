@@ -91,7 +91,15 @@ def openai_messages(request: ConversationRequest) -> list[dict[str, Any]]:
         if isinstance(event, Said):
             messages.append({"role": event.role, "content": event.text})
         elif isinstance(event, Called):
-            messages.append({"role": "assistant", "content": event.text or None, "tool_calls": [
+            # A turn that only calls tools carries "content": "" (a string, possibly empty): the one form every
+            # server we name accepts. null is refused by llama-cpp-python since late 2024 (HTTP 500, a validation
+            # error naming messages.N.content: its assistant content is NotRequired[str]) and by llama.cpp
+            # server builds whose template engine wants a string ("Expected 'content' to be a string or an
+            # array"); leaving the key out was refused by llama-cpp-python before (content Optional[str] but
+            # required) and by older llama.cpp server builds ("missing 'content' in message"). OpenAI (content
+            # is optional when tool_calls are present), Anthropic (another shape: no empty text block is sent),
+            # vLLM and Ollama take an empty string.
+            messages.append({"role": "assistant", "content": event.text or "", "tool_calls": [
                 {"id": c.call_id, "type": "function",
                  "function": {"name": c.name, "arguments": _arguments_text(c.arguments)}} for c in event.calls]})
         else:

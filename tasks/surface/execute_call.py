@@ -7,7 +7,8 @@
   answer): an *error call*; its message goes back to the agent as the tool's result;
 - a toolkit raises anything else: an error call too (its type and message go back), so a bug in a
   backend is a row, never a crashed run;
-- otherwise the result goes back: a toolkit's as compact JSON, an MCP server's text as it gave it.
+- otherwise the result goes back: a toolkit's as compact JSON, an MCP server's text as it gave it;
+- a call written as text in a reply (``text_call``): *invalid* and ``as_text``, never executed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from tasks.selectors.text_tool_calls import TextCall, text_call_detail
 from tasks.selectors.tool_call_check import check_arguments
 from tasks.surface.agent_types import ProposedCall, ToolResult
 from tasks.surface.load_surface import ResolvedSurface
@@ -116,3 +118,17 @@ def skipped_call(call: ProposedCall, backend: BackendTool | None) -> tuple[dict[
         "skipped_budget": True, "server": backend.server if backend else None,
     }
     return fields, ToolResult(call.call_id, call.name, content, True)
+
+
+def text_call(surface: ResolvedSurface, found: TextCall) -> dict[str, Any]:
+    """A tool call written as text in a reply (CallRecord fields without call_index / turn / is_retry):
+    invalid and ``as_text``, never executed; named after the tool the markup names (as offered), else after
+    the markup itself (``<tool_call>``), which then forms its own row in the per-tool counters."""
+    offered = surface.offered(found.name) if found.name else None
+    backend = offered.backend if offered else None
+    return {
+        "name": found.name or found.markup, "tool": backend.name if backend else None, "arguments": None,
+        "valid": False, "invalid_reason": text_call_detail(found)[:MAX_DETAIL], "executed": False, "error": False,
+        "error_detail": None, "result_chars": 0, "result_records": None, "irreversible": False, "handoff": False,
+        "upstream_reads": 0, "backend_ms": 0.0, "as_text": True, "server": backend.server if backend else None,
+    }

@@ -3,23 +3,28 @@
 Each fresh outcome is stored in the cache the moment its run ends (from the unit's own thread), so a
 process killed mid-unit repeats, on resume, only the tasks that were still running. Hosted agents run
 ``concurrency`` tasks at once (the endpoint's gate bounds the calls in flight); the offline baseline runs
-them one after another. Nothing an agent or a backend does raises out of here: a harness failure lands as
+them one after another. A hosted arm's unit holds its endpoint's prefix lane while its tasks run
+(tasks/run/prefix_lanes.py): one (arm, seed) at a time per endpoint, so two arms on one single-slot server do
+not alternate turns and re-evaluate each other's tool block. Nothing an agent or a backend does raises out of here: a harness failure lands as
 a row stopped on 'error' (never cached).
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ContextManager
 
 from schemas.arrow import to_arrow_table
 from schemas.catalogue import ToolSpec
 from schemas.surface.rows import FAILED_STOPS, TaskCallRow, TaskOutcome, TaskRunRow
 from schemas.surface.task import SurfaceTask
 from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
+from tasks.run.item_counter import item_finished
 from tasks.run.permute_tools import permute_tools
+from tasks.run.prefix_lanes import lane_for
 from tasks.run.result_cache import CacheSpec, ResultCache
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 from tasks.selectors.call_budget import RunLedger
@@ -28,7 +33,7 @@ from tasks.surface.agent_loop import run_task
 from tasks.surface.agent_types import Agent
 from tasks.surface.arms import SurfaceArm
 from tasks.surface.baseline_agent import BaselineAgent
-from tasks.surface.chat_agent import ChatAgent
+from tasks.surface.chat_agent import HOSTED_AGENT_WIRE, ChatAgent
 from tasks.surface.load_tasks import TaskVersion
 from tasks.surface.wanted_actions import classify_calls
 
@@ -64,7 +69,10 @@ def agent_fingerprint(arm: SurfaceArm) -> str:
     """What about the arm, besides its tools and the task, changes an outcome: the agent, its pinned model,
     its answer-changing options and, for agents that read it, the prompt. The baseline does not read the
     prompt, so two of its arms that differ only in the prompt share their outcomes."""
-    return digest([arm.agent, arm.model_id, keyed_options(arm.options), arm.prompt_text if arm.reads_prompt else None])
+    parts = [arm.agent, arm.model_id, keyed_options(arm.options), arm.prompt_text if arm.reads_prompt else None]
+    if arm.agent != "baseline":  # hosted agents: what they send and how replies are read (the baseline's keys stay)
+        parts.append(HOSTED_AGENT_WIRE)
+    return digest(parts)
 
 
 def task_cache_key(arm: SurfaceArm, tools: tuple[ToolSpec, ...], task: SurfaceTask, fixtures: dict[str, Any]) -> str:
@@ -114,6 +122,7 @@ def run_fresh(agent: Agent, unit: WorkUnit, tools: tuple[ToolSpec, ...], todo: l
         for planned in todo:
             done[planned.cache_key] = outcome = _guarded(agent, unit, tools, planned)
             cache.put(planned.cache_key, outcome)
+            item_finished(unit.label)
         return done
     with ThreadPoolExecutor(max_workers=min(concurrency, len(todo)), thread_name_prefix="task") as pool:
         futures = {pool.submit(_guarded, agent, unit, tools, planned): planned for planned in todo}
@@ -122,10 +131,20 @@ def run_fresh(agent: Agent, unit: WorkUnit, tools: tuple[ToolSpec, ...], todo: l
                 planned = futures[future]
                 done[planned.cache_key] = outcome = future.result()
                 cache.put(planned.cache_key, outcome)
+                item_finished(unit.label)
         finally:
             for future in futures:
                 future.cancel()
     return done
+
+
+def prefix_lane(agent: Agent, unit: WorkUnit, ctx: RunContext) -> ContextManager[None]:
+    """The endpoint's prefix lane for a hosted agent's unit, keyed by (rung, seed) as selection's units are;
+    nothing to hold for the offline baseline."""
+    caller = getattr(agent, "caller", None)
+    if caller is None or not ctx.prefix_lanes:
+        return nullcontext()
+    return lane_for((caller.kind, caller.endpoint)).hold((unit.arm.rung, unit.seed))
 
 
 def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, outcome: TaskOutcome,
@@ -144,6 +163,7 @@ def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, 
         "success": outcome.success, "failed_assertions": outcome.failed_assertions,
         "stop_reason": outcome.stop_reason, "detail": outcome.detail, "n_turns": outcome.n_turns,
         "n_calls": len(counted), "invalid_calls": sum(not c.valid for c in counted),
+        "text_calls": sum(c.as_text for c in counted),
         "error_calls": sum(c.error for c in counted), "retries": sum(c.is_retry for c in counted),
         "irreversible_actions": sum(c.irreversible for c in counted),
         "upstream_reads": sum(c.upstream_reads for c in counted),
@@ -168,7 +188,11 @@ def run_task_unit(unit: WorkUnit, ctx: RunContext) -> UnitResult:
             RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger:
         cached = cache.get_many(p.cache_key for p in planned)
         todo = [p for p in planned if p.cache_key not in cached]
-        fresh = run_fresh(make_agent(unit.arm, ledger), unit, tools, todo, cache) if todo else {}
+        fresh: dict[str, TaskOutcome] = {}
+        if todo:
+            agent = make_agent(unit.arm, ledger)
+            with prefix_lane(agent, unit, ctx):
+                fresh = run_fresh(agent, unit, tools, todo, cache)
     ran_ns = time.time_ns()
     rows, call_rows = [], []
     for p in planned:

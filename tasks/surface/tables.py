@@ -129,14 +129,15 @@ def tool_tables(figures: SurfaceFigures) -> list[ReportTable]:
         rows = [r for r in figures.tool_counters if r["arm"] == arm]
         total = totals.get(arm)
         table = ReportTable(f"Per-tool counters, arm {arm}",
-                            ["tool", "calls", "invalid", "invalid rate", "errors", "error rate", "retries",
+                            ["tool", "calls", "invalid", "invalid rate", "as text", "errors", "error rate", "retries",
                              "calls/run where it appears"], [], key=f"tools-{arm}")
         for r in rows:
-            table.rows.append([r["tool"], _n(r["calls"]), _n(r["invalid"]), pct(r["invalid_rate"]), _n(r["errors"]),
-                               pct(r["error_rate"]), _n(r["retries"]), f"{r['calls_per_run_with_tool']:.2f}"])
+            table.rows.append([r["tool"], _n(r["calls"]), _n(r["invalid"]), pct(r["invalid_rate"]), _n(r["as_text"]),
+                               _n(r["errors"]), pct(r["error_rate"]), _n(r["retries"]),
+                               f"{r['calls_per_run_with_tool']:.2f}"])
         if total and total["calls"]:
             table.rows.append(["(all tools)", _n(total["calls"]), _n(total["invalid"]), pct(total["invalid_rate"]),
-                               _n(total["errors"]), pct(total["error_rate"]), _n(total["retries"]),
+                               _n(total["as_text"]), _n(total["errors"]), pct(total["error_rate"]), _n(total["retries"]),
                                f"{total['calls_per_run']:.2f}"])
             table.note = (
                 f"aggregate invalid rate {total['invalid']:,}/{total['calls']:,} = {pct(total['invalid_rate'])}, an "

@@ -51,7 +51,7 @@ def failed_gate(prefect_harness, tmp_path_factory):
 
 
 FAILED = ["weighted-no-drop", "weighted-floor", "slice-floors"]
-"""The demo ladder's failed gates (README, "What the demo prints")."""
+"""The demo ladder's failed gates (docs/get-started.md, "What the demo prints")."""
 
 
 def test_a_failed_gate_ends_the_flow_run_failed_with_the_verdict_line(failed_gate):

@@ -63,12 +63,12 @@ def test_unknown_run_and_bad_numbers_are_messages_not_tracebacks(tmp_path, capsy
 
 
 def test_a_crash_is_one_message_and_its_own_exit_code(tmp_path, capsys, monkeypatch):
-    import flows.api
+    import tasks.run.prepare_run
 
     def broken(*args, **kwargs):
         raise RuntimeError("something inside broke")
 
-    monkeypatch.setattr(flows.api, "prepare_once", broken)
+    monkeypatch.setattr(tasks.run.prepare_run, "prepare_once", broken)  # flows/api.py calls it through its module
     experiment = write_experiment(write_taskset(tmp_path / "shop"))
     code, _, err = run_cli(capsys, "run", str(experiment), "--warehouse", str(tmp_path / "wh"))
     assert code == EXIT_CRASHED and "something inside broke" in err and "Traceback" not in err

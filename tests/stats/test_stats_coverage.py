@@ -1,5 +1,5 @@
 """Coverage of the report's 95% intervals by simulation, on a small grid with a fixed seed (the full grid is
-benchmarks/interval_coverage.py, its table in README.md). Each interval must hold the true figure in at
+benchmarks/interval_coverage.py, its table in docs/numbers-coverage.md). Each interval must hold the true figure in at
 least 93.5% of the simulated sets, and, from 200 requests up, in at most 96.5% (no wider than it must be).
 
 The grid holds the cases issue 11 measured failing: changes in one direction at 10, 20 and 40 requests

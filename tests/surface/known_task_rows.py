@@ -32,7 +32,7 @@ def run_row(task_id: str, *, arm: str = "A", rung: int = 1, seed: int = 1, succe
                 taskset_version=taskset_version,
                 task_id=task_id, slice=slice_, intent=intent, surface="s", prompt="p", model_id="m", agent="baseline",
                 reads_prompt=False, tool_order=[], success=success, failed_assertions=[], stop_reason=stop, detail=None,
-                n_turns=n_turns, n_calls=n_calls, invalid_calls=0, error_calls=0, retries=0,
+                n_turns=n_turns, n_calls=n_calls, invalid_calls=0, text_calls=0, error_calls=0, retries=0,
                 irreversible_actions=irreversible, upstream_reads=reads, irreversible_unwanted=unwanted,
                 upstream_reads_unwanted=unwanted_reads, declares_actions=declares, handed_to_human=handed,
                 first_tool=first_tool, final_reply=None, input_tokens=input_tokens, output_tokens=output_tokens,

@@ -15,7 +15,7 @@ from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import load_task_version
 from tasks.run.result_cache import ResultCache
 from tasks.surface.run_unit import OUTCOMES
-from tests.provider_server import Reply, Seen, status_reply, text_reply, tool_call
+from tests.provider_server import Reply, Seen, functions_text, status_reply, text_reply, tool_call
 from tests.selectors.providers.conftest import FAKE_KEY, FAST_RETRIES, MODELS, NOWHERE, ServerFactory
 from tests.surface.tiny_desk import write_desk
 
@@ -172,3 +172,147 @@ def test_prefixed_names_travel_as_wire_names_and_map_back(serve, desk, kind):
     assert second.name == "get_ticket" and not second.valid  # the wire name of no offered tool
     assert "desk_find_tickets" in server.requests(kind)[0].tools and outcome.success
     assert FAKE_KEY not in outcome.model_dump_json()
+
+
+# -- what a real self-hosted server needs (issue 25): tool_choice and the options, the assistant-turn form, text
+# -- calls, no retry of a request the server blames
+
+
+def closes_when_it_sees_tools(seen: Seen) -> Reply:
+    """A model that calls close_ticket when the prompt holds tools (llama-cpp-python leaves them out unless a
+    tool_choice is sent: ``tools_need_choice``), then says it is done."""
+    if seen.turn == 0 and "close_ticket" in seen.tools:
+        return tool_call("close_ticket", {"ticket_id": "T-1002"})
+    return text_reply("Closed." if seen.turn else "I cannot do that here.")
+
+
+CHOICE_ON_THE_WIRE = {("openai", "auto"): "auto", ("openai", "required"): "required",
+                      ("anthropic", "auto"): {"type": "auto"}, ("anthropic", "required"): {"type": "any"}}
+
+
+@pytest.mark.parametrize("choice", ["auto", "required"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_tool_choice_and_the_declared_options_reach_every_turn(serve, desk, kind, choice):
+    server = serve(closes_when_it_sees_tools, tools_need_choice=True)
+    folder, version = desk
+    task = next(t for t in version.tasks if t.id == "close-1")
+    resolved = load_surface(folder, "plain")
+    url = server.openai_url if kind == "openai" else server.anthropic_url
+    options = {"base_url": url, **FAST_RETRIES, "tool_choice": choice, "temperature": 0.3, "max_tokens": 300}
+    options.update({"provider_seed": 7, "parallel_tool_calls": False} if kind == "openai" else
+                   {"api_version": "2023-06-01"})
+    agent = ChatAgent(kind, MODELS[kind], options, RunLedger(None, "test-run"))
+    outcome = run_task(agent, resolved, task, version.fixtures(task), resolved.specs, "You run the help desk.")
+    assert outcome.success and [c.name for c in outcome.calls] == ["close_ticket"], outcome.final_reply
+    seen = server.requests(kind)
+    assert len(seen) == 2 and all(s.tool_choice_sent for s in seen)
+    for request in seen:
+        body = request.body
+        assert body["tool_choice"] == CHOICE_ON_THE_WIRE[kind, choice] and body["temperature"] == 0.3
+        if kind == "openai":
+            assert body["seed"] == 7 and body["max_completion_tokens"] == 300 and body["parallel_tool_calls"] is False
+        else:
+            assert body["max_tokens"] == 300 and request.anthropic_version == "2023-06-01"
+
+
+def test_without_tool_choice_nothing_is_sent_and_such_a_server_sees_no_tools(serve, desk):
+    server = serve(closes_when_it_sees_tools, tools_need_choice=True)
+    outcome = play(desk, server, "openai", "close-1")
+    assert "tool_choice" not in server.requests("openai")[0].body
+    assert outcome.stop_reason == "model_stop" and outcome.calls == [] and not outcome.success
+
+
+def test_an_assistant_turn_that_only_calls_tools_is_sent_as_every_server_accepts_it(serve, desk):
+    """llama-cpp-python answers "content": null with HTTP 500 (``refuse_null_content``): the turn carries ""."""
+    server = serve(by_turn(tool_call("close_ticket", {"ticket_id": "T-1002"}), text_reply("Closed.")),
+                   refuse_null_content=True)
+    outcome = play(desk, server, "openai", "close-1")
+    assert outcome.success and outcome.stop_reason == "model_stop", outcome.detail
+    first, second = server.requests("openai")
+    assistant = second.body["messages"][-2]
+    assert assistant["role"] == "assistant" and assistant["content"] == "" and assistant["tool_calls"]
+
+
+BLAMES_THE_REQUEST = [
+    status_reply(400, error_message="messages.2: bad shape"),
+    status_reply(422, error_message="Unprocessable entity"),
+    status_reply(500, error_message="1 validation error for CreateChatCompletionRequest\nmessages.2.typed-dict.content\n"
+                                    "  Input should be a valid string [type=string_type, input_value=None]"),
+]
+
+
+@pytest.mark.parametrize("reply", BLAMES_THE_REQUEST, ids=["400", "422", "500-validation"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_error_that_blames_the_request_is_sent_once(serve, desk, kind, reply):
+    server = serve(lambda seen: reply)
+    outcome = play(desk, server, kind, "close-1")
+    assert outcome.stop_reason == "error" and outcome.provider_retries == 0
+    assert len(server.requests(kind)) == 1 and str(reply.status) in outcome.detail
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_tool_call_written_as_text_is_an_invalid_call_and_ends_the_run(serve, desk, kind):
+    server = serve(lambda seen: functions_text("close_ticket"))
+    outcome = play(desk, server, kind, "close-1")
+    assert outcome.stop_reason == "text_call" and not outcome.success and outcome.n_turns == 1
+    (call,) = outcome.calls
+    assert call.as_text and not call.valid and not call.executed and call.name == call.tool == "close_ticket"
+    assert call.invalid_reason.startswith("tool call written as text (functions.close_ticket:")
+    assert len(server.requests(kind)) == 1
+
+
+def test_a_text_call_under_a_wire_name_maps_back_and_unnamed_markup_keeps_its_markup(serve, desk):
+    server = serve(by_turn(tool_call("desk_get_ticket", {"ticket_id": "T-1001"}),
+                           text_reply('<tool_call>\n{"name": "desk_close_ticket", "arguments": {}}\n</tool_call>')))
+    outcome = play(desk, server, "openai", "status-1", surface="prefixed")
+    assert [(c.name, c.tool, c.as_text) for c in outcome.calls] == [
+        ("desk.get_ticket", "get_ticket", False), ("desk.close_ticket", "close_ticket", True)]
+    server = serve(lambda seen: text_reply("[TOOL_CALLS] nothing readable"))
+    (call,) = play(desk, server, "openai", "status-1").calls
+    assert call.as_text and call.name == "[TOOL_CALLS]" and call.tool is None
+
+
+def test_a_run_whose_every_reply_is_a_text_call_reads_all_invalid_as_text(tmp_path, monkeypatch):
+    """Through the functions the evaluate flow wraps, into the warehouse and the report: 100% invalid, as text."""
+    import duckdb
+
+    from tests.provider_server import ProviderServer
+    from tests.surface.plain_run import run_plain
+    from tests.surface.tiny_desk import hosted_desk_experiment
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with ProviderServer(lambda seen: functions_text(seen.tools[0]), api_key=FAKE_KEY) as server:
+        folder = write_desk(tmp_path, experiment=hosted_desk_experiment(server.openai_url, "a text-call test"))
+        published = run_plain(folder / "experiments" / "four.yaml", tmp_path / "wh")
+    con = duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True)
+    runs = con.execute("SELECT DISTINCT stop_reason, n_calls, invalid_calls, text_calls FROM task_runs").fetchall()
+    totals = con.execute("SELECT arm, calls, invalid, invalid_rate, as_text, as_text_rate FROM task_call_totals "
+                         "ORDER BY arm").fetchall()
+    tools = con.execute("SELECT bool_and(as_text = calls AND invalid = calls), sum(as_text) FROM task_tool_counters"
+                        ).fetchone()
+    con.close()
+    assert runs == [("text_call", 1, 1, 1)]
+    assert [row[0] for row in totals] == ["A", "C"]
+    assert all(calls > 0 and invalid == as_text == calls and rate == as_rate == 1.0
+               for _, calls, invalid, rate, as_text, as_rate in totals)
+    assert tools == (True, sum(row[1] for row in totals))
+    table = next(t for t in published.report.tables if t.key == "tools-A")
+    assert "as text" in table.columns and table.rows[-1][0] == "(all tools)"
+    assert table.rows[-1][table.columns.index("as text")] == table.rows[-1][table.columns.index("calls")]
+
+
+def test_hosted_outcomes_cached_under_another_request_form_are_not_served(desk, monkeypatch):
+    """Outcomes cached before tool_choice was sent and text calls were read were measured under another request
+    and reading: the hosted arm's task key changes with HOSTED_AGENT_WIRE; the baseline's does not."""
+    from types import SimpleNamespace
+
+    from tasks.surface import run_unit
+
+    hosted = SimpleNamespace(agent="openai", model_id=MODELS["openai"], options={"tool_choice": "auto"},
+                             prompt_text="p", reads_prompt=True)
+    baseline = SimpleNamespace(agent="baseline", model_id="bm25", options={}, prompt_text="p", reads_prompt=False)
+    before = run_unit.agent_fingerprint(hosted), run_unit.agent_fingerprint(baseline)
+    monkeypatch.setattr(run_unit, "HOSTED_AGENT_WIRE", "another form")
+    after = run_unit.agent_fingerprint(hosted), run_unit.agent_fingerprint(baseline)
+    assert before[0] != after[0] and before[1] == after[1]
+    assert before[1] == run_unit.digest(["baseline", "bm25", {}, None])  # the baseline's keys of earlier versions

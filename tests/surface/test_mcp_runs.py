@@ -90,5 +90,7 @@ def test_a_run_killed_mid_way_resumes_without_running_a_finished_task_again(tmp_
     again = rows(warehouse, latest_run(warehouse))
     assert len(again) == len({(a, s, t) for a, s, t, *_ in again}) == 3 * len(TASKS)
     hits = sum(r[5] for r in again)
-    assert hits >= 2 * 4  # the two units that landed (batches of 4 tasks) were not run again
+    # the two units that landed (run.yaml: batches of 2 tasks) were not run again; units that finished their
+    # tasks before the kill without landing add hits, as many as the machine's load allowed
+    assert hits >= 2 * 2
     assert not orphans(resumed)

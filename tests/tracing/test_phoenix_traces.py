@@ -182,7 +182,7 @@ def test_every_row_reads_back_from_phoenix_as_its_trace_with_its_annotations(tra
             assert judge["annotator_kind"] == "LLM" and judge["result"]["label"] == row["judge_verdict"] == "right"
             assert judge["metadata"]["votes"] == list(row["judge_votes"]) == VOTES
 
-    # the low-confidence decisions, found the way the README says (Phoenix's span filter)
+    # the low-confidence decisions, found the way docs/routing/phoenix.md says (Phoenix's span filter)
     from phoenix.client.types.spans import SpanQuery
 
     low = client.spans.get_spans_dataframe(

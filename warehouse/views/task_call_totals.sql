@@ -2,7 +2,8 @@
 -- The aggregate over every call of the arm, to be read beside task_tool_counters: calls, invalid calls
 -- and the aggregate invalid rate (invalid / calls: it weights each tool by how often it is called, so one
 -- badly broken tool averaged with healthy ones gives a rate that describes no tool), with the lowest and
--- highest per-tool invalid rate it averages over; errors and error rate; retries; runs and calls per run.
+-- highest per-tool invalid rate it averages over; as_text: of invalid, calls written as text in a reply
+-- (as_text_rate: their share of the calls); errors and error rate; retries; runs and calls per run.
 with calls as (
     select * from task_calls where not skipped_budget
 ),
@@ -10,6 +11,7 @@ totals as (
     select run_id, arm,
            count(*) as calls,
            count(*) filter (where not valid) as invalid,
+           count(*) filter (where as_text) as as_text,
            count(*) filter (where error) as errors,
            count(*) filter (where is_retry) as retries,
            count(distinct name) as tools_called
@@ -29,6 +31,8 @@ select r.run_id, r.arm, r.rung, r.runs,
        coalesce(t.invalid, 0) as invalid,
        t.invalid / t.calls as invalid_rate,
        p.tool_invalid_min, p.tool_invalid_max,
+       coalesce(t.as_text, 0) as as_text,
+       t.as_text / t.calls as as_text_rate,
        coalesce(t.errors, 0) as errors,
        t.errors / t.calls as error_rate,
        coalesce(t.retries, 0) as retries,

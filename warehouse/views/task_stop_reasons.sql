@@ -1,5 +1,6 @@
 -- task_stop_reasons: one row per (run, arm, stop reason).
--- How runs ended: the agent stopped (model_stop), a task budget was spent (max_calls, max_turns,
+-- How runs ended: the agent stopped (model_stop), it wrote a tool call as text instead of making one
+-- (text_call: the call is an invalid, as_text row of task_calls), a task budget was spent (max_calls, max_turns,
 -- max_tokens, max_wall), or the run could not go on (error: the provider failed after its retries;
 -- empty_reply; run_budget: the run's spend or call cap; surface_error: an MCP server could not start,
 -- crashed or hung). n and its share of the arm's runs, and how many of those runs still met their

@@ -1,7 +1,9 @@
 -- task_tool_counters: one row per (run, arm, tool), tool = the name the agent called (as offered; an
 -- unknown name the agent made up is its own row, backend_tool null).
 -- calls: every call that counted against the budget (calls skipped because the budget was spent are left
--- out); invalid: rejected by schema validation, never executed; errors: executed and refused by the
+-- out); invalid: rejected by schema validation, never executed; as_text: of invalid, calls written as text
+-- in a reply (tool-call markup the server did not return as a call; as_text_rate its share of the tool's
+-- calls; a markup naming no tool is its own row, tool = the markup); errors: executed and refused by the
 -- backend; invalid_rate and error_rate are shares of the tool's calls (error_rate_executed: of those that
 -- reached the backend); retries: calls repeating an earlier call's tool and arguments in the same run;
 -- runs_with_tool: runs (seed x task) in which the tool was called at least once, and calls_per_run_with_tool
@@ -20,6 +22,7 @@ per_tool as (
            min(tool) as backend_tool,
            count(*) as calls,
            count(*) filter (where not valid) as invalid,
+           count(*) filter (where as_text) as as_text,
            count(*) filter (where executed) as executed,
            count(*) filter (where error) as errors,
            count(*) filter (where is_retry) as retries,
@@ -32,6 +35,7 @@ per_tool as (
 )
 select p.run_id, p.arm, r.rung, p.tool, p.backend_tool, p.calls, p.invalid,
        p.invalid / p.calls as invalid_rate,
+       p.as_text, p.as_text / p.calls as as_text_rate,
        p.executed, p.errors,
        p.errors / p.calls as error_rate,
        case when p.executed > 0 then p.errors / p.executed end as error_rate_executed,

@@ -41,9 +41,11 @@ class ServerFactory:
     def __init__(self) -> None:
         self.servers: list[ProviderServer] = []
 
-    def __call__(self, script: Script = first_tool, latency_s: float = 0.0, api_key: str | None = FAKE_KEY
-                 ) -> ProviderServer:
-        server = ProviderServer(script, api_key=api_key, latency_s=latency_s).__enter__()
+    def __call__(self, script: Script = first_tool, latency_s: float = 0.0, api_key: str | None = FAKE_KEY,
+                 **quirks: bool) -> ProviderServer:
+        """``quirks``: the server's reproductions of real servers' behaviour (``tools_need_choice``,
+        ``refuse_null_content``: see tests/provider_server.py)."""
+        server = ProviderServer(script, api_key=api_key, latency_s=latency_s, **quirks).__enter__()
         self.servers.append(server)
         return server
 

@@ -9,7 +9,7 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.selection.prefix_lanes import PrefixLane
+from tasks.run.prefix_lanes import PrefixLane
 from tasks.selectors.chat_selector import ChatSelector
 from tasks.selectors.pricing import price_for
 from tests.factories.catalogues import selection_input, support_tools

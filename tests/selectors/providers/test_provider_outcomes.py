@@ -207,6 +207,19 @@ def test_a_400_is_not_retried(serve, kind):
     assert "bad tool schema" in selection.detail
 
 
+VALIDATION_500 = ("1 validation error for CreateChatCompletionRequest\nmessages.2.typed-dict.content\n"
+                  "  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_500_whose_body_is_a_validation_error_of_the_request_is_not_retried(serve, kind):
+    """llama-cpp-python's answer to a request its schema refuses: HTTP 500, the pydantic error in the body.
+    Sent again it fails the same way: one request, as for a 400 (the task agents share the policy)."""
+    selection, score, server = select(serve, kind, lambda s: status_reply(500, error_message=VALIDATION_500))
+    assert score.outcome == "error" and selection.retries == 0 and len(server.requests()) == 1
+    assert "HTTP 500" in selection.detail and "messages.2.typed-dict.content" in selection.detail
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_slow_reply_times_out_and_is_retried(serve, kind):
     def script(seen: Seen) -> Reply:  # the first attempt never answers in time; the retry answers at once
