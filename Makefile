@@ -4,16 +4,65 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-tasks demo-mcp test test-fast docs install bench bench-tracing clean-warehouse phoenix phoenix-serve \
+.PHONY: demo demo-tasks demo-mcp test test-fast docs install lock bench bench-tracing clean-warehouse phoenix phoenix-serve \
         prefect-server prefect-deploy prefect-worker
 
-$(STAMP): pyproject.toml requirements.lock
+# torch is installed from the machine's CPU build (a file under /opt/wheels): anything else would pull a
+# multi-GB CUDA build. It stays out of requirements.lock (its hash is that file's, not PyPI's); its own
+# dependencies (sympy, networkx, jinja2, fsspec, filelock, setuptools) are in the lock with hashes.
+TORCH := torch==2.13.0+cpu
+
+# uv, pinned (requirements-uv.lock, with hashes), in a venv of its own: it makes the lock and installs it.
+UV_VERSION := 0.13.9
+UV_VENV    := .venv-uv
+UV         := $(UV_VENV)/bin/uv
+
+$(UV): requirements-uv.lock
+	test -x $(UV_VENV)/bin/python || $(PYTHON) -m venv $(UV_VENV)
+	$(UV_VENV)/bin/python -m pip install -q --require-hashes -r requirements-uv.lock
+	touch $(UV)
+
+# Everything else comes from requirements.lock: every package of the runtime and of the extras the tests need,
+# pinned, with hashes; a file whose hash is not listed is refused. uv installs it as locked (--no-deps: the lock
+# is the resolution; `pip check` then proves it consistent, torch included); then the project itself. Bytecode
+# is compiled at install, as pip does: a fresh venv's first run (and CI's timing tests) must not pay for it.
+# `make install INSTALLER=pip` does the same with pip alone (with the venv's pip 23.2 and its resolver: 119 s, ~2x).
+INSTALLER ?= uv
+ifeq ($(INSTALLER),pip)
+INSTALL_LOCK = $(BIN)/python -m pip install -q --require-hashes -r requirements.lock
+LOCK_TOOL    =
+else
+INSTALL_LOCK = $(UV) pip install -q --python $(BIN)/python --no-deps --require-hashes --compile-bytecode -r requirements.lock
+LOCK_TOOL    = $(UV)
+endif
+
+$(STAMP): pyproject.toml requirements.lock | $(LOCK_TOOL)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	# torch first, from the machine's CPU build: anything else would pull a multi-GB CUDA build
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -c requirements.lock -e '.[embedding,dev,tracing]'
+	$(BIN)/python -m pip install -q --no-deps $(TORCH)
+	$(INSTALL_LOCK)
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip check
 	touch $(STAMP)
+
+# `make lock` regenerates requirements.lock from pyproject.toml (and requirements-uv.lock) with uv, for Python 3.11
+# on linux x86_64, with hashes. Pins already in the lock are kept where pyproject.toml still allows them;
+# releases uploaded after LOCK_DATE are not considered, so the same inputs give the same lock (move LOCK_DATE
+# forward, or delete the lock, to take newer releases). torch is resolved from the machine's CPU build (so its
+# dependencies, no CUDA packages) and left out of the output.
+LOCK_EXTRAS  := dask dev embedding tracing
+LOCK_DATE    := 2026-12-02T00:00:00Z
+TORCH_WHEELS ?= /opt/wheels
+LOCK_TARGET  := --python-version 3.11 --python-platform x86_64-manylinux_2_28 --exclude-newer $(LOCK_DATE)
+
+lock: $(UV)
+	echo '$(TORCH)' > $(UV_VENV)/torch.txt
+	$(UV) pip compile pyproject.toml $(foreach e,$(LOCK_EXTRAS),--extra $(e)) --generate-hashes $(LOCK_TARGET) \
+	  --find-links $(TORCH_WHEELS) --constraint $(UV_VENV)/torch.txt --no-emit-package torch --quiet \
+	  --custom-compile-command 'make lock  (uv pip compile pyproject.toml, all extras, Python 3.11 linux x86_64, torch excluded: see Makefile)' \
+	  -o requirements.lock
+	echo 'uv==$(UV_VERSION)' > $(UV_VENV)/uv.in
+	$(UV) pip compile $(UV_VENV)/uv.in --generate-hashes $(LOCK_TARGET) --quiet \
+	  --custom-compile-command 'make lock  (uv itself, for make install and make lock)' -o requirements-uv.lock
 
 # The MCP servers of the mcp_office task set (Node 20+ and npm): pinned by its package-lock.json.
 MCP_SERVERS := tasksets/mcp_office/node_modules/.installed

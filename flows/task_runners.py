@@ -5,7 +5,8 @@ deployments), or the environment variable ``TOOLEVAL_TASK_RUNNER``; applied with
 ``evaluate.with_options(task_runner=...)``, so the evaluate flow itself never changes.
 
 - ``thread``: Prefect's ThreadPoolTaskRunner, bounded at ``flows.evaluate.MAX_WORKERS`` threads;
-- ``dask``: prefect-dask on a Dask cluster: the scheduler at ``TOOLEVAL_DASK_ADDRESS`` (e.g.
+- ``dask``: prefect-dask on a Dask cluster (the ``dask`` extra, ``pip install -e '.[dask]'``; ``make install``
+  installs it; imported only when chosen): the scheduler at ``TOOLEVAL_DASK_ADDRESS`` (e.g.
   ``tcp://scheduler:8786``), else a local cluster of ``TOOLEVAL_DASK_WORKERS`` worker processes (2) with
   ``TOOLEVAL_DASK_THREADS`` threads each (1);
 Ray is not offered: no Ray runner has ever run a tooleval flow here (prefect-ray is not a dependency and no
@@ -45,6 +46,7 @@ def runner_name(name: str | None = None) -> str:
 def task_runner_for(name: str | None = None) -> Any:
     """A fresh task runner for ``evaluate.with_options(task_runner=...)``."""
     chosen = runner_name(name)
+    setting = "--task-runner" if name else ENV_VAR
     if chosen == "thread":
         from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -52,7 +54,12 @@ def task_runner_for(name: str | None = None) -> Any:
 
         return ThreadPoolTaskRunner(max_workers=MAX_WORKERS)
     if chosen == "dask":
-        from prefect_dask import DaskTaskRunner
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError:
+            raise InputError.one(setting, "dask", "task-runner-installed",
+                                 "the Dask runner needs the dask extra (prefect-dask): pip install -e '.[dask]' "
+                                 "(make install installs it)") from None
 
         if address := os.environ.get("TOOLEVAL_DASK_ADDRESS"):
             return DaskTaskRunner(address=address)
