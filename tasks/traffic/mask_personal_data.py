@@ -6,8 +6,10 @@ Order of the rules matters and is fixed: e-mails, configured patterns (order ids
 numbers (13-19 digits passing the Luhn check, or four groups of four), phone numbers (10-15 digits, or a
 leading '+'), street addresses, postcodes, sign-off names. A masked placeholder has no digits, so no later
 rule re-matches it. Configured patterns match regardless of case (people type ``nw-5502917``). A sign-off is
-a configured closing phrase near the end of a message followed by one or two words: after a comma, dash or
-colon any words ('thanks, tom'), else only capitalised ones ('Cheers Maria'); 'thanks in advance' is left.
+a configured closing phrase followed by one or two words: at the end of a message, after a comma, dash or
+colon any words ('thanks, tom'), else only capitalised ones ('Cheers Maria'); anywhere else in the message,
+after a comma, dash or colon, capitalised words ('Kind regards, Ellen you can call me on ...': a message
+goes on after its sign-off when a tail was pasted in); 'thanks in advance' and 'Thanks, I ...' are left.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ STREET = re.compile(
 POSTCODE = re.compile(rf"\b(?:{_UK_POSTCODE})\b|\bPO Box \d+\b", re.IGNORECASE)
 _NOT_NAMES = {"again", "all", "bye", "everyone", "team", "guys", "so", "much", "a", "lot", "in", "advance", "for",
               "you", "pls", "please", "asap", "ty", "x", "xx"}
+_NOT_NAMES_INSIDE = {"i", "i'm", "i've", "i'll", "i'd", "the", "my", "it", "it's", "we", "this", "that", "your", "our",
+                     "and", "but", "can", "could", "would", "will", "is", "are", "do", "did", "have", "has", "what",
+                     "when", "where", "why", "how", "if", "also", "ok", "okay", "no", "yes", "hi", "hello", "hey",
+                     "sorry", "just", "not", "there", "here", "they", "he", "she", "me", "us", "order", "northwind"}
+"""Capitalised words that start a sentence rather than sign a message, for a sign-off inside a message."""
 
 
 def sign_off_pattern(phrases: list[str]) -> re.Pattern[str]:
@@ -46,11 +53,34 @@ def sign_off_pattern(phrases: list[str]) -> re.Pattern[str]:
                       r"(?=[\s.!?…]*\W{0,3}\s*$)")
 
 
+def sign_off_inside_pattern(phrases: list[str]) -> re.Pattern[str]:
+    """A closing phrase, a comma, dash or colon, then one or two capitalised name words, anywhere in the text
+    (the end-of-text pattern runs first: this one catches a sign-off that text follows)."""
+    alternatives = "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in sorted(phrases, key=len, reverse=True))
+    name = r"[^\W\d_a-z][\w'’-]*"
+    return re.compile(rf"(?i:\b(?:{alternatives}))(?P<sep>\s*[,:\-–—]\s*)(?P<name>{name}(?:\s+{name})?)(?![\w'’-])")
+
+
+def _name_inside(match: re.Match[str]) -> tuple[int, int] | None:
+    """The span of the name a sign-off inside a message gives: its first word, and the second when that is a
+    name too ('Kind regards, Ellen Reid ...'), not a word that starts the next sentence ('Ellen I live at')."""
+    words = list(re.finditer(r"\S+", match.group("name")))
+    if words[0].group(0).lower() in _NOT_NAMES | _NOT_NAMES_INSIDE:
+        return None
+    last = words[-1] if words[-1].group(0).lower() not in _NOT_NAMES | _NOT_NAMES_INSIDE else words[0]
+    start = match.start("name")
+    return start + words[0].start(), start + last.end()
+
+
 def _accept_sign_off(match: re.Match[str]) -> bool:
     words = match.group("name").split()
     if any(w.lower() in _NOT_NAMES for w in words):
         return False
     return bool(match.group("sep").strip()) or all(w[0].isupper() for w in words)
+
+
+def _name_at_end(match: re.Match[str]) -> tuple[int, int] | None:
+    return match.span("name") if _accept_sign_off(match) else None
 
 
 _DATE_LIKE = re.compile(r"^\d{4}[-./]\d{1,2}[-./]\d{1,2}$|^\d{1,2}[-./]\d{1,2}[-./]\d{2,4}$")
@@ -109,7 +139,9 @@ class Masker:
         if rules.addresses:
             steps.append(("ADDRESS", STREET, None))
             steps.append(("ADDRESS", POSTCODE, None))
-        self.sign_off = sign_off_pattern(rules.sign_off_phrases) if rules.sign_offs and rules.sign_off_phrases else None
+        signs = rules.sign_offs and rules.sign_off_phrases
+        self.sign_off = sign_off_pattern(rules.sign_off_phrases) if signs else None
+        self.sign_off_inside = sign_off_inside_pattern(rules.sign_off_phrases) if signs else None
         self.steps = steps
 
     def mask(self, text: str, counts: Counter[str] | None = None) -> str:
@@ -123,16 +155,19 @@ class Masker:
 
             text = pattern.sub(replace, text)
         if self.sign_off is not None:
-            text = self.sign_off.sub(lambda m: self._mask_name(m, counts), text)
+            text = self.sign_off.sub(lambda m: self._mask_name(m, counts, _name_at_end), text)
+            text = self.sign_off_inside.sub(lambda m: self._mask_name(m, counts, _name_inside), text)
         return text
 
     @staticmethod
-    def _mask_name(match: re.Match[str], counts: Counter[str] | None) -> str:
-        if not _accept_sign_off(match):
+    def _mask_name(match: re.Match[str], counts: Counter[str] | None,
+                   name_span: Callable[[re.Match[str]], tuple[int, int] | None]) -> str:
+        span = name_span(match)
+        if span is None:
             return match.group(0)
         if counts is not None:
             counts["name"] += 1
-        start, end = match.span("name")
+        start, end = span
         whole = match.group(0)
         return whole[:start - match.start()] + "[NAME]" + whole[end - match.start():]
 

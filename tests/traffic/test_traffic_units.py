@@ -75,6 +75,11 @@ def test_order_ids_are_masked_only_where_configured():
     ("ok thanks bye", "ok thanks bye"),
     ("help me reset my password thanks", "help me reset my password thanks"),
     ("cheers", "cheers"),
+    ("refund pls. Kind regards, Ellen you can call me on 555-0142", "refund pls. Kind regards, [NAME] you can call me on [PHONE]"),
+    ("reset it. Kind regards, Mateo I live at 12 Elm Street", "reset it. Kind regards, [NAME] I live at [ADDRESS]"),
+    ("Cheers, Ellen Reid my email is e@example.com", "Cheers, [NAME] my email is [EMAIL]"),
+    ("Thanks, I will wait for the parcel", "Thanks, I will wait for the parcel"),
+    ("thanks - The parcel came today", "thanks - The parcel came today"),
 ])
 def test_gift_card_codes_and_sign_off_names_are_masked(text, masked):
     counts: Counter[str] = Counter()
@@ -199,3 +204,26 @@ def test_label_age_warns_past_the_configured_age(tmp_path):
     assert fresh.newest_adjudicated == "v1" and fresh.warning is None and fresh.age_days == pytest.approx(3)
     stale = label_age(root, created + timedelta(days=40), max_age_days=28)
     assert "40 days old" in stale.warning and "v1" in stale.warning
+
+
+def test_the_bundled_log_keeps_no_name_email_phone_card_or_code_once_masked():
+    """Every user message of tasksets/support/production's log, masked with its traffic.yaml rules: no first
+    name of the generator's list, no e-mail, no run of 7+ digits (phones, cards, order ids), no gift-card code."""
+    import importlib.util
+    import re
+
+    import polars as pl
+    import yaml
+
+    from tasks.traffic.mask_personal_data import EMAIL
+    from tests.factories import ROOT
+
+    folder = ROOT / "tasksets" / "support" / "production"
+    spec = importlib.util.spec_from_file_location("generate_log", folder / "generate_log.py")
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    masker = Masker(MaskingRules(**yaml.safe_load((folder / "traffic.yaml").read_text())["masking"]))
+    names = re.compile(r"\b(?:" + "|".join(name.title() for name in generator.FIRST) + r")\b")
+    left = [text for text in map(masker.mask, pl.read_parquet(folder / "support_turns.parquet")["user_message"])
+            if names.search(text) or EMAIL.search(text) or re.search(r"\d{7,}|GC-\w{4}-\w{4}", text, re.I)]
+    assert left == [], (len(left), left[:5])
