@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.logging import get_run_logger
@@ -97,8 +98,23 @@ def publish_run(summary, key: str, what: str = "run") -> RunResult:
                      n_rows=summary.n_rows, reports=dict(summary.reports), warehouse=summary.warehouse)
 
 
+class RunFailed(Exception):
+    """A Failed flow run's stored result: Prefect resolves a Failed state's data into an exception (anything
+    else makes its engine log a TypeError traceback after the run has ended), so the run's RunResult travels
+    inside one. ``state.result(raise_on_failure=False).result`` is the RunResult; ``state.result()`` raises
+    this, with the verdict line as its message."""
+
+    def __init__(self, message: str, result: Any):
+        super().__init__(message)
+        self.result = result
+
+    def __reduce__(self):  # stored by Prefect's result serializer: keep both arguments
+        return (RunFailed, (str(self), self.result))
+
+
 def final_state(result, message: str, exit_code: int) -> State:
     """Completed when the exit code is 0, else Failed; the message is the verdict line."""
     if exit_code == EXIT_OK:
         return Completed(message=message, data=result)
-    return Failed(message=f"{message} (exit {exit_code})", data=result)
+    line = f"{message} (exit {exit_code})"
+    return Failed(message=line, data=RunFailed(line, result))

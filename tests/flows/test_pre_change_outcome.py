@@ -10,7 +10,7 @@ import pytest
 
 from flows.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from flows.pre_change import pre_change
-from flows.run_outcome import RunResult, artifact_key, experiment_key
+from flows.run_outcome import RunFailed, RunResult, artifact_key, experiment_key, final_state
 from tests.factories import SUPPORT
 from tests.factories.taskset import write_support_experiment
 
@@ -63,7 +63,9 @@ def test_a_failed_gate_ends_the_flow_run_failed_with_the_verdict_line(failed_gat
 
 def test_the_result_is_stored_and_says_what_ci_needs(failed_gate):
     state, (flow_run, _), _ = failed_gate
-    result = flow_run.state.result(raise_on_failure=False)  # read from the result storage, not from memory
+    stored = flow_run.state.result(raise_on_failure=False)  # read from the result storage, not from memory
+    assert isinstance(stored, RunFailed) and str(stored) == flow_run.state.message  # Prefect's kind of data
+    result = stored.result
     assert isinstance(result, RunResult)
     assert (result.exit_code, result.status, result.n_rows) == (EXIT_GATE_FAILED, "FAIL", 6480)
     assert result.failed_gates == FAILED
@@ -103,3 +105,23 @@ def test_a_run_without_criteria_ends_completed(prefect_harness, support_copy, tm
     result = state.result()
     assert result.exit_code == EXIT_OK and result.n_rows == 3 * 540
     assert artifact_key("pre-change", experiment_key(str(experiment)), "report") in artifacts
+
+
+def test_a_failed_state_resolves_into_its_exception_not_a_type_error(prefect_harness):
+    """Prefect resolves a Failed state's data into an exception (a worker does so after the run ends): a
+    RunResult as the data made it log `TypeError: Unexpected result for failed state`; the RunResult now
+    travels inside RunFailed, and calling the flow raises that, with the verdict line."""
+    from prefect import flow
+
+    result = RunResult(run_id="r1", exit_code=EXIT_GATE_FAILED, verdict_line="FAIL — 1 of 1 gates failed",
+                       status="FAIL", failed_gates=["g"])
+
+    @flow(persist_result=True)
+    def ends_failed():
+        return final_state(result, result.verdict_line, result.exit_code)
+
+    with pytest.raises(RunFailed) as raised:
+        ends_failed()
+    assert str(raised.value) == "FAIL — 1 of 1 gates failed (exit 1)" and raised.value.result == result
+    state = ends_failed(return_state=True)
+    assert state.is_failed() and state.result(raise_on_failure=False).result == result
