@@ -112,6 +112,12 @@ class RunFailed(Exception):
         return (RunFailed, (str(self), self.result))
 
 
+def stored_result(state: State) -> Any:
+    """A finished flow run's result, Completed or Failed alike (a Failed run's travels inside RunFailed)."""
+    data = state.result(raise_on_failure=False)
+    return data.result if isinstance(data, RunFailed) else data
+
+
 def final_state(result, message: str, exit_code: int) -> State:
     """Completed when the exit code is 0, else Failed; the message is the verdict line."""
     if exit_code == EXIT_OK:

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from flows.run_outcome import stored_result
 from flows.weekly import weekly
 from tasks.taskset.load_taskset import load_version
 from tests.factories import NOW
@@ -34,7 +35,7 @@ def weekly_run(prefect_harness, tmp_path_factory):
     production.write_text(production.read_text() + "criteria: weekly_criteria.yaml\n")
     state = weekly(taskset_dir=str(taskset), experiment=str(production), warehouse_dir=str(warehouse), now=NOW,
                    return_state=True)
-    summary = state.result(raise_on_failure=False)
+    summary = stored_result(state)
     WEEKLY_STATE["state"] = state
     return taskset, warehouse, summary
 
@@ -86,9 +87,8 @@ def test_weekly_reports_calibration_drift_and_provisional_labels(weekly_run):
 
 def test_without_provisional_labels_only_adjudicated_versions_are_measured(weekly_run):
     taskset, warehouse, first = weekly_run
-    summary = weekly(taskset_dir=str(taskset), experiment=str(taskset / "experiments" / "production.yaml"),
-                     warehouse_dir=str(warehouse), now=NOW, allow_provisional=False,
-                     return_state=True).result(raise_on_failure=False)
+    summary = stored_result(weekly(taskset_dir=str(taskset), experiment=str(taskset / "experiments" / "production.yaml"),
+                                   warehouse_dir=str(warehouse), now=NOW, allow_provisional=False, return_state=True))
     assert summary.version == "v2" and summary.reused and summary.versions == ["v1"]
     assert any("not calibrated" in w for w in summary.warnings) and summary.calibration == {}
     assert not (taskset / "v3.jsonl").exists()
