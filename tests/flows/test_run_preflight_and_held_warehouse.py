@@ -122,3 +122,14 @@ def test_the_next_run_registers_a_run_that_landed_without_registering(prefect_ha
     code, out, _ = run_cli(capsys, "run", str(experiment), "--warehouse", str(warehouse))
     assert f"also registered: run {waiting}" in out
     assert yaml is not None
+
+
+def test_the_disk_check_asks_for_what_a_run_needs(tmp_path):
+    """A 30 MiB volume takes a 3,240-row run into a new warehouse (it needs about 11 MB; the check asked for
+    65 MiB); a full one is refused; an existing DuckDB file adds its own size (a checkpoint may rewrite it)."""
+    from tasks.run.preflight import disk_needed
+
+    db = tmp_path / "tooleval.duckdb"
+    assert disk_needed(3_240, db) < 30 * 2**20 and disk_needed(3_240, db) > 11 * 10**6
+    db.write_bytes(b"\0" * 2**20)
+    assert disk_needed(3_240, db) == disk_needed(3_240, tmp_path / "absent.duckdb") + 2**20
