@@ -485,7 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:
-        print("tooleval: interrupted; landed rows are kept and completed selections are cached: rerun to resume",
+        print("tooleval: interrupted; landed rows are kept and finished selections and task runs are cached: rerun to "
+              "resume",
               file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 - the last line of defence: a message, not a traceback

@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 from flows.exit_codes import EXIT_CRASHED
 from flows.prefect_server import PrefectApiLost, PrefectServerError
 
-RESUMES = "landed rows are kept and completed selections cached, so a rerun resumes"
+RESUMES = "landed rows are kept and finished selections and task runs cached, so a rerun resumes"
 LOW_DISK_BYTES = 16 * 2**20
 """Below this much free space a 'disk I/O error' is taken for a full disk."""
 

@@ -240,7 +240,7 @@ class ApiWatch:
     refuses connections twice in a row), end the process at once with one message and exit 6 instead of
     letting Prefect's client retry every call with back-off for minutes. Ending abruptly is safe by
     construction: the failure drill kills runs at every step and the next run resumes (landed rows kept or
-    re-registered, completed selections cached, leftovers tidied)."""
+    re-registered, finished selections and task runs cached, leftovers tidied)."""
 
     def __init__(self, api_url: str, server: "TemporaryServer | None" = None, interval_s: float = 0.5) -> None:
         self.api_url, self.server, self.interval_s = api_url, server, interval_s
@@ -282,8 +282,8 @@ class ApiWatch:
                          "What this run left undone (its reports if not written, tidying earlier runs' leftovers) "
                          "the next run into this warehouse finishes.")
             else:
-                after = ("The run stops here. Landed rows are kept and completed selections are cached: rerun the "
-                         "same command to resume (it repeats no completed selection; the next run registers or "
+                after = ("The run stops here. Landed rows are kept and finished selections and task runs are cached: "
+                         "rerun the same command to resume (it repeats none of them; the next run registers or "
                          "tidies what this one left).")
             print(f"tooleval: failed: {what}.\n{after}", file=sys.stderr, flush=True)
         finally:

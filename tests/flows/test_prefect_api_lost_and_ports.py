@@ -98,3 +98,19 @@ def test_a_run_that_loses_its_api_after_registering_ends_at_once_and_says_its_ro
     finally:
         con.close()
     assert f"run {run_id}: {n_rows:,} rows registered" in done.stderr
+
+
+def test_a_task_run_against_a_dead_api_says_the_api_was_never_up_not_lost_and_speaks_of_tasks(tmp_path):
+    """A configured PREFECT_API_URL nobody serves: the run says the API refuses connections and how to fix it,
+    not that it "stopped answering during the run", and nothing in its words is about selections only."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")},
+           "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(tmp_path / "prefect-home"), "COLUMNS": "200",
+           "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    done = subprocess.run([sys.executable, "-m", "flows.launch", "tasks", "run",
+                           str(ROOT / "tasksets" / "support_tasks" / "experiments" / "four_arms.yaml"),
+                           "--warehouse", str(tmp_path / "wh")],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert done.returncode == EXIT_CRASHED, done.stderr[-3000:]
+    assert "http://127.0.0.1:9/api refuses connections" in done.stderr and "unset PREFECT_API_URL" in done.stderr
+    assert "during the run" not in done.stderr and "selections" not in done.stderr
+    assert not (tmp_path / "wh" / "tooleval.duckdb").exists()
