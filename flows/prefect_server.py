@@ -81,6 +81,20 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         pass
 
 
+PATIENCE_FACTOR = 4
+"""A server still starting (alive, using CPU) at the start-up timeout is waited for up to this many times it
+(and at least a minute more)."""
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """User + system CPU ticks of a process (Linux /proc); None where that cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class TemporaryServer:
     """A local Prefect server for one run: ``spawn()`` returns at once, ``wait_ready()`` blocks until it
     answers, ``stop()`` ends it."""
@@ -122,9 +136,15 @@ class TemporaryServer:
             return self.api_url
         if self.process is None:
             self.spawn()
-        deadline = time.monotonic() + self.timeout_s
-        restarted = False
-        while time.monotonic() < deadline:
+        started = time.monotonic()
+        deadline = started + self.timeout_s
+        restarted = extended = False
+        while time.monotonic() < deadline or (not extended and self._still_starting()):
+            if time.monotonic() >= deadline:  # alive and working, only slow: a busy machine, not a crash
+                extended, deadline = True, started + max(self.timeout_s * PATIENCE_FACTOR, self.timeout_s + 60)
+                print(f"tooleval: the temporary Prefect server has not answered in {self.timeout_s:.0f} s but is "
+                      f"still starting (a busy machine); waiting up to {deadline - time.monotonic():.0f} s more",
+                      file=sys.stderr, flush=True)
             code = self.process.poll()
             if code is not None:
                 self._stderr.seek(0)
@@ -149,10 +169,21 @@ class TemporaryServer:
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
                 pass
             time.sleep(0.05)
+        waited = time.monotonic() - started
         self.stop()
         raise PrefectServerError(
-            f"the temporary Prefect server did not answer within {self.timeout_s:.0f} s ({START_TIMEOUT_ENV}); "
+            f"the temporary Prefect server did not answer within {waited:.0f} s ({START_TIMEOUT_ENV}, "
+            f"{self.timeout_s:.0f} s, then longer while it was still starting); "
             "the machine may be overloaded. Start a server (`prefect server start`) and set PREFECT_API_URL.")
+
+    def _still_starting(self) -> bool:
+        """The server process is alive and used CPU in the last second (it is starting, slowly)."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return False
+        before = _cpu_ticks(process.pid)
+        time.sleep(1.0)
+        return before is not None and (_cpu_ticks(process.pid) or 0) > before
 
     def exited(self) -> int | None:
         """The server's exit code once it has exited on its own (None while it runs or after stop())."""

@@ -114,3 +114,17 @@ def test_a_task_run_against_a_dead_api_says_the_api_was_never_up_not_lost_and_sp
     assert "http://127.0.0.1:9/api refuses connections" in done.stderr and "unset PREFECT_API_URL" in done.stderr
     assert "during the run" not in done.stderr and "selections" not in done.stderr
     assert not (tmp_path / "wh" / "tooleval.duckdb").exists()
+
+
+def test_a_server_still_starting_at_the_timeout_is_waited_for_not_taken_for_a_crash(tmp_path, monkeypatch, capsys):
+    """Two runs started at once on a loaded machine: a server slower than the start-up timeout, alive and
+    working, is waited for (with one line saying so) instead of ending the run with exit 6."""
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
+    apply_prefect_defaults()
+    server = TemporaryServer(timeout_s=0.3)  # no server answers in 0.3 s: it is still importing
+    try:
+        server.spawn()
+        assert server.wait_ready().startswith("http://127.0.0.1:")
+    finally:
+        server.stop()
+    assert "has not answered in 0 s but is still starting" in capsys.readouterr().err
