@@ -85,9 +85,17 @@ def test_a_run_killed_mid_way_resumes_without_running_a_finished_task_again(tmp_
     landed_units = [detail for point, detail in points_log(log) if point == "unit-landed"]
     assert len(landed_units) == 2
     assert not orphans(killed), "a server (or the Prefect server) outlived the killed run"
+    killed_runs = {p.name for p in (warehouse / "task_runs").glob("run_id=*")}
+    assert len(killed_runs) == 1 and (warehouse / "registrations" / killed_runs.pop()[7:]).is_dir()
     resumed = tooleval(args, cli_env(tmp_path / "prefect"), tmp_path, "resumed")
     assert resumed.returncode == 0, resumed.output[-3000:]
-    again = rows(warehouse, latest_run(warehouse))
+    run_id = latest_run(warehouse)
+    # the killed run's Parquet and registrations/ folder are leftovers the resumed run removed, and says so
+    for landed in ("task_runs", "task_calls"):
+        assert [p.name for p in (warehouse / landed).glob("run_id=*")] == [f"run_id={run_id}"]
+    assert [p.name for p in (warehouse / "registrations").iterdir()] == [run_id]
+    assert "removed the unregistrable rows of run" in resumed.output
+    again = rows(warehouse, run_id)
     assert len(again) == len({(a, s, t) for a, s, t, *_ in again}) == 3 * len(TASKS)
     hits = sum(r[5] for r in again)
     # the two units that landed (run.yaml: batches of 2 tasks) were not run again; units that finished their
