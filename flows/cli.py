@@ -499,9 +499,13 @@ def main(argv: list[str] | None = None) -> int:
         if _raised(error, "warehouse.connect", "WarehouseBusy"):
             print(f"tooleval: {error}; try again once the other process has closed it", file=sys.stderr)
             return EXIT_NOT_REGISTERED
-        from flows.crash import report_crash
+        from flows.crash import AFTER_PUBLISH, AFTER_READING, RESUMES, report_crash
 
-        return report_crash(error, [p for p in (getattr(args, "warehouse", None), getattr(args, "out", None)) if p])
+        command = getattr(getattr(args, "func", None), "__name__", "")
+        resumes = (AFTER_PUBLISH if command == "cmd_phoenix" else AFTER_READING
+                   if command in ("cmd_report", "cmd_sql", "cmd_compare", "cmd_plan", "cmd_tasks_report") else RESUMES)
+        return report_crash(error, [p for p in (getattr(args, "warehouse", None), getattr(args, "out", None)) if p],
+                            resumes)
 
 
 if __name__ == "__main__":

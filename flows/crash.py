@@ -63,9 +63,15 @@ def disk_full(error: BaseException, paths: Iterable[str | Path] = ()) -> str | N
     return None
 
 
-def _hint(error: BaseException, paths: Iterable[str | Path] = ()) -> str:
+AFTER_PUBLISH = "what was published stays; publishing again adds only what is missing"
+"""What to do after `tooleval phoenix` failed: it is not a run, and there are no rows to resume."""
+AFTER_READING = "nothing was changed: run the command again"
+"""After a command that only reads (report, sql, compare, plan, validate): nothing to resume."""
+
+
+def _hint(error: BaseException, paths: Iterable[str | Path] = (), resumes: str = RESUMES) -> str:
     if full := disk_full(error, paths):
-        return f"the disk is full ({full}): free space where the warehouse and the cache live, then rerun ({RESUMES})"
+        return f"the disk is full ({full}): free space where the warehouse and the cache live, then rerun ({resumes})"
     for cause in _chain(error):
         if isinstance(cause, OSError) and cause.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
             what = getattr(cause, "filename", "") or "a file"
@@ -78,13 +84,16 @@ def _hint(error: BaseException, paths: Iterable[str | Path] = ()) -> str:
     text = " ".join(f"{type(c).__name__} {c}" for c in _chain(error)).lower()
     if any(word in text for word in ("prefect", "httpx", "connecterror", "connection refused", "reach api")):
         return ("the Prefect API stopped answering: check PREFECT_API_URL (unset it to use a temporary server); "
-                + RESUMES)
-    return "an unexpected failure; " + RESUMES
+                + resumes)
+    if any(word in text for word in ("readtimeout", "timed out", "timeout")):
+        return "a service did not answer in time (a busy machine or network); " + resumes
+    return "an unexpected failure; " + resumes
 
 
-def report_crash(error: BaseException, paths: Iterable[str | Path] = ()) -> int:
+def report_crash(error: BaseException, paths: Iterable[str | Path] = (), resumes: str = RESUMES) -> int:
     """Print one line (and the hint), write the traceback to a file, return the crash exit code.
-    ``paths``: the folders the command wrote to (the warehouse), where a full disk is looked for."""
+    ``paths``: the folders the command wrote to (the warehouse), where a full disk is looked for; ``resumes``:
+    what a rerun of this command does (a run resumes; a publish adds what is missing)."""
     path = os.path.join(tempfile.gettempdir(), f"tooleval-crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log")
     try:
         with open(path, "w") as handle:
@@ -93,5 +102,5 @@ def report_crash(error: BaseException, paths: Iterable[str | Path] = ()) -> int:
     except OSError:
         where = ""
     message = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
-    print(f"tooleval: failed: {message}\n{_hint(error, paths)}{where}", file=sys.stderr)
+    print(f"tooleval: failed: {message}\n{_hint(error, paths, resumes)}{where}", file=sys.stderr)
     return EXIT_CRASHED

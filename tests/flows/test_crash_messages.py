@@ -159,3 +159,23 @@ def test_the_drill_hook_kills_at_the_nth_time_a_point_is_reached_and_logs_first(
                                 if not k.startswith("TOOLEVAL_DRILL")})
     assert unset.returncode == 0 and unset.stdout.count("after") == 3
     assert Path(log).read_text().count("\n") == 2  # nothing logged when the hook is unset
+
+
+def test_a_publish_that_times_out_says_what_publishing_again_does_not_that_a_run_resumes(monkeypatch, capsys,
+                                                                                          tmp_path):
+    """`tooleval phoenix` failing on a read timeout (Phoenix busy) is not a run: no rows landed, nothing to
+    resume; the message says a service did not answer in time and that publishing again adds what is missing."""
+    import httpx
+
+    from flows import api
+    from flows.cli import main
+
+    def times_out(*args, **kwargs):
+        raise httpx.ReadTimeout("timed out")
+
+    monkeypatch.setattr(api, "publish_to_phoenix", times_out)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert main(["phoenix", "--warehouse", str(tmp_path / "wh")]) == EXIT_CRASHED
+    err = capsys.readouterr().err
+    assert "did not answer in time" in err and "publishing again adds only what is missing" in err
+    assert "landed rows" not in err and "rerun resumes" not in err
