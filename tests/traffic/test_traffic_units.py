@@ -111,6 +111,16 @@ def test_near_duplicates_are_typos_and_small_edits_not_other_requests():
     assert not index.similar("can I change the delivery address of my order")
 
 
+def test_a_one_typo_pair_in_a_short_request_stays_near():
+    """One swap in a short text moves enough 4-grams to fall under 0.7; the edit distance keeps it near,
+    while a different word of the same length is still another request."""
+    base = "skip next coffee box pls"
+    assert jaccard(shingles(base), shingles("skip next cfofee box pls")) < 0.7
+    index = NearDuplicateIndex(0.7, [base])
+    assert index.similar("skip next cfofee box pls") and index.similar("skip nxt coffee box pls")
+    assert not index.similar("skip next tea box pls") and not index.similar("skip the next coffee delivery")
+
+
 def test_allocation_gives_floors_then_volume_and_never_more_than_available():
     volumes = {"refund_order": 600, "track_shipment": 300, "search_kb": 80, "rare": 15, "none": 5}
     available = {"refund_order": 500, "track_shipment": 20, "search_kb": 70, "rare": 3, "none": 5}
