@@ -51,11 +51,9 @@ def main() -> int:
 
             stop_early()
         logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+        from flows.stop_on_signal import flush_std_streams  # standard library only, like this module
+
+        flush_std_streams()
     os._exit(code)
 
 

@@ -48,6 +48,15 @@ _progress: Any = None
 _command = "tooleval run"
 
 
+def flush_std_streams() -> None:
+    """Flush stdout and stderr before ``os._exit`` (which does not), ignoring a closed or broken one."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
 def exit_code_for(signum: int) -> int:
     return EXIT_INTERRUPTED if signum == signal.SIGINT else EXIT_TERMINATED if signum == signal.SIGTERM \
         else 128 + signum
@@ -189,9 +198,5 @@ def _on_signal(signum: int, frame: object) -> None:
             pass
         stop_children()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+        flush_std_streams()
         os._exit(code)

@@ -9,12 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from flows.cli import main
 from tasks.report.sql_session import Result, render_table
 from tests.factories import ROOT
-from tests.factories.rows import KnownRun, tool_rows
 
 WRITER = """
 import sys
@@ -27,15 +25,6 @@ insert(con, "runs", SelectionRunRecord, [run_record(1, run_id="run2")])
 con.close()
 print("registered", flush=True)
 """
-
-
-@pytest.fixture
-def warehouse(tmp_path: Path) -> Path:
-    root = tmp_path / "wh"
-    root.mkdir()
-    run = KnownRun(root / "tooleval.duckdb").add(tool_rows("refund", 4, [1, 1, 1, 0]) + tool_rows("track", 2, [1, 0]))
-    run.finish().close()
-    return root
 
 
 def test_one_query_prints_a_table_and_leaves_the_file_as_it_was(warehouse, capsys):

@@ -9,21 +9,10 @@ import hashlib
 import io
 from pathlib import Path
 
-import pytest
 
 from flows.cli import main
-from tests.factories.rows import KnownRun, tool_rows
 
 RULE = "tooleval sql is read-only"
-
-
-@pytest.fixture
-def warehouse(tmp_path: Path) -> Path:
-    root = tmp_path / "wh"
-    root.mkdir()
-    run = KnownRun(root / "tooleval.duckdb").add(tool_rows("refund", 4, [1, 1, 1, 0]) + tool_rows("track", 2, [1, 0]))
-    run.finish().close()
-    return root
 
 
 def _sha(folder: Path) -> dict[str, str]:
