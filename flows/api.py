@@ -110,10 +110,14 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     apply_prefect_defaults()
     server = run_server()  # spawned at process start by the console script, else now
     try:
-        prepared = prepare_run.prepare_once(experiment_path)  # fail fast on bad input (criteria too), while the server starts
-        resolve_trace_target(trace, prepared.experiment)  # a malformed trace target too
+        # fail fast on bad input, while the server starts: the cheap checks first (the experiment, its files'
+        # structure, the criteria, the trace target, the warehouse and the disk), then the label checks, which
+        # take seconds on a cold cache; bad input is named before a dead Prefect API
+        prepared = prepare_run.prepare_once(experiment_path, checked=False)
+        resolve_trace_target(trace, prepared.experiment)
         check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=server is not None,
                          allow_provisional=allow_provisional)
+        prepare_run.prepare_once(experiment_path)
         if server is None and (url := configured_api_url()):
             check_api_answers(url)  # a dead PREFECT_API_URL is said now, not after a minute of Prefect's retries
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run

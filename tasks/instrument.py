@@ -69,7 +69,8 @@ class Instrument:
     """(name, rung, merged fields, context) -> the arm with its artefact read and checked; raises
     ``ArmRefused`` (rule, message pairs) or InputError."""
     load: Callable[[ResolvedExperiment], Loaded]
-    """Each task-set version the arms use, loaded and checked (nothing is called, nothing written)."""
+    """Each task-set version the arms use, loaded and given its cheap checks (parse, schema, rules in Python;
+    nothing is called, nothing written)."""
     work_items: Callable[[Any], Sequence[Any]]
     """What a loaded version's work units are batches of: its labelled requests, its tasks (sliceable)."""
     # -- the run -------------------------------------------------------------------------------------------
@@ -87,6 +88,9 @@ class Instrument:
     # -- what only some instruments need -------------------------------------------------------------------
     fill_arm: Callable[[dict[str, Any]], None] = _nothing
     """Fill what an arm may leave out, once the experiment's defaults are merged in."""
+    check_loaded: Callable[[ResolvedExperiment, Loaded], dict[str, Any]] = lambda experiment, loaded: {}
+    """The checks that cost seconds (selection: the label checks, Great Expectations), run last, once every
+    cheap check of the run has passed (tasks/run/prepare_run.py): version -> what they found."""
     check_before_run: Callable[[PreparedRun, bool], None] = _nothing
     """(prepared run, allow provisional labels): what must hold beyond the core's checks (InputError if not)."""
     records: Callable[[PreparedRun, Sequence[WorkUnit], str], dict[str, list[BaseModel]]] = \

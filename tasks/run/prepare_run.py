@@ -1,12 +1,13 @@
-"""Extract and check: resolve the experiment, load and check each task-set version its arms use (by the
-experiment's instrument), read the acceptance criteria.
+"""Extract and check: resolve the experiment, load each task-set version its arms use with its cheap checks
+(by the experiment's instrument), read the acceptance criteria; then the checks that cost seconds (the label
+checks), last, so bad input of any other kind is refused at once.
 
 Everything here happens before any model call and writes nothing; a problem raises InputError.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,11 @@ class PreparedRun:
     experiment: ResolvedExperiment
     versions: dict[str, Any]
     checks: dict[str, Any]
+    """What the instrument's checks found per version (the costly ones once ``checked``)."""
     criteria: tuple[Path, CriteriaFile] | None
     weights: ProductionWeights | None = None
+    checked: bool = True
+    """False until the checks that cost seconds ran (``check_prepared``)."""
 
     @property
     def instrument(self) -> Any:
@@ -52,29 +56,44 @@ class PreparedRun:
             self.experiment.seeds)
 
 
-def prepare_run(experiment_path: Path | str) -> PreparedRun:
+def prepare_run(experiment_path: Path | str, *, checked: bool = True) -> PreparedRun:
+    """The run, resolved and loaded with its cheap checks; with ``checked`` also the checks that cost seconds
+    (``check_prepared``). With ``checked=False`` a caller runs its own cheap checks first
+    (the warehouse, the disk, the trace target) so bad input is refused in well under a second."""
     experiment = resolve_experiment(Path(experiment_path))
     kind = instrument(experiment.instrument)
     loaded = kind.load(experiment)
     criteria = experiment_criteria(experiment, loaded.versions, kind.criteria_file)
-    return PreparedRun(experiment=experiment, versions=loaded.versions, checks=loaded.checks, criteria=criteria,
-                       weights=loaded.weights)
+    prepared = PreparedRun(experiment=experiment, versions=loaded.versions, checks=loaded.checks,
+                           criteria=criteria, weights=loaded.weights, checked=False)
+    return check_prepared(prepared) if checked else prepared
+
+
+def check_prepared(prepared: PreparedRun) -> PreparedRun:
+    """The instrument's checks that cost seconds (selection: the label checks), on a prepared run."""
+    if prepared.checked:
+        return prepared
+    loaded = Loaded(versions=prepared.versions, checks=prepared.checks, weights=prepared.weights)
+    checks = {**prepared.checks, **prepared.instrument.check_loaded(prepared.experiment, loaded)}
+    return replace(prepared, checks=checks, checked=True)
 
 
 _PREPARED: dict[tuple[str, int, int], PreparedRun] = {}
 
 
-def prepare_once(experiment_path: Path | str) -> PreparedRun:
+def prepare_once(experiment_path: Path | str, *, checked: bool = True) -> PreparedRun:
     """``prepare_run`` at most once per experiment file per process: the CLI prepares before Prefect starts
-    (bad input fails fast, before any model call) and the flow it then runs gets the same checked run
-    instead of loading and checking the task set a second time. A deployment's flow run, in a process of
-    its own, prepares here for the first time. The key holds the file's path, size and modification time,
-    so an edited experiment file is prepared again."""
+    (bad input fails fast, before any model call: first the cheap checks with ``checked=False``, then the
+    label checks) and the flow it then runs gets the same checked run instead of loading and checking the
+    task set a second time. A deployment's flow run, in a process of its own, prepares here for the first
+    time. The key holds the file's path, size and modification time, so an edited experiment file is
+    prepared again."""
     path = Path(experiment_path).resolve()
     stat = path.stat() if path.is_file() else None
     key = (str(path), stat.st_size if stat else -1, stat.st_mtime_ns if stat else -1)
-    if key not in _PREPARED:
-        prepared = prepare_run(experiment_path)
-        _PREPARED.clear()  # one prepared run per process at a time: a run's requests can be large
-        _PREPARED[key] = prepared
-    return _PREPARED[key]
+    prepared = _PREPARED.get(key) or prepare_run(experiment_path, checked=False)
+    if checked:
+        prepared = check_prepared(prepared)
+    _PREPARED.clear()  # one prepared run per process at a time: a run's requests can be large
+    _PREPARED[key] = prepared
+    return prepared

@@ -25,12 +25,13 @@ from tasks.selection.plan_batch import request_batches
 from tasks.selection.records import arm_record, selection_records, weights_window
 from tasks.selection.select_batch import select_and_land
 from tasks.selection.tables import build_report_from
-from tasks.selection.versions import load_selection_versions, refuse_provisional_labels
+from tasks.selection.versions import check_selection_labels, load_selection_versions, refuse_provisional_labels
 
 INSTRUMENT = Instrument(
     name="selection", experiment_file=SelectionExperimentFile, criteria_file=SelectionCriteria, respects=RESPECTS,
     arm_fields=("catalogue", "prompt", "model", "selector"), run_record=SelectionRunRecord,
     words=Words(items="rows", ok="correct", failed="invalid/error/empty"),
-    resolve_arm=resolve_selection_arm, load=load_selection_versions, check_before_run=refuse_provisional_labels,
+    resolve_arm=resolve_selection_arm, load=load_selection_versions, check_loaded=check_selection_labels,
+    check_before_run=refuse_provisional_labels,
     work_items=request_batches, run_unit=select_and_land, arm_record=arm_record, records=selection_records,
     run_fields=weights_window, load_figures=load_figures, judges=JUDGES, build_report=build_report_from)

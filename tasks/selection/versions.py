@@ -1,6 +1,7 @@
-"""The task-set versions a selection run reads: loaded, label-checked (Great Expectations) against the arms'
-catalogues and the experiment's production weights, and never scored by a decision model that learned from
-them. Before any model call; nothing is written."""
+"""The task-set versions a selection run reads: loaded (parsed, each line's schema) and never scored by a
+decision model that learned from them; then, as the run's last check, label-checked (Great Expectations)
+against the arms' catalogues and the experiment's production weights. Before any model call; nothing is
+written."""
 
 from __future__ import annotations
 
@@ -8,24 +9,29 @@ from tasks.drill_points import reached
 from tasks.experiment.resolve_experiment import ResolvedExperiment
 from tasks.files.input_errors import InputError, Problem
 from tasks.run.prepare_run import Loaded, PreparedRun
-from tasks.taskset.label_checks import check_labels
+from tasks.taskset.label_checks import CheckReport, check_labels
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, load_weights
 from tasks.taskset.provisional_labels import refuse_provisional
 
 
 def load_selection_versions(experiment: ResolvedExperiment) -> Loaded:
-    catalogues = [arm.catalogue for arm in experiment.arms if arm.catalogue is not None]
-    weights = weights_path = None
-    if experiment.spec.weights:
-        weights_path = experiment.taskset_dir / "weights" / f"{experiment.spec.weights}.json"
-        weights = load_weights(experiment.taskset_dir, experiment.spec.weights)
-    versions, checks = {}, {}
-    for version in experiment.versions:
-        versions[version] = load_version(experiment.taskset_dir, version)
-        reached("label-checks", version)
-        checks[version] = check_labels(versions[version], catalogues, weights, weights_path)
+    weights = load_weights(experiment.taskset_dir, experiment.spec.weights) if experiment.spec.weights else None
+    versions = {version: load_version(experiment.taskset_dir, version) for version in experiment.versions}
     refuse_leakage(experiment, versions)
-    return Loaded(versions=versions, checks=checks, weights=weights)
+    return Loaded(versions=versions, checks={}, weights=weights)
+
+
+def check_selection_labels(experiment: ResolvedExperiment, loaded: Loaded) -> dict[str, CheckReport]:
+    """The label checks (Great Expectations, seconds on a cold cache) of each version, against the arms'
+    catalogues and the weights: the run's last check, after every cheap one passed."""
+    catalogues = [arm.catalogue for arm in experiment.arms if arm.catalogue is not None]
+    weights_path = (experiment.taskset_dir / "weights" / f"{experiment.spec.weights}.json"
+                    if experiment.spec.weights else None)
+    checks = {}
+    for version, loaded_version in loaded.versions.items():
+        reached("label-checks", version)
+        checks[version] = check_labels(loaded_version, catalogues, loaded.weights, weights_path)
+    return checks
 
 
 def refuse_provisional_labels(prepared: PreparedRun, allow_provisional: bool) -> None:

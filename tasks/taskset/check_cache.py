@@ -20,7 +20,7 @@ from schemas.catalogue import Catalogue
 from schemas.taskset import ProductionWeights
 from tasks.files.atomic_write import write_atomic
 from tasks.files.content_hash import sha256_hex
-from tasks.taskset.load_taskset import TaskSetVersion, version_paths
+from tasks.taskset.load_taskset import TaskSetVersion, content_hash, version_paths
 
 RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py", "request_table.py")
 
@@ -32,17 +32,15 @@ def cache_dir() -> Path:
     return Path(base) / "tooleval" / "label-checks"
 
 
-def _file_stamp(path: Path) -> list:
-    stat = path.stat() if path.is_file() else None
-    return [str(path.resolve()), stat.st_size, stat.st_mtime_ns] if stat else [str(path), None, None]
-
-
 def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights: ProductionWeights | None,
-              weights_path: Path | None) -> str:
-    """Everything the checks' answer depends on, hashed."""
+              weights_path: Path | None = None) -> str:
+    """Everything the checks' answer depends on, hashed: contents, never paths, so a task set copied or moved
+    elsewhere is remembered too (a pass names no path; a failure, which does, is never kept)."""
     here = Path(__file__).parent
-    parent = (_file_stamp(version_paths(version.directory, version.manifest.parent)["requests"])
-              if version.manifest.parent else None)
+    parent = version.manifest.parent
+    parent_hash = None
+    if parent and version_paths(version.directory, parent)["requests"].is_file():
+        parent_hash = content_hash(version.directory, parent)
     try:
         gx_version = metadata.version("great_expectations")
     except metadata.PackageNotFoundError:
@@ -50,11 +48,10 @@ def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights:
     parts = {
         "rules": [sha256_hex((here / name).read_bytes()) for name in RULES_SOURCES],
         "gx": gx_version,
-        "version": [str(version.requests_path.resolve()), version.actual_hash, version.manifest.model_dump(mode="json")],
-        "parent": parent,
+        "version": [version.actual_hash, version.manifest.model_dump(mode="json")],
+        "parent": [parent, parent_hash],
         "tools": sorted({name for catalogue in catalogues for name in catalogue.names}),
         "weights": weights.model_dump(mode="json") if weights is not None else None,
-        "weights_path": str(weights_path) if weights_path else None,
     }
     return sha256_hex(json.dumps(parts, sort_keys=True, default=str))
 
