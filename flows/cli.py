@@ -504,8 +504,20 @@ def main(argv: list[str] | None = None) -> int:
         command = getattr(getattr(args, "func", None), "__name__", "")
         resumes = (AFTER_PUBLISH if command == "cmd_phoenix" else AFTER_READING
                    if command in ("cmd_report", "cmd_sql", "cmd_compare", "cmd_plan", "cmd_tasks_report") else RESUMES)
-        return report_crash(error, [p for p in (getattr(args, "warehouse", None), getattr(args, "out", None)) if p],
-                            resumes)
+        return report_crash(error, [p for p in (_warehouse_folder(args), getattr(args, "out", None)) if p], resumes)
+
+
+def _warehouse_folder(args: argparse.Namespace) -> str | None:
+    """The folder a command wrote to: ``--warehouse``, else the default one (where a full disk or a folder
+    that stopped accepting writes is looked for)."""
+    if not hasattr(args, "warehouse"):
+        return None
+    try:
+        from warehouse.location import warehouse_at
+
+        return str(warehouse_at(args.warehouse).root)
+    except Exception:  # noqa: BLE001 - a crash message never fails on a bad location
+        return args.warehouse
 
 
 if __name__ == "__main__":

@@ -69,9 +69,45 @@ AFTER_READING = "nothing was changed: run the command again"
 """After a command that only reads (report, sql, compare, plan, validate): nothing to resume."""
 
 
+def _unwritable(paths: Iterable[str | Path]) -> str | None:
+    """The first of ``paths`` or their folders one level down (a warehouse's cache/, rows/) that cannot be
+    written now (a file made there fails)."""
+    for path in paths:
+        top = Path(path).expanduser()
+        folders = [top, *sorted(p for p in top.iterdir() if p.is_dir())] if top.is_dir() else []
+        for folder in folders:
+            if problem := _refuses_a_file(folder):
+                return problem
+    return None
+
+
+def _refuses_a_file(folder: Path) -> str | None:
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".tooleval-write-check-"):
+            pass
+    except OSError as error:
+        return f"{folder} ({error.strerror or error})"
+    return None
+
+
+def write_refused(error: BaseException, paths: Iterable[str | Path] = ()) -> str | None:
+    """Where a write was refused, when ``error`` is a refused write (SQLite's 'readonly database' or 'disk I/O
+    error', EACCES, EROFS, EPERM) and one of the run's folders cannot be written now: made read-only or immutable
+    (``chattr +i``) while the run was going, after the checks before it found it writable."""
+    refused = any((isinstance(c, OSError) and c.errno in (errno.EACCES, errno.EROFS, errno.EPERM))
+                  or any(words in str(c).lower() for words in ("readonly database", "read-only file system",
+                                                               "disk i/o error", "operation not permitted"))
+                  for c in _chain(error))
+    return _unwritable(paths) if refused else None
+
+
 def _hint(error: BaseException, paths: Iterable[str | Path] = (), resumes: str = RESUMES) -> str:
     if full := disk_full(error, paths):
         return f"the disk is full ({full}): free space where the warehouse and the cache live, then rerun ({resumes})"
+    if where := write_refused(error, paths):
+        return (f"the warehouse stopped accepting writes: {where} cannot be written (made read-only or immutable "
+                f"while the run went on?); make it writable again (`chattr -R -i`, a read-write mount), then rerun "
+                f"({resumes})")
     for cause in _chain(error):
         if isinstance(cause, OSError) and cause.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
             what = getattr(cause, "filename", "") or "a file"

@@ -1,11 +1,19 @@
 """The project's small SQLite files (the selection cache, the call budget ledger): opened the same way by
 every thread and process that shares them.
 
-WAL mode is set once, when a file is new: switching the journal mode needs the file to itself, and SQLite
-answers "database is locked" at once (its busy timeout does not cover that switch) when another
-connection opens the file at the same moment. A file already in WAL mode is left as it is; the switch is
-retried for a bounded time otherwise. A column added by a newer tooleval is added in place by whichever
-opener comes first (``add_column_if_missing``).
+They use a rollback journal (``TRUNCATE``), not WAL: WAL keeps its index in a ``-shm`` file that every
+connection maps into memory, and a write through that map to a file that stopped accepting writes (a
+folder made immutable with ``chattr +i`` mid-run, a volume remounted read-only) is not an error SQLite can
+return but a SIGBUS that kills the process with no message. A rollback journal writes with ``write()``, so
+the same event is an error ("attempt to write a readonly database") that the run reports. The writes are
+one short transaction per work unit or per call, so readers waiting out a commit under the busy timeout
+cost nothing next to a model call.
+
+The journal mode is set when a file is opened: switching needs the file to itself, and SQLite answers
+"database is locked" at once (its busy timeout does not cover that switch) when another connection has it
+open. An older file in WAL mode is switched by the first opener that has it to itself; until then it is
+used as it is. A column added by a newer tooleval is added in place by whichever opener comes first
+(``add_column_if_missing``).
 """
 
 from __future__ import annotations
@@ -15,10 +23,11 @@ import time
 from pathlib import Path
 
 BUSY_TIMEOUT_S = 60.0
+JOURNAL_MODE = "truncate"
 
 
 def open_shared_sqlite(path: Path | str, check_same_thread: bool = True) -> sqlite3.Connection:
-    """A connection in autocommit mode with a busy timeout, the file in WAL mode."""
+    """A connection in autocommit mode with a busy timeout, the file in rollback-journal mode."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                  check_same_thread=check_same_thread)
@@ -26,11 +35,13 @@ def open_shared_sqlite(path: Path | str, check_same_thread: bool = True) -> sqli
     pause = 0.01
     while True:
         try:
-            mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
-            if str(mode).lower() != "wal":
-                connection.execute("PRAGMA journal_mode=WAL")
+            mode = str(connection.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+            if mode != JOURNAL_MODE:
+                connection.execute(f"PRAGMA journal_mode={JOURNAL_MODE}")
             break
         except sqlite3.OperationalError as error:
+            if "locked" in str(error).lower() and mode == "wal":
+                break  # an older WAL file another connection has open: used as it is, switched another time
             if "locked" not in str(error).lower() or time.monotonic() > deadline:
                 connection.close()
                 raise
