@@ -1,6 +1,7 @@
 """The full failure drill (issue 10): every bad input as a real ``tooleval`` process, kill -9 at every named
-point of a run followed by a rerun, readers and a second writer on the warehouse, and a Prefect API lost
-mid-run. Prints one line per case and the figures quoted in docs/reliability/index.md.
+point of a run followed by a rerun, readers and a second writer on the warehouse, a Prefect API lost
+mid-run, and the warehouse made immutable mid-run (root and chattr). Prints one line per case and the
+figures quoted in docs/reliability/index.md.
 
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py                 # everything (~25 min on 2 cores)
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --only kills --points records-saved,registered
@@ -29,7 +30,9 @@ from tests.drill.harness import (  # noqa: E402
     KILL_POINTS,
     cli_env,
     concurrent_runs,
+    can_freeze,
     drill_experiment,
+    freeze_the_warehouse,
     hosted_kill_and_resume,
     kill_and_resume,
     lose_the_api,
@@ -72,12 +75,12 @@ def bad_inputs(work: Path, prefect_home: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=["bad", "kills", "shared", "api"], action="append", default=None)
+    parser.add_argument("--only", choices=["bad", "kills", "shared", "api", "frozen"], action="append", default=None)
     parser.add_argument("--points", default=",".join(KILL_POINTS), help="comma-separated kill points (POINT[:N])")
     parser.add_argument("--workdir", default=None, help="keep the drill's files here (default: a temporary folder)")
     parser.add_argument("--json", default=None, metavar="FILE", help="write every outcome as JSON")
     args = parser.parse_args(argv)
-    parts = set(args.only or ["bad", "kills", "shared", "api"])
+    parts = set(args.only or ["bad", "kills", "shared", "api", "frozen"])
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tooleval-drill-"))
     work.mkdir(parents=True, exist_ok=True)
     prefect_home = work / "prefect-home"
@@ -152,6 +155,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{outcome.rerun_exit}, lost {outcome.rows_lost}, duplicated {outcome.duplicated}"
               + (f"  {outcome.problems}" if outcome.problems else ""), flush=True)
 
+    if "frozen" in parts:
+        print("the warehouse made immutable (chattr -R +i) mid-run:", flush=True)
+        if not can_freeze(work):
+            print("  skip  needs root and chattr on a file system with the immutable attribute", flush=True)
+        else:
+            outcome = freeze_the_warehouse(experiment, work, prefect_home)
+            report["frozen"] = asdict(outcome)
+            failed += bool(outcome.problems)
+            print(f"  {'held' if not outcome.problems else 'FAIL'}  exit {outcome.exit_code}: {outcome.message}; rerun "
+                  f"exit {outcome.rerun_exit}, lost {outcome.rows_lost}, duplicated {outcome.duplicated}"
+                  + (f"  {outcome.problems}" if outcome.problems else ""), flush=True)
+
     print("\nfigures:")
     if "bad_inputs" in report:
         ran = [r for r in report["bad_inputs"] if r["held"] is not None]
@@ -175,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         lost = report["lost_api"]
         print(f"  lost Prefect API: exit {lost['exit_code']} after {lost['seconds_after_loss']:.1f} s; the rerun "
               f"resumed with {lost['rows_lost']} rows lost")
+    if "frozen" in report:
+        frozen = report["frozen"]
+        print(f"  immutable warehouse mid-run: exit {frozen['exit_code']} with a message (was SIGBUS, -7); the rerun "
+              f"resumed with {frozen['rows_lost']} rows lost, {frozen['duplicated']} duplicated")
     print(f"  total {time.monotonic() - started:.0f} s; files in {work}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))

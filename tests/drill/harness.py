@@ -594,6 +594,69 @@ def lose_the_api(experiment: DrillExperiment, workdir: Path, prefect_home: Path,
 
 
 # --------------------------------------------------------------------------------------------------
+# the warehouse made immutable mid-run
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FrozenOutcome:
+    exit_code: int
+    message: list[str]
+    rerun_exit: int
+    rows_lost: int
+    duplicated: int
+    problems: list[str] = field(default_factory=list)
+
+
+def can_freeze(folder: Path) -> bool:
+    """Root with ``chattr`` on a file system that has the immutable attribute."""
+    probe = folder / ".freeze-probe"
+    probe.write_text("x")
+    try:
+        return subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode == 0
+    except FileNotFoundError:
+        return False
+    finally:
+        subprocess.run(["chattr", "-i", str(probe)], capture_output=True)
+        probe.unlink()
+
+
+def freeze_the_warehouse(experiment: DrillExperiment, workdir: Path, prefect_home: Path,
+                         at: str = "unit-landed:3") -> FrozenOutcome:
+    """``chattr -R +i`` the warehouse once the run reaches ``at`` (issue 26 item 16: it died of SIGBUS, exit
+    -7, with no message): the run must end with exit 6 and a message that the warehouse stopped accepting
+    writes, no traceback on the terminal; once writable again, the rerun completes with nothing lost or
+    duplicated."""
+    warehouse, log = workdir / "wh-frozen", workdir / "frozen.points"
+    args = ["run", str(experiment.path), "--warehouse", str(warehouse)]
+    running = Running(args, cli_env(prefect_home, TOOLEVAL_DRILL_LOG=str(log)), workdir, "frozen")
+    try:
+        point, _, nth = at.partition(":")
+        running.wait_for(lambda: sum(p == point for p, _ in points_log(log)) >= int(nth or 1), 1200,
+                         f"the run reaching {at}")
+        subprocess.run(["chattr", "-R", "+i", str(warehouse)], check=True)
+        result = running.finish()
+    finally:
+        subprocess.run(["chattr", "-R", "-i", str(warehouse)], capture_output=True)
+    rerun = tooleval(args, cli_env(prefect_home), workdir, "frozen-rerun")
+    after = census(warehouse)
+    lost = sum(max(0, experiment.planned_rows - n) for n in after.registered.values())
+    duplicated = after.duplicated_duckdb + after.duplicated_parquet
+    problems = []
+    if result.returncode != 6 or "the warehouse stopped accepting writes" not in result.stderr:
+        problems.append(f"expected exit 6 saying the warehouse stopped accepting writes, got {result.returncode}: "
+                        f"{result.stderr[-1500:]}")
+    if "Traceback" in result.output:
+        problems.append("a traceback reached the terminal")
+    if rerun.returncode not in FINISHED or run_id_of(rerun) not in after.registered:
+        problems.append(f"the rerun did not complete (exit {rerun.returncode}): {rerun.stderr[-1500:]}")
+    problems += [f"{what}: {n}" for what, n in (("rows lost", lost), ("duplicated rows", duplicated)) if n]
+    problems += [f"process {pid} outlived tooleval" for pid in orphans(result) + orphans(rerun)]
+    message = [line for line in result.stderr.splitlines() if line.startswith(("tooleval: failed", "the warehouse"))]
+    return FrozenOutcome(result.returncode, message, rerun.returncode, lost, duplicated, problems)
+
+
+# --------------------------------------------------------------------------------------------------
 # a hosted selector killed between calls: each answer is cached as it completes
 # --------------------------------------------------------------------------------------------------
 
