@@ -8,6 +8,10 @@ reads either form, checks every decision (a label that is not valid gets the nea
 ``decided_at`` without a time zone is refused) and publishes a child version whose decided labels are
 adjudicated, with one ``Adjudication`` per decision recording who decided, when, why and the previous label.
 
+An older decision never undoes a later one: a decision on a request that already has a recorded decision
+(an earlier import) made at the same time or later is refused, naming who decided what and when (an old
+sheet imported again), unless it agrees. Problems are listed what is wrong first, then what is undecided.
+
 Partial imports chain: a partial import writes the next version (the undecided requests stay provisional)
 and a queue of what remains for it. Importing a queue whose version already has partial imports applies the
 new decisions to the last of them (decisions already imported are recognised and skipped), so each partial
@@ -21,7 +25,7 @@ import difflib
 import io
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from schemas.catalogue import NONE_LABEL
@@ -251,6 +255,49 @@ def _place(problem: Problem) -> tuple[int, str]:
     return (int(words[1]) if len(words) > 1 and words[1].isdigit() else 1 << 30, problem.where)
 
 
+def _earlier(one: Adjudication, other: Adjudication) -> bool:
+    def utc(when: datetime) -> datetime:
+        return when if when.utcoffset() is not None else when.replace(tzinfo=timezone.utc)
+    return utc(one.decided_at) < utc(other.decided_at)
+
+
+def _not_after(decision: Decision, earlier: Adjudication) -> bool:
+    """The decision was made no later than the one already recorded for its request (an older sheet)."""
+    when, then = decision.decided_at, earlier.decided_at
+    if when is None or when.utcoffset() is None:
+        return False  # refused apart (no time, or no zone)
+    return when <= (then if then.utcoffset() is not None else then.replace(tzinfo=timezone.utc))
+
+
+def _stale_problem(decision: Decision, earlier: Adjudication, version: str, file: str) -> Problem:
+    """An older decision never overrides a later one silently: say whose later decision it would undo."""
+    who = ("you" if earlier.decided_by == decision.decided_by else earlier.decided_by)
+    return Problem(file, decision.where, "decision-newest",
+                   f"'{decision.label}' (decided {decision.decided_at.isoformat()}) would undo the later decision "
+                   f"'{earlier.label}' that {who} made at {earlier.decided_at.isoformat()}, already in {version}: "
+                   "this sheet is older; clear this line's decision, or decide again with the current time as "
+                   "decided_at and a reason")
+
+
+UNDECIDED_SHOWN = 10
+"""Undecided lines named one by one up to this many; more are one problem naming the first of them."""
+
+
+def _undecided_problems(still: list[str], decisions: list[Decision], version: str, file: str) -> list[Problem]:
+    where_of = {d.request_id: d.where for d in decisions}
+    missing = [Problem(file, f"id {rid}", "queue-decided", f"a provisional request of {version} missing from the "
+                       "queue") for rid in still if rid not in where_of]
+    undecided = sorted((where_of[rid] for rid in still if rid in where_of),
+                       key=lambda where: _place(Problem(file, where, "", "")))
+    advice = "decide it, or import with --partial to keep it provisional"
+    if len(undecided) <= UNDECIDED_SHOWN:
+        return missing + [Problem(file, where, "queue-decided", f"undecided; {advice}") for where in undecided]
+    shown = ", ".join(where.split(" (")[0] for where in undecided[:5])
+    return missing + [Problem(file, "", "queue-decided",
+                              f"{len(undecided)} requests undecided ({shown} and {len(undecided) - 5} more): decide "
+                              "them, or import with --partial to keep them provisional")]
+
+
 def import_queue(path: Path, taskset_dir: Path | None = None, partial: bool = False) -> QueueImport:
     """Check the decided queue (JSONL or CSV) and publish the adjudicated version; raises InputError naming
     each bad line."""
@@ -266,7 +313,11 @@ def import_queue(path: Path, taskset_dir: Path | None = None, partial: bool = Fa
     source = load_version(taskset_dir, versions[0])
     target = last_partial_import(taskset_dir, source.version)
     by_request = {r.id: r for r in target.requests}
-    recorded = {a.request_id: a for a in target.adjudications}
+    recorded: dict[str, Adjudication] = {}  # each request's latest recorded decision
+    for adjudication in target.adjudications:
+        latest = recorded.get(adjudication.request_id)
+        if latest is None or not _earlier(adjudication, latest):
+            recorded[adjudication.request_id] = adjudication
     tools = {name for catalogue in all_catalogues(taskset_dir) for name in catalogue.names} | {NONE_LABEL}
     labels_file = str(labels_path(taskset_dir, source.version).relative_to(taskset_dir))
 
@@ -291,6 +342,11 @@ def import_queue(path: Path, taskset_dir: Path | None = None, partial: bool = Fa
         if earlier is not None and (earlier.label, earlier.decided_by, earlier.decided_at) == (
                 decision.label, decision.decided_by, decision.decided_at):
             continue  # imported already (an earlier partial import of this queue)
+        if earlier is not None and _not_after(decision, earlier):
+            if decision.label == earlier.label:
+                continue  # a later decision already says the same
+            problems.append(_stale_problem(decision, earlier, target.version, file))
+            continue
         if decision.label not in tools:
             problems.append(_label_problem(decision.label, tools, file, where, labels_file))
         if not decision.decided_by or (decision.decided_at is None and not decision.bad_time):
@@ -301,13 +357,10 @@ def import_queue(path: Path, taskset_dir: Path | None = None, partial: bool = Fa
         decided[decision.request_id] = decision
     still = [r.id for r in target.requests if r.label_status == "provisional" and r.id not in decided]
     if still and not partial:
-        where_of = {d.request_id: d.where for d in decisions}
-        problems += [Problem(file, where_of.get(rid, f"id {rid}"), "queue-decided",
-                             "undecided; decide it, or import with --partial to keep it provisional"
-                             if rid in where_of else f"a provisional request of {target.version} missing from the queue")
-                     for rid in still]
+        problems += _undecided_problems(still, decisions, target.version, file)
     if problems:
-        raise InputError(sorted(problems, key=_place))
+        # what is wrong first, in file order; then what is merely undecided (one line when there are many)
+        raise InputError(sorted(problems, key=lambda p: (p.rule == "queue-decided", _place(p))))
     if not decided:
         if target.version != source.version:  # everything here was imported before
             return QueueImport(queue_file=file, taskset=target.taskset, from_version=target.manifest.parent or "",

@@ -198,3 +198,53 @@ def test_partial_imports_chain_each_a_child_of_the_last_with_a_queue_for_the_res
     v5 = load_version(resampled, "v5")
     assert all(r.label_status == "adjudicated" for r in v5.requests) and len(v5.adjudications) == total
     assert import_queue(v2_queue, partial=True).reused  # nothing new: already in the chain
+
+
+def test_an_old_sheet_imported_again_does_not_undo_a_later_decision_of_someone_else(resampled):
+    """Issue 26 item 11: v4's lookup_article became search_kb again, silently, when an older sheet was
+    imported after another labeller's later decision."""
+    lines = queue_lines(resampled)
+    decide_all(lines[:10], change_every=100)  # Maria confirms ten hints at 10:15
+    old_sheet = json.loads(json.dumps(lines))
+    v2_queue = write_queue(resampled, lines)
+    assert import_queue(v2_queue, partial=True).version == "v3"
+    other = "search_kb" if lines[0]["hint"] != "search_kb" else "none"
+    lines[0].update(label=other, decided_by="support-ops:ben.ito", decided_at="2026-12-02T09:00:00Z",
+                    reason="the customer asks for the article, not an action")
+    write_queue(resampled, lines)
+    assert import_queue(v2_queue, partial=True).version == "v4"  # Ben's later decision
+    before = sorted(p.name for p in resampled.iterdir())
+    write_queue(resampled, old_sheet)  # Maria's sheet of yesterday, imported again
+    with pytest.raises(InputError) as caught:
+        import_queue(v2_queue, partial=True)
+    [problem] = caught.value.problems
+    assert problem.rule == "decision-newest" and problem.where.startswith("line 1 ")
+    assert "support-ops:ben.ito" in problem.message and other in problem.message and "v4" in problem.message
+    assert sorted(p.name for p in resampled.iterdir()) == before
+    labels = {r.id: r.expected for r in load_version(resampled, "v4").requests}
+    assert labels[lines[0]["request_id"]] == other
+    # the same sheet with that line cleared imports: nothing new, Ben's label stands
+    old_sheet[0].update(label=None, decided_by=None, decided_at=None, reason=None)
+    write_queue(resampled, old_sheet)
+    assert import_queue(v2_queue, partial=True).reused
+    # Maria deciding again, later than Ben, with a reason, is a decision like any other
+    old_sheet[0].update(label=lines[0]["hint"], decided_by=WHO, decided_at="2026-12-02T11:00:00Z",
+                        reason="asked the customer: they wanted the action")
+    write_queue(resampled, old_sheet)
+    assert import_queue(v2_queue, partial=True).version == "v5"
+
+
+def test_real_problems_come_before_hundreds_of_undecided_lines(resampled, capsys):
+    """Issue 26 item 11: three real problems were buried among 570 'undecided' lines cut at 20."""
+    lines = queue_lines(resampled)
+    assert len(lines) > 30
+    decide_all(lines[:3], change_every=100)
+    lines[1]["label"] = "refund_ordr"
+    lines[2].pop("decided_by")
+    path = write_queue(resampled, lines)
+    assert main(["queue", "import", str(path)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if ": [" in line]
+    rules = [line.split(": [")[1].split("]")[0] for line in err]
+    assert rules == ["label-offered", "reason-given", "decision-complete", "queue-decided"], err
+    assert "line 2 " in err[0] and "line 3 " in err[2]
+    assert f"{len(lines) - 3} requests undecided (line 4, line 5" in err[3] and "--partial" in err[3]
