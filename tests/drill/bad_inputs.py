@@ -4,6 +4,12 @@ A case builds its inputs in a fresh folder and returns the command's arguments. 
 the exit code; every fragment in what the command printed (each names the file, the line or id, and the
 rule broken); no ``Traceback`` printed; and nothing written to the warehouse (a warehouse that did not
 exist still does not; one that did is byte for byte the same).
+
+Where a command's harm would land elsewhere, the case watches that path instead: ``tooleval sql`` escapes
+(ATTACH read-write, COPY, EXPORT DATABASE, INSTALL, reading any file) watch the folder holding both the
+warehouse and a target beside it; ``tasks validate`` watches the task set; ``train`` its ``--out`` file;
+``--warehouse ''`` the checkout's default warehouse file, where an empty path used to land. The cases of
+issue 26 (the last section) keep its fixed findings fixed.
 """
 
 from __future__ import annotations
@@ -17,9 +23,13 @@ from typing import Callable
 
 import duckdb
 
+from schemas.surface.rows import SurfaceRunRecord
 from tests.factories.criteria import criteria_text, gate
+from tests.factories.rows import RUN, KnownRun, insert, run_record, tool_rows
 from tests.factories.taskset import REQUESTS, write_experiment, write_taskset
+from tests.surface.tiny_desk import desk_task, write_desk
 from warehouse.connect import connect
+from warehouse.location import DEFAULT_DIR
 
 RUN_OK = "tooleval: bad input, nothing was run or written"
 
@@ -28,7 +38,8 @@ RUN_OK = "tooleval: bad input, nothing was run or written"
 class Built:
     args: list[str]
     warehouse: Path | None = None
-    """The warehouse the command was pointed at (checked untouched); None for commands without one."""
+    """The warehouse the command was pointed at, or the path its harm would land on (checked untouched);
+    None for commands with neither."""
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -449,6 +460,154 @@ def case_import_frozen(tmp):
     return Built(["import", "metatool", str(plugins), str(queries), "--out", str(tmp / "out")])
 
 
+# --------------------------------------------------------------------------------------------------
+# issue 26: findings fixed since, each kept here so it stays fixed
+# --------------------------------------------------------------------------------------------------
+
+TASK_RUN = "20261201T000000Z-task"
+
+
+def case_arm_name_too_long(tmp):
+    experiment = shop(tmp, arms=[{"name": "a" * 300}, {"name": "b", "prompt": "terse"}], comparisons="ladder")
+    (tmp / "shop" / "prompts" / "terse.md").write_text("Be terse.\n")
+    return run(experiment, tmp)
+
+
+def case_arm_name_dots(tmp):
+    experiment = shop(tmp, arms=[{"name": ".."}, {"name": "b", "prompt": "terse"}], comparisons="ladder")
+    (tmp / "shop" / "prompts" / "terse.md").write_text("Be terse.\n")
+    return run(experiment, tmp)
+
+
+def case_catalogue_parameters_no_schema(tmp):
+    experiment = shop(tmp)
+    path = tmp / "shop" / "catalogues" / "base.json"
+    data = json.loads(path.read_text())
+    data["tools"][1]["parameters"] = {"type": "objekt", "properties": 5}  # tools[1] is track_shipment
+    path.write_text(json.dumps(data))
+    return run(experiment, tmp)
+
+
+def desk_with_bad_tool_schema(tmp: Path) -> Path:
+    """The tiny help desk whose toolkit gains a tool ``weigh`` with an invalid JSON Schema type."""
+    folder = write_desk(tmp)
+    backend = folder / "backend" / "desk.py"
+    bad_tool = ('    @tool\n    def weigh(self, grams: Annotated[int, Field(json_schema_extra={"type": "integr"})])'
+                ' -> dict:\n        """Weigh a parcel."""\n        return {"grams": grams}\n\n')
+    anchor = "    @tool\n    def get_ticket"
+    backend.write_text(backend.read_text().replace(anchor, bad_tool + anchor, 1))
+    return folder
+
+
+def case_surface_tool_no_schema_validate(tmp):
+    folder = desk_with_bad_tool_schema(tmp)
+    return Built(["tasks", "validate", str(folder / "t1.jsonl")], folder)
+
+
+def case_surface_tool_no_schema_run(tmp):
+    folder = desk_with_bad_tool_schema(tmp)
+    warehouse = tmp / "wh"
+    return Built(["tasks", "run", str(folder / "experiments" / "four.yaml"), "--warehouse", str(warehouse)], warehouse)
+
+
+def case_unknown_matcher(tmp):
+    """A frozen task version with a task appended whose reply assertion uses a matcher that does not exist."""
+    folder = write_desk(tmp)
+    with (folder / "t1.jsonl").open("a") as handle:
+        handle.write(json.dumps(desk_task("reply", "Close T-1001.", {"reply": {"startswith": "Your ticket"}})) + "\n")
+    return Built(["tasks", "validate", str(folder / "t1.jsonl")], folder)
+
+
+def case_empty_tasks_file(tmp):
+    folder = write_desk(tmp)
+    (folder / "t1.jsonl").write_text("\n\n")
+    return Built(["tasks", "validate", str(folder / "t1.jsonl")], folder)
+
+
+def case_train_one_label(tmp):
+    """Thirty requests all labelled refund_order; the model file must not be written."""
+    requests = [{"id": f"r{i}", "messages": [{"role": "user", "content": f"refund my order number {i} please"}],
+                 "expected": "refund_order", "slice": "existing"} for i in range(30)]
+    folder = write_taskset(tmp / "one", requests=requests)
+    return Built(["train", str(folder / "v1.jsonl"), "--out", str(tmp / "m.json")], tmp / "m.json")
+
+
+def empty_warehouse_flag(args: list[str]) -> Built:
+    """``--warehouse ''`` used to mean "not given": watch the checkout's default warehouse file, where it landed."""
+    return Built([*args, "--warehouse", ""], DEFAULT_DIR / "tooleval.duckdb")
+
+
+def case_run_empty_warehouse(tmp):
+    return empty_warehouse_flag(["run", str(shop(tmp))])
+
+
+def case_report_empty_warehouse(tmp):
+    return empty_warehouse_flag(["report"])
+
+
+def case_sql_empty_warehouse(tmp):
+    return empty_warehouse_flag(["sql", "select 1"])
+
+
+def known_run_warehouse(folder: Path) -> Path:
+    """A warehouse holding one registered selection run (tests.factories.rows.RUN), made without Prefect."""
+    folder.mkdir(parents=True)
+    KnownRun(folder / "tooleval.duckdb").add(tool_rows("refund", 4, [1, 1, 1, 0]) + tool_rows("track", 2, [1, 0])
+                                            ).finish().close()
+    return folder
+
+
+def sql(tmp: Path, statement: str) -> Built:
+    """``tooleval sql`` on a warehouse holding a run; ``{db}`` in the statement is its DuckDB file, ``{elsewhere}``
+    a folder beside it. The case watches the folder holding both, so a file written outside the warehouse shows."""
+    root = tmp / "sql"
+    warehouse = known_run_warehouse(root / "wh")
+    (root / "elsewhere").mkdir()
+    query = statement.format(db=warehouse / "tooleval.duckdb", elsewhere=root / "elsewhere")
+    return Built(["sql", query, "--warehouse", str(warehouse)], root)
+
+
+def case_sql_attach_read_write(tmp):
+    return sql(tmp, "attach '{db}' as w (read_only false); delete from w.runs")
+
+
+def case_sql_copy_out(tmp):
+    return sql(tmp, "copy (select 1) to '{elsewhere}/out.csv'")
+
+
+def case_sql_export_database(tmp):
+    return sql(tmp, "export database '{elsewhere}/export'")
+
+
+def case_sql_install_extension(tmp):
+    return sql(tmp, "install httpfs")
+
+
+def case_sql_read_any_file(tmp):
+    return sql(tmp, "select * from read_text('/etc/hostname')")
+
+
+def task_run_warehouse(tmp: Path) -> Path:
+    """A warehouse holding a selection run (RUN) and a task run (TASK_RUN), made without Prefect."""
+    warehouse = tmp / "wh"
+    warehouse.mkdir()
+    con = KnownRun(warehouse / "tooleval.duckdb").add(tool_rows("refund", 2, [1, 0])).finish()
+    record = {k: v for k, v in run_record(0, run_id=TASK_RUN).items() if k not in ("n_rows", "weights_window")}
+    insert(con, "task_experiments", SurfaceRunRecord, [dict(record, n_runs=0, n_calls=0)])
+    con.close()
+    return warehouse
+
+
+def case_compare_task_run(tmp):
+    warehouse = task_run_warehouse(tmp)
+    return Built(["compare", TASK_RUN, RUN, "--warehouse", str(warehouse)], warehouse)
+
+
+def case_tasks_report_selection_run(tmp):
+    warehouse = task_run_warehouse(tmp)
+    return Built(["tasks", "report", RUN, "--warehouse", str(warehouse)], warehouse)
+
+
 BAD_INPUTS: tuple[BadInput, ...] = (
     BadInput("experiment file missing", case_missing_experiment, 2, ("nowhere.yaml",)),
     BadInput("experiment YAML syntax", case_yaml_syntax, 2, ("exp.yaml:line",)),
@@ -513,6 +672,42 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     BadInput("import metatool wrong header", case_metatool_header, 2, ("queries.csv:line 1: [csv-header]",)),
     BadInput("import metatool binary plugin_des", case_metatool_binary_plugins, 2, ("plugin_des.json: [json]", "UTF-8")),
     BadInput("import into a frozen version", case_import_frozen, 2, ("v1.manifest.json: [version-immutable]",)),
+    # issue 26
+    BadInput("arm name of 300 characters", case_arm_name_too_long, 2,
+             ("exp.yaml:arm aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...: [arm-name-length]", "300 bytes; at most 100")),
+    BadInput("arm name '..'", case_arm_name_dots, 2, ("exp.yaml:arm ..: [arm-name-path]",)),
+    BadInput("catalogue tool parameters not a JSON Schema", case_catalogue_parameters_no_schema, 2,
+             ("exp.yaml:arm a: [tool-parameters-schema]", "base.json", "tool 'track_shipment'",
+              "not a valid JSON Schema")),
+    BadInput("surface tool parameters not a JSON Schema (tasks validate)", case_surface_tool_no_schema_validate, 2,
+             ("plain.yaml:tool weigh: [tool-parameters-schema]", "tool 'weigh'", "not a valid JSON Schema")),
+    BadInput("surface tool parameters not a JSON Schema (tasks run)", case_surface_tool_no_schema_run, 2,
+             ("four.yaml:arm A: [tool-parameters-schema]", "plain.yaml", "tool 'weigh'")),
+    BadInput("task with an unknown matcher", case_unknown_matcher, 2,
+             ("t1.jsonl:line 5 (id reply): [task-schema]", "unknown matcher 'startswith'")),
+    BadInput("empty tasks file", case_empty_tasks_file, 2, ("t1.jsonl: [not-empty]", "holds no task")),
+    BadInput("train on a one-label set", case_train_one_label, 2,
+             ("v1.jsonl: [train-classes]", "1 label(s) (refund_order 30)")),
+    BadInput("run --warehouse ''", case_run_empty_warehouse, 2, ("argument --warehouse", "an empty path")),
+    BadInput("report --warehouse ''", case_report_empty_warehouse, 2, ("argument --warehouse", "an empty path")),
+    BadInput("sql --warehouse ''", case_sql_empty_warehouse, 2, ("argument --warehouse", "an empty path")),
+    BadInput("sql attach read-write", case_sql_attach_read_write, 2,
+             ("tooleval sql is read-only", "tooleval.duckdb' as w (read_only false)", "ATTACH: it would attach")),
+    BadInput("sql COPY outside the warehouse", case_sql_copy_out, 2,
+             ("tooleval sql is read-only", "elsewhere/out.csv'`", "COPY: it would write (or read) a file outside")),
+    BadInput("sql EXPORT DATABASE", case_sql_export_database, 2,
+             ("tooleval sql is read-only", "elsewhere/export'`", "EXPORT: it would write files outside")),
+    BadInput("sql INSTALL an extension", case_sql_install_extension, 2,
+             ("tooleval sql is read-only", "`install httpfs`", "it would install or load an extension")),
+    BadInput("sql reads a file outside the warehouse", case_sql_read_any_file, 2,
+             ("tooleval sql is read-only", "`select * from read_text('/etc/hostname')`",
+              'Cannot access file "/etc/hostname"')),
+    BadInput("compare given a task run", case_compare_task_run, 2,
+             (f"tooleval.duckdb:run {TASK_RUN}: [run-instrument]", f"run {TASK_RUN} is a task run",
+              f"`tooleval tasks report {TASK_RUN}`")),
+    BadInput("tasks report given a selection run", case_tasks_report_selection_run, 2,
+             (f"tooleval.duckdb:run {RUN}: [run-instrument]", f"run {RUN} is a selection run",
+              f"`tooleval report {RUN}`")),
 )
 
 

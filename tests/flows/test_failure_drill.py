@@ -1,8 +1,11 @@
 """The failure drill, fast subset (the full drill: ``python benchmarks/failure_drill.py``).
 
-- Every bad input of tests/drill/bad_inputs.py (more than 40, every command): its exit code, a message
-  naming the file, the line or id and the rule, no traceback, the warehouse untouched. In-process, so it
-  is fast; the benchmark runs each as a real ``tooleval`` process.
+- Every bad input of tests/drill/bad_inputs.py (79, every command, among them the fixed findings of issue 26:
+  `tooleval sql` escapes, arm names that cannot be a folder, tool parameters that are no JSON Schema, unknown
+  matchers, empty tasks files, one-label training sets, ``--warehouse ''``, a run id of the other instrument):
+  its exit code, a message naming the file, the line or id and the rule, no traceback, the warehouse (or the
+  path the case watches) untouched. In-process, so it is fast; the benchmark runs each as a real ``tooleval``
+  process.
 - Slow tier: kill -9 at two points of a real run (a selector call in flight; the registration's
   uncommitted transaction) and a rerun that loses and duplicates nothing and repeats no more calls than
   were in flight; a hosted selector killed from outside at its 30th call (answers are cached one by one); a read-write connection held by another process while a run registers; two runs into one
