@@ -6,7 +6,9 @@ torch and sentence-transformers are imported on first use only, so tooleval star
 
 Per process: the model is loaded once (``_MODELS``) and every distinct text is encoded once
 (``_VECTORS``, keyed by model and text): requests repeat across rungs and seeds, and tool texts repeat
-across requests.
+across requests. Across processes: a text's vector is kept on disk by content (tasks/selectors/
+embedding_store.py), so a text encoded by one run, ``train`` or ``fit`` is not encoded by the next, and the
+model is loaded only when some text is new.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 
 from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
+from tasks.selectors.embedding_store import EmbeddingStore
 from tasks.selectors.identity_memo import IdentityMemo
 from tasks.selectors.router_scores import ScoreRouter, tool_name_words
 from tasks.selectors.router_setup import parse_threshold
@@ -31,6 +34,9 @@ _MODELS: dict[str, Any] = {}
 
 _VECTORS: dict[tuple[str, str], np.ndarray] = {}
 """Unit-length embedding per (model path, text): each distinct text is encoded once per process."""
+
+ENCODED_TEXTS = 0
+"""Texts this process encoded with a model (not found in the process cache or on disk)."""
 
 _LOCK = threading.Lock()
 _TOOL_KEY_CACHE_LIMIT = 20_000
@@ -156,6 +162,17 @@ class EmbeddingSelector(ScoreRouter):
         missing = list(dict.fromkeys(text for text in texts if (path, text) not in _VECTORS))
         if not missing:
             return
+        with EmbeddingStore(path) as store:
+            for text, vector in store.get_many(missing).items():
+                _VECTORS[(path, text)] = vector
+            missing = [text for text in missing if (path, text) not in _VECTORS]
+            if missing:
+                store.put_many(self._encode(missing))
+
+    def _encode(self, missing: list[str]) -> dict[str, np.ndarray]:
+        """Encode ``missing`` with the model (loaded now if it is not yet) into the process cache."""
+        global ENCODED_TEXTS
+        path = self._path
         model = self.load()
         import torch
 
@@ -173,8 +190,11 @@ class EmbeddingSelector(ScoreRouter):
                     )
             finally:
                 torch.set_num_threads(previous)
-        for text, vector in zip(missing, np.asarray(vectors, dtype=np.float32)):
-            _VECTORS[(path, text)] = vector
+        encoded = dict(zip(missing, np.asarray(vectors, dtype=np.float32)))
+        with _LOCK:
+            _VECTORS.update(((path, text), vector) for text, vector in encoded.items())
+            ENCODED_TEXTS += len(encoded)
+        return encoded
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length embeddings of ``texts`` (texts x dimensions), each distinct text encoded once per process."""

@@ -11,7 +11,6 @@ Expectations version. A pass is kept under that key in the user's cache folder
 from __future__ import annotations
 
 import json
-import os
 from importlib import metadata
 from pathlib import Path
 from typing import Iterable
@@ -19,6 +18,7 @@ from typing import Iterable
 from schemas.catalogue import Catalogue
 from schemas.taskset import ProductionWeights
 from tasks.files.atomic_write import write_atomic
+from tasks.files.cache_folder import cache_folder
 from tasks.files.content_hash import sha256_hex
 from tasks.taskset.load_taskset import TaskSetVersion, content_hash, version_paths
 
@@ -26,10 +26,7 @@ RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py", "reques
 
 
 def cache_dir() -> Path:
-    if explicit := os.environ.get("TOOLEVAL_CACHE_DIR"):
-        return Path(explicit) / "label-checks"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tooleval" / "label-checks"
+    return cache_folder("label-checks")
 
 
 def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights: ProductionWeights | None,

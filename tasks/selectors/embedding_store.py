@@ -1,0 +1,121 @@
+"""Embeddings kept on disk by content, so no process encodes a text another one already encoded.
+
+A tool's text and a labelled request's text never change between runs, yet every ``make demo``, every
+``tooleval train``, each ``fit`` and each run encoded them again (MiniLM encoding was 44-53% of a run's CPU,
+and loading the model ~9 s of the demo). Here each unit vector is kept under (model fingerprint, sha256 of
+the text) in one SQLite file per model fingerprint in the user's cache folder
+(``<cache>/embeddings/<fingerprint>.sqlite``; tasks/files/cache_folder.py). The fingerprint covers the
+model's files (every name and size, and the bytes of its small configuration files) and the versions of
+sentence-transformers, transformers and torch, so another model or library that could encode differently
+never reads these vectors. A text whose vector is on disk is not encoded, and when none is missing the model
+is not even loaded.
+
+``TOOLEVAL_EMBEDDING_CACHE=off`` turns it off (every text is encoded, nothing is kept). A cache that cannot
+be written (a read-only home) is simply not used. Vectors are float32, 1.5 KB each for MiniLM's 384
+dimensions: the support set's 30 tools and 1,620 examples take 2.5 MB.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sqlite3
+from importlib import metadata
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from tasks.files.cache_folder import cache_folder
+from tasks.files.sqlite_files import open_shared_sqlite
+
+SMALL_FILE_BYTES = 1 << 20
+"""Model files up to this size (configuration, tokenizer) enter the fingerprint by content, larger ones
+(the weights) by name and size."""
+_CHUNK = 500
+
+
+def enabled() -> bool:
+    return os.environ.get("TOOLEVAL_EMBEDDING_CACHE", "on").strip().lower() not in ("off", "0", "no", "false")
+
+
+@functools.lru_cache(maxsize=8)
+def model_fingerprint(model_path: str) -> str:
+    """What the vectors of the model at ``model_path`` depend on, hashed."""
+    digest = hashlib.sha256()
+    root = Path(model_path)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        size = path.stat().st_size
+        digest.update(f"{path.relative_to(root)}\0{size}\0".encode())
+        if size <= SMALL_FILE_BYTES:
+            digest.update(path.read_bytes())
+    versions = {}
+    for package in ("sentence-transformers", "transformers", "torch"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    digest.update(json.dumps(versions, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class EmbeddingStore:
+    """The vectors of one model on disk; open per use (cheap)."""
+
+    def __init__(self, model_path: str, folder: Path | None = None) -> None:
+        self.path = (folder or cache_folder("embeddings")) / f"{model_fingerprint(model_path)[:32]}.sqlite"
+        self._connection: sqlite3.Connection | None = None
+        if not enabled():
+            return
+        try:
+            self._connection = open_shared_sqlite(self.path)
+            self._connection.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        except (OSError, sqlite3.Error):
+            self.close()
+
+    def get_many(self, texts: Iterable[str]) -> dict[str, np.ndarray]:
+        """The stored vector of each text that has one."""
+        if self._connection is None:
+            return {}
+        by_key = {text_key(text): text for text in texts}
+        keys = list(by_key)
+        found: dict[str, np.ndarray] = {}
+        try:
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start:start + _CHUNK]
+                rows = self._connection.execute(
+                    f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                for key, blob in rows:
+                    found[by_key[key]] = np.frombuffer(blob, dtype=np.float32)
+        except sqlite3.Error:
+            return found
+        return found
+
+    def put_many(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """Keep these vectors (one transaction); a store that cannot be written keeps nothing."""
+        if self._connection is None or not vectors:
+            return
+        rows = [(text_key(text), np.asarray(vector, dtype=np.float32).tobytes()) for text, vector in vectors.items()]
+        try:
+            with self._connection:
+                self._connection.execute("BEGIN")
+                self._connection.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", rows)
+        except sqlite3.Error:
+            pass
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def __enter__(self) -> "EmbeddingStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
