@@ -5,36 +5,28 @@ two imports share them). Known rows on a hand-written model file: no MiniLM, the
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
 import polars as pl
 import pytest
 
-from schemas.decision_model import DecisionModelFile, LogitWeights
+from schemas.decision_model import DecisionModelFile
 from schemas.taskset import Message
 from tasks.files.input_errors import InputError
 from tasks.selection.versions import refuse_leakage
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.decision_features import text_hash
 from tasks.selectors.trained import LEAKED, TrainedSelector, leaked_requests
+from tests.factories.decision_model import hand_written_model
 
 LEARNED = {"mt-00001": "find me a cheap flight to Lisbon", "mt-00002": "what is the weather in Oslo tomorrow"}
 """The requests of half A (task set 'metatool-a') the model learned from."""
 
 
 def model_file(tmp_path: Path, folds: int) -> Path:
-    weights = LogitWeights(tool=[1.0], none=None, temperature=1.0, temperature_fitted_on=2)
-    model = DecisionModelFile(
-        method="test", embedding_model="none", tool_features=["cosine"], none_features=[], taskset="metatool-a",
-        version="v1", taskset_hash="hash-a", trained_at=datetime(2026, 12, 1, tzinfo=timezone.utc), l2=1.0,
-        folds=folds, fold_salt="s", fold_models=[weights] * folds if folds > 1 else [], full_model=weights,
-        example_ids=list(LEARNED), example_text_hashes=[text_hash(t) for t in LEARNED.values()],
-        example_labels=["flights", "weather"], example_folds=[0, 1], example_texts=list(LEARNED.values()),
-        cross_fitted={})
     path = tmp_path / f"folds{folds}.json"
-    path.write_text(model.model_dump_json())
+    path.write_text(hand_written_model(LEARNED, ["flights", "weather"], folds).model_dump_json())
     return path
 
 
