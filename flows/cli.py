@@ -417,7 +417,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=JobsHelpFormatter,
         description="Import a BFCL v4 questions file and its possible_answer file, or several files as slices of "
         "one set. Labels come from the answers file (an empty ground_truth means 'none') or, for a file where no "
-        "offered tool fits any request, from --label-none; never from a file's name.",
+        "offered tool fits any request, from --label-none; never from a file's name. A text offered the same tools "
+        "with two labels (across the slices or within one) is a label conflict: its requests are dropped and listed.",
         epilog="example (answerable and irrelevant requests, two slices of one set):\n"
         "  tooleval import bfcl \\\n"
         "    --slice answerable=live_multiple.json,live_multiple_answers.json \\\n"

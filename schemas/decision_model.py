@@ -42,7 +42,9 @@ class DecisionModelFile(BaseModel):
     fold_models: list[LogitWeights] = Field(
         description="Model k learned from every fold but k: it scores the requests of fold k (cross-fitting).")
     full_model: LogitWeights = Field(description="Learned from every example: scores requests it never saw.")
-    example_ids: list[str] = Field(description="Request ids learned from (the leakage check).")
+    example_ids: list[str] = Field(
+        description="Request ids learned from (the leakage check): ids of the task set `taskset` at `taskset_hash` "
+        "only, since ids are unique only inside one task set; a request of another set matches by text alone.")
     example_text_hashes: list[str] = Field(description="sha256 of each example's normalised request text.")
     example_labels: list[str] = Field(description="Each example's label (a tool name or 'none').")
     example_folds: list[int] = Field(description="Each example's fold.")

@@ -9,7 +9,9 @@ Each record offers its own functions: they are written inline on the request (``
 with BFCL's Python-style parameter types turned into JSON schema. The label is the one function named in
 the answer's ``ground_truth`` (an empty ``ground_truth`` list labels the record "none"). Labels never come
 from a file name: a file without answers imports only with ``label_none`` (``--label-none``), every label
-"none". Several files import as slices of one set (``import_bfcl_slices``; ``--slice NAME=FILE[,ANSWERS]``).
+"none". Several files import as slices of one set (``import_bfcl_slices``; ``--slice NAME=FILE[,ANSWERS]``);
+a text offered the same tools with two labels (a live_multiple request copied into live_irrelevance) is a
+label conflict: every request of it is dropped and listed (``label_conflicts``).
 Function names are kept exactly as BFCL spells them (dots included); mapping them for providers that
 forbid dots happens elsewhere.
 
@@ -31,6 +33,8 @@ from schemas.selection.experiment import PER_REQUEST_CATALOGUE
 from schemas.taskset import LabelledRequest, Message
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.json_lines import read_json_objects, refuse_non_json_lines
+from tasks.importers.label_conflicts import REASON as LABEL_CONFLICT
+from tasks.importers.label_conflicts import drop_label_conflicts
 from tasks.importers.taskset_writer import (
     ImportSummary,
     file_digest,
@@ -322,7 +326,10 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
     - messages = the record's first turn; roles other than user/assistant/system are an InputError;
     - tools = the record's own functions (possibly none), parameters converted to JSON schema;
     - expected = the single function in the answer's ``ground_truth`` (which must be one of the record's
-      functions), 'none' for an empty ``ground_truth``; with ``label_none`` and no answers file, 'none'.
+      functions), 'none' for an empty ``ground_truth``; with ``label_none`` and no answers file, 'none';
+    - a label conflict (the same text offered the same tools with different labels, e.g. a live_multiple
+      request and its live_irrelevance copy labelled 'none') drops every request of it, listed in the
+      summary and the manifest notes (``label_conflicts``): the run's label check would refuse the set.
 
     Every problem is an InputError naming the file and the id (or line); nothing is written unless every
     file is clean. Ids must be unique across the files. Refuses a folder that already holds a frozen v1.
@@ -345,6 +352,12 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
         requests += _read_source(source, problems, dropped_keywords, seen)
     if problems:
         raise InputError(problems)
+    read = len(requests)
+    requests, conflicts = drop_label_conflicts(requests)
+    dropped = {LABEL_CONFLICT: read - len(requests)}
+    if not requests:
+        raise InputError.one(str(out), "", "not-empty", "every request is in a label conflict: "
+                             + "; ".join(conflicts[:3]))
 
     tool_names = {tool.name for request in requests for tool in request.tools or ()}
     no_tools = sum(1 for request in requests if not request.tools)
@@ -355,7 +368,10 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
     if no_tools:
         notices.append(f"{no_tools} request(s) offer no function at all (their right answer is 'none')")
     lines = [f"Imported from BFCL v4 by tasks.importers.bfcl, {len(requests)} requests, each offering its own "
-             f"functions ({len(tool_names)} distinct names, dots kept). Nothing dropped."]
+             f"functions ({len(tool_names)} distinct names, dots kept). "
+             + (f"Dropped: {LABEL_CONFLICT} {dropped[LABEL_CONFLICT]} (every request of a text offered the same "
+                "tools with two or more labels, across the slices or within one)." if conflicts
+                else "Nothing dropped.")]
     for source in sources:
         count = sum(1 for request in requests if request.slice == source.slice)
         described = f"{source.questions.name} (sha256 {file_digest(source.questions)})"
@@ -366,7 +382,7 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
         else:
             described += ": no answers file, --label-none given: every expected label is 'none'"
         lines.append(f"slice '{source.slice}': {count} requests from {described}.")
-    notes = "\n".join([*lines, *notices])
+    notes = "\n".join([*lines, *conflicts, *notices])
     label = "-".join(name.replace("_", "-") for name in names)
     experiment = offline_experiment_yaml(
         f"bfcl-{label}-offline",
@@ -379,7 +395,8 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
         out=out,
         n_requests=len(requests),
         n_tools=len(tool_names),
-        dropped={},
+        dropped=dropped,
+        dropped_rows=tuple(conflicts),
         notices=tuple(notices),
         content_hash=manifest.content_hash,
     )

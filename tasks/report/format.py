@@ -22,6 +22,16 @@ def pct(value: float | None, digits: int = 1) -> str:
     return f"{100 * value:.{digits}f}%"
 
 
+def pct_below(value: float, bound: float) -> str:
+    """``value`` as a percentage with the fewest digits (at least one) that show it below ``bound``, so a
+    line saying ``value < bound`` never reads '90.0% < 90%' (0.8996 gives '89.96%')."""
+    for digits in range(1, 7):
+        shown = pct(value, digits)
+        if float(shown[:-1]) < round(100 * bound, 9):
+            return shown
+    return pct(value)
+
+
 def pct_with_fraction(correct: int, n: int) -> str:
     """'95.8% (23/24)' on a small denominator, '40.8%' on a large one."""
     share = pct(correct / n if n else None)

@@ -22,6 +22,7 @@ from tasks.report.format import (
     interval_text,
     p_value,
     pct,
+    pct_below,
     pct_with_fraction,
     points,
     seeds_text,
@@ -530,8 +531,8 @@ def threshold_verdict(fit) -> str:
     if reading is None:
         return "nothing to confirm"
     estimate, target = pct(fit.confirm_accuracy.estimate), pct(fit.target_accuracy, 0)
-    if reading == "not confirmed":
-        return f"not confirmed ({estimate} < {target})"
+    if reading == "not confirmed":  # the whole interval is below the target: so is the estimate, shown so
+        return f"not confirmed ({pct_below(fit.confirm_accuracy.estimate, fit.target_accuracy)} < {target})"
     if reading == "inconclusive":
         return f"inconclusive ({estimate}: the CI straddles {target})"
     return reading

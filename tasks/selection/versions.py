@@ -51,14 +51,17 @@ def refuse_leakage(experiment: ResolvedExperiment, versions: dict[str, TaskSetVe
         from tasks.selectors.trained import leaked_requests, load_model_file
 
         model = load_model_file(str(model_file), arm.decision_model_hash)
-        table = versions[arm.version].table
-        leaked = leaked_requests(model, table.get_column("id").to_list(), table.get_column("text").to_list())
+        version = versions[arm.version]
+        # the task set as `tooleval train` names it (its folder) and the version's content hash: ids match
+        # only inside the same task set
+        leaked = leaked_requests(model, experiment.taskset_dir.resolve().name, version.manifest.content_hash,
+                                 version.table.get_column("id").to_list(), version.table.get_column("text").to_list())
         if leaked:
             shown = ", ".join(leaked[:5]) + (f" and {len(leaked) - 5} more" if len(leaked) > 5 else "")
             problems.append(Problem(
                 str(experiment.path), f"arm {arm.name}", "decision-model-leakage",
-                f"the decision model {model_file} learned from {len(leaked)} request(s) of {arm.version} (by id or "
-                f"text): {shown}; it was trained with one fold, so no model of it is unseen by them: train with "
-                "--folds 5 (cross-fitting) or on another version"))
+                f"the decision model {model_file} learned from {len(leaked)} request(s) of {arm.version} (the same "
+                f"request of this task set, or the same text): {shown}; it was trained with one fold, so no model "
+                "of it is unseen by them: train with --folds 5 (cross-fitting) or on another version"))
     if problems:
         raise InputError(problems)

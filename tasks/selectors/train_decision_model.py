@@ -63,10 +63,16 @@ class TrainedModel:
 
     def lines(self) -> list[str]:
         m, cv = self.model, self.model.cross_fitted
+        figures = f"accuracy {100 * cv['accuracy']:.1f}%, ECE {cv['ece']:.3f}, log-loss {cv['nll']:.3f}"
+        if m.folds > 1:
+            folds = [f"  {m.folds} folds; cross-fitted (each request scored by a model that never",
+                     f"  saw it): {figures}"]
+        else:  # one model on every request; the figures come from the folds its temperature was fitted on
+            folds = ["  1 fold: one model learned from every request, not cross-fitted (it refuses to score",
+                     f"  them); held out in a {DEFAULT_FOLDS}-fold check: {figures}"]
         return [
             f"trained a decision model on {m.taskset} {m.version}: {len(m.example_ids)} labelled requests,",
-            f"  {m.folds} fold(s); cross-fitted (each request scored by a model that never",
-            f"  saw it): accuracy {100 * cv['accuracy']:.1f}%, ECE {cv['ece']:.3f}, log-loss {cv['nll']:.3f}",
+            *folds,
             f"  temperature (full model) {m.full_model.temperature:.3f}; 'none' "
             + ("learned" if m.full_model.none is not None else "never chosen (no 'none' label)"),
             f"wrote {self.path}",

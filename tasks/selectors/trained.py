@@ -4,8 +4,12 @@
 It returns a probability for every offered tool and 'none' (the softmax of the calibrated utilities) and a
 confidence (the top probability). Which model scores a request:
 
-- a request the model learned from (its id, or its normalised text, is among the examples) is scored by the
-  fold model that did not learn from it, its kNN features looking up no example of that fold (cross-fitting);
+- a request the model learned from (its normalised text is among the examples') is scored by the fold model
+  that did not learn from it, its kNN features looking up no example of that fold (cross-fitting). The text
+  decides, never the id alone: ids are unique only inside one task set (MetaTool's are CSV row numbers, so
+  two imports share them), a request of the version the model learned from has the text it learned from
+  (folds are assigned by text hash), and the answer is then a function of what the cache key holds (the
+  messages, not the id);
 - a model trained with one fold has no such model: it **refuses** those requests (an error row, and
   ``leaked_requests`` lets a run refuse them before any selection);
 - any other request is scored by the full model.
@@ -43,11 +47,17 @@ def load_model_file(path: str, sha256: str | None = None) -> DecisionModelFile:
     return DecisionModelFile.model_validate_json(Path(path).read_bytes())
 
 
-def leaked_requests(model: DecisionModelFile, ids: Sequence[str], texts: Sequence[str]) -> list[str]:
-    """Ids of requests the model would have to score although it learned from them (one-fold models only)."""
+def leaked_requests(model: DecisionModelFile, taskset: str, taskset_hash: str, ids: Sequence[str],
+                    texts: Sequence[str]) -> list[str]:
+    """Ids of the requests (of the task set ``taskset`` at content hash ``taskset_hash``) the model would have
+    to score although it learned from them: the same request of the same task set (name and hash, then id),
+    or the same normalised text. An id alone never matches: another task set's ids are another set's
+    requests. One-fold models only: a cross-fitted model scores them with the fold model that never saw them."""
     if model.fold_models:
         return []
-    known_ids, known_texts = set(model.example_ids), set(model.example_text_hashes)
+    same_set = (model.taskset, model.taskset_hash) == (taskset, taskset_hash)
+    known_ids = set(model.example_ids) if same_set else set()
+    known_texts = set(model.example_text_hashes)
     return [i for i, t in zip(ids, texts) if i in known_ids or text_hash(t) in known_texts]
 
 
@@ -71,7 +81,6 @@ class TrainedSelector:
         m = self.model
         self._examples: Examples | None = None
         self.fold_by_text = dict(zip(m.example_text_hashes, m.example_folds))
-        self.fold_by_id = dict(zip(m.example_ids, m.example_folds))
 
     @property
     def examples(self) -> Examples:
@@ -83,8 +92,9 @@ class TrainedSelector:
         return self._examples
 
     def _which(self, item: SelectionInput, hashed: str) -> int | None | str:
-        """The fold model for this request, None for the full model, or LEAKED."""
-        fold = self.fold_by_text.get(hashed, self.fold_by_id.get(item.request_id))
+        """The fold model for this request, None for the full model, or LEAKED. By text only (see the module
+        docstring): an id shared with an example of another task set is not that example."""
+        fold = self.fold_by_text.get(hashed)
         if fold is None:
             return None
         return fold if self.model.fold_models else LEAKED

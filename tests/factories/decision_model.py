@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
+from schemas.decision_model import DecisionModelFile, LogitWeights
+from tasks.selectors.decision_features import text_hash
 from tasks.selectors.train_decision_model import train_decision_model
 from tasks.taskset.load_taskset import freeze_version
 from tests.factories import SUPPORT
@@ -30,3 +33,17 @@ def trained_model(root: Path, folds: int = 5) -> Path:
     if not path.exists():
         train_decision_model(root / "v1.jsonl", path, folds=folds)
     return path
+
+
+def hand_written_model(examples: dict[str, str], labels: list[str], folds: int, taskset: str = "metatool-a",
+                       taskset_hash: str = "hash-a") -> DecisionModelFile:
+    """A decision model file written by hand (no MiniLM, no training): the examples (id -> text, fold = their
+    position), one weight, and ``folds`` fold models (none for one fold), as ``tooleval train`` writes them."""
+    weights = LogitWeights(tool=[1.0], none=None, temperature=1.0, temperature_fitted_on=len(examples))
+    return DecisionModelFile(
+        method="test", embedding_model="none", tool_features=["cosine"], none_features=[], taskset=taskset,
+        version="v1", taskset_hash=taskset_hash, trained_at=datetime(2026, 12, 1, tzinfo=timezone.utc), l2=1.0,
+        folds=folds, fold_salt="s", fold_models=[weights] * folds if folds > 1 else [], full_model=weights,
+        example_ids=list(examples), example_text_hashes=[text_hash(t) for t in examples.values()],
+        example_labels=labels, example_folds=list(range(len(examples))), example_texts=list(examples.values()),
+        cross_fitted={"n": 2.0, "accuracy": 0.8996, "nll": 0.4, "ece": 0.03})

@@ -303,3 +303,49 @@ def test_cli_merges_slices_and_refuses_a_file_without_answers(tmp_path, capsys):
     code = main(["import", "bfcl", "--slice", f"a={QUESTIONS},{ANSWERS}", "--label-none", "b", "--out",
                  str(tmp_path / "x")])
     assert code == 2 and "[label-none]" in capsys.readouterr().err
+
+
+def conflicting_merge(tmp_path: Path, capsys) -> tuple[Path, str]:
+    """The fixture pair and an irrelevance file holding a copy of multiple_2 (same text up to case and
+    spaces, same tools in another order) labelled 'none', as BFCL's live files do (live_multiple_262-125-1 /
+    live_irrelevance_565-173-0), and multiple_0's text offered another tool; merged with the CLI as the
+    README shows. The task-set folder and what the import printed."""
+    from flows.cli import main
+
+    multiple = {json.loads(line)["id"]: json.loads(line) for line in QUESTIONS.read_text().splitlines()}
+    irrelevance = tmp_path / "BFCL_v4_live_irrelevance.json"
+    shutil.copy(IRRELEVANCE, irrelevance)
+    copy = dict(multiple["multiple_2"], id="live_irrelevance_565-173-0",
+                question=[[{"role": "user", "content": "  what's the WEATHER in   Lyon?"}]],
+                function=list(reversed(multiple["multiple_2"]["function"])))
+    other_tools = dict(json.loads(IRRELEVANCE.read_text().splitlines()[0]), id="live_irrelevance_9-9-9",
+                       question=multiple["multiple_0"]["question"])
+    with irrelevance.open("a") as f:
+        f.write(json.dumps(copy) + "\n" + json.dumps(other_tools) + "\n")
+    out = tmp_path / "live"
+    code = main(["import", "bfcl", "--slice", f"answerable={QUESTIONS},{ANSWERS}",
+                 "--slice", f"irrelevant={irrelevance}", "--label-none", "irrelevant", "--out", str(out)])
+    assert code == 0
+    return out, capsys.readouterr().out
+
+
+def test_a_merged_import_drops_and_lists_both_sides_of_a_cross_slice_label_conflict(tmp_path, capsys):
+    out, printed = conflicting_merge(tmp_path, capsys)
+    assert "requests: 5" in printed and "dropped 2 source rows: label_conflict 2" in printed
+    (line,) = [text for text in printed.splitlines() if "label_conflict:" in text]
+    assert "get_weather (multiple_2 [slice answerable])" in line
+    assert "none (live_irrelevance_565-173-0 [slice irrelevant])" in line
+    loaded = load_version(out, "v1")
+    # the same text offered another tool is no conflict: kept
+    assert sorted(r.id for r in loaded.requests) == ["live_irrelevance_0-0-0", "live_irrelevance_1-0-1",
+                                                     "live_irrelevance_9-9-9", "multiple_0", "multiple_1"]
+    notes = loaded.manifest.notes
+    assert "label_conflict 2" in notes and "live_irrelevance_565-173-0" in notes and "Nothing dropped" not in notes
+
+
+@pytest.mark.slow  # Great Expectations: ~8 s
+def test_a_merged_import_with_a_conflicting_text_passes_the_label_checks(tmp_path, capsys):
+    from flows.cli import main
+
+    out, _ = conflicting_merge(tmp_path, capsys)
+    assert main(["validate", str(out / "v1.jsonl")]) == 0, capsys.readouterr().err

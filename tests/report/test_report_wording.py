@@ -13,7 +13,7 @@ from tasks.selection.figures import load_figures
 from tasks.report.format import p_value
 from tasks.report.judge import beyond
 from tasks.selection.tables import build_report_from, threshold_verdict
-from tasks.stats.calibration import request_split
+from tasks.stats.calibration import ThresholdFit, request_split
 from tasks.stats.estimate import Interval
 from tests.factories.rows import KnownRun, selection_row, tool_rows
 from tests.report.test_report_render import known_run
@@ -88,6 +88,19 @@ def test_threshold_verdict_words():
     report = build_report_from(load_figures(known_run().finish(), "run1"))
     fits = [c.threshold for c in report.figures.calibration]
     assert all(threshold_verdict(f) == "confirmed" for f in fits if f.confirmed)
+
+
+def test_a_not_confirmed_estimate_that_rounds_to_the_target_is_shown_below_it():
+    """The verdict comes from the confirm half's interval (all of it below 90%); the line shows the estimate
+    with the digits that keep it true: '89.96% < 90%', never '90.0% < 90%'."""
+    def fit(estimate: float) -> ThresholdFit:
+        return ThresholdFit(target_accuracy=0.90, threshold=0.5, fit_accuracy=0.95, fit_coverage=0.8, fit_rows=500,
+                            confirm_accuracy=Interval(estimate, estimate - 0.0003, estimate + 0.00001, "wilson"),
+                            confirm_coverage=0.8, confirm_rows=5000)
+
+    assert threshold_verdict(fit(0.8996)) == "not confirmed (89.96% < 90%)"
+    assert threshold_verdict(fit(0.89996)) == "not confirmed (89.996% < 90%)"
+    assert threshold_verdict(fit(0.8512)) == "not confirmed (85.1% < 90%)"  # one digit when one is enough
 
 
 def test_calibration_counts_requests_once_and_shows_intervals(report):

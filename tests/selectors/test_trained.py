@@ -92,7 +92,8 @@ def test_a_one_fold_model_refuses_requests_it_learned_from(small_set, models):
     assert first.detail == LEAKED and first.chosen is None
     assert new.outcome_hint == "ok" and new.chosen is not None
     model = selector.model
-    assert leaked_requests(model, ["x", learned[0].request_id], ["zzz", "zzz"]) == [learned[0].request_id]
+    assert leaked_requests(model, model.taskset, model.taskset_hash, ["x", learned[0].request_id],
+                           ["zzz", "zzz"]) == [learned[0].request_id]
 
 
 def test_a_run_refuses_a_one_fold_model_on_its_own_version_before_selecting(small_set, models):

@@ -1,0 +1,29 @@
+"""What ``tooleval train`` prints about folds (tasks/selectors/train_decision_model.py ``TrainedModel.lines``):
+a cross-fitted model says so; a one-fold model is not cross-fitted, and says where its held-out figures come
+from. Hand-written model files: the fast tier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tasks.selectors.train_decision_model import DEFAULT_FOLDS, TrainedModel
+from tests.factories.decision_model import hand_written_model
+
+EXAMPLES = {"r1": "find me a cheap flight", "r2": "weather in Oslo"}
+
+
+def printed(folds: int) -> str:
+    model = hand_written_model(EXAMPLES, ["flights", "weather"], folds)
+    return "\n".join(TrainedModel(model, Path("models/hybrid.json")).lines())
+
+
+def test_a_cross_fitted_model_says_each_request_is_scored_by_a_model_that_never_saw_it():
+    text = printed(5)
+    assert "5 folds; cross-fitted (each request scored by a model that never\n  saw it): accuracy 90.0%" in text
+
+
+def test_a_one_fold_model_does_not_claim_cross_fitting():
+    text = printed(1)
+    assert "; cross-fitted" not in text and "never saw it" not in text
+    assert "1 fold: one model learned from every request, not cross-fitted" in text
+    assert f"held out in a {DEFAULT_FOLDS}-fold check: accuracy 90.0%" in text
