@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Awaitable, Callable
 import sys
 from pathlib import Path
 
@@ -35,8 +36,12 @@ def _conversation_key(messages) -> str:
 
 
 def catalogue_tool_defs() -> list[ToolDef]:
-    async def never_called(**_kwargs) -> str:  # generate(tool_calls="none"): the call is only scored
-        return ""
+    def never_called() -> Callable[..., Awaitable[str]]:
+        """A coroutine of its own per tool: Inspect registers a tool under its function object, so one
+        function shared by 30 ToolDefs made every tool the model saw carry the last name and schema."""
+        async def call(**_kwargs) -> str:  # generate(tool_calls="none"): the call is only scored
+            return ""
+        return call
 
     def params(schema: dict) -> ToolParams:
         # Inspect insists on a description for every parameter; the catalogue leaves a few self-explanatory.
@@ -44,7 +49,7 @@ def catalogue_tool_defs() -> list[ToolDef]:
                       for name, spec in schema.get("properties", {}).items()}
         return ToolParams.model_validate({**schema, "properties": properties})
 
-    return [ToolDef(never_called, name=t["name"], description=t["description"], parameters=params(t["parameters"]))
+    return [ToolDef(never_called(), name=t["name"], description=t["description"], parameters=params(t["parameters"]))
             for t in work.catalogue_tools()]
 
 
