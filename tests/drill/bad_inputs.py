@@ -23,9 +23,8 @@ from typing import Callable
 
 import duckdb
 
-from schemas.surface.rows import SurfaceRunRecord
 from tests.factories.criteria import criteria_text, gate
-from tests.factories.rows import RUN, KnownRun, insert, run_record, tool_rows
+from tests.factories.rows import RUN, TASK_RUN, KnownRun, tool_rows, warehouse_with_a_task_run
 from tests.factories.taskset import REQUESTS, write_experiment, write_taskset
 from tests.surface.tiny_desk import desk_task, write_desk
 from warehouse.connect import connect
@@ -464,7 +463,6 @@ def case_import_frozen(tmp):
 # issue 26: findings fixed since, each kept here so it stays fixed
 # --------------------------------------------------------------------------------------------------
 
-TASK_RUN = "20261201T000000Z-task"
 
 
 def case_arm_name_too_long(tmp):
@@ -588,14 +586,7 @@ def case_sql_read_any_file(tmp):
 
 
 def task_run_warehouse(tmp: Path) -> Path:
-    """A warehouse holding a selection run (RUN) and a task run (TASK_RUN), made without Prefect."""
-    warehouse = tmp / "wh"
-    warehouse.mkdir()
-    con = KnownRun(warehouse / "tooleval.duckdb").add(tool_rows("refund", 2, [1, 0])).finish()
-    record = {k: v for k, v in run_record(0, run_id=TASK_RUN).items() if k not in ("n_rows", "weights_window")}
-    insert(con, "task_experiments", SurfaceRunRecord, [dict(record, n_runs=0, n_calls=0)])
-    con.close()
-    return warehouse
+    return warehouse_with_a_task_run(tmp)
 
 
 def case_compare_task_run(tmp):

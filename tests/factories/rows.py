@@ -136,6 +136,23 @@ class KnownRun:
         return self.con
 
 
+TASK_RUN = "20261201T000000Z-task"
+
+
+def warehouse_with_a_task_run(folder: Path) -> Path:
+    """``folder/wh`` holding a selection run (RUN: two refund rows) and a task run's record (TASK_RUN), made
+    without Prefect: what a command given the other instrument's run id is tried on."""
+    from schemas.surface.rows import SurfaceRunRecord
+
+    warehouse = folder / "wh"
+    warehouse.mkdir()
+    con = KnownRun(warehouse / "tooleval.duckdb").add(tool_rows("refund", 2, [1, 0])).finish()
+    record = {k: v for k, v in run_record(0, run_id=TASK_RUN).items() if k not in ("n_rows", "weights_window")}
+    insert(con, "task_experiments", SurfaceRunRecord, [dict(record, n_runs=0, n_calls=0)])
+    con.close()
+    return warehouse
+
+
 def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
     """The result of a query as dicts (the report's reader, parameters optional)."""
     return query.records(con, sql, params or [])

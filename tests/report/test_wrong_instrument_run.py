@@ -9,21 +9,11 @@ from pathlib import Path
 import pytest
 
 from flows.cli import main
-from schemas.surface.rows import SurfaceRunRecord
-from tests.factories.rows import RUN, KnownRun, insert, run_record, tool_rows
-
-TASK_RUN = "20261201T000000Z-task"
-
+from tests.factories.rows import RUN, TASK_RUN, warehouse_with_a_task_run
 
 @pytest.fixture
 def warehouse(tmp_path: Path) -> Path:
-    root = tmp_path / "wh"
-    root.mkdir()
-    con = KnownRun(root / "tooleval.duckdb").add(tool_rows("refund", 2, [1, 0])).finish()
-    record = {k: v for k, v in run_record(0, run_id=TASK_RUN).items() if k not in ("n_rows", "weights_window")}
-    insert(con, "task_experiments", SurfaceRunRecord, [dict(record, n_runs=0, n_calls=0)])
-    con.close()
-    return root
+    return warehouse_with_a_task_run(tmp_path)
 
 
 @pytest.mark.parametrize("order", ["task first", "task second"])
