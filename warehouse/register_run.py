@@ -136,6 +136,7 @@ def register_run(warehouse_dir: Path, registration: RunRegistration, wait_s: flo
     con = connect(Path(warehouse_dir) / "tooleval.duckdb", wait_s=wait_s)
     con.execute(f"SET memory_limit = '{REGISTER_MEMORY_LIMIT}'")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")  # one bar per batch on the CLI's stderr otherwise
     try:
         con.execute("BEGIN TRANSACTION")
         for table in store.run_tables:
