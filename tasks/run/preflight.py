@@ -94,7 +94,9 @@ def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
     return []
 
 
-WAREHOUSE_FOLDERS = (*dict.fromkeys(landed_folders().values()), "registrations", "reports", "cache")
+WAREHOUSE_FOLDERS = (*dict.fromkeys(landed_folders().values()), "registrations", "reports", "cache",
+                     "tooleval.duckdb.tmp")
+"""Folders a run writes in, checked when they exist; ``tooleval.duckdb.tmp`` holds registration's spill files."""
 WAREHOUSE_FILES = ("tooleval.duckdb", "tooleval.duckdb.wal",
                    *(f"cache/{store.cache_file}{end}" for store in STORES.values() for end in ("", "-wal", "-shm")))
 
