@@ -25,7 +25,20 @@ REGISTER_MEMORY_LIMIT = "128MB"
 keeps the rows it inserts in its buffer pool: +0.8-1.3 GB of RSS for 1.2M rows. Bounded, it writes row
 groups out to the database file as it goes: +0.2 GB for 1.2M rows, also when the transaction first deletes
 4.8M rows of an earlier registration, at the same speed within this machine's noise. Set on the
-registration's own connection, closed right after: the report's read-only connection keeps the default."""
+registration's own connection, closed right after: the report's read-only connection keeps the default.
+
+The limit alone was a cap that failed (issue 28): one ``INSERT ... SELECT`` over all of a run's Parquet,
+with DuckDB preserving insertion order across its threads, buffered the scanned rows until they could be
+appended in order, and a 166,113-row run with 200-entry probability maps (243 MB of Parquet) ran out of
+memory at 122 MiB. Registration therefore streams: insertion order is not preserved (no view, query or
+report depends on the order rows sit in a table) and the Parquet goes in by batches of at most
+``REGISTER_BATCH_BYTES``, all inside the one transaction. Its memory then does not grow with the run
+(benchmarks/register_memory.py: the same peak RSS for 171k and 513k rows of 200-entry maps); what DuckDB
+cannot keep under the limit it spills to ``tooleval.duckdb.tmp/`` beside the file (DuckDB's default
+temp_directory), which the preflight counts in the disk a run needs (tasks/run/preflight.py)."""
+
+REGISTER_BATCH_BYTES = 64 * 2**20
+"""At most this much Parquet (on disk) per ``INSERT``; a larger file goes in alone."""
 
 RUN_RECORDS_FILE = "run-records.json"
 
@@ -100,6 +113,21 @@ def _insert(con, table: str, records: list[BaseModel], replacing: tuple[str, ...
         con.unregister("_incoming")
 
 
+def parquet_batches(paths: list[Path], max_bytes: int = REGISTER_BATCH_BYTES) -> list[list[str]]:
+    """The files in order, grouped so that each group holds at most ``max_bytes`` of Parquet (a file larger
+    than that is a group of its own); every file is in exactly one group."""
+    batches: list[list[str]] = []
+    size = 0
+    for path in paths:
+        length = Path(path).stat().st_size
+        if not batches or size + length > max_bytes:
+            batches.append([])
+            size = 0
+        batches[-1].append(str(path))
+        size += length
+    return batches
+
+
 def register_run(warehouse_dir: Path, registration: RunRegistration, wait_s: float | None = None) -> int:
     """Load the run's landed rows and its records; returns the number of rows registered (the first landed
     table's). Waits (bounded) while another process holds the file, then raises WarehouseBusy
@@ -107,12 +135,14 @@ def register_run(warehouse_dir: Path, registration: RunRegistration, wait_s: flo
     store, run_id = registration.store, registration.run_id
     con = connect(Path(warehouse_dir) / "tooleval.duckdb", wait_s=wait_s)
     con.execute(f"SET memory_limit = '{REGISTER_MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")  # one bar per batch on the CLI's stderr otherwise
     try:
         con.execute("BEGIN TRANSACTION")
         for table in store.run_tables:
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
         for table, folder in store.landed.items():
-            if files := [str(p) for p in run_files(Path(warehouse_dir) / folder, run_id)]:
+            for files in parquet_batches(run_files(Path(warehouse_dir) / folder, run_id)):
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [files])
         counts = {column: con.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", [run_id]).fetchall()[0][0]
                   for column, table in store.counts.items()}

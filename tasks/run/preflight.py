@@ -9,8 +9,16 @@ fail only after selections were paid for. Each problem is an InputError naming t
   folders, registrations/, reports/): a read-only warehouse (a read-only mount, files of another user) is
   refused here, before any model call, instead of failing at registration or inside SQLite;
 - an existing DuckDB file opens (a file held by another process is fine: registration waits for it);
-- there is room on the disk for the planned rows (a rough bound, with a margin);
+- there is room on the disk for the planned rows (a rough bound, with a margin), their probability maps
+  and what registering them spills (below);
 - Prefect's home folder is writable when a temporary server will be started (its SQLite database).
+
+Registration's memory does not grow with the run (warehouse/register_run.py streams the Parquet into DuckDB
+in batches under a fixed memory limit, in one transaction; benchmarks/register_memory.py: ~0.3 GB peak RSS
+for 171k and for 513k rows with 200-entry probability maps), so nothing here refuses a run for its size in
+memory. What does grow is disk: the rows in Parquet and in the DuckDB file, and the spill files DuckDB
+writes beside the file (``tooleval.duckdb.tmp/``) for what it cannot keep under the limit; ``disk_needed``
+counts all three, per probability-map entry for the maps that dominate a wide catalogue's rows.
 """
 
 from __future__ import annotations
@@ -33,11 +41,38 @@ DISK_MARGIN_BYTES = 16 * 2**20
 warehouse, 612 task runs and their calls, takes 3.6 MB in all)."""
 
 
-def disk_needed(rows: int, db_path: Path) -> int:
-    """Bytes a run needs free: its rows, the margin, and room to rewrite the DuckDB file once (a checkpoint
-    may write every block anew before the old ones are freed)."""
+MAP_ENTRY_BYTES = 48
+"""A bound on what one probability-map entry (an option and its probability) costs on disk while a run lands
+and registers. Measured on 171,000 rows x 200 entries (benchmarks/register_memory.py): Parquet 10 B, the
+DuckDB table 8 B, registration's spill files at their largest 16 B (515 MB; 517-542 MB at 513,000 rows,
+so this over-counts a longer run's spill), 34 B in all."""
+
+
+def disk_needed(rows: int, db_path: Path, map_entries: int = 0) -> int:
+    """Bytes a run needs free: its rows, their ``map_entries`` probability-map entries (Parquet, table and
+    registration's spill files), the margin, and room to rewrite the DuckDB file once (a checkpoint may write
+    every block anew before the old ones are freed)."""
     existing = db_path.stat().st_size if db_path.is_file() else 0
-    return rows * BYTES_PER_ROW + DISK_MARGIN_BYTES + existing
+    return rows * BYTES_PER_ROW + map_entries * MAP_ENTRY_BYTES + DISK_MARGIN_BYTES + existing
+
+
+def probability_map_entries(prepared: PreparedRun) -> int:
+    """At most how many probability-map entries the run's rows carry: per row one per option offered (its
+    arm's catalogue, or the request's own tools, and 'none'), twice when the arm routes through a decision
+    model (the router's map beside the selector's). Counted for every selection arm, as if its selector gave
+    probabilities; arms without a catalogue attribute (tasks on a surface) land no maps."""
+    total = 0
+    for arm in prepared.experiment.arms:
+        if not hasattr(arm, "catalogue"):
+            continue
+        options = getattr(arm, "selector_options", None) or {}
+        maps = 2 if options.get("route") or options.get("router") else 1
+        items = prepared.instrument.work_items(prepared.versions[arm.version])
+        if arm.catalogue is not None:
+            total += len(items) * (len(arm.catalogue.tools) + 1) * maps
+        else:
+            total += sum(len(getattr(item, "tools", None) or ()) + 1 for item in items) * maps
+    return total * len(prepared.experiment.seeds)
 
 
 def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
@@ -59,7 +94,9 @@ def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
     return []
 
 
-WAREHOUSE_FOLDERS = (*dict.fromkeys(landed_folders().values()), "registrations", "reports", "cache")
+WAREHOUSE_FOLDERS = (*dict.fromkeys(landed_folders().values()), "registrations", "reports", "cache",
+                     "tooleval.duckdb.tmp")
+"""Folders a run writes in, checked when they exist; ``tooleval.duckdb.tmp`` holds registration's spill files."""
 WAREHOUSE_FILES = ("tooleval.duckdb", "tooleval.duckdb.wal",
                    *(f"cache/{store.cache_file}{end}" for store in STORES.values() for end in ("", "-wal", "-shm")))
 
@@ -121,11 +158,14 @@ def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect
         while not existing.exists():
             existing = existing.parent
         free = shutil.disk_usage(existing).free
-        needed = disk_needed(rows, warehouse.db_path)
+        entries = probability_map_entries(prepared)
+        needed = disk_needed(rows, warehouse.db_path, entries)
         if free < needed:
+            maps = f" with {entries:,} probability-map entries" if entries else ""
             problems.append(Problem(str(warehouse.root), "", "disk-space",
                                     f"{free / 2**20:,.0f} MiB free, about {needed / 2**20:,.0f} MiB needed for "
-                                    f"{rows:,} rows: free some space or give --warehouse on another disk"))
+                                    f"{rows:,} rows{maps} (landed, registered and spilled while registering): "
+                                    "free some space or give --warehouse on another disk"))
     if starts_prefect_server:
         home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
         problems += [Problem(p.file, p.where, "prefect-home-writable",
