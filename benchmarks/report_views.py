@@ -13,10 +13,14 @@ as the default) does a fifth of the work.
    neighbours per tool, probabilities NULL) to one Parquet file (zstd), in ``--runs`` runs, plus the
    records they join to (runs with a weights window, the ladder's comparisons, weights, tool sets).
 2. Checks, on a small data set (``--check-rows``), that each plain query returns what its view returns
-   (same columns, same rows; floats to 1e-9 relative). With ``--compare-revision REV``, also that each view
-   returns what the same view returned at git revision REV (its ``warehouse/views/*.sql`` and
-   ``warehouse/macros.sql`` if any) on ``--compare-rows`` rows: same columns and types, same rows (floats
-   to 1e-9 relative), all runs and one run. ``--only-checks`` stops there.
+   (same columns, same rows; floats to 1e-9 relative). The request-clustered intervals' n_effective
+   (aggregate_accuracy, per_tool_accuracy, position_band_accuracy) is the views' macro
+   ``clustered_n_star_of`` written out in plain SQL (``_clustered``: its sums in the same GROUP BY, then
+   the small-sample correction, the t-quantile shrink and the bounds in three thin CTEs over the groups).
+   With ``--compare-revision REV``, also that each view returns what the same view returned at git
+   revision REV (its ``warehouse/views/*.sql`` and ``warehouse/macros.sql`` if any) on ``--compare-rows``
+   rows: same columns and types, same rows (floats to 1e-9 relative), all runs and (views with a run_id
+   column) one run. ``--only-checks`` stops there.
 3. Times, best of ``--repeats``, each view in ``warehouse/views/`` (whatever is there when it runs:
    ``SELECT * FROM view``, every row fetched as Arrow batches) and its plain query, in two settings:
    a. views over the Parquet: in-memory DuckDB, ``warehouse.tables.create_tables``, ``landed_rows``
@@ -24,10 +28,19 @@ as the default) does a fifth of the work.
       ``read_parquet`` itself;
    b. views over a DuckDB table: a .duckdb file opened with ``warehouse.connect.connect`` (tables +
       views), the Parquet loaded into ``landed_rows`` as ``register_run`` does.
-   With ``--one-run`` (default) also ``WHERE run_id = <one run>`` as the report reads them.
+   With ``--one-run`` (default) also ``WHERE run_id = <one run>`` as the report reads them, for the views
+   that have a run_id column; the others (run_comparison: it pairs runs, run_a and run_b) are timed over
+   all runs only and listed as such under each table.
 Prints wall and CPU seconds (CPU: this process, every DuckDB thread; it barely moves with other processes'
 load, wall does), the ratios view / plain, the verdict against the 1.5x target on the CPU ratio, and the
 load average beside them.
+
+Last measured 2026-12-02 with ``--rows 2000000 --runs 40`` (not the 10M default) at load average 6.0-8.4 on
+2 cores (table and verdicts: docs/scale-out/speed.md). On CPU 13 of the 17 views with a plain query were
+within 1.5x in every cell; not: aggregate_accuracy, per_tool_accuracy and position_band_accuracy one run
+(3.3-4.7x), per_tool_accuracy all runs (1.58-1.67x) and paired_requests all runs on the Parquet (1.53x;
+1.23x on the table). The one-run gap is binding: the expanded macro ``clustered_n_star_of`` costs ~80-170 ms
+CPU per query before a row is read (the plain query's CTEs ~10 ms), which a one-run query does not hide.
 """
 
 from __future__ import annotations
@@ -70,24 +83,53 @@ def _wilson(p: str, n: str) -> str:
 
 def _clustered(keys: str) -> str:
     """From a per-request CTE ``per_request`` (keys, request_id, trials, correct [, ...]): totals per ``keys``
-    with the Kish effective n computed in the same GROUP BY (sum of squares expanded, no second join)."""
+    with the effective n the views use (macro ``clustered_n_star_of``, written out here without macros): the
+    request-clustered variance's sums (c^2, c t, t^2) and its fourth moment's (c^4, c^3 t, c^2 t^2, c t^3, t^4)
+    computed in the same GROUP BY (sums of powers expanded, no second join), then Kish's n from the
+    small-sample corrected variance (x n_r / (n_r - 1)), shrunk by (z / t_df)^2 with Welch-Satterthwaite df
+    (between (n_r - 1) / 2 and n_r - 1), kept between the requests and the rows; the requests when p is 0 or 1
+    or there are fewer than 10 requests. c: correct rows of a request, t: its rows, n_r: requests."""
+    z = "1.959963984540054"
+    t_975 = (f"({z} + 2.372271230298562 / df + 2.8224986157396112 / (df * df) + 2.555849679507722 / (df * df * df)"
+             " + 1.5895340533938225 / (df * df * df * df))")
     return f"""
 totals as (
     select {keys}, min(rung) as rung, sum(trials)::bigint as n, count(*) as n_requests,
            sum(correct)::bigint as correct,
-           sum(correct * correct) as cc, sum(correct * trials) as ct, sum(trials * trials) as tt
+           sum(correct * correct) as cc, sum(correct * trials) as ct, sum(trials * trials) as tt,
+           sum(correct * correct * correct * correct) as c4, sum(correct * correct * correct * trials) as c3t,
+           sum(correct * correct * trials * trials) as c2t2, sum(correct * trials * trials * trials) as ct3,
+           sum(trials * trials * trials * trials) as t4
            {{extra_sums}}
     from per_request
     group by {keys}
 ),
-effective as (
+moments as (
+    -- sum_i (c_i - p t_i)^2 / n^2 and sum_i (c_i - p t_i)^4 / n^4 (p = correct / n): each numerator, times
+    -- a power of n, is an integer, computed exactly in HUGEINT
     select *, correct / n as p,
-           case when correct = 0 or correct = n then n_requests
-                when (cc - 2 * (correct / n) * ct + (correct / n) * (correct / n) * tt) / (n * n) <= 0 then n
-                else least(n, (correct / n) * (1 - correct / n)
-                              / ((cc - 2 * (correct / n) * ct + (correct / n) * (correct / n) * tt) / (n * n)))
-           end as n_effective
+           (cc::hugeint * n * n - 2 * correct::hugeint * n * ct + correct::hugeint * correct * tt)::double
+               / power(n::double, 4) as variance,
+           (c4::hugeint * n * n * n * n - 4 * correct::hugeint * n * n * n * c3t
+            + 6 * correct::hugeint * correct * n * n * c2t2 - 4 * correct::hugeint * correct * correct * n * ct3
+            + correct::hugeint * correct * correct * correct * t4)::double / power(n::double, 4) as fourth
     from totals
+),
+shrink as (
+    select *,
+           case when variance * n_requests / (n_requests - 1) <= 1e-15 then n::double
+                else least(n::double, p * (1 - p) / (variance * n_requests / (n_requests - 1))) end as kish,
+           least(n_requests - 1.0, greatest((n_requests - 1.0) / 2,
+                 case when fourth > 0 then 3 * power(variance * n * n, 2) / fourth - 1
+                      else n_requests - 1.0 end)) as df
+    from moments
+),
+effective as (
+    select *,
+           case when correct = 0 or correct = n or n_requests < 10 then n_requests::double
+                else least(n::double, greatest(n_requests::double, kish * power({z} / {t_975}, 2)))
+           end as n_effective
+    from shrink
 )"""
 
 
@@ -102,7 +144,9 @@ with per_request as materialized (
            count(*) filter (where outcome = 'no_tool') as no_tool,
            count(*) filter (where outcome = 'invalid') as invalid,
            count(*) filter (where outcome = 'error') as error,
-           count(*) filter (where outcome = 'empty') as empty
+           count(*) filter (where outcome = 'empty') as empty,
+           count(*) filter (where outcome = 'invalid' and starts_with(detail, 'tool call written as text'))
+               as text_calls
     from {rows}
     group by run_id, arm, slice, request_id
 ),
@@ -118,10 +162,11 @@ seeds as (
     group by run_id, arm, slice
 ),""" + _clustered("run_id, arm, slice").replace(
         "{extra_sums}", ", sum(wrong_tool)::bigint as wrong_tool, sum(no_tool)::bigint as no_tool, "
-        "sum(invalid)::bigint as invalid, sum(error)::bigint as error, sum(empty)::bigint as empty") + f"""
+        "sum(invalid)::bigint as invalid, sum(error)::bigint as error, sum(empty)::bigint as empty, "
+        "sum(text_calls)::bigint as text_calls") + f"""
 select t.run_id, t.arm, t.rung, t.slice, t.n, t.n_requests, t.correct, t.p as accuracy,
        s.n_seeds, s.seed_min, s.seed_max, s.seed_max - s.seed_min as seed_spread,
-       t.wrong_tool, t.no_tool, t.invalid, t.error, t.empty,
+       t.wrong_tool, t.no_tool, t.invalid, t.error, t.empty, t.text_calls,
        {_wilson("t.p", "t.n_effective")}, t.n_effective, s.seed_accuracies,
        t.invalid / t.n as invalid_rate, (t.invalid + t.error + t.empty) / t.n as failure_rate
 from effective t
@@ -349,16 +394,24 @@ select run_id, arm, min(rung) as rung, any_value(selector) as selector, any_valu
        avg(output_tokens) filter (where not {stopped}) as mean_output_tokens,
        avg(cost_usd) filter (where not {stopped}) as mean_cost_usd,
        sum(cost_usd) filter (where not cache_hit) as run_cost_usd,
-       sum(retries) as retries,
+       sum(retries) as retries, sum(http_attempts) as http_requests,
+       sum(cached_input_tokens) filter (where not cache_hit)
+           / nullif(sum(input_tokens) filter (where not cache_hit and cached_input_tokens is not null), 0)
+           as cached_input_share,
        count(*) filter (where decided_by = 'router') as decided_by_router,
        count(*) filter (where fallback) as fallbacks,
        count(*) filter (where fallback) / nullif(count(*) filter (where fallback is not null), 0) as fallback_rate,
        count(*) filter (where judge_verdict is not null) as judged,
        count(*) filter (where (judge_verdict = 'right') = correct and judge_verdict != 'unsure') as judge_agrees,
        count(*) filter (where judge_verdict = 'right' and not correct) as judge_right_label_wrong,
-       count(*) filter (where judge_verdict = 'wrong' and correct) as judge_wrong_label_right
+       count(*) filter (where judge_verdict = 'wrong' and correct) as judge_wrong_label_right,
+       count(*) filter (where served_model_evidence = 'reported') as served_reported,
+       count(*) filter (where served_model_evidence = 'not_reported') as served_not_reported,
+       count(*) filter (where served_model_evidence = 'echoes_request') as served_echoed,
+       list(distinct served_model_id order by served_model_id)
+           filter (where served_model_evidence = 'reported') as served_models
 from {{rows}}
-group by run_id, arm""".format(stopped="(outcome = 'error' and detail = 'budget reached')"),
+group by run_id, arm""".format(stopped="coalesce(outcome = 'error' and detail = 'budget reached', false)"),
 
     "label_status_counts": """
 select run_id, taskset, taskset_version, label_status, count(distinct request_id) as n_requests, count(*) as n_rows
@@ -451,6 +504,13 @@ def table_connection(parquet: Path, db_path: Path, n_runs: int, memory_limit: st
 # --------------------------------------------------------------------------------------------------
 # Timing and checking
 # --------------------------------------------------------------------------------------------------
+
+
+def has_run_id(con: duckdb.DuckDBPyConnection, view: str) -> bool:
+    """Whether ``view`` has a run_id column, i.e. can be read for one run (``WHERE run_id = ?``): a view that
+    compares runs (run_comparison: run_a, run_b) has none and is timed over all runs only."""
+    return bool(con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = ? "
+                            "AND column_name = 'run_id'", [view]).fetchall()[0][0])
 
 
 def consume(con: duckdb.DuckDBPyConnection, sql: str) -> int:
@@ -585,11 +645,13 @@ def check_against_revision(workdir: Path, revision: str, views: list[str], n_row
                 verdicts[view] = f"new (not in {revision})"
                 continue
             verdict = []
-            for where in ("", f" WHERE run_id = '{one_run}'"):
+            wheres = ("", f" WHERE run_id = '{one_run}'") if has_run_id(ours, view) else ("",)
+            for where in wheres:
                 sql = f"SELECT * FROM {view}{where}"
                 verdict.append(_same_result(_result(ours, sql), _result(theirs, sql), types=True,
                                             names=("this checkout", revision)))
-            verdicts[view] = f"all runs {verdict[0]}; one run {verdict[1]}"
+            verdicts[view] = f"all runs {verdict[0]}; " + (f"one run {verdict[1]}" if len(verdict) > 1
+                                                           else "one run — (no run_id column: all runs only)")
     finally:
         ours.close()
         theirs.close()
@@ -621,6 +683,7 @@ def time_setting(con: duckdb.DuckDBPyConnection, label: str, rows_sql: str, view
                                                                              if one_run else ""))
     print(header, flush=True)
     results = []
+    all_runs_only = [view for view in views if not has_run_id(con, view)] if one_run else []
     for view in views:
         view_wall, view_cpu, n_out = best_of(con, f"SELECT * FROM {view}", repeats)
         plain_sql = PLAIN.get(view)
@@ -630,7 +693,9 @@ def time_setting(con: duckdb.DuckDBPyConnection, label: str, rows_sql: str, view
                 + f" {_ratio(view_wall, plain and plain[0])} {view_cpu:6.2f} "
                 + (f"{plain[1]:6.2f}" if plain else f"{'—':>6s}")
                 + f" {_ratio(view_cpu, plain and plain[1])} {_verdict((view_wall, view_cpu), plain):>5s}")
-        if one_run:
+        if one_run and view in all_runs_only:
+            line += f" | {'— all runs only (no run_id column)':>38s}"
+        elif one_run:
             one_view = best_of(con, f"SELECT * FROM {view} WHERE run_id = '{one_run}'", one_run_repeats)[:2]
             one_rows = f"(SELECT * FROM {rows_sql} WHERE run_id = '{one_run}')"
             one_plain = best_of(con, plain_sql.format(rows=one_rows), one_run_repeats)[:2] if plain_sql else None
@@ -640,6 +705,9 @@ def time_setting(con: duckdb.DuckDBPyConnection, label: str, rows_sql: str, view
                      + f" {_ratio(one_view[1], one_plain and one_plain[1])} {_verdict(one_view, one_plain):>5s}")
         print(line, flush=True)
         results.append(record)
+    if all_runs_only:
+        print(f"all runs only (no run_id column, so no WHERE run_id = ?): {', '.join(all_runs_only)}"
+              + (" (run_comparison compares runs: run_a, run_b)" if "run_comparison" in all_runs_only else ""))
     print(f"({load_average()} after)", flush=True)
     return results
 
