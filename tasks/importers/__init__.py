@@ -2,8 +2,9 @@
 
 Each importer is a plain function (no Prefect) that reads the source files, checks them, and writes a
 new task-set folder: ``v1.jsonl``, its catalogues if any, ``prompts/default.md``,
-``experiments/offline.yaml`` (BM25, MiniLM cosine and the decision model ``tooleval train`` learns from the
-set) and, last, the frozen ``v1.manifest.json``. Problems that make a label
+``experiments/offline.yaml`` (BM25 and MiniLM cosine: runs straight after the import),
+``experiments/offline-trained.yaml`` (the same plus the decision model ``tooleval train`` learns from the
+set: runs once trained) and, last, the frozen ``v1.manifest.json``. Problems that make a label
 untrustworthy are ``InputError``s naming the file, the line or id and the rule; rows the source itself
 marks as unreliable (duplicates, label conflicts, unknown tools) are dropped, counted and listed in the
 summary and in the manifest notes.

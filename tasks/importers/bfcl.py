@@ -38,7 +38,7 @@ from tasks.importers.label_conflicts import drop_label_conflicts
 from tasks.importers.taskset_writer import (
     ImportSummary,
     file_digest,
-    offline_experiment_yaml,
+    offline_experiments,
     refuse_frozen,
     write_taskset,
 )
@@ -384,12 +384,12 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
         lines.append(f"slice '{source.slice}': {count} requests from {described}.")
     notes = "\n".join([*lines, *conflicts, *notices])
     label = "-".join(name.replace("_", "-") for name in names)
-    experiment = offline_experiment_yaml(
+    experiments = offline_experiments(
         f"bfcl-{label}-offline",
         f"BFCL v4 ({', '.join(names)}) read by the offline selectors, each request offering its own functions.",
         PER_REQUEST_CATALOGUE,
     )
-    manifest = write_taskset(out, requests, slices=names, notes=notes, experiment_yaml=experiment)
+    manifest = write_taskset(out, requests, slices=names, notes=notes, experiments=experiments)
     return ImportSummary(
         source="bfcl",
         out=out,

@@ -37,7 +37,7 @@ from schemas.taskset import LabelledRequest, Message
 from tasks.importers.taskset_writer import (
     ImportSummary,
     file_digest,
-    offline_experiment_yaml,
+    offline_experiments,
     refuse_frozen,
     write_taskset,
 )
@@ -203,12 +203,12 @@ def import_metatool(plugin_des: Path, queries_csv: Path, out: Path) -> ImportSum
         *details,
         *notices,
     ])
-    experiment = offline_experiment_yaml(
+    experiments = offline_experiments(
         "metatool-offline",
         f"MetaTool ToolE single-tool queries over the shared {len(known)}-plugin catalogue, read by both offline selectors.",
         CATALOGUE,
     )
-    manifest = write_taskset(out, requests, slices=[SLICE], notes=notes, experiment_yaml=experiment, catalogues=(catalogue,))
+    manifest = write_taskset(out, requests, slices=[SLICE], notes=notes, experiments=experiments, catalogues=(catalogue,))
     return ImportSummary(
         source="metatool",
         out=out,

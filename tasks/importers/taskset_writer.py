@@ -65,8 +65,10 @@ class ImportSummary:
         else:
             lines.append("  dropped: nothing")
         lines += [f"  notice: {notice}" for notice in self.notices]
-        lines += [f"next: tooleval train {self.out / (VERSION + '.jsonl')} --out {self.out / MODEL_FILE}",
-                  f"      tooleval run {self.out / 'experiments' / 'offline.yaml'}"]
+        experiments = self.out / "experiments"
+        lines += [f"next: tooleval run {experiments / OFFLINE_EXPERIMENT}   (BM25 and MiniLM: runs as written)",
+                  f"      tooleval train {self.out / (VERSION + '.jsonl')} --out {self.out / MODEL_FILE}",
+                  f"      tooleval run {experiments / TRAINED_EXPERIMENT}   (adds the decision model just trained)"]
         return lines
 
 
@@ -110,11 +112,24 @@ MODEL_FILE = "models/hybrid.json"
 """Where the imported set's trained decision model goes (``tooleval train``), relative to the task-set folder."""
 
 
-def offline_experiment_yaml(name: str, description: str, catalogue: str) -> str:
-    """``experiments/offline.yaml``: the set read by the offline selectors (BM25, MiniLM cosine, and the
-    decision model trained on the set, cross-fitted), validated as an SelectionExperimentFile."""
+OFFLINE_EXPERIMENT = "offline.yaml"
+"""The experiment that runs straight after the import: the two offline routers, nothing to train first."""
+TRAINED_EXPERIMENT = "offline-trained.yaml"
+"""The same experiment plus the ``trained`` arm: it runs once ``tooleval train`` has written ``MODEL_FILE``
+(before, ``tooleval run`` refuses it with ``[router-files]``, naming the command)."""
+
+
+def offline_experiment_yaml(name: str, description: str, catalogue: str, *, trained: bool = False) -> str:
+    """An experiment of the set read by the offline selectors (BM25 and MiniLM cosine; with ``trained``,
+    also the decision model trained on the set, cross-fitted), validated as an SelectionExperimentFile."""
+    trained_arm = f"""\
+  # the decision model learned from this set (`tooleval train`, cross-fitted: each request is scored by a
+  # fold model that never saw it); it must be trained before this file runs
+  - {{name: trained, selector: trained, model: tooleval-hybrid, options: {{model_file: ../{MODEL_FILE}}}}}
+""" if trained else ""
+    trained_comparison = "  - {from: embedding, to: trained, declare: [model]}\n" if trained else ""
     text = f"""\
-name: {json.dumps(name)}
+name: {json.dumps(name + ("-trained" if trained else ""))}
 description: {json.dumps(description, ensure_ascii=False)}
 taskset: ..          # the task-set folder, relative to this file
 version: {VERSION}
@@ -124,15 +139,20 @@ defaults: {{catalogue: {catalogue}, prompt: default}}
 arms:
   - {{name: lexical, selector: lexical, model: bm25-okapi}}
   - {{name: embedding, selector: embedding, model: sentence-transformers/all-MiniLM-L6-v2}}
-  # the decision model learned from this set (`tooleval train`, cross-fitted: each request is scored by a
-  # fold model that never saw it)
-  - {{name: trained, selector: trained, model: tooleval-hybrid, options: {{model_file: ../{MODEL_FILE}}}}}
-comparisons:
+{trained_arm}comparisons:
   - {{from: lexical, to: embedding, declare: [model]}}   # selector and model change together
-  - {{from: embedding, to: trained, declare: [model]}}
-"""
+{trained_comparison}"""
     SelectionExperimentFile.model_validate(yaml.safe_load(text))
     return text
+
+
+def offline_experiments(name: str, description: str, catalogue: str) -> dict[str, str]:
+    """File name -> text of the two experiments an importer writes: ``OFFLINE_EXPERIMENT``, which runs as
+    written, and ``TRAINED_EXPERIMENT``, which adds the decision model. Two files rather than one whose
+    ``trained`` arm fails until trained: the import is instant and never trains (training takes seconds to
+    minutes), and the model file cannot exist yet in the new folder the import writes."""
+    return {OFFLINE_EXPERIMENT: offline_experiment_yaml(name, description, catalogue),
+            TRAINED_EXPERIMENT: offline_experiment_yaml(name, description, catalogue, trained=True)}
 
 
 def write_taskset(
@@ -141,7 +161,7 @@ def write_taskset(
     *,
     slices: list[str],
     notes: str,
-    experiment_yaml: str,
+    experiments: dict[str, str],
     catalogues: tuple[CatalogueFile, ...] = (),
 ) -> VersionManifest:
     """Write a new task-set folder; the manifest comes last, so a crash leaves no frozen version behind."""
@@ -156,6 +176,7 @@ def write_taskset(
             catalogue.model_dump_json(indent=2, exclude_none=True) + "\n"
         )
     (out / "prompts" / "default.md").write_text(DEFAULT_PROMPT)
-    (out / "experiments" / "offline.yaml").write_text(experiment_yaml)
+    for file_name, text in experiments.items():
+        (out / "experiments" / file_name).write_text(text)
     write_jsonl(out / f"{VERSION}.jsonl", requests)
     return freeze_version(out, VERSION, slices, notes=notes)

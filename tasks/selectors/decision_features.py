@@ -63,31 +63,63 @@ class RequestScores:
     bm25: np.ndarray
 
 
-def knn_by_label(query: np.ndarray, query_hashes: Sequence[str], examples: Examples, exclude_fold: int | None
-                 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """label -> (knn1, knn3) per query (NaN where no usable example has the label)."""
-    if len(examples.labels) == 0 or len(query) == 0:
-        return {}
-    sims = query.astype(np.float32) @ examples.embeddings.astype(np.float32).T
-    blocked = np.asarray(query_hashes, dtype=object)[:, None] == examples.text_hashes[None, :]
-    if exclude_fold is not None:
-        blocked |= (examples.folds == exclude_fold)[None, :]
-    sims = np.where(blocked, -np.inf, sims).astype(np.float64)
-    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    order = np.argsort(examples.labels, kind="stable")
-    labels_sorted = examples.labels[order]
+KNN_BLOCK = 1024
+"""Queries per block of the query x examples similarities: memory grows with the examples, not their square.
+
+A float32 product's rounding depends on the shape BLAS is given, so a cosine computed in a block can differ
+from the same cosine computed in the whole matrix by one float32 unit (<= 1.2e-7 for unit vectors); with
+at most ``KNN_BLOCK`` queries (one block) the features are bit for bit those of the whole-matrix code."""
+
+
+def _label_groups(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(order: examples sorted by label, stable; the sorted labels; start and end of each label's run)."""
+    order = np.argsort(labels, kind="stable")
+    labels_sorted = labels[order]
     starts = np.flatnonzero(np.r_[True, labels_sorted[1:] != labels_sorted[:-1]])
     ends = np.r_[starts[1:], len(order)]
-    for start, end in zip(starts, ends):
-        block = sims[:, order[start:end]]
-        k = min(KNN_TOP, block.shape[1])
-        top = -np.partition(-block, k - 1, axis=1)[:, :k] if block.shape[1] > k else block
-        finite = np.isfinite(top)
-        count = finite.sum(axis=1)
-        top1 = np.where(count > 0, np.max(np.where(finite, top, -np.inf), axis=1), np.nan)
-        top3 = np.where(count > 0, np.where(finite, top, 0.0).sum(axis=1) / np.maximum(count, 1), np.nan)
-        out[str(labels_sorted[start])] = (top1, top3)
-    return out
+    return order, labels_sorted, starts, ends
+
+
+def knn_by_label(query: np.ndarray, query_hashes: Sequence[str], examples: Examples, exclude_fold: int | None,
+                 block_rows: int | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """label -> (knn1, knn3) per query (NaN where no usable example has the label).
+
+    Computed ``block_rows`` (default ``KNN_BLOCK``) queries at a time (float32 cosines, as float64 for the
+    top-k), with the text hashes of both sides mapped once to integer codes, so a block's "same text" mask
+    is an integer compare.
+    """
+    n = len(query)
+    block_rows = block_rows or KNN_BLOCK
+    if len(examples.labels) == 0 or n == 0:
+        return {}
+    order, labels_sorted, starts, ends = _label_groups(examples.labels)
+    _, codes = np.unique(np.concatenate([np.asarray(query_hashes, dtype=object).astype(str),
+                                         np.asarray(examples.text_hashes, dtype=object).astype(str)]),
+                         return_inverse=True)
+    codes = codes.reshape(-1)
+    query_codes, example_codes = codes[:n], codes[n:][order]
+    excluded = (np.asarray(examples.folds)[order] == exclude_fold) if exclude_fold is not None else None
+    emb = examples.embeddings.astype(np.float32)  # multiplied as given: another layout rounds differently
+    q32 = query.astype(np.float32)
+    top1s = [np.empty(n) for _ in starts]
+    top3s = [np.empty(n) for _ in starts]
+    for lo in range(0, n, block_rows):
+        hi = min(lo + block_rows, n)
+        sims = (q32[lo:hi] @ emb.T)[:, order].astype(np.float64)  # columns grouped by label
+        blocked = query_codes[lo:hi, None] == example_codes[None, :]
+        if excluded is not None:
+            blocked |= excluded[None, :]
+        sims[blocked] = -np.inf
+        for g, (start, end) in enumerate(zip(starts, ends)):
+            block = sims[:, start:end]
+            k = min(KNN_TOP, block.shape[1])
+            top = -np.partition(-block, k - 1, axis=1)[:, :k] if block.shape[1] > k else block
+            finite = np.isfinite(top)
+            count = finite.sum(axis=1)
+            top1s[g][lo:hi] = np.where(count > 0, np.max(np.where(finite, top, -np.inf), axis=1), np.nan)
+            top3s[g][lo:hi] = np.where(count > 0, np.where(finite, top, 0.0).sum(axis=1) / np.maximum(count, 1),
+                                       np.nan)
+    return {str(labels_sorted[start]): (top1s[g], top3s[g]) for g, start in enumerate(starts)}
 
 
 def feature_arrays(scores: Sequence[RequestScores], query: np.ndarray, query_hashes: Sequence[str],
@@ -98,13 +130,9 @@ def feature_arrays(scores: Sequence[RequestScores], query: np.ndarray, query_has
     tool_x = np.zeros((n, max(width, 1), len(TOOL_FEATURES)))
     mask = np.zeros((n, max(width, 1)), dtype=bool)
     none_x = np.zeros((n, len(NONE_FEATURES)))
-    knn = knn_by_label(query, query_hashes, examples, exclude_fold)
-    none_knn = knn.get(NONE_LABEL)
-    for i, s in enumerate(scores):
+    none_x[:, 0] = 1.0
+    for i, s in enumerate(scores):  # the router features: per request, the offered tools at once
         t = len(s.tools)
-        none_x[i, 0] = 1.0
-        if none_knn is not None and np.isfinite(none_knn[0][i]):
-            none_x[i, 5], none_x[i, 6] = none_knn[0][i], none_knn[1][i]
         if t == 0:
             continue
         mask[i, :t] = True
@@ -117,14 +145,31 @@ def feature_arrays(scores: Sequence[RequestScores], query: np.ndarray, query_has
         x[:, 2] = (cos - cos.mean()) / cos.std() if t > 1 and cos.std() > 1e-9 else 0.0
         x[:, 3] = bm / top_b if top_b > 0 else 0.0
         x[:, 4] = np.log1p(bm)
-        for j, name in enumerate(s.tools):
-            found = knn.get(name)
-            if found is not None and np.isfinite(found[0][i]):
-                x[j, 5], x[j, 6], x[j, 8] = found[0][i], found[1][i], 1.0
-        if x[:, 8].any():
-            x[:, 7] = np.where(x[:, 8] > 0, x[:, 5] - x[x[:, 8] > 0, 5].max(), 0.0)
         none_x[i, 1] = ordered[0]
         none_x[i, 2] = ordered[0] - ordered[1] if t > 1 else 1.0
         none_x[i, 3] = np.log1p(top_b)
-        none_x[i, 4] = x[:, 5].max()
+    knn = knn_by_label(query, query_hashes, examples, exclude_fold)
+    none_knn = knn.get(NONE_LABEL)
+    if none_knn is not None:
+        found = np.isfinite(none_knn[0])
+        none_x[found, 5], none_x[found, 6] = none_knn[0][found], none_knn[1][found]
+    # the kNN features: one gather from label x request arrays (column -1: a label with no example, NaN)
+    index = {name: j for j, name in enumerate(knn)}
+    knn1 = np.full((len(index) + 1, n), np.nan)
+    knn3 = np.full((len(index) + 1, n), np.nan)
+    for name, j in index.items():
+        knn1[j], knn3[j] = knn[name]
+    tool_label = np.full(mask.shape, len(index))
+    for i, s in enumerate(scores):
+        tool_label[i, :len(s.tools)] = [index.get(name, len(index)) for name in s.tools]
+    rows = np.arange(n)[:, None]
+    k1, k3 = knn1[tool_label, rows], knn3[tool_label, rows]
+    seen = mask & np.isfinite(k1)
+    tool_x[..., 5] = np.where(seen, k1, 0.0)
+    tool_x[..., 6] = np.where(seen, k3, 0.0)
+    tool_x[..., 8] = seen
+    best_seen = np.max(np.where(seen, tool_x[..., 5], -np.inf), axis=1, initial=-np.inf)
+    tool_x[..., 7] = np.where(seen, tool_x[..., 5] - best_seen[:, None], 0.0)
+    offered = mask.any(axis=1)
+    none_x[offered, 4] = np.max(np.where(mask, tool_x[..., 5], -np.inf), axis=1, initial=-np.inf)[offered]
     return tool_x, mask, none_x

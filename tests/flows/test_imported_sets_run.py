@@ -20,7 +20,7 @@ def test_bfcl_multiple_runs_with_its_generated_experiment(prefect_harness, tmp_p
     import_bfcl(BENCH / "bfcl" / "BFCL_v4_multiple.json",
                 BENCH / "bfcl" / "possible_answer" / "BFCL_v4_multiple.json", out)
     train_decision_model(out / "v1.jsonl", out / "models" / "hybrid.json")  # the experiment's 'trained' arm
-    summary = evaluate(experiment_path=str(out / "experiments" / "offline.yaml"), warehouse_dir=str(tmp_path / "w"))
+    summary = evaluate(experiment_path=str(out / "experiments" / "offline-trained.yaml"), warehouse_dir=str(tmp_path / "w"))
     assert summary.n_rows == 200 * 3 * 3
     con = duckdb.connect(str(tmp_path / "w" / "tooleval.duckdb"), read_only=True)
     rows = con.execute("""select arm, min(n_tools), max(n_tools), avg(correct::int) from selection_rows

@@ -208,17 +208,19 @@ def test_refuses_a_folder_with_a_frozen_v1(tmp_path):
 def test_writes_a_valid_offline_experiment_and_prompt(tmp_path):
     out = tmp_path / "out"
     import_bfcl(QUESTIONS, ANSWERS, out)
-    path = out / "experiments" / "offline.yaml"
-    experiment = SelectionExperimentFile.model_validate(yaml.safe_load(path.read_text()))
-    assert (path.parent / experiment.taskset).resolve() == out.resolve()
-    assert experiment.version == "v1" and len(experiment.seeds) >= 3
-    assert experiment.defaults.catalogue == "per_request" and experiment.defaults.prompt == "default"
-    assert {(a.selector, a.model) for a in experiment.arms} == {
-        ("lexical", "bm25-okapi"), ("embedding", "sentence-transformers/all-MiniLM-L6-v2"),
-        ("trained", "tooleval-hybrid"),
-    }
-    assert [(c.baseline, c.arm, c.declare) for c in experiment.comparisons] == [
-        ("lexical", "embedding", ["model"]), ("embedding", "trained", ["model"])]
+    plain = ("lexical", "bm25-okapi"), ("embedding", "sentence-transformers/all-MiniLM-L6-v2")
+    for file_name, arms, comparisons in [
+        ("offline.yaml", {*plain}, [("lexical", "embedding", ["model"])]),
+        ("offline-trained.yaml", {*plain, ("trained", "tooleval-hybrid")},
+         [("lexical", "embedding", ["model"]), ("embedding", "trained", ["model"])]),
+    ]:
+        path = out / "experiments" / file_name
+        experiment = SelectionExperimentFile.model_validate(yaml.safe_load(path.read_text()))
+        assert (path.parent / experiment.taskset).resolve() == out.resolve()
+        assert experiment.version == "v1" and len(experiment.seeds) >= 3
+        assert experiment.defaults.catalogue == "per_request" and experiment.defaults.prompt == "default"
+        assert {(a.selector, a.model) for a in experiment.arms} == arms
+        assert [(c.baseline, c.arm, c.declare) for c in experiment.comparisons] == comparisons
     assert "none" in load_prompt(out, "default").lower()
 
 
@@ -229,15 +231,25 @@ def test_summary_and_notes_name_the_sources(tmp_path):
     assert "optional (1)" in notes  # BFCL's own keyword, not JSON schema
     text = "\n".join(summary.lines())
     assert "requests: 3" in text and "dropped: nothing" in text
-    assert f"next: tooleval train {tmp_path / 'out' / 'v1.jsonl'} --out {tmp_path / 'out' / 'models' / 'hybrid.json'}" in text
+    assert f"next: tooleval run {tmp_path / 'out' / 'experiments' / 'offline.yaml'}" in text
+    assert f"tooleval train {tmp_path / 'out' / 'v1.jsonl'} --out {tmp_path / 'out' / 'models' / 'hybrid.json'}" in text
+    assert f"tooleval run {tmp_path / 'out' / 'experiments' / 'offline-trained.yaml'}" in text
 
 
-def test_the_experiment_names_the_model_to_train_before_it_runs(tmp_path):
+def test_the_experiment_runs_straight_after_the_import(tmp_path):
+    from tasks.experiment.resolve_experiment import resolve_experiment
+
+    import_bfcl(QUESTIONS, ANSWERS, tmp_path / "out")
+    resolved = resolve_experiment(tmp_path / "out" / "experiments" / "offline.yaml")  # no [router-files]
+    assert [arm.name for arm in resolved.arms] == ["lexical", "embedding"]
+
+
+def test_the_trained_experiment_names_the_model_to_train_before_it_runs(tmp_path):
     from tasks.experiment.resolve_experiment import resolve_experiment
 
     import_bfcl(QUESTIONS, ANSWERS, tmp_path / "out")
     with pytest.raises(InputError) as caught:
-        resolve_experiment(tmp_path / "out" / "experiments" / "offline.yaml")
+        resolve_experiment(tmp_path / "out" / "experiments" / "offline-trained.yaml")
     (problem,) = caught.value.problems
     assert problem.rule == "router-files" and problem.where == "arm trained"
     assert "tooleval train" in problem.message and str(tmp_path / "out" / "models" / "hybrid.json") in problem.message

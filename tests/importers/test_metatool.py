@@ -96,9 +96,18 @@ def test_writes_a_valid_offline_experiment(imported):
     experiment = SelectionExperimentFile.model_validate(yaml.safe_load(path.read_text()))
     assert (path.parent / experiment.taskset).resolve() == out.resolve()
     assert experiment.defaults.catalogue == "metatool"
-    assert [a.selector for a in experiment.arms] == ["lexical", "embedding", "trained"]
-    assert experiment.arms[2].options == {"model_file": "../models/hybrid.json"}
+    assert [a.selector for a in experiment.arms] == ["lexical", "embedding"]  # runs with nothing trained
+    trained = SelectionExperimentFile.model_validate(yaml.safe_load((path.parent / "offline-trained.yaml").read_text()))
+    assert [a.selector for a in trained.arms] == ["lexical", "embedding", "trained"]
+    assert trained.arms[2].options == {"model_file": "../models/hybrid.json"}
     assert (out / "prompts" / "default.md").is_file()
+
+
+def test_the_experiment_resolves_straight_after_the_import(imported):
+    from tasks.experiment.resolve_experiment import resolve_experiment
+
+    out, _ = imported
+    assert [arm.name for arm in resolve_experiment(out / "experiments" / "offline.yaml").arms] == ["lexical", "embedding"]
 
 
 def test_refuses_a_folder_with_a_frozen_v1(imported):

@@ -25,7 +25,7 @@ IRRELEVANCE = BFCL / "BFCL_v4_live_irrelevance.json"
 
 
 def plain_routers(root: Path) -> Path:
-    """The imported set's experiment with its two plain routers (its 'trained' arm needs a trained model)."""
+    """The imported set's experiment with its two plain routers (as the importer writes offline.yaml)."""
     path = root / "experiments" / "offline.yaml"
     spec = yaml.safe_load(path.read_text())
     spec["arms"] = [arm for arm in spec["arms"] if arm["selector"] != "trained"]
