@@ -21,8 +21,6 @@ from typing import Callable
 
 import duckdb
 
-from warehouse.tables import create_tables
-from warehouse.views import create_views
 
 LOCK_WAIT_ENV = "TOOLEVAL_LOCK_WAIT_S"
 DEFAULT_LOCK_WAIT_S = 120.0
@@ -96,11 +94,19 @@ def _holder(error: BaseException) -> str:
 
 
 def connect(db_path: Path | str, read_only: bool = False, wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
-    """A connection; a writable one brings tables and views up to date first."""
+    """A connection; a writable one brings tables and views up to date first (unless the file's stamp says
+    they are: warehouse/views.py)."""
     if read_only:
         return open_file(db_path, True, wait_s)
+    from warehouse.views import create_views, stamp_found, write_stamp
+
     Path(db_path).parent.mkdir(parents=True, exist_ok=True)
     con = open_file(db_path, False, wait_s)
+    if stamp_found(con):  # tables, macros and views made by this very tooleval: nothing to bring up to date
+        return con
+    from warehouse.tables import create_tables  # the tables' models: only a writer that migrates needs them
+
     create_tables(con)
     create_views(con)
+    write_stamp(con)
     return con

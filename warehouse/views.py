@@ -1,14 +1,50 @@
 """Create the report views from ``warehouse/views/*.sql`` (file name = view name), and before them the
-macros they share from ``warehouse/macros.sql``."""
+macros they share from ``warehouse/macros.sql``; and stamp the file with what made them.
+
+The stamp (``definitions_stamp``: a hash of the macros, the views and the tables' sources) is kept in the
+file as the macro ``tooleval_definitions()``. A connection that finds the current stamp there knows the
+file's tables, macros and views are this tooleval's: a writer skips creating them again, and a read-only
+command reads the stored views instead of binding every view again as a temporary one (~0.9 s of CPU).
+"""
 
 from __future__ import annotations
 
+import hashlib
+from functools import lru_cache
 from pathlib import Path
 
 import duckdb
 
 VIEWS_DIR = Path(__file__).resolve().parent / "views"
 MACROS_FILE = Path(__file__).resolve().parent / "macros.sql"
+STAMP_MACRO = "tooleval_definitions"
+_SOURCES = (Path(__file__).resolve().parent, Path(__file__).resolve().parents[1] / "schemas")
+"""What the file's tables, macros and views are made from: this package's SQL and Python (the tables'
+DDL, tables.py) and the pydantic models in schemas/."""
+
+
+@lru_cache(maxsize=1)
+def definitions_stamp() -> str:
+    """A hash of every source the warehouse's tables, macros and views are made from (read as text: no
+    import)."""
+    digest = hashlib.sha256()
+    for root in _SOURCES:
+        for path in sorted([*root.rglob("*.sql"), *root.rglob("*.py")]):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def stamp_found(con: duckdb.DuckDBPyConnection) -> bool:
+    """The file was made by this tooleval's definitions (its stamp is the current one)."""
+    try:
+        found = con.execute(f"SELECT {STAMP_MACRO}()").fetchall()[0][0]
+    except duckdb.Error:
+        return False
+    return found == definitions_stamp()
+
+
+def write_stamp(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(f"CREATE OR REPLACE MACRO {STAMP_MACRO}() AS '{definitions_stamp()}'")
 
 
 def view_files() -> dict[str, Path]:

@@ -15,7 +15,6 @@ from typing import Any
 
 import duckdb
 
-from schemas.arrow import arrow_schema, create_table_sql, duckdb_type
 from schemas.criteria import Verdict
 from tasks.drill_points import reached
 from tasks.experiment.criteria import criteria_to_judge, read_registration
@@ -23,6 +22,7 @@ from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
 from tasks.instruments import instrument
 from tasks.report.judge import judge, no_criteria, not_judged
+from tasks.report.read_only import open_read_only, require_warehouse, shadow_older_tables  # noqa: F401 (re-exported)
 from tasks.report.render import write_report_files
 from tasks.report.report_types import Report
 from warehouse.connect import WarehouseUnreadable, connect
@@ -38,55 +38,6 @@ REPORT_MEMORY_LIMIT = "128MB"
 views' hash aggregates over a 1M-row run held ~0.3 GB more of the process (which is at its largest right
 after registering); bounded, the same figures come out (aggregates spill to the warehouse's temp directory
 if they must)."""
-
-
-def require_warehouse(db_path: Path, first: str = "tooleval run EXPERIMENT_FILE") -> None:
-    """A warehouse file that is not there is bad input (naming the file and what makes one: ``first``)."""
-    if not Path(db_path).is_file():
-        raise InputError.one(str(db_path), "", "warehouse-exists",
-                             f"no warehouse here: run `{first}` first, or give --warehouse DIR")
-
-
-def open_read_only(db_path: Path) -> duckdb.DuckDBPyConnection:
-    """A read-only connection with the current view definitions as temporary views, so a warehouse
-    written by an older tooleval still answers every view of this one (nothing is written to the file)."""
-    con = connect(db_path, read_only=True)  # waits (bounded) while a run's registration holds the file
-    shadow_older_tables(con)
-    create_macros(con, temporary=True)
-    files = view_files()
-    texts = {name: path.read_text() for name, path in files.items()}
-    done: set[str] = set()
-
-    def create(name: str) -> None:
-        if name in done:
-            return
-        done.add(name)
-        for other in texts:
-            if other != name and re.search(rf"\b{re.escape(other)}\b", texts[name]):
-                create(other)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS\n{texts[name]}")
-
-    for name in sorted(texts):
-        create(name)
-    return con
-
-
-def shadow_older_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Make a file written by an older tooleval look like this one's, without writing to it: a table it
-    lacks becomes an empty temporary table, a table lacking newer columns a temporary view that adds them
-    as NULL (temporary objects come first in DuckDB's name resolution)."""
-    catalog = con.execute("SELECT current_database()").fetchall()[0][0]
-    present: dict[str, set[str]] = {}
-    for table, column in con.execute("SELECT table_name, column_name FROM information_schema.columns "
-                                     "WHERE table_schema = 'main' AND table_catalog = current_database()").fetchall():
-        present.setdefault(table, set()).add(column)
-    for table, model in TABLES.items():
-        fields = list(arrow_schema(model))
-        if table not in present:
-            con.execute(create_table_sql(model, table).replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
-        elif missing := [f for f in fields if f.name not in present[table]]:
-            added = ", ".join(f"CAST(NULL AS {duckdb_type(f.type)}) AS {f.name}" for f in missing)
-            con.execute(f'CREATE TEMP VIEW {table} AS SELECT *, {added} FROM "{catalog}".main.{table}')
 
 
 def run_instrument(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:

@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from tasks.files.input_errors import InputError
-from tasks.report.publish import open_read_only, require_warehouse
+from tasks.report.read_only import open_read_only, require_warehouse
 from warehouse.connect import WarehouseUnreadable
 from warehouse.location import Warehouse
 from warehouse.snapshot import Snapshot, SnapshotDir, take_snapshot
@@ -80,7 +80,7 @@ class SqlSession:
         require_warehouse(db)
         try:
             snapshot = take_snapshot(db, self.snapshots.next_dir())
-            con = open_read_only(snapshot.path)
+            con = open_read_only(snapshot.path, shadow_first=False)
             confine(con, snapshot.path.parent)
         except WarehouseUnreadable as error:
             raise InputError.one(str(db), "", "warehouse-readable",
