@@ -14,9 +14,10 @@ as the default) does a fifth of the work.
    records they join to (runs with a weights window, the ladder's comparisons, weights, tool sets).
 2. Checks, on a small data set (``--check-rows``), that each plain query returns what its view returns
    (same columns, same rows; floats to 1e-9 relative). The request-clustered intervals' n_effective
-   (aggregate_accuracy, per_tool_accuracy, position_band_accuracy) is the views' macro
-   ``clustered_n_star_of`` written out in plain SQL (``_clustered``: its sums in the same GROUP BY, then
-   the small-sample correction, the t-quantile shrink and the bounds in three thin CTEs over the groups).
+   (aggregate_accuracy, per_tool_accuracy, position_band_accuracy) is the views' macros
+   (``clustered_sums``, ``clustered_moments``, ``clustered_n_star_from``) written out in plain SQL
+   (``_clustered``: the sums in the same GROUP BY, then the small-sample correction, the t-quantile shrink
+   and the bounds in three thin CTEs over the groups).
    With ``--compare-revision REV``, also that each view returns what the same view returned at git
    revision REV (its ``warehouse/views/*.sql`` and ``warehouse/macros.sql`` if any) on ``--compare-rows``
    rows: same columns and types, same rows (floats to 1e-9 relative), all runs and (views with a run_id
@@ -35,12 +36,14 @@ Prints wall and CPU seconds (CPU: this process, every DuckDB thread; it barely m
 load, wall does), the ratios view / plain, the verdict against the 1.5x target on the CPU ratio, and the
 load average beside them.
 
-Last measured 2026-12-02 with ``--rows 2000000 --runs 40`` (not the 10M default) at load average 6.0-8.4 on
-2 cores (table and verdicts: docs/scale-out/speed.md). On CPU 13 of the 17 views with a plain query were
-within 1.5x in every cell; not: aggregate_accuracy, per_tool_accuracy and position_band_accuracy one run
-(3.3-4.7x), per_tool_accuracy all runs (1.58-1.67x) and paired_requests all runs on the Parquet (1.53x;
-1.23x on the table). The one-run gap is binding: the expanded macro ``clustered_n_star_of`` costs ~80-170 ms
-CPU per query before a row is read (the plain query's CTEs ~10 ms), which a one-run query does not hide.
+Last measured 2026-12-02 with ``--rows 2000000 --runs 40`` (not the 10M default) at load average 3.2-4.2 on
+2 cores, after issue 27 staged the clustered interval's macros (table and verdicts: docs/scale-out/speed.md).
+On CPU the views using it (aggregate_accuracy, per_tool_accuracy, position_band_accuracy) were within 1.5x
+in every cell (0.93-1.31x) but per_tool_accuracy all runs on the Parquet (1.50x, 1.07x on a second
+reading); views left unchanged had short one-run cells above it once (confused_pairs 1.70x, paired_requests
+1.71-1.96x, selection_rows 1.58x) and paired_requests all runs 1.54x on the table, all within 1.5x on a
+second reading (paired_requests all runs 1.29-1.45x). Before, the one-run gap (3.3-4.7x) was binding: the
+macro the views used then expanded to ~440 ``sum(`` references, ~80 ms CPU per query before a row was read.
 """
 
 from __future__ import annotations
@@ -83,9 +86,10 @@ def _wilson(p: str, n: str) -> str:
 
 def _clustered(keys: str) -> str:
     """From a per-request CTE ``per_request`` (keys, request_id, trials, correct [, ...]): totals per ``keys``
-    with the effective n the views use (macro ``clustered_n_star_of``, written out here without macros): the
-    request-clustered variance's sums (c^2, c t, t^2) and its fourth moment's (c^4, c^3 t, c^2 t^2, c t^3, t^4)
-    computed in the same GROUP BY (sums of powers expanded, no second join), then Kish's n from the
+    with the effective n the views use (macros ``clustered_sums``, ``clustered_moments``,
+    ``clustered_n_star_from``, written out here without macros): the request-clustered variance's sums
+    (c^2, c t, t^2) and its fourth moment's (c^4, c^3 t, c^2 t^2, c t^3, t^4) computed in the same GROUP BY
+    (sums of powers expanded, no second join), then Kish's n from the
     small-sample corrected variance (x n_r / (n_r - 1)), shrunk by (z / t_df)^2 with Welch-Satterthwaite df
     (between (n_r - 1) / 2 and n_r - 1), kept between the requests and the rows; the requests when p is 0 or 1
     or there are fewer than 10 requests. c: correct rows of a request, t: its rows, n_r: requests."""

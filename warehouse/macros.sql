@@ -69,35 +69,68 @@ CREATE OR REPLACE MACRO clustered_fourth_moment(correct, n, sum_c4, sum_c3t, sum
      + 6 * correct::hugeint * correct * n * n * sum_c2t2 - 4 * correct::hugeint * correct * correct * n * sum_ct3
      + correct::hugeint * correct * correct * correct * sum_t4)::double / power(n::double, 4);
 
--- clustered_n_star: the effective n the views' clustered Wilson interval uses (tasks/stats/wilson.py:
--- clustered_effective_trials): Kish's n from the small-sample corrected clustered variance (x n_r/(n_r-1)),
--- shrunk by (z / t_df)^2 with df from the variance's own spread (between (n_r-1)/2 and n_r-1), and kept
+-- clustered_sums: an aggregate over per-unit rows (a request, a task) that each give their correct count and
+-- their trials (seeds): the group's sums the clustered interval needs, as one struct (correct, n, n_requests,
+-- sum_cc, sum_ct, sum_tt, sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4), written once for every view that
+-- reports an accuracy or a success rate with its interval (aggregate_accuracy, per_tool_accuracy,
+-- position_band_accuracy, task_success, task_arm_success). Use it in a GROUP BY over those rows, then
+-- clustered_moments and clustered_n_star_from in two selects over the groups (see clustered_n_star_from).
+CREATE OR REPLACE MACRO clustered_sums(correct, trials) AS
+    struct_pack(correct := sum(correct)::bigint, n := sum(trials)::bigint, n_requests := count(*),
+                sum_cc := sum(correct * correct), sum_ct := sum(correct * trials), sum_tt := sum(trials * trials),
+                sum_c4 := sum(correct * correct * correct * correct),
+                sum_c3t := sum(correct * correct * correct * trials),
+                sum_c2t2 := sum(correct * correct * trials * trials),
+                sum_ct3 := sum(correct * trials * trials * trials),
+                sum_t4 := sum(trials * trials * trials * trials));
+
+-- clustered_df: the Welch-Satterthwaite degrees of freedom of the clustered variance from its own spread
+-- (3 (variance n^2)^2 / fourth_moment - 1), kept between (n_r - 1) / 2 and n_r - 1 (n_r: requests).
+CREATE OR REPLACE MACRO clustered_df(n, n_requests, variance, fourth_moment) AS
+    least(n_requests - 1.0, greatest((n_requests - 1.0) / 2,
+          case when fourth_moment > 0 then 3 * power(variance * n * n, 2) / fourth_moment - 1
+               else n_requests - 1.0 end));
+
+-- clustered_moments: from a clustered_sums struct, the struct (variance, df): clustered_variance and
+-- clustered_df, each computed once for the group.
+CREATE OR REPLACE MACRO clustered_moments(s) AS
+    struct_pack(variance := clustered_variance(s.correct, s.n, s.sum_cc, s.sum_ct, s.sum_tt),
+                df := clustered_df(s.n, s.n_requests,
+                                   clustered_variance(s.correct, s.n, s.sum_cc, s.sum_ct, s.sum_tt),
+                                   clustered_fourth_moment(s.correct, s.n, s.sum_c4, s.sum_c3t, s.sum_c2t2,
+                                                           s.sum_ct3, s.sum_t4)));
+
+-- clustered_n_star_from: the effective n the views' clustered Wilson interval uses (tasks/stats/wilson.py:
+-- clustered_effective_trials), from a clustered_sums struct s and its clustered_moments struct m: Kish's n
+-- from the small-sample corrected clustered variance (x n_r/(n_r-1)), shrunk by (z / t_df)^2, and kept
 -- between the requests and the rows; the requests at p = 0 or 1 or with fewer than 10 requests.
-CREATE OR REPLACE MACRO clustered_n_star(correct, n, n_requests, sum_cc, sum_ct, sum_tt,
-                                         sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) AS
-    case when correct = 0 or correct = n or n_requests < 10 then n_requests::double
-    else least(n::double, greatest(n_requests::double,
-        (case when clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) * n_requests / (n_requests - 1) <= 1e-15
-              then n::double
-              else least(n::double, (correct / n) * (1 - correct / n)
-                   / (clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) * n_requests / (n_requests - 1))) end)
-        * power(1.959963984540054 / t_quantile_975(least(n_requests - 1.0, greatest((n_requests - 1.0) / 2,
-              case when clustered_fourth_moment(correct, n, sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) > 0
-                   then 3 * power(clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) * n * n, 2)
-                        / clustered_fourth_moment(correct, n, sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) - 1
-                   else n_requests - 1.0 end))), 2)))
+-- Staged so that each quantity is bound once: a macro expands its arguments at every reference (at bind
+-- time), so n* written over the sums' aggregates directly expands to hundreds of sum() calls and costs
+-- ~80 ms to bind. In a view:
+--     totals as (select keys, ..., clustered_sums(correct, trials) as sums from per_unit group by keys),
+--     effective as (select *, clustered_n_star_from(sums, moments) as n_effective
+--                   from (select *, clustered_moments(sums) as moments from totals))
+CREATE OR REPLACE MACRO clustered_n_star_from(s, m) AS
+    case when s.correct = 0 or s.correct = s.n or s.n_requests < 10 then s.n_requests::double
+    else least(s.n::double, greatest(s.n_requests::double,
+        (case when m.variance * s.n_requests / (s.n_requests - 1) <= 1e-15
+              then s.n::double
+              else least(s.n::double, (s.correct / s.n) * (1 - s.correct / s.n)
+                   / (m.variance * s.n_requests / (s.n_requests - 1))) end)
+        * power(1.959963984540054 / t_quantile_975(m.df), 2)))
     end;
 
--- clustered_n_star_of: clustered_n_star as an aggregate over per-unit rows (a request, a task) that each give
--- their correct count and their trials (seeds): the sums it needs, written once for every view that reports
--- an accuracy or a success rate with its interval (aggregate_accuracy, per_tool_accuracy,
--- position_band_accuracy, task_success). Use it in a GROUP BY over those rows.
-CREATE OR REPLACE MACRO clustered_n_star_of(correct, trials) AS
-    clustered_n_star(sum(correct)::bigint, sum(trials)::bigint, count(*),
-                     sum(correct * correct), sum(correct * trials), sum(trials * trials),
-                     sum(correct * correct * correct * correct), sum(correct * correct * correct * trials),
-                     sum(correct * correct * trials * trials), sum(correct * trials * trials * trials),
-                     sum(trials * trials * trials * trials));
+-- clustered_n_star: clustered_n_star_from on the group's sums given one by one (a check or an analyst's
+-- one-off query; the views stage it as above, this form is slow to bind).
+CREATE OR REPLACE MACRO clustered_n_star(correct, n, n_requests, sum_cc, sum_ct, sum_tt,
+                                         sum_c4, sum_c3t, sum_c2t2, sum_ct3, sum_t4) AS
+    clustered_n_star_from(
+        struct_pack(correct := correct, n := n, n_requests := n_requests, sum_cc := sum_cc, sum_ct := sum_ct,
+                    sum_tt := sum_tt, sum_c4 := sum_c4, sum_c3t := sum_c3t, sum_c2t2 := sum_c2t2,
+                    sum_ct3 := sum_ct3, sum_t4 := sum_t4),
+        clustered_moments(struct_pack(correct := correct, n := n, n_requests := n_requests, sum_cc := sum_cc,
+                                      sum_ct := sum_ct, sum_tt := sum_tt, sum_c4 := sum_c4, sum_c3t := sum_c3t,
+                                      sum_c2t2 := sum_c2t2, sum_ct3 := sum_ct3, sum_t4 := sum_t4)));
 
 -- text_tool_call: an invalid row whose reply held tool-call markup as text (``functions.NAME:``,
 -- ``<tool_call>{...}</tool_call>``, ...) instead of a structured call: its detail starts with the words

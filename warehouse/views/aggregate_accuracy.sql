@@ -1,12 +1,12 @@
 -- aggregate_accuracy: one row per (run, arm, slice).
--- Rows, requests, correct and accuracy over every seed of the arm; per-seed accuracy min / max and the
--- spread between them (the noise floor); failure flags counted apart, never folded into wrong answers.
--- Slices are never averaged together: there is no all-slices row.
--- ci_low / ci_high: 95% interval with the request as the unit (Wilson's interval on n_effective, the
--- small-sample corrected Kish effective number of trials from the between-request variance: the macro
--- clustered_n_star_of; one seed = plain Wilson; see tasks/stats/intervals.py and warehouse/macros.sql). invalid_rate and failure_rate (invalid + error +
--- empty) are shares of rows; text_calls: the invalid rows whose reply wrote a tool call as text (macro
--- text_tool_call).
+-- Rows, requests, correct and accuracy over every seed of the arm; per-seed accuracy min / max and the spread
+-- between them (the noise floor); failure flags counted apart, never folded into wrong answers. Slices are
+-- never averaged together: there is no all-slices row. ci_low / ci_high: 95% interval with the request as the
+-- unit (Wilson's interval on n_effective, the small-sample corrected Kish effective number of trials from the
+-- between-request variance: the macros clustered_sums, clustered_moments, clustered_n_star_from; one seed =
+-- plain Wilson; see tasks/stats/intervals.py and warehouse/macros.sql). invalid_rate and failure_rate
+-- (invalid + error + empty) are shares of rows; text_calls: the invalid rows whose reply wrote a tool call as
+-- text (macro text_tool_call).
 with per_request as (
     select run_id, arm, slice, request_id, min(rung) as rung,
            count(*) as trials,
@@ -31,9 +31,13 @@ totals as (
            sum(error)::bigint as error,
            sum(empty)::bigint as empty,
            sum(text_calls)::bigint as text_calls,
-           clustered_n_star_of(correct, trials) as n_effective
+           clustered_sums(correct, trials) as sums
     from per_request
     group by run_id, arm, slice
+),
+effective as (
+    select *, clustered_n_star_from(sums, moments) as n_effective
+    from (select *, clustered_moments(sums) as moments from totals)
 ),
 per_seed as (
     select run_id, arm, slice, seed,
@@ -60,6 +64,6 @@ select t.run_id, t.arm, t.rung, t.slice, t.n, t.n_requests, t.correct,
        s.seed_accuracies,
        t.invalid / t.n as invalid_rate,
        (t.invalid + t.error + t.empty) / t.n as failure_rate
-from totals t
+from effective t
 join seed_spread s using (run_id, arm, slice)
 order by t.run_id, t.rung, t.slice

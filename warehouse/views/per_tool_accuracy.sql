@@ -14,9 +14,13 @@ totals as (
            sum(trials)::bigint as n,
            count(*) as n_requests,
            sum(correct)::bigint as correct,
-           clustered_n_star_of(correct, trials) as n_effective
+           clustered_sums(correct, trials) as sums
     from per_request
     group by run_id, arm, slice, tool
+),
+effective as (
+    select *, clustered_n_star_from(sums, moments) as n_effective
+    from (select *, clustered_moments(sums) as moments from totals)
 ),
 per_seed as (
     select run_id, arm, slice, expected as tool, seed,
@@ -38,6 +42,6 @@ select t.run_id, t.arm, t.rung, t.slice, t.tool, t.n, t.n_requests, t.correct,
        wilson_high(t.correct / t.n, t.n_effective) as ci_high,
        t.n_effective,
        s.seed_max - s.seed_min as seed_spread
-from totals t
+from effective t
 join seed_spread s using (run_id, arm, slice, tool)
 order by t.run_id, t.rung, t.slice, t.tool

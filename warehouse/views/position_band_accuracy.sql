@@ -16,13 +16,17 @@ totals as (
            sum(trials)::bigint as n,
            count(*) as n_requests,
            sum(correct)::bigint as correct,
-           clustered_n_star_of(correct, trials) as n_effective
+           clustered_sums(correct, trials) as sums
     from per_request
     group by run_id, arm, slice, position_third
+),
+effective as (
+    select *, clustered_n_star_from(sums, moments) as n_effective
+    from (select *, clustered_moments(sums) as moments from totals)
 )
 select run_id, arm, rung, slice, position_third, n, n_requests, correct, correct / n as accuracy,
        wilson_low(correct / n, n_effective) as ci_low,
        wilson_high(correct / n, n_effective) as ci_high,
        n_effective
-from totals
+from effective
 order by run_id, rung, slice, position_third

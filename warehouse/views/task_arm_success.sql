@@ -3,11 +3,11 @@
 -- once, so a slice weighs by its number of tasks: not an average of task_success's slice figures, which stay
 -- the reading a change is judged on), with the 95% interval task_success gives a slice: Wilson on
 -- n_effective, the small-sample corrected Kish effective number of trials over the tasks of task_outcomes
--- (the macro clustered_n_star_of); per-seed success, min / max and spread (the noise floor).
--- Tokens and cost as billed over every turn (task_runs.input_tokens, output_tokens, cost_usd; null for an
--- agent billed nothing, the offline baseline): totals, per run, input tokens per turn (a prompt trimmed by
--- 680 tokens shows here), cost per run and per completed task; runs_billed / runs_costed: runs that carry
--- token counts / a cost.
+-- (the macros clustered_sums, clustered_moments, clustered_n_star_from); per-seed success, min / max and
+-- spread (the noise floor). Tokens and cost as billed over every turn (task_runs.input_tokens, output_tokens,
+-- cost_usd; null for an agent billed nothing, the offline baseline): totals, per run, input tokens per turn
+-- (a prompt trimmed by 680 tokens shows here), cost per run and per completed task; runs_billed /
+-- runs_costed: runs that carry token counts / a cost.
 with per_seed as (
     select run_id, arm, taskset_version, seed,
            count(*) filter (where success) / count(*) as seed_success
@@ -40,9 +40,11 @@ totals as (
     group by run_id, arm, taskset_version
 ),
 effective as (
-    select run_id, arm, taskset_version, clustered_n_star_of(successes, trials) as n_effective
-    from task_outcomes
-    group by run_id, arm, taskset_version
+    select run_id, arm, taskset_version, clustered_n_star_from(sums, moments) as n_effective
+    from (select *, clustered_moments(sums) as moments
+          from (select run_id, arm, taskset_version, clustered_sums(successes, trials) as sums
+                from task_outcomes
+                group by run_id, arm, taskset_version))
 )
 select t.run_id, t.arm, t.rung, t.taskset_version, t.n, t.n_tasks, t.n_slices, t.successes,
        t.successes / t.n as success_rate,

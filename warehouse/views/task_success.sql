@@ -1,12 +1,12 @@
 -- task_success: one row per (run, arm, task-set version, slice).
--- Task success over every seed of the arm: runs, tasks, successes and the success rate; per-seed success
--- min / max and the spread between them (the noise floor). Slices are never averaged together and each
--- task-set version is its own instrument (a new version is calibrated by running the baseline arm on it).
--- ci_low / ci_high: 95% interval with the task as the unit: Wilson on n_effective, the small-sample corrected
--- Kish effective number of trials over the tasks of task_outcomes (the macro clustered_n_star_of, as in
--- aggregate_accuracy). Stops: runs ended by the task's budget (max_calls,
--- max_turns, max_tokens, max_wall) and runs that could not be carried out (provider error, run budget,
--- a failed tool surface).
+-- Task success over every seed of the arm: runs, tasks, successes and the success rate; per-seed success min
+-- / max and the spread between them (the noise floor). Slices are never averaged together and each task-set
+-- version is its own instrument (a new version is calibrated by running the baseline arm on it). ci_low /
+-- ci_high: 95% interval with the task as the unit: Wilson on n_effective, the small-sample corrected Kish
+-- effective number of trials over the tasks of task_outcomes (the macros clustered_sums, clustered_moments,
+-- clustered_n_star_from, as in aggregate_accuracy). Stops: runs ended by the task's budget (max_calls,
+-- max_turns, max_tokens, max_wall) and runs that could not be carried out (provider error, run budget, a
+-- failed tool surface).
 with per_seed as (
     select run_id, arm, taskset_version, slice, seed,
            count(*) filter (where success) / count(*) as seed_success
@@ -34,9 +34,11 @@ totals as (
     group by run_id, arm, taskset_version, slice
 ),
 effective as (
-    select run_id, arm, taskset_version, slice, clustered_n_star_of(successes, trials) as n_effective
-    from task_outcomes
-    group by run_id, arm, taskset_version, slice
+    select run_id, arm, taskset_version, slice, clustered_n_star_from(sums, moments) as n_effective
+    from (select *, clustered_moments(sums) as moments
+          from (select run_id, arm, taskset_version, slice, clustered_sums(successes, trials) as sums
+                from task_outcomes
+                group by run_id, arm, taskset_version, slice))
 )
 select t.run_id, t.arm, t.rung, t.taskset_version, t.slice, t.n, t.n_tasks, t.successes,
        t.successes / t.n as success_rate,
