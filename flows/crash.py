@@ -15,6 +15,7 @@ from typing import Iterable, Iterator
 
 from flows.exit_codes import EXIT_CRASHED
 from flows.prefect_server import PrefectApiLost, PrefectServerError
+from tasks.files.write_probe import REFUSED_WRITE_ERRNOS, write_refusal
 
 RESUMES = "landed rows are kept and finished selections and task runs cached, so a rerun resumes"
 LOW_DISK_BYTES = 16 * 2**20
@@ -76,17 +77,8 @@ def _unwritable(paths: Iterable[str | Path]) -> str | None:
         top = Path(path).expanduser()
         folders = [top, *sorted(p for p in top.iterdir() if p.is_dir())] if top.is_dir() else []
         for folder in folders:
-            if problem := _refuses_a_file(folder):
-                return problem
-    return None
-
-
-def _refuses_a_file(folder: Path) -> str | None:
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".tooleval-write-check-"):
-            pass
-    except OSError as error:
-        return f"{folder} ({error.strerror or error})"
+            if (error := write_refusal(folder)) is not None:
+                return f"{folder} ({error.strerror or error})"
     return None
 
 
@@ -94,7 +86,7 @@ def write_refused(error: BaseException, paths: Iterable[str | Path] = ()) -> str
     """Where a write was refused, when ``error`` is a refused write (SQLite's 'readonly database' or 'disk I/O
     error', EACCES, EROFS, EPERM) and one of the run's folders cannot be written now: made read-only or immutable
     (``chattr +i``) while the run was going, after the checks before it found it writable."""
-    refused = any((isinstance(c, OSError) and c.errno in (errno.EACCES, errno.EROFS, errno.EPERM))
+    refused = any((isinstance(c, OSError) and c.errno in REFUSED_WRITE_ERRNOS)
                   or any(words in str(c).lower() for words in ("readonly database", "read-only file system",
                                                                "disk i/o error", "operation not permitted"))
                   for c in _chain(error))
@@ -109,7 +101,7 @@ def _hint(error: BaseException, paths: Iterable[str | Path] = (), resumes: str =
                 f"while the run went on?); make it writable again (`chattr -R -i`, a read-write mount), then rerun "
                 f"({resumes})")
     for cause in _chain(error):
-        if isinstance(cause, OSError) and cause.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+        if isinstance(cause, OSError) and cause.errno in REFUSED_WRITE_ERRNOS:
             what = getattr(cause, "filename", "") or "a file"
             return (f"no permission to write {what}" + (" (a read-only file system)" if cause.errno == errno.EROFS
                                                         else "") + ": choose a writable --warehouse")

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from tasks.files.input_errors import InputError, Problem
+from tasks.files.write_probe import write_refusal
 from tasks.run.prepare_run import PreparedRun
 from warehouse.connect import WarehouseBusy, WarehouseUnreadable, connect
 from warehouse.location import Warehouse
@@ -85,10 +85,7 @@ def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
         existing = existing.parent
     if not existing.is_dir():
         return [Problem(str(directory), "", rule, f"{what} cannot be made: {existing} is a file")]
-    try:
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".tooleval-write-check-"):
-            pass
-    except OSError as error:
+    if (error := write_refusal(existing)) is not None:
         return [Problem(str(directory), "", rule, f"{what} is not writable ({error.strerror or error}): choose "
                                                   "another folder or fix its permissions")]
     return []

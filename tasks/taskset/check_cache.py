@@ -29,8 +29,7 @@ def cache_dir() -> Path:
     return cache_folder("label-checks")
 
 
-def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights: ProductionWeights | None,
-              weights_path: Path | None = None) -> str:
+def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights: ProductionWeights | None) -> str:
     """Everything the checks' answer depends on, hashed: contents, never paths, so a task set copied or moved
     elsewhere is remembered too (a pass names no path; a failure, which does, is never kept)."""
     here = Path(__file__).parent

@@ -164,7 +164,7 @@ def check_labels(
 ) -> CheckReport:
     """Every rule, or the remembered pass of the very same content; raise InputError listing each failure."""
     catalogues = list(catalogues)
-    key = check_key(version, catalogues, weights, weights_path)
+    key = check_key(version, catalogues, weights)
     if (passed := recall(key)) is not None:
         return CheckReport(**{**passed, "cached": True})
     report = run_label_checks_apart(version, catalogues, weights, weights_path)
