@@ -1,29 +1,49 @@
-"""The trained decision model against plain MiniLM cosine and plain BM25, through the pipeline.
+"""The trained decision model against plain MiniLM cosine and plain BM25, through the pipeline, with the goals.
 
     PYTHONPATH=. .venv/bin/python benchmarks/decision_models.py [--bench ../shared/bench] [--workdir DIR]
-        [--sets support,bfcl,metatool] [--metatool-limit N]
+        [--sets support,bfcl,metatool,bfcl-live,pooled-live,metatool-3k] [--metatool-limit N]
+        [--bfcl-live DIR] [--metatool-all FILE] [--sample 3000] [--shipped FILE]
 
-For each set (the bundled support set on its 30-tool catalogue; BFCL v4 "multiple" and MetaTool dev10 from
-``--bench``, imported with ``tooleval import``):
+The sets (each imported with the project's importers into ``--workdir``):
+
+- ``support``: the bundled support set on its 30-tool catalogue;
+- ``bfcl``: BFCL v4 "multiple" and ``metatool``: MetaTool dev10, both from ``--bench`` (../shared/bench);
+- ``bfcl-live``: BFCL v4 ``live_multiple`` (1,053 requests, each offered its own tools) and ``pooled-live``:
+  ``live_multiple`` (slice ``answerable``) and ``live_irrelevance`` (slice ``irrelevant``, every label
+  'none') as two slices of one set, label conflicts dropped by the importer. ``--bfcl-live DIR`` is a folder
+  holding ``BFCL_v4_live_multiple.json``, ``BFCL_v4_live_irrelevance.json`` and
+  ``possible_answer/BFCL_v4_live_multiple.json``, e.g. from the gorilla repository
+  (``berkeley-function-call-leaderboard/bfcl_eval/data/``; measured at gorilla 6ea5797);
+- ``metatool-3k``: a sample of ``--sample`` (3,000) requests of the whole MetaTool ``all_clean_data.csv``
+  (``--metatool-all FILE``, from the MetaTool repository's ``dataset/data/``; measured at 35e81bb): the
+  rows with the lowest sha256 of their query text, so the sample is the same on every machine.
+
+For each set:
 
 1. ``tooleval train`` learns the decision model from the set's own version, cross-fitted on 5 folds: when
    the experiment runs that version, every request is scored by a fold model that never saw it;
-2. ``tooleval fit`` fits the 'none' cut-off of the embedding router on a hash half of the requests and
-   confirms it on the other half (sets with 'none' labels only; the others never abstain);
-3. ``tooleval run`` of an experiment with three arms on the same tools, 3 seeds: ``lexical`` (BM25),
-   ``embedding`` (MiniLM cosine), ``trained``; the report's figures give accuracy with 95% intervals, ECE,
+2. sets with 'none' labels: ``tooleval fit`` fits the 'none' cut-off of the embedding router and of the
+   trained router on a hash half of the requests and confirms it on the other half; the arms
+   ``embedding-fitted`` and ``trained-fitted`` run with them;
+3. ``tooleval run`` of an experiment with the arms on the same tools, 3 seeds: ``lexical`` (BM25),
+   ``embedding`` (MiniLM cosine), ``trained``, and ``shipped`` (the support set's shipped model, ``--shipped``,
+   on every set but its own: how it transfers); the report's figures give accuracy with 95% intervals, ECE,
    the confidence gate's threshold fitted on one half of the requests (lowest confidence whose kept
    decisions are >= 90% right) with accuracy and coverage on the other half, and the paired change of
    ``trained`` against each plain router (Tango's interval, exact McNemar).
 
-Prints a markdown table (the one in docs/routing/decision-models.md). ``--metatool-limit N`` keeps the first N MetaTool queries (a
-deterministic subsample: the file's order) to fit a small time budget; the default keeps all 2,079.
+Prints a markdown table (the one in docs/routing/decision-models.md), then the issue's goals, each with the
+figure measured and ``met`` / ``NOT met``: BFCL live_multiple >= 95%; MetaTool > 82% on the 3,000 sample;
+the pooled live set >= 88% on each slice with a fitted cut-off; ECE <= 0.03 (the trained arm, every set);
+the shipped model >= MiniLM on every public set. ``--metatool-limit N`` keeps the first N MetaTool dev10
+queries (a deterministic subsample: the file's order); the default keeps all 2,079.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import os
 import shutil
 import sys
@@ -38,18 +58,31 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BENCH = ROOT.parent / "shared" / "bench"
 
 
-def experiment_yaml(path: Path, taskset: Path, catalogue: str, *, cutoff: str | None) -> Path:
-    embedding_fitted = ([{"name": "embedding-fitted", "selector": "embedding",
-                          "model": "sentence-transformers/all-MiniLM-L6-v2", "options": {"abstain_cutoff": cutoff}}]
-                        if cutoff else [])
+DEFAULT_SHIPPED = ROOT / "tasksets" / "support" / "models" / "hybrid.json"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def experiment_yaml(path: Path, taskset: Path, catalogue: str, *, cutoffs: dict[str, str] | None = None,
+                    shipped: Path | None = None) -> Path:
+    """The experiment of one set; ``cutoffs``: arm -> fitted cut-off file (adds ``<arm>-fitted``)."""
+    cutoffs = cutoffs or {}
+    trained_options = {"model_file": str(path.parent / "hybrid.json")}
+    fitted = []
+    if "embedding" in cutoffs:
+        fitted.append({"name": "embedding-fitted", "selector": "embedding", "model": MINILM,
+                       "options": {"abstain_cutoff": cutoffs["embedding"]}})
+    if "trained" in cutoffs:
+        fitted.append({"name": "trained-fitted", "selector": "trained", "model": "tooleval-hybrid",
+                       "options": {**trained_options, "abstain_cutoff": cutoffs["trained"]}})
+    shipped_arm = ([{"name": "shipped", "selector": "trained", "model": "tooleval-hybrid",
+                     "options": {"model_file": str(shipped)}}] if shipped else [])
     spec = {
         "name": f"decision-models-{taskset.name}", "taskset": str(taskset), "version": "v1", "seeds": [1, 2, 3],
         "batch_size": 500, "defaults": {"catalogue": catalogue, "prompt": "default"},
         "arms": [{"name": "lexical", "selector": "lexical", "model": "bm25-okapi"},
-                 {"name": "embedding", "selector": "embedding", "model": "sentence-transformers/all-MiniLM-L6-v2"},
-                 *embedding_fitted,
-                 {"name": "trained", "selector": "trained", "model": "tooleval-hybrid",
-                  "options": {"model_file": str(path.parent / "hybrid.json")}}],
+                 {"name": "embedding", "selector": "embedding", "model": MINILM},
+                 {"name": "trained", "selector": "trained", "model": "tooleval-hybrid", "options": trained_options},
+                 *fitted, *shipped_arm],
         "comparisons": [{"from": "lexical", "to": "trained", "declare": ["model"]},
                         {"from": "embedding", "to": "trained", "declare": ["model"]}],
     }
@@ -57,11 +90,22 @@ def experiment_yaml(path: Path, taskset: Path, catalogue: str, *, cutoff: str | 
     return path
 
 
-def prepare_sets(bench: Path, workdir: Path, sets: list[str], metatool_limit: int | None) -> dict[str, tuple[Path, str]]:
+def metatool_sample(all_queries: Path, out: Path, size: int) -> Path:
+    """The ``size`` rows of ``all_queries`` with the lowest sha256 of their query text (header kept)."""
+    with open(all_queries, newline="", encoding="utf-8-sig") as src:
+        header, *rows = list(csv.reader(src))
+    rows.sort(key=lambda row: hashlib.sha256(row[0].encode()).hexdigest() if row else "")
+    with open(out, "w", newline="") as dst:
+        csv.writer(dst).writerows([header, *rows[:size]])
+    return out
+
+
+def prepare_sets(args: argparse.Namespace, workdir: Path, sets: list[str]) -> dict[str, tuple[Path, str]]:
     """set name -> (task-set folder, catalogue name)."""
-    from tasks.importers.bfcl import import_bfcl
+    from tasks.importers.bfcl import BfclSource, import_bfcl, import_bfcl_slices
     from tasks.importers.metatool import import_metatool
 
+    bench = args.bench.resolve()
     out: dict[str, tuple[Path, str]] = {}
     if "support" in sets:
         out["support"] = (ROOT / "tasksets" / "support", "giftcards")
@@ -71,23 +115,80 @@ def prepare_sets(bench: Path, workdir: Path, sets: list[str], metatool_limit: in
             import_bfcl(bench / "bfcl" / "BFCL_v4_multiple.json",
                         bench / "bfcl" / "possible_answer" / "BFCL_v4_multiple.json", target)
         out["bfcl"] = (target, "per_request")
+    live = args.bfcl_live.resolve() if args.bfcl_live else None
+    if {"bfcl-live", "pooled-live"} & set(sets) and (live is None or not live.is_dir()):
+        raise SystemExit("bfcl-live and pooled-live need --bfcl-live DIR (the BFCL v4 live files: see the docstring)")
+    multiple = BfclSource(slice="answerable", questions=live / "BFCL_v4_live_multiple.json",
+                          answers=live / "possible_answer" / "BFCL_v4_live_multiple.json") if live else None
+    if "bfcl-live" in sets:
+        target = workdir / "bfcl-live"
+        if not (target / "v1.manifest.json").exists():
+            import_bfcl(multiple.questions, multiple.answers, target)
+        out["bfcl-live"] = (target, "per_request")
+    if "pooled-live" in sets:
+        target = workdir / "pooled-live"
+        if not (target / "v1.manifest.json").exists():
+            import_bfcl_slices([multiple, BfclSource(slice="irrelevant", questions=live / "BFCL_v4_live_irrelevance.json",
+                                                     label_none=True)], target)
+        out["pooled-live"] = (target, "per_request")
     if "metatool" in sets:
         target = workdir / "metatool"
         if not (target / "v1.manifest.json").exists():
             queries = bench / "metatool" / "all_clean_data.dev10.csv"
-            if metatool_limit:
+            if args.metatool_limit:
                 subset = workdir / "metatool-subset.csv"
                 with open(queries, newline="") as src, open(subset, "w", newline="") as dst:
                     rows = list(csv.reader(src))
-                    csv.writer(dst).writerows(rows[: metatool_limit + 1])
+                    csv.writer(dst).writerows(rows[: args.metatool_limit + 1])
                 queries = subset
             import_metatool(bench / "metatool" / "plugin_des.json", queries, target)
         out["metatool"] = (target, "metatool")
+    if "metatool-3k" in sets:
+        if not args.metatool_all or not args.metatool_all.is_file():
+            raise SystemExit("metatool-3k needs --metatool-all FILE (MetaTool's all_clean_data.csv: see the docstring)")
+        target = workdir / "metatool-3k"
+        if not (target / "v1.manifest.json").exists():
+            sample = metatool_sample(args.metatool_all, workdir / f"metatool-sample-{args.sample}.csv", args.sample)
+            import_metatool(bench / "metatool" / "plugin_des.json", sample, target)
+        out["metatool-3k"] = (target, "metatool")
     return out
 
 
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
+
+
+GOALS = ("BFCL live_multiple >= 95%", "MetaTool > 82% on the 3,000 sample",
+         "pooled live set >= 88% on each slice with a fitted cut-off", "ECE <= 0.03", "shipped model >= MiniLM")
+
+
+def goal_lines(levels: dict[tuple[str, str, str], float], eces: dict[tuple[str, str], float]) -> list[str]:
+    """The issue's goals against the figures measured: (set, arm, slice) -> accuracy; (set, arm) -> ECE."""
+    def verdict(ok: bool | None) -> str:
+        return "not measured" if ok is None else ("met" if ok else "NOT met")
+
+    lines = []
+    live = levels.get(("bfcl-live", "trained", "all"))
+    lines.append(f"- {GOALS[0]}: trained {pct(live)}% — {verdict(None if live is None else live >= 0.95)}")
+    meta = levels.get(("metatool-3k", "trained", "all"))
+    lines.append(f"- {GOALS[1]}: trained {pct(meta)}% — {verdict(None if meta is None else meta > 0.82)}")
+    pooled = {sl: acc for (name, arm, sl), acc in levels.items() if name == "pooled-live" and arm == "trained-fitted"
+              and sl != "all"}
+    shown = ", ".join(f"{sl} {pct(acc)}%" for sl, acc in sorted(pooled.items()))
+    lines.append(f"- {GOALS[2]}: trained-fitted {shown or '-'} — "
+                 f"{verdict(None if not pooled else min(pooled.values()) >= 0.88)}")
+    trained_eces = {name: ece for (name, arm), ece in eces.items() if arm == "trained"}
+    shown = ", ".join(f"{name} {ece:.3f}" for name, ece in trained_eces.items())
+    lines.append(f"- {GOALS[3]}: trained {shown or '-'} — "
+                 f"{verdict(None if not trained_eces else max(trained_eces.values()) <= 0.03)}")
+    pairs = {}
+    for (name, arm, sl), acc in levels.items():
+        if arm == "shipped" and (name, "embedding", sl) in levels:
+            pairs[f"{name}/{sl}" if sl != "all" else name] = (acc, levels[(name, "embedding", sl)])
+    shown = ", ".join(f"{key} {pct(a)} vs {pct(b)}" for key, (a, b) in pairs.items())
+    lines.append(f"- {GOALS[4]}: shipped vs MiniLM {shown or '-'} — "
+                 f"{verdict(None if not pairs else all(a >= b for a, b in pairs.values()))}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/tooleval-decision-models"))
     parser.add_argument("--sets", default="support,bfcl,metatool")
     parser.add_argument("--metatool-limit", type=int, default=None)
+    parser.add_argument("--bfcl-live", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--metatool-all", type=Path, default=None, metavar="FILE")
+    parser.add_argument("--sample", type=int, default=3000)
+    parser.add_argument("--shipped", type=Path, default=DEFAULT_SHIPPED, metavar="FILE")
     args = parser.parse_args(argv)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -103,10 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     from flows import api
     from tasks.selection.figures import ROUTER_TARGET_ACCURACY
 
-    sets = prepare_sets(args.bench.resolve(), workdir, args.sets.split(","), args.metatool_limit)
+    sets = prepare_sets(args, workdir, args.sets.split(","))
     lines = ["| set | arm | accuracy % (95% CI) | ECE | gate threshold | gate confirm: accuracy % (95% CI), coverage % | trained − arm, pts (95% CI), McNemar p |",
              "|---|---|---|---|---|---|---|"]
     notes = []
+    levels_found: dict[tuple[str, str, str], float] = {}
+    eces: dict[tuple[str, str], float] = {}
     for name, (taskset, catalogue) in sets.items():
         folder = workdir / "runs" / name
         if folder.exists():
@@ -119,16 +226,21 @@ def main(argv: list[str] | None = None) -> int:
         cv = trained.model.cross_fitted
         notes.append(f"{name}: trained on {len(trained.model.example_ids)} requests in {train_s:.0f} s; "
                      f"cross-fitted accuracy {pct(cv['accuracy'])}%, ECE {cv['ece']:.3f}")
-        experiment = experiment_yaml(folder / "experiment.yaml", taskset, catalogue, cutoff=None)
-        has_none = trained.model.full_model.none is not None
-        if has_none:
-            fitted = api.fit_cutoff(experiment, "embedding", folder / "embedding-cutoff.json")
-            c = fitted.cutoff.confirm
-            notes.append(f"{name}: embedding 'none' cut-off fitted on {fitted.cutoff.fit.n_requests} requests: "
-                         f"{fitted.cutoff.threshold}; on the other {c.n_requests}: {pct(c.correct_with_cutoff / c.n_requests)}% "
-                         f"(never abstaining {pct(c.correct_never_abstaining / c.n_requests)}%, default 0.25 "
-                         f"{pct(c.correct_default / c.n_requests)}%)")
-            experiment = experiment_yaml(folder / "experiment.yaml", taskset, catalogue, cutoff="embedding-cutoff.json")
+        shipped = args.shipped.resolve() if name != "support" and args.shipped else None
+        experiment = experiment_yaml(folder / "experiment.yaml", taskset, catalogue, shipped=shipped)
+        cutoffs = {}
+        if trained.model.full_model.none is not None:
+            for arm in ("embedding", "trained"):
+                fitted = api.fit_cutoff(experiment, arm, folder / f"{arm}-cutoff.json")
+                c = fitted.cutoff.confirm
+                notes.append(f"{name}: {arm} 'none' cut-off fitted on {fitted.cutoff.fit.n_requests} requests: "
+                             f"{fitted.cutoff.threshold}; on the other {c.n_requests}: "
+                             f"{pct(c.correct_with_cutoff / c.n_requests)}% (never abstaining "
+                             f"{pct(c.correct_never_abstaining / c.n_requests)}%, default "
+                             f"{pct(c.correct_default / c.n_requests)}%)")
+                cutoffs[arm] = f"{arm}-cutoff.json"
+            experiment = experiment_yaml(folder / "experiment.yaml", taskset, catalogue, cutoffs=cutoffs,
+                                         shipped=shipped)
         started = time.perf_counter()
         outcome = api.run_experiment(experiment, warehouse=folder / "warehouse")
         run_s = time.perf_counter() - started
@@ -140,8 +252,11 @@ def main(argv: list[str] | None = None) -> int:
         for level in figures.slices:
             levels.setdefault(level.arm, []).append(level)
         for arm in figures.arm_order:
+            cal = calibration.get(arm)
+            if cal is not None:
+                eces[(name, arm)] = cal.ece
             for level in levels.get(arm, []):
-                cal = calibration.get(arm)
+                levels_found[(name, arm, level.slice if len(levels[arm]) > 1 else "all")] = level.accuracy
                 fit = cal.threshold if cal else None
                 gate = "-"
                 if fit and fit.threshold is not None and fit.confirm_accuracy is not None:
@@ -155,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                     change = "-"
                 slice_name = f" / {level.slice}" if len(levels[arm]) > 1 else ""
                 lines.append(f"| {name}{slice_name} | {arm} | {pct(level.accuracy)} ({pct(level.ci_low)}–{pct(level.ci_high)}) "
-                             f"| {cal.ece:.3f} | {'-' if not fit or fit.threshold is None else f'{fit.threshold:.2f}'} "
+                             f"| {'-' if cal is None else f'{cal.ece:.3f}'} "
+                             f"| {'-' if not fit or fit.threshold is None else f'{fit.threshold:.2f}'} "
                              f"| {gate} | {change} |")
     print("\n".join(lines))
     print()
@@ -163,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
           " of the requests (sha256 of the id), judged on the other half")
     for note in notes:
         print(f"- {note}")
+    print()
+    print("goals (issue 28):")
+    print("\n".join(goal_lines(levels_found, eces)))
     return 0
 
 
