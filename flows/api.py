@@ -257,9 +257,10 @@ def fit_cutoff(experiment_path: str | Path, arm: str, out: str | Path | None = N
 
 
 def train(version_path: str | Path, out: str | Path, catalogues: list[str] | None = None,
-          folds: int = 5) -> "TrainedModel":
-    """Learn a decision model from a task-set version's labelled requests (cross-fitted on ``folds`` folds)
-    and write its file."""
+          folds: int = 5, unseen_weight: float = 1.0) -> "TrainedModel":
+    """Learn a decision model from a task-set version's labelled requests (cross-fitted on ``folds`` folds,
+    with transfer copies at ``unseen_weight``) and write its file."""
     from tasks.selectors.train_decision_model import train_decision_model
 
-    return train_decision_model(Path(version_path), Path(out), catalogues=catalogues, folds=folds)
+    return train_decision_model(Path(version_path), Path(out), catalogues=catalogues, folds=folds,
+                                unseen_weight=unseen_weight)

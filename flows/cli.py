@@ -150,7 +150,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from flows import api
 
-    print("\n".join(api.train(args.version_path, args.out, args.catalogue, args.folds).lines()))
+    print("\n".join(api.train(args.version_path, args.out, args.catalogue, args.folds, args.unseen_weight).lines()))
     return EXIT_OK
 
 
@@ -396,6 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "default: every catalogue of the set, merged)")
     train.add_argument("--folds", type=int, default=5, metavar="K",
                        help="cross-fitting folds (default 5); 1 = one model that refuses its own training requests")
+    train.add_argument("--unseen-weight", type=float, default=1.0, metavar="W",
+                       help="weight of each request's transfer copy, learned as if no labelled example existed, so "
+                       "tools and domains without examples are scored on cosine and BM25 (default 1; 0 = no copies)")
     train.set_defaults(func=cmd_train)
 
     validate = commands.add_parser("validate", help="run the label checks on a task-set version",

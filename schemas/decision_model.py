@@ -52,3 +52,16 @@ class DecisionModelFile(BaseModel):
         description="Each example's request text as embedded (kNN features: encoded again, once per process).")
     cross_fitted: dict[str, float] = Field(
         description="Held-out (cross-fitted) figures on the training version: accuracy, nll, ece, n.")
+    unseen_weight: float = Field(
+        default=0.0, description="Weight of the transfer copies it was trained with: each request learned from "
+        "again with the features it would have if its tools had no labelled examples, so it scores tools and "
+        "domains without examples on cosine and BM25. 0 = no copies (files written before transfer training).")
+    unseen_zeroed: list[str] = Field(
+        default_factory=list, description="The features the transfer copies set to 0 (those that come from the "
+        "offered tools' examples); empty without copies.")
+    far_cutoff: float | None = Field(
+        default=None, description="A request whose nearest labelled example (any label) has a cosine below this "
+        "is far from what the model learned from (out of its domain): the `far_quantile` quantile of the "
+        "held-out training requests' nearest-example cosines. Null in files written before it was recorded.")
+    far_quantile: float | None = Field(
+        default=None, description="The quantile of the held-out nearest-example cosines `far_cutoff` is.")

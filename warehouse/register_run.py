@@ -143,7 +143,9 @@ def register_run(warehouse_dir: Path, registration: RunRegistration, wait_s: flo
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
         for table, folder in store.landed.items():
             for files in parquet_batches(run_files(Path(warehouse_dir) / folder, run_id)):
-                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?)", [files])
+                # union_by_name: a batch may mix files landed before and after a column was added
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet(?, union_by_name = true)",
+                            [files])
         counts = {column: con.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", [run_id]).fetchall()[0][0]
                   for column, table in store.counts.items()}
         records = {**registration.records, store.run_table: [registration.run.model_copy(update=counts)]}

@@ -75,7 +75,18 @@ class HostedTurn(BaseModel):
         "returned the id requested, which proves nothing).")
 
 
-class Selection(HostedTurn):
+class ExampleDistance(BaseModel):
+    """How far a request is from the labelled examples a kNN-using selector or router (``trained``) looks up."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nearest_example_cos: float | None = Field(
+        default=None, description="Cosine of the request to its most similar labelled example (any label) that "
+        "the trained decision model (the arm's selector or its router) looked up; low = far from what it learned "
+        "from (out of its domain). Null for selectors that use no examples, refused rows and older files.")
+
+
+class Selection(ExampleDistance, HostedTurn):
     """What a selector answered for one request under one tool order (no run context: cacheable)."""
 
     request_id: str = Field(description="The request answered.")
@@ -128,7 +139,7 @@ class _ScoredSelection(UnitRow):
     retries: int = Field(description="Retries spent on this request.")
 
 
-class SelectionRow(HostedTurn, _ScoredSelection):
+class SelectionRow(ExampleDistance, HostedTurn, _ScoredSelection):
     """One row per (run, arm, seed, request): the grain every report is a GROUP BY over."""
 
 
@@ -152,6 +163,10 @@ class SelectionArmRecord(ArmRecord):
         "without an offline router.")
     decision_model_hash: str | None = Field(
         default=None, description="sha256 of the trained decision model's file the arm (or its router) used.")
+    far_cutoff: float | None = Field(
+        default=None, description="That model file's far cut-off: a row whose nearest_example_cos is below it is "
+        "far from every example the model learned from (out of its domain); null without a trained model or "
+        "for a file that records none.")
 
 
 class OfferedTool(BaseModel):

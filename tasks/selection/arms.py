@@ -34,6 +34,8 @@ class SelectionArm(ResolvedArm):
     """How the offline router's 'none' cut-off was set (recorded with the run); None without one."""
     decision_model_hash: str | None = None
     """sha256 of the trained decision model's file, if the arm or its router uses one."""
+    far_cutoff: float | None = None
+    """That model's far cut-off (nearest-example cosine), if its file records one."""
 
     @property
     def selector_options(self) -> dict[str, Any]:
@@ -69,18 +71,18 @@ def version_has_none_labels(taskset_dir: Path, version: str) -> bool:
 
 
 def settle_router(selector: str, model_id: str, options: dict[str, Any], has_none_labels: bool, base_dir: Path
-                  ) -> tuple[dict[str, Any] | None, str | None, str | None]:
-    """(run options, abstain rule, decision model hash) of an arm: its own offline router, or the offline
-    router of a routed hosted arm; ValueError for an unusable cut-off or model file."""
+                  ) -> tuple[dict[str, Any] | None, str | None, str | None, float | None]:
+    """(run options, abstain rule, decision model hash, its far cut-off) of an arm: its own offline router, or
+    the offline router of a routed hosted arm; ValueError for an unusable cut-off or model file."""
     if selector in OFFLINE_ROUTER_KINDS:
         setup = router_setup(selector, model_id, options, has_none_labels=has_none_labels, base_dir=base_dir)
-        return setup.options, setup.abstain_rule, setup.model_hash
+        return setup.options, setup.abstain_rule, setup.model_hash, setup.far_cutoff
     router = options.get("router")
     if router in OFFLINE_ROUTER_KINDS:
         setup = router_setup(router, options.get("router_model"), dict(options.get("router_options") or {}),
                              has_none_labels=has_none_labels, base_dir=base_dir)
-        return {**options, "router_options": setup.options}, setup.abstain_rule, setup.model_hash
-    return None, None, None
+        return {**options, "router_options": setup.options}, setup.abstain_rule, setup.model_hash, setup.far_cutoff
+    return None, None, None, None
 
 
 def resolve_selection_arm(name: str, rung: int, merged: dict[str, Any], context: ArmContext) -> SelectionArm:
@@ -99,7 +101,7 @@ def resolve_selection_arm(name: str, rung: int, merged: dict[str, Any], context:
         "catalogue", catalogue_name, lambda: load_catalogue(context.taskset_dir, catalogue_name))
     prompt_text = context.prompt(merged["prompt"])
     try:
-        run_options, abstain_rule, model_hash = settle_router(
+        run_options, abstain_rule, model_hash, far_cutoff = settle_router(
             merged["selector"], merged["model"], options,
             version_has_none_labels(context.taskset_dir, merged["version"]), context.experiment_dir)
     except ValueError as error:
@@ -107,4 +109,5 @@ def resolve_selection_arm(name: str, rung: int, merged: dict[str, Any], context:
     return SelectionArm(
         name=name, rung=rung, catalogue_name=catalogue_name, catalogue=catalogue, prompt_name=merged["prompt"],
         prompt_text=prompt_text, model_id=merged["model"], selector=merged["selector"], version=merged["version"],
-        options=options, run_options=run_options, abstain_rule=abstain_rule, decision_model_hash=model_hash)
+        options=options, run_options=run_options, abstain_rule=abstain_rule, decision_model_hash=model_hash,
+        far_cutoff=far_cutoff)

@@ -228,6 +228,8 @@ class RunFigures:
     """Rows of the arm_operations view: accuracy, latency, cost, routing, judge per arm (hosted arms)."""
     version_calibrations: list[VersionCalibration] = field(default_factory=list)
     """Comparisons that change only the version: each version's own requests (unpaired) and the shared ones."""
+    far_from_examples: list[dict[str, Any]] = field(default_factory=list)
+    """Rows of the far_from_examples view: per trained arm, the share of requests far from its examples."""
 
     @property
     def run_id(self) -> str:
@@ -335,6 +337,8 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         notices=provisional_notice(con, run_id),
         arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id]),
         version_calibrations=version_calibrations(outcomes, arms, comparisons),
+        far_from_examples=records(con, "SELECT f.* FROM far_from_examples f JOIN arms a USING (run_id, arm) "
+                                       "WHERE run_id = ? ORDER BY a.rung, arm", [run_id]),
     )
 
 

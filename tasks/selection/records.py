@@ -16,7 +16,8 @@ from tasks.taskset.request_table import parse_tools
 def arm_record(arm: SelectionArm, common: dict[str, Any]) -> SelectionArmRecord:
     return SelectionArmRecord(**common, catalogue=arm.catalogue_name, catalogue_hash=arm.catalogue_hash,
                               selector=arm.selector, n_tools=len(arm.catalogue.tools) if arm.catalogue else 0,
-                              abstain_rule=arm.abstain_rule, decision_model_hash=arm.decision_model_hash)
+                              abstain_rule=arm.abstain_rule, decision_model_hash=arm.decision_model_hash,
+                              far_cutoff=arm.far_cutoff)
 
 
 def weights_window(prepared: PreparedRun) -> dict[str, Any]:

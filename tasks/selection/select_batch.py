@@ -48,6 +48,7 @@ def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cac
         "served_model_id": selection.served_model_id, "selector": arm.selector, "prompt": arm.prompt_name,
         "cache_hit": cache_hit, "retries": selection.retries,
         "http_attempts": 0 if cache_hit and selection.http_attempts is not None else selection.http_attempts,
+        "nearest_example_cos": selection.nearest_example_cos,
         **routing_columns(selection),
     }
 

@@ -16,6 +16,7 @@ import duckdb
 from schemas.criteria import Verdict
 from tasks.selection.arm_operations import arm_operations_table
 from tasks.selection.served_evidence import served_evidence_notice, served_evidence_table
+from tasks.selection.example_distance import far_from_examples_notices, far_from_examples_table
 from tasks.selection.figures import Change, RunFigures, ToolLevel, load_figures
 from tasks.report.format import (
     change_span,
@@ -62,6 +63,7 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
         "changes are paired on the same requests.",
         *figures.notices,
         *filter(None, [served_evidence_notice(figures.arm_operations)]),
+        *far_from_examples_notices(figures.far_from_examples, lambda arm: arm_label(figures, arm)),
     ]
     report = Report(run_id=figures.run_id, headline=headline, verdict=verdict, figures=figures)
     report.tables.append(slice_table(figures))
@@ -94,6 +96,9 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     evidence = served_evidence_table(figures.arm_operations)
     if evidence is not None:
         report.tables.append(evidence)
+    far = far_from_examples_table(figures.far_from_examples, lambda arm: arm_label(figures, arm))
+    if far is not None:
+        report.tables.append(far)
     drops = drops_table(figures)
     if drops is not None:
         report.tables.append(drops)

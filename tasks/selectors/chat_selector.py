@@ -206,7 +206,8 @@ class ChatSelector:
             router_cost, router_latency, router_retries = routed.cost_usd or 0.0, routed.latency_ms, routed.retries
             router_fields = {"router": self.router.label, "router_pick": routed.pick,
                              "router_confidence": routed.confidence, "router_probabilities": routed.probabilities,
-                             "router_latency_ms": routed.latency_ms, "router_cost_usd": routed.cost_usd}
+                             "router_latency_ms": routed.latency_ms, "router_cost_usd": routed.cost_usd,
+                             "nearest_example_cos": routed.nearest_example_cos}
         if routed is not None and not routed.sent:  # the router's call was not made: neither is the chat call
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=routed.detail,
                              latency_ms=(time.perf_counter() - started) * 1000, retries=routed.retries,

@@ -37,12 +37,18 @@ def _targets(labels: np.ndarray, width: int) -> np.ndarray:
 
 
 def fit_logit(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: np.ndarray, with_none: bool,
-              l2: float = 1e-3) -> tuple[np.ndarray, np.ndarray | None]:
+              l2: float = 1e-3, row_weights: np.ndarray | None = None,
+              fixed: tuple[np.ndarray, np.ndarray | None, np.ndarray] | None = None
+              ) -> tuple[np.ndarray, np.ndarray | None]:
     """(w_tool, w_none or None): the weights with the least mean negative log-likelihood plus ``l2`` |w|^2.
-    ``labels`` holds the index of the right tool per request, or NONE_INDEX."""
+    ``labels`` holds the index of the right tool per request, or NONE_INDEX. ``row_weights`` (default 1 each)
+    weigh the rows' log-likelihoods: the mean is sum(weight * nll) / sum(weight). ``fixed`` = (w_tool,
+    w_none, free): start from these weights and fit only the entries where ``free`` (over w_tool then
+    w_none) is true, the others held."""
     n, width, d = tool_x.shape
     e = none_x.shape[1] if with_none else 0
     y = _targets(labels, width)
+    share = np.full(n, 1.0 / n) if row_weights is None else np.asarray(row_weights, dtype=float) / np.sum(row_weights)
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         w_tool, w_none = theta[:d], (theta[d:] if with_none else None)
@@ -51,8 +57,8 @@ def fit_logit(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: 
         log_z = top[:, 0] + np.log(np.exp(u - top).sum(axis=1))
         p = np.exp(u - log_z[:, None])
         picked = np.where(y > 0, u, 0.0).sum(axis=1)
-        value = float(np.mean(log_z - picked) + l2 * theta @ theta)
-        diff = (p - y) / n
+        value = float(share @ (log_z - picked) + l2 * theta @ theta)
+        diff = (p - y) * share[:, None]
         grad = np.empty_like(theta)
         grad[:d] = np.einsum("ij,ijk->k", diff[:, :width], tool_x)
         if with_none:
@@ -63,7 +69,12 @@ def fit_logit(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: 
 
     theta0 = np.zeros(d + e)
     theta0[0] = 1.0  # start from "more similar is better"
-    result = minimize(loss, theta0, jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    bounds = None
+    if fixed is not None:
+        theta0 = np.concatenate([fixed[0], fixed[1] if with_none else []]).astype(float)
+        free = np.asarray(fixed[2], dtype=bool)[: d + e]
+        bounds = [(None, None) if f else (v, v) for f, v in zip(free, theta0)]
+    result = minimize(loss, theta0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": 500})
     theta = result.x
     return theta[:d], (theta[d:] if with_none else None)
 

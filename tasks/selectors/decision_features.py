@@ -9,14 +9,24 @@ Per (request, tool), from the two offline routers and the labelled examples:
 - ``knn1``, ``knn3``, ``knn_gap``, ``seen``: the cosine of the request to the most similar (and the mean of
   the three most similar) labelled examples whose label is this tool, its gap to the best offered tool's,
   and whether the tool has any example. A tool never seen in training gets zeros and ``seen = 0``, so the
-  cosine and BM25 features decide for it: the model generalises to unseen tools (the "hybrid").
+  cosine and BM25 features decide for it: the model generalises to unseen tools (the "hybrid");
+- ``cos_unseen``, ``cos_gap_unseen``, ``cos_z_unseen``, ``bm25_rel_unseen``, ``bm25_log_unseen``: the same
+  cosine and BM25 features for a tool without examples, 0 for a tool with: weights of their own for unseen
+  tools, learned from the transfer copies (below) without bending the weights that score seen tools.
 
 Per request, for the 'none' option: a bias, the best cosine, the cosine margin of the two best tools, log1p
-of the best BM25 score, the best ``knn1`` of any offered tool, and ``knn1`` / ``knn3`` of examples labelled
-'none'.
+of the best BM25 score, the best ``knn1`` of any offered tool, ``knn1`` / ``knn3`` of examples labelled
+'none'; and where no offered tool has an example, ``no_examples`` (1, a bias of its own) and the cosine and
+BM25 'none' features again (``cos_max_no_examples``, ...; all 0 where some tool has examples).
 
 The kNN features never use an example with the request's own text, nor any example of an excluded fold
 (cross-fitting: the model of fold k neither learns from nor looks up fold k).
+
+``as_unseen`` gives the features a request would have if none of its tools had labelled examples (the
+model's 'none' examples still looked up, as they are wherever it runs): training on such copies (``tooleval
+train``'s transfer copies) teaches the model to score tools and domains it has no examples for. ``nearest_example`` (from ``feature_arrays_with_nearest``)
+is the cosine of the request to its most similar usable example, any label: how far it is from what the
+model learned from (the out-of-domain signal).
 """
 
 from __future__ import annotations
@@ -30,9 +40,24 @@ import numpy as np
 
 from schemas.catalogue import NONE_LABEL
 
-TOOL_FEATURES = ("cos", "cos_gap", "cos_z", "bm25_rel", "bm25_log", "knn1", "knn3", "knn_gap", "seen")
-NONE_FEATURES = ("bias", "cos_max", "cos_margin", "bm25_log_max", "knn1_max", "none_knn1", "none_knn3")
+UNSEEN_TOOL_FEATURES = {"cos_unseen": "cos", "cos_gap_unseen": "cos_gap", "cos_z_unseen": "cos_z",
+                        "bm25_rel_unseen": "bm25_rel", "bm25_log_unseen": "bm25_log"}
+"""Tool feature -> the feature it repeats for a tool without examples (0 for a tool with)."""
+NO_EXAMPLES_NONE_FEATURES = {"no_examples": "bias", "cos_max_no_examples": "cos_max",
+                             "cos_margin_no_examples": "cos_margin", "bm25_log_max_no_examples": "bm25_log_max"}
+"""'none' feature -> the feature it repeats where no offered tool has an example (0 elsewhere)."""
+TOOL_FEATURES = ("cos", "cos_gap", "cos_z", "bm25_rel", "bm25_log", "knn1", "knn3", "knn_gap", "seen",
+                 *UNSEEN_TOOL_FEATURES)
+NONE_FEATURES = ("bias", "cos_max", "cos_margin", "bm25_log_max", "knn1_max", "none_knn1", "none_knn3",
+                 *NO_EXAMPLES_NONE_FEATURES)
 KNN_TOP = 3
+EXAMPLE_TOOL_FEATURES = ("knn1", "knn3", "knn_gap", "seen")
+"""The tool features that come from labelled examples: 0 for a tool with none."""
+EXAMPLE_NONE_FEATURES = ("knn1_max",)
+"""The 'none' feature that comes from the offered tools' examples: 0 where they have none. ``none_knn1`` and
+``none_knn3`` are kept as computed: wherever the model runs, its own 'none' examples are there to look up
+(on BFCL live, zeroing them too gave 74.7% answerable / 85.7% irrelevant, keeping them 83.1% / 78.5%:
+docs/routing/decision-models.md)."""
 
 _SPACES = re.compile(r"\s+")
 
@@ -125,6 +150,43 @@ def knn_by_label(query: np.ndarray, query_hashes: Sequence[str], examples: Examp
 def feature_arrays(scores: Sequence[RequestScores], query: np.ndarray, query_hashes: Sequence[str],
                    examples: Examples, exclude_fold: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(tool features: requests x max tools x features, mask: requests x max tools, 'none' features)."""
+    return feature_arrays_with_nearest(scores, query, query_hashes, examples, exclude_fold)[:3]
+
+
+def as_unseen(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of the features as they would be for tools without labelled examples: every tool unseen (its
+    kNN features and ``seen`` 0, ``knn1_max`` 0); the cosine, BM25, bias and 'none'-example features as they
+    are, and the cosine and BM25 ones repeated in the unseen-tool and no-example features."""
+    tools, nones = tool_x.copy(), none_x.copy()
+    tools[..., [TOOL_FEATURES.index(f) for f in EXAMPLE_TOOL_FEATURES]] = 0.0
+    nones[:, [NONE_FEATURES.index(f) for f in EXAMPLE_NONE_FEATURES]] = 0.0
+    _unseen_features(tools, nones, np.zeros(mask.shape, dtype=bool), mask)
+    return tools, nones
+
+
+def _unseen_features(tool_x: np.ndarray, none_x: np.ndarray, seen: np.ndarray, mask: np.ndarray) -> None:
+    """Fill the unseen-tool and no-example repeats in place from the base features and ``seen``."""
+    unseen = mask & ~seen
+    for name, base in UNSEEN_TOOL_FEATURES.items():
+        tool_x[..., TOOL_FEATURES.index(name)] = np.where(unseen, tool_x[..., TOOL_FEATURES.index(base)], 0.0)
+    none_of_them = mask.any(axis=1) & ~(mask & seen).any(axis=1)
+    for name, base in NO_EXAMPLES_NONE_FEATURES.items():
+        none_x[:, NONE_FEATURES.index(name)] = np.where(none_of_them, none_x[:, NONE_FEATURES.index(base)], 0.0)
+
+
+def model_columns(tool_features: Sequence[str], none_features: Sequence[str]) -> tuple[list[int], list[int]] | None:
+    """Where a model file's features sit among this code's (a file written before a feature was added lists
+    fewer); None when it names one this code does not compute (a hand-made file)."""
+    if not (set(tool_features) <= set(TOOL_FEATURES) and set(none_features) <= set(NONE_FEATURES)):
+        return None
+    return [TOOL_FEATURES.index(f) for f in tool_features], [NONE_FEATURES.index(f) for f in none_features]
+
+
+def feature_arrays_with_nearest(scores: Sequence[RequestScores], query: np.ndarray, query_hashes: Sequence[str],
+                                examples: Examples, exclude_fold: int | None
+                                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``feature_arrays``' three arrays, and per request the cosine of its nearest usable example, any label
+    (NaN when there is none): the same examples the kNN features look up."""
     n = len(scores)
     width = max((len(s.tools) for s in scores), default=0)
     tool_x = np.zeros((n, max(width, 1), len(TOOL_FEATURES)))
@@ -149,6 +211,9 @@ def feature_arrays(scores: Sequence[RequestScores], query: np.ndarray, query_has
         none_x[i, 2] = ordered[0] - ordered[1] if t > 1 else 1.0
         none_x[i, 3] = np.log1p(top_b)
     knn = knn_by_label(query, query_hashes, examples, exclude_fold)
+    nearest = np.full(n, np.nan)
+    for top1, _ in knn.values():
+        nearest = np.fmax(nearest, top1)
     none_knn = knn.get(NONE_LABEL)
     if none_knn is not None:
         found = np.isfinite(none_knn[0])
@@ -172,4 +237,5 @@ def feature_arrays(scores: Sequence[RequestScores], query: np.ndarray, query_has
     tool_x[..., 7] = np.where(seen, tool_x[..., 5] - best_seen[:, None], 0.0)
     offered = mask.any(axis=1)
     none_x[offered, 4] = np.max(np.where(mask, tool_x[..., 5], -np.inf), axis=1, initial=-np.inf)[offered]
-    return tool_x, mask, none_x
+    _unseen_features(tool_x, none_x, seen, mask)
+    return tool_x, mask, none_x, nearest

@@ -60,6 +60,8 @@ class RouterResult:
     retries: int = 0
     detail: str | None = None
     sent: bool = True
+    nearest_example_cos: float | None = None
+    """A trained router's: the cosine of the request's nearest labelled example (schemas ExampleDistance)."""
 
     @property
     def ok(self) -> bool:
@@ -121,7 +123,7 @@ class OfflineRouter:
         if selection.outcome_hint != "ok" or selection.chosen is None:
             return RouterResult(None, latency_ms=selection.latency_ms, detail=selection.detail or "no router pick")
         return RouterResult(selection.chosen, selection.confidence, selection.probabilities,
-                            latency_ms=selection.latency_ms)
+                            latency_ms=selection.latency_ms, nearest_example_cos=selection.nearest_example_cos)
 
 
 # -- the LLM decision model ------------------------------------------------------------------------------

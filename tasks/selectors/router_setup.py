@@ -48,6 +48,9 @@ class RouterSetup:
     """How the cut-off was set, e.g. 'fitted cutoffs/x.json (sha256 1a2b3c4d5e6f): 0.31'."""
     model_hash: str | None = None
     """sha256 of the trained decision model's file, if the router is one."""
+    far_cutoff: float | None = None
+    """The trained model's far cut-off (its file's ``far_cutoff``): a nearest-example cosine below it is out of
+    its domain."""
 
 
 def router_identity_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -79,7 +82,7 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
     """The options ``kind`` runs with in an arm whose version has (or has not) 'none' labels; ValueError for
     a cut-off or model file that cannot be used. Paths are relative to ``base_dir`` (the experiment's folder)."""
     run = dict(options)
-    model_hash = None
+    model_hash, far = None, None
     if kind == "trained":
         if not isinstance(run.get("model_file"), str):
             raise ValueError("a trained decision model needs `model_file: <path>` (written by `tooleval train`)")
@@ -88,7 +91,7 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
             raise ValueError(f"decision model file {model_path} not found: write it with `tooleval train "
                              f"TASKSET_VERSION_PATH --out {model_path}`")
         try:
-            DecisionModelFile.model_validate_json(model_path.read_bytes())
+            far = DecisionModelFile.model_validate_json(model_path.read_bytes()).far_cutoff
         except (ValidationError, OSError) as error:
             detail = error.errors()[0]["msg"] if isinstance(error, ValidationError) else str(error)
             raise ValueError(f"{model_path} is not a decision model written by `tooleval train`: {detail}") from None
@@ -98,7 +101,7 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         if "abstain_cutoff" in run:
             raise ValueError("give abstain_threshold or abstain_cutoff, not both")
         value = parse_threshold(run["abstain_threshold"])
-        return RouterSetup(run, NEVER if value == float("-inf") else f"option: {value:g}", model_hash)
+        return RouterSetup(run, NEVER if value == float("-inf") else f"option: {value:g}", model_hash, far)
     if "abstain_cutoff" in run:
         given = str(run.pop("abstain_cutoff"))
         path = (base_dir / given).resolve()
@@ -111,8 +114,8 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
                 f"{cutoff.router_options}, not for {kind} {model} with {mine}: fit one for this router")
         run["abstain_threshold"] = NEVER if cutoff.threshold is None else cutoff.threshold
         return RouterSetup(run, f"fitted {given} (sha256 {file_sha256(path)[:12]}): {run['abstain_threshold']}",
-                           model_hash)
+                           model_hash, far)
     if not has_none_labels:
         run["abstain_threshold"] = NEVER
-        return RouterSetup(run, f"{NEVER} (no fitted cut-off and no 'none' label in the version)", model_hash)
-    return RouterSetup(run, "default", model_hash)
+        return RouterSetup(run, f"{NEVER} (no fitted cut-off and no 'none' label in the version)", model_hash, far)
+    return RouterSetup(run, "default", model_hash, far)

@@ -6,7 +6,21 @@ text (duplicates share a fold); model k learns from every fold but k (its kNN fe
 fold k) and scores fold k's requests when the same version is run; the full model learns from every request
 and scores requests it never saw. Calibration: model k's temperature is fitted on the held-out (cross-fitted)
 utilities of the *other* folds, so no request is calibrated on its own prediction; the full model's on all
-of them. Reads files only: no Prefect, no warehouse.
+of them.
+
+Transfer copies (``unseen_weight`` > 0): each request is learned from a second time with the features it
+would have if its tools had no labelled examples (``decision_features.as_unseen``), weighing
+``unseen_weight`` against the original's 1. Without them the model only ever sees requests whose tools
+have examples: a tool without examples loses its kNN features (~+4 on the support set) while 'none' keeps
+its bias, so it abstains on a domain it has no examples for. The fit is in two steps: the weights on the
+requests alone (as without copies), then, those held, the weights of the unseen-tool and no-example
+features (``TRANSFER_FREE``) on the requests and their copies; so the copies change nothing on requests
+whose tools have examples (the support set's cross-fitted figures stay as they were). A copy belongs to its
+request's fold; the held-out figures score the originals only.
+
+The far cut-off: the ``FAR_QUANTILE`` quantile of the held-out requests' nearest-example cosines (each
+request against the examples of the other folds): a request whose nearest example is less similar than that
+is far from what the model learned from (the report counts them). Reads files only: no Prefect, no warehouse.
 """
 
 from __future__ import annotations
@@ -28,10 +42,15 @@ from tasks.files.input_errors import InputError
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import NONE_INDEX, fit_logit, fit_temperature, softmax, utilities
 from tasks.selectors.decision_features import (
+    EXAMPLE_NONE_FEATURES,
+    EXAMPLE_TOOL_FEATURES,
+    NO_EXAMPLES_NONE_FEATURES,
     NONE_FEATURES,
     TOOL_FEATURES,
+    UNSEEN_TOOL_FEATURES,
     Examples,
-    feature_arrays,
+    as_unseen,
+    feature_arrays_with_nearest,
     text_hash,
 )
 from tasks.selectors.embedding import DEFAULT_MODEL_ID
@@ -43,6 +62,11 @@ from tasks.taskset.request_table import parse_messages, parse_tools
 DEFAULT_FOLDS = 5
 DEFAULT_SALT = "tooleval-folds-v1"
 DEFAULT_L2 = 1e-3
+DEFAULT_UNSEEN_WEIGHT = 1.0
+"""Weight of each request's transfer copy (0 = no copies): see the module docstring and docs/routing."""
+FAR_QUANTILE = 0.05
+"""The far cut-off is this quantile of the held-out nearest-example cosines (5%: one training request in
+twenty is as far from the other folds' examples)."""
 METHOD = ("conditional logit over MiniLM cosine, BM25 and kNN-to-labelled-examples features per (request, tool), "
           "'none' as an option of its own; temperature-scaled on cross-fitted held-out predictions")
 
@@ -75,10 +99,47 @@ class TrainedModel:
             *folds,
             f"  temperature (full model) {m.full_model.temperature:.3f}; 'none' "
             + ("learned" if m.full_model.none is not None else "never chosen (no 'none' label)"),
+            "  transfer copies: " + (f"weight {m.unseen_weight:g} (tools without examples scored on cosine and BM25)"
+                                     if m.unseen_weight > 0 else "none"),
+            "  far cut-off: " + ("none recorded" if m.far_cutoff is None else
+                                 f"nearest-example cosine {m.far_cutoff:.3f} ({100 * (m.far_quantile or 0):g}% of "
+                                 "held-out requests are below it)"),
             f"wrote {self.path}",
             "use it: selector: trained, model: tooleval-hybrid,",
             "  options: {model_file: <this file, relative to the experiment>}",
         ]
+
+
+TRANSFER_FREE = np.array([f in UNSEEN_TOOL_FEATURES for f in TOOL_FEATURES]
+                         + [f in NO_EXAMPLES_NONE_FEATURES for f in NONE_FEATURES])
+"""The weights the transfer copies fit (over tool then 'none' features): those of the unseen-tool and
+no-example repeats. The others are fitted on the requests alone first and held, so the copies cannot bend
+how the model scores tools it has examples of (the support set's own figures stay as they were)."""
+
+
+def with_unseen_copies(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: np.ndarray,
+                       weight: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(tool features, mask, 'none' features, labels, row weights) to fit on: the rows as given (weight 1),
+    then, when ``weight`` > 0, each row again as if no labelled example existed (``as_unseen``) at ``weight``;
+    row weights None when there are no copies."""
+    if weight <= 0:
+        return tool_x, mask, none_x, labels, None
+    unseen_tools, unseen_none = as_unseen(tool_x, mask, none_x)
+    n = len(labels)
+    return (np.concatenate([tool_x, unseen_tools]), np.concatenate([mask, mask]),
+            np.concatenate([none_x, unseen_none]), np.concatenate([labels, labels]),
+            np.r_[np.ones(n), np.full(n, weight)])
+
+
+def fit_with_transfer(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: np.ndarray,
+                      with_none: bool, l2: float, unseen_weight: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """The weights: fitted on the requests; then, with ``unseen_weight`` > 0, the unseen-tool and no-example
+    weights (``TRANSFER_FREE``) fitted on the requests and their transfer copies, the others held."""
+    w_tool, w_none = fit_logit(tool_x, mask, none_x, labels, with_none, l2)
+    if unseen_weight <= 0:
+        return w_tool, w_none
+    rows_x = with_unseen_copies(tool_x, mask, none_x, labels, unseen_weight)
+    return fit_logit(*rows_x[:4], with_none, l2, rows_x[4], (w_tool, w_none, TRANSFER_FREE))
 
 
 def _label_index(tools: tuple[ToolSpec, ...], label: str) -> int:
@@ -86,7 +147,8 @@ def _label_index(tools: tuple[ToolSpec, ...], label: str) -> int:
 
 
 def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str] | None = None,
-                         folds: int = DEFAULT_FOLDS, salt: str = DEFAULT_SALT, l2: float = DEFAULT_L2) -> TrainedModel:
+                         folds: int = DEFAULT_FOLDS, salt: str = DEFAULT_SALT, l2: float = DEFAULT_L2,
+                         unseen_weight: float = DEFAULT_UNSEEN_WEIGHT) -> TrainedModel:
     """Learn from ``<taskset>/<version>.jsonl`` and write the model file ``out``; InputError for bad input."""
     version_path, out = Path(version_path), Path(out)
     if version_path.suffix != ".jsonl" or not version_path.is_file():
@@ -94,6 +156,9 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                              "tasksets/x/v1.jsonl")
     if folds < 1:
         raise InputError.one(str(version_path), "", "folds", "--folds must be 1 (no cross-fitting) or more")
+    if not (np.isfinite(unseen_weight) and unseen_weight >= 0):
+        raise InputError.one(str(version_path), "", "unseen-weight", "--unseen-weight must be 0 (no transfer copies) "
+                             "or more")
     if out.is_dir() or out.suffix != ".json":
         raise InputError.one(str(out), "", "out-file", "--out is the model file to write, e.g. models/hybrid.json")
     parent = out.parent
@@ -143,23 +208,29 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     fold = np.array([fold_of(h, cv, salt) for h in hashes])
     examples = Examples(query, label_names, np.asarray(hashes, dtype=object), fold)
 
-    def fit(exclude: int | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, tuple]:
-        arrays = feature_arrays(scores, query, hashes, examples, exclude)
+    def fit(exclude: int | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, tuple, np.ndarray]:
+        *arrays, nearest = feature_arrays_with_nearest(scores, query, hashes, examples, exclude)
         keep = rows & usable
-        w_tool, w_none = fit_logit(arrays[0][keep], arrays[1][keep], arrays[2][keep], y[keep], with_none, l2)
-        return w_tool, w_none, arrays
+        # the kept requests (and their transfer copies: same rows, so a copy stays in its request's fold)
+        w_tool, w_none = fit_with_transfer(arrays[0][keep], arrays[1][keep], arrays[2][keep], y[keep], with_none,
+                                           l2, unseen_weight)
+        return w_tool, w_none, tuple(arrays), nearest
 
     width = max(len(s.tools) for s in scores)
     held_out_u = np.full((len(inputs), width + 1), -np.inf)
     fold_weights: list[tuple[np.ndarray, np.ndarray | None]] = []
+    held_out_nearest = np.full(len(inputs), np.nan)
     for k in range(cv):
-        w_tool, w_none, arrays = fit(k, fold != k)
+        w_tool, w_none, arrays, nearest = fit(k, fold != k)
         fold_weights.append((w_tool, w_none))
         mine = fold == k
+        held_out_nearest[mine] = nearest[mine]
         u = utilities(*arrays, w_tool, w_none)
         held_out_u[mine, : u.shape[1] - 1] = u[mine, :-1]
         held_out_u[mine, -1] = u[mine, -1]
-    w_tool, w_none, _ = fit(None, np.ones(len(inputs), dtype=bool))
+    w_tool, w_none, _, _ = fit(None, np.ones(len(inputs), dtype=bool))
+    found = held_out_nearest[np.isfinite(held_out_nearest)]
+    far_cutoff = float(np.quantile(found, FAR_QUANTILE)) if len(found) else None
 
     def temperature(rows: np.ndarray) -> tuple[float, int]:
         rows = rows & usable
@@ -193,7 +264,10 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         example_ids=[item.request_id for item in inputs], example_text_hashes=hashes,
         example_labels=[str(label) for label in label_names], example_folds=fold.tolist(),
         example_texts=texts,
-        cross_fitted=cross,
+        cross_fitted=cross, unseen_weight=unseen_weight,
+        unseen_zeroed=[*EXAMPLE_TOOL_FEATURES, *EXAMPLE_NONE_FEATURES] if unseen_weight > 0 else [],
+        far_cutoff=far_cutoff,
+        far_quantile=FAR_QUANTILE if far_cutoff is not None else None,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, model.model_dump_json().encode())

@@ -17,6 +17,10 @@ confidence (the top probability). Which model scores a request:
 'none': learned when the model's examples had 'none' labels; ``abstain_threshold`` (a number, e.g. from
 ``tooleval fit``, on the calibrated utility scale) replaces the learned 'none' utility with a constant, and
 ``never`` removes the option.
+
+Each scored selection records ``nearest_example_cos``: the cosine of the request to its most similar example
+the scoring model looked up (any label; a fold model's excludes its fold). Below the model file's
+``far_cutoff`` the request is out of the model's domain (the report counts such rows per arm).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from schemas.decision_model import DecisionModelFile
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import softmax, utilities
-from tasks.selectors.decision_features import Examples, feature_arrays, text_hash
+from tasks.selectors.decision_features import Examples, feature_arrays_with_nearest, model_columns, text_hash
 from tasks.selectors.router_setup import DEFAULT_MODELS, parse_threshold
 from tasks.selectors.base_routers import embed_texts, router_scores
 
@@ -81,6 +85,8 @@ class TrainedSelector:
         m = self.model
         self._examples: Examples | None = None
         self.fold_by_text = dict(zip(m.example_text_hashes, m.example_folds))
+        self.columns = model_columns(m.tool_features, m.none_features)
+        """The file's features among the computed ones (a file written before a feature was added has fewer)."""
 
     @property
     def examples(self) -> Examples:
@@ -104,29 +110,36 @@ class TrainedSelector:
         empty."""
         return [None if p is None else p[1] for p in self._score(batch)]
 
-    def _score(self, batch: Sequence[SelectionInput]) -> list[tuple[np.ndarray, np.ndarray] | None]:
-        """(probabilities over tools + 'none', calibrated tool utilities) per input; None when refused/empty."""
+    def _score(self, batch: Sequence[SelectionInput]) -> list[tuple[np.ndarray, np.ndarray, float | None] | None]:
+        """(probabilities over tools + 'none', calibrated tool utilities, nearest example's cosine or None) per
+        input; None when refused/empty."""
         inputs = list(batch)
         scores, query = router_scores(inputs)
         hashes = [text_hash(item.text) for item in inputs]
-        out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(inputs)
+        out: list[tuple[np.ndarray, np.ndarray, float | None] | None] = [None] * len(inputs)
         groups: dict[int | None, list[int]] = {}
+        if self.columns is None:
+            raise ValueError(f"the decision model names features this tooleval does not compute: "
+                             f"{self.model.tool_features} / {self.model.none_features}")
+        tool_cols, none_cols = self.columns
         for i, item in enumerate(inputs):
             which = self._which(item, hashes[i])
             if which != LEAKED and item.text.strip():
                 groups.setdefault(which, []).append(i)  # type: ignore[arg-type]
         for which, group in groups.items():
             weights = self.model.full_model if which is None else self.model.fold_models[which]
-            tool_x, mask, none_x = feature_arrays([scores[i] for i in group], query[group],
-                                                  [hashes[i] for i in group], self.examples, which)
+            tool_x, mask, none_x, nearest = feature_arrays_with_nearest(
+                [scores[i] for i in group], query[group], [hashes[i] for i in group], self.examples, which)
             w_none = None if weights.none is None else np.asarray(weights.none)
-            u = utilities(tool_x, mask, none_x, np.asarray(weights.tool), w_none) / weights.temperature
+            u = utilities(tool_x[..., tool_cols], mask, none_x[:, none_cols], np.asarray(weights.tool),
+                          w_none) / weights.temperature
             if self.cutoff is not None:
                 u[:, -1] = self.cutoff
             p = softmax(u)
             for row, i in enumerate(group):
                 t = len(inputs[i].tools)
-                out[i] = (np.concatenate([p[row, :t], p[row, -1:]]), u[row, :t])
+                near = float(nearest[row]) if np.isfinite(nearest[row]) else None
+                out[i] = (np.concatenate([p[row, :t], p[row, -1:]]), u[row, :t], near)
         return out
 
     def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:
@@ -152,5 +165,5 @@ class TrainedSelector:
                 pick = int(np.argmax(p))  # ties: the earliest offered tool, 'none' last
                 selections.append(Selection(request_id=item.request_id, chosen=labels[pick], confidence=float(p[pick]),
                                             probabilities=dict(zip(labels, p.tolist())), latency_ms=latency,
-                                            served_model_id=self.model_id))
+                                            served_model_id=self.model_id, nearest_example_cos=result[2]))
         return selections

@@ -57,7 +57,8 @@ def reference_knn_by_label(query, query_hashes, examples, exclude_fold):
 
 
 def reference_feature_arrays(scores: Sequence[RequestScores], query, query_hashes, examples, exclude_fold):
-    """The implementation before issue 28 item 4 (a Python loop over each request's tools), unchanged."""
+    """The implementation before issue 28 item 4 (a Python loop over each request's tools), unchanged but for
+    the repeats added after it (item 6)."""
     n = len(scores)
     width = max((len(s.tools) for s in scores), default=0)
     tool_x = np.zeros((n, max(width, 1), len(TOOL_FEATURES)))
@@ -92,6 +93,8 @@ def reference_feature_arrays(scores: Sequence[RequestScores], query, query_hashe
         none_x[i, 2] = ordered[0] - ordered[1] if t > 1 else 1.0
         none_x[i, 3] = np.log1p(top_b)
         none_x[i, 4] = x[:, 5].max()
+    # issue 28 item 6 added the unseen-tool and no-example repeats: derived from the features above
+    decision_features._unseen_features(tool_x, none_x, tool_x[..., 8] > 0, mask)
     return tool_x, mask, none_x
 
 

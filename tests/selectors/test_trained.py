@@ -81,6 +81,21 @@ def test_a_request_it_learned_from_is_scored_by_the_fold_that_never_saw_it(small
     assert any(np.isfinite(top1[0]) for top1, _ in knn_by_label(query, ["x"], fold_only, None).values())
 
 
+def test_each_selection_records_how_far_its_request_is_from_the_examples(small_set, models):
+    selector = TrainedSelector(options={"model_file": str(models["folds5"])})
+    model = selector.model
+    assert model.unseen_weight == 1.0 and model.unseen_zeroed and 0.0 < model.far_quantile < 0.5
+    batch = inputs_of(small_set)
+    far = SelectionInput("far-1", (Message(role="user", content="Compute the integral of x squared from 0 to 3"),),
+                         batch[0].tools, "")
+    selections = selector.select(batch + [far])
+    near = np.array([s.nearest_example_cos for s in selections[:-1]])
+    assert np.all((near > 0) & (near < 0.999))  # its own text (and fold) excluded: never itself
+    # the cut-off is the 5% quantile of these held-out cosines (same folds, same examples)
+    assert np.mean(near < model.far_cutoff) == pytest.approx(model.far_quantile, abs=0.02)
+    assert selections[-1].nearest_example_cos < model.far_cutoff  # a maths question is out of the domain
+
+
 def test_a_one_fold_model_refuses_requests_it_learned_from(small_set, models):
     selector = TrainedSelector(options={"model_file": str(models["folds1"])})
     learned = inputs_of(small_set)[:2]

@@ -58,3 +58,18 @@ def test_another_run_is_kept_when_one_is_registered(tmp_path):
     con = duckdb.connect(str(db), read_only=True)
     assert dict(con.execute("select run_id, count(*) from selection_rows group by 1").fetchall()) == {"run1": 2, "run2": 5}
     con.close()
+
+
+def test_rows_landed_before_a_column_was_added_register_with_it_null(tmp_path):
+    """Parquet landed by an older tooleval lacks nearest_example_cos (issue 28 item 6): registration fills it
+    with NULL beside a newer batch that has it."""
+    rows_dir, db = tmp_path / "rows", tmp_path / "tooleval.duckdb"
+    older = table(2).drop_columns(["nearest_example_cos"])
+    newer = to_arrow_table(SelectionRow, [{**row("q9", "refund", "refund", seed=2), "nearest_example_cos": 0.42}])
+    write_partition(rows_dir, "run1", "a", 1, 0, older)
+    write_partition(rows_dir, "run1", "a", 2, 0, newer)
+    assert register_run(tmp_path, registration()) == 3
+    con = duckdb.connect(str(db), read_only=True)
+    assert sorted(con.execute("select request_id, nearest_example_cos from selection_rows").fetchall(),
+                  key=str) == [("q0", None), ("q1", None), ("q9", 0.42)]
+    con.close()
