@@ -17,8 +17,9 @@
    benchmarks/startup_vs_peers.py --with-inspect installs into its cache folder, which this script looks for
    by default): the same scripted tasks with no network on either side. tooleval runs the agent arm of part 2
    with its provider replaced by an in-process one replying as the loopback server does (the first offered
-   tool with ``{}``, then "Done."), ``--scripted-tasks`` tasks (default 250: one seed) one after another (the arm's concurrency 1), through
-   ``run_unit`` (loop, the real toolkit, scoring, rows, Parquet); Inspect runs the same tasks
+   tool with ``{}``, then "Done."), ``--scripted-tasks`` tasks (default 250: one seed) one after another
+   (the arm's concurrency 1), through ``run_unit`` (loop, the real toolkit, scoring, rows, Parquet); Inspect
+   runs the same tasks
    (benchmarks/peers/inspect_agent_tasks.py: a mockllm scripted alike, ToolDefs running the same toolkit tools
    on a fresh state per sample, ``generate`` looping over calls, its log written). Reported per agent turn.
    Without an Inspect venv the Inspect line is skipped (this script never installs anything).
@@ -192,8 +193,9 @@ def beside_inspect(warehouse: Path, n_tasks: int, inspect: Path | None) -> None:
     turns = sum(r["n_turns"] for r in rows)
     print(f"scripted in process, no network: tooleval {len(rows):,} tasks, {turns:,} turns in {wall:.2f} s wall "
           f"({cpu:.2f} s CPU): {1000 * wall / turns:.2f} ms per turn ({1000 * cpu / turns:.2f} ms CPU)")
-    if inspect is None:
-        print("  Inspect AI: no venv (--inspect-python; benchmarks/startup_vs_peers.py --with-inspect installs one)")
+    if inspect is None or not inspect.exists():
+        print(f"  Inspect AI: no venv ({inspect or 'none in the cache folder'}; --inspect-python, or "
+              "benchmarks/startup_vs_peers.py --with-inspect installs one)")
         return
     inspect_spec(units[0], warehouse / "inspect-spec.json")
     env = {**os.environ, "DO_NOT_TRACK": "1", "INSPECT_DISPLAY": "none", "HF_HUB_OFFLINE": "1"}

@@ -7,9 +7,10 @@ tasks (each task's messages and merged fixtures), the prompt, and the surface's 
 them (wire names, descriptions, schemas, in the seed's order) with the toolkit tool each runs. One Inspect task:
 the samples x ``--epochs`` (tooleval's seeds), ``use_tools`` with one ToolDef per offered tool that runs the
 real toolkit tool (tasksets/support_tasks/backend) on the sample's own state (a fresh state from the task's
-fixtures per sample, as tooleval opens a session per task), and ``generate`` looping over tool calls. The
-model is Inspect's mockllm with a callable that replies in process as the loopback server's ``--turns 2``
-script does: a call of the first offered tool with ``{}``, then, once a tool result is in the conversation,
+fixtures per sample, as tooleval opens a session per task; held in a context variable, not in Inspect's store
+or the sample's metadata, which Inspect would serialise into its transcript), and ``generate`` looping over
+tool calls. The model is Inspect's mockllm with a callable that replies in process as the loopback
+server's ``--turns 2`` script does: a call of the first offered tool with ``{}``, then, once a tool result is in the conversation,
 the text "Done." (usage given, so mockllm never counts tokens with tiktoken, which would download its
 encoding). Prints ``inspect: N samples, T turns in W s wall (C s CPU): X ms per turn``; a warm-up eval of a
 few samples runs first, untimed (imports, the log directory).
@@ -22,15 +23,15 @@ import importlib
 import json
 import sys
 import time
+from contextvars import ContextVar
 from pathlib import Path
 
 from inspect_ai import Task, eval as inspect_eval
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer
-from inspect_ai.solver import TaskState, generate, system_message, use_tools
+from inspect_ai.solver import TaskState, generate, solver, system_message, use_tools
 from inspect_ai.tool import ToolDef, ToolParams
-from inspect_ai.util import store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,13 +50,8 @@ def tool_defs(spec: dict, toolkit_class) -> list[ToolDef]:
         tool = backend_tools[backend_name]
 
         async def call(**arguments) -> str:  # one coroutine per tool: Inspect registers a tool by its function
-            state = store()
-            toolkit = state.get("toolkit")
-            if toolkit is None:  # the sample's own state, from its fixtures
-                toolkit = toolkit_class(toolkit_class.fresh_state(state.get("fixtures")))
-                state.set("toolkit", toolkit)
             try:
-                value = tool.invoke(toolkit, arguments)
+                value = tool.invoke(SAMPLE_TOOLKIT.get(), arguments)
             except Exception as refused:  # a refusal is the tool's answer, as tooleval sends it back
                 return f"error: {refused}"
             return json.dumps(value.model_dump(mode="json") if hasattr(value, "model_dump") else value, default=str)
@@ -67,8 +63,8 @@ def tool_defs(spec: dict, toolkit_class) -> list[ToolDef]:
                       for name, value in schema.get("properties", {}).items()}
         return ToolParams.model_validate({"type": "object", **schema, "properties": properties})
 
-    return [ToolDef(runs(t["backend"]), name=t["name"], description=t["description"], parameters=params(t["parameters"]))
-            for t in spec["tools"]]
+    return [ToolDef(runs(t["backend"]), name=t["name"], description=t["description"],
+                    parameters=params(t["parameters"])) for t in spec["tools"]]
 
 
 def scripted_model(first_tool: str):
@@ -94,24 +90,27 @@ def replied():
     return score
 
 
-def fixtures_into_store():
-    from inspect_ai.solver import solver
+SAMPLE_TOOLKIT: ContextVar = ContextVar("sample_toolkit")
+"""The running sample's toolkit (its own state): kept out of Inspect's store and the sample's metadata, which
+Inspect records in its transcript and log, so that neither the state nor the fixtures are serialised."""
 
+
+def fresh_toolkit(toolkit_class, fixtures: dict[str, dict]):
     @solver
-    def put():
+    def open_state():
         async def solve(state: TaskState, generate_) -> TaskState:
-            store().set("fixtures", state.metadata["fixtures"])
+            SAMPLE_TOOLKIT.set(toolkit_class(toolkit_class.fresh_state(fixtures[str(state.sample_id)])))
             return state
         return solve
 
-    return put()
+    return open_state()
 
 
-def run(spec: dict, tools: list[ToolDef], tasks: list[dict], epochs: int, log_dir: str | None):
-    dataset = MemoryDataset([Sample(input=t["messages"], target="Done.", id=t["id"], metadata={"fixtures": t["fixtures"]})
-                             for t in tasks])
-    task = Task(dataset=dataset, solver=[fixtures_into_store(), system_message(spec["prompt"]), use_tools(tools),
-                                         generate()],
+def run(spec: dict, toolkit_class, tools: list[ToolDef], tasks: list[dict], epochs: int, log_dir: str | None):
+    dataset = MemoryDataset([Sample(input=t["messages"], target="Done.", id=t["id"]) for t in tasks])
+    fixtures = {t["id"]: t["fixtures"] for t in tasks}
+    task = Task(dataset=dataset, solver=[fresh_toolkit(toolkit_class, fixtures), system_message(spec["prompt"]),
+                                         use_tools(tools), generate()],
                 scorer=replied(), epochs=epochs, name="support-tasks-scripted")
     return inspect_eval(task, model=scripted_model(spec["tools"][0]["name"]), log_dir=log_dir, display="none")[0]
 
@@ -125,9 +124,9 @@ def main() -> int:
     spec = json.loads(args.spec.read_text(encoding="utf-8"))
     toolkit_class = load_toolkit(Path(spec["taskset_dir"]), spec["toolkit"])
     tools = tool_defs(spec, toolkit_class)
-    run(spec, tools, spec["tasks"][:8], 1, args.log_dir)  # warm-up: imports, the log directory
+    run(spec, toolkit_class, tools, spec["tasks"][:8], 1, args.log_dir)  # warm-up: imports, the log directory
     started, cpu = time.perf_counter(), time.process_time()
-    log = run(spec, tools, spec["tasks"], args.epochs, args.log_dir)
+    log = run(spec, toolkit_class, tools, spec["tasks"], args.epochs, args.log_dir)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     if log.status != "success" or log.results is None or not log.samples:
         print(f"inspect: run ended {log.status}: {log.error.message if log.error else ''}", file=sys.stderr)
