@@ -147,7 +147,7 @@ def harness_alone(latency_s: float, concurrency: int, n_units: int, batch: int, 
                              input_tokens=5000, output_tokens=12, stop_reason="tool_calls", n_tool_calls=1)
 
     real = provider_calls.make_provider
-    provider_calls.make_provider = lambda kind, options, key: Instant()
+    provider_calls.make_provider = lambda kind, options, key, adapters=None: Instant()
     try:
         units = units_for("openai", 1, concurrency, n_units, batch, f"alone-{latency_s}")
         return run_units(units, parallel, work, f"alone-{latency_s}")

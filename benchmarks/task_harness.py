@@ -10,12 +10,25 @@
    an OpenAI agent arm through the official SDK, ``--tasks`` tasks of the bundled set, each a conversation of
    ``--turns`` replies (a tool call, then text), ``--concurrency`` calls in flight (the endpoint's gate), units
    of 250 tasks run four at a time as the flow's thread runner runs them. The bound is
-   concurrency / (turns x latency) tasks per second.
+   concurrency / (turns x latency) tasks per second. As benchmarks/provider_throughput.py does, a warm-up
+   unit of 8 tasks runs first, untimed (the SDK's import, ~1.5 CPU s, and its client set-up): its wall time is
+   printed apart.
+3. Beside Inspect AI (``--inspect-python``: the Python of a venv with inspect_ai 0.3.285, e.g. the one
+   benchmarks/startup_vs_peers.py --with-inspect installs into its cache folder, which this script looks for
+   by default): the same scripted tasks with no network on either side. tooleval runs the agent arm of part 2
+   with its provider replaced by an in-process one replying as the loopback server does (the first offered
+   tool with ``{}``, then "Done."), ``--scripted-tasks`` tasks (default 250: one seed) one after another
+   (the arm's concurrency 1), through ``run_unit`` (loop, the real toolkit, scoring, rows, Parquet); Inspect
+   runs the same tasks
+   (benchmarks/peers/inspect_agent_tasks.py: a mockllm scripted alike, ToolDefs running the same toolkit tools
+   on a fresh state per sample, ``generate`` looping over calls, its log written). Reported per agent turn.
+   Without an Inspect venv the Inspect line is skipped (this script never installs anything).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -30,6 +43,10 @@ sys.path.insert(0, str(ROOT))
 import pyarrow.parquet as pq  # noqa: E402
 
 from tasks.run.prepare_run import prepare_run  # noqa: E402
+from tasks.selectors import provider_calls  # noqa: E402
+from tasks.selectors.chat_types import ChatReply  # noqa: E402
+from tasks.surface.agent_types import ProposedCall  # noqa: E402
+from tasks.surface.conversation_wire import Called  # noqa: E402
 from tasks.run.work_units import RunContext, WorkUnit, plan_units, run_unit  # noqa: E402
 
 FOLDER = ROOT / "tasksets" / "support_tasks"
@@ -70,23 +87,12 @@ def hosted(warehouse: Path, latency_ms: float, concurrency: int, n_tasks: int, t
                                "--turns", str(turns)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline().split()[1])
-        seeds = max(1, -(-n_tasks // 250))
-        experiment = warehouse / "hosted.yaml"
-        experiment.write_text(
-            f"name: bench-hosted\ntaskset: {FOLDER}\nversion: t1\nseeds: {list(range(1, seeds + 1))}\n"
-            "declared: {few_seeds: benchmark}\nbatch_size: 250\n"
-            "arms:\n  - {name: gpt, surface: legacy, prompt: default, agent: openai, "
-            f"model: gpt-4.1-mini-2025-04-14, options: {{base_url: 'http://127.0.0.1:{port}/v1', "
-            f"concurrency: {concurrency}}}}}\n")
-        os.environ["OPENAI_API_KEY"] = KEY
-        prepared = prepare_run(experiment)
-        units, left = [], n_tasks
-        for unit in plan_units(prepared):  # exactly n_tasks tasks
-            if left > 0:
-                units.append(WorkUnit(arm=unit.arm, seed=unit.seed, batch_index=unit.batch_index,
-                                      batch=unit.batch[:left], taskset=unit.taskset,
-                                      taskset_version=unit.taskset_version))
-                left -= len(units[-1].batch)
+        experiment = hosted_experiment(warehouse, f"http://127.0.0.1:{port}/v1", concurrency, n_tasks)
+        units = exactly(plan_units(prepare_run(experiment)), n_tasks)
+        started = time.perf_counter()
+        run_unit(exactly(units, 8)[0], RunContext(run_id="bench-warm-up", experiment="bench",
+                                                  warehouse=warehouse / "warm-up", cache_path=None))  # not measured
+        print(f"hosted warm-up (8 tasks: SDK import, client set-up): {time.perf_counter() - started:.2f} s")
         ctx = RunContext(run_id="bench-hosted", experiment="bench", warehouse=warehouse / "hosted", cache_path=None)
         started, cpu = time.perf_counter(), time.process_time()
         with ThreadPoolExecutor(max_workers=4) as pool:  # the flow's thread runner: four units at a time
@@ -105,19 +111,125 @@ def hosted(warehouse: Path, latency_ms: float, concurrency: int, n_tasks: int, t
         server.wait(timeout=10)
 
 
+def hosted_experiment(warehouse: Path, base_url: str, concurrency: int, n_tasks: int, tag: str = "") -> Path:
+    """The experiment of one OpenAI agent arm at ``base_url``: as many seeds of the 250 tasks as ``n_tasks`` needs."""
+    seeds = max(1, -(-n_tasks // 250))
+    experiment = warehouse / f"hosted{tag}.yaml"
+    experiment.write_text(
+        f"name: bench-hosted\ntaskset: {FOLDER}\nversion: t1\nseeds: {list(range(1, seeds + 1))}\n"
+        "declared: {few_seeds: benchmark}\nbatch_size: 250\n"
+        "arms:\n  - {name: gpt, surface: legacy, prompt: default, agent: openai, "
+        f"model: gpt-4.1-mini-2025-04-14, options: {{base_url: '{base_url}', concurrency: {concurrency}}}}}\n")
+    return experiment
+
+
+def exactly(units: list[WorkUnit], n_tasks: int) -> list[WorkUnit]:
+    """The first ``n_tasks`` tasks of the planned units."""
+    kept, left = [], n_tasks
+    for unit in units:
+        if left > 0:
+            kept.append(WorkUnit(arm=unit.arm, seed=unit.seed, batch_index=unit.batch_index, batch=unit.batch[:left],
+                                 taskset=unit.taskset, taskset_version=unit.taskset_version))
+            left -= len(kept[-1].batch)
+    return kept
+
+
+class ScriptedProvider:
+    """The loopback server's ``--turns 2`` script, in process: the first offered tool with ``{}``, then text."""
+
+    provider, endpoint = "openai", "in-process"
+
+    def complete(self, request, timeout_s):
+        if request.tools and not any(isinstance(event, Called) for event in request.events):
+            name = request.tools[0].name
+            return ChatReply(served_model=request.model, tool_name=name, arguments="{}", input_tokens=500,
+                             output_tokens=12, stop_reason="tool_calls", n_tool_calls=1,
+                             extra={"calls": [ProposedCall("call_0", name, "{}")]})
+        return ChatReply(served_model=request.model, tool_name=None, text="Done.", input_tokens=520, output_tokens=2,
+                         stop_reason="stop", extra={"calls": []})
+
+
+def inspect_spec(unit: WorkUnit, path: Path) -> None:
+    """What benchmarks/peers/inspect_agent_tasks.py runs: the unit's tasks, prompt and tools in its seed's order."""
+    from tasks.surface.chat_agent import ChatAgent
+    from tasks.selectors.call_budget import RunLedger
+    from tasks.surface.run_unit import plan_tasks
+
+    tools, planned = plan_tasks(unit)
+    surface = unit.arm.surface
+    wired = ChatAgent("openai", unit.arm.model_id, unit.arm.options, RunLedger(None, "spec")).wired(tools)
+    spec = {"prompt": unit.arm.prompt_text, "taskset_dir": str(FOLDER), "toolkit": surface.backend.reference,
+            "tools": [{"name": w.name, "description": w.description, "parameters": w.parameters,
+                       "backend": surface.offered(t.name).backend.name} for t, w in zip(tools, wired.tools)],
+            "tasks": [{"id": p.task.id, "messages": [{"role": m.role, "content": m.content} for m in p.task.messages],
+                       "fixtures": p.fixtures} for p in planned]}
+    path.write_text(json.dumps(spec, default=str))
+
+
+def default_inspect_python() -> Path | None:
+    from benchmarks.startup_vs_peers import default_cache_dir, inspect_python
+
+    python = inspect_python(default_cache_dir())
+    return python if python.exists() else None
+
+
+def beside_inspect(warehouse: Path, n_tasks: int, inspect: Path | None) -> None:
+    experiment = hosted_experiment(warehouse, "http://127.0.0.1:9/v1", 1, n_tasks, "-scripted")
+    units = exactly(plan_units(prepare_run(experiment)), n_tasks)
+    real = provider_calls.make_provider
+    provider_calls.make_provider = lambda kind, options, key, adapters=None: ScriptedProvider()
+    try:
+        run_unit(exactly(units, 8)[0], RunContext(run_id="bench-scripted-warm-up", experiment="bench",
+                                                  warehouse=warehouse / "scripted-warm-up", cache_path=None))
+        ctx = RunContext(run_id="bench-scripted", experiment="bench", warehouse=warehouse / "scripted",
+                         cache_path=None)
+        started, cpu = time.perf_counter(), time.process_time()
+        for unit in units:
+            run_unit(unit, ctx)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        provider_calls.make_provider = real
+    rows = landed(warehouse / "scripted" / "task_runs")
+    turns = sum(r["n_turns"] for r in rows)
+    print(f"scripted in process, no network: tooleval {len(rows):,} tasks, {turns:,} turns in {wall:.2f} s wall "
+          f"({cpu:.2f} s CPU): {1000 * wall / turns:.2f} ms per turn ({1000 * cpu / turns:.2f} ms CPU)")
+    if inspect is None or not inspect.exists():
+        print(f"  Inspect AI: no venv ({inspect or 'none in the cache folder'}; --inspect-python, or "
+              "benchmarks/startup_vs_peers.py --with-inspect installs one)")
+        return
+    inspect_spec(units[0], warehouse / "inspect-spec.json")
+    env = {**os.environ, "DO_NOT_TRACK": "1", "INSPECT_DISPLAY": "none", "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([str(inspect), str(ROOT / "benchmarks" / "peers" / "inspect_agent_tasks.py"), "--spec",
+                           str(warehouse / "inspect-spec.json"), "--epochs", str(len(units)),
+                           "--log-dir", str(warehouse / "inspect-logs")],
+                          cwd=warehouse, env=env, capture_output=True, text=True)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("inspect:")), None)
+    print(f"  {line}" if line and done.returncode == 0 else f"  Inspect AI failed: {done.stderr[-1500:]}")
+
+
 def main() -> int:
+    os.environ["OPENAI_API_KEY"] = KEY
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--tasks", type=int, default=500)
     parser.add_argument("--turns", type=int, default=2)
     parser.add_argument("--skip-offline", action="store_true")
+    parser.add_argument("--skip-hosted", action="store_true")
+    parser.add_argument("--skip-inspect", action="store_true", help="skip part 3 (tooleval and Inspect AI scripted)")
+    parser.add_argument("--scripted-tasks", type=int, default=250, help="tasks of part 3 (each side)")
+    parser.add_argument("--inspect-python", type=Path, default=None,
+                        help="Python of a venv with inspect_ai (default: startup_vs_peers.py's cache folder)")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="tooleval-bench-tasks-") as directory:
         if not args.skip_offline:
             offline(Path(directory))
-        hosted(Path(directory), args.latency_ms, args.concurrency, args.tasks, args.turns)
+        if not args.skip_hosted:
+            hosted(Path(directory), args.latency_ms, args.concurrency, args.tasks, args.turns)
+        if not args.skip_inspect:
+            beside_inspect(Path(directory), args.scripted_tasks, args.inspect_python or default_inspect_python())
     return 0
 
 

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from tasks.selectors.chat_types import ChatReply, ChatRequest
 from tasks.selectors.reply_body import reply_json
+from tasks.selectors.sdk_clients import shared_client
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 SAMPLING_API_VERSION = "2023-06-01"
@@ -36,8 +37,9 @@ class AnthropicMessages:
         self.endpoint = base_url
         self.options = dict(options)
         headers = {"anthropic-version": str(options["api_version"])} if options.get("api_version") else None
-        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0,
-                                           default_headers=headers)
+        self._client = shared_client("anthropic", base_url, api_key, tuple(sorted((headers or {}).items())),
+                                     lambda: anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0,
+                                                                 default_headers=headers))
 
     def request_body(self, request: ChatRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` (no secrets: the key is on the client)."""

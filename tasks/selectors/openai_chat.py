@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from tasks.selectors.chat_types import ChatReply, ChatRequest
 from tasks.selectors.reply_body import reply_json
+from tasks.selectors.sdk_clients import shared_client
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 UNFINISHED = {"length", "content_filter"}
@@ -41,11 +42,15 @@ class OpenAIChat:
     provider = "openai"
 
     def __init__(self, api_key: str, base_url: str, options: Mapping[str, Any]):
+        import httpx2
         import openai
 
+        self._response_type = httpx2.Response
+        """What ``complete`` asks the SDK for: the HTTP response as it came (the SDK's HTTP library's type)."""
         self.endpoint = base_url
         self.options = dict(options)
-        self._client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+        self._client = shared_client("openai", base_url, api_key, (),
+                                     lambda: openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0))
 
     def request_body(self, request: ChatRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` (no secrets: the key is on the client)."""
@@ -88,10 +93,15 @@ class OpenAIChat:
         return body
 
     def complete(self, request: ChatRequest, timeout_s: float) -> ChatReply:
-        # the raw response: the SDK still sends, authenticates and raises its errors, but the reply is read as
-        # JSON rather than built into typed models (~1 ms CPU a call saved)
-        raw = self._client.chat.completions.with_raw_response.create(**self.request_body(request), timeout=timeout_s)
-        response = raw.http_response
+        # ``client.post`` to the completions path, the SDK's documented way to send a body as is: the SDK still
+        # authenticates, sends and raises its errors, but neither walks the typed params (``create`` transforms
+        # them: ~0.6 ms CPU a call, a tenth of a two-turn task's CPU per call) nor builds typed models of the
+        # reply, which is read as JSON (~1 ms CPU a call). The body is ``request_body``'s with ``extra_body``
+        # merged over it, as ``create`` merges it: the same JSON on the wire.
+        body = self.request_body(request)
+        body.update(body.pop("extra_body"))
+        response = self._client.post("/chat/completions", body=body, cast_to=self._response_type,
+                                     options={"timeout": timeout_s})
         return self.read_reply(reply_json(response.content, response.headers.get("content-type"), self.provider))
 
     @staticmethod

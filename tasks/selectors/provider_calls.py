@@ -101,8 +101,9 @@ class ProviderCaller:
         return f"{self.kind}:{self.model_id}@{self.endpoint}"
 
     def provider(self) -> ChatProvider | None:
-        """The SDK client, built once (under a lock: the first batch's threads all ask at once, and each
-        client loads the CA bundle and opens its own connection pool)."""
+        """The provider adapter, built once (under a lock: the first batch's threads all ask at once); its SDK
+        client is the process's one for the endpoint and key (``sdk_clients``: building one loads the CA
+        bundle and opens a connection pool)."""
         if self._provider is None:
             with self._provider_lock:
                 if self._provider is None:

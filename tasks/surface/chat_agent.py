@@ -25,6 +25,7 @@ from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger
 from tasks.selectors.provider_calls import ProviderCaller
 from tasks.selectors.text_tool_calls import find_text_call
 from tasks.selectors.tool_names import ToolNameMap
+from tasks.selectors.chat_types import WireTool
 from tasks.selectors.wire_tools import wire_tool, wire_tool_choice
 from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
 from tasks.surface.conversation_wire import (
@@ -51,12 +52,19 @@ class ConversationCaller(ProviderCaller):
     adapters = {"openai": OpenAIConversation, "anthropic": AnthropicConversation}
 
 
+@dataclasses.dataclass(frozen=True)
+class WiredTools:
+    """The tools of one order as every turn sends them: wire names, schemas, the arm's tool_choice."""
+
+    names: ToolNameMap
+    tools: tuple[WireTool, ...]
+    tool_choice: str | None
+
+
 class ChatSession:
-    def __init__(self, agent: "ChatAgent", task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str):
+    def __init__(self, agent: "ChatAgent", task: SurfaceTask, wired: WiredTools, prompt: str):
         self.agent = agent
-        self.names = ToolNameMap.for_names(t.name for t in tools)
-        self.tools = tuple(wire_tool(t, self.names.wire(t.name)) for t in tools)
-        self.tool_choice = wire_tool_choice(agent.tool_choice, self.names, bool(self.tools))
+        self.names, self.tools, self.tool_choice = wired.names, wired.tools, wired.tool_choice
         self.system = prompt
         self.events: list[Event] = [Said(m.role, m.content) for m in task.messages]
 
@@ -112,6 +120,19 @@ class ChatAgent:
         self.tool_choice: str | None = self.caller.options.get("tool_choice")
         """The arm's tool_choice (auto / required / none), sent on every turn; unset: nothing is sent."""
         self.ledger = ledger
+        self._wired: tuple[tuple[ToolSpec, ...], WiredTools] | None = None
+
+    def wired(self, tools: tuple[ToolSpec, ...]) -> WiredTools:
+        """The tools on the wire, worked out once per order: a unit's tasks all offer the seed's order (the
+        name map and each schema's rewrite cost ~0.15 ms a task when every task redid them)."""
+        last = self._wired
+        if last is not None and last[0] == tools:
+            return last[1]
+        names = ToolNameMap.for_names(t.name for t in tools)
+        wire = tuple(wire_tool(t, names.wire(t.name)) for t in tools)
+        wired = WiredTools(names, wire, wire_tool_choice(self.tool_choice, names, bool(wire)))
+        self._wired = (tools, wired)
+        return wired
 
     def start(self, task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str) -> ChatSession:
-        return ChatSession(self, task, tools, prompt)
+        return ChatSession(self, task, self.wired(tools), prompt)

@@ -75,9 +75,12 @@ def agent_fingerprint(arm: SurfaceArm) -> str:
     return digest(parts)
 
 
-def task_cache_key(arm: SurfaceArm, tools: tuple[ToolSpec, ...], task: SurfaceTask, fixtures: dict[str, Any]) -> str:
-    return digest([agent_fingerprint(arm), tools_fingerprint(tools), arm.surface.surface_hash,
-                   task_identity(task), fixtures])
+def task_cache_key(arm: SurfaceArm, tools: tuple[ToolSpec, ...], task: SurfaceTask, fixtures: dict[str, Any],
+                   unit_part: tuple[str, str] | None = None) -> str:
+    """``unit_part``: the arm's and the tools' fingerprints when the caller has them (``plan_tasks`` works
+    them out once per unit, not once per task: ~0.15 ms a task); the key is the same either way."""
+    agent, offered = unit_part or (agent_fingerprint(arm), tools_fingerprint(tools))
+    return digest([agent, offered, arm.surface.surface_hash, task_identity(task), fixtures])
 
 
 def task_identity(task: SurfaceTask) -> dict[str, Any]:
@@ -93,7 +96,9 @@ def task_identity(task: SurfaceTask) -> dict[str, Any]:
 def plan_tasks(unit: WorkUnit) -> tuple[tuple[ToolSpec, ...], list[PlannedTask]]:
     """The surface's tools in the unit's seed order, and each task of the batch with its cache key."""
     tools = permute_tools(unit.arm.surface.specs, unit.seed)
-    return tools, [PlannedTask(item.task, item.fixtures, task_cache_key(unit.arm, tools, item.task, item.fixtures))
+    unit_part = (agent_fingerprint(unit.arm), tools_fingerprint(tools))
+    return tools, [PlannedTask(item.task, item.fixtures,
+                               task_cache_key(unit.arm, tools, item.task, item.fixtures, unit_part))
                    for item in unit.batch]
 
 
