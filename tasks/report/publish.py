@@ -3,12 +3,13 @@ markdown and HTML reports beside the data: the same for every instrument, each r
 building its own tables (``Instrument.load_figures``, ``Instrument.build_report``).
 
 The verdict a run gets when it finishes is kept in ``registrations/<run_id>/verdict.json``: a later
-``tooleval report`` shows that record rather than judging again.
+``tooleval report`` shows that record rather than judging again, and reads the run with the instrument's
+report reader (tasks/instruments.py ``report_reader``) alone; judging (the criteria files, the gate kinds)
+and writing the report files import what they need when they run.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,19 +17,13 @@ from typing import Any
 import duckdb
 
 from schemas.criteria import Verdict
-from tasks.drill_points import reached
-from tasks.experiment.criteria import criteria_to_judge, read_registration
-from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.instruments import instrument
-from tasks.report.judge import judge, no_criteria, not_judged
+from tasks.instruments import instrument, report_reader
 from tasks.report.read_only import open_read_only, require_warehouse, shadow_older_tables  # noqa: F401 (re-exported)
-from tasks.report.render import write_report_files
 from tasks.report.report_types import Report
-from warehouse.connect import WarehouseUnreadable, connect
+from warehouse.connect import WarehouseUnreadable
 from warehouse.location import Warehouse
-from warehouse.tables import STORES, TABLES
-from warehouse.views import create_macros, view_files
+from warehouse.stores import STORES
 
 VERDICT_FILE = "verdict.json"
 
@@ -68,8 +63,8 @@ def latest_runs(con: duckdb.DuckDBPyConnection, instrument_name: str | None = No
 
 
 def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None
-                 ) -> tuple[Any, Any]:
-    """A registered run's ``Instrument`` (tasks/instruments.py) and figures (default: the latest run, of
+                 ) -> tuple[str, Any]:
+    """A registered run's instrument name (tasks/instruments.py) and figures (default: the latest run, of
     ``instrument_name`` when given). An absent warehouse or an unknown run id is bad input (InputError naming
     the file and the run)."""
     require_warehouse(warehouse.db_path)
@@ -97,8 +92,7 @@ def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_nam
             raise InputError.one(str(warehouse.db_path), f"run {run_id}", "run-registered",
                                  f"no such {what} in this warehouse" + (f"; the latest: {', '.join(recent)}"
                                                                         if recent else ""))
-        kind = instrument(name)
-        return kind, kind.load_figures(con, run_id)
+        return name, report_reader(name).load_figures(con, run_id)
     finally:
         con.close()
 
@@ -109,6 +103,9 @@ def judge_registered(kind: Any, figures: Any, warehouse: Warehouse, check_source
     ``kind``: the run's ``Instrument``. ``check_source``: also refuse when the criteria file itself changed
     since registration (the run's own judgement does this; a later report judges the registered copy).
     """
+    from tasks.experiment.criteria import criteria_to_judge, read_registration
+    from tasks.report.judge import judge, no_criteria, not_judged
+
     run_id = figures.run_id
     registration = read_registration(warehouse.registrations_dir, run_id)
     recorded = figures.run.get("criteria_hash")
@@ -132,6 +129,8 @@ under the second name."""
 
 
 def save_verdict(warehouse: Warehouse, verdict: Verdict) -> Path | None:
+    from tasks.files.atomic_write import write_atomic
+
     if verdict.status == "NO CRITERIA":
         return None
     return write_atomic(warehouse.registrations_dir / verdict.run_id / VERDICT_FILE, verdict.model_dump_json(indent=2))
@@ -147,9 +146,10 @@ def load_verdict(warehouse: Warehouse, run_id: str) -> Verdict | None:
 
 def read_report(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None) -> Report:
     """The report of a run (default: the latest) with its recorded verdict (judged now if none was kept)."""
-    kind, figures = read_figures(warehouse, run_id, instrument_name)
-    verdict = load_verdict(warehouse, figures.run_id) or judge_registered(kind, figures, warehouse, check_source=False)
-    return kind.build_report(figures, verdict)
+    name, figures = read_figures(warehouse, run_id, instrument_name)
+    verdict = load_verdict(warehouse, figures.run_id) or judge_registered(instrument(name), figures, warehouse,
+                                                                           check_source=False)
+    return report_reader(name).build_report(figures, verdict)
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,11 @@ class PublishedReport:
 def judge_and_publish(warehouse: Warehouse, run_id: str) -> PublishedReport:
     """What a run does once its rows are registered: judge the gates (refusing if the criteria file
     changed since registration), keep the verdict, write reports/<run_id>/report.md and report.html."""
-    kind, figures = read_figures(warehouse, run_id)
+    from tasks.drill_points import reached
+    from tasks.report.render import write_report_files
+
+    name, figures = read_figures(warehouse, run_id)
+    kind = instrument(name)
     verdict = judge_registered(kind, figures, warehouse, check_source=True)
     save_verdict(warehouse, verdict)
     reached("report-verdict-saved", run_id)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from schemas.surface.rows import CallRecord
 from schemas.surface.task import Assertion, CallAssertion, Matcher
+
+if TYPE_CHECKING:
+    from schemas.surface.rows import CallRecord
 
 _MISSING = object()
 

@@ -29,14 +29,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from tasks.experiment.resolve_experiment import ResolvedExperiment
 from tasks.files.input_errors import InputError, Problem
-from tasks.run.prepare_run import Loaded
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.load_tasks import TaskVersion, _includes, fixture_path, load_task_version, task_paths
 from tasks.surface.wanted_actions import action_problems
+
+if TYPE_CHECKING:  # the run's machinery: `tooleval tasks validate` needs none of it
+    from tasks.experiment.resolve_experiment import ResolvedExperiment
+    from tasks.run.prepare_run import Loaded
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class TaskCheckReport:
 
 def load_surface_versions(experiment: ResolvedExperiment) -> Loaded:
     """Each version the arms use, its tasks checked against every surface the arms run them on."""
+    from tasks.run.prepare_run import Loaded
+
     versions, checks = {}, {}
     for version in experiment.versions:
         versions[version] = load_task_version(experiment.taskset_dir, version)

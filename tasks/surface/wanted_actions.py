@@ -19,11 +19,13 @@ classified the same way as a fresh one.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from schemas.surface.rows import CallRecord, WantedBy
 from schemas.surface.task import SurfaceTask
 from tasks.surface.score_task import call_matches
+
+if TYPE_CHECKING:  # the rows' models: checking tasks needs none of them
+    from schemas.surface.rows import CallRecord, WantedBy
 
 
 def classify_call(task: SurfaceTask, call: CallRecord, success: bool) -> tuple[bool, WantedBy]:

@@ -6,23 +6,38 @@ Expectations version. A pass is kept under that key in the user's cache folder
 (``$TOOLEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/tooleval``, else ``~/.cache/tooleval``); a run or a
 ``tooleval validate`` of the same content then answers at once without importing Great Expectations
 (~3-5 s). Failures are never kept: a broken version is checked, and its problems listed, every time.
+
+The key needs the version's manifest and content hash, not its requests: ``tooleval validate`` of a remembered
+version (``content_check_key``) reads no request table (polars) and imports none of the checks.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Iterable
 
 from schemas.catalogue import Catalogue
-from schemas.taskset import ProductionWeights
+from schemas.taskset import ProductionWeights, VersionManifest
 from tasks.files.atomic_write import write_atomic
 from tasks.files.cache_folder import cache_folder
 from tasks.files.content_hash import sha256_hex
 from tasks.taskset.load_taskset import TaskSetVersion, content_hash, version_paths
 
 RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py", "request_table.py")
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What the checks looked at, for the CLI and the flow log."""
+
+    n_requests: int
+    n_expectations: int
+    n_weights: int
+    cached: bool = False
+    """The same content passed before: Great Expectations was not run again."""
 
 
 def cache_dir() -> Path:
@@ -32,11 +47,18 @@ def cache_dir() -> Path:
 def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights: ProductionWeights | None) -> str:
     """Everything the checks' answer depends on, hashed: contents, never paths, so a task set copied or moved
     elsewhere is remembered too (a pass names no path; a failure, which does, is never kept)."""
+    return content_check_key(version.directory, version.manifest, version.actual_hash, catalogues, weights)
+
+
+def content_check_key(directory: Path, manifest: VersionManifest, actual_hash: str, catalogues: Iterable[Catalogue],
+                      weights: ProductionWeights | None) -> str:
+    """``check_key`` of the version in ``directory`` with this manifest and content hash (``content_hash``),
+    without its loaded requests."""
     here = Path(__file__).parent
-    parent = version.manifest.parent
+    parent = manifest.parent
     parent_hash = None
-    if parent and version_paths(version.directory, parent)["requests"].is_file():
-        parent_hash = content_hash(version.directory, parent)
+    if parent and version_paths(directory, parent)["requests"].is_file():
+        parent_hash = content_hash(directory, parent)
     try:
         gx_version = metadata.version("great_expectations")
     except metadata.PackageNotFoundError:
@@ -44,7 +66,7 @@ def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights:
     parts = {
         "rules": [sha256_hex((here / name).read_bytes()) for name in RULES_SOURCES],
         "gx": gx_version,
-        "version": [version.actual_hash, version.manifest.model_dump(mode="json")],
+        "version": [actual_hash, manifest.model_dump(mode="json")],
         "parent": [parent, parent_hash],
         "tools": sorted({name for catalogue in catalogues for name in catalogue.names}),
         "weights": weights.model_dump(mode="json") if weights is not None else None,
@@ -58,6 +80,12 @@ def recall(key: str) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def recall_report(key: str) -> CheckReport | None:
+    """The remembered pass under ``key``, as the checks' report (``cached``)."""
+    passed = recall(key)
+    return None if passed is None else CheckReport(**{**passed, "cached": True})
 
 
 def remember(key: str, passed: dict) -> None:

@@ -30,21 +30,10 @@ import polars as pl
 from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.taskset import ProductionWeights
 from tasks.files.input_errors import InputError, Problem
-from tasks.taskset.check_cache import check_key, recall, remember
+from tasks.taskset.check_cache import CheckReport, check_key, recall_report, remember
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, version_paths
 
 WEIGHT_SUM_TOLERANCE = 1e-6
-
-
-@dataclass(frozen=True)
-class CheckReport:
-    """What the checks looked at, for the CLI and the flow log."""
-
-    n_requests: int
-    n_expectations: int
-    n_weights: int
-    cached: bool = False
-    """The same content passed before (tasks/taskset/check_cache.py): Great Expectations was not run again."""
 
 
 @lru_cache(maxsize=1)
@@ -165,8 +154,8 @@ def check_labels(
     """Every rule, or the remembered pass of the very same content; raise InputError listing each failure."""
     catalogues = list(catalogues)
     key = check_key(version, catalogues, weights)
-    if (passed := recall(key)) is not None:
-        return CheckReport(**{**passed, "cached": True})
+    if (passed := recall_report(key)) is not None:
+        return passed
     report = run_label_checks_apart(version, catalogues, weights, weights_path)
     remember(key, {"n_requests": report.n_requests, "n_expectations": report.n_expectations,
                    "n_weights": report.n_weights})

@@ -10,7 +10,9 @@ Layout of ``tasksets/<name>/``::
     weights/<window>.json              ProductionWeights
     experiments/*.yaml                 experiment files
 
-Every parse problem is an ``InputError`` naming the file, the line and the rule.
+Every parse problem is an ``InputError`` naming the file, the line and the rule. The request table (polars,
+``request_table.py``) is imported when a version's requests are read: a remembered ``tooleval validate``
+(tasks/taskset/check_cache.py) reads only the manifest and hashes the files.
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
-import polars as pl
 from pydantic import BaseModel, ValidationError
 
 from schemas.catalogue import Catalogue, CatalogueFile, rule_of
@@ -30,7 +31,9 @@ from tasks.files.atomic_write import write_exclusive
 from tasks.files.content_hash import parts_sha256
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.json_lines import bom_problem
-from tasks.taskset.request_table import RequestRows, as_request_table, numbered_request_table
+
+if TYPE_CHECKING:
+    import polars as pl
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -80,6 +83,8 @@ def read_jsonl_models(path: Path, model: type[M]) -> list[M]:
 def read_request_table(path: Path) -> pl.DataFrame:
     """A version's requests file as a request table (``request_table.py``): every line validated with
     ``LabelledRequest`` (bad lines reported with their numbers), only its columns kept."""
+    from tasks.taskset.request_table import numbered_request_table
+
     return numbered_request_table(iter_jsonl_models(Path(path), LabelledRequest))
 
 
@@ -150,13 +155,21 @@ class TaskSetVersion:
     @property
     def table(self) -> pl.DataFrame:
         """The requests as a request table (built from the models when the version holds models)."""
+        from tasks.taskset.request_table import as_request_table
+
         return as_request_table(self.requests)
+
+
+def load_manifest(taskset_dir: Path, version: str) -> VersionManifest:
+    return read_json_model(version_paths(taskset_dir, version)["manifest"], VersionManifest)
 
 
 def load_version(taskset_dir: Path, version: str) -> TaskSetVersion:
     """Read a version's files; schema problems raise here, label rules are checked by ``label_checks``."""
+    from tasks.taskset.request_table import RequestRows
+
     paths = version_paths(taskset_dir, version)
-    manifest = read_json_model(paths["manifest"], VersionManifest)
+    manifest = load_manifest(taskset_dir, version)
     requests = read_request_table(paths["requests"])
     adjudications = (
         read_jsonl_models(paths["adjudications"], Adjudication) if paths["adjudications"].is_file() else []

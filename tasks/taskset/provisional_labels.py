@@ -3,13 +3,15 @@ and named in the report of a run that did."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import duckdb
 import polars as pl
 
 from tasks.files.input_errors import InputError, Problem
-from tasks.taskset.load_taskset import TaskSetVersion
+
+if TYPE_CHECKING:  # the loader (pydantic models, jsonschema): a report reading provisional_notice needs none of it
+    from tasks.taskset.load_taskset import TaskSetVersion
 
 RULE = "labels-adjudicated"
 

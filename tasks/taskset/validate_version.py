@@ -1,12 +1,14 @@
-"""`tooleval validate`: the label checks on one version file, without an experiment."""
+"""`tooleval validate`: the label checks on one version file, without an experiment. A version whose very
+content passed before is answered from the label-check cache (tasks/taskset/check_cache.py) without reading
+its requests into a table or importing the checks."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from tasks.files.input_errors import InputError
-from tasks.taskset.label_checks import check_labels
-from tasks.taskset.load_taskset import load_catalogue, load_version, load_weights
+from tasks.taskset.check_cache import content_check_key, recall_report
+from tasks.taskset.load_taskset import content_hash, load_catalogue, load_manifest, load_version, load_weights
 
 
 def validate_version_file(path: Path, catalogues: list[str] | None = None, weights_window: str | None = None) -> str:
@@ -19,8 +21,13 @@ def validate_version_file(path: Path, catalogues: list[str] | None = None, weigh
     loaded_catalogues = [load_catalogue(taskset_dir, name) for name in names]
     weights = load_weights(taskset_dir, weights_window) if weights_window else None
     weights_path = taskset_dir / "weights" / f"{weights_window}.json" if weights_window else None
-    loaded = load_version(taskset_dir, version)
-    report = check_labels(loaded, loaded_catalogues, weights, weights_path)
+    key = content_check_key(taskset_dir, load_manifest(taskset_dir, version), content_hash(taskset_dir, version),
+                            loaded_catalogues, weights)
+    report = recall_report(key)
+    if report is None:
+        from tasks.taskset.label_checks import check_labels
+
+        report = check_labels(load_version(taskset_dir, version), loaded_catalogues, weights, weights_path)
     return (f"OK {path}: {report.n_requests} requests, {report.n_expectations} expectations passed"
             + (f", {report.n_weights} weights" if weights else "")
             + f"; catalogues: {', '.join(names) or 'per-request tools only'}"

@@ -1,6 +1,8 @@
 """``tooleval --help`` and ``--version``: grouped by job, examples that work as written, every help text fit for an
-80-column terminal, and the parser built without importing the tool (a behaviour; the CPU time it buys is
-measured by benchmarks/cli_startup.py, not here)."""
+80-column terminal, and the parser built without importing the tool; the read-only commands (report, tasks
+report, sql, compare, plan, validate of a remembered version, tasks validate) import neither Prefect, Great
+Expectations, torch, scipy nor a provider's SDK (behaviours; the CPU time they buy is measured by
+benchmarks/cli_startup.py, not here)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import shlex
 import subprocess
 import sys
 
+import duckdb
 import pytest
 
 from flows.cli import COMPARE_RESPECTS, build_parser
@@ -19,6 +22,9 @@ from tests.docs_text import page
 from tests.factories import ROOT
 
 HEAVY = ("prefect", "duckdb", "polars", "pyarrow", "pandas", "great_expectations", "pydantic", "rich", "flows.api")
+NOT_FOR_READING = ("prefect", "great_expectations", "torch", "scipy", "openai", "anthropic")
+"""What no read-only command imports: the orchestrator, the label checks' engine, the embedding model's and the
+statistics' heavy libraries, the providers' SDKs."""
 
 
 def subcommand_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -41,15 +47,20 @@ def run_tooleval(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
-def imported_by(args: list[str]) -> set[str]:
-    """The heavy modules a fresh interpreter has imported after parsing ``args`` (which end with --help or
-    --version, so the parser exits)."""
-    probe = ("import sys\nfrom flows.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-             f"print('imported:', *[m for m in {HEAVY!r} if m in sys.modules])")
-    done = subprocess.run(check=False, args=[sys.executable, "-c", probe, *args], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          capture_output=True, text=True, timeout=120)
+def imported_by(args: list[str], modules: tuple[str, ...] = HEAVY, env: dict[str, str] | None = None,
+                code: int = 0) -> set[str]:
+    """Which of ``modules`` a fresh interpreter has imported after running ``tooleval args`` (``--help`` and
+    ``--version`` end in the parser's exit), which must exit with ``code``."""
+    probe = ("import sys\nfrom flows.cli import main\ntry:\n    code = main(sys.argv[1:])\nexcept SystemExit as stop:\n"
+             "    code = stop.code or 0\n"
+             f"print('\\nexit', code, 'imported:', *[m for m in {modules!r} if m in sys.modules])")
+    done = subprocess.run(check=False, args=[sys.executable, "-c", probe, *args], cwd=ROOT,
+                          env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    return set(done.stdout.splitlines()[-1].split()[1:])
+    last = done.stdout.splitlines()[-1].split()
+    assert last[:2] == ["exit", str(code)], done.stdout + done.stderr
+    return set(last[3:])
 
 
 def test_help_and_version_import_none_of_the_tool():
@@ -61,6 +72,44 @@ def test_help_and_version_import_none_of_the_tool():
                          ids=lambda p: " ".join(p))
 def test_a_commands_help_imports_none_of_the_tool(path):
     assert imported_by([*path, "--help"]) == set()
+
+
+@pytest.fixture
+def read_only_commands(tmp_path):
+    """Each read-only command on a warehouse holding a selection run and a task run's record, and ``validate`` of
+    a version whose label checks passed (remembered, in this test's own cache folder)."""
+    from tasks.taskset.check_cache import content_check_key, remember
+    from tasks.taskset.load_taskset import content_hash, load_catalogue, load_manifest
+    from tests.factories.rows import RUN, TASK_RUN, warehouse_with_a_task_run
+
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("TOOLEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    taskset = ROOT / "tasksets" / "support"
+    catalogues = [load_catalogue(taskset, p.stem) for p in sorted((taskset / "catalogues").glob("*.json"))]
+    remember(content_check_key(taskset, load_manifest(taskset, "v1"), content_hash(taskset, "v1"), catalogues, None),
+             {"n_requests": 540, "n_expectations": 8, "n_weights": 0})
+    monkeypatch.undo()
+    folder = warehouse_with_a_task_run(tmp_path)
+    con = duckdb.connect(str(folder / "tooleval.duckdb"))
+    for table in ("landed_rows", "runs", "arms", "comparisons"):  # a second selection run, the first's repeat
+        con.execute(f"INSERT INTO {table} SELECT * REPLACE ('run2' AS run_id) FROM {table} WHERE run_id = ?", [RUN])
+    con.close()
+    warehouse = str(folder)
+    return {"env": {"TOOLEVAL_CACHE_DIR": str(tmp_path / "cache")}, "commands": [
+        ["report", "--warehouse", warehouse], ["report", RUN, "--warehouse", warehouse],
+        ["tasks", "report", TASK_RUN, "--warehouse", warehouse], ["sql", "--warehouse", warehouse, "select count(*) from runs"],
+        ["compare", RUN, "run2", "--warehouse", warehouse], ["plan", "--accuracy", "0.9", "--requests", "200"],
+        ["validate", "tasksets/support/v1.jsonl"], ["tasks", "validate", "tasksets/support_tasks/t1.jsonl"]]}
+
+
+def test_the_read_only_commands_import_no_orchestrator_checks_engine_model_or_provider(read_only_commands):
+    for args in read_only_commands["commands"]:
+        assert imported_by(args, NOT_FOR_READING, read_only_commands["env"]) == set(), args
+
+
+def test_validate_of_a_remembered_version_reads_no_request_table(read_only_commands):
+    assert imported_by(["validate", "tasksets/support/v1.jsonl"], ("polars", "tasks.taskset.label_checks"),
+                       read_only_commands["env"]) == set()
 
 
 def test_the_console_script_answers_help_and_version():
