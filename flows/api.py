@@ -124,6 +124,10 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run
 
         evaluate = evaluate_on(task_runner)
+        if server is not None:  # the server is still starting: import now what the flow imports after it answers
+            from flows.imports_before_api import import_before_api
+
+            import_before_api(prepared)
         quiet_prefect_tracebacks()  # a failure is one message and a traceback file (flows/crash.py), not a log
         gc_pause.resume()  # the console script paused the collector for the imports (flows/gc_pause.py)
         with prefect_api(server):

@@ -1,7 +1,7 @@
 """The temporary Prefect server's cheaper start: block auto-registration is skipped only when this Prefect
 home's database was given the installed block types already (and registration is done again after an
 upgrade, or with another database), and the server app is built with the garbage collector held off, then
-resumed. A real server from a fresh home registers the block types (a user's UI lists them), writes the memo
+resumed; what the flow imports after the API answers is imported while the server starts. A real server from a fresh home registers the block types (a user's UI lists them), writes the memo
 store, and a second server from that home answers with the same block types without registering again."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import gc
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -19,6 +21,7 @@ import pytest
 from flows import gc_pause
 from flows.prefect_server import BLOCK_REGISTRATION_OFF, TemporaryServer, blocks_already_registered
 from flows.prefect_settings import apply_prefect_defaults
+from tests.factories import ROOT
 
 
 def _home(tmp_path, memo: str | None, dist_age_s: float = 60):
@@ -101,3 +104,23 @@ def test_a_fresh_home_registers_block_types_and_the_next_server_skips_it(tmp_pat
     finally:
         second.stop()
     assert (home / "memo_store.toml").stat().st_mtime == memo_written  # not registered (nor hashed) again
+
+
+IMPORTS_BEFORE_API = """
+import sys
+from flows.imports_before_api import import_before_api
+from tasks.run import prepare_run
+prepared = prepare_run.prepare_once(sys.argv[1], checked=False)
+before = {name for name in ("pandas", "bm25s", "fastapi.encoders", "prefect.flow_engine") if name in sys.modules}
+import_before_api(prepared)
+after = {name for name in ("pandas", "bm25s", "fastapi.encoders", "prefect.flow_engine") if name in sys.modules}
+print(sorted(before), sorted(after))
+"""
+
+
+def test_what_the_flow_imports_after_the_api_answers_is_imported_before_it():
+    done = subprocess.run([sys.executable, "-c", IMPORTS_BEFORE_API, str(ROOT / "benchmarks/peers/one_arm.yaml")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("] [")[1].strip().rstrip("]") == \
+        "'bm25s', 'fastapi.encoders', 'pandas', 'prefect.flow_engine'", done.stdout
