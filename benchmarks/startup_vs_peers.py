@@ -1,11 +1,12 @@
 """Start-up against peers: a 1,620-row offline ``tooleval run`` beside promptfoo (and Inspect AI) on the same work.
 
-    python benchmarks/startup_vs_peers.py [--runs 5] [--only tooleval|promptfoo|inspect] [--with-inspect]
-        [--tooleval-checkout DIR] [--tooleval-cmd CMD] [--no-warmup] [--isolate-network] [--cache-dir DIR]
-        [--import-breakdown] [--keep]
+    python benchmarks/startup_vs_peers.py [--runs 5] [--sizes 1620,16200] [--only tooleval|promptfoo|inspect]
+        [--with-inspect [SIZES]] [--tooleval-checkout DIR] [--before-checkout DIR] [--tooleval-cmd CMD]
+        [--no-warmup] [--isolate-network] [--cache-dir DIR] [--import-breakdown] [--keep]
 
 The work, the same for every tool: the support task set's 540 requests (tasksets/support/v1.jsonl) x 3
-repeats = 1,620 evaluations, one arm (the 30-tool ``giftcards`` catalogue, the default prompt), an instant
+repeats = 1,620 evaluations (``--sizes``: any multiple of 540; 16,200 = 540 x 30 repeats: tooleval seeds
+1-30, promptfoo ``--repeat 30``, Inspect ``--epochs 30``), one arm (the 30-tool ``giftcards`` catalogue, the default prompt), an instant
 offline selector and a tool-name check per row.
 
 - tooleval: ``tooleval run benchmarks/peers/one_arm.yaml --no-cache --warehouse <fresh temporary dir>``
@@ -29,11 +30,16 @@ offline selector and a tool-name check per row.
   benchmarks/peers/inspect_task.py, the same samples x 3 epochs, an in-process instant model that answers
   with a tool call to the expected tool and reports its token usage (so nothing reaches for tiktoken).
 
-The tools run interleaved (tooleval, promptfoo[, inspect], tooleval, ...) ``--runs`` times after one
-untimed warm-up round (page cache, Prefect's database, npm's module cache; ``--no-warmup`` skips it). Per
-run: wall time; CPU seconds of the child's process tree (user + sys: getrusage(RUSAGE_CHILDREN) deltas, or
+``--before-checkout DIR`` adds a column ``tooleval-before``: the same tooleval command from another checkout
+(e.g. main, to measure a change), interleaved with the rest. ``--with-inspect`` alone adds Inspect at every
+size; ``--with-inspect 1620`` only at the sizes named (Inspect AI at 16,200 takes minutes a run).
+
+The tools run interleaved (tooleval, promptfoo[, inspect], tooleval, ...) ``--runs`` times per size, the
+sizes one after the other, after one untimed warm-up round at the first size (page cache, Prefect's database, npm's module cache; ``--no-warmup`` skips it). Per
+run: wall time; CPU seconds of the child's whole process tree, tooleval's temporary Prefect server included (user + sys: getrusage(RUSAGE_CHILDREN) deltas, or
 the sum over the tree sampled from /proc when larger: a grandchild that is not waited for escapes rusage);
-peak RSS of the whole tree (sum of VmRSS over the tree, sampled every 0.1 s) and of its largest process;
+peak RSS of the whole tree (sum of VmRSS over the tree, sampled every 0.1 s; tooleval's Prefect server
+is in its tree) and of its largest process; for tooleval the Prefect server's own CPU seconds and peak RSS;
 time to the first and last output lines (Python children run with PYTHONUNBUFFERED=1, else a pipe holds
 their lines until exit) and, for tooleval, to the spawn of Prefect's temporary server
 process (what comes before it: interpreter, imports, preparation, label checks); the 1-minute load
@@ -42,8 +48,10 @@ evaluations: tooleval's ``run ...: 1,620 rows`` line, promptfoo's ``1,620 passed
 its results database, Inspect's printed sample count. A run that exits non-zero or fails the check is
 not counted: the benchmark says so, keeps its output and files, goes on, and exits 1 at the end.
 
-Prints one table: tool, wall min / median, CPU s (median), peak RSS tree / largest process (max), time to
-the first output line (median), the load at the runs' starts; then the load average before and after, the
+Prints one table per size: tool, wall min / median, CPU s (median), peak RSS tree / largest process (max),
+time to the first output line (median), the load at the runs' starts; the ratios tooleval / promptfoo and
+tooleval / Inspect per size (wall min and median, CPU, peak RSS of the tree; below 1 is tooleval faster or
+smaller) and tooleval's Prefect server share; then the load average before and after, the
 start-up target's verdict (tooleval's min wall <= promptfoo's) and tooleval's breakdown; with
 ``--import-breakdown`` also one untimed tooleval run under ``python -X importtime`` (seconds per package).
 Not part of any test suite; nothing here runs in CI (the npm and pip installs happen only when this script
@@ -76,13 +84,15 @@ sys.path.insert(0, str(PEERS))
 import work  # noqa: E402  (benchmarks/peers/work.py: the requests and tools, read from the task-set files)
 
 EXPERIMENT = PEERS / "one_arm.yaml"
-EXPECTED_ROWS = 540 * work.SEEDS
+REQUESTS = 540
+EXPECTED_ROWS = REQUESTS * work.SEEDS
 PROMPTFOO_VERSION = "0.121.20"
 INSPECT_VERSION = "0.3.285"
 SAMPLE_SECONDS = 0.1
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TOOLS = ("tooleval", "promptfoo", "inspect")
+BEFORE = "tooleval-before"
 PROJECT_PACKAGES = {"flows", "tasks", "schemas", "warehouse", "benchmarks"}
 
 
@@ -209,6 +219,9 @@ class Measured:
     load_at_start: float
     evaluations: int
     processes: int
+    server_cpu: float | None = None
+    """tooleval's temporary Prefect server: its own CPU seconds and peak RSS (part of the tree's figures)."""
+    server_rss_mib: float | None = None
     failure: str | None = None
     """Why the run does not count (non-zero exit, or not 1,620 evaluations seen); None when it counts."""
     note: str | None = None
@@ -225,6 +238,7 @@ class Command:
     count: Callable[[str, str, Path], tuple[int, str | None]]  # (stdout, stderr, scratch) -> (evaluations, note)
     marker: str | None = None  # regex on a child process's command line whose start time is reported
     exit_after_results: bool = False  # a non-zero exit counts when the stored results pass the check
+    expected: int = EXPECTED_ROWS  # evaluations a run must have done to count
 
 
 def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
@@ -272,8 +286,8 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
         except Exception as error:  # noqa: BLE001 (any failed check is reported, the benchmark goes on)
             failure = str(error).splitlines()[0] + (f" (exited {process.returncode})" if process.returncode else "")
         else:
-            if evaluations != EXPECTED_ROWS:
-                failure = f"did {evaluations:,} evaluations, not {EXPECTED_ROWS:,}"
+            if evaluations != command.expected:
+                failure = f"did {evaluations:,} evaluations, not {command.expected:,}"
             elif process.returncode:
                 last_error = next((line.strip() for line in err.splitlines() if "Error" in line), "")
                 note = "; ".join(filter(None, [note, f"exited {process.returncode} after storing every result: "
@@ -290,6 +304,8 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
         first_output=first_output[0] if first_output else None, last_output=last_output[0] or None,
         load_at_start=load, evaluations=evaluations,
         processes=sampler.max_processes, failure=failure, note=note,
+        server_cpu=sampler.cpu_seconds.get(sampler.marked_pid) if sampler.marked_pid else None,
+        server_rss_mib=(sampler.peak_process_kib.get(sampler.marked_pid, 0.0) / 1024) if sampler.marked_pid else None,
     ), out, err
 
 
@@ -298,8 +314,23 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
 # --------------------------------------------------------------------------------------------------
 
 
-def tooleval_command(args: argparse.Namespace, scratch: Path) -> Command:
-    checkout = Path(args.tooleval_checkout).resolve()
+def experiment_for(repeats: int, workdir: Path) -> Path:
+    """benchmarks/peers/one_arm.yaml at 3 repeats; else a copy in the work folder with seeds 1..repeats."""
+    if repeats == work.SEEDS:
+        return EXPERIMENT
+    text = EXPERIMENT.read_text()
+    text = re.sub(r"^taskset: .*$", f"taskset: {(EXPERIMENT.parent / '../../tasksets/support').resolve()}", text,
+                  flags=re.MULTILINE)
+    text = re.sub(r"^seeds: .*$", f"seeds: [{', '.join(str(i) for i in range(1, repeats + 1))}]", text,
+                  flags=re.MULTILINE)
+    path = workdir / f"one_arm_x{repeats}.yaml"
+    path.write_text(text)
+    return path
+
+
+def tooleval_command(args: argparse.Namespace, scratch: Path, repeats: int = work.SEEDS,
+                     workdir: Path | None = None, checkout_dir: str | None = None, tool: str = "tooleval") -> Command:
+    checkout = Path(checkout_dir or args.tooleval_checkout).resolve()
     if args.tooleval_cmd:
         base = shlex.split(args.tooleval_cmd)
     else:
@@ -309,7 +340,8 @@ def tooleval_command(args: argparse.Namespace, scratch: Path) -> Command:
     env["PYTHONUNBUFFERED"] = "1"  # lines reach the pipe when printed: times to first and last output
     env["PYTHONPATH"] = str(checkout) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("TOOLEVAL_WAREHOUSE", None)
-    argv = [*base, "run", str(EXPERIMENT), "--no-cache", "--warehouse", str(scratch / "warehouse")]
+    experiment = experiment_for(repeats, workdir) if workdir is not None else EXPERIMENT
+    argv = [*base, "run", str(experiment), "--no-cache", "--warehouse", str(scratch / "warehouse")]
 
     def count(out: str, err: str, _scratch: Path) -> int:
         match = re.search(r"^run \S+: ([\d,]+) rows", out, re.MULTILINE)
@@ -317,7 +349,8 @@ def tooleval_command(args: argparse.Namespace, scratch: Path) -> Command:
             raise RuntimeError(f"tooleval printed no 'run ...: N rows' line:\n{out[-2000:]}\n{err[-2000:]}")
         return int(match.group(1).replace(",", "")), None
 
-    return Command("tooleval", argv, env, checkout, scratch, count, marker=r"uvicorn|prefect\.server|prefect server")
+    return Command(tool, argv, env, checkout, scratch, count, marker=r"uvicorn|prefect\.server|prefect server",
+                   expected=REQUESTS * repeats)
 
 
 def promptfoo_bin(cache: Path) -> Path:
@@ -353,10 +386,10 @@ PROMPTFOO_OFFLINE_ENV = {
 }
 
 
-def promptfoo_command(args: argparse.Namespace, scratch: Path, workdir: Path) -> Command:
+def promptfoo_command(args: argparse.Namespace, scratch: Path, workdir: Path, repeats: int = work.SEEDS) -> Command:
     env = {**os.environ, **PROMPTFOO_OFFLINE_ENV, "PROMPTFOO_CONFIG_DIR": str(scratch / "promptfoo")}
     argv = [str(promptfoo_bin(args.cache_dir)), "eval", "-c", str(workdir / "promptfooconfig.json"),
-            "--repeat", str(work.SEEDS), "--no-cache", "--no-progress-bar", "--no-share"]
+            "--repeat", str(repeats), "--no-cache", "--no-progress-bar", "--no-share"]
 
     def count(out: str, err: str, scratch: Path) -> int:
         """Results stored in its database (each with its assertion's verdict); the printed summary, when
@@ -375,11 +408,12 @@ def promptfoo_command(args: argparse.Namespace, scratch: Path, workdir: Path) ->
             printed = sum(int(m.group(1).replace(",", "")) for m in counts)
             if printed != stored:
                 raise RuntimeError(f"promptfoo printed {printed} results but stored {stored}")
-        elif stored == EXPECTED_ROWS:  # a forced exit cut Node's pending writes to the pipe
+        elif stored == REQUESTS * repeats:  # a forced exit cut Node's pending writes to the pipe
             return stored, "no results summary printed (stdout cut short at exit); every result stored"
         return stored, None
 
-    return Command("promptfoo", argv, env, workdir, scratch, count, exit_after_results=True)
+    return Command("promptfoo", argv, env, workdir, scratch, count, exit_after_results=True,
+                   expected=REQUESTS * repeats)
 
 
 def inspect_python(cache: Path) -> Path:
@@ -401,12 +435,12 @@ def ensure_inspect(cache: Path) -> Path:
     return python
 
 
-def inspect_command(args: argparse.Namespace, scratch: Path, workdir: Path) -> Command:
+def inspect_command(args: argparse.Namespace, scratch: Path, workdir: Path, repeats: int = work.SEEDS) -> Command:
     env = {**os.environ, "INSPECT_LOG_DIR": str(scratch / "inspect-logs"), "DO_NOT_TRACK": "1", "PYTHONUNBUFFERED": "1",
            "INSPECT_DISPLAY": "plain", "HF_HUB_OFFLINE": "1"}
     env.pop("PYTHONPATH", None)
     argv = [str(inspect_python(args.cache_dir)), str(PEERS / "inspect_task.py"),
-            "--samples", str(workdir / "samples.jsonl"), "--epochs", str(work.SEEDS),
+            "--samples", str(workdir / "samples.jsonl"), "--epochs", str(repeats),
             "--log-dir", str(scratch / "inspect-logs")]
 
     def count(out: str, err: str, _scratch: Path) -> int:
@@ -415,7 +449,7 @@ def inspect_command(args: argparse.Namespace, scratch: Path, workdir: Path) -> C
             raise RuntimeError(f"inspect_task.py printed no sample count:\n{out[-2000:]}\n{err[-2000:]}")
         return int(match.group(1).replace(",", "")), None
 
-    return Command("inspect", argv, env, workdir, scratch, count)
+    return Command("inspect", argv, env, workdir, scratch, count, expected=REQUESTS * repeats)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -429,11 +463,11 @@ def fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
 
 def table(results: dict[str, list[Measured]]) -> list[str]:
     rows = [("tool", "runs counted", "wall min / median", "CPU s (median)", "peak RSS tree / largest process",
-             "first output line (median)", "load at start")]
+             "Prefect server CPU s / peak RSS", "first output line (median)", "load at start")]
     for tool, all_runs in results.items():
         measured = [m for m in all_runs if not m.failure]
         if not measured:
-            rows.append((tool, f"0 of {len(all_runs)}", "-", "-", "-", "-", "-"))
+            rows.append((tool, f"0 of {len(all_runs)}", "-", "-", "-", "-", "-", "-"))
             continue
 
         def med(values: list[float | None]) -> float | None:
@@ -447,6 +481,8 @@ def table(results: dict[str, list[Measured]]) -> list[str]:
             f"{min(walls):.1f} s / {statistics.median(walls):.1f} s",
             fmt(med([m.cpu for m in measured])),
             f"{max(m.peak_tree_mib for m in measured):.0f} / {max(m.peak_process_mib for m in measured):.0f} MiB",
+            (f"{fmt(med([m.server_cpu for m in measured]))} / "
+             f"{max(m.server_rss_mib or 0.0 for m in measured):.0f} MiB") if tool.startswith("tooleval") else "-",
             fmt(med([m.first_output for m in measured]), 1, " s"),
             f"{min(m.load_at_start for m in measured):.2f}-{max(m.load_at_start for m in measured):.2f}",
         ))
@@ -461,7 +497,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each tool (default 5)")
     parser.add_argument("--only", choices=TOOLS, action="append", default=None,
                         help="run only this tool (repeatable)")
-    parser.add_argument("--with-inspect", action="store_true", help="add Inspect AI as a third column")
+    parser.add_argument("--sizes", default=str(EXPECTED_ROWS), metavar="N,N",
+                        help=f"evaluations per run, multiples of {REQUESTS} (540 requests x repeats), comma-separated, "
+                             f"measured one after the other (default {EXPECTED_ROWS}; e.g. 1620,16200)")
+    parser.add_argument("--with-inspect", nargs="?", const="all", default=None, metavar="SIZES",
+                        help="add Inspect AI as a third column: at every size, or only at the sizes named "
+                             "(e.g. --with-inspect 1620)")
+    parser.add_argument("--before-checkout", default=None, metavar="DIR",
+                        help=f"add a column '{BEFORE}': the same tooleval run from this checkout (e.g. /work/main), "
+                             "interleaved with the others")
     parser.add_argument("--tooleval-checkout", default=str(ROOT), metavar="DIR",
                         help="checkout whose tooleval is measured (PYTHONPATH and working directory; "
                              "default: the one this script is in)")
@@ -481,7 +525,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders (and print them)")
     args = parser.parse_args(argv)
 
-    tools = list(args.only) if args.only else ["tooleval", "promptfoo"] + (["inspect"] if args.with_inspect else [])
+    tools = list(args.only) if args.only else ["tooleval", "promptfoo"] + (["inspect"] if args.with_inspect is not None else [])
+    if args.before_checkout:
+        tools.insert(tools.index("tooleval") + 1 if "tooleval" in tools else 0, BEFORE)
+    try:
+        sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
+        inspect_sizes = set(sizes) if args.with_inspect in (None, "all") else {
+            int(size) for size in args.with_inspect.split(",") if size.strip()}
+    except ValueError:
+        parser.error("--sizes and --with-inspect take numbers separated by commas, no thousands separators (1620,16200)")
+    if not sizes or any(size % REQUESTS or size <= 0 for size in sizes):
+        parser.error(f"--sizes: multiples of {REQUESTS} separated by commas (e.g. 1620,16200)")
     if "promptfoo" in tools:
         ensure_promptfoo(args.cache_dir)
     if "inspect" in tools:
@@ -490,79 +544,116 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="startup-peers-"))
     work.write_promptfoo_config(workdir)
     work.write_inspect_dataset(workdir)
-    builders = {"tooleval": lambda scratch: tooleval_command(args, scratch),
-                "promptfoo": lambda scratch: promptfoo_command(args, scratch, workdir),
-                "inspect": lambda scratch: inspect_command(args, scratch, workdir)}
 
-    print(f"work: {EXPECTED_ROWS:,} evaluations per run (540 requests x {work.SEEDS}), {len(work.catalogue_tools())} "
-          f"tools; tools {', '.join(tools)}, interleaved, {args.runs} timed runs each"
+    def builders(repeats: int) -> dict[str, Callable[[Path], Command]]:
+        return {"tooleval": lambda scratch: tooleval_command(args, scratch, repeats, workdir),
+                BEFORE: lambda scratch: tooleval_command(args, scratch, repeats, workdir, args.before_checkout, BEFORE),
+                "promptfoo": lambda scratch: promptfoo_command(args, scratch, workdir, repeats),
+                "inspect": lambda scratch: inspect_command(args, scratch, workdir, repeats)}
+
+    print(f"work: 540 requests x repeats = {', '.join(f'{size:,}' for size in sizes)} evaluations per run, "
+          f"{len(work.catalogue_tools())} tools; tools {', '.join(tools)}"
+          + (f" (inspect at {', '.join(f'{x:,}' for x in sorted(inspect_sizes))} only)"
+             if "inspect" in tools and inspect_sizes != set(sizes) else "")
+          + f", interleaved, {args.runs} timed runs each per size"
           + ("" if args.no_warmup else " after one warm-up round"))
     api_url = os.environ.get("PREFECT_API_URL")
     prefect_api = f"= {api_url}" if api_url else "unset: temporary server"
     print(f"tooleval: {shlex.join(tooleval_command(args, Path('<fresh>')).argv)} (checkout {args.tooleval_checkout}); "
-          f"PREFECT_API_URL {prefect_api}")
+          f"PREFECT_API_URL {prefect_api}; its CPU, RSS and process count include the Prefect server subprocess"
+          + ("; sizes other than 1,620 run a copy of the experiment with seeds 1..N" if sizes != [EXPECTED_ROWS] else ""))
+    if args.before_checkout:
+        print(f"{BEFORE}: the same from checkout {args.before_checkout}")
     if "promptfoo" in tools:
         print(f"promptfoo {PROMPTFOO_VERSION}: {promptfoo_bin(args.cache_dir)}, node {_node_version()}")
     load_before = os.getloadavg()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load_before)} ({os.cpu_count()} cores)", flush=True)
 
-    results: dict[str, list[Measured]] = {tool: [] for tool in tools}
-    rounds = ([0] if not args.no_warmup else []) + list(range(1, args.runs + 1))
+    results: dict[int, dict[str, list[Measured]]] = {}
+    loads: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = {}
     try:
-        for round_no in rounds:
-            for tool in tools:
-                scratch = Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir))
-                measured, out, err = timed(builders[tool](scratch), args.isolate_network)
-                label = "warm-up" if round_no == 0 else f"run {round_no}"
-                print(f"  {label:<8} {tool:<9} wall {measured.wall:6.1f} s  cpu {measured.cpu:6.1f} s "
-                      f"(rusage {measured.cpu_rusage:.1f}, sampled {measured.cpu_sampled:.1f})  "
-                      f"rss tree {measured.peak_tree_mib:5.0f} MiB, largest {measured.peak_process_mib:5.0f} MiB, "
-                      f"{measured.processes} processes  "
-                      + (f"server spawned {fmt(measured.marked_child, 1, ' s')}  " if measured.marked_child else "")
-                      + f"output {fmt(measured.first_output, 1, ' s')}-{fmt(measured.last_output, 1, ' s')}  "
-                      f"load {measured.load_at_start:.2f}  {measured.evaluations:,} evaluations", flush=True)
-                if measured.note:
-                    print(f"           note: {measured.note}", flush=True)
-                if measured.failure:
-                    kept = Path(tempfile.mkdtemp(prefix=f"startup-peers-failed-{tool}-"))
-                    shutil.copytree(scratch, kept / "scratch", dirs_exist_ok=True)
-                    (kept / "stdout.txt").write_text(out, encoding="utf-8")
-                    (kept / "stderr.txt").write_text(err, encoding="utf-8")
-                    print(f"           FAILED, not counted: {measured.failure} (output and files kept in {kept})",
-                          flush=True)
-                if round_no:
-                    results[tool].append(measured)
-                if not args.keep:
-                    shutil.rmtree(scratch, ignore_errors=True)
+        for size_no, size in enumerate(sizes):
+            repeats = size // REQUESTS
+            here = [tool for tool in tools if tool != "inspect" or size in inspect_sizes]
+            results[size] = {tool: [] for tool in here}
+            rounds = ([0] if not args.no_warmup and size_no == 0 else []) + list(range(1, args.runs + 1))
+            size_load = os.getloadavg()
+            for round_no in rounds:
+                for tool in here:
+                    scratch = Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir))
+                    measured, out, err = timed(builders(repeats)[tool](scratch), args.isolate_network)
+                    label = "warm-up" if round_no == 0 else f"run {round_no}"
+                    print(f"  {size:>6,} {label:<8} {tool:<15} wall {measured.wall:6.1f} s  cpu {measured.cpu:6.1f} s "
+                          f"(rusage {measured.cpu_rusage:.1f}, sampled {measured.cpu_sampled:.1f})  "
+                          f"rss tree {measured.peak_tree_mib:5.0f} MiB, largest {measured.peak_process_mib:5.0f} MiB, "
+                          f"{measured.processes} processes  "
+                          + (f"server spawned {fmt(measured.marked_child, 1, ' s')} cpu {fmt(measured.server_cpu)} s "
+                             f"rss {fmt(measured.server_rss_mib, 0)} MiB  " if measured.marked_child else "")
+                          + f"output {fmt(measured.first_output, 1, ' s')}-{fmt(measured.last_output, 1, ' s')}  "
+                          f"load {measured.load_at_start:.2f}  {measured.evaluations:,} evaluations", flush=True)
+                    if measured.note:
+                        print(f"           note: {measured.note}", flush=True)
+                    if measured.failure:
+                        kept = Path(tempfile.mkdtemp(prefix=f"startup-peers-failed-{tool}-"))
+                        shutil.copytree(scratch, kept / "scratch", dirs_exist_ok=True)
+                        (kept / "stdout.txt").write_text(out, encoding="utf-8")
+                        (kept / "stderr.txt").write_text(err, encoding="utf-8")
+                        print(f"           FAILED, not counted: {measured.failure} (output and files kept in {kept})",
+                              flush=True)
+                    if round_no:
+                        results[size][tool].append(measured)
+                    if not args.keep:
+                        shutil.rmtree(scratch, ignore_errors=True)
+            loads[size] = (size_load, os.getloadavg())
     finally:
         if args.keep:
             print(f"kept: {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     load_after = os.getloadavg()
-    print()
-    print("\n".join(table(results)))
-    print(f"\nload average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
-          f"{' '.join(f'{x:.2f}' for x in load_after)} (1, 5, 15 min; {os.cpu_count()} cores)")
-    counted = {tool: [m for m in runs if not m.failure] for tool, runs in results.items()}
-    if counted.get("tooleval") and counted.get("promptfoo"):
-        te = min(m.wall for m in counted["tooleval"])
-        pf = min(m.wall for m in counted["promptfoo"])
-        verdict = "met" if te <= pf else "not met"
-        print(f"start-up target (tooleval wall <= promptfoo wall, min of the runs counted): {te:.1f} s vs "
-              f"{pf:.1f} s: {verdict} ({te / pf:.2f}x)")
-        busiest = max(m.load_at_start for runs in counted.values() for m in runs)
+    for size, by_tool in results.items():
+        print(f"\n{size:,} evaluations (540 requests x {size // REQUESTS}); load average at the size's start "
+              f"{' '.join(f'{x:.2f}' for x in loads[size][0])}, at its end {' '.join(f'{x:.2f}' for x in loads[size][1])}")
+        print("\n".join(table(by_tool)))
+        counted = {tool: [m for m in runs if not m.failure] for tool, runs in by_tool.items()}
+        for line in ratio_lines(size, counted):
+            print(line)
+        if counted.get("tooleval"):
+            print(tooleval_breakdown(counted["tooleval"]))
+        busiest = max((m.load_at_start for runs in counted.values() for m in runs), default=0.0)
         if busiest > (os.cpu_count() or 1):
             print(f"  (load reached {busiest:.1f} on {os.cpu_count()} cores: under contention a one-threaded Node "
-                  "process and a two-process Python run stretch differently; judge the target on a quiet machine)")
-    if counted.get("tooleval"):
-        print(tooleval_breakdown(counted["tooleval"]))
+                  "process and a two-process Python run stretch differently; judge ratios on a quiet machine)")
+    print(f"\nload average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
+          f"{' '.join(f'{x:.2f}' for x in load_after)} (1, 5, 15 min; {os.cpu_count()} cores)")
     if args.import_breakdown and "tooleval" in tools:
         print(import_breakdown(args))
-    failed = sum(1 for runs in results.values() for m in runs if m.failure)
+    failed = sum(1 for by_tool in results.values() for runs in by_tool.values() for m in runs if m.failure)
     if failed:
         print(f"{failed} run(s) failed their check and were not counted (see FAILED above)")
     return 1 if failed else 0
+
+
+def ratio_lines(size: int, counted: dict[str, list[Measured]]) -> list[str]:
+    """tooleval / peer per size: wall (min, median), CPU (median), peak RSS of the tree (max); below 1 is
+    tooleval faster or smaller; 'Nx faster' is the peer's figure over tooleval's."""
+    lines = []
+    for mine in ("tooleval", BEFORE):
+        if not counted.get(mine):
+            continue
+        ours = counted[mine]
+        for peer in ("promptfoo", "inspect", *((BEFORE,) if mine == "tooleval" else ())):
+            theirs = counted.get(peer)
+            if not theirs or peer == mine:
+                continue
+            pairs = [("wall min", min(m.wall for m in ours), min(m.wall for m in theirs)),
+                     ("wall median", statistics.median(m.wall for m in ours), statistics.median(m.wall for m in theirs)),
+                     ("CPU median", statistics.median(m.cpu for m in ours), statistics.median(m.cpu for m in theirs)),
+                     ("peak RSS tree", max(m.peak_tree_mib for m in ours), max(m.peak_tree_mib for m in theirs))]
+            cells = ", ".join(f"{name} {a:.1f} / {b:.1f} = {a / b:.2f} ({b / a:.1f}x {'smaller' if 'RSS' in name else 'faster'})"
+                              for name, a, b in pairs)
+            lines.append(f"  {size:,}: {mine} / {peer}: {cells}")
+    return lines
 
 
 def tooleval_breakdown(measured: list[Measured]) -> str:

@@ -98,6 +98,7 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     """Check, run, land, register and report one experiment (either instrument). Raises InputError on bad
     input, before any model call and with nothing written. ``trace`` (otlp://HOST:PORT) exports the run's
     OpenInference traces (default: the experiment's ``tracing:`` block, else none)."""
+    from flows import gc_pause
     from flows.prefect_server import check_api_answers, configured_api_url, run_server
     from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks
     from tasks.drill_points import reached
@@ -123,7 +124,12 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run
 
         evaluate = evaluate_on(task_runner)
+        if server is not None:  # the server is still starting: import now what the flow imports after it answers
+            from flows.imports_before_api import import_before_api
+
+            import_before_api(prepared)
         quiet_prefect_tracebacks()  # a failure is one message and a traceback file (flows/crash.py), not a log
+        gc_pause.resume()  # the console script paused the collector for the imports (flows/gc_pause.py)
         with prefect_api(server):
             reached("server-started")
             summary = evaluate(experiment_path=str(experiment_path),

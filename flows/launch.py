@@ -28,6 +28,9 @@ def main() -> int:
     argv = sys.argv[1:]
     if (argv[:1] == ["run"] or argv[:2] == ["tasks", "run"]) and not {"-h", "--help"} & set(argv):
         announce(first_line(argv))  # the first line at once, before ~2-4 s of imports
+        from flows import gc_pause
+
+        gc_pause.pause()  # imports without the cyclic collector; run_experiment resumes it before the flow
         from flows.stop_on_signal import install
 
         install("tooleval run" if argv[:1] == ["run"] else "tooleval tasks run")  # a signal stops the run at once

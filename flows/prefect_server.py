@@ -33,6 +33,9 @@ from pathlib import Path
 
 START_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 PR_SET_PDEATHSIG = 1
+APP_DIR = Path(__file__).resolve().parent.parent
+"""Where ``flows`` is imported from: the server runs flows/temporary_server_app.py (Prefect's app, built with
+the garbage collector held off)."""
 
 
 class PrefectServerError(RuntimeError):
@@ -81,6 +84,38 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         pass
 
 
+BLOCK_REGISTRATION_OFF = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+                          "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
+
+
+def blocks_already_registered(site_packages: Path, environ: "os._Environ[str] | dict[str, str]" = os.environ) -> bool:
+    """Has this Prefect home's database already been given the block types of the installed Prefect and its
+    collections? Then the temporary server can skip block auto-registration, which imports every Prefect
+    collection (prefect-dask: dask, distributed, numpy) only to hash the block registry and find it unchanged.
+
+    True when Prefect's memo store records a registration and was written after Prefect and every
+    ``prefect*`` distribution (its collections) was installed, and the database is the home's default SQLite
+    file (no other database configured by environment or profile). An upgrade or a new collection makes
+    the memo store older than its dist-info, so the server registers again (and rewrites the memo store)."""
+    if any(key in environ for key in BLOCK_REGISTRATION_OFF):
+        return False  # the user decides
+    home = Path(environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    if any("DATABASE" in key or "MEMO_STORE" in key for key in environ if key.startswith("PREFECT_")):
+        return False
+    profiles = home / "profiles.toml"
+    try:
+        if profiles.is_file() and ("DATABASE" in (text := profiles.read_text()) or "MEMO_STORE" in text):
+            return False
+        memo = home / "memo_store.toml"
+        if "block_auto_registration" not in memo.read_text():
+            return False
+        written = memo.stat().st_mtime
+        installed = [d.stat().st_mtime for d in site_packages.glob("prefect*.dist-info")]
+    except OSError:
+        return False
+    return bool(installed) and written > max(installed)
+
+
 PATIENCE_FACTOR = 4
 """A server still starting (alive, using CPU) at the start-up timeout is waited for up to this many times it
 (and at least a minute more)."""
@@ -114,14 +149,16 @@ class TemporaryServer:
         spec = importlib.util.find_spec("prefect")
         if spec is None or spec.origin is None:
             raise PrefectServerError("Prefect is not installed in this environment: run `make install`")
+        site_packages = Path(spec.origin).parent.parent
         sock = _listening_socket()
         self.port = sock.getsockname()[1]
         env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-               "PREFECT__SERVER_FINAL": "1", "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL"}
+               "PREFECT__SERVER_FINAL": "1", "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
+               **(BLOCK_REGISTRATION_OFF if blocks_already_registered(site_packages) else {})}
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "--app-dir", str(Path(spec.origin).parent.parent), "--factory",
-                 "prefect.server.api.server:create_app", "--fd", str(sock.fileno()),
+                [sys.executable, "-m", "uvicorn", "--app-dir", str(APP_DIR), "--factory",
+                 "flows.temporary_server_app:create_app", "--fd", str(sock.fileno()),
                  "--log-level", "critical", "--lifespan", "on"],
                 env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
                 pass_fds=(sock.fileno(),), preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
