@@ -350,10 +350,22 @@ class McpBackend:
             raise
         return session
 
-    def fixture_problems(self, fixtures: Mapping[str, Any]) -> list[str]:
-        return fixture_problems(fixtures)
+    state_key = ("mcp",)
+    """Every MCP surface reads a task's fixtures the same way (``McpStart``): checked once per task."""
 
-    def state_path_problem(self, parts: Sequence[str], fixtures: Mapping[str, Any]) -> str | None:
+    def starting_state(self, fixtures: Mapping[str, Any]) -> McpStart:
+        return McpStart(fixture_problems(fixtures))
+
+
+@dataclass(frozen=True)
+class McpStart:
+    """What the read-only checks learn of a task's fixtures on an MCP surface (see
+    tasks/surface/starting_state.py for a toolkit's)."""
+
+    problems: list[str]
+    """Why the fixtures cannot be an MCP state (fixtures-schema); empty when they can."""
+
+    def state_path_problem(self, parts: Sequence[str]) -> str | None:
         """Always a reason: an MCP server's state lives in the server, read only through its tools."""
         return ("an MCP surface keeps no state model, so a state path can neither be checked nor scored on it: read "
                 "the end state with a probe (assert: probes, a call of one of its tools; assert-probe-known checks "

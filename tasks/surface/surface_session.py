@@ -21,15 +21,15 @@ only the discarded session's toolkit and state.
 from __future__ import annotations
 
 import contextvars
-import copy
 import ctypes
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol
 
 from pydantic import ValidationError
 
+from tasks.surface.starting_state import ToolkitStart
 from tasks.surface.toolkit import BackendTool, Toolkit, ToolRefused
 
 MAX_DETAIL = 400
@@ -173,24 +173,21 @@ class ToolkitBackend:
     def open(self, fixtures: Mapping[str, Any]) -> ToolkitSession:
         return ToolkitSession(self.toolkit(self.toolkit.fresh_state(dict(fixtures))), self.call_timeout_s)
 
-    def fixture_problems(self, fixtures: Mapping[str, Any]) -> list[str]:
-        """Why the task's merged fixtures are not a valid state for this toolkit (empty: they are)."""
+    @property
+    def state_key(self) -> tuple:
+        """Backends with the same key build the same state from the same fixtures (same state model, same
+        ``fresh_state``): the read-only checks build it once per task for all of them."""
+        return ("toolkit", self.toolkit.state_model, self.toolkit.fresh_state.__func__)
+
+    def starting_state(self, fixtures: Mapping[str, Any]) -> ToolkitStart:
+        """The task's merged fixtures built once into this toolkit's fresh state, read by fixtures-schema
+        (its ``problems``: why they are not a valid state) and assert-state-path (``state_path_problem``:
+        read from the state model's types, else from the state the task starts from)."""
         from tasks.taskset.load_taskset import validation_message
 
         try:
-            self.toolkit.state_model.model_validate(copy.deepcopy(dict(fixtures)))
+            state = self.toolkit.fresh_state(dict(fixtures))
         except ValidationError as error:
-            return [f"not a valid {self.toolkit.state_model.__name__}: {validation_message(error)}"]
-        return []
-
-    def state_path_problem(self, parts: Sequence[str], fixtures: Mapping[str, Any]) -> str | None:
-        """Why a state assertion's path can name no value of this toolkit's state, or None (the rule is in
-        tasks/surface/state_paths.py): read from the state model's types, else from ``fixtures`` as this
-        backend materialises them (the state the task starts from)."""
-        from tasks.surface.state_paths import state_path_problem
-
-        try:
-            start = self.toolkit.fresh_state(dict(fixtures)).model_dump(mode="json")
-        except (ValidationError, TypeError, ValueError):  # fixtures-schema says why
-            start = None
-        return state_path_problem(self.toolkit.state_model, start, parts)
+            return ToolkitStart(self.toolkit.state_model, None,
+                                [f"not a valid {self.toolkit.state_model.__name__}: {validation_message(error)}"])
+        return ToolkitStart(self.toolkit.state_model, state)

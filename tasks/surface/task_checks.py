@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from tasks.files.input_errors import InputError, Problem
 from tasks.surface.load_surface import ResolvedSurface
@@ -82,12 +82,19 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
             problem("slice-declared", f"slice '{task.slice}' not among the manifest's {version.manifest.slices}")
         missing = [n for n in _includes(task.fixtures) if not fixture_path(version.directory, n).is_file()]
         fixtures: dict = {}
+        starts: dict[tuple, Any] = {}  # state key -> the fixtures read once as that state (starting_state.py)
+
+        def start(backend: Any) -> Any:
+            if backend.state_key not in starts:
+                starts[backend.state_key] = backend.starting_state(fixtures)
+            return starts[backend.state_key]
+
         if missing:
             problem("fixtures-include", f"includes {', '.join(missing)}: no such file under fixtures/")
         else:
             fixtures = version.fixtures(task)
             for backend in backends:
-                for message in backend.fixture_problems(fixtures):
+                for message in start(backend).problems:
                     problem("fixtures-schema", message)
         for call in task.assertion.required_calls:
             lacking = [s.name for s in surfaces if call.tool not in s.backend_tools]
@@ -110,7 +117,7 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
                     break
         for state in task.assertion.state:
             for backend in backends:
-                reason = backend.state_path_problem(state.parts, fixtures)
+                reason = start(backend).state_path_problem(state.parts)
                 if reason:
                     problem("assert-state-path", f"path '{state.path}': {reason}")
                     break

@@ -1,0 +1,38 @@
+"""A task's fixtures read once as the state a toolkit starts from, for the checks that only read it.
+
+``tooleval tasks validate`` asks two things of a task's fixtures on every surface in use: are they a valid
+state (fixtures-schema), and can each state path name a value of it (assert-state-path). Surfaces whose
+toolkits build the same state (the same state model, built the same way: ``ToolkitBackend.state_key``)
+get the same answers, so check_tasks builds one ``ToolkitStart`` per task and state key and asks it
+for every such surface: one validation of the fixtures per task, not one per surface and state path, and
+no copy beyond the one ``Toolkit.fresh_state`` makes (the checks only read the state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Sequence
+
+from pydantic import BaseModel
+
+
+@dataclass
+class ToolkitStart:
+    """A task's fixtures built into a fresh state of ``model`` (None when they are not a valid one)."""
+
+    model: type[BaseModel]
+    state: BaseModel | None
+    problems: list[str] = field(default_factory=list)
+    """Why the fixtures are not a valid state (fixtures-schema); empty when ``state`` was built."""
+
+    @cached_property
+    def start(self) -> Any:
+        """The state the task starts from as JSON (what state paths are read against), None without one."""
+        return self.state.model_dump(mode="json") if self.state is not None else None
+
+    def state_path_problem(self, parts: Sequence[str]) -> str | None:
+        """Why a state assertion's path can name no value of this state (tasks/surface/state_paths.py), or None."""
+        from tasks.surface.state_paths import state_path_problem
+
+        return state_path_problem(self.model, self.start, parts)
