@@ -178,3 +178,31 @@ def test_an_empty_tasks_file_is_refused(tmp_path):
     fresh = write_desk(tmp_path / "fresh", freeze=False, tasks=[])
     found = problems_of(lambda: freeze_task_version(fresh, "t1", ["tickets"]))
     assert found[0].startswith(f"{fresh / 't1.jsonl'}: [not-empty]")
+
+
+def test_a_tasks_fixtures_are_built_once_for_surfaces_sharing_a_state_model(tmp_path, monkeypatch):
+    """fixtures-schema and assert-state-path read one starting state per task and state model, however many
+    surfaces and state paths ask; a problem is still listed once per surface, as before."""
+    tasks = [
+        desk_task("two-paths", "Close T-1001.", {"state": [{"path": "tickets.T-1001.status", "equals": "closed"},
+                                                           {"path": "tickets.T-1001.subject", "contains": "kettle"}]}),
+        desk_task("fixtures", "Close T-1001.", {"state": [{"path": "tickets.T-1001.status", "equals": "closed"}]},
+                  fixtures={"tickets": {"T-1": {"owner": "a"}}}),
+    ]
+    folder = write_desk(tmp_path, tasks=tasks)
+    version = load_task_version(folder, "t1")
+    surfaces = [load_surface(folder, "plain"), load_surface(folder, "prefixed")]
+    toolkit = surfaces[0].backend.toolkit
+    built = []
+    fresh_state = toolkit.fresh_state.__func__
+
+    def counted(cls, fixtures):
+        built.append(sorted(fixtures))
+        return fresh_state(cls, fixtures)
+
+    monkeypatch.setattr(toolkit, "fresh_state", classmethod(counted))
+    assert surfaces[1].backend.state_key == surfaces[0].backend.state_key
+    found = problems_of(lambda: check_tasks(version, surfaces))
+    assert len(built) == len(tasks)
+    schema = [p for p in found if "[fixtures-schema]" in p]
+    assert len(schema) == 2 and schema[0] == schema[1] and "(id fixtures)" in schema[0]
