@@ -157,10 +157,11 @@ def read_report(warehouse: Warehouse, run_id: str | None = None, instrument_name
     state = kept.settled_state(warehouse) if keep and Path(warehouse.db_path).is_file() else None
     latest: dict[str, str | None] = {}
     name, figures = read_figures(warehouse, run_id, instrument_name, latest)
+    registration = kept.registration_stamp(warehouse, figures.run_id)  # before the verdict is read or judged
     verdict = load_verdict(warehouse, figures.run_id) or judge_registered(instrument(name), figures, warehouse,
                                                                            check_source=False)
     report = report_reader(name).build_report(figures, verdict)
-    kept.store_report(warehouse, state, name, report, latest)
+    kept.store_report(warehouse, state, registration, name, report, latest)
     return report
 
 
@@ -180,7 +181,7 @@ def judge_and_publish(warehouse: Warehouse, run_id: str) -> PublishedReport:
     changed since registration), keep the verdict, write reports/<run_id>/report.md and report.html."""
     from tasks.drill_points import reached
     from tasks.report.render import write_report_files
-    from tasks.report.stored_report import SETTLE_WAIT_S, settled_state, store_report
+    from tasks.report.stored_report import SETTLE_WAIT_S, registration_stamp, settled_state, store_report
 
     state = settled_state(warehouse, SETTLE_WAIT_S)  # before the figures are read: what the kept copy is keyed by
     latest: dict[str, str | None] = {}
@@ -189,7 +190,8 @@ def judge_and_publish(warehouse: Warehouse, run_id: str) -> PublishedReport:
     verdict = judge_registered(kind, figures, warehouse, check_source=True)
     save_verdict(warehouse, verdict)
     reached("report-verdict-saved", run_id)
+    registration = registration_stamp(warehouse, run_id)  # with the verdict just saved
     report = kind.build_report(figures, verdict)
     paths = write_report_files(report, warehouse.reports_dir / run_id)
-    store_report(warehouse, state, name, report, latest)
+    store_report(warehouse, state, registration, name, report, latest)
     return PublishedReport(report, paths)

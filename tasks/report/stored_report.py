@@ -117,20 +117,21 @@ def registration_stamp(warehouse: Warehouse, run_id: str) -> str:
     return digest.hexdigest()
 
 
-def _key(warehouse: Warehouse, state: list[Any], run_id: str, instrument_name: str) -> dict[str, Any]:
+def _key(state: list[Any], run_id: str, instrument_name: str, registration: str) -> dict[str, Any]:
     return {"format": FORMAT, "run_id": run_id, "instrument": instrument_name, "warehouse": state,
-            "code": code_stamp(), "registration": registration_stamp(warehouse, run_id)}
+            "code": code_stamp(), "registration": registration}
 
 
-def store_report(warehouse: Warehouse, state: list[Any] | None, instrument_name: str, report: Report,
-                 latest: dict[str, str | None]) -> Path | None:
-    """Keep the report's tables, keyed by ``state`` (taken before its figures were read), and the latest
-    runs at that state. Nothing is kept for an unsettled state; a warehouse whose reports folder cannot be written is left as it is."""
+def store_report(warehouse: Warehouse, state: list[Any] | None, registration: str, instrument_name: str,
+                 report: Report, latest: dict[str, str | None]) -> Path | None:
+    """Keep the report's tables, keyed by ``state`` (taken before its figures were read) and
+    ``registration`` (``registration_stamp``, taken before its verdict was read), and the latest runs at that
+    state. Nothing is kept for an unsettled state; a warehouse whose reports folder cannot be written is left as it is."""
     from tasks.files.atomic_write import write_atomic
 
     if state is None or report.verdict is None:
         return None
-    body = {"key": _key(warehouse, state, report.run_id, instrument_name), "run_id": report.run_id,
+    body = {"key": _key(state, report.run_id, instrument_name, registration), "run_id": report.run_id,
             "verdict": report.verdict.model_dump(mode="json"), "title": report.title, "headline": report.headline,
             "tables": [asdict(table) for table in report.tables]}
     try:
@@ -154,7 +155,7 @@ def stored_latest(warehouse: Warehouse, instrument_name: str | None) -> str | No
 
 def stored_report(warehouse: Warehouse, run_id: str | None, instrument_name: str | None) -> Report | None:
     """The stored report of ``run_id`` (default: the latest run) when everything it was computed from is
-    unchanged, with its saved verdict; else None."""
+    unchanged, with its verdict; else None (nothing kept, or kept for another state of what it depends on)."""
     if run_id is None and (run_id := stored_latest(warehouse, instrument_name)) is None:
         return None
     try:
@@ -163,11 +164,11 @@ def stored_report(warehouse: Warehouse, run_id: str | None, instrument_name: str
         key = data["key"]
         if instrument_name not in (None, key["instrument"]):
             return None
-        if key != _key(warehouse, state, run_id, key["instrument"]) or data["run_id"] != run_id:
+        if key != _key(state, run_id, key["instrument"], registration_stamp(warehouse, run_id)) or \
+                data["run_id"] != run_id:
             return None
         tables = [ReportTable(**table) for table in data["tables"]]
-        if not (_strings(data["headline"]) and isinstance(data["title"], str) and all(
-                _strings(t.columns) and all(_strings(row) for row in t.rows) and _strings(t.wrap) for t in tables)):
+        if not (_strings(data["headline"]) and isinstance(data["title"], str) and all(map(_table_read, tables))):
             return None
         return Report(run_id=run_id, headline=data["headline"], tables=tables, title=data["title"],
                       verdict=KeptVerdict.read(data["verdict"]))
@@ -209,6 +210,14 @@ class KeptVerdict:
         registered = data["registered_at"]
         return cls(data["run_id"], data["status"], data["reason"], data["criteria_path"], data["criteria_hash"],
                    datetime.fromisoformat(registered) if registered else None, gates)
+
+
+def _table_read(table: ReportTable) -> bool:
+    """Every field of the kept table has its type (what the renderers lay out)."""
+    return (_strings([table.title, table.note, table.key]) and _strings(table.columns) and _strings(table.wrap)
+            and isinstance(table.rows, list) and all(_strings(row) for row in table.rows)
+            and isinstance(table.sections, list) and all(type(k) is int for k in table.sections)
+            and type(table.summary) is bool and type(table.summary_only) is bool)
 
 
 def _strings(values: Any) -> bool:

@@ -79,14 +79,17 @@ def test_the_kept_copy_prints_byte_for_byte_what_computing_prints(warehouse, cap
     assert "VERDICT" in computed or "##" in computed
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not json", "wrong types", "empty"])
+@pytest.mark.parametrize("damage", ["truncated", "not json", "wrong types", "empty", "wrong sections"])
 def test_a_damaged_kept_copy_is_computed_again_silently(warehouse, capsys, monkeypatch, damage):
     computed = printed(warehouse, capsys, monkeypatch, 80, "report", RUN)
     text = kept_file(warehouse).read_text()
     data = json.loads(text)
     data["tables"][0]["rows"] = [[1, 2]]
+    sections = json.loads(text)
+    sections["tables"][1]["sections"] = ["0"]
     kept_file(warehouse).write_text({"truncated": text[: len(text) // 2], "not json": "\0garbage",
-                                     "wrong types": json.dumps(data), "empty": ""}[damage])
+                                     "wrong types": json.dumps(data), "empty": "",
+                                     "wrong sections": json.dumps(sections)}[damage])
     assert printed(warehouse, capsys, monkeypatch, 80, "report", RUN) == computed
     assert json.loads(kept_file(warehouse).read_text())["tables"] == json.loads(text)["tables"]  # kept again
 
