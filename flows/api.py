@@ -157,14 +157,23 @@ def register(run_id: str, warehouse: str | Path | None = None, wait_s: float | N
     return register_saved_run(warehouse_at(warehouse), run_id, wait_s)
 
 
-def report(run_id: str | None = None, warehouse: str | Path | None = None, instrument: str | None = None
-           ) -> Report:
+def report(run_id: str | None = None, warehouse: str | Path | None = None, instrument: str | None = None,
+           stored: bool = False) -> Report:
     """A registered run's report (default: the latest run, of ``instrument`` when given: 'selection',
-    'surface'), with the verdict it was given when it ran."""
-    from tasks.report.publish import read_report
+    'surface'), with the verdict it was given when it ran. ``stored``: its tables only (no figures, no
+    charts), from the copy kept when the run was reported if nothing they depend on changed
+    (tasks/report/stored_report.py), without importing the figures' libraries or opening the warehouse."""
     from warehouse.location import warehouse_at
 
-    return read_report(warehouse_at(warehouse), run_id, instrument)
+    location = warehouse_at(warehouse)
+    if stored:
+        from tasks.report.stored_report import stored_report
+
+        if (kept := stored_report(location, run_id, instrument)) is not None:
+            return kept
+    from tasks.report.publish import read_report
+
+    return read_report(location, run_id, instrument, keep=stored)
 
 
 def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:

@@ -191,7 +191,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from flows import api
     from tasks.report.render import render_markdown, render_terminal
 
-    report = api.report(args.run_id, args.warehouse, "surface" if getattr(args, "tasks_command", None) else None)
+    report = api.report(args.run_id, args.warehouse, "surface" if getattr(args, "tasks_command", None) else None,
+                        stored=True)
     if args.format == "markdown":
         print(render_markdown(report))
     else:

@@ -62,11 +62,11 @@ def latest_runs(con: duckdb.DuckDBPyConnection, instrument_name: str | None = No
                                       f"LIMIT {int(limit)}").fetchall()]
 
 
-def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None
-                 ) -> tuple[str, Any]:
+def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None,
+                 latest_out: dict[str, str | None] | None = None) -> tuple[str, Any]:
     """A registered run's instrument name (tasks/instruments.py) and figures (default: the latest run, of
     ``instrument_name`` when given). An absent warehouse or an unknown run id is bad input (InputError naming
-    the file and the run)."""
+    the file and the run). ``latest_out``: filled with the latest run of any instrument ('None') and of each."""
     require_warehouse(warehouse.db_path)
     try:
         con = open_read_only(warehouse.db_path)
@@ -92,6 +92,8 @@ def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_nam
             raise InputError.one(str(warehouse.db_path), f"run {run_id}", "run-registered",
                                  f"no such {what} in this warehouse" + (f"; the latest: {', '.join(recent)}"
                                                                         if recent else ""))
+        if latest_out is not None:
+            latest_out.update({str(kind): next(iter(latest_runs(con, kind)), None) for kind in (None, *STORES)})
         return name, report_reader(name).load_figures(con, run_id)
     finally:
         con.close()
@@ -144,12 +146,23 @@ def load_verdict(warehouse: Warehouse, run_id: str) -> Verdict | None:
     return None
 
 
-def read_report(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None) -> Report:
-    """The report of a run (default: the latest) with its recorded verdict (judged now if none was kept)."""
-    name, figures = read_figures(warehouse, run_id, instrument_name)
+def read_report(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None,
+                keep: bool = False) -> Report:
+    """The report of a run (default: the latest) with its recorded verdict (judged now if none was kept).
+
+    ``keep``: keep its tables beside the report files for the next ``tooleval report``
+    (tasks/report/stored_report.py) when the warehouse file is settled."""
+    from tasks.report import stored_report as kept
+
+    state = kept.settled_state(warehouse) if keep and Path(warehouse.db_path).is_file() else None
+    latest: dict[str, str | None] = {}
+    name, figures = read_figures(warehouse, run_id, instrument_name, latest)
+    registration = kept.registration_stamp(warehouse, figures.run_id)  # before the verdict is read or judged
     verdict = load_verdict(warehouse, figures.run_id) or judge_registered(instrument(name), figures, warehouse,
                                                                            check_source=False)
-    return report_reader(name).build_report(figures, verdict)
+    report = report_reader(name).build_report(figures, verdict)
+    kept.store_report(warehouse, state, registration, name, report, latest)
+    return report
 
 
 @dataclass(frozen=True)
@@ -168,11 +181,17 @@ def judge_and_publish(warehouse: Warehouse, run_id: str) -> PublishedReport:
     changed since registration), keep the verdict, write reports/<run_id>/report.md and report.html."""
     from tasks.drill_points import reached
     from tasks.report.render import write_report_files
+    from tasks.report.stored_report import SETTLE_WAIT_S, registration_stamp, settled_state, store_report
 
-    name, figures = read_figures(warehouse, run_id)
+    state = settled_state(warehouse, SETTLE_WAIT_S)  # before the figures are read: what the kept copy is keyed by
+    latest: dict[str, str | None] = {}
+    name, figures = read_figures(warehouse, run_id, latest_out=latest)
     kind = instrument(name)
     verdict = judge_registered(kind, figures, warehouse, check_source=True)
     save_verdict(warehouse, verdict)
     reached("report-verdict-saved", run_id)
+    registration = registration_stamp(warehouse, run_id)  # with the verdict just saved
     report = kind.build_report(figures, verdict)
-    return PublishedReport(report, write_report_files(report, warehouse.reports_dir / run_id))
+    paths = write_report_files(report, warehouse.reports_dir / run_id)
+    store_report(warehouse, state, registration, name, report, latest)
+    return PublishedReport(report, paths)

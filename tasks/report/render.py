@@ -16,14 +16,17 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
-from schemas.criteria import Verdict
 from tasks.files.atomic_write import write_atomic
 from tasks.report.report_types import Report, ReportTable
 from tasks.report.text_table import layout_lines, wrap_text
+
+if TYPE_CHECKING:  # a report read from its kept copy (tasks/report/stored_report.py) imports no pydantic
+    from schemas.criteria import Verdict
 
 TERMINAL_WIDTH = 100
 """Width of the terminal report when stdout is not a terminal and COLUMNS is not set."""

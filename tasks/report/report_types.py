@@ -5,9 +5,10 @@ writes them (``Instrument.build_report``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from schemas.criteria import Verdict
+if TYPE_CHECKING:  # a report read from its kept copy (tasks/report/stored_report.py) imports no pydantic
+    from schemas.criteria import Verdict
 
 
 @dataclass
