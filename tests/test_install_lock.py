@@ -19,6 +19,8 @@ RUNTIME_DIRS = ("flows", "tasks", "schemas", "warehouse")
 PROVIDED_BY_A_DECLARED_ONE = {
     "pydantic-core": "pydantic", "anyio": "mcp", "mcp-types": "mcp", "transformers": "sentence-transformers",
     "torch": "the machine's CPU build (Makefile)",
+    # the openai SDK's HTTP library: its Response is the type `client.post` returns as it came (openai_chat.py)
+    "httpx2": "openai",
 }
 
 

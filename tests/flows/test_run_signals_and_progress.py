@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
+from tasks.drill_points import LOG_ENV
 from tests.drill.harness import cli_env
 from tests.factories import ROOT
 from tests.provider_server import ProviderServer, Reply, Seen, text_reply, tool_call
@@ -89,11 +90,14 @@ def test_a_signal_stops_a_run_at_once_keeping_what_landed_and_a_rerun_resumes(tm
                             experiment=experiment(server.openai_url, batch_size=2, concurrency=4))
         warehouse = tmp_path / "wh"
         args = ["tasks", "run", str(folder / "experiments" / "four.yaml"), "--warehouse", str(warehouse)]
-        env = cli_env(tmp_path / "prefect-home", OPENAI_API_KEY=FAKE_KEY)
+        points = tmp_path / "points.log"  # the run logs "unit-landed" once a unit's rows are landed and counted
+        env = cli_env(tmp_path / "prefect-home", OPENAI_API_KEY=FAKE_KEY, **{LOG_ENV: str(points)})
         run = tooleval(args, env)
+        # not the Parquet file alone: it appears before the unit returns and is counted as landed
+        counted = lambda: points.is_file() and "unit-landed\t" in points.read_text()  # noqa: E731
         landed = lambda: list((warehouse / "task_runs").rglob("*.parquet"))  # noqa: E731
         in_flight = lambda: any("slow-" in s.user_text for s in server.requests())  # noqa: E731
-        wait_for(lambda: landed() and in_flight(), 600, run)  # unit 0 landed, unit 1's call in flight
+        wait_for(lambda: counted() and in_flight(), 600, run)  # unit 0 landed, unit 1's call in flight
         children = psutil.Process(run.pid).children(recursive=True)
         assert any("uvicorn" in " ".join(c.cmdline()) for c in children)  # the temporary Prefect server
         sent = time.monotonic()
