@@ -506,7 +506,15 @@ def run_past_the_wait(experiment: DrillExperiment, warehouse: Path, workdir: Pat
 
 
 def report_while_written(warehouse: Path, workdir: Path, prefect_home: Path) -> SharedOutcome:
-    """``tooleval report`` while another process writes the file: it waits, then prints the report."""
+    """``tooleval report`` while another process writes the file: it waits, then prints the report.
+
+    The reports' kept copies are removed first: with a copy kept for the file's current state the report
+    answers from it at once without opening the file (tasks/report/stored_report.py), and the case is the
+    report that has to read the file."""
+    from tasks.report.stored_report import LATEST_FILE, STORED_FILE
+
+    for kept in [*(warehouse / "reports").glob(f"*/{STORED_FILE}"), warehouse / "reports" / LATEST_FILE]:
+        kept.unlink(missing_ok=True)
     with Holder(warehouse / "tooleval.duckdb", read_only=False) as holder:
         running = Running(["report", "--warehouse", str(warehouse)], cli_env(prefect_home, TOOLEVAL_LOCK_WAIT_S="900"),
                           workdir, "report-held")
