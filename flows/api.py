@@ -249,7 +249,7 @@ def compare(run_a: str, run_b: str, warehouse: str | Path | None = None, *, arm_
             arm_b: str | None = None, differ_in: list[str] | tuple[str, ...] = ()) -> list[ArmPairComparison]:
     """Paired per-slice, per-tool and weighted changes from run_a to run_b, per arm pair. Raises NotComparable
     when a pair differs in a respect not in ``differ_in``; InputError on unknown runs or arms."""
-    from tasks.report.publish import open_read_only, require_warehouse
+    from tasks.report.read_only import open_read_only, require_warehouse
     from tasks.selection.run_compare import compare_runs
     from warehouse.location import warehouse_at
 

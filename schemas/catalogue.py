@@ -11,8 +11,6 @@ import json
 from functools import lru_cache
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.mcp import McpAnnotations, McpSource
@@ -39,6 +37,9 @@ def rule_of(error: Any, default: str = "schema") -> str:
 
 @lru_cache(maxsize=4096)
 def _schema_problem(schema_json: str) -> str | None:
+    import jsonschema  # here, not at the top: ~50 ms that a remembered catalogue (tasks/taskset/catalogue_memo.py) never pays
+    from jsonschema.exceptions import SchemaError
+
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:

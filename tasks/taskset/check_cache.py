@@ -17,14 +17,16 @@ import json
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from schemas.catalogue import Catalogue
 from schemas.taskset import ProductionWeights, VersionManifest
 from tasks.files.atomic_write import write_atomic
 from tasks.files.cache_folder import cache_folder
 from tasks.files.content_hash import sha256_hex
 from tasks.taskset.load_taskset import TaskSetVersion, content_hash, version_paths
+
+if TYPE_CHECKING:
+    from schemas.catalogue import Catalogue
 
 RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py", "request_table.py")
 
@@ -47,13 +49,14 @@ def cache_dir() -> Path:
 def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights: ProductionWeights | None) -> str:
     """Everything the checks' answer depends on, hashed: contents, never paths, so a task set copied or moved
     elsewhere is remembered too (a pass names no path; a failure, which does, is never kept)."""
-    return content_check_key(version.directory, version.manifest, version.actual_hash, catalogues, weights)
+    return content_check_key(version.directory, version.manifest, version.actual_hash,
+                             [name for catalogue in catalogues for name in catalogue.names], weights)
 
 
-def content_check_key(directory: Path, manifest: VersionManifest, actual_hash: str, catalogues: Iterable[Catalogue],
+def content_check_key(directory: Path, manifest: VersionManifest, actual_hash: str, tool_names: Iterable[str],
                       weights: ProductionWeights | None) -> str:
-    """``check_key`` of the version in ``directory`` with this manifest and content hash (``content_hash``),
-    without its loaded requests."""
+    """``check_key`` of the version in ``directory`` with this manifest and content hash (``content_hash``) and
+    the catalogues' ``tool_names``, without its loaded requests or catalogues."""
     here = Path(__file__).parent
     parent = manifest.parent
     parent_hash = None
@@ -68,7 +71,7 @@ def content_check_key(directory: Path, manifest: VersionManifest, actual_hash: s
         "gx": gx_version,
         "version": [actual_hash, manifest.model_dump(mode="json")],
         "parent": [parent, parent_hash],
-        "tools": sorted({name for catalogue in catalogues for name in catalogue.names}),
+        "tools": sorted(set(tool_names)),
         "weights": weights.model_dump(mode="json") if weights is not None else None,
     }
     return sha256_hex(json.dumps(parts, sort_keys=True, default=str))

@@ -86,7 +86,8 @@ def read_only_commands(tmp_path):
     monkeypatch.setenv("TOOLEVAL_CACHE_DIR", str(tmp_path / "cache"))
     taskset = ROOT / "tasksets" / "support"
     catalogues = [load_catalogue(taskset, p.stem) for p in sorted((taskset / "catalogues").glob("*.json"))]
-    remember(content_check_key(taskset, load_manifest(taskset, "v1"), content_hash(taskset, "v1"), catalogues, None),
+    tool_names = [name for catalogue in catalogues for name in catalogue.names]
+    remember(content_check_key(taskset, load_manifest(taskset, "v1"), content_hash(taskset, "v1"), tool_names, None),
              {"n_requests": 540, "n_expectations": 8, "n_weights": 0})
     monkeypatch.undo()
     folder = warehouse_with_a_task_run(tmp_path)
@@ -110,6 +111,14 @@ def test_the_read_only_commands_import_no_orchestrator_checks_engine_model_or_pr
 def test_validate_of_a_remembered_version_reads_no_request_table(read_only_commands):
     assert imported_by(["validate", "tasksets/support/v1.jsonl"], ("polars", "tasks.taskset.label_checks"),
                        read_only_commands["env"]) == set()
+
+
+def test_validate_with_remembered_catalogues_checks_no_tool_schema_again(read_only_commands):
+    env = read_only_commands["env"]
+    first = subprocess.run([sys.executable, "-m", "flows.launch", "validate", "tasksets/support/v1.jsonl"], cwd=ROOT,
+                           env={**os.environ, **env}, capture_output=True, text=True, check=False)
+    assert first.returncode == 0 and "remembered" in first.stdout, first.stderr
+    assert imported_by(["validate", "tasksets/support/v1.jsonl"], ("jsonschema",), env) == set()
 
 
 def test_the_console_script_answers_help_and_version():

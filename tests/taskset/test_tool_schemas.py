@@ -58,3 +58,35 @@ def test_a_surface_tool_with_a_broken_schema_is_refused_with_file_tool_and_rule(
     assert problem.file == str(folder / "surfaces" / "plain.yaml")
     assert (problem.where, problem.rule) == ("tool weigh", PARAMETERS_RULE)
     assert "tool 'weigh'" in problem.message
+
+
+def test_a_catalogue_that_passed_is_remembered_by_its_bytes_and_a_changed_one_is_checked_again(tmp_path, monkeypatch):
+    """``tooleval validate`` of a remembered version reads a catalogue's tool names from a pass of the same bytes
+    (tasks/taskset/catalogue_memo.py); one changed byte of the file, or of a file it extends, is checked again,
+    and a failure is never kept."""
+    from tasks.taskset.catalogue_memo import catalogue_tool_names
+
+    monkeypatch.setenv("TOOLEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    folder = write_taskset(tmp_path / "shop")
+    base = folder / "catalogues" / "base.json"
+    (folder / "catalogues" / "more.json").write_text(json.dumps(
+        {"name": "more", "extends": "base", "tools": [{"name": "gift_wrap", "description": "Wrap an order."}]}))
+    names = [t["name"] for t in SHOP_TOOLS]
+    assert catalogue_tool_names(folder, "more") == names + ["gift_wrap"]
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 1
+    assert catalogue_tool_names(folder, "more") == names + ["gift_wrap"]  # remembered: no second file
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 1
+
+    tools = [dict(t) for t in SHOP_TOOLS]
+    tools[1] = {**tools[1], "parameters": {"type": "objekt", "properties": 5}}
+    base.write_text(json.dumps({"name": "base", "tools": tools}))  # the extended file broken
+    for _ in range(2):  # refused both times: the failure was not kept
+        with pytest.raises(InputError) as refused:
+            catalogue_tool_names(folder, "more")
+        assert refused.value.problems[0].file == str(base) and refused.value.problems[0].rule == PARAMETERS_RULE
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 1
+
+    base.write_text("{not json")
+    with pytest.raises(InputError) as refused:
+        catalogue_tool_names(folder, "base")
+    assert refused.value.problems[0].file == str(base)

@@ -1,0 +1,64 @@
+"""A catalogue's tool names, its checks remembered by content, for ``tooleval validate`` of a remembered version.
+
+Loading a catalogue checks every tool's argument schema against its JSON Schema metaschema (jsonschema:
+~50 ms to import, ~1 ms a tool): two thirds of a remembered ``validate``'s CPU. The checks are a pure
+function of the catalogue files' bytes (the file and the chain it ``extends``), the rules (the catalogue
+models' and the loader's source) and the jsonschema version, so a chain that passed is kept, like a label
+check pass (``check_cache``: the same cache folder, nothing in it needed), under a hash of those. A chain
+that fails is never kept: its problems are found and reported, with file and rule, every time. A file that
+cannot even be followed as JSON is simply loaded (and refused) the slow way.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import metadata
+from pathlib import Path
+
+from tasks.files.content_hash import parts_sha256
+from tasks.taskset.check_cache import recall, remember
+
+RULES = (Path(__file__).resolve().parents[2] / "schemas" / "catalogue.py",
+         Path(__file__).resolve().parents[2] / "schemas" / "mcp.py",
+         Path(__file__).resolve().parent / "load_taskset.py",
+         Path(__file__).resolve())
+
+
+def chain_key(taskset_dir: Path, name: str) -> str | None:
+    """The hash of the rules and of every file of catalogue ``name``'s ``extends`` chain; None when the chain
+    cannot be followed as JSON (a missing file, bad JSON, a loop): the full load reports why."""
+    parts: list[tuple[str, bytes]] = [(str(path.name), path.read_bytes()) for path in RULES]
+    try:
+        parts.append(("jsonschema", metadata.version("jsonschema").encode()))
+    except metadata.PackageNotFoundError:
+        return None
+    seen: set[str] = set()
+    current: object = name
+    while current is not None:
+        if not isinstance(current, str) or current in seen:
+            return None
+        seen.add(current)
+        try:
+            data = (taskset_dir / "catalogues" / f"{current}.json").read_bytes()
+            parsed = json.loads(data)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(parsed, dict):
+            return None
+        parts.append((current, data))
+        current = parsed.get("extends")
+    return parts_sha256(parts)
+
+
+def catalogue_tool_names(taskset_dir: Path, name: str) -> list[str]:
+    """The tool names of catalogue ``name`` (inherited tools first), from a remembered pass of the same bytes,
+    else from the full load (``load_catalogue``: InputError naming the file and rule), whose pass is then kept."""
+    key = chain_key(taskset_dir, name)
+    if key is not None and (passed := recall(key)) is not None and isinstance(passed.get("tool_names"), list):
+        return passed["tool_names"]
+    from tasks.taskset.load_taskset import load_catalogue
+
+    names = list(load_catalogue(taskset_dir, name).names)
+    if key is not None:
+        remember(key, {"tool_names": names})
+    return names
