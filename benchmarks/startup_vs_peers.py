@@ -16,7 +16,10 @@ offline selector and a tool-name check per row.
   ``--tooleval-checkout DIR`` measures another checkout, ``--tooleval-cmd CMD`` replaces the command
   (e.g. ``"/work/main/.venv/bin/tooleval"``); the experiment path and the flags above are appended.
   Prefect runs as it would for a user: with no PREFECT_API_URL in the environment it starts its temporary
-  server (the header says which); PREFECT_HOME is the user's.
+  server (the header says which); PREFECT_HOME is the user's. With PREFECT_API_URL naming a server kept
+  running (``prefect server start --background``: its pid in ``$PREFECT_HOME/server.pid``, or
+  ``--server-pid PID``), the CPU that server spends during each tooleval run is added to tooleval's CPU and
+  shown as its server's (its RSS is that process's, outside the tree).
 - promptfoo 0.121.20 (the newest that runs on Node 20), installed with npm into the cache folder only when
   missing: ``promptfoo eval -c promptfooconfig.json --repeat 3 --no-cache`` with a config generated from
   the same requests (benchmarks/peers/work.py: system prompt + conversation, the 30 tools in the provider
@@ -241,7 +244,21 @@ class Command:
     expected: int = EXPECTED_ROWS  # evaluations a run must have done to count
 
 
-def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
+def kept_server_pid(explicit: int | None) -> int | None:
+    """The pid of the Prefect server PREFECT_API_URL names, when it runs outside tooleval's tree: ``--server-pid``,
+    else the one ``prefect server start --background`` wrote to ``$PREFECT_HOME/server.pid``."""
+    if explicit is not None or not os.environ.get("PREFECT_API_URL"):
+        return explicit
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        return int((home / "server.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def timed(command: Command, isolate_network: bool, outside_server: int | None = None) -> tuple[Measured, str, str]:
+    """One run; ``outside_server``: the pid of a kept Prefect server the run talks to, whose CPU during the run
+    is added to the run's (tooleval's figures then cost what they would with the server in the tree)."""
     argv = command.argv
     if isolate_network:
         # A new network namespace with only loopback up: nothing can reach another host.
@@ -250,6 +267,7 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
     first_output: list[float] = []
     last_output: list[float] = [0.0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = _cpu_and_rss(outside_server) if outside_server else None
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as stderr:
         started = time.perf_counter()
@@ -295,6 +313,12 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
     cpu_rusage = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpu_sampled = sum(sampler.cpu_seconds.values())
     marked = sampler.marked_child
+    server_cpu = sampler.cpu_seconds.get(sampler.marked_pid) if sampler.marked_pid else None
+    server_rss = (sampler.peak_process_kib.get(sampler.marked_pid, 0.0) / 1024) if sampler.marked_pid else None
+    server_after = _cpu_and_rss(outside_server) if outside_server else None
+    if server_before and server_after:  # the kept server's share of this run
+        server_cpu, server_rss = server_after[0] - server_before[0], server_after[1] / 1024
+        cpu_rusage, cpu_sampled = cpu_rusage + server_cpu, cpu_sampled + server_cpu
     return Measured(
         tool=command.tool, wall=wall, cpu=max(cpu_rusage, cpu_sampled), cpu_rusage=cpu_rusage,
         cpu_sampled=cpu_sampled, peak_tree_mib=sampler.peak_tree_kib / 1024,
@@ -304,8 +328,7 @@ def timed(command: Command, isolate_network: bool) -> tuple[Measured, str, str]:
         first_output=first_output[0] if first_output else None, last_output=last_output[0] or None,
         load_at_start=load, evaluations=evaluations,
         processes=sampler.max_processes, failure=failure, note=note,
-        server_cpu=sampler.cpu_seconds.get(sampler.marked_pid) if sampler.marked_pid else None,
-        server_rss_mib=(sampler.peak_process_kib.get(sampler.marked_pid, 0.0) / 1024) if sampler.marked_pid else None,
+        server_cpu=server_cpu, server_rss_mib=server_rss,
     ), out, err
 
 
@@ -523,6 +546,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="after the table, one more untimed tooleval run under -X importtime: seconds per "
                              "top-level imported package")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders (and print them)")
+    parser.add_argument("--server-pid", type=int, default=None, metavar="PID",
+                        help="with PREFECT_API_URL set: the pid of that server, whose CPU during each tooleval run "
+                             "is added to tooleval's (default: $PREFECT_HOME/server.pid, as `prefect server start "
+                             "--background` writes it)")
     args = parser.parse_args(argv)
 
     tools = list(args.only) if args.only else ["tooleval", "promptfoo"] + (["inspect"] if args.with_inspect is not None else [])
@@ -558,7 +585,11 @@ def main(argv: list[str] | None = None) -> int:
           + f", interleaved, {args.runs} timed runs each per size"
           + ("" if args.no_warmup else " after one warm-up round"))
     api_url = os.environ.get("PREFECT_API_URL")
+    outside_server = kept_server_pid(args.server_pid)
     prefect_api = f"= {api_url}" if api_url else "unset: temporary server"
+    if api_url:
+        prefect_api += (f" (a kept server, pid {outside_server}: its CPU during each run is added to tooleval's)"
+                        if outside_server else " (no server pid: its CPU is not counted)")
     print(f"tooleval: {shlex.join(tooleval_command(args, Path('<fresh>')).argv)} (checkout {args.tooleval_checkout}); "
           f"PREFECT_API_URL {prefect_api}; its CPU, RSS and process count include the Prefect server subprocess"
           + ("; sizes other than 1,620 run a copy of the experiment with seeds 1..N" if sizes != [EXPECTED_ROWS] else ""))
@@ -581,7 +612,8 @@ def main(argv: list[str] | None = None) -> int:
             for round_no in rounds:
                 for tool in here:
                     scratch = Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir))
-                    measured, out, err = timed(builders(repeats)[tool](scratch), args.isolate_network)
+                    measured, out, err = timed(builders(repeats)[tool](scratch), args.isolate_network,
+                                               outside_server if tool in ("tooleval", BEFORE) else None)
                     label = "warm-up" if round_no == 0 else f"run {round_no}"
                     print(f"  {size:>6,} {label:<8} {tool:<15} wall {measured.wall:6.1f} s  cpu {measured.cpu:6.1f} s "
                           f"(rusage {measured.cpu_rusage:.1f}, sampled {measured.cpu_sampled:.1f})  "
