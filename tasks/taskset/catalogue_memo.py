@@ -15,7 +15,7 @@ import json
 from importlib import metadata
 from pathlib import Path
 
-from tasks.files.content_hash import parts_sha256
+from tasks.files.content_hash import sha256_hex
 from tasks.taskset.check_cache import recall, remember
 
 RULES = (Path(__file__).resolve().parents[2] / "schemas" / "catalogue.py",
@@ -27,9 +27,9 @@ RULES = (Path(__file__).resolve().parents[2] / "schemas" / "catalogue.py",
 def chain_key(taskset_dir: Path, name: str) -> str | None:
     """The hash of the rules and of every file of catalogue ``name``'s ``extends`` chain; None when the chain
     cannot be followed as JSON (a missing file, bad JSON, a loop): the full load reports why."""
-    parts: list[tuple[str, bytes]] = [(str(path.name), path.read_bytes()) for path in RULES]
+    parts: list[list[str]] = [[path.name, sha256_hex(path.read_bytes())] for path in RULES]
     try:
-        parts.append(("jsonschema", metadata.version("jsonschema").encode()))
+        parts.append(["jsonschema", metadata.version("jsonschema")])
     except metadata.PackageNotFoundError:
         return None
     seen: set[str] = set()
@@ -45,9 +45,9 @@ def chain_key(taskset_dir: Path, name: str) -> str | None:
             return None
         if not isinstance(parsed, dict):
             return None
-        parts.append((current, data))
+        parts.append([current, sha256_hex(data)])
         current = parsed.get("extends")
-    return parts_sha256(parts)
+    return sha256_hex(json.dumps(["catalogue-checks", parts]))  # each part hashed apart: no boundary is ambiguous
 
 
 def catalogue_tool_names(taskset_dir: Path, name: str) -> list[str]:
