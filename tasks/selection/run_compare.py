@@ -126,9 +126,17 @@ def compare_runs(con: duckdb.DuckDBPyConnection, db: str, run_a: str, run_b: str
     pairs = arm_pairs(con, db, run_a, run_b, arm_a, arm_b)
     declared = set(differ_in)
     results, refusals = [], []
+    same_names: dict[tuple[str, str], list[dict[str, Any]]] | None = None
+    if len(pairs) > 1 and all(a == b for a, b in pairs):  # the usual case: the view read once for every pair
+        same_names = {pair: [] for pair in pairs}
+        for row in records(con, "SELECT * FROM run_comparison WHERE run_a = ? AND run_b = ? AND arm_a = arm_b",
+                           [run_a, run_b]):
+            if (pair := (row["arm_a"], row["arm_b"])) in same_names:
+                same_names[pair].append(row)
     for a, b in pairs:
-        rows = records(con, "SELECT * FROM run_comparison WHERE run_a = ? AND run_b = ? AND arm_a = ? AND arm_b = ?",
-                       [run_a, run_b, a, b])
+        rows = same_names[(a, b)] if same_names is not None else records(
+            con, "SELECT * FROM run_comparison WHERE run_a = ? AND run_b = ? AND arm_a = ? AND arm_b = ?",
+            [run_a, run_b, a, b])
         if not rows:
             raise InputError.one(db, f"arms {run_a}/{a} and {run_b}/{b}", "requests-shared",
                                  "the two arms answered no request in common (no request id on both sides)")

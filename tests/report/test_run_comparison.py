@@ -107,6 +107,25 @@ def test_compare_pairs_slices_and_tools_with_intervals_and_weights(con):
     assert contribution == pytest.approx({"refund": -0.45, "track": 0.0})
 
 
+def test_every_arm_pair_read_at_once_gives_what_each_pair_read_alone_gives(con):
+    """Arms of the same name in both runs are read from the view in one query (tasks/selection/run_compare.py):
+    the figures of each pair are those of the pair compared on its own (``--arm``)."""
+    add_run(con, "a", [1, 2, 3], {f"refund-{i}": [1, 2, 3] for i in range(8)} | {"track-1": [1]})
+    add_run(con, "b", [1, 2, 3], {f"refund-{i}": ([] if i < 5 else [1, 2, 3]) for i in range(8)} | {"track-1": [2, 3]})
+    for run in ("a", "b"):  # a second arm, 'canary': the same rows, right everywhere in run b
+        con.execute("INSERT INTO landed_rows SELECT * REPLACE ('canary' AS arm) FROM landed_rows WHERE run_id = ?",
+                    [run])
+        con.execute("INSERT INTO arms SELECT * REPLACE ('canary' AS arm, 2 AS rung) FROM arms WHERE run_id = ?", [run])
+    con.execute("UPDATE landed_rows SET correct = true WHERE run_id = 'b' AND arm = 'canary'")
+    together = compare_runs(con, "wh", "a", "b")
+    assert [(r.arm_a, r.arm_b) for r in together] == [("prod", "prod"), ("canary", "canary")]
+    for result in together:
+        (alone,) = compare_runs(con, "wh", "a", "b", arm_a=result.arm_a)
+        assert result == alone
+    prod, canary = (r.slices["existing"] for r in together)
+    assert (prod.worse, prod.better) == (5, 1) and (canary.worse, canary.better) == (0, 1)
+
+
 def _warehouse_with_two_runs(root: Path, **arm_b) -> Path:
     root.mkdir()
     con = memory_warehouse(root / "tooleval.duckdb")
