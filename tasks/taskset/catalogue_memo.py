@@ -12,6 +12,7 @@ cannot even be followed as JSON is simply loaded (and refused) the slow way.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
@@ -24,14 +25,24 @@ RULES = (Path(__file__).resolve().parents[2] / "schemas" / "catalogue.py",
          Path(__file__).resolve())
 
 
+@lru_cache(maxsize=1)
+def rules_parts() -> tuple[tuple[str, str], ...] | None:
+    """The rules' sources and the jsonschema version, hashed once per process (every catalogue's key holds
+    them); None without jsonschema."""
+    try:
+        version = metadata.version("jsonschema")
+    except metadata.PackageNotFoundError:
+        return None
+    return (*((path.name, sha256_hex(path.read_bytes())) for path in RULES), ("jsonschema", version))
+
+
 def chain_key(taskset_dir: Path, name: str) -> str | None:
     """The hash of the rules and of every file of catalogue ``name``'s ``extends`` chain; None when the chain
     cannot be followed as JSON (a missing file, bad JSON, a loop): the full load reports why."""
-    parts: list[list[str]] = [[path.name, sha256_hex(path.read_bytes())] for path in RULES]
-    try:
-        parts.append(["jsonschema", metadata.version("jsonschema")])
-    except metadata.PackageNotFoundError:
+    rules = rules_parts()
+    if rules is None:
         return None
+    parts: list[list[str]] = [list(part) for part in rules]
     seen: set[str] = set()
     current: object = name
     while current is not None:
