@@ -187,8 +187,11 @@ GOALS = ("BFCL live_multiple >= 95%", "MetaTool > 82% on the 3,000 sample",
          "pooled live set >= 88% on each slice with a fitted cut-off", "ECE <= 0.03", "shipped model >= MiniLM")
 
 
-def goal_lines(levels: dict[tuple[str, str, str], float], eces: dict[tuple[str, str], float]) -> list[str]:
-    """The issue's goals against the figures measured: (set, arm, slice) -> accuracy; (set, arm) -> ECE."""
+def goal_lines(levels: dict[tuple[str, str, str], float], eces: dict[tuple[str, str], float],
+               floors: dict | None = None) -> list[str]:
+    """The issue's goals against the figures measured: (set, arm, slice) -> accuracy; (set, arm) -> ECE and
+    (``floors``) the ECE a perfectly calibrated router would show there (tasks/stats/calibration.py)."""
+    floors = floors or {}
     def verdict(ok: bool | None) -> str:
         return "not measured" if ok is None else ("met" if ok else "NOT met")
 
@@ -207,7 +210,9 @@ def goal_lines(levels: dict[tuple[str, str, str], float], eces: dict[tuple[str, 
     lines.append(f"- {GOALS[2]}: trained-fitted {shown or '-'} — "
                  f"{verdict(None if not pooled else min(pooled.values()) >= 0.88)}")
     trained_eces = {name: ece for (name, arm), ece in eces.items() if arm == "trained"}
-    shown = ", ".join(f"{name} {ece:.3f}" for name, ece in trained_eces.items())
+    shown = ", ".join(f"{name} {ece:.3f}" + (f" (a calibrated router: {floors[(name, arm)].median:.3f}, noise "
+                                              f"<{floors[(name, arm)].high:.3f})" if (name, arm) in floors else "")
+                      for (name, arm), ece in eces.items() if arm == "trained")
     lines.append(f"- {GOALS[3]}: trained {shown or '-'} — "
                  f"{verdict(None if not trained_eces else max(trained_eces.values()) <= 0.03)}")
     pairs = {}
@@ -243,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     levels_found: dict[tuple[str, str, str], float] = {}
     eces: dict[tuple[str, str], float] = {}
+    floors: dict[tuple[str, str], object] = {}
     for name, (taskset, catalogue, learn_from) in sets.items():
         folder = workdir / "runs" / name
         if folder.exists():
@@ -284,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             cal = calibration.get(arm)
             if cal is not None:
                 eces[(name, arm)] = cal.ece
+                if cal.ece_if_calibrated is not None:
+                    floors[(name, arm)] = cal.ece_if_calibrated
             for level in levels.get(arm, []):
                 levels_found[(name, arm, level.slice if len(levels[arm]) > 1 else "all")] = level.accuracy
                 fit = cal.threshold if cal else None
@@ -299,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
                     change = "-"
                 slice_name = f" / {level.slice}" if len(levels[arm]) > 1 else ""
                 lines.append(f"| {name}{slice_name} | {arm} | {pct(level.accuracy)} ({pct(level.ci_low)}–{pct(level.ci_high)}) "
-                             f"| {'-' if cal is None else f'{cal.ece:.3f}'} "
+                             f"| {'-' if cal is None else f'{cal.ece:.3f}'}"
+                             f"{f' (noise <{cal.ece_if_calibrated.high:.3f})' if cal and cal.ece_if_calibrated else ''} "
                              f"| {'-' if not fit or fit.threshold is None else f'{fit.threshold:.2f}'} "
                              f"| {gate} | {change} |")
     print("\n".join(lines))
@@ -310,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"- {note}")
     print()
     print("goals (issue 28):")
-    print("\n".join(goal_lines(levels_found, eces)))
+    print("\n".join(goal_lines(levels_found, eces, floors)))
     return 0
 
 

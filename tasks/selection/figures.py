@@ -22,10 +22,12 @@ from tasks.taskset.provisional_labels import provisional_notice
 from warehouse.query import frame, records
 from tasks.stats.calibration import (
     CoveragePoint,
+    EceIfCalibrated,
     ThresholdFit,
     bin_intervals,
     brier_interval,
     coverage_curve,
+    ece_if_calibrated,
     find_threshold,
     tercile_gap,
     tercile_intervals,
@@ -167,6 +169,9 @@ class Calibration:
     bin_intervals: list[Interval | None] = field(default_factory=list)
     """Accuracy of each of the ten confidence bins with a request-clustered interval."""
     brier_interval: Interval | None = None
+    ece_if_calibrated: EceIfCalibrated | None = None
+    """The ECE a perfectly calibrated selector would show with these confidences on these requests (its noise
+    floor: tasks/stats/calibration.py)."""
 
 
 @dataclass(frozen=True)
@@ -433,5 +438,6 @@ def _calibration(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Calibratio
                                coverage=coverage, n_requests=len(set(ids)),
                                tercile_intervals=tercile_intervals(confidence, correct, ids, seeds),
                                bin_intervals=bin_intervals(confidence, correct, ids),
-                               brier_interval=brier_interval(confidence, correct, ids)))
+                               brier_interval=brier_interval(confidence, correct, ids),
+                               ece_if_calibrated=ece_if_calibrated(confidence, correct, ids)))
     return out

@@ -1,0 +1,57 @@
+"""The ECE's noise floor: what a perfectly calibrated selector shows with the same confidences on as many
+requests (tasks/stats/calibration.py, ``ece_if_calibrated``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tasks.stats.calibration import ece_if_calibrated, expected_calibration_error
+
+
+def _requests(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(0.3, 1.0, n)
+
+
+def test_a_calibrated_selector_on_540_requests_shows_an_ece_near_0_04_not_0():
+    confidence = _requests(540, 1)
+    correct = np.random.default_rng(2).random(540) < confidence  # calibrated by construction
+    ids = [f"r{i}" for i in range(540)]
+    floor = ece_if_calibrated(confidence, correct, ids)
+    measured = expected_calibration_error(confidence, correct)
+    assert 0.02 < floor.median < 0.06 and floor.median < floor.high
+    assert measured > 0.01  # binned ECE is never 0 on a finite set
+    assert floor.p_value > 0.05  # a calibrated selector is not called miscalibrated
+
+
+def test_an_overconfident_selector_is_above_its_floor():
+    confidence = _requests(540, 1)
+    correct = np.random.default_rng(2).random(540) < confidence - 0.2
+    floor = ece_if_calibrated(confidence, correct, [f"r{i}" for i in range(540)])
+    assert expected_calibration_error(confidence, correct) > floor.high
+    assert floor.p_value == 0.0
+
+
+def test_the_request_is_the_unit_its_seeds_move_together():
+    """Three identical rows a request (a deterministic router under three seeds) have the floor of one row a
+    request, not of three times the requests; and the figure is the same on every call."""
+    confidence = _requests(300, 3)
+    correct = np.random.default_rng(4).random(300) < confidence
+    ids = [f"r{i:03d}" for i in range(300)]
+    once = ece_if_calibrated(confidence, correct, ids)
+    thrice = ece_if_calibrated(np.repeat(confidence, 3), np.repeat(correct, 3), np.repeat(ids, 3))
+    assert thrice.median == pytest.approx(once.median, rel=1e-9) and thrice.high == pytest.approx(once.high, rel=1e-9)
+    assert thrice.p_value == once.p_value
+    rows_as_requests = ece_if_calibrated(np.repeat(confidence, 3), np.repeat(correct, 3),
+                                         [f"x{i}" for i in range(900)])
+    assert rows_as_requests.median < once.median  # 900 independent requests are less noisy than 300
+    assert ece_if_calibrated(confidence, correct, ids) == once
+
+
+def test_a_large_run_gets_fewer_draws_never_fewer_than_50():
+    n = 100_000
+    confidence = _requests(n, 5)
+    correct = np.random.default_rng(6).random(n) < confidence
+    floor = ece_if_calibrated(confidence, correct, [f"r{i // 3}" for i in range(n)])
+    assert floor.draws == 50 and floor.median < 0.01
+    assert ece_if_calibrated([], [], []) is None
