@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from rich.console import Console  # noqa: E402
+from tasks.report.terminal import Terminal  # noqa: E402
 from synthetic import LADDER, ladder_tools, selection_row_batches, warehouse_records  # noqa: E402
 
 from schemas.arrow import to_arrow_table  # noqa: E402
@@ -94,7 +94,7 @@ def time_run(db: Path, run_id: str | None, repeats: int) -> None:
     t_fig, figures = best(repeats, lambda: load_figures(con, run_id))
     t_judge, verdict = best(repeats, lambda: judge(figures, criteria, JUDGES))
     t_build, report = best(repeats, lambda: build_report_from(figures, verdict))
-    t_term, _ = best(repeats, lambda: render_terminal(report, Console(file=io.StringIO(), width=100)))
+    t_term, _ = best(repeats, lambda: render_terminal(report, Terminal(file=io.StringIO(), width=100, colour=True)))
     t_md, _ = best(repeats, lambda: render_markdown(report))
     t_html, html = best(repeats, lambda: render_html(report))
     con.close()

@@ -96,7 +96,7 @@ def cmd_queue_export(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from flows import api
-    from tasks.report.render import print_table, terminal_console
+    from tasks.report.render import print_indented, print_table, terminal_console
     from tasks.selection.run_compare import NotComparable, comparison_headline, comparison_tables
 
     try:
@@ -110,7 +110,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if n:
             console.print()
         for line in comparison_headline(result):
-            console.print(line, highlight=False)
+            print_indented(console, line)
         for table in comparison_tables(result):
             console.print()
             print_table(table, console)

@@ -1,4 +1,4 @@
-"""Render a Report as terminal text (rich), a markdown summary (a pull-request comment) or one
+"""Render a Report as terminal text (tasks/report/terminal.py), a markdown summary (a pull-request comment) or one
 self-contained HTML file with inline SVG charts.
 
 All three put the verdict first. The terminal report fits the terminal's width (``COLUMNS`` when set, also
@@ -14,24 +14,17 @@ import html
 import io
 import os
 import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.text import Text
-
 from tasks.files.atomic_write import write_atomic
 from tasks.report.report_types import Report, ReportTable
+from tasks.report.terminal import MIN_WIDTH, Terminal, terminal_width, word_spans
 from tasks.report.text_table import layout_lines, wrap_text
 
 if TYPE_CHECKING:  # a report read from its kept copy (tasks/report/stored_report.py) imports no pydantic
     from schemas.criteria import Verdict
 
-TERMINAL_WIDTH = 100
-"""Width of the terminal report when stdout is not a terminal and COLUMNS is not set."""
-MIN_WIDTH = 60
-"""Narrower widths are rendered at this width (figures stay whole; lines may exceed the terminal)."""
 STATUS_MARK = {"PASS": "✔", "FAIL": "✘", "SKIP": "–", "NOT JUDGED": "?", "NO CRITERIA": "·"}
 STATUS_STYLE = {"PASS": "bold green", "FAIL": "bold red", "SKIP": "dim", "NOT JUDGED": "bold yellow",
                 "NO CRITERIA": "bold"}
@@ -63,19 +56,6 @@ def verdict_lines(verdict: Verdict | None) -> list[tuple[str, str]]:
     return lines
 
 
-def terminal_width() -> int:
-    """COLUMNS when set (whether or not stdout is a terminal), else the terminal's width, else 100."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return max(int(columns), MIN_WIDTH)
-    if sys.stdout.isatty():
-        try:
-            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
-        except OSError:
-            pass
-    return TERMINAL_WIDTH
-
-
 SUMMARY_LABEL = 15
 """Width of a summary line's label (``verdict:       ``): continuation lines are indented as far."""
 
@@ -97,9 +77,9 @@ def print_summary_line(label: str, text: str) -> None:
     print("\n".join(summary_lines(label, text)), flush=True)
 
 
-def terminal_console() -> Console:
-    """A console at ``terminal_width()``."""
-    return Console(width=terminal_width())
+def terminal_console() -> Terminal:
+    """Standard output at ``terminal_width()``."""
+    return Terminal()
 
 
 def _numeric(column: list[str]) -> bool:
@@ -125,32 +105,30 @@ def table_lines(table: ReportTable, width: int) -> list[tuple[str, str]]:
     return layout_lines(table.title, table.columns, table.rows, numeric, width, table.sections, table.note)
 
 
-def print_table(table: ReportTable, console: Console) -> None:
+def print_table(table: ReportTable, console: Terminal) -> None:
     for line, kind in table_lines(table, max(console.width, MIN_WIDTH)):
-        text = Text(line, style="bold" if kind == "title" else ("dim" if kind == "note" else ""))
+        spans = []
         if kind == "row":
-            for word, style in READING_STYLE.items():
-                text.highlight_words([word], style)
+            spans = word_spans(line, READING_STYLE)
             if line.startswith("["):
-                text.stylize("bold", 0, line.find("]") + 1)
-        console.print(text, no_wrap=True, overflow="ignore", crop=False, highlight=False)
+                spans.append((0, line.find("]") + 1, "bold"))
+        console.print(line, "bold" if kind == "title" else ("dim" if kind == "note" else ""), spans)
 
 
-def render_verdict(verdict: Verdict | None, console: Console) -> None:
+def render_verdict(verdict: Verdict | None, console: Terminal) -> None:
     for text, status in verdict_lines(verdict):
         style = STATUS_STYLE.get(status, "") if (text.startswith("VERDICT") or not text.startswith(" ")) else ""
         print_indented(console, text, style)
 
 
-def print_indented(console: Console, text: str, style: str = "") -> None:
+def print_indented(console: Terminal, text: str, style: str = "") -> None:
     """A line that wraps at words within the console's width, its continuation lines under its first word."""
     indent = len(text) - len(text.lstrip(" "))
     for k, line in enumerate(wrap_text(text.lstrip(" "), max(console.width, MIN_WIDTH) - indent)):
-        console.print(Text(" " * indent + line, style=style if k == 0 or not indent else ""), no_wrap=True,
-                      overflow="ignore", crop=False, highlight=False)
+        console.print(" " * indent + line, style if k == 0 or not indent else "")
 
 
-def render_terminal(report: Report, console: Console | None = None) -> None:
+def render_terminal(report: Report, console: Terminal | None = None) -> None:
     console = console or terminal_console()
     render_verdict(report.verdict, console)
     console.print()
@@ -165,7 +143,7 @@ def render_terminal(report: Report, console: Console | None = None) -> None:
 def render_text(report: Report, width: int | None = None) -> str:
     """The terminal report as plain text, ``width`` columns wide (default: the terminal's width)."""
     buffer = io.StringIO()
-    render_terminal(report, Console(file=buffer, width=width or terminal_width(), color_system=None))
+    render_terminal(report, Terminal(file=buffer, width=width or terminal_width(), colour=False))
     return buffer.getvalue()
 
 

@@ -116,19 +116,37 @@ def _weights(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> dict[str, f
         [run["taskset"], run["weights_window"]]).fetchall()}
 
 
+ROW_COLUMNS = ("run_a", "arm_a", "run_b", "arm_b", "request_id", "slice", "expected_a", "expected_b", "label_stable",
+               "trials_a", "correct_a", "trials_b", "correct_b")
+"""The ``run_comparison`` columns read for every request; the pair's own columns (SIDE_COLUMNS) are read once."""
+SIDE_COLUMNS = ("paired_on", "shared_seeds", "differs_in", "catalogue_a", "catalogue_b", "catalogue_hash_a",
+                "catalogue_hash_b", "prompt_a", "prompt_b", "prompt_hash_a", "prompt_hash_b", "model_a", "model_b",
+                "served_models_a", "served_models_b", "selector_a", "selector_b", "version_a", "version_b",
+                "version_hash_a", "version_hash_b")
+_PAIR_SQL = (f"SELECT {', '.join(ROW_COLUMNS)}, CASE WHEN row_number() OVER (PARTITION BY arm_a, arm_b) = 1 THEN "
+             f"struct_pack({', '.join(SIDE_COLUMNS)}) END AS side FROM run_comparison WHERE run_a = ? AND run_b = ? ")
+
+
 def pair_rows(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str,
               pairs: list[tuple[str, str]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """The ``run_comparison`` rows of each arm pair. Arms of the same name on both sides (the usual case) are
-    read in one query: binding the view costs ~24 ms a query, more than reading a pair's rows."""
+    """The ``run_comparison`` rows of each arm pair, the pair's own columns (``SIDE_COLUMNS``) in its first row
+    only: converting them for every request was half of reading the rows. Arms of the same name on both sides
+    (the usual case) are read in one query: binding the view costs ~24 ms a query, more than reading a pair's
+    rows."""
     if len(pairs) > 1 and all(a == b for a, b in pairs):
-        by_pair: dict[tuple[str, str], list[dict[str, Any]]] = {pair: [] for pair in pairs}
-        for row in records(con, "SELECT * FROM run_comparison WHERE run_a = ? AND run_b = ? AND arm_a = arm_b",
-                           [run_a, run_b]):
-            if (pair := (row["arm_a"], row["arm_b"])) in by_pair:
+        read = records(con, _PAIR_SQL + "AND arm_a = arm_b", [run_a, run_b])
+    else:
+        read = [row for a, b in pairs for row in records(con, _PAIR_SQL + "AND arm_a = ? AND arm_b = ?",
+                                                         [run_a, run_b, a, b])]
+    by_pair: dict[tuple[str, str], list[dict[str, Any]]] = {pair: [] for pair in pairs}
+    for row in read:
+        side = row.pop("side")
+        if (pair := (row["arm_a"], row["arm_b"])) in by_pair:
+            if side:  # the pair's first row carries its own columns: compare_runs reads them from rows[0]
+                by_pair[pair].insert(0, {**row, **side})
+            else:
                 by_pair[pair].append(row)
-        return by_pair
-    return {(a, b): records(con, "SELECT * FROM run_comparison WHERE run_a = ? AND run_b = ? AND arm_a = ? AND "
-                                 "arm_b = ?", [run_a, run_b, a, b]) for a, b in pairs}
+    return by_pair
 
 
 def compare_runs(con: duckdb.DuckDBPyConnection, db: str, run_a: str, run_b: str, *, arm_a: str | None = None,

@@ -22,9 +22,9 @@ from tests.docs_text import page
 from tests.factories import ROOT
 
 HEAVY = ("prefect", "duckdb", "polars", "pyarrow", "pandas", "great_expectations", "pydantic", "rich", "flows.api")
-NOT_FOR_READING = ("prefect", "great_expectations", "torch", "scipy", "openai", "anthropic")
+NOT_FOR_READING = ("prefect", "great_expectations", "torch", "scipy", "openai", "anthropic", "rich")
 """What no read-only command imports: the orchestrator, the label checks' engine, the embedding model's and the
-statistics' heavy libraries, the providers' SDKs."""
+statistics' heavy libraries, the providers' SDKs, and rich (tasks/report/terminal.py styles the reports)."""
 
 
 def subcommand_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

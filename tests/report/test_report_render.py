@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 
 import duckdb
 import pytest
-from rich.console import Console
+from tasks.report.terminal import Terminal
 
 from schemas.selection.criteria import SelectionCriteria
 from tasks.selection.figures import load_figures
@@ -62,7 +62,7 @@ def report():
 
 def plain_terminal(report) -> str:
     buffer = io.StringIO()
-    render_terminal(report, Console(file=buffer, width=100, no_color=True, color_system=None))
+    render_terminal(report, Terminal(file=buffer, width=100, colour=False))
     return buffer.getvalue()
 
 

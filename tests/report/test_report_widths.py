@@ -10,7 +10,7 @@ import io
 import re
 
 import pytest
-from rich.console import Console
+from tasks.report.terminal import Terminal
 
 from schemas.selection.criteria import SelectionCriteria
 from tasks.selection.figures import load_figures
@@ -54,7 +54,7 @@ def report():
 
 def rendered(report, width: int) -> str:
     buffer = io.StringIO()
-    render_terminal(report, Console(file=buffer, width=width, no_color=True, color_system=None))
+    render_terminal(report, Terminal(file=buffer, width=width, colour=False))
     return buffer.getvalue()
 
 
