@@ -13,6 +13,13 @@ the lane's current (arm, seed) enter together (their calls still overlap up to t
 ``concurrency``); a unit of another (arm, seed) waits until the lane is empty, and when several wait, the
 earliest in plan order (rung, seed) goes next. Arms on different endpoints never wait for each other.
 Lanes are per process: runners that spread units over processes (Dask, Ray) group nothing across them.
+
+A unit may leave its lane before it ends (``LaneHold.tail``): a task unit leaves once its unfinished tasks are
+fewer than the endpoint's ``concurrency``, every one of them already running, so the next (arm, seed) fills
+the slots the draining unit can no longer fill. Its last conversations' turns then overlap the next
+prefix's first ones (at most ``concurrency - 1`` of them); at ``concurrency`` 1 (a single-slot server) a unit
+never leaves early. Waiting for the whole tail cost the task harness ~4% of the concurrency bound at each
+seed's boundary (benchmarks/task_harness.py).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ class PrefixLane:
         return self.inside == 0 and key == min(self.waiting)
 
     @contextmanager
-    def hold(self, key: Hashable) -> Iterator[None]:
+    def hold(self, key: Hashable) -> Iterator[LaneHold]:
         with self._turn:
             self.waiting[key] += 1
             while not self._may_enter(key):
@@ -52,14 +59,45 @@ class PrefixLane:
                 self.switches += 1
             self.current = key
             self.inside += 1
+        place = LaneHold(self)
         try:
-            yield
+            yield place
         finally:
-            with self._turn:
-                self.inside -= 1
-                if self.inside == 0:
-                    self.current = None if self.waiting else self.current
-                self._turn.notify_all()
+            place.leave()
+
+    def _leave(self) -> None:
+        with self._turn:
+            self.inside -= 1
+            if self.inside == 0:
+                self.current = None if self.waiting else self.current
+            self._turn.notify_all()
+
+
+class LaneHold:
+    """One unit's place in a lane: left when the unit ends, or earlier by ``tail``."""
+
+    def __init__(self, lane: PrefixLane | None) -> None:
+        self._lane = lane
+        self._left = lane is None
+        self._lock = threading.Lock()
+
+    def leave(self) -> None:
+        """Let the next prefix in (once; later calls do nothing)."""
+        with self._lock:
+            if self._left:
+                return
+            self._left = True
+        assert self._lane is not None
+        self._lane._leave()
+
+    def tail(self, unfinished: int, concurrency: int) -> None:
+        """Leave once ``unfinished`` items (all running) can no longer fill the endpoint's ``concurrency``."""
+        if unfinished < concurrency:
+            self.leave()
+
+
+NO_LANE = LaneHold(None)
+"""The place of a unit that holds no lane (an offline agent or selector, or lanes off): leaving does nothing."""
 
 
 _LANES: dict[Hashable, PrefixLane] = {}

@@ -5,7 +5,8 @@ process killed mid-unit repeats, on resume, only the tasks that were still runni
 ``concurrency`` tasks at once (the endpoint's gate bounds the calls in flight); the offline baseline runs
 them one after another. A hosted arm's unit holds its endpoint's prefix lane while its tasks run
 (tasks/run/prefix_lanes.py): one (arm, seed) at a time per endpoint, so two arms on one single-slot server do
-not alternate turns and re-evaluate each other's tool block. Nothing an agent or a backend does raises out of here: a harness failure lands as
+not alternate turns and re-evaluate each other's tool block; it lets the next (arm, seed) in once its unfinished
+tasks, all running, are fewer than the endpoint's concurrency. Nothing an agent or a backend does raises out of here: a harness failure lands as
 a row stopped on 'error' (never cached).
 """
 
@@ -24,7 +25,7 @@ from schemas.surface.task import SurfaceTask
 from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
 from tasks.run.item_counter import item_finished
 from tasks.run.permute_tools import permute_tools
-from tasks.run.prefix_lanes import lane_for
+from tasks.run.prefix_lanes import NO_LANE, LaneHold, lane_for
 from tasks.run.result_cache import CacheSpec, ResultCache
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 from tasks.selectors.call_budget import RunLedger
@@ -119,8 +120,9 @@ def _guarded(agent: Agent, unit: WorkUnit, tools: tuple[ToolSpec, ...], planned:
 
 
 def run_fresh(agent: Agent, unit: WorkUnit, tools: tuple[ToolSpec, ...], todo: list[PlannedTask],
-              cache: ResultCache[TaskOutcome]) -> dict[str, TaskOutcome]:
-    """Run the tasks not in the cache; store each outcome as soon as it is done."""
+              cache: ResultCache[TaskOutcome], place: LaneHold = NO_LANE) -> dict[str, TaskOutcome]:
+    """Run the tasks not in the cache; store each outcome as soon as it is done. ``place`` (the unit's prefix
+    lane) is left once the unfinished tasks are too few to fill the endpoint's concurrency."""
     done: dict[str, TaskOutcome] = {}
     concurrency = 1 if unit.arm.agent == "baseline" else int(unit.arm.options.get("concurrency", DEFAULT_CONCURRENCY))
     if concurrency <= 1 or len(todo) <= 1:
@@ -132,23 +134,24 @@ def run_fresh(agent: Agent, unit: WorkUnit, tools: tuple[ToolSpec, ...], todo: l
     with ThreadPoolExecutor(max_workers=min(concurrency, len(todo)), thread_name_prefix="task") as pool:
         futures = {pool.submit(_guarded, agent, unit, tools, planned): planned for planned in todo}
         try:
-            for future in as_completed(futures):
+            for finished, future in enumerate(as_completed(futures), start=1):
                 planned = futures[future]
                 done[planned.cache_key] = outcome = future.result()
                 cache.put(planned.cache_key, outcome)
                 item_finished(unit.label)
+                place.tail(len(todo) - finished, concurrency)
         finally:
             for future in futures:
                 future.cancel()
     return done
 
 
-def prefix_lane(agent: Agent, unit: WorkUnit, ctx: RunContext) -> ContextManager[None]:
+def prefix_lane(agent: Agent, unit: WorkUnit, ctx: RunContext) -> ContextManager[LaneHold]:
     """The endpoint's prefix lane for a hosted agent's unit, keyed by (rung, seed) as selection's units are;
     nothing to hold for the offline baseline."""
     caller = getattr(agent, "caller", None)
     if caller is None or not ctx.prefix_lanes:
-        return nullcontext()
+        return nullcontext(NO_LANE)
     return lane_for((caller.kind, caller.endpoint)).hold((unit.arm.rung, unit.seed))
 
 
@@ -196,8 +199,8 @@ def run_task_unit(unit: WorkUnit, ctx: RunContext) -> UnitResult:
         fresh: dict[str, TaskOutcome] = {}
         if todo:
             agent = make_agent(unit.arm, ledger)
-            with prefix_lane(agent, unit, ctx):
-                fresh = run_fresh(agent, unit, tools, todo, cache)
+            with prefix_lane(agent, unit, ctx) as place:
+                fresh = run_fresh(agent, unit, tools, todo, cache, place)
     ran_ns = time.time_ns()
     rows, call_rows = [], []
     for p in planned:

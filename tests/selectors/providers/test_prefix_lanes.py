@@ -47,6 +47,44 @@ def test_a_lane_lets_one_prefix_in_at_a_time_and_the_earliest_waiting_next():
     assert order == [(1, 1), (1, 1), (1, 2), (1, 3)] and lane.switches == 3
 
 
+def test_a_unit_too_short_of_work_to_fill_the_endpoint_lets_the_next_prefix_in():
+    """``LaneHold.tail``: a unit with fewer unfinished items than the endpoint's concurrency (all of them
+    running) leaves its lane while it still runs, so the next (arm, seed) fills the idle slots; with as many
+    as the concurrency, or at concurrency 1 before its last item ends, it keeps the lane."""
+    lane, order = PrefixLane(), []
+    checked, draining, done = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with lane.hold((1, 1)) as place:
+            order.append("seed 1 in")
+            place.tail(4, 4)  # four unfinished at concurrency 4: the endpoint is still full
+            checked.set()
+            draining.wait(10)
+            place.tail(3, 4)  # three left: a slot would idle
+            done.wait(10)
+            order.append("seed 1 out")
+            place.leave()  # leaving again (and at the end of the block) does nothing
+
+    def second():
+        with lane.hold((1, 2)) as place:
+            order.append("seed 2 in")
+            place.tail(1, 1)  # concurrency 1: one unfinished keeps the lane
+        done.set()
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert checked.wait(10)
+    two = threading.Thread(target=second)
+    two.start()
+    time.sleep(0.2)
+    assert order == ["seed 1 in"]  # seed 2 waits while seed 1 can fill the endpoint
+    draining.set()
+    for thread in (one, two):
+        thread.join(10)
+    assert order == ["seed 1 in", "seed 2 in", "seed 1 out"]
+    assert lane.inside == 0 and lane.switches == 2
+
+
 def test_units_of_one_seed_reach_the_server_together(tmp_path):
     """Three seeds' units, four at a time as the thread runner takes them: the server sees each seed's
     requests in one run (the tool order changes only at a seed's boundary)."""
