@@ -15,11 +15,13 @@ offline selector and a tool-name check per row.
   this script is in (its .venv's python if it has one, else the python running this script);
   ``--tooleval-checkout DIR`` measures another checkout, ``--tooleval-cmd CMD`` replaces the command
   (e.g. ``"/work/main/.venv/bin/tooleval"``); the experiment path and the flags above are appended.
-  Prefect runs as it would for a user: with no PREFECT_API_URL in the environment it starts its temporary
-  server (the header says which); PREFECT_HOME is the user's. With PREFECT_API_URL naming a server kept
-  running (``prefect server start --background``: its pid in ``$PREFECT_HOME/server.pid``, or
-  ``--server-pid PID``), the CPU that server spends during each tooleval run is added to tooleval's CPU and
-  shown as its server's (its RSS is that process's, outside the tree).
+  Prefect runs as it would for a user: with no PREFECT_API_URL in the environment the first run starts the
+  server kept between runs (flows/kept_server.py) and later runs use it, or with TOOLEVAL_KEEP_SERVER=0
+  each run starts a temporary server (the header says which); PREFECT_HOME is the user's. The kept
+  server's CPU during each run (its keeper and server processes, from ``tooleval-server/server.json``) is
+  added to tooleval's CPU and shown as its server's (its RSS is the server's, outside the tree). So is a
+  server PREFECT_API_URL names (``prefect server start --background``: its pid in
+  ``$PREFECT_HOME/server.pid``, or ``--server-pid PID``).
 - promptfoo 0.121.20 (the newest that runs on Node 20), installed with npm into the cache folder only when
   missing: ``promptfoo eval -c promptfooconfig.json --repeat 3 --no-cache`` with a config generated from
   the same requests (benchmarks/peers/work.py: system prompt + conversation, the 30 tools in the provider
@@ -64,6 +66,7 @@ is run, and never with CI set).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import resource
@@ -245,15 +248,39 @@ class Command:
 
 
 def kept_server_pid(explicit: int | None) -> int | None:
-    """The pid of the Prefect server PREFECT_API_URL names, when it runs outside tooleval's tree: ``--server-pid``,
-    else the one ``prefect server start --background`` wrote to ``$PREFECT_HOME/server.pid``."""
-    if explicit is not None or not os.environ.get("PREFECT_API_URL"):
+    """The pid of the Prefect server a run talks to outside tooleval's tree: ``--server-pid``; with
+    PREFECT_API_URL, the one ``prefect server start --background`` wrote to ``$PREFECT_HOME/server.pid``; else
+    the keeper of tooleval's kept server (``$PREFECT_HOME/tooleval-server/server.json``; None until a run has
+    started it, or with TOOLEVAL_KEEP_SERVER=0)."""
+    if explicit is not None:
         return explicit
     home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
     try:
-        return int((home / "server.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
+        if os.environ.get("PREFECT_API_URL"):
+            return int((home / "server.pid").read_text().split()[0])
+        if os.environ.get("TOOLEVAL_KEEP_SERVER", "").strip() in ("0", "0.0"):
+            return None
+        return int(json.loads((home / "tooleval-server" / "server.json").read_text())["pid"])
+    except (OSError, ValueError, IndexError, KeyError):
         return None
+
+
+def _with_children(pid: int) -> list[int]:
+    """``pid`` and its children (a keeper and the server it runs)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                children.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return [pid, *children]
+
+
+def _server_cpu_and_rss(pid: int) -> tuple[float, float] | None:
+    """(CPU seconds, largest RSS KiB) of a kept server: the process and its children."""
+    found = [m for m in map(_cpu_and_rss, _with_children(pid)) if m is not None]
+    return (sum(c for c, _ in found), max(r for _, r in found)) if found else None
 
 
 def timed(command: Command, isolate_network: bool, outside_server: int | None = None) -> tuple[Measured, str, str]:
@@ -267,7 +294,7 @@ def timed(command: Command, isolate_network: bool, outside_server: int | None = 
     first_output: list[float] = []
     last_output: list[float] = [0.0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    server_before = _cpu_and_rss(outside_server) if outside_server else None
+    server_before = _server_cpu_and_rss(outside_server) if outside_server else None
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as stderr:
         started = time.perf_counter()
@@ -315,7 +342,7 @@ def timed(command: Command, isolate_network: bool, outside_server: int | None = 
     marked = sampler.marked_child
     server_cpu = sampler.cpu_seconds.get(sampler.marked_pid) if sampler.marked_pid else None
     server_rss = (sampler.peak_process_kib.get(sampler.marked_pid, 0.0) / 1024) if sampler.marked_pid else None
-    server_after = _cpu_and_rss(outside_server) if outside_server else None
+    server_after = _server_cpu_and_rss(outside_server) if outside_server else None
     if server_before and server_after:  # the kept server's share of this run
         server_cpu, server_rss = server_after[0] - server_before[0], server_after[1] / 1024
         cpu_rusage, cpu_sampled = cpu_rusage + server_cpu, cpu_sampled + server_cpu
@@ -586,7 +613,10 @@ def main(argv: list[str] | None = None) -> int:
           + ("" if args.no_warmup else " after one warm-up round"))
     api_url = os.environ.get("PREFECT_API_URL")
     outside_server = kept_server_pid(args.server_pid)
-    prefect_api = f"= {api_url}" if api_url else "unset: temporary server"
+    keeps = os.environ.get("TOOLEVAL_KEEP_SERVER", "").strip() not in ("0", "0.0")
+    prefect_api = f"= {api_url}" if api_url else (
+        "unset: the server kept between runs (its CPU during each run is added to tooleval's)" if keeps
+        else "unset, TOOLEVAL_KEEP_SERVER=0: a temporary server per run")
     if api_url:
         prefect_api += (f" (a kept server, pid {outside_server}: its CPU during each run is added to tooleval's)"
                         if outside_server else " (no server pid: its CPU is not counted)")
@@ -612,6 +642,8 @@ def main(argv: list[str] | None = None) -> int:
             for round_no in rounds:
                 for tool in here:
                     scratch = Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir))
+                    if not api_url and keeps and args.server_pid is None:  # started by the first run
+                        outside_server = kept_server_pid(None)
                     measured, out, err = timed(builders(repeats)[tool](scratch), args.isolate_network,
                                                outside_server if tool in ("tooleval", BEFORE) else None)
                     label = "warm-up" if round_no == 0 else f"run {round_no}"

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # each function imports what it needs when called: ``import f
     # read-only call (report, sql_session, validate) never loads the run machinery; the flow module imports
     # Prefect: only runs pay for it
     from flows.evaluate import RunSummary
+    from flows.kept_server import KeptServer
     from flows.prefect_server import TemporaryServer
     from tasks.importers.mcp_catalogue import McpImportSummary
     from tasks.report.report_types import Report
@@ -48,6 +49,8 @@ class RunOutcome:
     report: Report | None
     """None when the run could not register yet (``summary.registered`` is False)."""
     warehouse: Warehouse
+    prefect_server: str | None = None
+    """The kept Prefect server the run used, and how long it stays (None: a configured API or a temporary one)."""
 
     @property
     def exit_code(self) -> int:
@@ -57,7 +60,7 @@ class RunOutcome:
 
 
 @contextmanager
-def prefect_api(server: TemporaryServer | None) -> Iterator[None]:
+def prefect_api(server: TemporaryServer | KeptServer | None) -> Iterator[None]:
     """Point Prefect (and any worker process it starts) at the temporary server, once it answers; watch the
     API for the run (a lost API ends the process at once with exit 6, see ApiWatch); before the server is
     stopped, let Prefect's client send what it still queues (a quiet shutdown)."""
@@ -139,13 +142,14 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     finally:
         if server is not None:
             server.stop()
+    kept = server.summary() if server is not None and server.kept else None
     location = warehouse_at(summary.warehouse)
     if not summary.registered:
-        return RunOutcome(summary=summary, report=None, warehouse=location)
+        return RunOutcome(summary=summary, report=None, warehouse=location, prefect_server=kept)
     published = summary.report or read_report(location, summary.run_id)
     if summary.verdict is not None:
         published.verdict = summary.verdict
-    return RunOutcome(summary=summary, report=published, warehouse=location)
+    return RunOutcome(summary=summary, report=published, warehouse=location, prefect_server=kept)
 
 
 def register(run_id: str, warehouse: str | Path | None = None, wait_s: float | None = None) -> LateRegistration:

@@ -85,6 +85,25 @@ def cmd_queue_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_server_status(args: argparse.Namespace) -> int:
+    from flows.kept_server import status_lines
+
+    print("\n".join(status_lines()))
+    return EXIT_OK
+
+
+def cmd_server_stop(args: argparse.Namespace) -> int:
+    from flows.kept_server import state_dir, status_lines, stop_kept, unused
+
+    if not unused(state_dir()):
+        print("tooleval server stop: a run is using the kept Prefect server; stop it when the run has ended",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    stopped = stop_kept()
+    print(f"stopped the kept Prefect server at {stopped.api_url}" if stopped else status_lines()[0])
+    return EXIT_OK
+
+
 def cmd_queue_export(args: argparse.Namespace) -> int:
     from tasks.traffic.labelling_queue import export_csv
 
@@ -310,6 +329,19 @@ def build_parser() -> argparse.ArgumentParser:
     queue_export.add_argument("--out", type=Path, default=None, metavar="CSV",
                               help="where to write (default: beside the queue, <version>.queue.csv)")
     queue_export.set_defaults(func=cmd_queue_export)
+
+    server = commands.add_parser(
+        "server", help="the local Prefect server kept between runs",
+        description="The local Prefect server the first `tooleval run` starts and later runs use; it stops after "
+        "TOOLEVAL_KEEP_SERVER minutes (default 10) with no run. TOOLEVAL_KEEP_SERVER=0: a server per run; "
+        "PREFECT_API_URL: your own server.")
+    server_commands = server.add_subparsers(dest="server_command", required=True, metavar="ACTION")
+    server_commands.add_parser("status", help="where the kept Prefect server is, and whether a run uses it",
+                               description="Where the kept Prefect server of this Prefect home is, whether it "
+                               "answers and whether a run is using it.").set_defaults(func=cmd_server_status)
+    server_commands.add_parser("stop", help="stop the kept Prefect server now (not while a run uses it)",
+                               description="Stop the kept Prefect server of this Prefect home now; refused while "
+                               "a run is using it.").set_defaults(func=cmd_server_stop)
 
     register = commands.add_parser(
         "register", help="register a run whose rows landed while the DuckDB file was held",

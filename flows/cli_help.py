@@ -27,6 +27,7 @@ JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("task sets and imports", ("validate", "import bfcl", "import metatool", "import mcp")),
     ("weekly runs and deployments (live traffic)", ("resample", "queue import", "queue export", "register")),
     ("reading results", ("report", "sql", "phoenix")),
+    ("the Prefect server kept between runs", ("server status", "server stop")),
 )
 """Every command path once, under the job it serves (a test checks none is missing or listed twice)."""
 

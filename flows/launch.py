@@ -34,11 +34,15 @@ def main() -> int:
         from flows.stop_on_signal import install
 
         install("tooleval run" if argv[:1] == ["run"] else "tooleval tasks run")  # a signal stops the run at once
-        from flows.prefect_server import spawn_early
+        from flows.prefect_server import PrefectServerError, spawn_early
         from flows.prefect_settings import apply_prefect_defaults
 
         apply_prefect_defaults()
-        spawn_early()
+        try:
+            spawn_early()
+        except PrefectServerError as error:  # a bad TOOLEVAL_KEEP_SERVER (exit 2), or no server to be had (6)
+            print(f"tooleval: {error}", file=sys.stderr, flush=True)
+            os._exit(2 if type(error).__name__ == "KeepSettingError" else 6)
     from flows.cli import main as cli_main  # the whole tool: imported once the server is on its way
 
     code = 1

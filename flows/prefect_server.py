@@ -1,5 +1,7 @@
-"""The Prefect API a run talks to: the server at ``PREFECT_API_URL`` when one is configured, else a
-temporary local server started early, while the run's checks go on, and stopped with the run.
+"""The Prefect API a run talks to: the server at ``PREFECT_API_URL`` when one is configured, else the local
+server kept between runs (flows/kept_server.py: started by the first run, stopped after minutes without
+one), or with ``TOOLEVAL_KEEP_SERVER=0`` a temporary local server started early, while the run's checks go
+on, and stopped with the run.
 
 Prefect's own ephemeral mode starts the same server (uvicorn serving ``prefect.server.api.server``) only
 when the first flow run asks for it, after the parent has imported the server app (~3 s) and then waits
@@ -30,6 +32,10 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from flows.kept_server import KeptServer
 
 START_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 PR_SET_PDEATHSIG = 1
@@ -133,6 +139,8 @@ def _cpu_ticks(pid: int) -> int | None:
 class TemporaryServer:
     """A local Prefect server for one run: ``spawn()`` returns at once, ``wait_ready()`` blocks until it
     answers, ``stop()`` ends it."""
+
+    kept = False
 
     def __init__(self, timeout_s: float | None = None) -> None:
         self.timeout_s = timeout_s or float(os.environ.get(START_TIMEOUT_ENV, "120"))
@@ -239,18 +247,33 @@ class TemporaryServer:
             process.wait()
 
 
-_early: TemporaryServer | None = None
+_early: "TemporaryServer | KeptServer | None" = None
+
+
+def local_server() -> "TemporaryServer | KeptServer":
+    """The kept server (found or started) unless ``TOOLEVAL_KEEP_SERVER=0``, else a temporary one; a kept
+    server that cannot be started is said once and replaced by a temporary one."""
+    from flows.kept_server import KeptServer, keep_minutes
+
+    minutes = keep_minutes()
+    if minutes > 0:
+        try:
+            return KeptServer(minutes).spawn()
+        except (PrefectServerError, OSError) as error:
+            print(f"tooleval: no kept Prefect server ({error}); starting one for this run", file=sys.stderr,
+                  flush=True)
+    return TemporaryServer().spawn()
 
 
 def spawn_early() -> None:
-    """Spawn the temporary server at process start (before the heavy imports) unless an API is configured;
-    ``run_server()`` hands it to the run."""
+    """Find or spawn the local server at process start (before the heavy imports) unless an API is
+    configured; ``run_server()`` hands it to the run."""
     global _early
     if _early is None and not os.environ.get("PREFECT_API_URL"):
-        _early = TemporaryServer().spawn()
+        _early = local_server()
 
 
-def run_server() -> TemporaryServer | None:
+def run_server() -> "TemporaryServer | KeptServer | None":
     """The server a run should use: None when an API is configured, else the early one or a new one."""
     global _early
     if configured_api_url():
@@ -258,7 +281,7 @@ def run_server() -> TemporaryServer | None:
             _early.stop()
             _early = None
         return None
-    server, _early = (_early or TemporaryServer().spawn()), None
+    server, _early = (_early or local_server()), None
     return server
 
 

@@ -122,6 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"leftovers:     {line}")
     for late in summary.late_registrations or []:
         print(f"also registered: run {late}, which had landed without registering (`tooleval report {late}`)")
+    if outcome.prefect_server:
+        print_summary_line("Prefect:", outcome.prefect_server)
     if report.verdict is not None:
         print_summary_line("verdict:",
                            f"{report.verdict.status} — {report.verdict.reason} (exit {outcome.exit_code})")

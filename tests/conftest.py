@@ -17,6 +17,8 @@ from tests.factories.rows import memory_warehouse
 
 apply_prefect_defaults()
 os.environ.pop("TOOLEVAL_WAREHOUSE", None)
+# a server per run: nothing a test starts outlives it (tests/flows/test_kept_server.py keeps one on purpose)
+os.environ["TOOLEVAL_KEEP_SERVER"] = "0"
 # remembered label-check passes go to a folder of this session, not the user's cache
 os.environ["TOOLEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tooleval-test-cache-")
 

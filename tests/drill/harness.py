@@ -102,12 +102,14 @@ def drill_experiment(root: Path, copies: int = 2, batch_size: int = 4) -> DrillE
 
 
 def cli_env(prefect_home: Path | None = None, **extra: str) -> dict[str, str]:
-    """The user's environment with this checkout first on the path, no configured Prefect API (a run starts
-    its temporary server, as a user's does) and no leftover drill or warehouse settings."""
+    """The user's environment with this checkout first on the path, no configured Prefect API and no kept
+    server (``TOOLEVAL_KEEP_SERVER=0``: each run starts its temporary server, which the drill checks dies
+    with it) and no leftover drill or warehouse settings."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("TOOLEVAL_DRILL", "PREFECT_API_URL")) and k != "TOOLEVAL_WAREHOUSE"}
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "300")
+    env.setdefault("TOOLEVAL_KEEP_SERVER", "0")
     if prefect_home is not None:
         env["PREFECT_HOME"] = str(prefect_home)
     env.update(extra)

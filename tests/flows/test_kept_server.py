@@ -1,0 +1,195 @@
+"""The local Prefect server kept between runs (flows/kept_server.py): the first run starts it and a later run
+uses it; a run holds it while its process lives (a ``kill -9`` lets go); it stops by itself after its idle
+time, never while a run holds it; ``tooleval server stop`` refuses while a run holds it; a keeper of another
+Prefect or Python is replaced; ``TOOLEVAL_KEEP_SERVER`` that is not minutes is bad input. Real processes:
+the keeper, its uvicorn server, ``tooleval run`` end to end."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from flows.exit_codes import EXIT_BAD_INPUT
+from flows.kept_server import (
+    KEEP_ENV,
+    KeepSettingError,
+    KeptServer,
+    KeptServerError,
+    KeptState,
+    keep_minutes,
+    state_dir,
+    stop_kept,
+)
+from flows.prefect_server import TemporaryServer, local_server
+from tests.factories import ROOT
+
+
+def cli_env(home: Path, minutes: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    return {**env, "PYTHONPATH": str(ROOT), "PREFECT_HOME": str(home), KEEP_ENV: minutes, "COLUMNS": "200"}
+
+
+def answers(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def wait_until(condition, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A Prefect home of this test's own; its kept server is stopped at the end whatever happened."""
+    folder = tmp_path / "prefect-home"
+    monkeypatch.setenv("PREFECT_HOME", str(folder))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    yield folder
+    stop_kept(state_dir({"PREFECT_HOME": str(folder)}))
+
+
+def test_minutes_are_read_from_the_environment():
+    assert keep_minutes({}) == 10.0
+    assert keep_minutes({KEEP_ENV: "0"}) == 0.0
+    assert keep_minutes({KEEP_ENV: " 2.5 "}) == 2.5
+    with pytest.raises(KeepSettingError, match="give minutes"):
+        keep_minutes({KEEP_ENV: "ten"})
+
+
+def test_a_keep_setting_that_is_not_minutes_is_bad_input_before_anything_starts(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "flows.launch", "run", "no-such.yaml"], capture_output=True,
+                          text=True, cwd=ROOT, env=cli_env(tmp_path / "home", "ten"), timeout=60)
+    assert done.returncode == EXIT_BAD_INPUT
+    assert "TOOLEVAL_KEEP_SERVER='ten': give minutes (e.g. 10), or 0 for a server per run" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "home" / "tooleval-server").exists()
+
+
+def test_a_kept_server_that_cannot_start_gives_way_to_a_temporary_one(home, monkeypatch, capsys):
+    def refuse(self):
+        raise KeptServerError("the keeper did not start: test")
+
+    monkeypatch.setattr(KeptServer, "spawn", refuse)
+    monkeypatch.setenv(KEEP_ENV, "5")
+    server = local_server()
+    try:
+        assert isinstance(server, TemporaryServer)
+    finally:
+        server.stop()
+    assert "no kept Prefect server (the keeper did not start: test); starting one for this run" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_second_run_uses_the_server_the_first_kept_and_it_stops_when_unused(home):
+    experiment = str(ROOT / "benchmarks" / "peers" / "one_arm.yaml")
+    env = cli_env(home, "0.2")  # 12 s without a run
+    urls = []
+    for n, how in enumerate(("started by this run", "already running")):
+        done = subprocess.run([sys.executable, "-m", "flows.launch", "run", experiment, "--no-cache",
+                               "--warehouse", str(home.parent / f"wh{n}")], capture_output=True, text=True,
+                              cwd=ROOT, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        line = next(line for line in done.stdout.splitlines() if line.startswith("Prefect:"))
+        assert how in line and "stops after 0.2 min with no run" in line, line
+        urls.append(re.search(r"http://127\.0\.0\.1:\d+/api", line).group(0))
+    assert urls[0] == urls[1] and answers(urls[0])
+    status = subprocess.run([sys.executable, "-m", "flows.launch", "server", "status"], capture_output=True,
+                            text=True, cwd=ROOT, env=env, timeout=60)
+    assert urls[0] in status.stdout and "no run is using it" in status.stdout
+    # no run for 12 s: the keeper stops the server and withdraws it
+    assert wait_until(lambda: not answers(urls[0]), 60)
+    assert KeptState.read(state_dir()) is None
+    status = subprocess.run([sys.executable, "-m", "flows.launch", "server", "status"], capture_output=True,
+                            text=True, cwd=ROOT, env=env, timeout=60)
+    assert status.stdout.startswith("no kept Prefect server")
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from flows.kept_server import KeptServer
+    server = KeptServer(float(sys.argv[1])).spawn()
+    print(server.wait_ready(), flush=True)
+    time.sleep(600)
+""")
+
+
+@pytest.mark.slow
+def test_a_run_holds_the_server_while_it_lives_and_a_killed_run_lets_go(home):
+    env = cli_env(home, "0.05")  # 3 s without a run
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, "0.05"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                              env=env)
+    try:
+        url = holder.stdout.readline().strip()
+        assert answers(url)
+        time.sleep(8)  # well past the idle time: held, so still up
+        assert answers(url)
+        refused = subprocess.run([sys.executable, "-m", "flows.launch", "server", "stop"], capture_output=True,
+                                 text=True, cwd=ROOT, env=env, timeout=60)
+        assert refused.returncode == EXIT_BAD_INPUT and "a run is using the kept Prefect server" in refused.stderr
+        assert answers(url)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+    assert wait_until(lambda: not answers(url), 60)  # the kernel dropped the killed run's lock: unused, stopped
+
+
+@pytest.mark.slow
+def test_a_keeper_of_another_prefect_is_replaced_and_server_stop_ends_the_new_one(home):
+    stale = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        folder = state_dir()
+        folder.mkdir(parents=True)
+        KeptState(pid=stale.pid, api_url="http://127.0.0.1:9/api", python=sys.executable, prefect="0.0",
+                  keep_minutes=10, started_at=time.time()).write(folder)
+        server = KeptServer(1).spawn()
+        assert stale.wait(timeout=30) == -signal.SIGTERM  # the old keeper was told to stop
+        url = server.wait_ready()
+        assert server.state.pid != stale.pid and server.started_here
+        server.stop()  # this process lets go; the server stays for the next run
+        assert answers(url)
+        lock = open(folder / "runs.lock")
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # nothing holds it any more
+        lock.close()
+        stopped = subprocess.run([sys.executable, "-m", "flows.launch", "server", "stop"], capture_output=True,
+                                 text=True, cwd=ROOT, env=cli_env(home, "1"), timeout=60)
+        assert stopped.returncode == 0 and f"stopped the kept Prefect server at {url}" in stopped.stdout
+        assert not answers(url) and KeptState.read(folder) is None
+    finally:
+        stale.kill()
+        stale.wait()
+
+
+@pytest.mark.slow
+def test_two_runs_starting_at_once_share_one_keeper_which_is_given_no_secret(home):
+    env = {**cli_env(home, "0.05"), "OPENAI_API_KEY": "sk-test-not-for-the-keeper-1234"}
+    holders = [subprocess.Popen([sys.executable, "-c", HOLDER, "0.05"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                                env=env) for _ in range(2)]
+    try:
+        urls = {holder.stdout.readline().strip() for holder in holders}
+        assert len(urls) == 1 and answers(next(iter(urls)))
+        keeper = KeptState.read(state_dir())
+        environ = Path(f"/proc/{keeper.pid}/environ").read_bytes()
+        assert b"sk-test-not-for-the-keeper" not in environ and b"OPENAI_API_KEY" not in environ
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.wait(timeout=30)
+    assert wait_until(lambda: not answers(next(iter(urls))), 60)
