@@ -1,5 +1,6 @@
 """A trained decision model's file (``tooleval train``): a conditional logit over (request, tool) features,
-temperature-calibrated, with the labelled examples it learned from and the folds it was cross-fitted on."""
+calibrated (a temperature, then the chosen option's probability), with the labelled examples it learned from
+and the folds it was cross-fitted on."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ class LogitWeights(BaseModel):
         "(no 'none' label among the requests it learned from).")
     temperature: float = Field(description="Divides every utility before the softmax; fitted on held-out predictions.")
     temperature_fitted_on: int = Field(description="Held-out requests the temperature was fitted on.")
+    confidence_slope: float = Field(
+        default=1.0, description="Top-label calibration: the chosen option's probability p becomes "
+        "sigmoid(slope * logit(p) + shift), the others scaled to fill the rest; fitted on held-out predictions "
+        "after the temperature (1 and 0: none, as in files written before it).")
+    confidence_shift: float = Field(default=0.0, description="See confidence_slope.")
 
 
 class DecisionModelFile(BaseModel):

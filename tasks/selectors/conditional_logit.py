@@ -1,5 +1,6 @@
-"""A conditional logit over each request's options (its offered tools, and 'none'), fitted with L-BFGS, and
-temperature scaling of its utilities on held-out predictions.
+"""A conditional logit over each request's options (its offered tools, and 'none'), fitted with L-BFGS;
+temperature scaling of its utilities on held-out predictions; and a top-label calibration of the chosen
+option's probability on held-out predictions (``fit_top_label`` / ``top_label``).
 
 The utility of tool j for request i is ``tool_x[i, j] . w_tool``, that of 'none' is ``none_x[i] . w_none``;
 P(option) is the softmax of the utilities over the request's options (padding masked out). One weight
@@ -96,3 +97,72 @@ def fit_temperature(u: np.ndarray, labels: np.ndarray) -> float:
     from scipy.optimize import minimize_scalar
 
     return float(np.exp(minimize_scalar(nll, bounds=(-3.0, 3.0), method="bounded").x))
+
+
+MIN_TOP_LABEL_ROWS = 200
+"""Fewer held-out requests than this: no top-label calibration (slope 1, shift 0)."""
+TOP_LABEL_ALPHA = 0.01
+"""The top-label calibration is kept only when the held-out predictions reject the identity at this level
+(likelihood-ratio test, 2 degrees of freedom): on a small set its two fitted numbers add noise, not
+calibration (the support set's 540 requests: ECE 0.046 -> 0.051 when always kept)."""
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    return np.log(p) - np.log1p(-p)
+
+
+def fit_top_label(confidence: np.ndarray, right: np.ndarray) -> tuple[float, float]:
+    """(slope, shift) of P(right) = sigmoid(slope * logit(confidence) + shift), fitted by maximum likelihood
+    (Newton's method) on held-out chosen options: a temperature rescales every option alike, so it cannot
+    raise the low confidences and lower the high ones at once, which a model of many tools may need (the
+    MetaTool sample: right 29% of the time at confidence 0.15 and 95% at 0.97). Identity (1, 0) on fewer than
+    ``MIN_TOP_LABEL_ROWS`` requests, on a single outcome, if the fit does not settle, or if it is no
+    better than the identity beyond chance (``TOP_LABEL_ALPHA``)."""
+    right = np.asarray(right, dtype=float)
+    if len(right) < MIN_TOP_LABEL_ROWS or right.min() == right.max():
+        return 1.0, 0.0
+    x = np.column_stack([_logit(np.asarray(confidence, dtype=float)), np.ones(len(right))])
+    theta = np.array([1.0, 0.0])
+    for _ in range(50):
+        q = 1.0 / (1.0 + np.exp(-(x @ theta)))
+        gradient = x.T @ (q - right)
+        hessian = (x * (q * (1 - q))[:, None]).T @ x + 1e-9 * np.eye(2)
+        step = np.linalg.solve(hessian, gradient)
+        theta = theta - step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    if not np.all(np.isfinite(theta)) or theta[0] <= 0:
+        return 1.0, 0.0
+
+    def log_likelihood(t: np.ndarray) -> float:
+        z = x @ t
+        return float(np.sum(right * z - np.logaddexp(0.0, z)))
+
+    ratio = 2.0 * (log_likelihood(theta) - log_likelihood(np.array([1.0, 0.0])))
+    if ratio < -2.0 * np.log(TOP_LABEL_ALPHA):  # chi-square, 2 degrees of freedom: P(> r) = exp(-r / 2)
+        return 1.0, 0.0
+    return float(theta[0]), float(theta[1])
+
+
+def top_label(p: np.ndarray, slope: float, shift: float) -> np.ndarray:
+    """Each row's chosen option (its largest probability) given sigmoid(slope * logit(p) + shift), the
+    others scaled to fill the rest in the same proportions; never so low that another option would overtake
+    it (the choice never changes). Rows without any probability stay as they are."""
+    if slope == 1.0 and shift == 0.0:
+        return p
+    out = np.array(p, dtype=float, copy=True)
+    rows = np.arange(len(out))
+    top_index = out.argmax(axis=1)
+    top = out[rows, top_index]
+    ordered = np.sort(out, axis=1)
+    second = ordered[:, -2] if out.shape[1] > 1 else np.zeros(len(out))
+    new_top = 1.0 / (1.0 + np.exp(-(slope * _logit(top) + shift)))
+    rest = 1.0 - top
+    floor = np.divide(second, rest + second, out=np.ones_like(top), where=rest + second > 0)
+    new_top = np.minimum(np.maximum(new_top, floor * (1 + 1e-9)), 1.0)  # strictly above: a tie could re-order
+    movable = (top > 0) & (rest > 1e-12)
+    scale = np.divide(1.0 - new_top, rest, out=np.ones_like(top), where=movable)
+    out[movable] *= scale[movable, None]
+    out[rows[movable], top_index[movable]] = new_top[movable]
+    return out

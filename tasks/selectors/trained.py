@@ -1,8 +1,8 @@
 """The trained decision model as a selector (``selector: trained``) and as a routed arm's decision model
 (``router: trained``): a model file written by ``tooleval train`` (``train_decision_model.py``).
 
-It returns a probability for every offered tool and 'none' (the softmax of the calibrated utilities) and a
-confidence (the top probability). Which model scores a request:
+It returns a probability for every offered tool and 'none' (the softmax of the temperature-scaled utilities,
+its top one then calibrated by the model's slope and shift) and a confidence (the top probability). Which model scores a request:
 
 - a request the model learned from (its normalised text is among the examples') is scored by the fold model
   that did not learn from it, its kNN features looking up no example of that fold (cross-fitting). The text
@@ -36,7 +36,7 @@ from schemas.catalogue import NONE_LABEL
 from schemas.decision_model import DecisionModelFile
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.conditional_logit import softmax, utilities
+from tasks.selectors.conditional_logit import softmax, top_label, utilities
 from tasks.selectors.decision_features import Examples, feature_arrays_with_nearest, model_columns, text_hash
 from tasks.selectors.router_setup import DEFAULT_MODELS, parse_threshold
 from tasks.selectors.base_routers import embed_texts, router_scores
@@ -135,7 +135,7 @@ class TrainedSelector:
                           w_none) / weights.temperature
             if self.cutoff is not None:
                 u[:, -1] = self.cutoff
-            p = softmax(u)
+            p = top_label(softmax(u), weights.confidence_slope, weights.confidence_shift)
             for row, i in enumerate(group):
                 t = len(inputs[i].tools)
                 near = float(nearest[row]) if np.isfinite(nearest[row]) else None
