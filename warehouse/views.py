@@ -10,6 +10,7 @@ command reads the stored views instead of binding every view again as a temporar
 from __future__ import annotations
 
 import hashlib
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,9 +30,19 @@ def definitions_stamp() -> str:
     import)."""
     digest = hashlib.sha256()
     for root in _SOURCES:
-        for path in sorted([*root.rglob("*.sql"), *root.rglob("*.py")]):
+        for path in _sources_under(root):
             digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def _sources_under(root: Path) -> list[Path]:
+    """Every .sql and .py file below ``root``, sorted (``os.walk``, not descending into __pycache__: a
+    recursive glob took 6 ms of a read-only command's ~250)."""
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name != "__pycache__"]
+        found += [Path(folder) / name for name in names if name.endswith((".sql", ".py"))]
+    return sorted(found)
 
 
 def stamp_found(con: duckdb.DuckDBPyConnection) -> bool:

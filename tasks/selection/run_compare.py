@@ -160,6 +160,8 @@ def compare_runs(con: duckdb.DuckDBPyConnection, db: str, run_a: str, run_b: str
     declared = set(differ_in)
     results, refusals = [], []
     rows_of = pair_rows(con, run_a, run_b, pairs)
+    window_run = runs[run_b] if runs[run_b].get("weights_window") else runs[run_a]
+    weights = _weights(con, window_run)  # the runs' traffic weights: the same for every arm pair
     for a, b in pairs:
         rows = rows_of[(a, b)]
         if not rows:
@@ -173,7 +175,7 @@ def compare_runs(con: duckdb.DuckDBPyConnection, db: str, run_a: str, run_b: str
                             + "; ".join(f"{d}: {_side_text(d, side, 'a')} -> {_side_text(d, side, 'b')}"
                                         for d in undeclared))
             continue
-        results.append(_paired(rows, side, differs, runs[run_a], runs[run_b], con))
+        results.append(_paired(rows, side, differs, window_run, weights))
     if refusals:
         hint = ("declare the one difference you mean to measure with --differ-in "
                 + "|".join(RESPECTS) + "; more than one is never a comparison of one change")
@@ -181,8 +183,10 @@ def compare_runs(con: duckdb.DuckDBPyConnection, db: str, run_a: str, run_b: str
     return results
 
 
-def _paired(rows: list[dict[str, Any]], side: dict[str, Any], differs: list[str], run_a: dict[str, Any],
-            run_b: dict[str, Any], con: duckdb.DuckDBPyConnection) -> ArmPairComparison:
+def _paired(rows: list[dict[str, Any]], side: dict[str, Any], differs: list[str], window_run: dict[str, Any],
+            weights: dict[str, float]) -> ArmPairComparison:
+    """One arm pair's paired changes; ``weights``: the traffic weights of ``window_run`` (run B's window, else
+    run A's), empty when neither has one."""
     result = ArmPairComparison(run_a=side["run_a"], arm_a=side["arm_a"], run_b=side["run_b"], arm_b=side["arm_b"],
                                differs_in=differs, sides=side, paired_on=side["paired_on"],
                                shared_seeds=list(side["shared_seeds"] or []), n_requests=len(rows))
@@ -200,8 +204,6 @@ def _paired(rows: list[dict[str, Any]], side: dict[str, Any], differs: list[str]
 
     result.slices = {s: compare(g) for s, g in sorted(by_slice.items())}
     result.tools = {k: compare(g) for k, g in sorted(by_tool.items())}
-    window_run = run_b if run_b.get("weights_window") else run_a
-    weights = _weights(con, window_run)
     stable = [r for r in rows if r["label_stable"]]
     if weights and stable:
         result.weights_window = window_run["weights_window"]
