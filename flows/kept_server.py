@@ -297,21 +297,29 @@ def _retire(folder: Path) -> bool:
         return True
 
 
+class _Stopped(Exception):
+    """SIGTERM or SIGINT reached the keeper (``tooleval server stop``, a replacing run)."""
+
+
+def _raise_stopped(*_: object) -> None:
+    raise _Stopped
+
+
 def keep(minutes: float) -> int:
-    """The keeper: start the server, say where it is, stop it after ``minutes`` with no run holding it."""
+    """The keeper: start the server, say where it is, stop it after ``minutes`` with no run holding it, or
+    at once on SIGTERM / SIGINT (even while the server is still starting)."""
     folder = state_dir()
-    stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
+    signal.signal(signal.SIGTERM, _raise_stopped)
+    signal.signal(signal.SIGINT, _raise_stopped)
     server = TemporaryServer().spawn()  # dies with this process (parent-death signal)
     state = KeptState(pid=os.getpid(), api_url=server.api_url, python=sys.executable, prefect=prefect_version(),
                       keep_minutes=minutes, started_at=time.time())
-    state.write(folder)
     try:
+        state.write(folder)
         server.wait_ready()
         print(f"serving {server.api_url}", flush=True)
         last_used = time.monotonic()
-        while not stopping:
+        while True:
             time.sleep(CHECK_EVERY_S)
             if server.exited() is not None:
                 print(f"the server exited with code {server.exited()}", flush=True)
@@ -321,9 +329,11 @@ def keep(minutes: float) -> int:
             elif time.monotonic() - last_used >= minutes * 60 and _retire(folder):
                 print(f"no run for {minutes:g} min: stopping", flush=True)
                 return 0
+    except _Stopped:
         print("stopped (signal)", flush=True)
         return 0
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the clean-up below is not interrupted
         if (current := KeptState.read(folder)) is not None and current.pid == os.getpid():
             (folder / "server.json").unlink(missing_ok=True)
         server.stop()

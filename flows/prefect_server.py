@@ -276,9 +276,13 @@ def spawn_early() -> None:
 def run_server() -> "TemporaryServer | KeptServer | None":
     """The server a run should use: None when an API is configured, else the early one or a new one."""
     global _early
-    if configured_api_url():
+    if configured_api_url():  # e.g. a Prefect profile's API, which the launcher does not read
         if _early is not None:
             _early.stop()
+            if _early.kept and _early.started_here:  # started for nothing: do not leave it waiting
+                from flows.kept_server import stop_kept
+
+                stop_kept(state=_early.state)
             _early = None
         return None
     server, _early = (_early or local_server()), None

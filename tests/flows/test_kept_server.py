@@ -193,3 +193,18 @@ def test_two_runs_starting_at_once_share_one_keeper_which_is_given_no_secret(hom
             holder.kill()
             holder.wait(timeout=30)
     assert wait_until(lambda: not answers(next(iter(urls))), 60)
+
+
+@pytest.mark.slow
+def test_a_kept_server_started_before_a_profiles_api_was_read_is_not_left_waiting(home, monkeypatch):
+    """The launcher starts the kept server before reading Prefect's profile (too slow to read first); a run
+    whose profile names an API uses that one, and the keeper it started for nothing is stopped."""
+    import flows.prefect_server as prefect_server
+
+    monkeypatch.setenv(KEEP_ENV, "5")
+    prefect_server.spawn_early()
+    started = prefect_server._early
+    assert started is not None and started.kept and started.started_here
+    monkeypatch.setattr(prefect_server, "configured_api_url", lambda: "http://127.0.0.1:4200/api")
+    assert prefect_server.run_server() is None
+    assert not started.state.alive() and KeptState.read(state_dir()) is None
