@@ -31,14 +31,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import IO
 
-from flows.prefect_server import START_TIMEOUT_ENV, PrefectServerError, TemporaryServer
+from flows.prefect_server import START_TIMEOUT_ENV, PrefectServerError, TemporaryServer, health_answers
 
 KEEP_ENV = "TOOLEVAL_KEEP_SERVER"
 DEFAULT_KEEP_MINUTES = 10.0
@@ -135,14 +133,6 @@ def _locked(path: Path, mode: int) -> IO[str]:
     return handle
 
 
-def _health(api_url: str, timeout_s: float = 1.0) -> bool:
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout_s) as response:
-            return response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
-
-
 class KeptServer:
     """A run's use of the kept server: ``spawn()`` finds or starts it and holds it for this process,
     ``wait_ready()`` blocks until it answers, ``stop()`` lets it go (the server itself stays)."""
@@ -215,7 +205,7 @@ class KeptServer:
         assert self.state is not None
         deadline = time.monotonic() + self.timeout_s * 2
         while time.monotonic() < deadline:
-            if _health(self.api_url):
+            if health_answers(self.api_url):
                 self._ready = True
                 return self.api_url
             if not self.state.alive():
@@ -266,7 +256,7 @@ def status_lines(folder: Path | None = None) -> list[str]:
         return [f"no kept Prefect server for {folder.parent} (the next `tooleval run` starts one)"]
     in_use = not unused(folder)
     return [f"kept Prefect server: {state.api_url} (keeper pid {state.pid}, "
-            f"{'answering' if _health(state.api_url) else 'not answering yet'})",
+            f"{'answering' if health_answers(state.api_url) else 'not answering yet'})",
             f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(state.started_at))}; "
             f"{'a run is using it' if in_use else 'no run is using it'}; stops after {state.keep_minutes:g} min "
             f"with no run; Prefect {state.prefect}"]
@@ -292,9 +282,14 @@ def _retire(folder: Path) -> bool:
     with spawning:
         if not unused(folder):
             return False
-        if (current := KeptState.read(folder)) is not None and current.pid == os.getpid():
-            (folder / "server.json").unlink(missing_ok=True)
+        _withdraw(folder)
         return True
+
+
+def _withdraw(folder: Path) -> None:
+    """Remove server.json when it names this keeper (a replacing keeper may have written its own since)."""
+    if (current := KeptState.read(folder)) is not None and current.pid == os.getpid():
+        (folder / "server.json").unlink(missing_ok=True)
 
 
 class _Stopped(Exception):
@@ -334,8 +329,7 @@ def keep(minutes: float) -> int:
         return 0
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the clean-up below is not interrupted
-        if (current := KeptState.read(folder)) is not None and current.pid == os.getpid():
-            (folder / "server.json").unlink(missing_ok=True)
+        _withdraw(folder)
         server.stop()
 
 

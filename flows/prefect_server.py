@@ -127,6 +127,15 @@ PATIENCE_FACTOR = 4
 (and at least a minute more)."""
 
 
+def health_answers(api_url: str, timeout_s: float = 1.0) -> bool:
+    """The Prefect API at ``api_url`` answers ``/health`` with 200."""
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=timeout_s) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+        return False
+
+
 def _cpu_ticks(pid: int) -> int | None:
     """User + system CPU ticks of a process (Linux /proc); None where that cannot be read."""
     try:
@@ -206,13 +215,9 @@ class TemporaryServer:
                     + (f":\n{last}" if last else "")
                     + f"\nCheck that PREFECT_HOME ({os.environ.get('PREFECT_HOME', '~/.prefect')}) is writable, "
                     "or start a server (`prefect server start`) and set PREFECT_API_URL.")
-            try:
-                with urllib.request.urlopen(f"{self.api_url}/health", timeout=1) as response:
-                    if response.status == 200:
-                        self._ready = True
-                        return self.api_url
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-                pass
+            if health_answers(self.api_url):
+                self._ready = True
+                return self.api_url
             time.sleep(0.05)
         waited = time.monotonic() - started
         self.stop()

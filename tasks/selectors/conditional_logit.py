@@ -155,8 +155,7 @@ def top_label(p: np.ndarray, slope: float, shift: float) -> np.ndarray:
     rows = np.arange(len(out))
     top_index = out.argmax(axis=1)
     top = out[rows, top_index]
-    ordered = np.sort(out, axis=1)
-    second = ordered[:, -2] if out.shape[1] > 1 else np.zeros(len(out))
+    second = np.partition(out, -2, axis=1)[:, -2] if out.shape[1] > 1 else np.zeros(len(out))
     new_top = 1.0 / (1.0 + np.exp(-(slope * _logit(top) + shift)))
     rest = 1.0 - top
     floor = np.divide(second, rest + second, out=np.ones_like(top), where=rest + second > 0)
