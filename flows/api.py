@@ -112,6 +112,8 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     from warehouse.location import warehouse_at
 
     apply_prefect_defaults()
+    if not Path(experiment_path).is_file():  # a typo'd path: said now (exit 2), and no server started for it
+        prepare_run.prepare_once(experiment_path, checked=False)
     server = run_server()  # spawned at process start by the console script, else now
     try:
         # fail fast on bad input, while the server starts: the cheap checks first (the experiment, its files'

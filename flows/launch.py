@@ -24,6 +24,13 @@ def first_line(argv: list[str]) -> str:
     return f"tooleval {' '.join(command)} {experiment}: checking the experiment and its task set, starting Prefect ..."
 
 
+def names_a_file(argv: list[str]) -> bool:
+    """Whether any argument after ``run`` / ``tasks run`` that is not an option is an existing file: a command
+    line naming none (a typo'd experiment) fails on bad input, so no Prefect server is started for it."""
+    command = argv[:1] if argv[:1] == ["run"] else argv[:2]
+    return any(not a.startswith("-") and os.path.isfile(a) for a in argv[len(command):])
+
+
 def main() -> int:
     argv = sys.argv[1:]
     if (argv[:1] == ["run"] or argv[:2] == ["tasks", "run"]) and not {"-h", "--help"} & set(argv):
@@ -39,7 +46,12 @@ def main() -> int:
 
         apply_prefect_defaults()
         try:
-            spawn_early()
+            if names_a_file(argv):
+                spawn_early()
+            else:  # no experiment file: the CLI says so (exit 2); a bad keep setting is still said first
+                from flows.kept_server import keep_minutes
+
+                keep_minutes()
         except PrefectServerError as error:  # a bad TOOLEVAL_KEEP_SERVER (exit 2), or no server to be had (6)
             print(f"tooleval: {error}", file=sys.stderr, flush=True)
             os._exit(2 if type(error).__name__ == "KeepSettingError" else 6)

@@ -83,6 +83,17 @@ def test_a_keep_setting_that_is_not_minutes_is_bad_input_before_anything_starts(
     assert "Traceback" not in done.stderr and not (tmp_path / "home" / "tooleval-server").exists()
 
 
+def test_a_run_naming_no_existing_file_starts_no_server(tmp_path):
+    """A typo'd experiment is bad input: exit 2 naming the file, and no keeper left running for 10 minutes."""
+    for command in (["run"], ["tasks", "run"]):
+        home = tmp_path / "-".join(command)
+        done = subprocess.run([sys.executable, "-m", "flows.launch", *command, "no-such.yaml", "--no-cache"],
+                              capture_output=True, text=True, cwd=ROOT, env=cli_env(home, "10"), timeout=120)
+        assert done.returncode == EXIT_BAD_INPUT, done.stderr[-2000:]
+        assert "no-such.yaml" in done.stderr and "Traceback" not in done.stderr
+        assert not (home / "tooleval-server").exists()
+
+
 def test_a_kept_server_that_cannot_start_gives_way_to_a_temporary_one(home, monkeypatch, capsys):
     def refuse(self):
         raise KeptServerError("the keeper did not start: test")
