@@ -200,3 +200,23 @@ def test_memory_grows_with_the_examples_not_their_square():
     finally:
         tracemalloc.stop()
     assert peak < n * n * 8 / 2  # the whole float64 matrix alone is 72 MB; 256 rows at a time use about 19
+
+
+@pytest.mark.parametrize("exclude", [0, 3])
+def test_the_held_out_folds_labels_never_reach_the_features(exclude):
+    """Leakage: with fold k excluded, no feature of any request may depend on the labels of fold k's examples
+    (the held-out requests' own labels among them). Relabelling them, shuffled among themselves or all to one
+    new label, leaves every array bit for bit as it was. A kernel-density kNN feature tried for issue 28 failed
+    this way: a tool that is someone's label only in the held-out fold got a different value from a tool
+    nobody labelled, and cross-fitted accuracy on BFCL live read 95.3% instead of the 93.4% it was."""
+    scores, query, hashes, examples = random_problem(11)
+    before = feature_arrays(scores, query, hashes, examples, exclude)
+    held = examples.folds == exclude
+    rng = np.random.default_rng(5)
+    for relabelled in (rng.permutation(examples.labels[held]), np.full(held.sum(), "someone_else", dtype=object)):
+        labels = examples.labels.copy()
+        labels[held] = relabelled
+        after = feature_arrays(scores, query, hashes, Examples(examples.embeddings, labels, examples.text_hashes,
+                                                               examples.folds), exclude)
+        for a, b in zip(before, after):
+            np.testing.assert_array_equal(a, b)
