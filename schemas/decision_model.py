@@ -9,6 +9,18 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class ProbeWeights(BaseModel):
+    """An embedding probe (tasks/selectors/embedding_probe.py): a multinomial logistic regression from the
+    request's embedding to the labels the model learned from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    classes: list[str] = Field(description="The labels (tool names and 'none'), in row order of the weights.")
+    dims: int = Field(description="Embedding dimensions.")
+    weights_f32: str = Field(description="classes x dims weights: little-endian float32, row-major, base64.")
+    bias: list[float] = Field(description="Intercept per label.")
+
+
 class LogitWeights(BaseModel):
     """One fitted model: weights of the tool features and of the 'none' option's features, and its temperature."""
 
@@ -25,6 +37,9 @@ class LogitWeights(BaseModel):
         "sigmoid(slope * logit(p) + shift), the others scaled to fill the rest; fitted on held-out predictions "
         "after the temperature (1 and 0: none, as in files written before it).")
     confidence_shift: float = Field(default=0.0, description="See confidence_slope.")
+    probe: ProbeWeights | None = Field(
+        default=None, description="The embedding probe whose log-probabilities are this model's probe features: "
+        "fitted on the same requests as the weights (null: probe features 0, as in files written before it).")
 
 
 class DecisionModelFile(BaseModel):
@@ -69,5 +84,7 @@ class DecisionModelFile(BaseModel):
         default=None, description="A request whose nearest labelled example (any label) has a cosine below this "
         "is far from what the model learned from (out of its domain): the `far_quantile` quantile of the "
         "held-out training requests' nearest-example cosines. Null in files written before it was recorded.")
+    probe_c: float | None = Field(
+        default=None, description="Inverse L2 strength the embedding probes were fitted with (null: no probes).")
     far_quantile: float | None = Field(
         default=None, description="The quantile of the held-out nearest-example cosines `far_cutoff` is.")

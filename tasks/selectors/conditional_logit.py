@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tasks.selectors.blas_threads import one_blas_thread
+
 NONE_INDEX = -1
 """The label index of 'none' (tools are 0..width-1)."""
 
@@ -37,6 +39,7 @@ def _targets(labels: np.ndarray, width: int) -> np.ndarray:
     return y
 
 
+@one_blas_thread
 def fit_logit(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: np.ndarray, with_none: bool,
               l2: float = 1e-3, row_weights: np.ndarray | None = None,
               fixed: tuple[np.ndarray, np.ndarray | None, np.ndarray] | None = None

@@ -14,10 +14,17 @@ Per (request, tool), from the two offline routers and the labelled examples:
   cosine and BM25 features for a tool without examples, 0 for a tool with: weights of their own for unseen
   tools, learned from the transfer copies (below) without bending the weights that score seen tools.
 
+- ``probe``, ``probe_gap``, ``probe_seen``: the embedding probe's log-probability of the tool
+  (``embedding_probe.py``: a multinomial logistic regression from the request's embedding to the labels it
+  learned from), its gap to the best offered tool's, and whether the tool is one of the probe's labels (0, 0,
+  0 for a tool that is not).
+
 Per request, for the 'none' option: a bias, the best cosine, the cosine margin of the two best tools, log1p
 of the best BM25 score, the best ``knn1`` of any offered tool, ``knn1`` / ``knn3`` of examples labelled
 'none'; and where no offered tool has an example, ``no_examples`` (1, a bias of its own) and the cosine and
-BM25 'none' features again (``cos_max_no_examples``, ...; all 0 where some tool has examples).
+BM25 'none' features again (``cos_max_no_examples``, ...; all 0 where some tool has examples); ``probe_none``,
+the probe's log-probability of 'none' (0 where 'none' is not one of its labels, or none of the offered tools
+is).
 
 The kNN features never use an example with the request's own text, nor any example of an excluded fold
 (cross-fitting: the model of fold k neither learns from nor looks up fold k).
@@ -46,15 +53,18 @@ UNSEEN_TOOL_FEATURES = {"cos_unseen": "cos", "cos_gap_unseen": "cos_gap", "cos_z
 NO_EXAMPLES_NONE_FEATURES = {"no_examples": "bias", "cos_max_no_examples": "cos_max",
                              "cos_margin_no_examples": "cos_margin", "bm25_log_max_no_examples": "bm25_log_max"}
 """'none' feature -> the feature it repeats where no offered tool has an example (0 elsewhere)."""
+PROBE_TOOL_FEATURES = ("probe", "probe_gap", "probe_seen")
+PROBE_NONE_FEATURES = ("probe_none",)
 TOOL_FEATURES = ("cos", "cos_gap", "cos_z", "bm25_rel", "bm25_log", "knn1", "knn3", "knn_gap", "seen",
-                 *UNSEEN_TOOL_FEATURES)
+                 *UNSEEN_TOOL_FEATURES, *PROBE_TOOL_FEATURES)
 NONE_FEATURES = ("bias", "cos_max", "cos_margin", "bm25_log_max", "knn1_max", "none_knn1", "none_knn3",
-                 *NO_EXAMPLES_NONE_FEATURES)
+                 *NO_EXAMPLES_NONE_FEATURES, *PROBE_NONE_FEATURES)
 KNN_TOP = 3
-EXAMPLE_TOOL_FEATURES = ("knn1", "knn3", "knn_gap", "seen")
+EXAMPLE_TOOL_FEATURES = ("knn1", "knn3", "knn_gap", "seen", *PROBE_TOOL_FEATURES)
 """The tool features that come from labelled examples: 0 for a tool with none."""
-EXAMPLE_NONE_FEATURES = ("knn1_max",)
-"""The 'none' feature that comes from the offered tools' examples: 0 where they have none. ``none_knn1`` and
+EXAMPLE_NONE_FEATURES = ("knn1_max", *PROBE_NONE_FEATURES)
+"""The 'none' features that come from the offered tools' examples: 0 where they have none (``probe_none`` too:
+where no offered tool is one of the probe's labels, its 'none' is a guess about another domain). ``none_knn1`` and
 ``none_knn3`` are kept as computed: wherever the model runs, its own 'none' examples are there to look up
 (on BFCL live, zeroing them too gave 74.7% answerable / 85.7% irrelevant, keeping them 83.1% / 78.5%:
 docs/routing/decision-models.md)."""
@@ -147,10 +157,20 @@ def knn_by_label(query: np.ndarray, query_hashes: Sequence[str], examples: Examp
     return {str(labels_sorted[start]): (top1s[g], top3s[g]) for g, start in enumerate(starts)}
 
 
+@dataclass(frozen=True)
+class ProbeScores:
+    """The embedding probe's log-probabilities for the requests: requests x labels, NaN where the probe that
+    scored a request does not have the label (in training, rows come from probes fitted on different folds)."""
+
+    labels: tuple[str, ...]
+    log_proba: np.ndarray
+
+
 def feature_arrays(scores: Sequence[RequestScores], query: np.ndarray, query_hashes: Sequence[str],
-                   examples: Examples, exclude_fold: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   examples: Examples, exclude_fold: int | None,
+                   probe: ProbeScores | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(tool features: requests x max tools x features, mask: requests x max tools, 'none' features)."""
-    return feature_arrays_with_nearest(scores, query, query_hashes, examples, exclude_fold)[:3]
+    return feature_arrays_with_nearest(scores, query, query_hashes, examples, exclude_fold, probe)[:3]
 
 
 def as_unseen(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -183,10 +203,11 @@ def model_columns(tool_features: Sequence[str], none_features: Sequence[str]) ->
 
 
 def feature_arrays_with_nearest(scores: Sequence[RequestScores], query: np.ndarray, query_hashes: Sequence[str],
-                                examples: Examples, exclude_fold: int | None
+                                examples: Examples, exclude_fold: int | None, probe: ProbeScores | None = None
                                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``feature_arrays``' three arrays, and per request the cosine of its nearest usable example, any label
-    (NaN when there is none): the same examples the kNN features look up."""
+    (NaN when there is none): the same examples the kNN features look up. Without ``probe`` the probe
+    features are 0."""
     n = len(scores)
     width = max((len(s.tools) for s in scores), default=0)
     tool_x = np.zeros((n, max(width, 1), len(TOOL_FEATURES)))
@@ -237,5 +258,29 @@ def feature_arrays_with_nearest(scores: Sequence[RequestScores], query: np.ndarr
     tool_x[..., 7] = np.where(seen, tool_x[..., 5] - best_seen[:, None], 0.0)
     offered = mask.any(axis=1)
     none_x[offered, 4] = np.max(np.where(mask, tool_x[..., 5], -np.inf), axis=1, initial=-np.inf)[offered]
+    if probe is not None:
+        _probe_features(tool_x, none_x, mask, scores, probe)
     _unseen_features(tool_x, none_x, seen, mask)
     return tool_x, mask, none_x, nearest
+
+
+def _probe_features(tool_x: np.ndarray, none_x: np.ndarray, mask: np.ndarray, scores: Sequence[RequestScores],
+                    probe: ProbeScores) -> None:
+    """Fill ``probe``, ``probe_gap``, ``probe_seen`` and ``probe_none`` in place (one gather, as the kNN ones)."""
+    n = len(scores)
+    index = {name: j for j, name in enumerate(probe.labels)}
+    padded = np.concatenate([probe.log_proba, np.full((n, 1), np.nan)], axis=1)  # last column: not a label
+    tool_label = np.full(mask.shape, len(index))
+    for i, s in enumerate(scores):
+        tool_label[i, :len(s.tools)] = [index.get(name, len(index)) for name in s.tools]
+    log_p = padded[np.arange(n)[:, None], tool_label]
+    known = mask & np.isfinite(log_p)
+    best = np.max(np.where(known, log_p, -np.inf), axis=1, initial=-np.inf)
+    first = TOOL_FEATURES.index("probe")
+    tool_x[..., first] = np.where(known, log_p, 0.0)
+    tool_x[..., first + 1] = np.where(known, log_p - best[:, None], 0.0)
+    tool_x[..., first + 2] = known
+    if NONE_LABEL in index:
+        none_log_p = probe.log_proba[:, index[NONE_LABEL]]
+        usable = known.any(axis=1) & np.isfinite(none_log_p)
+        none_x[:, NONE_FEATURES.index("probe_none")] = np.where(usable, none_log_p, 0.0)

@@ -60,11 +60,13 @@ from tasks.selectors.decision_features import (
     TOOL_FEATURES,
     UNSEEN_TOOL_FEATURES,
     Examples,
+    ProbeScores,
     as_unseen,
     feature_arrays_with_nearest,
     text_hash,
 )
 from tasks.selectors.embedding import DEFAULT_MODEL_ID
+from tasks.selectors.embedding_probe import PROBE_C, Probe, fit_probe
 from tasks.selectors.base_routers import request_texts, router_scores
 from tasks.stats.calibration import expected_calibration_error
 from tasks.taskset.load_taskset import load_catalogue, load_version
@@ -78,8 +80,8 @@ DEFAULT_UNSEEN_WEIGHT = 1.0
 FAR_QUANTILE = 0.05
 """The far cut-off is this quantile of the held-out nearest-example cosines (5%: one training request in
 twenty is as far from the other folds' examples)."""
-METHOD = ("conditional logit over MiniLM cosine, BM25 and kNN-to-labelled-examples features per (request, tool), "
-          "'none' as an option of its own; temperature-scaled on cross-fitted held-out predictions")
+METHOD = ("conditional logit over MiniLM cosine, BM25, kNN-to-labelled-examples and embedding-probe features per "
+          "(request, tool), 'none' as an option of its own; temperature-scaled on cross-fitted held-out predictions")
 
 
 MIN_OUTSIDE_MAJORITY = 2
@@ -154,6 +156,38 @@ def fit_with_transfer(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, 
     return fit_logit(*rows_x[:4], with_none, l2, rows_x[4], (w_tool, w_none, TRANSFER_FREE))
 
 
+class FoldProbes:
+    """The embedding probes of a cross-fitted training, each fitted once on the usable requests outside a set
+    of folds (``embedding_probe.py``). A request's probe features never come from a probe that learned from
+    its own fold: model k (which learns from every fold but k) sees the requests of fold j through the probe
+    fitted without folds k and j, and scores its held-out fold k through the one fitted without k, which is
+    also the probe it keeps in the model file; the full model sees fold j through the probe without j and
+    keeps the probe fitted on every request. 5 folds: 16 probes."""
+
+    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, fold: np.ndarray, usable: np.ndarray) -> None:
+        self.embeddings, self.labels, self.fold, self.usable = embeddings, labels, fold, usable
+        self.all_labels = tuple(sorted({str(label) for label in labels[usable]}))
+        self._fitted: dict[frozenset[int], Probe | None] = {}
+
+    def probe(self, without: frozenset[int]) -> Probe | None:
+        """The probe fitted on the usable requests of every fold not in ``without`` (None: fewer than 2 labels)."""
+        if without not in self._fitted:
+            rows = self.usable & ~np.isin(self.fold, list(without))
+            self._fitted[without] = fit_probe(self.embeddings[rows], self.labels[rows].astype(str), PROBE_C)
+        return self._fitted[without]
+
+    def scores(self, exclude: int | None) -> ProbeScores:
+        """Model ``exclude``'s probe features' input for every request (None: the full model)."""
+        column = {label: j for j, label in enumerate(self.all_labels)}
+        out = np.full((len(self.labels), len(self.all_labels)), np.nan)
+        for j in np.unique(self.fold):
+            rows = self.fold == j
+            probe = self.probe(frozenset({int(j)} | ({exclude} if exclude is not None else set())))
+            if probe is not None:
+                out[np.ix_(rows, [column[c] for c in probe.classes])] = probe.log_proba(self.embeddings[rows])
+        return ProbeScores(self.all_labels, out)
+
+
 def _label_index(tools: tuple[ToolSpec, ...], label: str) -> int:
     return NONE_INDEX if label == NONE_LABEL else [t.name for t in tools].index(label)
 
@@ -219,9 +253,11 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     cv = folds if folds > 1 else DEFAULT_FOLDS  # folds = 1 still calibrates on cross-fitted predictions
     fold = np.array([fold_of(h, cv, salt) for h in hashes])
     examples = Examples(query, label_names, np.asarray(hashes, dtype=object), fold)
+    probes = FoldProbes(query, label_names, fold, usable)
 
     def fit(exclude: int | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, tuple, np.ndarray]:
-        *arrays, nearest = feature_arrays_with_nearest(scores, query, hashes, examples, exclude)
+        *arrays, nearest = feature_arrays_with_nearest(scores, query, hashes, examples, exclude,
+                                                       probes.scores(exclude))
         keep = rows & usable
         # the kept requests (and their transfer copies: same rows, so a copy stays in its request's fold)
         w_tool, w_none = fit_with_transfer(arrays[0][keep], arrays[1][keep], arrays[2][keep], y[keep], with_none,
@@ -255,10 +291,14 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         return {"temperature": t, "temperature_fitted_on": int(rows.sum()), "confidence_slope": slope,
                 "confidence_shift": shift}
 
+    def kept_probe(without: frozenset[int]) -> dict | None:
+        probe = probes.probe(without)
+        return None if probe is None else probe.encoded()
+
     fold_models = []
     for k, (wt, wn) in enumerate(fold_weights):
         fold_models.append(LogitWeights(tool=wt.tolist(), none=None if wn is None else wn.tolist(),
-                                        **calibration(fold != k)))
+                                        probe=kept_probe(frozenset({k})), **calibration(fold != k)))
     full_calibration = calibration(np.ones(len(inputs), dtype=bool))
     # cross-fitted figures: each request under its own fold's model and calibration
     p = np.zeros_like(held_out_u)
@@ -282,7 +322,8 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         taskset_hash=version.manifest.content_hash, trained_at=datetime.now(timezone.utc), l2=l2, folds=folds,
         fold_salt=salt, fold_models=fold_models,
         full_model=LogitWeights(tool=w_tool.tolist(), none=None if w_none is None else w_none.tolist(),
-                                **full_calibration),
+                                probe=kept_probe(frozenset()), **full_calibration),
+        probe_c=PROBE_C,
         example_ids=[item.request_id for item in inputs], example_text_hashes=hashes,
         example_labels=[str(label) for label in label_names], example_folds=fold.tolist(),
         example_texts=texts,

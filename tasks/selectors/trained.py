@@ -37,7 +37,14 @@ from schemas.decision_model import DecisionModelFile
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import softmax, top_label, utilities
-from tasks.selectors.decision_features import Examples, feature_arrays_with_nearest, model_columns, text_hash
+from tasks.selectors.decision_features import (
+    Examples,
+    ProbeScores,
+    feature_arrays_with_nearest,
+    model_columns,
+    text_hash,
+)
+from tasks.selectors.embedding_probe import Probe
 from tasks.selectors.router_setup import DEFAULT_MODELS, parse_threshold
 from tasks.selectors.base_routers import embed_texts, router_scores
 
@@ -84,6 +91,7 @@ class TrainedSelector:
         self.cutoff = None if threshold == "default" else parse_threshold(threshold)
         m = self.model
         self._examples: Examples | None = None
+        self._probes: dict[int | None, Probe | None] = {}
         self.fold_by_text = dict(zip(m.example_text_hashes, m.example_folds))
         self.columns = model_columns(m.tool_features, m.none_features)
         """The file's features among the computed ones (a file written before a feature was added has fewer)."""
@@ -96,6 +104,15 @@ class TrainedSelector:
             self._examples = Examples(embed_texts(m.example_texts), np.asarray(m.example_labels, dtype=object),
                                       np.asarray(m.example_text_hashes, dtype=object), np.asarray(m.example_folds))
         return self._examples
+
+    def probe_scores(self, which: int | None, query: np.ndarray) -> ProbeScores | None:
+        """The probe features' input from the probe of the full model (None) or of fold model ``which`` (decoded
+        once); None when the model has none (a file written before probes: the features are 0)."""
+        if which not in self._probes:
+            weights = self.model.full_model if which is None else self.model.fold_models[which]
+            self._probes[which] = None if weights.probe is None else Probe.decoded(**weights.probe.model_dump())
+        probe = self._probes[which]
+        return None if probe is None else ProbeScores(probe.classes, probe.log_proba(query))
 
     def _which(self, item: SelectionInput, hashed: str) -> int | None | str:
         """The fold model for this request, None for the full model, or LEAKED. By text only (see the module
@@ -129,7 +146,8 @@ class TrainedSelector:
         for which, group in groups.items():
             weights = self.model.full_model if which is None else self.model.fold_models[which]
             tool_x, mask, none_x, nearest = feature_arrays_with_nearest(
-                [scores[i] for i in group], query[group], [hashes[i] for i in group], self.examples, which)
+                [scores[i] for i in group], query[group], [hashes[i] for i in group], self.examples, which,
+                self.probe_scores(which, query[group]))
             w_none = None if weights.none is None else np.asarray(weights.none)
             u = utilities(tool_x[..., tool_cols], mask, none_x[:, none_cols], np.asarray(weights.tool),
                           w_none) / weights.temperature

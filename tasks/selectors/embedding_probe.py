@@ -1,0 +1,87 @@
+"""The embedding probe of the trained decision model: a multinomial logistic regression from a request's
+MiniLM embedding to its label (the tools and 'none' the model learned from), fitted on the labelled examples.
+
+The kNN features say how close a request is to a tool's examples; they cannot say which directions of the
+embedding tell two sibling tools apart, since every example of both is close. A linear probe learns those
+directions from all the examples at once. Its log-probability of each offered tool, and of 'none', are
+features of the conditional logit (``decision_features.py``: ``probe``, ``probe_gap``, ``probe_seen``,
+``probe_none``). Measured on the public bench data (docs/routing/decision-models.md): cross-fitted accuracy
+of BFCL live 93.3 -> 94.0, the support set 67.0 -> 73.3, the pooled live set's irrelevant slice +5.5.
+
+Fitted by L-BFGS on sum(negative log-likelihood) + |W|^2 / (2 C) (the intercepts unpenalised), so a larger
+``C`` fits the examples more closely. The probe is an example feature: ``tooleval train`` cross-fits it
+(a request's probe features come from a probe that never saw its fold, ``train_decision_model.py``), and the
+model file keeps each fold model's probe and the full model's, as float32 weights.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from tasks.selectors.blas_threads import one_blas_thread
+
+PROBE_C = 10.0
+"""Inverse L2 strength of the probe (sum of the log-likelihoods + |W|^2 / (2 C))."""
+MAX_ITERATIONS = 300
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Labels (in column order), their weights (labels x dimensions, float32) and intercepts."""
+
+    classes: tuple[str, ...]
+    weights: np.ndarray
+    bias: np.ndarray
+
+    def log_proba(self, x: np.ndarray) -> np.ndarray:
+        """requests x labels: log P(label | embedding)."""
+        z = np.asarray(x, dtype=np.float64) @ self.weights.astype(np.float64).T + self.bias
+        top = z.max(axis=1, keepdims=True)
+        return z - top - np.log(np.exp(z - top).sum(axis=1, keepdims=True))
+
+    def encoded(self) -> dict:
+        """The probe as the model file keeps it (``schemas.decision_model.ProbeWeights``)."""
+        return {"classes": list(self.classes), "dims": int(self.weights.shape[1]),
+                "weights_f32": base64.b64encode(self.weights.astype("<f4").tobytes()).decode(),
+                "bias": self.bias.tolist()}
+
+    @classmethod
+    def decoded(cls, classes: Sequence[str], dims: int, weights_f32: str, bias: Sequence[float]) -> Probe:
+        weights = np.frombuffer(base64.b64decode(weights_f32), dtype="<f4").reshape(len(classes), dims)
+        return cls(tuple(classes), weights, np.asarray(bias, dtype=np.float64))
+
+
+@one_blas_thread
+def fit_probe(x: np.ndarray, labels: Sequence[str], c: float = PROBE_C) -> Probe | None:
+    """The probe of ``labels`` on embeddings ``x`` (requests x dimensions); None with fewer than two labels."""
+    classes, y = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
+    if len(classes) < 2:
+        return None
+    x = np.asarray(x, dtype=np.float64)
+    n, d = x.shape
+    k = len(classes)
+    y = y.reshape(-1)
+    rows = np.arange(n)
+    onehot = np.zeros((n, k))
+    onehot[rows, y] = 1.0
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w, b = theta[: k * d].reshape(k, d), theta[k * d:]
+        z = x @ w.T + b
+        top = z.max(axis=1, keepdims=True)
+        e = np.exp(z - top)
+        total = e.sum(axis=1, keepdims=True)
+        value = float(np.sum(np.log(total) + top) - z[rows, y].sum() + (w * w).sum() / (2 * c))
+        diff = e / total - onehot
+        return value, np.concatenate([(diff.T @ x + w / c).ravel(), diff.sum(axis=0)])
+
+    from scipy.optimize import minimize  # training only: scoring with a probe never loads scipy.optimize
+
+    result = minimize(loss, np.zeros(k * d + k), jac=True, method="L-BFGS-B", options={"maxiter": MAX_ITERATIONS})
+    theta = result.x
+    return Probe(tuple(str(name) for name in classes), theta[: k * d].reshape(k, d).astype(np.float32),
+                 theta[k * d:].copy())
