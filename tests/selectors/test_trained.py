@@ -79,6 +79,16 @@ def test_a_request_it_learned_from_is_scored_by_the_fold_that_never_saw_it(small
     fold_only = Examples(ex.embeddings[only], ex.labels[only], ex.text_hashes[only], ex.folds[only])
     assert all(np.isnan(top1[0]) for top1, _ in knn_by_label(query, ["x"], fold_only, fold).values())
     assert any(np.isfinite(top1[0]) for top1, _ in knn_by_label(query, ["x"], fold_only, None).values())
+    # and its probe features come from the probe fitted without its fold (the file keeps that one)
+    from tasks.selectors.embedding_probe import fit_probe
+
+    others = ex.folds != fold
+    refit = fit_probe(ex.embeddings[others], ex.labels[others].astype(str))
+    kept = selector.probe_scores(fold, query)
+    assert kept.labels == refit.classes
+    np.testing.assert_allclose(kept.log_proba, refit.log_proba(query), atol=1e-6)
+    full = selector.probe_scores(None, query)  # the full model's probe learned from this request too
+    assert full.labels != kept.labels or not np.allclose(full.log_proba, kept.log_proba, atol=1e-6)
 
 
 def test_each_selection_records_how_far_its_request_is_from_the_examples(small_set, models):
