@@ -9,7 +9,8 @@ features of the conditional logit (``decision_features.py``: ``probe``, ``probe_
 of BFCL live 93.3 -> 94.0, the support set 67.0 -> 73.3, the pooled live set's irrelevant slice +5.5.
 
 Fitted by L-BFGS on sum(negative log-likelihood) + |W|^2 / (2 C) (the intercepts unpenalised), so a larger
-``C`` fits the examples more closely. The probe is an example feature: ``tooleval train`` cross-fits it
+``C`` fits the examples more closely; the two matrix products in float32 (a fit of 10,500 MetaTool requests x
+199 labels: 17.5 s in float64, 10.7 s), the rest in float64. The probe is an example feature: ``tooleval train`` cross-fits it
 (a request's probe features come from a probe that never saw its fold, ``train_decision_model.py``), and the
 model file keeps each fold model's probe and the full model's, as float32 weights.
 """
@@ -61,7 +62,7 @@ def fit_probe(x: np.ndarray, labels: Sequence[str], c: float = PROBE_C) -> Probe
     classes, y = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
     if len(classes) < 2:
         return None
-    x = np.asarray(x, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float32)  # the two products in float32: 1.6x faster, the sums in float64
     n, d = x.shape
     k = len(classes)
     y = y.reshape(-1)
@@ -71,13 +72,14 @@ def fit_probe(x: np.ndarray, labels: Sequence[str], c: float = PROBE_C) -> Probe
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         w, b = theta[: k * d].reshape(k, d), theta[k * d:]
-        z = x @ w.T + b
+        z = (x @ w.astype(np.float32).T).astype(np.float64) + b
         top = z.max(axis=1, keepdims=True)
         e = np.exp(z - top)
         total = e.sum(axis=1, keepdims=True)
         value = float(np.sum(np.log(total) + top) - z[rows, y].sum() + (w * w).sum() / (2 * c))
         diff = e / total - onehot
-        return value, np.concatenate([(diff.T @ x + w / c).ravel(), diff.sum(axis=0)])
+        gradient = (diff.astype(np.float32).T @ x).astype(np.float64) + w / c
+        return value, np.concatenate([gradient.ravel(), diff.sum(axis=0)])
 
     from scipy.optimize import minimize  # training only: scoring with a probe never loads scipy.optimize
 
