@@ -178,10 +178,15 @@ def as_unseen(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray) -> tuple
     kNN features and ``seen`` 0, ``knn1_max`` 0); the cosine, BM25, bias and 'none'-example features as they
     are, and the cosine and BM25 ones repeated in the unseen-tool and no-example features."""
     tools, nones = tool_x.copy(), none_x.copy()
-    tools[..., [TOOL_FEATURES.index(f) for f in EXAMPLE_TOOL_FEATURES]] = 0.0
-    nones[:, [NONE_FEATURES.index(f) for f in EXAMPLE_NONE_FEATURES]] = 0.0
-    _unseen_features(tools, nones, np.zeros(mask.shape, dtype=bool), mask)
+    make_unseen(tools, nones, mask)
     return tools, nones
+
+
+def make_unseen(tool_x: np.ndarray, none_x: np.ndarray, mask: np.ndarray) -> None:
+    """``as_unseen`` in place (training writes the copies straight into the rows it fits on)."""
+    tool_x[..., [TOOL_FEATURES.index(f) for f in EXAMPLE_TOOL_FEATURES]] = 0.0
+    none_x[:, [NONE_FEATURES.index(f) for f in EXAMPLE_NONE_FEATURES]] = 0.0
+    _unseen_features(tool_x, none_x, np.zeros(mask.shape, dtype=bool), mask)
 
 
 def _unseen_features(tool_x: np.ndarray, none_x: np.ndarray, seen: np.ndarray, mask: np.ndarray) -> None:

@@ -61,7 +61,7 @@ from tasks.selectors.decision_features import (
     UNSEEN_TOOL_FEATURES,
     Examples,
     ProbeScores,
-    as_unseen,
+    make_unseen,
     feature_arrays_with_nearest,
     text_hash,
 )
@@ -115,9 +115,11 @@ class TrainedModel:
             + ("learned" if m.full_model.none is not None else "never chosen (no 'none' label)"),
             "  transfer copies: " + (f"weight {m.unseen_weight:g} (tools without examples scored on cosine and BM25)"
                                      if m.unseen_weight > 0 else "none"),
+            *([f"  embedding probe: C {m.probe_c:g}, cross-fitted (no request's probe saw its fold)"]
+              if m.probe_c is not None and m.full_model.probe is not None else []),
             "  far cut-off: " + ("none recorded" if m.far_cutoff is None else
                                  f"nearest-example cosine {m.far_cutoff:.3f} ({100 * (m.far_quantile or 0):g}% of "
-                                 "held-out requests are below it)"),
+                                 "held-out requests below)"),
             f"wrote {self.path}",
             "use it: selector: trained, model: tooleval-hybrid,",
             "  options: {model_file: <this file, relative to the experiment>}",
@@ -132,28 +134,40 @@ how the model scores tools it has examples of (the support set's own figures sta
 
 
 def with_unseen_copies(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: np.ndarray,
-                       weight: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """(tool features, mask, 'none' features, labels, row weights) to fit on: the rows as given (weight 1),
-    then, when ``weight`` > 0, each row again as if no labelled example existed (``as_unseen``) at ``weight``;
-    row weights None when there are no copies."""
+                       weight: float, rows: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(tool features, mask, 'none' features, labels, row weights) to fit on: the rows as given (weight 1;
+    only ``rows`` when given), then, when ``weight`` > 0, each of them again as if no labelled example existed
+    (``as_unseen``) at ``weight``; row weights None when there are no copies. The copies are written straight
+    into the array returned (no copy of the features is made and then concatenated: at MetaTool's 199 tools
+    the features of 14,000 requests are 0.4 GB a copy)."""
+    rows = np.ones(len(labels), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
+    m = int(rows.sum())
+    copies = 2 if weight > 0 else 1
+    tools = np.empty((copies * m, *tool_x.shape[1:]), dtype=tool_x.dtype)
+    nones = np.empty((copies * m, none_x.shape[1]), dtype=none_x.dtype)
+    np.compress(rows, tool_x, axis=0, out=tools[:m])
+    np.compress(rows, none_x, axis=0, out=nones[:m])
+    masks, kept_labels = np.tile(mask[rows], (copies, 1)), np.tile(labels[rows], copies)
     if weight <= 0:
-        return tool_x, mask, none_x, labels, None
-    unseen_tools, unseen_none = as_unseen(tool_x, mask, none_x)
-    n = len(labels)
-    return (np.concatenate([tool_x, unseen_tools]), np.concatenate([mask, mask]),
-            np.concatenate([none_x, unseen_none]), np.concatenate([labels, labels]),
-            np.r_[np.ones(n), np.full(n, weight)])
+        return tools, masks, nones, kept_labels, None
+    tools[m:], nones[m:] = tools[:m], nones[:m]
+    make_unseen(tools[m:], nones[m:], masks[m:])
+    return tools, masks, nones, kept_labels, np.r_[np.ones(m), np.full(m, weight)]
 
 
 def fit_with_transfer(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: np.ndarray,
-                      with_none: bool, l2: float, unseen_weight: float) -> tuple[np.ndarray, np.ndarray | None]:
-    """The weights: fitted on the requests; then, with ``unseen_weight`` > 0, the unseen-tool and no-example
-    weights (``TRANSFER_FREE``) fitted on the requests and their transfer copies, the others held."""
-    w_tool, w_none = fit_logit(tool_x, mask, none_x, labels, with_none, l2)
-    if unseen_weight <= 0:
+                      with_none: bool, l2: float, unseen_weight: float,
+                      rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The weights, learned from ``rows`` (default all): fitted on the requests; then, with ``unseen_weight``
+    > 0, the unseen-tool and no-example weights (``TRANSFER_FREE``) fitted on the requests and their transfer
+    copies, the others held. The requests' fit reads the first half of the copies' array (a view)."""
+    tools, masks, nones, kept_labels, weights = with_unseen_copies(tool_x, mask, none_x, labels, unseen_weight, rows)
+    m = len(kept_labels) // (2 if weights is not None else 1)
+    w_tool, w_none = fit_logit(tools[:m], masks[:m], nones[:m], kept_labels[:m], with_none, l2)
+    if weights is None:
         return w_tool, w_none
-    rows_x = with_unseen_copies(tool_x, mask, none_x, labels, unseen_weight)
-    return fit_logit(*rows_x[:4], with_none, l2, rows_x[4], (w_tool, w_none, TRANSFER_FREE))
+    return fit_logit(tools, masks, nones, kept_labels, with_none, l2, weights, (w_tool, w_none, TRANSFER_FREE))
 
 
 class FoldProbes:
@@ -258,10 +272,8 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     def fit(exclude: int | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, tuple, np.ndarray]:
         *arrays, nearest = feature_arrays_with_nearest(scores, query, hashes, examples, exclude,
                                                        probes.scores(exclude))
-        keep = rows & usable
         # the kept requests (and their transfer copies: same rows, so a copy stays in its request's fold)
-        w_tool, w_none = fit_with_transfer(arrays[0][keep], arrays[1][keep], arrays[2][keep], y[keep], with_none,
-                                           l2, unseen_weight)
+        w_tool, w_none = fit_with_transfer(*arrays, y, with_none, l2, unseen_weight, rows & usable)
         return w_tool, w_none, tuple(arrays), nearest
 
     width = max(len(s.tools) for s in scores)
@@ -276,6 +288,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         u = utilities(*arrays, w_tool, w_none)
         held_out_u[mine, : u.shape[1] - 1] = u[mine, :-1]
         held_out_u[mine, -1] = u[mine, -1]
+        del arrays, u  # not alive while the next fold's are built: memory is one fold's features at a time
     w_tool, w_none, _, _ = fit(None, np.ones(len(inputs), dtype=bool))
     found = held_out_nearest[np.isfinite(held_out_nearest)]
     far_cutoff = float(np.quantile(found, FAR_QUANTILE)) if len(found) else None
