@@ -162,7 +162,12 @@ def fit_with_transfer(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, 
     """The weights, learned from ``rows`` (default all): fitted on the requests; then, with ``unseen_weight``
     > 0, the unseen-tool and no-example weights (``TRANSFER_FREE``) fitted on the requests and their transfer
     copies, the others held. The requests' fit reads the first half of the copies' array (a view)."""
-    tools, masks, nones, kept_labels, weights = with_unseen_copies(tool_x, mask, none_x, labels, unseen_weight, rows)
+    return fit_copies(*with_unseen_copies(tool_x, mask, none_x, labels, unseen_weight, rows), with_none, l2)
+
+
+def fit_copies(tools: np.ndarray, masks: np.ndarray, nones: np.ndarray, kept_labels: np.ndarray,
+               weights: np.ndarray | None, with_none: bool, l2: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """``fit_with_transfer`` on the rows ``with_unseen_copies`` built (the requests, then their copies)."""
     m = len(kept_labels) // (2 if weights is not None else 1)
     w_tool, w_none = fit_logit(tools[:m], masks[:m], nones[:m], kept_labels[:m], with_none, l2)
     if weights is None:
@@ -273,7 +278,10 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         *arrays, nearest = feature_arrays_with_nearest(scores, query, hashes, examples, exclude,
                                                        probes.scores(exclude))
         # the kept requests (and their transfer copies: same rows, so a copy stays in its request's fold)
-        w_tool, w_none = fit_with_transfer(*arrays, y, with_none, l2, unseen_weight, rows & usable)
+        built = with_unseen_copies(*arrays, y, unseen_weight, rows & usable)
+        if exclude is None:  # the full model scores nothing here: its features go before its fit
+            arrays = []
+        w_tool, w_none = fit_copies(*built, with_none, l2)
         return w_tool, w_none, tuple(arrays), nearest
 
     width = max(len(s.tools) for s in scores)
