@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+import base64
+import binascii
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class ProbeWeights(BaseModel):
@@ -19,6 +22,19 @@ class ProbeWeights(BaseModel):
     dims: int = Field(description="Embedding dimensions.")
     weights_f32: str = Field(description="classes x dims weights: little-endian float32, row-major, base64.")
     bias: list[float] = Field(description="Intercept per label.")
+
+    @model_validator(mode="after")
+    def _shapes(self) -> "ProbeWeights":
+        """The weights decode to classes x dims float32 values, and there is a bias per class."""
+        try:
+            size = len(base64.b64decode(self.weights_f32, validate=True))
+        except (binascii.Error, ValueError):
+            raise ValueError("probe weights_f32 is not base64") from None
+        if size != 4 * len(self.classes) * self.dims or len(self.bias) != len(self.classes) or self.dims < 1:
+            raise ValueError(f"probe of {len(self.classes)} classes x {self.dims} dims needs "
+                             f"{4 * len(self.classes) * self.dims} bytes of weights and {len(self.classes)} biases; "
+                             f"the file has {size} and {len(self.bias)}")
+        return self
 
 
 class LogitWeights(BaseModel):

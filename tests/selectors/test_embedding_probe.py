@@ -4,6 +4,8 @@ Constructed embeddings (no MiniLM): the fast tier."""
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,12 @@ def test_probe_features_are_example_features():
     assert none_x[1, none] == 0.0 and not tool_x[1, :, [p, gap, seen]].any()  # no offered tool is a label
     copies, copied_none = as_unseen(tool_x, mask, none_x)
     assert not copies[..., [p, gap, seen]].any() and not copied_none[:, none].any()
+
+
+def test_a_probe_whose_weights_do_not_fit_its_labels_is_refused_when_the_file_is_read():
+    x, names = clusters(60, ("a", "b"), 0.5, 6)
+    kept = fit_probe(x, names).encoded()
+    with pytest.raises(ValueError, match="needs 192 bytes of weights and 2 biases; the file has 188 and 2"):
+        ProbeWeights(**{**kept, "weights_f32": base64.b64encode(b"\0" * 188).decode()})
+    with pytest.raises(ValueError, match="not base64"):
+        ProbeWeights(**{**kept, "weights_f32": "%%%"})
