@@ -21,6 +21,11 @@ features (``TRANSFER_FREE``) on the requests and their copies; so the copies cha
 whose tools have examples (the support set's cross-fitted figures stay as they were). A copy belongs to its
 request's fold; the held-out figures score the originals only.
 
+The embedding probe (``embedding_probe.py``): a multinomial logistic regression from the request's embedding
+to its label, whose log-probabilities are features. It is cross-fitted one level deeper (``FoldProbes``):
+the features a fold model learns from come from probes that never saw the request's fold nor the held-out
+one. Its fits and the logit's run on one BLAS thread (``blas_threads.py``).
+
 The far cut-off: the ``FAR_QUANTILE`` quantile of the held-out requests' nearest-example cosines (each
 request against the examples of the other folds): a request whose nearest example is less similar than that
 is far from what the model learned from (the report counts them). Reads files only: no Prefect, no warehouse.
