@@ -250,9 +250,7 @@ def feature_arrays_with_nearest(scores: Sequence[RequestScores], query: np.ndarr
     knn3 = np.full((len(index) + 1, n), np.nan)
     for name, j in index.items():
         knn1[j], knn3[j] = knn[name]
-    tool_label = np.full(mask.shape, len(index))
-    for i, s in enumerate(scores):
-        tool_label[i, :len(s.tools)] = [index.get(name, len(index)) for name in s.tools]
+    tool_label = _label_columns(scores, index, mask.shape)
     rows = np.arange(n)[:, None]
     k1, k3 = knn1[tool_label, rows], knn3[tool_label, rows]
     seen = mask & np.isfinite(k1)
@@ -269,16 +267,22 @@ def feature_arrays_with_nearest(scores: Sequence[RequestScores], query: np.ndarr
     return tool_x, mask, none_x, nearest
 
 
+def _label_columns(scores: Sequence[RequestScores], index: dict[str, int], shape: tuple[int, int]) -> np.ndarray:
+    """requests x offered tools: each tool's position in ``index`` (by name); ``len(index)`` for a tool that
+    is not in it and for padding (the caller's extra last row or column)."""
+    columns = np.full(shape, len(index))
+    for i, s in enumerate(scores):
+        columns[i, :len(s.tools)] = [index.get(name, len(index)) for name in s.tools]
+    return columns
+
+
 def _probe_features(tool_x: np.ndarray, none_x: np.ndarray, mask: np.ndarray, scores: Sequence[RequestScores],
                     probe: ProbeScores) -> None:
     """Fill ``probe``, ``probe_gap``, ``probe_seen`` and ``probe_none`` in place (one gather, as the kNN ones)."""
     n = len(scores)
     index = {name: j for j, name in enumerate(probe.labels)}
     padded = np.concatenate([probe.log_proba, np.full((n, 1), np.nan)], axis=1)  # last column: not a label
-    tool_label = np.full(mask.shape, len(index))
-    for i, s in enumerate(scores):
-        tool_label[i, :len(s.tools)] = [index.get(name, len(index)) for name in s.tools]
-    log_p = padded[np.arange(n)[:, None], tool_label]
+    log_p = padded[np.arange(n)[:, None], _label_columns(scores, index, mask.shape)]
     known = mask & np.isfinite(log_p)
     best = np.max(np.where(known, log_p, -np.inf), axis=1, initial=-np.inf)
     first = TOOL_FEATURES.index("probe")

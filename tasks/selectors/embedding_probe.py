@@ -6,13 +6,14 @@ embedding tell two sibling tools apart, since every example of both is close. A 
 directions from all the examples at once. Its log-probability of each offered tool, and of 'none', are
 features of the conditional logit (``decision_features.py``: ``probe``, ``probe_gap``, ``probe_seen``,
 ``probe_none``). Measured on the public bench data (docs/routing/decision-models.md): cross-fitted accuracy
-of BFCL live 93.3 -> 94.0, the support set 67.0 -> 73.3, the pooled live set's irrelevant slice +5.5.
+of BFCL live 93.3 -> 93.9, the support set 67.0 -> 73.3; the pooled live set's irrelevant slice 79.7 -> 84.2.
 
 Fitted by L-BFGS on sum(negative log-likelihood) + |W|^2 / (2 C) (the intercepts unpenalised), so a larger
-``C`` fits the examples more closely; the two matrix products in float32 (a fit of 10,500 MetaTool requests x
-199 labels: 17.5 s in float64, 10.7 s), the rest in float64. The probe is an example feature: ``tooleval train`` cross-fits it
-(a request's probe features come from a probe that never saw its fold, ``train_decision_model.py``), and the
-model file keeps each fold model's probe and the full model's, as float32 weights.
+``C`` fits the examples more closely; the two matrix products in float32 (a fit of 10,500 MetaTool requests
+x 199 labels: 17.5 s in float64, 10.7 s), the rest in float64. The probe is an example feature: ``tooleval
+train`` cross-fits it (a request's probe features come from a probe that never saw its fold,
+``train_decision_model.py``), and the model file keeps each fold model's probe and the full model's, as
+float32 weights.
 """
 
 from __future__ import annotations
