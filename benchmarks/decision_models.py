@@ -235,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metatool-all", type=Path, default=None, metavar="FILE")
     parser.add_argument("--sample", type=int, default=3000)
     parser.add_argument("--shipped", type=Path, default=DEFAULT_SHIPPED, metavar="FILE")
+    parser.add_argument("--encoder", default=None, metavar="DIR",
+                        help="train the decision models on this local sentence-transformers directory "
+                        "(`tooleval train --encoder`); the embedding arm stays MiniLM")
     args = parser.parse_args(argv)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -256,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir(parents=True)
         started = time.perf_counter()
         catalogues = None if catalogue == "per_request" else [catalogue]
-        trained = api.train(learn_from / "v1.jsonl", folder / "hybrid.json", catalogues)
+        trained = api.train(learn_from / "v1.jsonl", folder / "hybrid.json", catalogues, encoder=args.encoder)
         train_s = time.perf_counter() - started
         cv = trained.model.cross_fitted
         notes.append(f"{name}: trained on {len(trained.model.example_ids)} requests in {train_s:.0f} s; "

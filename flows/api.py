@@ -278,10 +278,11 @@ def fit_cutoff(experiment_path: str | Path, arm: str, out: str | Path | None = N
 
 
 def train(version_path: str | Path, out: str | Path, catalogues: list[str] | None = None,
-          folds: int = 5, unseen_weight: float = 1.0) -> "TrainedModel":
+          folds: int = 5, unseen_weight: float = 1.0, encoder: str | None = None) -> "TrainedModel":
     """Learn a decision model from a task-set version's labelled requests (cross-fitted on ``folds`` folds,
-    with transfer copies at ``unseen_weight``) and write its file."""
-    from tasks.selectors.train_decision_model import train_decision_model
+    with transfer copies at ``unseen_weight``, its features under ``encoder``: MiniLM unless a local model
+    directory is given) and write its file."""
+    from tasks.selectors.train_decision_model import DEFAULT_MODEL_ID, train_decision_model
 
     return train_decision_model(Path(version_path), Path(out), catalogues=catalogues, folds=folds,
-                                unseen_weight=unseen_weight)
+                                unseen_weight=unseen_weight, encoder=encoder or DEFAULT_MODEL_ID)

@@ -169,7 +169,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from flows import api
 
-    print("\n".join(api.train(args.version_path, args.out, args.catalogue, args.folds, args.unseen_weight).lines()))
+    trained = api.train(args.version_path, args.out, args.catalogue, args.folds, args.unseen_weight, args.encoder)
+    print("\n".join(trained.lines()))
     return EXIT_OK
 
 
@@ -419,8 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
     train = commands.add_parser(
         "train", help="learn a decision model (selector / router 'trained') from a task-set version",
         description="Learn a decision model from a task-set version's labelled requests: a conditional logit over "
-        "MiniLM cosine, BM25 and kNN-to-examples features per (request, tool), 'none' as an option of its own, "
-        "temperature-calibrated on cross-fitted held-out predictions. Offline: nothing is downloaded.")
+        "cosine (MiniLM, or --encoder's), BM25, kNN-to-examples and embedding-probe features per (request, tool), "
+        "'none' as an option of its own, temperature-calibrated on cross-fitted held-out predictions. Offline: "
+        "nothing is downloaded.")
     train.add_argument("version_path", metavar="TASKSET_VERSION_PATH", help="e.g. tasksets/support/v1.jsonl")
     train.add_argument("--out", required=True, metavar="FILE", help="the model file to write (JSON)")
     train.add_argument("--catalogue", action="append", default=None, metavar="NAME",
@@ -431,6 +433,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--unseen-weight", type=float, default=1.0, metavar="W",
                        help="weight of each request's transfer copy, learned as if no labelled example existed, so "
                        "tools and domains without examples are scored on cosine and BM25 (default 1; 0 = no copies)")
+    train.add_argument("--encoder", default=None, metavar="DIR",
+                       help="a local sentence-transformers model directory to compute the cosine, kNN and probe "
+                       "features with (default: the packaged all-MiniLM-L6-v2); the model file records its path")
     train.set_defaults(func=cmd_train)
 
     validate = commands.add_parser("validate", help="run the label checks on a task-set version",

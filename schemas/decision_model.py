@@ -66,7 +66,8 @@ class DecisionModelFile(BaseModel):
     kind: str = Field(default="tooleval-decision-model", description="File kind.")
     format: int = Field(default=1, description="File format version.")
     method: str = Field(description="How it decides, in words.")
-    embedding_model: str = Field(description="Sentence-embedding model of the cosine and kNN features.")
+    embedding_model: str = Field(description="Sentence-embedding model (the encoder) of the cosine, kNN and probe "
+                                 "features: the packaged MiniLM's id, or a local model directory's absolute path.")
     tool_features: list[str] = Field(description="Names of the per (request, tool) features, in weight order.")
     none_features: list[str] = Field(description="Names of the 'none' option's features, in weight order.")
     taskset: str = Field(description="Task-set folder the model learned from.")

@@ -61,6 +61,19 @@ def model_path(model_id: str) -> Path:
     )
 
 
+def encoder_id(given: str) -> str:
+    """The id a decision model file records for its encoder: the packaged default as it is, a local
+    sentence-transformers model directory (one with ``modules.json``) as its absolute path; ValueError for
+    anything else (models are never downloaded)."""
+    if given == DEFAULT_MODEL_ID:
+        return given
+    path = Path(given).expanduser().resolve()
+    if not (path / "modules.json").is_file():
+        raise ValueError(f"{given} is not a sentence-transformers model directory (no modules.json there); give "
+                         f"a local model directory, or leave --encoder out for {DEFAULT_MODEL_ID}")
+    return str(path)
+
+
 def load_model(model_id: str = DEFAULT_MODEL_ID) -> Any:
     """The SentenceTransformer for ``model_id``, loaded offline once per process."""
     path = str(model_path(model_id))

@@ -5,7 +5,8 @@ A tool's text and a labelled request's text never change between runs, yet every
 and loading the model ~9 s of the demo). Here each unit vector is kept under (model fingerprint, sha256 of
 the text) in one SQLite file per model fingerprint in the user's cache folder
 (``<cache>/embeddings/<fingerprint>.sqlite``; tasks/files/cache_folder.py). The fingerprint covers the
-model's files (every name and size, and the bytes of its small configuration files) and the versions of
+model's files (every name and size, the bytes of its small configuration files and 16 blocks spread over
+each weights file, so a fine-tuned copy of a model is another model) and the versions of
 sentence-transformers, transformers and torch, so another model or library that could encode differently
 never reads these vectors. A text whose vector is on disk is not encoded, and when none is missing the model
 is not even loaded.
@@ -32,8 +33,12 @@ from tasks.files.cache_folder import cache_folder
 from tasks.files.sqlite_files import open_shared_sqlite
 
 SMALL_FILE_BYTES = 1 << 20
-"""Model files up to this size (configuration, tokenizer) enter the fingerprint by content, larger ones
-(the weights) by name and size."""
+"""Model files up to this size (configuration, tokenizer) enter the fingerprint whole; larger ones (the
+weights) by name, size and ``SAMPLED_BLOCKS`` blocks of their bytes spread over the file."""
+SAMPLED_BLOCKS = 16
+"""Blocks of 64 KiB read from a weights file, evenly spaced from its start to its end: two fine-tunings of one
+model have the same file names and sizes, and only their bytes tell them apart (1 MiB read, not 90-440)."""
+_BLOCK = 1 << 16
 _CHUNK = 500
 
 
@@ -51,6 +56,11 @@ def model_fingerprint(model_path: str) -> str:
         digest.update(f"{path.relative_to(root)}\0{size}\0".encode())
         if size <= SMALL_FILE_BYTES:
             digest.update(path.read_bytes())
+        else:
+            with path.open("rb") as handle:
+                for block in range(SAMPLED_BLOCKS):
+                    handle.seek((size - _BLOCK) * block // (SAMPLED_BLOCKS - 1))
+                    digest.update(handle.read(_BLOCK))
     versions = {}
     for package in ("sentence-transformers", "transformers", "torch"):
         try:

@@ -91,10 +91,15 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
             raise ValueError(f"decision model file {model_path} not found: write it with `tooleval train "
                              f"TASKSET_VERSION_PATH --out {model_path}`")
         try:
-            far = DecisionModelFile.model_validate_json(model_path.read_bytes()).far_cutoff
+            model = DecisionModelFile.model_validate_json(model_path.read_bytes())
         except (ValidationError, OSError) as error:
             detail = error.errors()[0]["msg"] if isinstance(error, ValidationError) else str(error)
             raise ValueError(f"{model_path} is not a decision model written by `tooleval train`: {detail}") from None
+        far = model.far_cutoff
+        if model.embedding_model != DEFAULT_MODELS["embedding"] and not (Path(model.embedding_model)
+                                                                          / "modules.json").is_file():
+            raise ValueError(f"decision model {model_path} was trained on the encoder {model.embedding_model}, "
+                             "which is not on this machine: copy it there, or train the model again here")
         run["model_file"] = str(model_path)
         model_hash = run["model_sha256"] = file_sha256(model_path)
     if "abstain_threshold" in run:

@@ -70,7 +70,7 @@ from tasks.selectors.decision_features import (
     feature_arrays_with_nearest,
     text_hash,
 )
-from tasks.selectors.embedding import DEFAULT_MODEL_ID
+from tasks.selectors.embedding import DEFAULT_MODEL_ID, encoder_id
 from tasks.selectors.embedding_probe import PROBE_C, Probe, fit_probe
 from tasks.selectors.base_routers import request_texts, router_scores
 from tasks.stats.calibration import expected_calibration_error
@@ -115,6 +115,7 @@ class TrainedModel:
         return [
             f"trained a decision model on {m.taskset} {m.version}: {len(m.example_ids)} labelled requests,",
             *folds,
+            *([] if m.embedding_model == DEFAULT_MODEL_ID else [f"  encoder: {m.embedding_model}"]),
             f"  calibration (full model): temperature {m.full_model.temperature:.3f}, then the chosen",
             f"  option's logit x {m.full_model.confidence_slope:.2f} {m.full_model.confidence_shift:+.2f}; 'none' "
             + ("learned" if m.full_model.none is not None else "never chosen (no 'none' label)"),
@@ -218,8 +219,10 @@ def _label_index(tools: tuple[ToolSpec, ...], label: str) -> int:
 
 def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str] | None = None,
                          folds: int = DEFAULT_FOLDS, salt: str = DEFAULT_SALT, l2: float = DEFAULT_L2,
-                         unseen_weight: float = DEFAULT_UNSEEN_WEIGHT) -> TrainedModel:
-    """Learn from ``<taskset>/<version>.jsonl`` and write the model file ``out``; InputError for bad input."""
+                         unseen_weight: float = DEFAULT_UNSEEN_WEIGHT, encoder: str = DEFAULT_MODEL_ID) -> TrainedModel:
+    """Learn from ``<taskset>/<version>.jsonl`` and write the model file ``out``; InputError for bad input.
+    ``encoder``: the sentence-embedding model of the cosine, kNN and probe features (the packaged MiniLM, or a
+    local sentence-transformers directory, recorded in the file by its absolute path)."""
     version_path, out = Path(version_path), Path(out)
     if version_path.suffix != ".jsonl" or not version_path.is_file():
         raise InputError.one(str(version_path), "", "file-exists", "give a task-set version file such as "
@@ -229,6 +232,10 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     if not (np.isfinite(unseen_weight) and unseen_weight >= 0):
         raise InputError.one(str(version_path), "", "unseen-weight", "--unseen-weight must be 0 (no transfer copies) "
                              "or more")
+    try:
+        encoder = encoder_id(encoder)
+    except ValueError as error:
+        raise InputError.one(str(encoder), "", "encoder", str(error)) from None
     if out.is_dir() or out.suffix != ".json":
         raise InputError.one(str(out), "", "out-file", "--out is the model file to write, e.g. models/hybrid.json")
     parent = out.parent
@@ -271,7 +278,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                              f"to tell labels apart, so it needs at least two, with at least {MIN_OUTSIDE_MAJORITY} "
                              f"requests outside the most common one ({outside} are)")
 
-    scores, query = router_scores(inputs)
+    scores, query = router_scores(inputs, encoder)
     texts = request_texts(inputs)
     hashes = [text_hash(item.text) for item in inputs]
     cv = folds if folds > 1 else DEFAULT_FOLDS  # folds = 1 still calibrates on cross-fitted predictions
@@ -343,7 +350,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     if folds == 1:  # one model on every example: it refuses to score any of them
         fold_models = []
     model = DecisionModelFile(
-        method=METHOD, embedding_model=DEFAULT_MODEL_ID, tool_features=list(TOOL_FEATURES),
+        method=METHOD, embedding_model=encoder, tool_features=list(TOOL_FEATURES),
         none_features=list(NONE_FEATURES), taskset=taskset_dir.resolve().name, version=version_name,
         taskset_hash=version.manifest.content_hash, trained_at=datetime.now(timezone.utc), l2=l2, folds=folds,
         fold_salt=salt, fold_models=fold_models,

@@ -101,7 +101,7 @@ class TrainedSelector:
         """The labelled examples with their embeddings (encoded on first use, once per process)."""
         if self._examples is None:
             m = self.model
-            self._examples = Examples(embed_texts(m.example_texts), np.asarray(m.example_labels, dtype=object),
+            self._examples = Examples(embed_texts(m.example_texts, m.embedding_model), np.asarray(m.example_labels, dtype=object),
                                       np.asarray(m.example_text_hashes, dtype=object), np.asarray(m.example_folds))
         return self._examples
 
@@ -131,7 +131,7 @@ class TrainedSelector:
         """(probabilities over tools + 'none', calibrated tool utilities, nearest example's cosine or None) per
         input; None when refused/empty."""
         inputs = list(batch)
-        scores, query = router_scores(inputs)
+        scores, query = router_scores(inputs, self.model.embedding_model)
         hashes = [text_hash(item.text) for item in inputs]
         out: list[tuple[np.ndarray, np.ndarray, float | None] | None] = [None] * len(inputs)
         groups: dict[int | None, list[int]] = {}

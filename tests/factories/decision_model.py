@@ -10,6 +10,7 @@ from pathlib import Path
 
 from schemas.decision_model import DecisionModelFile, LogitWeights
 from tasks.selectors.decision_features import text_hash
+from tasks.selectors.router_setup import DEFAULT_MODELS
 from tasks.selectors.train_decision_model import train_decision_model
 from tasks.taskset.load_taskset import freeze_version
 from tests.factories import SUPPORT
@@ -41,7 +42,8 @@ def hand_written_model(examples: dict[str, str], labels: list[str], folds: int, 
     position), one weight, and ``folds`` fold models (none for one fold), as ``tooleval train`` writes them."""
     weights = LogitWeights(tool=[1.0], none=None, temperature=1.0, temperature_fitted_on=len(examples))
     return DecisionModelFile(
-        method="test", embedding_model="none", tool_features=["cosine"], none_features=[], taskset=taskset,
+        method="test", embedding_model=DEFAULT_MODELS["embedding"], tool_features=["cosine"], none_features=[],
+        taskset=taskset,
         version="v1", taskset_hash=taskset_hash, trained_at=datetime(2026, 12, 1, tzinfo=timezone.utc), l2=1.0,
         folds=folds, fold_salt="s", fold_models=[weights] * folds if folds > 1 else [], full_model=weights,
         example_ids=list(examples), example_text_hashes=[text_hash(t) for t in examples.values()],

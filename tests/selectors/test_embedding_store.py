@@ -50,6 +50,25 @@ def test_another_model_or_configuration_never_reads_these_vectors(tmp_path, mode
         assert store.get_many(["hello"]) == {}
 
 
+def test_a_fine_tuned_copy_with_the_same_files_and_sizes_is_another_model(tmp_path):
+    """Fine-tuning changes the weights' bytes, not their file's name or size: a sampled block must differ."""
+    from tasks.selectors.embedding_store import SMALL_FILE_BYTES
+
+    weights = np.random.default_rng(0).bytes(3 * SMALL_FILE_BYTES)
+    models = []
+    for name, offset in (("base", None), ("tuned", 2 * SMALL_FILE_BYTES + 12_345), ("same", None)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text('{"dim": 4}')
+        changed = bytearray(weights)
+        if offset is not None:
+            changed[offset: offset + 70_000] = bytes(70_000)  # one stretch of weights moved, as a few steps do
+        (folder / "model.safetensors").write_bytes(bytes(changed))
+        models.append(model_fingerprint(str(folder)))
+    base, tuned, same = models
+    assert tuned != base and same == base
+
+
 def test_off_keeps_nothing_and_an_unwritable_cache_is_not_used(tmp_path, model_dir, monkeypatch):
     monkeypatch.setenv("TOOLEVAL_EMBEDDING_CACHE", "off")
     with EmbeddingStore(str(model_dir), tmp_path / "cache") as store:

@@ -1,0 +1,62 @@
+"""`tooleval train --encoder DIR`: a decision model whose cosine, kNN and probe features come from a local
+sentence-transformers directory (a stronger or fine-tuned encoder) instead of the packaged MiniLM."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from flows.cli import main
+from schemas.decision_model import DecisionModelFile
+from tasks.selectors.embedding import DEFAULT_MODEL_ID, model_path
+from tests.factories import SUPPORT
+from tests.factories.decision_model import small_support_set, trained_model
+
+pytestmark = pytest.mark.slow  # trains on MiniLM features
+
+
+def test_a_directory_that_is_no_encoder_is_bad_input_before_training(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    for given in (tmp_path / "empty", tmp_path / "absent"):
+        out = tmp_path / "m.json"
+        assert main(["train", str(SUPPORT / "v1.jsonl"), "--out", str(out), "--encoder", str(given)]) == 2
+        err = capsys.readouterr().err
+        assert "[encoder]" in err and str(given) in err and "modules.json" in err
+        assert not out.exists()
+
+
+def test_the_same_weights_from_a_directory_train_the_same_model(tmp_path, capsys):
+    """The packaged MiniLM copied to a folder of its own is another encoder id with the same vectors: the model
+    file records the folder, and every weight and cross-fitted figure is the default model's."""
+    root = small_support_set(tmp_path / "set")
+    default = DecisionModelFile.model_validate_json(trained_model(root).read_bytes())
+    encoder = tmp_path / "encoder"
+    shutil.copytree(model_path(DEFAULT_MODEL_ID), encoder)
+    out = root / "models" / "local.json"
+    assert main(["train", str(root / "v1.jsonl"), "--out", str(out), "--encoder", str(encoder)]) == 0
+    printed = capsys.readouterr().out
+    assert f"encoder: {encoder.resolve()}" in printed
+    local = DecisionModelFile.model_validate_json(out.read_bytes())
+    assert default.embedding_model == DEFAULT_MODEL_ID and local.embedding_model == str(encoder.resolve())
+    assert local.cross_fitted == default.cross_fitted
+    assert local.full_model.tool == default.full_model.tool
+    assert local.example_text_hashes == default.example_text_hashes
+
+
+def test_an_arm_whose_model_encoder_is_not_here_is_refused_before_selecting(tmp_path, capsys):
+    root = small_support_set(tmp_path / "set")
+    model = json.loads(trained_model(root).read_text())
+    model["embedding_model"] = str(tmp_path / "gone-encoder")
+    (root / "models" / "moved.json").write_text(json.dumps(model))
+    experiment = root / "exp.yaml"
+    experiment.write_text(yaml.safe_dump({
+        "name": "x", "taskset": str(root), "version": "v1", "seeds": [1, 2, 3],
+        "defaults": {"catalogue": "giftcards", "prompt": "default"},
+        "arms": [{"name": "t", "selector": "trained", "model": "tooleval-hybrid",
+                  "options": {"model_file": "models/moved.json"}}]}))
+    assert main(["fit", str(experiment), "--arm", "t"]) == 2
+    err = capsys.readouterr().err
+    assert "arm t: [router-files]" in err and "gone-encoder" in err and "not on this machine" in err
