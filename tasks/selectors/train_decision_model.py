@@ -119,7 +119,7 @@ class TrainedModel:
             f"  calibration (full model): temperature {m.full_model.temperature:.3f}, then the chosen",
             f"  option's logit x {m.full_model.confidence_slope:.2f} {m.full_model.confidence_shift:+.2f}; 'none' "
             + ("learned" if m.full_model.none is not None else "never chosen (no 'none' label)"),
-            "  transfer copies: " + (f"weight {m.unseen_weight:g} (tools without examples scored on cosine and BM25)"
+            "  transfer copies: " + (f"weight {m.unseen_weight:g} (tools without examples: cosine, BM25)"
                                      if m.unseen_weight > 0 else "none"),
             *([f"  embedding probe: C {m.probe_c:g}, cross-fitted (no request's probe saw its fold)"]
               if m.probe_c is not None and m.full_model.probe is not None else []),
