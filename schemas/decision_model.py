@@ -105,3 +105,7 @@ class DecisionModelFile(BaseModel):
         default=None, description="Inverse L2 strength the embedding probes were fitted with (null: no probes).")
     far_quantile: float | None = Field(
         default=None, description="The quantile of the held-out nearest-example cosines `far_cutoff` is.")
+    encoder_files: str | None = Field(
+        default=None, description="A local encoder's files hashed when the model was trained (names, sizes, "
+        "small files whole, sampled blocks of the weights): a run refuses the model once the directory holds "
+        "other weights. None for the packaged MiniLM (pinned by its package).")

@@ -46,14 +46,28 @@ def enabled() -> bool:
     return os.environ.get("TOOLEVAL_EMBEDDING_CACHE", "on").strip().lower() not in ("off", "0", "no", "false")
 
 
-@functools.lru_cache(maxsize=8)
 def model_fingerprint(model_path: str) -> str:
-    """What the vectors of the model at ``model_path`` depend on, hashed."""
+    """What the vectors of the model at ``model_path`` depend on, hashed: its files and the libraries."""
+    return hashlib.sha256(f"{files_fingerprint(model_path)}\0{_library_versions()}".encode()).hexdigest()
+
+
+def files_fingerprint(model_path: str) -> str:
+    """The model directory's files hashed (names, sizes, small files whole, sampled blocks of the weights):
+    what a decision model file records of a local encoder, to refuse it once the directory holds other
+    weights. Read again only when a file's size or modification time changed."""
+    root = Path(model_path)
+    listing = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+                    for p in sorted(root.rglob("*")) if p.is_file())
+    return _files_fingerprint(model_path, listing)
+
+
+@functools.lru_cache(maxsize=16)
+def _files_fingerprint(model_path: str, listing: tuple[tuple[str, int, int], ...]) -> str:
     digest = hashlib.sha256()
     root = Path(model_path)
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        size = path.stat().st_size
-        digest.update(f"{path.relative_to(root)}\0{size}\0".encode())
+    for name, size, _ in listing:
+        digest.update(f"{name}\0{size}\0".encode())
+        path = root / name
         if size <= SMALL_FILE_BYTES:
             digest.update(path.read_bytes())
         else:
@@ -61,14 +75,18 @@ def model_fingerprint(model_path: str) -> str:
                 for block in range(SAMPLED_BLOCKS):
                     handle.seek((size - _BLOCK) * block // (SAMPLED_BLOCKS - 1))
                     digest.update(handle.read(_BLOCK))
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _library_versions() -> str:
     versions = {}
     for package in ("sentence-transformers", "transformers", "torch"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
-    digest.update(json.dumps(versions, sort_keys=True).encode())
-    return digest.hexdigest()
+    return json.dumps(versions, sort_keys=True)
 
 
 def text_key(text: str) -> str:

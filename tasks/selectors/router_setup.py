@@ -77,6 +77,19 @@ def load_cutoff(path: Path) -> AbstainCutoff:
         raise ValueError(f"{path} is not a cut-off file written by `tooleval fit`: {error.errors()[0]['msg']}") from None
 
 
+def check_encoder(model_path: Path, model: DecisionModelFile) -> None:
+    """ValueError unless the local encoder the model was trained on is here, with the files it had then."""
+    encoder = Path(model.embedding_model)
+    if not (encoder / "modules.json").is_file():
+        raise ValueError(f"decision model {model_path} was trained on the encoder {encoder}, which is not on "
+                         "this machine: copy it there, or train the model again here")
+    from tasks.selectors.embedding_store import files_fingerprint  # a local encoder's arm only
+
+    if model.encoder_files is not None and files_fingerprint(str(encoder)) != model.encoder_files:
+        raise ValueError(f"decision model {model_path} was trained on other weights than the encoder {encoder} "
+                         "holds now (its files changed since): train the model again on it")
+
+
 def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *, has_none_labels: bool,
                  base_dir: Path) -> RouterSetup:
     """The options ``kind`` runs with in an arm whose version has (or has not) 'none' labels; ValueError for
@@ -96,10 +109,8 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
             detail = error.errors()[0]["msg"] if isinstance(error, ValidationError) else str(error)
             raise ValueError(f"{model_path} is not a decision model written by `tooleval train`: {detail}") from None
         far = model.far_cutoff
-        if model.embedding_model != DEFAULT_MODELS["embedding"] and not (Path(model.embedding_model)
-                                                                          / "modules.json").is_file():
-            raise ValueError(f"decision model {model_path} was trained on the encoder {model.embedding_model}, "
-                             "which is not on this machine: copy it there, or train the model again here")
+        if model.embedding_model != DEFAULT_MODELS["embedding"]:
+            check_encoder(model_path, model)
         run["model_file"] = str(model_path)
         model_hash = run["model_sha256"] = file_sha256(model_path)
     if "abstain_threshold" in run:

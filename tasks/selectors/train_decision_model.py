@@ -72,6 +72,7 @@ from tasks.selectors.decision_features import (
 )
 from tasks.selectors.embedding import DEFAULT_MODEL_ID, encoder_id
 from tasks.selectors.embedding_probe import PROBE_C, Probe, fit_probe
+from tasks.selectors.embedding_store import files_fingerprint
 from tasks.selectors.base_routers import request_texts, router_scores
 from tasks.stats.calibration import expected_calibration_error
 from tasks.taskset.load_taskset import load_catalogue, load_version
@@ -364,6 +365,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         unseen_zeroed=[*EXAMPLE_TOOL_FEATURES, *EXAMPLE_NONE_FEATURES] if unseen_weight > 0 else [],
         far_cutoff=far_cutoff,
         far_quantile=FAR_QUANTILE if far_cutoff is not None else None,
+        encoder_files=None if encoder == DEFAULT_MODEL_ID else files_fingerprint(encoder),
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, model.model_dump_json().encode())

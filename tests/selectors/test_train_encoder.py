@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 import yaml
 
@@ -60,3 +61,28 @@ def test_an_arm_whose_model_encoder_is_not_here_is_refused_before_selecting(tmp_
     assert main(["fit", str(experiment), "--arm", "t"]) == 2
     err = capsys.readouterr().err
     assert "arm t: [router-files]" in err and "gone-encoder" in err and "not on this machine" in err
+
+
+def test_a_model_whose_encoder_directory_now_holds_other_weights_is_refused(tmp_path, capsys):
+    """Fine-tuning again into the same folder keeps every file name and size: the model's logit was fitted on
+    the old vectors, so the run must not score with the new ones."""
+    root = small_support_set(tmp_path / "set")
+    encoder = tmp_path / "encoder"
+    shutil.copytree(model_path(DEFAULT_MODEL_ID), encoder)
+    assert main(["train", str(root / "v1.jsonl"), "--out", str(root / "models" / "local.json"),
+                 "--encoder", str(encoder)]) == 0
+    experiment = root / "exp.yaml"
+    experiment.write_text(yaml.safe_dump({
+        "name": "x", "taskset": str(root), "version": "v1", "seeds": [1, 2, 3],
+        "defaults": {"catalogue": "giftcards", "prompt": "default"},
+        "arms": [{"name": "t", "selector": "trained", "model": "tooleval-hybrid",
+                  "options": {"model_file": "models/local.json"}}]}))
+    capsys.readouterr()
+    assert main(["fit", str(experiment), "--arm", "t"]) == 0  # the same weights: accepted
+    weights = next(p for p in encoder.rglob("*") if p.stat().st_size > 10_000_000)
+    data = np.frombuffer(weights.read_bytes(), dtype=np.uint8)
+    weights.write_bytes((data ^ 1).tobytes())  # every byte moved, as fine-tuning moves every weight; same size
+    capsys.readouterr()
+    assert main(["fit", str(experiment), "--arm", "t"]) == 2
+    err = capsys.readouterr().err
+    assert "arm t: [router-files]" in err and "other weights" in err
