@@ -19,6 +19,17 @@ from tests.factories.decision_model import small_support_set, trained_model
 pytestmark = pytest.mark.slow  # trains on MiniLM features
 
 
+def one_arm_experiment(root, model_file: str):
+    """An experiment on the set at ``root`` with one trained arm ``t`` on ``model_file``."""
+    experiment = root / "exp.yaml"
+    experiment.write_text(yaml.safe_dump({
+        "name": "x", "taskset": str(root), "version": "v1", "seeds": [1, 2, 3],
+        "defaults": {"catalogue": "giftcards", "prompt": "default"},
+        "arms": [{"name": "t", "selector": "trained", "model": "tooleval-hybrid",
+                  "options": {"model_file": model_file}}]}))
+    return experiment
+
+
 def test_a_directory_that_is_no_encoder_is_bad_input_before_training(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     for given in (tmp_path / "empty", tmp_path / "absent"):
@@ -52,12 +63,7 @@ def test_an_arm_whose_model_encoder_is_not_here_is_refused_before_selecting(tmp_
     model = json.loads(trained_model(root).read_text())
     model["embedding_model"] = str(tmp_path / "gone-encoder")
     (root / "models" / "moved.json").write_text(json.dumps(model))
-    experiment = root / "exp.yaml"
-    experiment.write_text(yaml.safe_dump({
-        "name": "x", "taskset": str(root), "version": "v1", "seeds": [1, 2, 3],
-        "defaults": {"catalogue": "giftcards", "prompt": "default"},
-        "arms": [{"name": "t", "selector": "trained", "model": "tooleval-hybrid",
-                  "options": {"model_file": "models/moved.json"}}]}))
+    experiment = one_arm_experiment(root, "models/moved.json")
     assert main(["fit", str(experiment), "--arm", "t"]) == 2
     err = capsys.readouterr().err
     assert "arm t: [router-files]" in err and "gone-encoder" in err and "not on this machine" in err
@@ -71,12 +77,7 @@ def test_a_model_whose_encoder_directory_now_holds_other_weights_is_refused(tmp_
     shutil.copytree(model_path(DEFAULT_MODEL_ID), encoder)
     assert main(["train", str(root / "v1.jsonl"), "--out", str(root / "models" / "local.json"),
                  "--encoder", str(encoder)]) == 0
-    experiment = root / "exp.yaml"
-    experiment.write_text(yaml.safe_dump({
-        "name": "x", "taskset": str(root), "version": "v1", "seeds": [1, 2, 3],
-        "defaults": {"catalogue": "giftcards", "prompt": "default"},
-        "arms": [{"name": "t", "selector": "trained", "model": "tooleval-hybrid",
-                  "options": {"model_file": "models/local.json"}}]}))
+    experiment = one_arm_experiment(root, "models/local.json")
     capsys.readouterr()
     assert main(["fit", str(experiment), "--arm", "t"]) == 0  # the same weights: accepted
     weights = next(p for p in encoder.rglob("*") if p.stat().st_size > 10_000_000)
