@@ -42,7 +42,8 @@ def test_a_directory_that_is_no_encoder_is_bad_input_before_training(tmp_path, c
 
 def test_the_same_weights_from_a_directory_train_the_same_model(tmp_path, capsys):
     """The packaged MiniLM copied to a folder of its own is another encoder id with the same vectors: the model
-    file records the folder, and every weight and cross-fitted figure is the default model's."""
+    file records the folder, and every weight and cross-fitted figure is the default model's (to float rounding:
+with a cold cache the two encode their texts in different batches)."""
     root = small_support_set(tmp_path / "set")
     default = DecisionModelFile.model_validate_json(trained_model(root).read_bytes())
     encoder = tmp_path / "encoder"
@@ -53,8 +54,10 @@ def test_the_same_weights_from_a_directory_train_the_same_model(tmp_path, capsys
     assert f"encoder: {encoder.resolve()}" in printed
     local = DecisionModelFile.model_validate_json(out.read_bytes())
     assert default.embedding_model == DEFAULT_MODEL_ID and local.embedding_model == str(encoder.resolve())
-    assert local.cross_fitted == default.cross_fitted
-    assert local.full_model.tool == default.full_model.tool
+    # the same vectors up to float32 rounding (encoded in other batches when the cache is cold)
+    assert local.cross_fitted["accuracy"] == default.cross_fitted["accuracy"]
+    assert local.cross_fitted == pytest.approx(default.cross_fitted, rel=1e-3)
+    assert local.full_model.tool == pytest.approx(default.full_model.tool, rel=1e-2, abs=1e-3)
     assert local.example_text_hashes == default.example_text_hashes
 
 
