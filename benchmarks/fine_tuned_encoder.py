@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.selectors.base_routers import NEVER_ABSTAIN, base_router
     from tasks.selectors.decision_features import text_hash
     from tasks.selectors.embedding import DEFAULT_MODEL_ID, load_model
+    from tasks.selectors.embedding_store import is_model_folder
     from tasks.selectors.train_decision_model import DEFAULT_SALT, fold_of, train_decision_model
     from tasks.selectors.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_version
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         train_rows = [i for i in answerable if folds[i] != k]
         held = [i for i in range(len(inputs)) if folds[i] == k]
         encoder_dir = workdir / f"encoder-{k}"
-        if args.reuse and (encoder_dir / "modules.json").is_file():
+        if args.reuse and is_model_folder(encoder_dir):
             model = load_model(str(encoder_dir))
             print(f"fold {k}: reusing {encoder_dir}")
         else:

@@ -22,7 +22,7 @@ import numpy as np
 
 from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.embedding_store import EmbeddingStore
+from tasks.selectors.embedding_store import EmbeddingStore, is_model_folder
 from tasks.selectors.identity_memo import IdentityMemo
 from tasks.selectors.router_scores import ScoreRouter, tool_name_words
 from tasks.selectors.router_setup import parse_threshold
@@ -68,7 +68,7 @@ def encoder_id(given: str) -> str:
     if given == DEFAULT_MODEL_ID:
         return given
     path = Path(given).expanduser().resolve()
-    if not (path / "modules.json").is_file():
+    if not is_model_folder(path):
         raise ValueError(f"{given} is not a sentence-transformers model directory (no modules.json there); give "
                          f"a local model directory, or leave --encoder out for {DEFAULT_MODEL_ID}")
     return str(path)

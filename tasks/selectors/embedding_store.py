@@ -51,13 +51,19 @@ def model_fingerprint(model_path: str) -> str:
     return hashlib.sha256(f"{files_fingerprint(model_path)}\0{_library_versions()}".encode()).hexdigest()
 
 
+def is_model_folder(path: Path) -> bool:
+    """A sentence-transformers model directory: one with ``modules.json`` (what ``SentenceTransformer.save``
+    writes and loading reads first)."""
+    return (path / "modules.json").is_file()
+
+
 def files_fingerprint(model_path: str) -> str:
     """The model directory's files hashed (names, sizes, small files whole, sampled blocks of the weights):
     what a decision model file records of a local encoder, to refuse it once the directory holds other
     weights. Read again only when a file's size or modification time changed."""
     root = Path(model_path)
-    listing = tuple((str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
-                    for p in sorted(root.rglob("*")) if p.is_file())
+    files = [(p, p.stat()) for p in sorted(root.rglob("*")) if p.is_file()]
+    listing = tuple((str(p.relative_to(root)), st.st_size, st.st_mtime_ns) for p, st in files)
     return _files_fingerprint(model_path, listing)
 
 

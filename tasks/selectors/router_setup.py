@@ -79,12 +79,12 @@ def load_cutoff(path: Path) -> AbstainCutoff:
 
 def check_encoder(model_path: Path, model: DecisionModelFile) -> None:
     """ValueError unless the local encoder the model was trained on is here, with the files it had then."""
+    from tasks.selectors.embedding_store import files_fingerprint, is_model_folder  # a local encoder's arm only
+
     encoder = Path(model.embedding_model)
-    if not (encoder / "modules.json").is_file():
+    if not is_model_folder(encoder):
         raise ValueError(f"decision model {model_path} was trained on the encoder {encoder}, which is not on "
                          "this machine: copy it there, or train the model again here")
-    from tasks.selectors.embedding_store import files_fingerprint  # a local encoder's arm only
-
     if model.encoder_files is not None and files_fingerprint(str(encoder)) != model.encoder_files:
         raise ValueError(f"decision model {model_path} was trained on other weights than the encoder {encoder} "
                          "holds now (its files changed since): train the model again on it")

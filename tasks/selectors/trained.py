@@ -101,7 +101,8 @@ class TrainedSelector:
         """The labelled examples with their embeddings (encoded on first use, once per process)."""
         if self._examples is None:
             m = self.model
-            self._examples = Examples(embed_texts(m.example_texts, m.embedding_model), np.asarray(m.example_labels, dtype=object),
+            self._examples = Examples(embed_texts(m.example_texts, m.embedding_model),
+                                      np.asarray(m.example_labels, dtype=object),
                                       np.asarray(m.example_text_hashes, dtype=object), np.asarray(m.example_folds))
         return self._examples
 
