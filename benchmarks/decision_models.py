@@ -29,7 +29,9 @@ For each set:
    (``metatool-3k-rest``: from the rest of MetaTool, whose texts the sample does not share);
 2. sets with 'none' labels: ``tooleval fit`` fits the 'none' cut-off of the embedding router and of the
    trained router on a hash half of the requests and confirms it on the other half; the arms
-   ``embedding-fitted`` and ``trained-fitted`` run with them;
+   ``embedding-fitted`` and ``trained-fitted`` run with them. A set with slices also prints the frontier:
+   the trained model's best worst slice under any one margin over its learned 'none' (what ``fit`` fits for
+   it) and under any one constant in its place, chosen on the same requests (an upper bound);
 3. ``tooleval run`` of an experiment with the arms on the same tools, 3 seeds: ``lexical`` (BM25),
    ``embedding`` (MiniLM cosine), ``trained``, and ``shipped`` (the support set's shipped model, ``--shipped``,
    on every set but its own: how it transfers); the report's figures give accuracy with 95% intervals, ECE,
@@ -179,6 +181,55 @@ def prepare_sets(args: argparse.Namespace, workdir: Path, sets: list[str]) -> di
     return out
 
 
+def cutoff_frontier(version_path: Path, model_file: Path) -> list[str]:
+    """For a set with 'none' labels and slices: the best the trained model can do on its worst slice under
+    any one cut-off of each kind, and where, chosen on the same requests (an upper bound of what a fitted
+    cut-off confirms): a margin over its learned 'none' (what ``tooleval fit`` fits) and a constant in place
+    of it (what it fitted before). The model's own (cross-fitted) utilities, every request of the version."""
+    import numpy as np
+
+    from schemas.catalogue import NONE_LABEL
+    from schemas.taskset import effective_label
+    from tasks.selectors.base import SelectionInput
+    from tasks.selectors.trained import TrainedSelector
+    from tasks.taskset.load_taskset import load_version
+    from tasks.taskset.request_table import parse_messages, parse_tools
+
+    table = load_version(version_path.parent, version_path.stem).table
+    if "slice" not in table.columns:
+        return []
+    inputs, labels = [], []
+    for request_id, messages, expected, fallback, own in zip(
+            table["id"].to_list(), table["messages"].to_list(), table["expected"].to_list(),
+            table["fallback"].to_list(), table["tools"].to_list()):
+        tools = tuple(parse_tools(own) or ())
+        inputs.append(SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools, prompt=""))
+        labels.append(effective_label(expected, fallback, {t.name for t in tools}))
+    slices = np.array(table["slice"].to_list(), dtype=object)
+    learned = TrainedSelector(options={"model_file": str(model_file)})
+    never = TrainedSelector(options={"model_file": str(model_file), "abstain_threshold": "never"})
+    lines = []
+    for kind, rows in (("margin over the learned 'none'", learned.none_margins(inputs)),
+                       ("constant in its place", never.scores(inputs))):
+        best = np.array([float(np.max(r)) if r is not None and len(r) else -np.inf for r in rows])
+        right = np.array([r is not None and len(r) > 0 and label != NONE_LABEL
+                          and item.tools[int(np.argmax(r))].name == label
+                          for item, label, r in zip(inputs, labels, rows)])
+        none = np.array([label == NONE_LABEL for label in labels])
+        names = sorted(set(slices.tolist()))
+
+        def per_slice(cut: float) -> dict[str, float]:
+            correct = np.where(best < cut, none, right & (best >= cut))
+            return {name: float(correct[slices == name].mean()) for name in names}
+
+        candidates = np.unique(np.quantile(best[np.isfinite(best)], np.linspace(0, 1, 2001)))
+        worst, cut = max((min(per_slice(c).values()), float(c)) for c in candidates)
+        shown = " / ".join(f"{name} {pct(acc)}%" for name, acc in per_slice(cut).items())
+        lines.append(f"{version_path.parent.name}: trained, best worst slice over every {kind} (chosen on the same "
+                     f"requests, an upper bound): {shown} at {cut:.3g}")
+    return lines
+
+
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
@@ -279,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
                 cutoffs[arm] = f"{arm}-cutoff.json"
             experiment = experiment_yaml(folder / "experiment.yaml", taskset, catalogue, cutoffs=cutoffs,
                                          shipped=shipped)
+            if learn_from == taskset:
+                notes.extend(cutoff_frontier(taskset / "v1.jsonl", folder / "hybrid.json"))
         started = time.perf_counter()
         outcome = api.run_experiment(experiment, warehouse=folder / "warehouse")
         run_s = time.perf_counter() - started

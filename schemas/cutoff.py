@@ -1,11 +1,13 @@
 """A fitted 'none' cut-off (``tooleval fit``): the score below which a router abstains, fitted on one half of
-a task-set version's labelled requests and confirmed on the other. An experiment uses it with the arm option
+a task-set version's labelled requests and confirmed on the other. For a trained decision model that learned
+'none' the score is its best tool's margin over the learned 'none' (``scale: margin``), for any other router the
+best tool's own score (``scale: score``). An experiment uses it with the arm option
 ``abstain_cutoff: <file>`` (or ``router_options: {abstain_cutoff: <file>}`` for a routed arm's router)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,8 +36,13 @@ class AbstainCutoff(BaseModel):
     model: str = Field(description="The router's model id.")
     router_options: dict[str, Any] = Field(description="The router's answer-changing options, cut-off options left out.")
     threshold: float | None = Field(
-        description="The cut-off, on the router's score scale: below it the router picks 'none'; null = never abstain "
+        description="The cut-off, on the scale `scale` names: below it the router picks 'none'; null = never abstain "
         "(the fit half was best served by never abstaining).")
+    scale: Literal["score", "margin"] = Field(
+        default="score",
+        description="What the cut-off is compared with: `score`, the best tool's score (the run option "
+        "`abstain_threshold`); `margin`, a trained model's best tool utility minus its learned 'none' utility "
+        "(`abstain_margin`: 0 is the model as trained). Files written before this field are `score`.")
     taskset: str = Field(description="Task-set folder the cut-off was fitted on.")
     version: str = Field(description="Task-set version.")
     taskset_hash: str = Field(description="Content hash of that version.")

@@ -2,9 +2,11 @@
 
 The cut-off (the score below which the router picks 'none') comes, in this order, from:
 
-1. ``abstain_threshold`` written in the options (a number; ``never`` turns abstaining off);
+1. ``abstain_threshold`` written in the options (a number; ``never`` turns abstaining off), or for a trained
+   model that learned 'none' ``abstain_margin`` (a number added to its learned 'none' utility);
 2. ``abstain_cutoff: <file>``: a cut-off fitted by ``tooleval fit`` (``schemas/cutoff.py``), path relative to
-   the experiment file; the file must have been fitted for the same router (kind, model, options);
+   the experiment file; the file must have been fitted for the same router (kind, model, options); it sets
+   ``abstain_margin`` when fitted on the margin scale, else ``abstain_threshold``;
 3. nothing written, and the arm's task-set version has no 'none' labels: the router **never abstains**
    (a fixed default cut-off would only turn right answers into 'none' there);
 4. nothing written, and the version has 'none' labels: the router's default cut-off.
@@ -32,7 +34,7 @@ OFFLINE_ROUTER_KINDS = ("lexical", "embedding", "trained")
 NEVER = "never"
 """``abstain_threshold: never``: the router never picks 'none' (a request offered no tool still gets 'none')."""
 
-CUTOFF_OPTIONS = frozenset({"abstain_threshold", "abstain_cutoff"})
+CUTOFF_OPTIONS = frozenset({"abstain_threshold", "abstain_cutoff", "abstain_margin"})
 """Options that set the cut-off; a fitted file is matched to its router on every other answer option."""
 
 DEFAULT_MODELS = {"lexical": "bm25-okapi", "embedding": "sentence-transformers/all-MiniLM-L6-v2",
@@ -113,24 +115,41 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
             check_encoder(model_path, model)
         run["model_file"] = str(model_path)
         model_hash = run["model_sha256"] = file_sha256(model_path)
+    given_cutoffs = sorted(CUTOFF_OPTIONS & set(run))
+    if len(given_cutoffs) > 1:
+        raise ValueError(f"give one of {', '.join(given_cutoffs)}, not both")
+    if "abstain_margin" in run:
+        if kind != "trained":
+            raise ValueError(f"abstain_margin shifts a trained decision model's learned 'none'; a {kind} router "
+                             "takes abstain_threshold")
+        margin = run["abstain_margin"]
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin != margin:
+            raise ValueError(f"abstain_margin must be a number, got {margin!r}")
+        if model.full_model.none is None:
+            raise ValueError(f"abstain_margin shifts the learned 'none', and decision model {run['model_file']} "
+                             "learned none (its examples had no 'none' label): use abstain_threshold")
+        return RouterSetup(run, f"option: margin {run['abstain_margin']}", model_hash, far)
     if "abstain_threshold" in run:
-        if "abstain_cutoff" in run:
-            raise ValueError("give abstain_threshold or abstain_cutoff, not both")
         value = parse_threshold(run["abstain_threshold"])
         return RouterSetup(run, NEVER if value == float("-inf") else f"option: {value:g}", model_hash, far)
     if "abstain_cutoff" in run:
         given = str(run.pop("abstain_cutoff"))
         path = (base_dir / given).resolve()
         cutoff = load_cutoff(path)
-        model = model_id or DEFAULT_MODELS.get(kind, "")
+        router_model = model_id or DEFAULT_MODELS.get(kind, "")
         mine = router_identity_options(run)
-        if (cutoff.selector, cutoff.model, cutoff.router_options) != (kind, model, mine):
+        if (cutoff.selector, cutoff.model, cutoff.router_options) != (kind, router_model, mine):
             raise ValueError(
                 f"cut-off {given} was fitted for {cutoff.selector} {cutoff.model} with options "
-                f"{cutoff.router_options}, not for {kind} {model} with {mine}: fit one for this router")
-        run["abstain_threshold"] = NEVER if cutoff.threshold is None else cutoff.threshold
-        return RouterSetup(run, f"fitted {given} (sha256 {file_sha256(path)[:12]}): {run['abstain_threshold']}",
-                           model_hash, far)
+                f"{cutoff.router_options}, not for {kind} {router_model} with {mine}: fit one for this router")
+        if cutoff.threshold is None:
+            run["abstain_threshold"] = NEVER
+        elif cutoff.scale == "margin":
+            run["abstain_margin"] = cutoff.threshold
+        else:
+            run["abstain_threshold"] = cutoff.threshold
+        shown = f"margin {cutoff.threshold}" if "abstain_margin" in run else run["abstain_threshold"]
+        return RouterSetup(run, f"fitted {given} (sha256 {file_sha256(path)[:12]}): {shown}", model_hash, far)
     if not has_none_labels:
         run["abstain_threshold"] = NEVER
         return RouterSetup(run, f"{NEVER} (no fitted cut-off and no 'none' label in the version)", model_hash, far)

@@ -14,9 +14,13 @@ its top one then calibrated by the model's slope and shift) and a confidence (th
   ``leaked_requests`` lets a run refuse them before any selection);
 - any other request is scored by the full model.
 
-'none': learned when the model's examples had 'none' labels; ``abstain_threshold`` (a number, e.g. from
-``tooleval fit``, on the calibrated utility scale) replaces the learned 'none' utility with a constant, and
-``never`` removes the option.
+'none': learned when the model's examples had 'none' labels; ``abstain_threshold`` (a number on the
+calibrated utility scale) replaces the learned 'none' utility with a constant, and ``never`` removes the
+option. ``abstain_margin`` (a number, what ``tooleval fit`` writes for a model that learned 'none') keeps the
+learned 'none' utility and adds the margin to it: the model picks 'none' when its best tool beats the learned
+'none' by less than the margin (0 is the model as trained). A constant throws the learned 'none' away: on the
+pooled BFCL live set the best constant for both slices reads 85.6% / 85.6%, the best margin 87.5% / 87.6%
+(in-sample, docs/routing/decision-models.md).
 
 Each scored selection records ``nearest_example_cos``: the cosine of the request to its most similar example
 the scoring model looked up (any label; a fold model's excludes its fold). Below the model file's
@@ -83,6 +87,7 @@ class TrainedSelector:
         path = options.pop("model_file", None)
         sha256 = options.pop("model_sha256", None)
         threshold = options.pop("abstain_threshold", None) if "abstain_threshold" in options else "default"
+        margin = options.pop("abstain_margin", None)
         if options:
             raise ValueError(f"unknown TrainedSelector options: {sorted(options)}")
         if not isinstance(path, str):
@@ -90,6 +95,16 @@ class TrainedSelector:
         self.model = load_model_file(path, sha256)
         self.cutoff = None if threshold == "default" else parse_threshold(threshold)
         m = self.model
+        self.margin = None
+        if margin is not None:
+            if threshold != "default":
+                raise ValueError("give abstain_threshold or abstain_margin, not both")
+            if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not np.isfinite(margin):
+                raise ValueError(f"abstain_margin must be a number, got {margin!r}")
+            if m.full_model.none is None:
+                raise ValueError("abstain_margin shifts the learned 'none', and this decision model learned none "
+                                 "(its examples had no 'none' label): use abstain_threshold")
+            self.margin = float(margin)
         self._examples: Examples | None = None
         self._probes: dict[int | None, Probe | None] = {}
         self.fold_by_text = dict(zip(m.example_text_hashes, m.example_folds))
@@ -128,9 +143,16 @@ class TrainedSelector:
         empty."""
         return [None if p is None else p[1] for p in self._score(batch)]
 
-    def _score(self, batch: Sequence[SelectionInput]) -> list[tuple[np.ndarray, np.ndarray, float | None] | None]:
-        """(probabilities over tools + 'none', calibrated tool utilities, nearest example's cosine or None) per
-        input; None when refused/empty."""
+    def none_margins(self, batch: Sequence[SelectionInput]) -> list[np.ndarray | None]:
+        """Per input, each offered tool's calibrated utility minus the learned 'none' utility (``abstain_margin``'s
+        scale: with margin m the model picks 'none' when the best of them is below m), for ``tooleval fit``; None
+        when refused or empty."""
+        return [None if p is None else p[1] - p[3] for p in self._score(batch)]
+
+    def _score(self, batch: Sequence[SelectionInput]
+               ) -> list[tuple[np.ndarray, np.ndarray, float | None, float] | None]:
+        """(probabilities over tools + 'none', calibrated tool utilities, nearest example's cosine or None, the
+        calibrated 'none' utility as learned, before any cut-off) per input; None when refused/empty."""
         inputs = list(batch)
         scores, query = router_scores(inputs, self.model.embedding_model)
         hashes = [text_hash(item.text) for item in inputs]
@@ -152,13 +174,16 @@ class TrainedSelector:
             w_none = None if weights.none is None else np.asarray(weights.none)
             u = utilities(tool_x[..., tool_cols], mask, none_x[:, none_cols], np.asarray(weights.tool),
                           w_none) / weights.temperature
+            learned_none = u[:, -1].copy()
             if self.cutoff is not None:
                 u[:, -1] = self.cutoff
+            elif self.margin is not None:
+                u[:, -1] += self.margin
             p = top_label(softmax(u), weights.confidence_slope, weights.confidence_shift)
             for row, i in enumerate(group):
                 t = len(inputs[i].tools)
                 near = float(nearest[row]) if np.isfinite(nearest[row]) else None
-                out[i] = (np.concatenate([p[row, :t], p[row, -1:]]), u[row, :t], near)
+                out[i] = (np.concatenate([p[row, :t], p[row, -1:]]), u[row, :t], near, float(learned_none[row]))
         return out
 
     def select(self, batch: Sequence[SelectionInput]) -> list[Selection]:

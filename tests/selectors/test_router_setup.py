@@ -73,6 +73,7 @@ def test_fit_writes_a_cutoff_the_experiment_uses_and_refuses_another_router(tmp_
     assert "use it: options: {abstain_cutoff: cutoffs/lexical-v1.json}" in out and "confirm" in out
     written = json.loads((path.parent / "cutoffs" / "lexical-v1.json").read_text())
     assert written["fit"]["n_requests"] + written["confirm"]["n_requests"] == 5
+    assert written["scale"] == "score"  # a plain router: its best tool's own score
     spec = yaml.safe_load(path.read_text())
     spec["arms"][0]["options"] = {"abstain_cutoff": "cutoffs/lexical-v1.json"}
     spec["arms"][1]["options"] = {"abstain_cutoff": "cutoffs/lexical-v1.json"}  # fitted for another router
@@ -83,6 +84,8 @@ def test_fit_writes_a_cutoff_the_experiment_uses_and_refuses_another_router(tmp_
     assert problem.rule == "router-files" and problem.where == "arm embedding" and "fitted for lexical" in problem.message
     spec["arms"][1]["options"] = {}
     path.write_text(yaml.safe_dump(spec))
+    del written["scale"]  # a file written before the field: the score scale
+    (path.parent / "cutoffs" / "lexical-v1.json").write_text(json.dumps(written))
     lexical = resolve_experiment(path).arms[0]
     assert lexical.abstain_rule.startswith("fitted cutoffs/lexical-v1.json (sha256 ")
     threshold = written["threshold"]

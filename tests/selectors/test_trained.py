@@ -161,8 +161,52 @@ def test_fit_fits_the_trained_models_none_cutoff(small_set, models, capsys):
                   "options": {"model_file": "../models/folds5.json"}}]}))
     assert main(["fit", str(experiment), "--arm", "trained"]) == 0
     assert "router: trained tooleval-hybrid" in capsys.readouterr().out
+    written = json.loads((experiment.parent / "cutoffs" / "trained-v1.json").read_text())
+    # the model learned 'none': the fit moves it (a margin) and keeps what it learned, so on the half it was
+    # fitted on it is never worse than the model as trained (margin 0 is one of the cut-offs it weighs)
+    assert written["scale"] == "margin" and written["threshold"] is not None
+    assert written["fit"]["correct_with_cutoff"] >= written["fit"]["correct_default"]
     spec = yaml.safe_load(experiment.read_text())
     spec["arms"][0]["options"]["abstain_cutoff"] = "cutoffs/trained-v1.json"
     experiment.write_text(yaml.safe_dump(spec))
     (arm,) = prepare_run(experiment).experiment.arms
-    assert arm.abstain_rule.startswith("fitted cutoffs/trained-v1.json")
+    assert arm.abstain_rule.startswith("fitted cutoffs/trained-v1.json") and "margin" in arm.abstain_rule
+    assert arm.selector_options["abstain_margin"] == written["threshold"]
+    assert "abstain_threshold" not in arm.selector_options
+
+
+def test_a_margin_moves_the_learned_none_and_zero_is_the_model_as_trained(small_set, models):
+    batch = inputs_of(small_set)
+    model_file = str(models["folds5"])
+    trained = TrainedSelector(options={"model_file": model_file}).select(batch)
+    zero = TrainedSelector(options={"model_file": model_file, "abstain_margin": 0.0}).select(batch)
+    assert [(s.chosen, s.probabilities) for s in zero] == [(s.chosen, s.probabilities) for s in trained]
+    margins = TrainedSelector(options={"model_file": model_file}).none_margins(batch)
+    for selection, row in zip(trained, margins):  # 'none' exactly where no tool beats the learned 'none'
+        assert (selection.chosen == "none") == (float(np.max(row)) < 0)
+    up = TrainedSelector(options={"model_file": model_file, "abstain_margin": 1e6}).select(batch)
+    down = TrainedSelector(options={"model_file": model_file, "abstain_margin": -1e6}).select(batch)
+    assert all(s.chosen == "none" for s in up) and all(s.chosen != "none" for s in down)
+    some = sorted(float(np.max(row)) for row in margins)[len(margins) // 2]
+    middle = TrainedSelector(options={"model_file": model_file, "abstain_margin": some}).select(batch)
+    assert [s.chosen == "none" for s in middle] == [float(np.max(row)) < some for row in margins]
+
+
+def test_a_margin_needs_a_learned_none_a_number_and_no_other_cutoff(small_set, models, tmp_path):
+    from tasks.selectors.router_setup import router_setup
+
+    model = json.loads(models["folds5"].read_text())
+    model["full_model"]["none"] = None
+    without = tmp_path / "no-none.json"
+    without.write_text(json.dumps(model))
+    for options, message in (({"model_file": str(without), "abstain_margin": 0.5}, "learned none"),
+                             ({"model_file": str(models["folds5"]), "abstain_margin": "high"}, "must be a number"),
+                             ({"model_file": str(models["folds5"]), "abstain_margin": 0.5,
+                               "abstain_threshold": 1.0}, "not both")):
+        with pytest.raises(ValueError, match=message):
+            router_setup("trained", None, options, has_none_labels=True, base_dir=tmp_path)
+    with pytest.raises(ValueError, match="a lexical router takes abstain_threshold"):
+        router_setup("lexical", None, {"abstain_margin": 0.5}, has_none_labels=True, base_dir=tmp_path)
+    setup = router_setup("trained", None, {"model_file": str(models["folds5"]), "abstain_margin": 0.5},
+                         has_none_labels=True, base_dir=tmp_path)
+    assert setup.abstain_rule == "option: margin 0.5"
