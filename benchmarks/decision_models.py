@@ -181,7 +181,7 @@ def prepare_sets(args: argparse.Namespace, workdir: Path, sets: list[str]) -> di
     return out
 
 
-def cutoff_frontier(version_path: Path, model_file: Path) -> list[str]:
+def cutoff_frontier(version_path: Path, model_file: Path, catalogue: str) -> list[str]:
     """For a set with 'none' labels and slices: the best the trained model can do on its worst slice under
     any one cut-off of each kind, and where, chosen on the same requests (an upper bound of what a fitted
     cut-off confirms): a margin over its learned 'none' (what ``tooleval fit`` fits) and a constant in place
@@ -192,17 +192,18 @@ def cutoff_frontier(version_path: Path, model_file: Path) -> list[str]:
     from schemas.taskset import effective_label
     from tasks.selectors.base import SelectionInput
     from tasks.selectors.trained import TrainedSelector
-    from tasks.taskset.load_taskset import load_version
+    from tasks.taskset.load_taskset import load_catalogue, load_version
     from tasks.taskset.request_table import parse_messages, parse_tools
 
     table = load_version(version_path.parent, version_path.stem).table
     if "slice" not in table.columns:
         return []
+    shared = () if catalogue == "per_request" else load_catalogue(version_path.parent, catalogue).tools
     inputs, labels = [], []
     for request_id, messages, expected, fallback, own in zip(
             table["id"].to_list(), table["messages"].to_list(), table["expected"].to_list(),
             table["fallback"].to_list(), table["tools"].to_list()):
-        tools = tuple(parse_tools(own) or ())
+        tools = tuple(parse_tools(own) or ()) if own is not None else tuple(shared)
         inputs.append(SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools, prompt=""))
         labels.append(effective_label(expected, fallback, {t.name for t in tools}))
     slices = np.array(table["slice"].to_list(), dtype=object)
@@ -331,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             experiment = experiment_yaml(folder / "experiment.yaml", taskset, catalogue, cutoffs=cutoffs,
                                          shipped=shipped)
             if learn_from == taskset:
-                notes.extend(cutoff_frontier(taskset / "v1.jsonl", folder / "hybrid.json"))
+                notes.extend(cutoff_frontier(taskset / "v1.jsonl", folder / "hybrid.json", catalogue))
         started = time.perf_counter()
         outcome = api.run_experiment(experiment, warehouse=folder / "warehouse")
         run_s = time.perf_counter() - started
