@@ -58,8 +58,8 @@ class FittedCutoff:
     def lines(self) -> list[str]:
         c = self.cutoff
         shown = "never abstain" if c.threshold is None else f"{c.threshold:.4g}"
-        if c.scale == "margin" and c.threshold is not None:
-            shown += " (margin: 'none' when the best tool beats the learned 'none' by less)"
+        scale = ["  a margin: 'none' when the best tool beats the learned 'none' by less"] \
+            if c.scale == "margin" and c.threshold is not None else []
 
         def pct(k: int, n: int) -> str:
             return f"{100 * k / n:.1f}%" if n else "-"
@@ -73,6 +73,7 @@ class FittedCutoff:
             f"fitted the 'none' cut-off of arm {self.arm} on {c.taskset} {c.version}",
             f"  router: {c.selector} {c.model}",
             f"  cut-off: {shown}  (split: sha256(salt:id), salt {c.split_salt!r})",
+            *scale,
             "  half     requests  none  with cut-off (95% CI) never default abstain",
             half(FIT, c.fit),
             half(CONFIRM, c.confirm),

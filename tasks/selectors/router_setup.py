@@ -120,7 +120,7 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         raise ValueError(f"give one of {', '.join(given_cutoffs)}, not both")
     if "abstain_margin" in run:
         if kind != "trained":
-            raise ValueError(f"abstain_margin shifts a trained decision model's learned 'none'; a {kind} router "
+            raise ValueError(f"abstain_margin shifts a trained decision model's learned 'none'; the {kind} router "
                              "takes abstain_threshold")
         margin = run["abstain_margin"]
         if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin != margin:

@@ -205,7 +205,7 @@ def test_a_margin_needs_a_learned_none_a_number_and_no_other_cutoff(small_set, m
                                "abstain_threshold": 1.0}, "not both")):
         with pytest.raises(ValueError, match=message):
             router_setup("trained", None, options, has_none_labels=True, base_dir=tmp_path)
-    with pytest.raises(ValueError, match="a lexical router takes abstain_threshold"):
+    with pytest.raises(ValueError, match="the lexical router takes abstain_threshold"):
         router_setup("lexical", None, {"abstain_margin": 0.5}, has_none_labels=True, base_dir=tmp_path)
     setup = router_setup("trained", None, {"model_file": str(models["folds5"]), "abstain_margin": 0.5},
                          has_none_labels=True, base_dir=tmp_path)
