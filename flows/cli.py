@@ -408,7 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
         "fit", help="fit an arm's 'none' cut-off on half the labelled requests, confirm it on the other half",
         description="Fit the 'none' cut-off of an arm's offline router (lexical, embedding or trained; or the router "
         "of a routed arm) on one half of its task-set version (a sha256 hash split of the request ids), confirm "
-        "it on the other half and write it as a file the experiment names with `abstain_cutoff: FILE`.")
+        "it on the other half and write it as a file the experiment names with `abstain_cutoff: FILE`. For a "
+        "trained model that learned 'none' the cut-off is a margin over that learned 'none' (0: the model as "
+        "trained).")
     fit.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE",
                      help="e.g. tasksets/support/experiments/routers.yaml")
     fit.add_argument("--arm", required=True, metavar="NAME", help="the arm whose router is fitted")
