@@ -1,30 +1,34 @@
-"""How far a MiniLM fine-tuned on a set's own requests takes the decision model, held out (issue 28's BFCL goal).
+"""How far a MiniLM fine-tuned on a set's own requests takes the decision model, held out (issue 28's goals).
 
     PYTHONPATH=. .venv/bin/python benchmarks/fine_tuned_encoder.py TASKSET_VERSION_PATH [--workdir DIR]
         [--epochs 2] [--lr 3e-5] [--only-folds 0,1,...] [--reuse]
 
 For each of the 5 folds ``tooleval train`` uses (sha256 of the request text, its default salt):
 
-1. fine-tune all-MiniLM-L6-v2 on the other folds' answerable requests: per request, the cross-entropy of a
-   softmax over the cosines (x 20) of the request to each of its offered tools' texts (the embedding
-   router's own text of a tool), the right tool the target; AdamW, batches of 16 requests, ``--epochs``;
-   saved to ``WORKDIR/encoder-K``;
-2. score the fold's requests by plain cosine under that encoder (the fine-tuned embedding router);
+1. fine-tune all-MiniLM-L6-v2 on the other folds' requests: per request, the cross-entropy of a softmax
+   over the cosines (x 20) of the request to each of its offered tools' texts (the embedding router's own
+   text of a tool), the right tool the target; on a set with 'none' labels one more option, a learned
+   threshold tau (x 20, the same for every request; lr 1e-2), the target of a 'none' request. AdamW,
+   batches of 16 requests, ``--epochs``; saved to ``WORKDIR/encoder-K`` (tau to ``WORKDIR/tau-K.json``);
+2. score the fold's requests by plain cosine under that encoder (the fine-tuned embedding router; on a set
+   with 'none' labels it picks 'none' when no tool's cosine reaches tau);
 3. ``tooleval train --encoder WORKDIR/encoder-K`` on the whole version, then score the fold's requests with
    the model file as a run does: they are the examples of fold K, so its fold model K scores them, whose
    logit, kNN examples and probe never saw fold K, and neither did the encoder.
 
 So every figure is held out twice over: nothing that scores a request learned from it. (The other folds'
 rows in step 3 are scored by an encoder that learned from them; their figures are not used.) Prints per fold
-and in all: the base MiniLM cosine, the fine-tuned cosine and the decision model on the fine-tuned encoder,
-with the training time. Not a test: on 2 CPU cores one fold of BFCL live_multiple (842 requests, 2 epochs)
-fine-tunes in 8-12 minutes.
+and in all: the base MiniLM cosine, the fine-tuned cosine and the decision model on the fine-tuned encoder
+(its learned 'none'), per slice on a set with slices, with the training time. Not a test: on 2 CPU cores
+one fold of BFCL live_multiple (842 requests, 2 epochs) fine-tunes in 8-12 minutes, of the pooled live set
+(1,546) in about 20.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import random
 import sys
@@ -77,10 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         inputs.append(item)
         labels.append(effective_label(expected, fallback, {t.name for t in tools}))
         folds.append(fold_of(text_hash(item.text), FOLDS, DEFAULT_SALT))
-    folds_arr = np.array(folds)
-    if not all(item.tools for item in inputs):
+    if any(own is None for own in table["tools"].to_list()):
         raise SystemExit(f"{version_path}: every request must carry its own tools (a per-request catalogue)")
-    answerable = [i for i, item in enumerate(inputs) if labels[i] != NONE_LABEL]
+    slices = table["slice"].to_list() if "slice" in table.columns else [None] * len(inputs)
+    with_none = NONE_LABEL in labels
+    learnable = [i for i, item in enumerate(inputs) if item.tools]  # a request offered nothing is 'none' anyway
     base = load_model(DEFAULT_MODEL_ID)
 
     def encode(model, texts: list[str]):
@@ -88,24 +93,36 @@ def main(argv: list[str] | None = None) -> int:
         return torch.nn.functional.normalize(model(dict(features))["sentence_embedding"], dim=-1)
 
     def example(i: int) -> tuple[str, list[str], int]:
+        """Request text, its tools' texts, and the target: the label's position, len(tools) for 'none'."""
         item = inputs[i]
-        return item.text, [router.document(t) for t in item.tools], [t.name for t in item.tools].index(labels[i])
+        names = [t.name for t in item.tools]
+        return item.text, [router.document(t) for t in item.tools], \
+            names.index(labels[i]) if labels[i] in names else len(names)
 
-    def cosine_right(model, rows: list[int]) -> int:
+    def cosine_picks(model, rows: list[int], tau: float | None) -> dict[int, str]:
+        """Each row's pick by plain cosine: its most similar tool; 'none' below ``tau`` (or with no tool)."""
         model.eval()
-        right = 0
+        picks = {}
         with torch.inference_mode():
             for i in rows:
-                if labels[i] == NONE_LABEL:
+                query, documents, _ = example(i)
+                if not documents:
+                    picks[i] = NONE_LABEL
                     continue
-                query, documents, target = example(i)
                 vectors = encode(model, [query] + documents)
-                right += int(torch.argmax(vectors[1:] @ vectors[0]).item() == target)
-        return right
+                cos = vectors[1:] @ vectors[0]
+                best = int(torch.argmax(cos).item())
+                below = tau is not None and float(cos[best]) < tau
+                picks[i] = NONE_LABEL if below else inputs[i].tools[best].name
+        return picks
 
     def fine_tuned(k: int, train_rows: list[int]):
         model = copy.deepcopy(base)
-        optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr)
+        tau = torch.nn.Parameter(torch.tensor(0.5))
+        groups = [{"params": model.parameters()}]
+        if with_none:
+            groups.append({"params": [tau], "lr": 1e-2, "weight_decay": 0.0})
+        optimiser = torch.optim.AdamW(groups, lr=args.lr)
         order = random.Random(k)
         torch.manual_seed(k)
         for _ in range(args.epochs):
@@ -118,51 +135,76 @@ def main(argv: list[str] | None = None) -> int:
                     spans.append((len(texts), len(documents), target))
                     texts += [query] + documents
                 vectors = encode(model, texts)
-                loss = sum(torch.nn.functional.cross_entropy(
-                    (20 * (vectors[s + 1:s + 1 + n] @ vectors[s]))[None], torch.tensor([target]))
-                    for s, n, target in spans) / len(spans)
+                losses = []
+                for s, n, target in spans:
+                    scores = vectors[s + 1:s + 1 + n] @ vectors[s]
+                    if with_none:
+                        scores = torch.cat([scores, tau[None]])
+                    losses.append(torch.nn.functional.cross_entropy((20 * scores)[None], torch.tensor([target])))
+                loss = sum(losses) / len(spans)
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
-        return model
+        return model, (float(tau.item()) if with_none else None)
 
     only = range(FOLDS) if args.only_folds is None else [int(k) for k in args.only_folds.split(",")]
-    totals = {"n": 0, "n_answerable": 0, "base": 0, "tuned": 0, "model": 0}
-    print(f"{version_path}: {len(inputs)} requests ({len(answerable)} answerable), {FOLDS} folds, "
-          f"{args.epochs} epochs, lr {args.lr:g}")
+    names = sorted({sl for sl in slices if sl is not None}) or [None]
+    kinds = ("base", "tuned", "tuned_tau", "model")
+    right = {(kind, name): 0 for kind in kinds for name in names}
+    seen = {(answerable, name): 0 for answerable in (False, True) for name in names}
+
+    def shown(kind: str, per: dict, counts: dict) -> str:
+        """Accuracy per slice; the plain argmax (base, tuned) never abstains: on the answerable requests only."""
+        only_answerable = kind in ("base", "tuned")
+        n = {name: counts[(True, name)] + (0 if only_answerable else counts[(False, name)]) for name in names}
+        return " / ".join(f"{'' if name is None else name + ' '}{100 * per[(kind, name)] / n[name]:.1f}%"
+                          for name in names if n[name])
+
+    print(f"{version_path}: {len(inputs)} requests ({sum(label != NONE_LABEL for label in labels)} answerable), "
+          f"{FOLDS} folds, {args.epochs} epochs, lr {args.lr:g}" + (", 'none' learned as tau" if with_none else ""))
     for k in only:
         started = time.perf_counter()
-        train_rows = [i for i in answerable if folds[i] != k]
+        train_rows = [i for i in learnable if folds[i] != k]
         held = [i for i in range(len(inputs)) if folds[i] == k]
-        encoder_dir = workdir / f"encoder-{k}"
-        if args.reuse and is_model_folder(encoder_dir):
+        encoder_dir, tau_file = workdir / f"encoder-{k}", workdir / f"tau-{k}.json"
+        if args.reuse and is_model_folder(encoder_dir) and (tau_file.is_file() or not with_none):
             model = load_model(str(encoder_dir))
+            tau = json.loads(tau_file.read_text()) if with_none else None
             print(f"fold {k}: reusing {encoder_dir}")
         else:
-            model = fine_tuned(k, train_rows)
+            model, tau = fine_tuned(k, train_rows)
             model.save(str(encoder_dir))
+            if with_none:
+                tau_file.write_text(json.dumps(tau))
         tune_s = time.perf_counter() - started
-        base_right, tuned_right = cosine_right(base, held), cosine_right(model, held)
+        picks = {"base": cosine_picks(base, held, None), "tuned": cosine_picks(model, held, None),
+                 "tuned_tau": cosine_picks(model, held, tau)}
         model_file = workdir / f"model-{k}.json"
         train_decision_model(version_path, model_file, encoder=str(encoder_dir))
         selector = TrainedSelector(options={"model_file": str(model_file)})
-        scored = selector._score([inputs[i] for i in held])
-        model_right = 0
-        for i, result in zip(held, scored):
-            names = [t.name for t in inputs[i].tools] + [NONE_LABEL]
-            model_right += result is not None and names[int(np.argmax(result[0]))] == labels[i]
-        n_answerable = sum(labels[i] != NONE_LABEL for i in held)
-        for key, value in (("n", len(held)), ("n_answerable", n_answerable), ("base", base_right),
-                           ("tuned", tuned_right), ("model", model_right)):
-            totals[key] += value
-        print(f"fold {k}: {len(held)} held out; cosine MiniLM {100 * base_right / n_answerable:.1f}%, "
-              f"fine-tuned {100 * tuned_right / n_answerable:.1f}% (answerable); decision model on the "
-              f"fine-tuned encoder {100 * model_right / len(held):.1f}% (all); fine-tuning {tune_s:.0f} s, "
-              f"in all {time.perf_counter() - started:.0f} s", flush=True)
-    t = totals
-    print(f"all held out: cosine MiniLM {100 * t['base'] / t['n_answerable']:.1f}%, fine-tuned "
-          f"{100 * t['tuned'] / t['n_answerable']:.1f}% (of {t['n_answerable']} answerable); decision model on "
-          f"the fine-tuned encoders {100 * t['model'] / t['n']:.1f}% (of {t['n']})")
+        picks["model"] = {}
+        for i, result in zip(held, selector._score([inputs[i] for i in held])):
+            offered = [t.name for t in inputs[i].tools] + [NONE_LABEL]
+            picks["model"][i] = NONE_LABEL if result is None else offered[int(np.argmax(result[0]))]
+        fold_right = {(kind, name): 0 for kind in kinds for name in names}
+        fold_seen = dict.fromkeys(seen, 0)
+        for i in held:
+            name = slices[i] if slices[i] in names else None
+            fold_seen[(labels[i] != NONE_LABEL, name)] += 1
+            for kind in kinds:
+                fold_right[(kind, name)] += picks[kind][i] == labels[i]
+        for key, value in fold_right.items():
+            right[key] += value
+        for key, value in fold_seen.items():
+            seen[key] += value
+        print(f"fold {k}: {len(held)} held out; cosine MiniLM {shown('base', fold_right, fold_seen)}, fine-tuned "
+              f"{shown('tuned', fold_right, fold_seen)} (argmax, never 'none')"
+              + (f", with its tau {tau:.3f} {shown('tuned_tau', fold_right, fold_seen)}" if with_none else "")
+              + f"; decision model on the fine-tuned encoder {shown('model', fold_right, fold_seen)}; "
+              f"fine-tuning {tune_s:.0f} s, in all {time.perf_counter() - started:.0f} s", flush=True)
+    print(f"all held out ({sum(seen.values())} requests): cosine MiniLM {shown('base', right, seen)}, fine-tuned "
+          f"{shown('tuned', right, seen)}" + (f", with its tau {shown('tuned_tau', right, seen)}" if with_none else "")
+          + f"; decision model on the fine-tuned encoders {shown('model', right, seen)}")
     return 0
 
 
