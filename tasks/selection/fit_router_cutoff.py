@@ -30,7 +30,6 @@ from tasks.files.input_errors import InputError
 from tasks.selection.arms import SelectionArm
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.offline import offline_selector
-from tasks.selectors.trained import TrainedSelector
 from tasks.selectors.router_setup import (
     CUTOFF_OPTIONS,
     DEFAULT_MODELS,
@@ -39,6 +38,7 @@ from tasks.selectors.router_setup import (
     router_identity_options,
     router_setup,
 )
+from tasks.selectors.trained import TrainedSelector
 from tasks.stats.abstain_cutoff import CONFIRM, FIT, ScoredRequest, correct_at, fit_threshold, split_half
 from tasks.stats.wilson import wilson_interval
 from tasks.taskset.load_taskset import load_version

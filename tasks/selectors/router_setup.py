@@ -19,6 +19,7 @@ The same rules apply to the offline router of a routed hosted arm (``router_opti
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -123,7 +124,7 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
             raise ValueError(f"abstain_margin shifts a trained decision model's learned 'none'; the {kind} router "
                              "takes abstain_threshold")
         margin = run["abstain_margin"]
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or margin != margin:
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin):
             raise ValueError(f"abstain_margin must be a number, got {margin!r}")
         if model.full_model.none is None:
             raise ValueError(f"abstain_margin shifts the learned 'none', and decision model {run['model_file']} "

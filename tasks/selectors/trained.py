@@ -19,7 +19,7 @@ calibrated utility scale) replaces the learned 'none' utility with a constant, a
 option. ``abstain_margin`` (a number, what ``tooleval fit`` writes for a model that learned 'none') keeps the
 learned 'none' utility and adds the margin to it: the model picks 'none' when its best tool beats the learned
 'none' by less than the margin (0 is the model as trained). A constant throws the learned 'none' away: on the
-pooled BFCL live set the best constant for both slices reads 85.6% / 85.6%, the best margin 87.5% / 87.6%
+pooled BFCL live set the best constant for both slices reads 85.6% / 85.6%, the best margin 87.5% / 87.5%
 (in-sample, docs/routing/decision-models.md).
 
 Each scored selection records ``nearest_example_cos``: the cosine of the request to its most similar example

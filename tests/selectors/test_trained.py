@@ -201,6 +201,7 @@ def test_a_margin_needs_a_learned_none_a_number_and_no_other_cutoff(small_set, m
     without.write_text(json.dumps(model))
     for options, message in (({"model_file": str(without), "abstain_margin": 0.5}, "learned none"),
                              ({"model_file": str(models["folds5"]), "abstain_margin": "high"}, "must be a number"),
+                             ({"model_file": str(models["folds5"]), "abstain_margin": float("inf")}, "must be a number"),
                              ({"model_file": str(models["folds5"]), "abstain_margin": 0.5,
                                "abstain_threshold": 1.0}, "not both")):
         with pytest.raises(ValueError, match=message):
