@@ -8,8 +8,8 @@ offered tool and its score decide every cut-off at once (``tasks/stats/abstain_c
 The score: for a trained decision model that learned 'none', its best tool's margin over that learned 'none'
 (``scale: margin``, the run option ``abstain_margin``): the fit moves the learned 'none' up or down and keeps
 what it learned (a margin of 0 is the model as trained, one of the candidates). A constant in its place (the
-scale of every other router) discards the 'none' features: on the pooled BFCL live set the constant cut-off
-confirmed at 86.0% / 85.3% (answerable / irrelevant) where the model as trained read 88.8% / 84.2%.
+scale of every other router) discards the 'none' features: on the pooled BFCL live set the arm with the
+fitted constant read 86.0% / 85.3% (answerable / irrelevant) where the model as trained read 88.8% / 84.2%.
 """
 
 from __future__ import annotations
@@ -140,8 +140,7 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
         inputs.append(SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools,
                                      prompt=arm.prompt_text))
         labels.append(effective_label(label, fallback, {t.name for t in tools}))
-    scores = default_router.none_margins(inputs) if isinstance(default_router, TrainedSelector) and margin \
-        else router.scores(inputs)
+    scores = default_router.none_margins(inputs) if margin else router.scores(inputs)
     defaults = default_router.select(inputs)
 
     halves: dict[str, tuple[list[ScoredRequest], int]] = {FIT: ([], 0), CONFIRM: ([], 0)}

@@ -70,6 +70,14 @@ def parse_threshold(value: Any) -> float:
     return float(value)
 
 
+def parse_margin(value: Any) -> float:
+    """An ``abstain_margin`` option as a float: a finite number (no ``never``: a margin moves the learned
+    'none', ``abstain_threshold: never`` removes it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"abstain_margin must be a number, got {value!r}")
+    return float(value)
+
+
 def load_cutoff(path: Path) -> AbstainCutoff:
     """A fitted cut-off file, or ValueError saying what is wrong with it."""
     if not path.is_file():
@@ -123,9 +131,7 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         if kind != "trained":
             raise ValueError(f"abstain_margin shifts a trained decision model's learned 'none'; the {kind} router "
                              "takes abstain_threshold")
-        margin = run["abstain_margin"]
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin):
-            raise ValueError(f"abstain_margin must be a number, got {margin!r}")
+        parse_margin(run["abstain_margin"])
         if model.full_model.none is None:
             raise ValueError(f"abstain_margin shifts the learned 'none', and decision model {run['model_file']} "
                              "learned none (its examples had no 'none' label): use abstain_threshold")

@@ -49,7 +49,7 @@ from tasks.selectors.decision_features import (
     text_hash,
 )
 from tasks.selectors.embedding_probe import Probe
-from tasks.selectors.router_setup import DEFAULT_MODELS, parse_threshold
+from tasks.selectors.router_setup import DEFAULT_MODELS, parse_margin, parse_threshold
 from tasks.selectors.base_routers import embed_texts, router_scores
 
 DEFAULT_MODEL_ID = DEFAULT_MODELS["trained"]
@@ -99,12 +99,10 @@ class TrainedSelector:
         if margin is not None:
             if threshold != "default":
                 raise ValueError("give abstain_threshold or abstain_margin, not both")
-            if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not np.isfinite(margin):
-                raise ValueError(f"abstain_margin must be a number, got {margin!r}")
             if m.full_model.none is None:
                 raise ValueError("abstain_margin shifts the learned 'none', and this decision model learned none "
                                  "(its examples had no 'none' label): use abstain_threshold")
-            self.margin = float(margin)
+            self.margin = parse_margin(margin)
         self._examples: Examples | None = None
         self._probes: dict[int | None, Probe | None] = {}
         self.fold_by_text = dict(zip(m.example_text_hashes, m.example_folds))
