@@ -40,12 +40,19 @@ def test_a_directory_that_is_no_encoder_is_bad_input_before_training(tmp_path, c
         assert not out.exists()
 
 
-def test_the_same_weights_from_a_directory_train_the_same_model(tmp_path, capsys):
+def test_the_same_weights_from_a_directory_train_the_same_model(tmp_path, capsys, monkeypatch):
     """The packaged MiniLM copied to a folder of its own is another encoder id with the same vectors: the model
     file records the folder, and every weight and cross-fitted figure is the default model's (to float rounding:
 with a cold cache the two encode their texts in different batches)."""
+    from tasks.selectors import embedding
+
+    # each training encodes every text itself, in the same batches: no vector from the disk cache or from an
+    # earlier test's batches in this process (float32 rounding differs between batchings and moved a weight)
+    monkeypatch.setenv("TOOLEVAL_EMBEDDING_CACHE", "off")
+    monkeypatch.setattr(embedding, "_VECTORS", {})
     root = small_support_set(tmp_path / "set")
     default = DecisionModelFile.model_validate_json(trained_model(root).read_bytes())
+    monkeypatch.setattr(embedding, "_VECTORS", {})
     encoder = tmp_path / "encoder"
     shutil.copytree(model_path(DEFAULT_MODEL_ID), encoder)
     out = root / "models" / "local.json"
