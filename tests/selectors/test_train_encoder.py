@@ -42,29 +42,33 @@ def test_a_directory_that_is_no_encoder_is_bad_input_before_training(tmp_path, c
 
 def test_the_same_weights_from_a_directory_train_the_same_model(tmp_path, capsys, monkeypatch):
     """The packaged MiniLM copied to a folder of its own is another encoder id with the same vectors: the model
-    file records the folder, and every weight and cross-fitted figure is the default model's (to float rounding:
-with a cold cache the two encode their texts in different batches)."""
-    from tasks.selectors import embedding
+    file records the folder, its vectors are the packaged model's to float32 rounding, and so are its
+    cross-fitted figures; its weights agree to the optimiser's tolerance.
 
-    # each training encodes every text itself, in the same batches: no vector from the disk cache or from an
-    # earlier test's batches in this process (float32 rounding differs between batchings and moved a weight)
-    monkeypatch.setenv("TOOLEVAL_EMBEDDING_CACHE", "off")
-    monkeypatch.setattr(embedding, "_VECTORS", {})
+    Why not every weight to float rounding: the same vectors in other batches differ by ~3e-7, and L-BFGS
+    (the probe stops at its iteration cap) turns that into ~4e-3 on a weight: two trainings of the default
+    model in one process, one from the disk cache and one from the process memo, differ that much."""
+    from tasks.selectors.embedding import EmbeddingSelector
+
+    monkeypatch.setenv("TOOLEVAL_EMBEDDING_CACHE", "off")  # the folder's vectors are encoded here, not read
     root = small_support_set(tmp_path / "set")
     default = DecisionModelFile.model_validate_json(trained_model(root).read_bytes())
-    monkeypatch.setattr(embedding, "_VECTORS", {})
     encoder = tmp_path / "encoder"
     shutil.copytree(model_path(DEFAULT_MODEL_ID), encoder)
+    texts = [json.loads(line)["messages"][-1]["content"] for line in (root / "v1.jsonl").open()]
+    packaged = EmbeddingSelector(DEFAULT_MODEL_ID, {}).embed(texts)
+    copied = EmbeddingSelector(str(encoder.resolve()), {}).embed(texts)
+    assert np.abs(packaged - copied).max() < 1e-5
     out = root / "models" / "local.json"
     assert main(["train", str(root / "v1.jsonl"), "--out", str(out), "--encoder", str(encoder)]) == 0
     printed = capsys.readouterr().out
     assert f"encoder: {encoder.resolve()}" in printed
     local = DecisionModelFile.model_validate_json(out.read_bytes())
     assert default.embedding_model == DEFAULT_MODEL_ID and local.embedding_model == str(encoder.resolve())
-    # the same vectors up to float32 rounding (encoded in other batches when the cache is cold)
     assert local.cross_fitted["accuracy"] == default.cross_fitted["accuracy"]
     assert local.cross_fitted == pytest.approx(default.cross_fitted, rel=1e-3)
-    assert local.full_model.tool == pytest.approx(default.full_model.tool, rel=1e-2, abs=1e-3)
+    weights, expected = np.array(local.full_model.tool), np.array(default.full_model.tool)
+    assert np.linalg.norm(weights - expected) <= 0.01 * np.linalg.norm(expected)
     assert local.example_text_hashes == default.example_text_hashes
 
 
