@@ -1,7 +1,7 @@
 """How far a MiniLM fine-tuned on a set's own requests takes the decision model, held out (issue 28's goals).
 
     PYTHONPATH=. .venv/bin/python benchmarks/fine_tuned_encoder.py TASKSET_VERSION_PATH [--workdir DIR]
-        [--epochs 2] [--lr 3e-5] [--only-folds 0,1,...] [--reuse]
+        [--epochs 2] [--lr 3e-5] [--only-folds 0,1,...] [--reuse] [--decision-model MODEL_FILE]
 
 For each of the 5 folds ``tooleval train`` uses (sha256 of the request text, its default salt):
 
@@ -14,12 +14,18 @@ For each of the 5 folds ``tooleval train`` uses (sha256 of the request text, its
    with 'none' labels it picks 'none' when no tool's cosine reaches tau);
 3. ``tooleval train --encoder WORKDIR/encoder-K`` on the whole version, then score the fold's requests with
    the model file as a run does: they are the examples of fold K, so its fold model K scores them, whose
-   logit, kNN examples and probe never saw fold K, and neither did the encoder.
+   logit, kNN examples and probe never saw fold K, and neither did the encoder;
+4. with ``--decision-model MODEL_FILE`` (``tooleval train`` on the same version with its 5 default folds, on
+   any encoder): the product of two experts, fixed before it was first measured and fitted on nothing: per
+   request, the option (offered tools, and 'none') with the highest 0.5 log p + 0.5 log q, where p is that
+   model's probabilities (its fold model K: it never saw the fold) and q the fine-tuned cosine's softmax
+   (x 20, the fine-tuning's own scale; with tau as 'none' on a set with 'none' labels, else no 'none').
 
 So every figure is held out twice over: nothing that scores a request learned from it. (The other folds'
 rows in step 3 are scored by an encoder that learned from them; their figures are not used.) Prints per fold
 and in all: the base MiniLM cosine, the fine-tuned cosine and the decision model on the fine-tuned encoder
-(its learned 'none'), per slice on a set with slices, with the training time. Not a test: on 2 CPU cores
+(its learned 'none'), the product of experts (with ``--decision-model``), per slice on a set with slices,
+with the training time. Not a test: on 2 CPU cores
 one fold of BFCL live_multiple (842 requests, 2 epochs) fine-tunes in 8-12 minutes, of the pooled live set
 (1,546) in about 20.
 """
@@ -50,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=3e-5)
     parser.add_argument("--only-folds", default=None, help="e.g. 0,1 (default: all five)")
     parser.add_argument("--reuse", action="store_true", help="use WORKDIR/encoder-K where it exists")
+    parser.add_argument("--decision-model", type=Path, default=None,
+                        help="a model file `tooleval train` wrote for this version: also print the product of "
+                             "its fold models and the fine-tuned cosine")
     args = parser.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import torch
@@ -116,6 +125,26 @@ def main(argv: list[str] | None = None) -> int:
                 picks[i] = NONE_LABEL if below else inputs[i].tools[best].name
         return picks
 
+    def product_picks(model, rows: list[int], tau: float | None) -> dict[int, str]:
+        """Each row's pick by 0.5 log p(decision model) + 0.5 log q(fine-tuned cosine), over tools + 'none'."""
+        model.eval()
+        picks = {}
+        scored = expert._score([inputs[i] for i in rows])
+        with torch.inference_mode():
+            for i, result in zip(rows, scored):
+                query, documents, _ = example(i)
+                if result is None or not documents:
+                    picks[i] = NONE_LABEL
+                    continue
+                vectors = encode(model, [query] + documents)
+                cos = (vectors[1:] @ vectors[0]).double().numpy()
+                options = np.append(cos, tau if tau is not None else -np.inf) * 20
+                log_q = options - options.max() - np.log(np.exp(options - options.max()).sum())
+                log_p = np.log(np.maximum(result[0], 1e-300))
+                offered = [t.name for t in inputs[i].tools] + [NONE_LABEL]
+                picks[i] = offered[int(np.argmax(0.5 * log_p + 0.5 * log_q))]
+        return picks
+
     def fine_tuned(k: int, train_rows: list[int]):
         model = copy.deepcopy(base)
         tau = torch.nn.Parameter(torch.tensor(0.5))
@@ -149,15 +178,30 @@ def main(argv: list[str] | None = None) -> int:
 
     only = range(FOLDS) if args.only_folds is None else [int(k) for k in args.only_folds.split(",")]
     names = sorted({sl for sl in slices if sl is not None}) or [None]
-    kinds = ("base", "tuned", "tuned_tau", "model")
+    kinds = ("base", "tuned", "tuned_tau", "model") + (("product",) if args.decision_model else ())
+    expert = None
+    if args.decision_model is not None:
+        if not args.decision_model.is_file():
+            raise SystemExit(f"{args.decision_model}: no such model file (--decision-model: a file `tooleval train` "
+                             f"wrote for {version_path})")
+        expert = TrainedSelector(options={"model_file": str(args.decision_model.resolve())})
+        outside = [inputs[i].request_id for i in range(len(inputs))
+                   if expert._which(inputs[i], text_hash(inputs[i].text)) != folds[i]]
+        if outside:
+            raise SystemExit(f"{args.decision_model}: not cross-fitted on this version's {FOLDS} folds "
+                             f"(default salt): {len(outside)} request(s) are not examples of the fold the "
+                             f"benchmark holds them out in, e.g. {outside[0]}; train it with `tooleval train "
+                             f"{version_path}`")
     right = {(kind, name): 0 for kind in kinds for name in names}
     seen = {(answerable, name): 0 for answerable in (False, True) for name in names}
 
-    def shown(kind: str, per: dict, counts: dict) -> str:
-        """Accuracy per slice; the plain argmax (base, tuned) never abstains: on the answerable requests only."""
+    def shown(kind: str, per: dict, counts: dict, *, totals: bool = False) -> str:
+        """Accuracy per slice; the plain argmax (base, tuned) never abstains: on the answerable requests only.
+        ``totals`` adds the counts (a goal such as 95% can hang on one request)."""
         only_answerable = kind in ("base", "tuned")
         n = {name: counts[(True, name)] + (0 if only_answerable else counts[(False, name)]) for name in names}
         return " / ".join(f"{'' if name is None else name + ' '}{100 * per[(kind, name)] / n[name]:.1f}%"
+                          + (f" ({per[(kind, name)]:,} of {n[name]:,})" if totals else "")
                           for name in names if n[name])
 
     print(f"{version_path}: {len(inputs)} requests ({sum(label != NONE_LABEL for label in labels)} answerable), "
@@ -179,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         tune_s = time.perf_counter() - started
         picks = {"base": cosine_picks(base, held, None), "tuned": cosine_picks(model, held, None),
                  "tuned_tau": cosine_picks(model, held, tau)}
+        if expert is not None:
+            picks["product"] = product_picks(model, held, tau)
         model_file = workdir / f"model-{k}.json"
         train_decision_model(version_path, model_file, encoder=str(encoder_dir))
         selector = TrainedSelector(options={"model_file": str(model_file)})
@@ -200,11 +246,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fold {k}: {len(held)} held out; cosine MiniLM {shown('base', fold_right, fold_seen)}, fine-tuned "
               f"{shown('tuned', fold_right, fold_seen)} (argmax, never 'none')"
               + (f", with its tau {tau:.3f} {shown('tuned_tau', fold_right, fold_seen)}" if with_none else "")
-              + f"; decision model on the fine-tuned encoder {shown('model', fold_right, fold_seen)}; "
+              + f"; decision model on the fine-tuned encoder {shown('model', fold_right, fold_seen)}"
+              + (f"; product {shown('product', fold_right, fold_seen)}" if expert is not None else "") + "; "
               f"fine-tuning {tune_s:.0f} s, in all {time.perf_counter() - started:.0f} s", flush=True)
-    print(f"all held out ({sum(seen.values())} requests): cosine MiniLM {shown('base', right, seen)}, fine-tuned "
-          f"{shown('tuned', right, seen)}" + (f", with its tau {shown('tuned_tau', right, seen)}" if with_none else "")
-          + f"; decision model on the fine-tuned encoders {shown('model', right, seen)}")
+    def total(kind: str) -> str:
+        return shown(kind, right, seen, totals=True)
+
+    print(f"all held out ({sum(seen.values())} requests): cosine MiniLM {total('base')}, fine-tuned {total('tuned')}"
+          + (f", with its tau {total('tuned_tau')}" if with_none else "")
+          + f"; decision model on the fine-tuned encoders {total('model')}"
+          + (f"; product of {args.decision_model.name} and the fine-tuned cosine {total('product')}"
+             if expert is not None else ""))
     return 0
 
 
