@@ -25,9 +25,8 @@ So every figure is held out twice over: nothing that scores a request learned fr
 rows in step 3 are scored by an encoder that learned from them; their figures are not used.) Prints per fold
 and in all: the base MiniLM cosine, the fine-tuned cosine and the decision model on the fine-tuned encoder
 (its learned 'none'), the product of experts (with ``--decision-model``), per slice on a set with slices,
-with the training time. Not a test: on 2 CPU cores
-one fold of BFCL live_multiple (842 requests, 2 epochs) fine-tunes in 8-12 minutes, of the pooled live set
-(1,546) in about 20.
+with the training time. Not a test: on 2 CPU cores one fold of BFCL live_multiple (842 requests, 2 epochs)
+fine-tunes in 8-12 minutes, of the pooled live set (1,546) in about 20.
 """
 
 from __future__ import annotations
@@ -249,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
               + f"; decision model on the fine-tuned encoder {shown('model', fold_right, fold_seen)}"
               + (f"; product {shown('product', fold_right, fold_seen)}" if expert is not None else "") + "; "
               f"fine-tuning {tune_s:.0f} s, in all {time.perf_counter() - started:.0f} s", flush=True)
+
     def total(kind: str) -> str:
         return shown(kind, right, seen, totals=True)
 
