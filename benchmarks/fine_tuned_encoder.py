@@ -32,10 +32,8 @@ fine-tunes in 8-12 minutes, of the pooled live set (1,546) in about 20.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -69,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.selectors.decision_features import text_hash
     from tasks.selectors.embedding import DEFAULT_MODEL_ID, load_model
     from tasks.selectors.embedding_store import is_model_folder
+    from tasks.selectors.fine_tune import TuningExample, encode, fine_tune
     from tasks.selectors.train_decision_model import DEFAULT_SALT, fold_of, train_decision_model
     from tasks.selectors.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_version
@@ -95,10 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     with_none = NONE_LABEL in labels
     learnable = [i for i, item in enumerate(inputs) if item.tools]  # a request offered nothing is 'none' anyway
     base = load_model(DEFAULT_MODEL_ID)
-
-    def encode(model, texts: list[str]):
-        features = model.preprocess(texts) if hasattr(model, "preprocess") else model.tokenize(texts)
-        return torch.nn.functional.normalize(model(dict(features))["sentence_embedding"], dim=-1)
 
     def example(i: int) -> tuple[str, list[str], int]:
         """Request text, its tools' texts, and the target: the label's position, len(tools) for 'none'."""
@@ -145,35 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         return picks
 
     def fine_tuned(k: int, train_rows: list[int]):
-        model = copy.deepcopy(base)
-        tau = torch.nn.Parameter(torch.tensor(0.5))
-        groups = [{"params": model.parameters()}]
-        if with_none:
-            groups.append({"params": [tau], "lr": 1e-2, "weight_decay": 0.0})
-        optimiser = torch.optim.AdamW(groups, lr=args.lr)
-        order = random.Random(k)
-        torch.manual_seed(k)
-        for _ in range(args.epochs):
-            model.train()
-            order.shuffle(train_rows)
-            for start in range(0, len(train_rows), 16):
-                texts, spans = [], []
-                for i in train_rows[start:start + 16]:
-                    query, documents, target = example(i)
-                    spans.append((len(texts), len(documents), target))
-                    texts += [query] + documents
-                vectors = encode(model, texts)
-                losses = []
-                for s, n, target in spans:
-                    scores = vectors[s + 1:s + 1 + n] @ vectors[s]
-                    if with_none:
-                        scores = torch.cat([scores, tau[None]])
-                    losses.append(torch.nn.functional.cross_entropy((20 * scores)[None], torch.tensor([target])))
-                loss = sum(losses) / len(spans)
-                optimiser.zero_grad()
-                loss.backward()
-                optimiser.step()
-        return model, (float(tau.item()) if with_none else None)
+        tuning = [TuningExample(query, tuple(documents), target)
+                  for query, documents, target in map(example, train_rows)]
+        return fine_tune(base, tuning, epochs=args.epochs, lr=args.lr, seed=k, learn_none=with_none)
 
     only = range(FOLDS) if args.only_folds is None else [int(k) for k in args.only_folds.split(",")]
     names = sorted({sl for sl in slices if sl is not None}) or [None]
