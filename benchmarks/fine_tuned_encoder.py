@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.selectors.decision_features import text_hash
     from tasks.selectors.embedding import DEFAULT_MODEL_ID, load_model
     from tasks.selectors.embedding_store import is_model_folder
-    from tasks.selectors.fine_tune import TuningExample, encode, fine_tune
+    from tasks.selectors.fine_tune import SCALE, TuningExample, encode, fine_tune
+    from tasks.selectors.router_scores import abstain_softmax
     from tasks.selectors.train_decision_model import DEFAULT_SALT, fold_of, train_decision_model
     from tasks.selectors.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_version
@@ -102,41 +103,47 @@ def main(argv: list[str] | None = None) -> int:
         return item.text, [router.document(t) for t in item.tools], \
             names.index(labels[i]) if labels[i] in names else len(names)
 
-    def cosine_picks(model, rows: list[int], tau: float | None) -> dict[int, str]:
-        """Each row's pick by plain cosine: its most similar tool; 'none' below ``tau`` (or with no tool)."""
+    def cosines(model, rows: list[int]) -> dict[int, np.ndarray]:
+        """Each row's cosine to each of its offered tools' texts under ``model`` (empty when none is offered),
+        encoded once and read by every pick below."""
         model.eval()
-        picks = {}
+        out = {}
         with torch.inference_mode():
             for i in rows:
                 query, documents, _ = example(i)
                 if not documents:
-                    picks[i] = NONE_LABEL
+                    out[i] = np.zeros(0)
                     continue
                 vectors = encode(model, [query] + documents)
-                cos = vectors[1:] @ vectors[0]
-                best = int(torch.argmax(cos).item())
-                below = tau is not None and float(cos[best]) < tau
-                picks[i] = NONE_LABEL if below else inputs[i].tools[best].name
+                out[i] = (vectors[1:] @ vectors[0]).double().numpy()
+        return out
+
+    def cosine_picks(cos: dict[int, np.ndarray], tau: float | None) -> dict[int, str]:
+        """Each row's pick by plain cosine: its most similar tool; 'none' below ``tau`` (or with no tool)."""
+        picks = {}
+        for i, row in cos.items():
+            if not len(row):
+                picks[i] = NONE_LABEL
+                continue
+            best = int(np.argmax(row))
+            below = tau is not None and float(row[best]) < tau
+            picks[i] = NONE_LABEL if below else inputs[i].tools[best].name
         return picks
 
-    def product_picks(model, rows: list[int], tau: float | None) -> dict[int, str]:
-        """Each row's pick by 0.5 log p(decision model) + 0.5 log q(fine-tuned cosine), over tools + 'none'."""
-        model.eval()
+    def product_picks(cos: dict[int, np.ndarray], tau: float | None) -> dict[int, str]:
+        """Each row's pick by 0.5 log p(decision model) + 0.5 log q(fine-tuned cosine), over tools + 'none':
+        q is the embedding router's softmax (``abstain_softmax``) at the fine-tuning's scale, tau as 'none'."""
         picks = {}
-        scored = expert._score([inputs[i] for i in rows])
-        with torch.inference_mode():
-            for i, result in zip(rows, scored):
-                query, documents, _ = example(i)
-                if result is None or not documents:
-                    picks[i] = NONE_LABEL
-                    continue
-                vectors = encode(model, [query] + documents)
-                cos = (vectors[1:] @ vectors[0]).double().numpy()
-                options = np.append(cos, tau if tau is not None else -np.inf) * 20
-                log_q = options - options.max() - np.log(np.exp(options - options.max()).sum())
-                log_p = np.log(np.maximum(result[0], 1e-300))
-                offered = [t.name for t in inputs[i].tools] + [NONE_LABEL]
-                picks[i] = offered[int(np.argmax(0.5 * log_p + 0.5 * log_q))]
+        for (i, row), result in zip(cos.items(), expert._score([inputs[i] for i in cos])):
+            if result is None or not len(row):
+                picks[i] = NONE_LABEL
+                continue
+            q, _ = abstain_softmax(row[None], -np.inf if tau is None else tau, 1 / SCALE)
+            with np.errstate(divide="ignore"):  # no tau: 'none' has q = 0, log q = -inf
+                log_q = np.log(q[0])
+            log_p = np.log(np.maximum(result[0], 1e-300))
+            offered = [t.name for t in inputs[i].tools] + [NONE_LABEL]
+            picks[i] = offered[int(np.argmax(0.5 * log_p + 0.5 * log_q))]
         return picks
 
     def fine_tuned(k: int, train_rows: list[int]):
@@ -189,10 +196,11 @@ def main(argv: list[str] | None = None) -> int:
             if with_none:
                 tau_file.write_text(json.dumps(tau))
         tune_s = time.perf_counter() - started
-        picks = {"base": cosine_picks(base, held, None), "tuned": cosine_picks(model, held, None),
-                 "tuned_tau": cosine_picks(model, held, tau)}
+        tuned_cos = cosines(model, held)
+        picks = {"base": cosine_picks(cosines(base, held), None), "tuned": cosine_picks(tuned_cos, None),
+                 "tuned_tau": cosine_picks(tuned_cos, tau)}
         if expert is not None:
-            picks["product"] = product_picks(model, held, tau)
+            picks["product"] = product_picks(tuned_cos, tau)
         model_file = workdir / f"model-{k}.json"
         train_decision_model(version_path, model_file, encoder=str(encoder_dir))
         selector = TrainedSelector(options={"model_file": str(model_file)})
