@@ -369,7 +369,10 @@ class ApiWatch:
                 self._lost(f"the Prefect API at {self.api_url} stopped answering (connection refused) during the run")
 
     def _lost(self, what: str) -> None:
-        if self._stop.is_set():
+        from flows.stop_on_signal import stopping  # import-light
+
+        if self._stop.is_set() or stopping():  # a signal's stop ends the server itself and says so (130/143)
+            self._stop.set()
             return
         try:
             from flows.progress import what_is_done  # import-light, like this module

@@ -92,6 +92,12 @@ def retake() -> None:
         signal.signal(signum, _on_signal)  # always: the handler in C may differ from what getsignal says
 
 
+def stopping() -> bool:
+    """Is this process stopping on a signal? Then its children end because it ends them (the temporary
+    Prefect server exits with -15): the API watch must not report that as a lost server (exit 6)."""
+    return _stopping
+
+
 def watch_progress(progress: Any) -> None:
     """The run's progress over its units: what the message on a signal counts."""
     global _progress
