@@ -20,7 +20,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
 from flows.exit_codes import run_exit_code, verdict_exit_code
 
@@ -278,11 +278,14 @@ def fit_cutoff(experiment_path: str | Path, arm: str, out: str | Path | None = N
 
 
 def train(version_path: str | Path, out: str | Path, catalogues: list[str] | None = None,
-          folds: int = 5, unseen_weight: float = 1.0, encoder: str | None = None) -> "TrainedModel":
+          folds: int = 5, unseen_weight: float = 1.0, encoder: str | None = None, fine_tune: bool = False,
+          fine_tune_epochs: int = 2, progress: Callable[[str], None] | None = None) -> "TrainedModel":
     """Learn a decision model from a task-set version's labelled requests (cross-fitted on ``folds`` folds,
     with transfer copies at ``unseen_weight``, its features under ``encoder``: MiniLM unless a local model
-    directory is given) and write its file."""
+    directory is given) and write its file; ``fine_tune``: with a fine-tuned encoder per fold model beside it,
+    scoring by the product of the two (``tasks/selectors/product_experts.py``)."""
     from tasks.selectors.train_decision_model import DEFAULT_MODEL_ID, train_decision_model
 
     return train_decision_model(Path(version_path), Path(out), catalogues=catalogues, folds=folds,
-                                unseen_weight=unseen_weight, encoder=encoder or DEFAULT_MODEL_ID)
+                                unseen_weight=unseen_weight, encoder=encoder or DEFAULT_MODEL_ID, fine_tune=fine_tune,
+                                fine_tune_epochs=fine_tune_epochs, progress=progress)

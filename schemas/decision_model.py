@@ -37,6 +37,27 @@ class ProbeWeights(BaseModel):
         return self
 
 
+class ExpertWeights(BaseModel):
+    """A second expert beside the logit (``tooleval train --fine-tune``): a sentence encoder fine-tuned on the
+    same requests as the weights, whose cosine softmax q is multiplied with the logit's probabilities p
+    (``tasks/selectors/product_experts.py``), and the product's own calibration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    encoder: str = Field(description="The fine-tuned encoder's folder, relative to the model file's folder.")
+    encoder_files: str = Field(description="Its files hashed when it was written: a run refuses other weights.")
+    tau: float | None = Field(description="The learned cosine threshold standing for 'none' in q (null: the "
+                              "requests had no 'none' label; q never picks 'none').")
+    scale: float = Field(description="Cosine scale of q's softmax (the fine-tuning's own).")
+    weight: float = Field(description="The product is weight x log p + (1 - weight) x log q.")
+    temperature: float = Field(description="Divides the product before its softmax; fitted on held-out products.")
+    confidence_slope: float = Field(description="Top-label calibration of the product (see LogitWeights).")
+    confidence_shift: float = Field(description="See confidence_slope.")
+    epochs: int = Field(description="Fine-tuning epochs.")
+    lr: float = Field(description="Fine-tuning learning rate.")
+    trained_on: int = Field(description="Requests the encoder was fine-tuned on.")
+
+
 class LogitWeights(BaseModel):
     """One fitted model: weights of the tool features and of the 'none' option's features, and its temperature."""
 
@@ -56,6 +77,9 @@ class LogitWeights(BaseModel):
     probe: ProbeWeights | None = Field(
         default=None, description="The embedding probe whose log-probabilities are this model's probe features: "
         "fitted on the same requests as the weights (null: probe features 0, as in files written before it).")
+    expert: ExpertWeights | None = Field(
+        default=None, description="A fine-tuned encoder fine-tuned on the same requests as the weights, whose "
+        "cosine joins the logit in a product (null: the logit alone; `tooleval train --fine-tune` writes one).")
 
 
 class DecisionModelFile(BaseModel):
@@ -105,6 +129,9 @@ class DecisionModelFile(BaseModel):
         default=None, description="Inverse L2 strength the embedding probes were fitted with (null: no probes).")
     far_quantile: float | None = Field(
         default=None, description="The quantile of the held-out nearest-example cosines `far_cutoff` is.")
+    cross_fitted_logit: dict[str, float] | None = Field(
+        default=None, description="With fine-tuned experts: the logit's own held-out figures (`cross_fitted` is "
+        "then the product's). Null without experts.")
     encoder_files: str | None = Field(
         default=None, description="A local encoder's files hashed when the model was trained (names, sizes, "
         "small files whole, sampled blocks of the weights): a run refuses the model once the directory holds "

@@ -44,18 +44,19 @@ def encode(model: Any, texts: Sequence[str]) -> Any:
 
 
 def batch_loss(model: Any, batch: Sequence[TuningExample], tau: Any | None) -> Any:
-    """Mean cross-entropy of the batch (one encoder pass over every request and tool text in it)."""
+    """Mean cross-entropy of the batch (one encoder pass over the distinct request and tool texts in it: on a
+    shared catalogue every request offers the same tools, encoded once for the batch, not once per request)."""
     import torch
 
-    texts: list[str] = []
+    position: dict[str, int] = {}
     spans = []
     for example in batch:
-        spans.append((len(texts), len(example.documents), example.target))
-        texts += [example.query, *example.documents]
-    vectors = encode(model, texts)
+        rows = [position.setdefault(text, len(position)) for text in (example.query, *example.documents)]
+        spans.append((rows[0], rows[1:], example.target))
+    vectors = encode(model, list(position))
     losses = []
-    for start, n, target in spans:
-        scores = vectors[start + 1:start + 1 + n] @ vectors[start]
+    for query, documents, target in spans:
+        scores = vectors[documents] @ vectors[query]
         if tau is not None:
             scores = torch.cat([scores, tau[None]])
         losses.append(torch.nn.functional.cross_entropy((SCALE * scores)[None], torch.tensor([target])))

@@ -101,6 +101,28 @@ def check_encoder(model_path: Path, model: DecisionModelFile) -> None:
                          "holds now (its files changed since): train the model again on it")
 
 
+def check_experts(model_path: Path, model: DecisionModelFile) -> None:
+    """ValueError unless every fine-tuned encoder the model names (``tooleval train --fine-tune``) is beside its
+    file with the files it had when the model was trained."""
+    from tasks.selectors.embedding_store import files_fingerprint, is_model_folder  # a fine-tuned model's arm only
+
+    for weights in [*model.fold_models, model.full_model]:
+        expert = weights.expert
+        if expert is None:
+            continue
+        folder = model_path.parent / expert.encoder
+        if not is_model_folder(folder):
+            raise ValueError(f"decision model {model_path} scores with the fine-tuned encoder {folder}, which is "
+                             "not there: copy the model's .encoders folder beside it, or train it again")
+        if files_fingerprint(str(folder)) != expert.encoder_files:
+            raise ValueError(f"the fine-tuned encoder {folder} of decision model {model_path} holds other weights "
+                             "than it was trained with: train the model again")
+
+
+PRODUCT_CUTOFF = ("is a product of two experts (trained with --fine-tune): a cut-off on it is not designed yet "
+                  "(its 'none' is the two experts' together); run it as trained, or with abstain_threshold: never")
+
+
 def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *, has_none_labels: bool,
                  base_dir: Path) -> RouterSetup:
     """The options ``kind`` runs with in an arm whose version has (or has not) 'none' labels; ValueError for
@@ -122,8 +144,13 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         far = model.far_cutoff
         if model.embedding_model != DEFAULT_MODELS["embedding"]:
             check_encoder(model_path, model)
+        check_experts(model_path, model)
         run["model_file"] = str(model_path)
         model_hash = run["model_sha256"] = file_sha256(model_path)
+    product = kind == "trained" and model.full_model.expert is not None
+    if product and ("abstain_margin" in run or "abstain_cutoff" in run or (
+            "abstain_threshold" in run and parse_threshold(run["abstain_threshold"]) != float("-inf"))):
+        raise ValueError(f"decision model {run['model_file']} {PRODUCT_CUTOFF}")
     given_cutoffs = sorted(CUTOFF_OPTIONS & set(run))
     if len(given_cutoffs) > 1:
         raise ValueError(f"give one of {', '.join(given_cutoffs)}, not both")

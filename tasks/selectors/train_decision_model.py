@@ -39,11 +39,12 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
-from schemas.decision_model import DecisionModelFile, LogitWeights
+from schemas.decision_model import DecisionModelFile, ExpertWeights, LogitWeights
 from schemas.taskset import effective_label
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
@@ -73,6 +74,8 @@ from tasks.selectors.decision_features import (
 from tasks.selectors.embedding import DEFAULT_MODEL_ID, encoder_id
 from tasks.selectors.embedding_probe import PROBE_C, Probe, fit_probe
 from tasks.selectors.embedding_store import files_fingerprint
+from tasks.selectors import product_experts
+from tasks.selectors.fine_tune import SCALE
 from tasks.selectors.base_routers import request_texts, router_scores
 from tasks.stats.calibration import expected_calibration_error
 from tasks.taskset.load_taskset import load_catalogue, load_version
@@ -124,6 +127,7 @@ class TrainedModel:
                                      if m.unseen_weight > 0 else "none"),
             *([f"  embedding probe: C {m.probe_c:g}, cross-fitted (no request's probe saw its fold)"]
               if m.probe_c is not None and m.full_model.probe is not None else []),
+            *self.expert_lines(),
             "  far cut-off: " + ("none recorded" if m.far_cutoff is None else
                                  f"nearest-example cosine {m.far_cutoff:.3f} ({100 * (m.far_quantile or 0):g}% of "
                                  "held-out requests below)"),
@@ -131,6 +135,21 @@ class TrainedModel:
             "use it: selector: trained, model: tooleval-hybrid,",
             "  options: {model_file: <this file, relative to the experiment>}",
         ]
+
+
+    def expert_lines(self) -> list[str]:
+        m, expert = self.model, self.model.full_model.expert
+        if expert is None:
+            return []
+        logit = m.cross_fitted_logit or {}
+        return [f"  fine-tuned experts: {len(m.fold_models) + 1} encoders in {Path(expert.encoder).parent}/ "
+                f"({expert.epochs} epoch(s), lr {expert.lr:g});",
+                f"  scored by {expert.weight:g} log p(logit) + {1 - expert.weight:g} log q(encoder cosine"
+                + (f", tau {expert.tau:.3f} as 'none'" if expert.tau is not None else "") + ");",
+                f"  the logit alone, cross-fitted: accuracy {100 * logit.get('accuracy', float('nan')):.1f}%, "
+                f"ECE {logit.get('ece', float('nan')):.3f}",
+                f"  product calibration: temperature {expert.temperature:.3f}, then x "
+                f"{expert.confidence_slope:.2f} {expert.confidence_shift:+.2f}"]
 
 
 TRANSFER_FREE = np.array([f in UNSEEN_TOOL_FEATURES for f in TOOL_FEATURES]
@@ -220,10 +239,16 @@ def _label_index(tools: tuple[ToolSpec, ...], label: str) -> int:
 
 def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str] | None = None,
                          folds: int = DEFAULT_FOLDS, salt: str = DEFAULT_SALT, l2: float = DEFAULT_L2,
-                         unseen_weight: float = DEFAULT_UNSEEN_WEIGHT, encoder: str = DEFAULT_MODEL_ID) -> TrainedModel:
+                         unseen_weight: float = DEFAULT_UNSEEN_WEIGHT, encoder: str = DEFAULT_MODEL_ID,
+                         fine_tune: bool = False, fine_tune_epochs: int = product_experts.DEFAULT_EPOCHS,
+                         fine_tune_lr: float = product_experts.DEFAULT_LR,
+                         progress: Callable[[str], None] | None = None) -> TrainedModel:
     """Learn from ``<taskset>/<version>.jsonl`` and write the model file ``out``; InputError for bad input.
     ``encoder``: the sentence-embedding model of the cosine, kNN and probe features (the packaged MiniLM, or a
-    local sentence-transformers directory, recorded in the file by its absolute path)."""
+    local sentence-transformers directory, recorded in the file by its absolute path). ``fine_tune``: also
+    fine-tune that encoder per fold model and for the full model (``product_experts.py``), saved beside the
+    file in ``<out without .json>.encoders/``; the model then scores by the product of the two experts.
+    ``progress`` hears a line before each fine-tuning (minutes each)."""
     version_path, out = Path(version_path), Path(out)
     if version_path.suffix != ".jsonl" or not version_path.is_file():
         raise InputError.one(str(version_path), "", "file-exists", "give a task-set version file such as "
@@ -237,6 +262,9 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         encoder = encoder_id(encoder)
     except ValueError as error:
         raise InputError.one(str(encoder), "", "encoder", str(error)) from None
+    if fine_tune and not (fine_tune_epochs >= 1 and fine_tune_lr > 0):
+        raise InputError.one(str(version_path), "", "fine-tune", "--fine-tune-epochs must be 1 or more and "
+                             "--fine-tune-lr above 0")
     if out.is_dir() or out.suffix != ".json":
         raise InputError.one(str(out), "", "out-file", "--out is the model file to write, e.g. models/hybrid.json")
     parent = out.parent
@@ -316,11 +344,11 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
 
     column_of = np.where(y == NONE_INDEX, width, y)
 
-    def calibration(rows: np.ndarray) -> dict:
+    def calibration(rows: np.ndarray, held_out: np.ndarray = held_out_u) -> dict:
         """Temperature, then top-label slope and shift, fitted on the held-out predictions of ``rows``."""
         rows = rows & usable
-        t = fit_temperature(held_out_u[rows], y[rows])
-        p = softmax(held_out_u[rows] / t)
+        t = fit_temperature(held_out[rows], y[rows])
+        p = softmax(held_out[rows] / t)
         slope, shift = fit_top_label(p.max(axis=1), p.argmax(axis=1) == column_of[rows])
         return {"temperature": t, "temperature_fitted_on": int(rows.sum()), "confidence_slope": slope,
                 "confidence_shift": shift}
@@ -340,14 +368,58 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         mine = fold == k
         p[mine] = top_label(softmax(held_out_u[mine] / weights.temperature), weights.confidence_slope,
                             weights.confidence_shift)
-    p = p[usable]
-    yu = y[usable]
-    column = column_of[usable]
-    picked = p.argmax(axis=1)
-    right = picked == column
-    cross = {"n": float(usable.sum()), "accuracy": float(right.mean()),
-             "nll": float(-np.mean(np.log(np.maximum(p[np.arange(len(yu)), column], 1e-12)))),
-             "ece": expected_calibration_error(p.max(axis=1).tolist(), right.tolist())}
+
+    def figures(p: np.ndarray) -> dict[str, float]:
+        pu, column = p[usable], column_of[usable]
+        right = pu.argmax(axis=1) == column
+        return {"n": float(usable.sum()), "accuracy": float(right.mean()),
+                "nll": float(-np.mean(np.log(np.maximum(pu[np.arange(len(pu)), column], 1e-12)))),
+                "ece": expected_calibration_error(pu.max(axis=1).tolist(), right.tolist())}
+
+    cross, cross_logit = figures(p), None
+    full_expert = None
+    encoders_dir = out.resolve().with_suffix(".encoders")
+    if fine_tune:
+        targets = np.where(y == NONE_INDEX, [len(item.tools) for item in inputs], y)
+        settings = {"epochs": fine_tune_epochs, "lr": fine_tune_lr}
+
+        def tuned(name: str, rows: np.ndarray, seed: int) -> product_experts.TunedEncoder:
+            chosen = np.flatnonzero(rows & usable)
+            if progress is not None:
+                progress(f"fine-tuning encoder {seed + 1} of {cv + 1} ({name}, {len(chosen):,} requests, "
+                         f"{fine_tune_epochs} epoch(s)) ...")
+            return product_experts.fine_tune_encoder(
+                encoder, [inputs[i] for i in chosen], targets[chosen], encoders_dir, name, learn_none=with_none,
+                epochs=fine_tune_epochs, lr=fine_tune_lr, seed=seed)
+
+        # the product of each request held out: fold k's calibrated p and fold k's encoder, neither saw fold k
+        held_out_s = np.full_like(held_out_u, -np.inf)
+        fold_encoders = []
+        for k in range(cv):
+            fold_encoders.append(tuned(f"fold-{k}", fold != k, k))
+            mine = np.flatnonzero(fold == k)
+            cosines = product_experts.expert_cosines([inputs[i] for i in mine], str(fold_encoders[k].folder))
+            held_out_s[mine] = product_experts.product_utilities(p[mine], cosines, fold_encoders[k].tau, SCALE)
+        full_encoder = tuned("full", np.ones(len(inputs), dtype=bool), cv)
+
+        def expert(tuned_encoder: product_experts.TunedEncoder, rows: np.ndarray) -> ExpertWeights:
+            fitted = calibration(rows, held_out_s)
+            return ExpertWeights(encoder=str(tuned_encoder.folder.relative_to(out.resolve().parent)),
+                                 encoder_files=tuned_encoder.fingerprint, tau=tuned_encoder.tau, scale=SCALE,
+                                 weight=product_experts.WEIGHT, temperature=fitted["temperature"],
+                                 confidence_slope=fitted["confidence_slope"],
+                                 confidence_shift=fitted["confidence_shift"], trained_on=tuned_encoder.trained_on,
+                                 **settings)
+
+        fold_models = [weights.model_copy(update={"expert": expert(fold_encoders[k], fold != k)})
+                       for k, weights in enumerate(fold_models)]
+        full_expert = expert(full_encoder, np.ones(len(inputs), dtype=bool))
+        product = np.zeros_like(held_out_s)
+        for k, weights in enumerate(fold_models):
+            mine = fold == k
+            product[mine] = top_label(softmax(held_out_s[mine] / weights.expert.temperature),
+                                      weights.expert.confidence_slope, weights.expert.confidence_shift)
+        cross, cross_logit = figures(product), cross
     if folds == 1:  # one model on every example: it refuses to score any of them
         fold_models = []
     model = DecisionModelFile(
@@ -356,12 +428,12 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         taskset_hash=version.manifest.content_hash, trained_at=datetime.now(timezone.utc), l2=l2, folds=folds,
         fold_salt=salt, fold_models=fold_models,
         full_model=LogitWeights(tool=w_tool.tolist(), none=None if w_none is None else w_none.tolist(),
-                                probe=kept_probe(frozenset()), **full_calibration),
+                                probe=kept_probe(frozenset()), expert=full_expert, **full_calibration),
         probe_c=PROBE_C,
         example_ids=[item.request_id for item in inputs], example_text_hashes=hashes,
         example_labels=[str(label) for label in label_names], example_folds=fold.tolist(),
         example_texts=texts,
-        cross_fitted=cross, unseen_weight=unseen_weight,
+        cross_fitted=cross, cross_fitted_logit=cross_logit, unseen_weight=unseen_weight,
         unseen_zeroed=[*EXAMPLE_TOOL_FEATURES, *EXAMPLE_NONE_FEATURES] if unseen_weight > 0 else [],
         far_cutoff=far_cutoff,
         far_quantile=FAR_QUANTILE if far_cutoff is not None else None,
@@ -369,4 +441,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, model.model_dump_json().encode())
+    # an earlier training's encoders (or none now): the file just written names the ones to keep
+    product_experts.remove_unlisted(encoders_dir, [out.parent / w.expert.encoder
+                                                   for w in [*model.fold_models, model.full_model] if w.expert])
     return TrainedModel(model, out)

@@ -22,6 +22,11 @@ learned 'none' utility and adds the margin to it: the model picks 'none' when it
 pooled BFCL live set the best constant for both slices reads 85.6% / 85.6%, the best margin 87.5% / 87.5%
 (in-sample, docs/routing/decision-models.md).
 
+A model trained with ``--fine-tune`` carries a fine-tuned encoder per fold model and one for the full model
+(``product_experts.py``): the model that scores a request (chosen as above) multiplies its p with the softmax of
+its own encoder's cosines, and the product, calibrated on held-out products, is what the selection records.
+Such a model takes no cut-off but ``abstain_threshold: never``.
+
 Each scored selection records ``nearest_example_cos``: the cosine of the request to its most similar example
 the scoring model looked up (any label; a fold model's excludes its fold). Below the model file's
 ``far_cutoff`` the request is out of the model's domain (the report counts such rows per arm).
@@ -49,7 +54,8 @@ from tasks.selectors.decision_features import (
     text_hash,
 )
 from tasks.selectors.embedding_probe import Probe
-from tasks.selectors.router_setup import DEFAULT_MODELS, parse_margin, parse_threshold
+from tasks.selectors.product_experts import expert_cosines, product_utilities
+from tasks.selectors.router_setup import DEFAULT_MODELS, PRODUCT_CUTOFF, parse_margin, parse_threshold
 from tasks.selectors.base_routers import embed_texts, router_scores
 
 DEFAULT_MODEL_ID = DEFAULT_MODELS["trained"]
@@ -93,8 +99,11 @@ class TrainedSelector:
         if not isinstance(path, str):
             raise ValueError("a trained decision model needs options.model_file")
         self.model = load_model_file(path, sha256)
+        self.folder = Path(path).resolve().parent
         self.cutoff = None if threshold == "default" else parse_threshold(threshold)
         m = self.model
+        if m.full_model.expert is not None and (margin is not None or self.cutoff not in (None, float("-inf"))):
+            raise ValueError(f"decision model {path} {PRODUCT_CUTOFF}")
         self.margin = None
         if margin is not None:
             if threshold != "default":
@@ -178,6 +187,13 @@ class TrainedSelector:
             elif self.margin is not None:
                 u[:, -1] += self.margin
             p = top_label(softmax(u), weights.confidence_slope, weights.confidence_shift)
+            expert = weights.expert
+            if expert is not None:  # the product with the fold's fine-tuned encoder (cut-offs: 'never' only)
+                cosines = expert_cosines([inputs[i] for i in group], str(self.folder / expert.encoder))
+                u = product_utilities(p, cosines, None if self.cutoff is not None else expert.tau, expert.scale,
+                                      expert.weight) / expert.temperature
+                learned_none = u[:, -1].copy()
+                p = top_label(softmax(u), expert.confidence_slope, expert.confidence_shift)
             for row, i in enumerate(group):
                 t = len(inputs[i].tools)
                 near = float(nearest[row]) if np.isfinite(nearest[row]) else None

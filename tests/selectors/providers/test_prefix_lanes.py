@@ -97,8 +97,9 @@ def test_units_of_one_seed_reach_the_server_together(tmp_path):
     runs = [orders[0]] + [b for a, b in zip(orders, orders[1:]) if a != b]
     # Without lanes four workers interleave the seeds (dozens of switches). With them a seed is in flight
     # alone; a unit that reaches the lane after its seed's last unit left (a thread started late on a loaded
-    # machine) waits for the seed inside and comes back once: one extra run, never an interleaving.
-    assert len(set(runs)) == 3 and len(runs) <= 4, len(runs)
+    # machine) waits for the seed inside and comes back once: one extra run per late unit, never an
+    # interleaving. CI (a machine loaded by a training beside it) saw two late units of the 12: 5 runs.
+    assert len(set(runs)) == 3 and len(runs) <= 6, len(runs)
 
 
 def test_anthropic_marks_the_tool_list_for_the_prompt_cache(serve):

@@ -1,0 +1,136 @@
+"""`tooleval train --fine-tune`: a decision model that carries a fine-tuned encoder per fold model and one for
+the full model, and scores by the product of its logit and the fine-tuned cosine (tasks/selectors/
+product_experts.py). Trains on 36 requests of the bundled support set, 2 folds, 1 epoch (the slow tier)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from flows.cli import main
+from schemas.catalogue import NONE_LABEL
+from schemas.decision_model import DecisionModelFile
+from schemas.taskset import effective_label
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.conditional_logit import softmax, top_label
+from tasks.selectors.decision_features import text_hash
+from tasks.selectors.embedding_store import files_fingerprint
+from tasks.selectors.product_experts import expert_cosines, product_utilities
+from tasks.selectors.router_setup import router_setup
+from tasks.selectors.trained import TrainedSelector
+from tasks.taskset.load_taskset import load_catalogue, load_version
+from tests.factories.decision_model import small_support_set
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, Path]:
+    """The small set, and the model file `tooleval train --fine-tune` wrote for it."""
+    root = small_support_set(tmp_path_factory.mktemp("ft") / "set", every=4, limit=36)
+    out = root / "models" / "ft.json"
+    assert main(["train", str(root / "v1.jsonl"), "--out", str(out), "--folds", "2", "--fine-tune",
+                 "--fine-tune-epochs", "1"]) == 0
+    return root, out
+
+
+def inputs_and_labels(root: Path) -> tuple[list[SelectionInput], list[str]]:
+    tools = load_catalogue(root, "giftcards").tools
+    version = load_version(root, "v1")
+    names = {t.name for t in tools}
+    return ([SelectionInput(r.id, r.messages, tools, "") for r in version.requests],
+            [effective_label(r.expected, r.fallback, names) for r in version.requests])
+
+
+def test_each_model_names_its_own_fine_tuned_encoder_beside_the_file(trained):
+    root, out = trained
+    model = DecisionModelFile.model_validate_json(out.read_bytes())
+    experts = [w.expert for w in [*model.fold_models, model.full_model]]
+    assert len(experts) == 3 and all(e is not None for e in experts)
+    folders = [out.parent / e.encoder for e in experts]
+    assert len(set(folders)) == 3 and all(f.parent == out.with_suffix(".encoders") for f in folders)
+    assert sorted(p.name for p in out.with_suffix(".encoders").iterdir()) == sorted(f.name for f in folders)
+    for expert, folder in zip(experts, folders):
+        assert files_fingerprint(str(folder)) == expert.encoder_files and expert.encoder_files[:12] in folder.name
+        assert expert.tau is not None  # the set has 'none' labels: the encoder learned a threshold for it
+        assert expert.epochs == 1 and expert.weight == 0.5 and expert.temperature > 0
+    # the fold encoders learned from the other fold, the full one from every request
+    usable = len(model.example_ids)
+    assert experts[0].trained_on + experts[1].trained_on == usable == experts[2].trained_on
+    assert model.cross_fitted_logit is not None and model.cross_fitted["n"] == model.cross_fitted_logit["n"]
+
+
+def test_its_version_scores_as_its_cross_fitted_figures_say(trained):
+    """A run of the training version: each request under its fold's logit and its fold's encoder, neither of
+    which saw it; the right picks are those the held-out product counted when training."""
+    root, out = trained
+    model = DecisionModelFile.model_validate_json(out.read_bytes())
+    inputs, labels = inputs_and_labels(root)
+    picks = [s.chosen for s in TrainedSelector(options={"model_file": str(out)}).select(inputs)]
+    right = sum(p == label for p, label in zip(picks, labels))
+    assert right == round(model.cross_fitted["accuracy"] * model.cross_fitted["n"])
+
+
+def test_the_product_is_half_log_p_plus_half_log_q_of_the_requests_own_fold(trained, tmp_path):
+    root, out = trained
+    model = DecisionModelFile.model_validate_json(out.read_bytes())
+    inputs, _ = inputs_and_labels(root)
+    # the logit alone: the same file without its experts
+    plain = tmp_path / "plain.json"
+    stripped = model.model_copy(update={
+        "fold_models": [w.model_copy(update={"expert": None}) for w in model.fold_models],
+        "full_model": model.full_model.model_copy(update={"expert": None})})
+    plain.write_text(stripped.model_dump_json())
+    logit = TrainedSelector(options={"model_file": str(plain)})._score(inputs)
+    product = TrainedSelector(options={"model_file": str(out)})._score(inputs)
+    folds = dict(zip(model.example_text_hashes, model.example_folds))
+    for item, (p, *_), (got, *_) in zip(inputs, logit, product):
+        weights = model.fold_models[folds[text_hash(item.text)]]
+        expert = weights.expert
+        own = expert_cosines([item], str(out.parent / expert.encoder))
+        s = product_utilities(p[None], own, expert.tau, expert.scale) / expert.temperature
+        want = top_label(softmax(s), expert.confidence_slope, expert.confidence_shift)[0]
+        assert np.allclose(got, want, atol=1e-9)
+        full = model.full_model.expert
+        other = expert_cosines([item], str(out.parent / full.encoder))
+        assert not np.allclose(own[0], other[0])  # not the full model's encoder: that one saw the request
+
+
+def test_a_changed_or_missing_encoder_and_a_cutoff_are_refused_before_a_run(trained, tmp_path):
+    root, out = trained
+    copy = tmp_path / "models"
+    shutil.copytree(out.parent, copy)
+    model_file = copy / out.name
+    options = {"model_file": str(model_file)}
+    assert router_setup("trained", "tooleval-hybrid", options, has_none_labels=True, base_dir=tmp_path).abstain_rule == \
+        "default"  # a copied model folder works where it lands: the encoders are named relative to the file
+    for cutoff in ({"abstain_margin": 0.5}, {"abstain_threshold": 0.1}):
+        with pytest.raises(ValueError, match="product of two experts"):
+            router_setup("trained", "tooleval-hybrid", {**options, **cutoff}, has_none_labels=True, base_dir=tmp_path)
+    router_setup("trained", "tooleval-hybrid", {**options, "abstain_threshold": "never"}, has_none_labels=True,
+                 base_dir=tmp_path)
+    model = DecisionModelFile.model_validate_json(model_file.read_bytes())
+    folder = copy / model.fold_models[1].expert.encoder
+    config = folder / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "changed": True}))
+    with pytest.raises(ValueError, match="other weights"):
+        router_setup("trained", "tooleval-hybrid", options, has_none_labels=True, base_dir=tmp_path)
+    shutil.rmtree(folder)
+    with pytest.raises(ValueError, match="not there"):
+        router_setup("trained", "tooleval-hybrid", options, has_none_labels=True, base_dir=tmp_path)
+
+
+def test_training_again_without_fine_tuning_leaves_no_encoder_behind(trained, tmp_path):
+    root, out = trained
+    copy = tmp_path / "models"
+    shutil.copytree(out.parent, copy)
+    assert main(["train", str(root / "v1.jsonl"), "--out", str(copy / out.name), "--folds", "2"]) == 0
+    model = DecisionModelFile.model_validate_json((copy / out.name).read_bytes())
+    assert model.full_model.expert is None and model.cross_fitted_logit is None
+    assert not any((copy / out.name).with_suffix(".encoders").iterdir())
+    picks = TrainedSelector(options={"model_file": str(copy / out.name)}).select(inputs_and_labels(root)[0][:3])
+    assert all(s.chosen is not None for s in picks) and NONE_LABEL in picks[0].probabilities
