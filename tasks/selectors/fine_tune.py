@@ -1,6 +1,6 @@
 """Fine-tuning a sentence encoder on a task set's own requests: the recipe of
-``benchmarks/fine_tuned_encoder.py`` as a plain function, so that ``tooleval train`` can fine-tune one encoder
-per fold model as it cross-fits (the next step of issue 28; not yet called by ``train``).
+``benchmarks/fine_tuned_encoder.py`` as a plain function: ``tooleval train --fine-tune`` fine-tunes one encoder
+per fold model as it cross-fits, and one on every request (``product_experts.py``).
 
 The loss, per request: the cross-entropy of a softmax over the cosines (x ``SCALE``) of the request to each of
 its offered tools' texts, the right tool the target. With ``learn_none`` one more option joins the softmax, a

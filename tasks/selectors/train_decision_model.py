@@ -28,7 +28,13 @@ one. Its fits and the logit's run on one BLAS thread (``blas_threads.py``).
 
 The far cut-off: the ``FAR_QUANTILE`` quantile of the held-out requests' nearest-example cosines (each
 request against the examples of the other folds): a request whose nearest example is less similar than that
-is far from what the model learned from (the report counts them). Reads files only: no Prefect, no warehouse.
+is far from what the model learned from (the report counts them).
+
+Fine-tuned experts (``fine_tune=True``, ``tooleval train --fine-tune``): after the logit, the encoder is
+fine-tuned once per fold (on every fold but k, as model k) and once on every request (``product_experts.py``);
+each request's held-out product is fold k's calibrated p with fold k's fine-tuned cosine, and the product's
+own calibration (temperature, top label) is fitted on those the way the logit's is. ``cross_fitted`` is then
+the product's, ``cross_fitted_logit`` the logit's. Reads files only: no Prefect, no warehouse.
 """
 
 from __future__ import annotations
@@ -92,6 +98,8 @@ twenty is as far from the other folds' examples)."""
 METHOD = ("conditional logit over MiniLM cosine, BM25, kNN-to-labelled-examples and embedding-probe features per "
           "(request, tool), 'none' as an option of its own; temperature-scaled on cross-fitted held-out predictions")
 
+PRODUCT_METHOD = ("; times the softmax of the cosine under an encoder fine-tuned on the same requests (0.5 log p + "
+                  "0.5 log q), calibrated on held-out products")
 
 MIN_OUTSIDE_MAJORITY = 2
 """A training set needs two labels or more and at least this many requests outside its most common label (rule
@@ -135,7 +143,6 @@ class TrainedModel:
             "use it: selector: trained, model: tooleval-hybrid,",
             "  options: {model_file: <this file, relative to the experiment>}",
         ]
-
 
     def expert_lines(self) -> list[str]:
         m, expert = self.model, self.model.full_model.expert
@@ -423,7 +430,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     if folds == 1:  # one model on every example: it refuses to score any of them
         fold_models = []
     model = DecisionModelFile(
-        method=METHOD, embedding_model=encoder, tool_features=list(TOOL_FEATURES),
+        method=METHOD + (PRODUCT_METHOD if fine_tune else ""), embedding_model=encoder, tool_features=list(TOOL_FEATURES),
         none_features=list(NONE_FEATURES), taskset=taskset_dir.resolve().name, version=version_name,
         taskset_hash=version.manifest.content_hash, trained_at=datetime.now(timezone.utc), l2=l2, folds=folds,
         fold_salt=salt, fold_models=fold_models,

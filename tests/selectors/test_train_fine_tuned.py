@@ -134,3 +134,11 @@ def test_training_again_without_fine_tuning_leaves_no_encoder_behind(trained, tm
     assert not any((copy / out.name).with_suffix(".encoders").iterdir())
     picks = TrainedSelector(options={"model_file": str(copy / out.name)}).select(inputs_and_labels(root)[0][:3])
     assert all(s.chosen is not None for s in picks) and NONE_LABEL in picks[0].probabilities
+
+
+def test_zero_fine_tuning_epochs_is_bad_input_before_training(tmp_path, capsys):
+    root = small_support_set(tmp_path / "set", every=4, limit=36)
+    out = root / "models" / "ft.json"
+    assert main(["train", str(root / "v1.jsonl"), "--out", str(out), "--fine-tune", "--fine-tune-epochs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "[fine-tune]" in err and "v1.jsonl" in err and not out.exists() and not out.with_suffix(".encoders").exists()
