@@ -18,6 +18,7 @@ writes other folders, so no cache (per process or on disk, both keyed by the fol
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -89,6 +90,7 @@ def fine_tune_encoder(base_encoder: str, inputs: Sequence[SelectionInput], targe
                            learn_none=learn_none)
     folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder))
+    staging.chmod(0o777 & ~_umask())  # mkdtemp makes it 0700: readable by whoever may read the model file
     try:
         _save_quietly(model, staging)
         fingerprint = files_fingerprint(str(staging))
@@ -101,6 +103,12 @@ def fine_tune_encoder(base_encoder: str, inputs: Sequence[SelectionInput], targe
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return TunedEncoder(final, files_fingerprint(str(final)), tau, len(examples))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _save_quietly(model, folder: Path) -> None:

@@ -117,7 +117,8 @@ class TrainedModel:
 
     def lines(self) -> list[str]:
         m, cv = self.model, self.model.cross_fitted
-        figures = f"accuracy {100 * cv['accuracy']:.1f}%, ECE {cv['ece']:.3f}, log-loss {cv['nll']:.3f}"
+        figures = (("the product's " if m.full_model.expert is not None else "")
+                   + f"accuracy {100 * cv['accuracy']:.1f}%, ECE {cv['ece']:.3f}, log-loss {cv['nll']:.3f}")
         if m.folds > 1:
             folds = [f"  {m.folds} folds; cross-fitted (each request scored by a model that never",
                      f"  saw it): {figures}"]

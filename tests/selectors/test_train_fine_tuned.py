@@ -54,6 +54,7 @@ def test_each_model_names_its_own_fine_tuned_encoder_beside_the_file(trained):
     folders = [out.parent / e.encoder for e in experts]
     assert len(set(folders)) == 3 and all(f.parent == out.with_suffix(".encoders") for f in folders)
     assert sorted(p.name for p in out.with_suffix(".encoders").iterdir()) == sorted(f.name for f in folders)
+    assert all(f.stat().st_mode & 0o777 == out.parent.stat().st_mode & 0o777 for f in folders)  # as the umask says
     for expert, folder in zip(experts, folders):
         assert files_fingerprint(str(folder)) == expert.encoder_files and expert.encoder_files[:12] in folder.name
         assert expert.tau is not None  # the set has 'none' labels: the encoder learned a threshold for it
