@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(`tooleval train --encoder`); the embedding arm stays MiniLM")
     parser.add_argument("--fine-tune", action="store_true",
                         help="train with `tooleval train --fine-tune` (a fine-tuned encoder per fold model, scoring "
-                        "by the product of the logit and the fine-tuned cosine): about an hour per 1,000 requests "
+                        "by the product of the logit and the fine-tuned cosine): about half an hour per 1,000 requests "
                         "on 2 CPU cores; the trained arm then takes no fitted cut-off")
     args = parser.parse_args(argv)
     workdir = args.workdir.resolve()
