@@ -130,7 +130,8 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
     router = offline_selector(kind, model, never)
     default_router = offline_selector(kind, model, default)
     if isinstance(default_router, TrainedSelector) and default_router.model.full_model.expert is not None:
-        raise InputError.one(file, f"arm {arm_name}", "fit-product", f"decision model {PRODUCT_CUTOFF}")
+        raise InputError.one(file, f"arm {arm_name}", "fit-product", f"decision model {default['model_file']} "
+                             f"{PRODUCT_CUTOFF}")
     margin = isinstance(default_router, TrainedSelector) and default_router.model.full_model.none is not None
 
     catalogue = arm.catalogue.tools if arm.catalogue is not None else ()

@@ -143,3 +143,16 @@ def test_zero_fine_tuning_epochs_is_bad_input_before_training(tmp_path, capsys):
     assert main(["train", str(root / "v1.jsonl"), "--out", str(out), "--fine-tune", "--fine-tune-epochs", "0"]) == 2
     err = capsys.readouterr().err
     assert "[fine-tune]" in err and "v1.jsonl" in err and not out.exists() and not out.with_suffix(".encoders").exists()
+
+
+def test_fit_refuses_a_product_model_naming_its_file(trained, tmp_path, capsys):
+    root, out = trained
+    experiment = tmp_path / "exp.yaml"
+    experiment.write_text(json.dumps({
+        "name": "x", "taskset": str(root), "version": "v1", "seeds": [1, 2, 3],
+        "defaults": {"catalogue": "giftcards", "prompt": "default"},
+        "arms": [{"name": "t", "selector": "trained", "model": "tooleval-hybrid",
+                  "options": {"model_file": str(out)}}]}))
+    assert main(["fit", str(experiment), "--arm", "t"]) == 2
+    err = capsys.readouterr().err
+    assert "[fit-product]" in err and str(out) in err and "product of two experts" in err
