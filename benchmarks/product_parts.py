@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     from schemas.taskset import effective_label
     from tasks.selectors.base import SelectionInput
     from tasks.selectors.decision_features import text_hash
-    from tasks.selectors.product_experts import expert_cosines
+    from tasks.selectors.product_experts import expert_cosines, logit_only
     from tasks.selectors.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_version
     from tasks.taskset.request_table import parse_messages, parse_tools
@@ -59,9 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     picks["product"] = [s.chosen for s in TrainedSelector(options={"model_file": str(model_file)}).select(inputs)]
     with tempfile.TemporaryDirectory() as folder:
         plain = Path(folder) / "logit.json"
-        plain.write_text(model.model_copy(update={
-            "fold_models": [w.model_copy(update={"expert": None}) for w in model.fold_models],
-            "full_model": model.full_model.model_copy(update={"expert": None})}).model_dump_json())
+        plain.write_text(logit_only(model).model_dump_json())
         picks["logit"] = [s.chosen for s in TrainedSelector(options={"model_file": str(plain)}).select(inputs)]
     picks["cosine"] = []
     for item in inputs:

@@ -27,6 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
+from schemas.decision_model import DecisionModelFile
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.base_routers import NEVER_ABSTAIN, base_router
 from tasks.selectors.router_scores import abstain_softmax
@@ -63,6 +64,13 @@ def product_utilities(p: np.ndarray, cosines: Sequence[np.ndarray], tau: float |
         out[r, :t] = weight * log_p[r, :t] + (1 - weight) * log_q[:t]
         out[r, -1] = weight * log_p[r, -1] + (1 - weight) * log_q[-1] if np.isfinite(log_q[-1]) else -np.inf
     return out
+
+
+def logit_only(model: DecisionModelFile) -> DecisionModelFile:
+    """The same model without its fine-tuned experts: the logit alone (for comparing the two)."""
+    return model.model_copy(update={
+        "fold_models": [w.model_copy(update={"expert": None}) for w in model.fold_models],
+        "full_model": model.full_model.model_copy(update={"expert": None})})
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,7 @@ def fine_tune_encoder(base_encoder: str, inputs: Sequence[SelectionInput], targe
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return TunedEncoder(final, files_fingerprint(str(final)), tau, len(examples))
+    return TunedEncoder(final, fingerprint, tau, len(examples))  # the fingerprint hashes contents, not the path
 
 
 def _umask() -> int:

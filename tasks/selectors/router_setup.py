@@ -88,15 +88,26 @@ def load_cutoff(path: Path) -> AbstainCutoff:
         raise ValueError(f"{path} is not a cut-off file written by `tooleval fit`: {error.errors()[0]['msg']}") from None
 
 
-def check_encoder(model_path: Path, model: DecisionModelFile) -> None:
-    """ValueError unless the local encoder the model was trained on is here, with the files it had then."""
+def _encoder_problem(folder: Path, fingerprint: str | None) -> str | None:
+    """'missing' (no sentence-transformers model there), 'changed' (its files' fingerprint is not
+    ``fingerprint``; None: not checked) or None: the one check of a local encoder a model file names."""
     from tasks.selectors.embedding_store import files_fingerprint, is_model_folder  # a local encoder's arm only
 
+    if not is_model_folder(folder):
+        return "missing"
+    if fingerprint is not None and files_fingerprint(str(folder)) != fingerprint:
+        return "changed"
+    return None
+
+
+def check_encoder(model_path: Path, model: DecisionModelFile) -> None:
+    """ValueError unless the local encoder the model was trained on is here, with the files it had then."""
     encoder = Path(model.embedding_model)
-    if not is_model_folder(encoder):
+    problem = _encoder_problem(encoder, model.encoder_files)
+    if problem == "missing":
         raise ValueError(f"decision model {model_path} was trained on the encoder {encoder}, which is not on "
                          "this machine: copy it there, or train the model again here")
-    if model.encoder_files is not None and files_fingerprint(str(encoder)) != model.encoder_files:
+    if problem == "changed":
         raise ValueError(f"decision model {model_path} was trained on other weights than the encoder {encoder} "
                          "holds now (its files changed since): train the model again on it")
 
@@ -104,17 +115,15 @@ def check_encoder(model_path: Path, model: DecisionModelFile) -> None:
 def check_experts(model_path: Path, model: DecisionModelFile) -> None:
     """ValueError unless every fine-tuned encoder the model names (``tooleval train --fine-tune``) is beside its
     file with the files it had when the model was trained."""
-    from tasks.selectors.embedding_store import files_fingerprint, is_model_folder  # a fine-tuned model's arm only
-
     for weights in [*model.fold_models, model.full_model]:
-        expert = weights.expert
-        if expert is None:
+        if weights.expert is None:
             continue
-        folder = model_path.parent / expert.encoder
-        if not is_model_folder(folder):
+        folder = model_path.parent / weights.expert.encoder
+        problem = _encoder_problem(folder, weights.expert.encoder_files)
+        if problem == "missing":
             raise ValueError(f"decision model {model_path} scores with the fine-tuned encoder {folder}, which is "
                              "not there: copy the model's .encoders folder beside it, or train it again")
-        if files_fingerprint(str(folder)) != expert.encoder_files:
+        if problem == "changed":
             raise ValueError(f"the fine-tuned encoder {folder} of decision model {model_path} holds other weights "
                              "than it was trained with: train the model again")
 

@@ -371,11 +371,16 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                                         probe=kept_probe(frozenset({k})), **calibration(fold != k)))
     full_calibration = calibration(np.ones(len(inputs), dtype=bool))
     # cross-fitted figures: each request under its own fold's model and calibration
-    p = np.zeros_like(held_out_u)
-    for k, weights in enumerate(fold_models):
-        mine = fold == k
-        p[mine] = top_label(softmax(held_out_u[mine] / weights.temperature), weights.confidence_slope,
-                            weights.confidence_shift)
+    def held_out_probabilities(held_out: np.ndarray, calibrations: list) -> np.ndarray:
+        """Each request's probabilities under its own fold's calibration (a LogitWeights or ExpertWeights)."""
+        out = np.zeros_like(held_out)
+        for k, calibrated in enumerate(calibrations):
+            mine = fold == k
+            out[mine] = top_label(softmax(held_out[mine] / calibrated.temperature), calibrated.confidence_slope,
+                                  calibrated.confidence_shift)
+        return out
+
+    p = held_out_probabilities(held_out_u, fold_models)
 
     def figures(p: np.ndarray) -> dict[str, float]:
         pu, column = p[usable], column_of[usable]
@@ -422,11 +427,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         fold_models = [weights.model_copy(update={"expert": expert(fold_encoders[k], fold != k)})
                        for k, weights in enumerate(fold_models)]
         full_expert = expert(full_encoder, np.ones(len(inputs), dtype=bool))
-        product = np.zeros_like(held_out_s)
-        for k, weights in enumerate(fold_models):
-            mine = fold == k
-            product[mine] = top_label(softmax(held_out_s[mine] / weights.expert.temperature),
-                                      weights.expert.confidence_slope, weights.expert.confidence_shift)
+        product = held_out_probabilities(held_out_s, [weights.expert for weights in fold_models])
         cross, cross_logit = figures(product), cross
     if folds == 1:  # one model on every example: it refuses to score any of them
         fold_models = []

@@ -19,7 +19,7 @@ from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import softmax, top_label
 from tasks.selectors.decision_features import text_hash
 from tasks.selectors.embedding_store import files_fingerprint
-from tasks.selectors.product_experts import expert_cosines, product_utilities
+from tasks.selectors.product_experts import expert_cosines, logit_only, product_utilities
 from tasks.selectors.router_setup import router_setup
 from tasks.selectors.trained import TrainedSelector
 from tasks.taskset.load_taskset import load_catalogue, load_version
@@ -82,10 +82,7 @@ def test_the_product_is_half_log_p_plus_half_log_q_of_the_requests_own_fold(trai
     inputs, _ = inputs_and_labels(root)
     # the logit alone: the same file without its experts
     plain = tmp_path / "plain.json"
-    stripped = model.model_copy(update={
-        "fold_models": [w.model_copy(update={"expert": None}) for w in model.fold_models],
-        "full_model": model.full_model.model_copy(update={"expert": None})})
-    plain.write_text(stripped.model_dump_json())
+    plain.write_text(logit_only(model).model_dump_json())
     logit = TrainedSelector(options={"model_file": str(plain)})._score(inputs)
     product = TrainedSelector(options={"model_file": str(out)})._score(inputs)
     folds = dict(zip(model.example_text_hashes, model.example_folds))
