@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         experiment = experiment_yaml(folder / "experiment.yaml", taskset, catalogue, shipped=shipped)
         cutoffs = {}
         if trained.model.full_model.none is not None:
-            for arm in ("embedding",) + (() if product else ("trained",)):  # a product takes no cut-off yet
+            for arm in ("embedding", "trained"):
                 fitted = api.fit_cutoff(experiment, arm, folder / f"{arm}-cutoff.json")
                 c = fitted.cutoff.confirm
                 notes.append(f"{name}: {arm} 'none' cut-off fitted on {fitted.cutoff.fit.n_requests} requests: "
@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 cutoffs[arm] = f"{arm}-cutoff.json"
             experiment = experiment_yaml(folder / "experiment.yaml", taskset, catalogue, cutoffs=cutoffs,
                                          shipped=shipped)
-            if learn_from == taskset and not product:
+            if learn_from == taskset:
                 notes.extend(cutoff_frontier(taskset / "v1.jsonl", folder / "hybrid.json", catalogue))
         started = time.perf_counter()
         outcome = api.run_experiment(experiment, warehouse=folder / "warehouse")

@@ -35,7 +35,6 @@ from tasks.selectors.router_setup import (
     DEFAULT_MODELS,
     NEVER,
     OFFLINE_ROUTER_KINDS,
-    PRODUCT_CUTOFF,
     router_identity_options,
     router_setup,
 )
@@ -129,9 +128,6 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
     default = router_setup(kind, model, base, has_none_labels=True, base_dir=experiment_path.parent).options
     router = offline_selector(kind, model, never)
     default_router = offline_selector(kind, model, default)
-    if isinstance(default_router, TrainedSelector) and default_router.model.full_model.expert is not None:
-        raise InputError.one(file, f"arm {arm_name}", "fit-product", f"decision model {default['model_file']} "
-                             f"{PRODUCT_CUTOFF}")
     margin = isinstance(default_router, TrainedSelector) and default_router.model.full_model.none is not None
 
     catalogue = arm.catalogue.tools if arm.catalogue is not None else ()

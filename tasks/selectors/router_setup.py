@@ -128,10 +128,6 @@ def check_experts(model_path: Path, model: DecisionModelFile) -> None:
                              "than it was trained with: train the model again")
 
 
-PRODUCT_CUTOFF = ("is a product of two experts (trained with --fine-tune): a cut-off on it is not designed yet "
-                  "(its 'none' is the two experts' together); run it as trained, or with abstain_threshold: never")
-
-
 def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *, has_none_labels: bool,
                  base_dir: Path) -> RouterSetup:
     """The options ``kind`` runs with in an arm whose version has (or has not) 'none' labels; ValueError for
@@ -156,10 +152,6 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         check_experts(model_path, model)
         run["model_file"] = str(model_path)
         model_hash = run["model_sha256"] = file_sha256(model_path)
-    product = kind == "trained" and model.full_model.expert is not None
-    if product and ("abstain_margin" in run or "abstain_cutoff" in run or (
-            "abstain_threshold" in run and parse_threshold(run["abstain_threshold"]) != float("-inf"))):
-        raise ValueError(f"decision model {run['model_file']} {PRODUCT_CUTOFF}")
     given_cutoffs = sorted(CUTOFF_OPTIONS & set(run))
     if len(given_cutoffs) > 1:
         raise ValueError(f"give one of {', '.join(given_cutoffs)}, not both")

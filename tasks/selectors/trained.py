@@ -25,7 +25,9 @@ pooled BFCL live set the best constant for both slices reads 85.6% / 85.6%, the 
 A model trained with ``--fine-tune`` carries a fine-tuned encoder per fold model and one for the full model
 (``product_experts.py``): the model that scores a request (chosen as above) multiplies its p with the softmax of
 its own encoder's cosines, and the product, calibrated on held-out products, is what the selection records.
-Such a model takes no cut-off but ``abstain_threshold: never``.
+Its 'none' is the two experts' together (the logit's learned 'none' and the encoder's threshold tau), and a
+cut-off applies to that: a margin shifts the product's 'none' utility, a constant replaces it, ``never`` removes
+it; the logit inside the product always keeps its learned 'none'.
 
 Each scored selection records ``nearest_example_cos``: the cosine of the request to its most similar example
 the scoring model looked up (any label; a fold model's excludes its fold). Below the model file's
@@ -55,7 +57,7 @@ from tasks.selectors.decision_features import (
 )
 from tasks.selectors.embedding_probe import Probe
 from tasks.selectors.product_experts import expert_cosines, product_utilities
-from tasks.selectors.router_setup import DEFAULT_MODELS, PRODUCT_CUTOFF, parse_margin, parse_threshold
+from tasks.selectors.router_setup import DEFAULT_MODELS, parse_margin, parse_threshold
 from tasks.selectors.base_routers import embed_texts, router_scores
 
 DEFAULT_MODEL_ID = DEFAULT_MODELS["trained"]
@@ -102,8 +104,6 @@ class TrainedSelector:
         self.folder = Path(path).resolve().parent
         self.cutoff = None if threshold == "default" else parse_threshold(threshold)
         m = self.model
-        if m.full_model.expert is not None and (margin is not None or self.cutoff not in (None, float("-inf"))):
-            raise ValueError(f"decision model {path} {PRODUCT_CUTOFF}")
         self.margin = None
         if margin is not None:
             if threshold != "default":
@@ -181,19 +181,19 @@ class TrainedSelector:
             w_none = None if weights.none is None else np.asarray(weights.none)
             u = utilities(tool_x[..., tool_cols], mask, none_x[:, none_cols], np.asarray(weights.tool),
                           w_none) / weights.temperature
-            learned_none = u[:, -1].copy()
+            calibration = weights
+            expert = weights.expert
+            if expert is not None:  # the product of the logit as learned and the fold's fine-tuned encoder
+                cosines = expert_cosines([inputs[i] for i in group], str(self.folder / expert.encoder))
+                p = top_label(softmax(u), weights.confidence_slope, weights.confidence_shift)
+                u = product_utilities(p, cosines, expert.tau, expert.scale, expert.weight) / expert.temperature
+                calibration = expert
+            learned_none = u[:, -1].copy()  # the cut-off replaces or shifts the final model's 'none' only
             if self.cutoff is not None:
                 u[:, -1] = self.cutoff
             elif self.margin is not None:
                 u[:, -1] += self.margin
-            p = top_label(softmax(u), weights.confidence_slope, weights.confidence_shift)
-            expert = weights.expert
-            if expert is not None:  # the product with the fold's fine-tuned encoder (cut-offs: 'never' only)
-                cosines = expert_cosines([inputs[i] for i in group], str(self.folder / expert.encoder))
-                u = product_utilities(p, cosines, None if self.cutoff is not None else expert.tau, expert.scale,
-                                      expert.weight) / expert.temperature
-                learned_none = u[:, -1].copy()
-                p = top_label(softmax(u), expert.confidence_slope, expert.confidence_shift)
+            p = top_label(softmax(u), calibration.confidence_slope, calibration.confidence_shift)
             for row, i in enumerate(group):
                 t = len(inputs[i].tools)
                 near = float(nearest[row]) if np.isfinite(nearest[row]) else None

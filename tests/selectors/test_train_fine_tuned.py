@@ -22,6 +22,7 @@ from tasks.selectors.embedding_store import files_fingerprint
 from tasks.selectors.product_experts import expert_cosines, logit_only, product_utilities
 from tasks.selectors.router_setup import router_setup
 from tasks.selectors.trained import TrainedSelector
+from tasks.stats.abstain_cutoff import CONFIRM, split_half
 from tasks.taskset.load_taskset import load_catalogue, load_version
 from tests.factories.decision_model import small_support_set
 
@@ -98,7 +99,7 @@ def test_the_product_is_half_log_p_plus_half_log_q_of_the_requests_own_fold(trai
         assert not np.allclose(own[0], other[0])  # not the full model's encoder: that one saw the request
 
 
-def test_a_changed_or_missing_encoder_and_a_cutoff_are_refused_before_a_run(trained, tmp_path):
+def test_a_changed_or_missing_encoder_is_refused_before_a_run(trained, tmp_path):
     root, out = trained
     copy = tmp_path / "models"
     shutil.copytree(out.parent, copy)
@@ -106,11 +107,6 @@ def test_a_changed_or_missing_encoder_and_a_cutoff_are_refused_before_a_run(trai
     options = {"model_file": str(model_file)}
     assert router_setup("trained", "tooleval-hybrid", options, has_none_labels=True, base_dir=tmp_path).abstain_rule == \
         "default"  # a copied model folder works where it lands: the encoders are named relative to the file
-    for cutoff in ({"abstain_margin": 0.5}, {"abstain_threshold": 0.1}):
-        with pytest.raises(ValueError, match="product of two experts"):
-            router_setup("trained", "tooleval-hybrid", {**options, **cutoff}, has_none_labels=True, base_dir=tmp_path)
-    router_setup("trained", "tooleval-hybrid", {**options, "abstain_threshold": "never"}, has_none_labels=True,
-                 base_dir=tmp_path)
     model = DecisionModelFile.model_validate_json(model_file.read_bytes())
     folder = copy / model.fold_models[1].expert.encoder
     config = folder / "config.json"
@@ -142,7 +138,36 @@ def test_zero_fine_tuning_epochs_is_bad_input_before_training(tmp_path, capsys):
     assert "[fine-tune]" in err and "v1.jsonl" in err and not out.exists() and not out.with_suffix(".encoders").exists()
 
 
-def test_fit_refuses_a_product_model_naming_its_file(trained, tmp_path, capsys):
+def test_a_cutoff_moves_the_products_none_and_leaves_its_tools_as_they_are(trained):
+    """The product's 'none' is the two experts' together; a margin adds to its utility, a constant replaces it,
+    'never' removes it. The tools' utilities are the same under every cut-off (the logit inside the product keeps
+    its learned 'none')."""
+    root, out = trained
+    inputs, _ = inputs_and_labels(root)
+    as_trained = TrainedSelector(options={"model_file": str(out)})._score(inputs)
+    tools = np.array([u for _, u, _, _ in as_trained])
+    learned = np.array([none for *_, none in as_trained])
+    best = tools.max(axis=1)
+    assert np.isfinite(learned).all()  # the set has 'none' labels: both experts learned one
+    gap = best - learned
+    margin = float(np.median(gap))  # some requests on either side
+    cutoff = float(np.median(best))
+    for option, none_wins in (({"abstain_margin": margin}, gap < margin), ({"abstain_threshold": cutoff}, best < cutoff),
+                              ({"abstain_threshold": "never"}, np.zeros(len(inputs), dtype=bool))):
+        router = TrainedSelector(options={"model_file": str(out), **option})
+        scored = router._score(inputs)
+        assert np.allclose(np.array([u for _, u, _, _ in scored]), tools)
+        assert np.allclose(np.array([none for *_, none in scored]), learned)
+        picks = [s.chosen for s in router.select(inputs)]
+        assert 0 < sum(none_wins) < len(inputs) or option == {"abstain_threshold": "never"}
+        assert [p == NONE_LABEL for p in picks] == none_wins.tolist(), option
+        assert all(p == item.tools[int(np.argmax(u))].name for p, item, u, w in zip(picks, inputs, tools, none_wins)
+                   if not w)
+
+
+def test_fit_fits_a_margin_on_the_product_that_a_run_confirms(trained, tmp_path):
+    """`tooleval fit` on a fine-tuned model: the margin it writes, run on the confirm half, is right exactly as
+    often as the cut-off file says."""
     root, out = trained
     experiment = tmp_path / "exp.yaml"
     experiment.write_text(json.dumps({
@@ -150,6 +175,14 @@ def test_fit_refuses_a_product_model_naming_its_file(trained, tmp_path, capsys):
         "defaults": {"catalogue": "giftcards", "prompt": "default"},
         "arms": [{"name": "t", "selector": "trained", "model": "tooleval-hybrid",
                   "options": {"model_file": str(out)}}]}))
-    assert main(["fit", str(experiment), "--arm", "t"]) == 2
-    err = capsys.readouterr().err
-    assert "[fit-product]" in err and str(out) in err and "product of two experts" in err
+    assert main(["fit", str(experiment), "--arm", "t"]) == 0
+    cutoff = json.loads((tmp_path / "cutoffs" / "t-v1.json").read_text())
+    assert cutoff["scale"] == "margin"
+    inputs, labels = inputs_and_labels(root)
+    confirm = [(item, label) for item, label in zip(inputs, labels)
+               if split_half(item.request_id, cutoff["split_salt"]) == CONFIRM]
+    margin = "never" if cutoff["threshold"] is None else cutoff["threshold"]
+    option = {"abstain_threshold": margin} if margin == "never" else {"abstain_margin": margin}
+    picks = TrainedSelector(options={"model_file": str(out), **option}).select([item for item, _ in confirm])
+    right = sum(s.chosen == label for s, (_, label) in zip(picks, confirm))
+    assert right == cutoff["confirm"]["correct_with_cutoff"] and len(confirm) == cutoff["confirm"]["n_requests"]
