@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fine-tune", action="store_true",
                         help="train with `tooleval train --fine-tune` (a fine-tuned encoder per fold model, scoring "
                         "by the product of the logit and the fine-tuned cosine): about half an hour per 1,000 requests "
-                        "on 2 CPU cores; the trained arm then takes no fitted cut-off")
+                        "on 2 CPU cores")
     args = parser.parse_args(argv)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
