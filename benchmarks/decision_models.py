@@ -189,23 +189,15 @@ def cutoff_frontier(version_path: Path, model_file: Path, catalogue: str) -> lis
     import numpy as np
 
     from schemas.catalogue import NONE_LABEL
-    from schemas.taskset import effective_label
-    from tasks.selectors.base import SelectionInput
+    from tasks.selectors.labelled_inputs import labelled_inputs
     from tasks.selectors.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_catalogue, load_version
-    from tasks.taskset.request_table import parse_messages, parse_tools
 
     table = load_version(version_path.parent, version_path.stem).table
     if "slice" not in table.columns:
         return []
     shared = () if catalogue == "per_request" else load_catalogue(version_path.parent, catalogue).tools
-    inputs, labels = [], []
-    for request_id, messages, expected, fallback, own in zip(
-            table["id"].to_list(), table["messages"].to_list(), table["expected"].to_list(),
-            table["fallback"].to_list(), table["tools"].to_list()):
-        tools = tuple(parse_tools(own) or ()) if own is not None else tuple(shared)
-        inputs.append(SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools, prompt=""))
-        labels.append(effective_label(expected, fallback, {t.name for t in tools}))
+    inputs, labels = labelled_inputs(table, shared)
     slices = np.array(table["slice"].to_list(), dtype=object)
     learned = TrainedSelector(options={"model_file": str(model_file)})
     never = TrainedSelector(options={"model_file": str(model_file), "abstain_threshold": "never"})

@@ -61,18 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from schemas.catalogue import NONE_LABEL
-    from schemas.taskset import effective_label
-    from tasks.selectors.base import SelectionInput
     from tasks.selectors.base_routers import NEVER_ABSTAIN, base_router
     from tasks.selectors.decision_features import text_hash
     from tasks.selectors.embedding import DEFAULT_MODEL_ID, load_model
     from tasks.selectors.embedding_store import is_model_folder
     from tasks.selectors.fine_tune import SCALE, TuningExample, encode, fine_tune
+    from tasks.selectors.labelled_inputs import labelled_inputs
     from tasks.selectors.router_scores import abstain_softmax
     from tasks.selectors.train_decision_model import DEFAULT_SALT, fold_of, train_decision_model
     from tasks.selectors.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_version
-    from tasks.taskset.request_table import parse_messages, parse_tools
 
     torch.set_num_threads(2)
     workdir = args.workdir.resolve()
@@ -80,17 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     version_path = args.version_path.resolve()
     table = load_version(version_path.parent, version_path.stem).table
     router = base_router("embedding", DEFAULT_MODEL_ID, NEVER_ABSTAIN)
-    inputs, labels, folds = [], [], []
-    for request_id, messages, expected, fallback, own in zip(
-            table["id"].to_list(), table["messages"].to_list(), table["expected"].to_list(),
-            table["fallback"].to_list(), table["tools"].to_list()):
-        tools = tuple(parse_tools(own) or ())
-        item = SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools, prompt="")
-        inputs.append(item)
-        labels.append(effective_label(expected, fallback, {t.name for t in tools}))
-        folds.append(fold_of(text_hash(item.text), FOLDS, DEFAULT_SALT))
     if any(own is None for own in table["tools"].to_list()):
         raise SystemExit(f"{version_path}: every request must carry its own tools (a per-request catalogue)")
+    inputs, labels = labelled_inputs(table)
+    folds = [fold_of(text_hash(item.text), FOLDS, DEFAULT_SALT) for item in inputs]
     slices = table["slice"].to_list() if "slice" in table.columns else [None] * len(inputs)
     with_none = NONE_LABEL in labels
     learnable = [i for i, item in enumerate(inputs) if item.tools]  # a request offered nothing is 'none' anyway

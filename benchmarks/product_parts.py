@@ -25,30 +25,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model_file", type=Path)
     parser.add_argument("version_path", type=Path)
+    parser.add_argument("--catalogue", action="append", default=None, metavar="NAME",
+                        help="the shared tools of requests without their own, as `tooleval train --catalogue` took "
+                        "them (default: every catalogue of the task set, as train's default)")
     args = parser.parse_args(argv)
 
     from schemas.catalogue import NONE_LABEL
     from schemas.decision_model import DecisionModelFile
-    from schemas.taskset import effective_label
-    from tasks.selectors.base import SelectionInput
     from tasks.selectors.decision_features import text_hash
+    from tasks.selectors.labelled_inputs import catalogue_union, labelled_inputs
     from tasks.selectors.product_experts import expert_cosines, logit_only
     from tasks.selectors.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_version
-    from tasks.taskset.request_table import parse_messages, parse_tools
 
     model_file = args.model_file.resolve()
     model = DecisionModelFile.model_validate_json(model_file.read_bytes())
     if model.full_model.expert is None or not model.fold_models:
         raise SystemExit(f"{model_file}: not a cross-fitted model trained with --fine-tune")
-    table = load_version(args.version_path.parent, args.version_path.stem).table
-    inputs, labels = [], []
-    for request_id, messages, expected, fallback, own in zip(
-            table["id"].to_list(), table["messages"].to_list(), table["expected"].to_list(),
-            table["fallback"].to_list(), table["tools"].to_list()):
-        tools = tuple(parse_tools(own) or ())
-        inputs.append(SelectionInput(request_id, parse_messages(messages), tools, ""))
-        labels.append(effective_label(expected, fallback, {t.name for t in tools}))
+    version = args.version_path.resolve()
+    table = load_version(version.parent, version.stem).table
+    inputs, labels = labelled_inputs(table, catalogue_union(version.parent, args.catalogue))
     folds = dict(zip(model.example_text_hashes, model.example_folds))
     unknown = [item.request_id for item in inputs if text_hash(item.text) not in folds]
     if unknown:

@@ -23,12 +23,11 @@ from typing import Any
 
 from schemas.catalogue import NONE_LABEL
 from schemas.cutoff import AbstainCutoff, HalfAccuracy
-from schemas.taskset import effective_label
 from tasks.experiment.resolve_experiment import resolve_experiment
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
 from tasks.selection.arms import SelectionArm
-from tasks.selectors.base import SelectionInput
+from tasks.selectors.labelled_inputs import labelled_inputs
 from tasks.selectors.offline import offline_selector
 from tasks.selectors.router_setup import (
     CUTOFF_OPTIONS,
@@ -42,7 +41,6 @@ from tasks.selectors.trained import TrainedSelector
 from tasks.stats.abstain_cutoff import CONFIRM, FIT, ScoredRequest, correct_at, fit_threshold, split_half
 from tasks.stats.wilson import wilson_interval
 from tasks.taskset.load_taskset import load_version
-from tasks.taskset.request_table import parse_messages, parse_tools
 
 DEFAULT_SALT = "tooleval-cutoff-v1"
 
@@ -131,15 +129,7 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
     margin = isinstance(default_router, TrainedSelector) and default_router.model.full_model.none is not None
 
     catalogue = arm.catalogue.tools if arm.catalogue is not None else ()
-    inputs, labels = [], []
-    for request_id, messages, label, fallback, own in zip(
-            table.get_column("id").to_list(), table.get_column("messages").to_list(), expected,
-            table.get_column("fallback").to_list(), table.get_column("tools").to_list()):
-        tools = parse_tools(own) if own is not None else catalogue
-        tools = tuple(tools or ())
-        inputs.append(SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools,
-                                     prompt=arm.prompt_text))
-        labels.append(effective_label(label, fallback, {t.name for t in tools}))
+    inputs, labels = labelled_inputs(table, catalogue, arm.prompt_text)
     scores = default_router.none_margins(inputs) if margin else router.scores(inputs)
     defaults = default_router.select(inputs)
 

@@ -51,10 +51,8 @@ import numpy as np
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.decision_model import DecisionModelFile, ExpertWeights, LogitWeights
-from schemas.taskset import effective_label
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import (
     NONE_INDEX,
     fit_logit,
@@ -82,10 +80,10 @@ from tasks.selectors.embedding_probe import PROBE_C, Probe, fit_probe
 from tasks.selectors.embedding_store import files_fingerprint
 from tasks.selectors import product_experts
 from tasks.selectors.fine_tune import SCALE
+from tasks.selectors.labelled_inputs import catalogue_union, labelled_inputs
 from tasks.selectors.base_routers import request_texts, router_scores
 from tasks.stats.calibration import expected_calibration_error
-from tasks.taskset.load_taskset import load_catalogue, load_version
-from tasks.taskset.request_table import parse_messages, parse_tools
+from tasks.taskset.load_taskset import load_version
 
 DEFAULT_FOLDS = 5
 DEFAULT_SALT = "tooleval-folds-v1"
@@ -282,21 +280,8 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         raise InputError.one(str(out), "", "out-file", f"cannot write under {parent}: choose another --out")
     taskset_dir, version_name = version_path.parent, version_path.stem
     version = load_version(taskset_dir, version_name)
-    names = catalogues if catalogues is not None else sorted(p.stem for p in (taskset_dir / "catalogues").glob("*.json"))
-    shared: dict[str, ToolSpec] = {}
-    for name in names:
-        for tool in load_catalogue(taskset_dir, name).tools:
-            shared.setdefault(tool.name, tool)
-    table = version.table
-    inputs, labels = [], []
-    for request_id, messages, expected, fallback, own in zip(
-            table.get_column("id").to_list(), table.get_column("messages").to_list(),
-            table.get_column("expected").to_list(), table.get_column("fallback").to_list(),
-            table.get_column("tools").to_list()):
-        tools = tuple(parse_tools(own) or ()) if own is not None else tuple(shared.values())
-        label = effective_label(expected, fallback, {t.name for t in tools})
-        inputs.append(SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools, prompt=""))
-        labels.append(_label_index(tools, label))
+    inputs, effective = labelled_inputs(version.table, catalogue_union(taskset_dir, catalogues))
+    labels = [_label_index(item.tools, label) for item, label in zip(inputs, effective)]
     y = np.asarray(labels)
     with_none = bool((y == NONE_INDEX).any())
     usable = np.array([bool(item.tools) or with_none for item in inputs])
