@@ -5,8 +5,10 @@ fine-tuned cosine alone, and their product (what a run scores with), with the re
 
 Every request of the version the model learned from is scored by the fold model that never saw it and by that
 fold model's own encoder, which never saw it either (the logit: the file without its experts; the cosine: the
-argmax of the fold encoder's cosines, 'none' when no tool reaches tau on a set with 'none' labels). Reads the
-model file and the version; encodes with the embedding cache. Not a test.
+argmax of the fold encoder's cosines, 'none' when no tool reaches tau on a set with 'none' labels). Last, the
+product with its two weights fitted (a log p + b log q, per fold model by maximum likelihood on the other folds'
+held-out products, as the product's temperature is fitted) where the shipped product weighs the two alike.
+Reads the model file and the version; encodes with the embedding cache. Not a test.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     from schemas.decision_model import DecisionModelFile
     from tasks.selectors.decision_features import text_hash
     from tasks.selectors.labelled_inputs import catalogue_union, labelled_inputs
-    from tasks.selectors.product_experts import expert_cosines, logit_only
+    from tasks.selectors.product_experts import expert_cosines, logit_only, product_utilities
     from tasks.selectors.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_version
 
@@ -56,11 +58,19 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         plain = Path(folder) / "logit.json"
         plain.write_text(logit_only(model).model_dump_json())
-        picks["logit"] = [s.chosen for s in TrainedSelector(options={"model_file": str(plain)}).select(inputs)]
+        logit = TrainedSelector(options={"model_file": str(plain)}).select(inputs)
+    picks["logit"] = [s.chosen for s in logit]
     picks["cosine"] = []
-    for item in inputs:
-        expert = model.fold_models[folds[text_hash(item.text)]].expert
+    parts = []  # per request: its fold, log p and log q over its tools and 'none', the label's position
+    for item, selection, label in zip(inputs, logit, labels):
+        fold = folds[text_hash(item.text)]
+        expert = model.fold_models[fold].expert
         cos = expert_cosines([item], str(model_file.parent / expert.encoder))[0]
+        names = [t.name for t in item.tools] + [NONE_LABEL]
+        if item.tools and label in names:
+            p = np.array([[selection.probabilities[name] for name in names]])
+            log_p, log_q = (product_utilities(p, [cos], expert.tau, expert.scale, w)[0] for w in (1.0, 0.0))
+            parts.append((fold, log_p, log_q, names.index(label)))
         best = int(np.argmax(cos)) if len(cos) else None
         below = best is None or (expert.tau is not None and cos[best] < expert.tau)
         picks["cosine"].append(NONE_LABEL if below else item.tools[best].name)
@@ -74,7 +84,42 @@ def main(argv: list[str] | None = None) -> int:
         wins = int((right["product"] & ~right[other]).sum())
         losses = int((~right["product"] & right[other]).sum())
         print(f"  product against the {other} alone: wins {wins}, loses {losses}")
+    fitted = fitted_weights(parts)
+    print("  a log p + b log q fitted per fold model on the other folds' held-out products (maximum likelihood;")
+    print(f"  the product ships a = b): {fitted['right']:,} right of {len(parts):,} scored, logit's share "
+          f"{', '.join(f'{w:.2f}' for w in fitted['weights'])}; a = b: {fitted['equal']:,}")
     return 0
+
+
+def fitted_weights(parts: list[tuple[int, np.ndarray, np.ndarray, int]]) -> dict:
+    """For each fold k: (a, b) of ``a log p + b log q`` fitted by maximum likelihood on the held-out products of
+    the other folds (as the product's temperature is), then the right picks on fold k's own requests; the
+    weights shown are a / (a + b), the logit's share."""
+    from scipy.optimize import minimize
+
+    def utilities(ab: np.ndarray, log_p: np.ndarray, log_q: np.ndarray) -> np.ndarray:
+        finite = np.isfinite(log_p) & np.isfinite(log_q)
+        return np.where(finite, ab[0] * np.where(finite, log_p, 0) + ab[1] * np.where(finite, log_q, 0), -np.inf)
+
+    def nll(ab: np.ndarray, rows: list) -> float:
+        total = 0.0
+        for _, log_p, log_q, y in rows:
+            u = utilities(ab, log_p, log_q)
+            top = u.max()
+            total -= u[y] - top - np.log(np.exp(u - top).sum())
+        return total
+
+    def right(ab: np.ndarray, rows: list) -> int:
+        return sum(int(np.argmax(utilities(ab, log_p, log_q)) == y) for _, log_p, log_q, y in rows)
+
+    out = {"right": 0, "weights": [], "equal": right(np.array([0.5, 0.5]), parts)}
+    for k in sorted({fold for fold, *_ in parts}):
+        mine = [r for r in parts if r[0] == k]
+        fit = minimize(nll, x0=np.array([0.5, 0.5]), args=([r for r in parts if r[0] != k],), method="L-BFGS-B",
+                       bounds=[(1e-4, None), (1e-4, None)])
+        out["right"] += right(fit.x, mine)
+        out["weights"].append(float(fit.x[0] / fit.x.sum()))
+    return out
 
 
 if __name__ == "__main__":
