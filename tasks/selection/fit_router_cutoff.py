@@ -56,7 +56,7 @@ class FittedCutoff:
     def lines(self) -> list[str]:
         c = self.cutoff
         shown = "never abstain" if c.threshold is None else f"{c.threshold:.4g}"
-        scale = ["  a margin: 'none' when the best tool beats the learned 'none' by less"] \
+        scale = ["  a margin: 'none' when the best tool beats the learned 'none' by less than that"] \
             if c.scale == "margin" and c.threshold is not None else []
 
         def pct(k: int, n: int) -> str:
