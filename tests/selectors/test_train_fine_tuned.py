@@ -14,11 +14,11 @@ import pytest
 from flows.cli import main
 from schemas.catalogue import NONE_LABEL
 from schemas.decision_model import DecisionModelFile
-from schemas.taskset import effective_label
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.conditional_logit import softmax, top_label
 from tasks.selectors.decision_features import text_hash
 from tasks.selectors.embedding_store import files_fingerprint
+from tasks.selectors.labelled_inputs import labelled_inputs
 from tasks.selectors.product_experts import expert_cosines, logit_only, product_utilities
 from tasks.selectors.router_setup import router_setup
 from tasks.selectors.trained import TrainedSelector
@@ -40,11 +40,7 @@ def trained(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def inputs_and_labels(root: Path) -> tuple[list[SelectionInput], list[str]]:
-    tools = load_catalogue(root, "giftcards").tools
-    version = load_version(root, "v1")
-    names = {t.name for t in tools}
-    return ([SelectionInput(r.id, r.messages, tools, "") for r in version.requests],
-            [effective_label(r.expected, r.fallback, names) for r in version.requests])
+    return labelled_inputs(load_version(root, "v1").table, load_catalogue(root, "giftcards").tools)
 
 
 def test_each_model_names_its_own_fine_tuned_encoder_beside_the_file(trained):
