@@ -286,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="train with `tooleval train --fine-tune` (a fine-tuned encoder per fold model, scoring "
                         "by the product of the logit and the fine-tuned cosine): about half an hour per 1,000 requests "
                         "on 2 CPU cores")
+    parser.add_argument("--fine-tune-seed", type=int, default=0, metavar="S",
+                        help="with --fine-tune: which draw of the fine-tuning (`tooleval train --fine-tune-seed`)")
     args = parser.parse_args(argv)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -308,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         catalogues = None if catalogue == "per_request" else [catalogue]
         trained = api.train(learn_from / "v1.jsonl", folder / "hybrid.json", catalogues, encoder=args.encoder,
-                            fine_tune=args.fine_tune, progress=lambda line: print(f"{name}: {line}", flush=True))
+                            fine_tune=args.fine_tune, fine_tune_seed=args.fine_tune_seed,
+                            progress=lambda line: print(f"{name}: {line}", flush=True))
         product = trained.model.full_model.expert is not None
         train_s = time.perf_counter() - started
         cv = trained.model.cross_fitted

@@ -183,10 +183,20 @@ def report(run_id: str | None = None, warehouse: str | Path | None = None, instr
 
 
 def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
-    """The label checks on one task-set version file; a one-line summary, or InputError."""
+    """The label checks on one task-set version file, or every check a run makes on an experiment file
+    (``.yaml``; nothing is run); a summary, or InputError."""
+    from tasks.files.input_errors import InputError
     from tasks.taskset.validate_version import validate_version_file
 
-    return validate_version_file(Path(version_path), catalogues, weights)
+    path = Path(version_path)
+    if path.suffix in (".yaml", ".yml"):
+        if catalogues or weights:
+            raise InputError.one(str(path), "", "validate-options", "--catalogue and --weights check a version "
+                                 "file; an experiment names its own catalogues and weights")
+        from tasks.run.validate_experiment import validate_experiment_file
+
+        return "\n".join(validate_experiment_file(path))
+    return validate_version_file(path, catalogues, weights)
 
 
 def validate_tasks(tasks_path: str | Path, surfaces: list[str] | None = None) -> str:
@@ -279,13 +289,15 @@ def fit_cutoff(experiment_path: str | Path, arm: str, out: str | Path | None = N
 
 def train(version_path: str | Path, out: str | Path, catalogues: list[str] | None = None,
           folds: int = 5, unseen_weight: float = 1.0, encoder: str | None = None, fine_tune: bool = False,
-          fine_tune_epochs: int = 2, progress: Callable[[str], None] | None = None) -> "TrainedModel":
+          fine_tune_epochs: int = 2, progress: Callable[[str], None] | None = None,
+          fine_tune_seed: int = 0) -> "TrainedModel":
     """Learn a decision model from a task-set version's labelled requests (cross-fitted on ``folds`` folds,
     with transfer copies at ``unseen_weight``, its features under ``encoder``: MiniLM unless a local model
     directory is given) and write its file; ``fine_tune``: with a fine-tuned encoder per fold model beside it,
-    scoring by the product of the two (``tasks/selectors/product_experts.py``)."""
+    scoring by the product of the two (``tasks/selectors/product_experts.py``); ``fine_tune_seed``: which draw
+    of that fine-tuning (0 by default)."""
     from tasks.selectors.train_decision_model import DEFAULT_MODEL_ID, train_decision_model
 
     return train_decision_model(Path(version_path), Path(out), catalogues=catalogues, folds=folds,
                                 unseen_weight=unseen_weight, encoder=encoder or DEFAULT_MODEL_ID, fine_tune=fine_tune,
-                                fine_tune_epochs=fine_tune_epochs, progress=progress)
+                                fine_tune_epochs=fine_tune_epochs, fine_tune_seed=fine_tune_seed, progress=progress)

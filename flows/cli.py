@@ -170,8 +170,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from flows import api
 
     trained = api.train(args.version_path, args.out, args.catalogue, args.folds, args.unseen_weight, args.encoder,
-                        args.fine_tune, args.fine_tune_epochs, progress=lambda line: print(line, file=sys.stderr,
-                                                                                           flush=True))
+                        args.fine_tune, args.fine_tune_epochs, fine_tune_seed=args.fine_tune_seed,
+                        progress=lambda line: print(line, file=sys.stderr, flush=True))
     print("\n".join(trained.lines()))
     return EXIT_OK
 
@@ -447,15 +447,26 @@ def build_parser() -> argparse.ArgumentParser:
                        "requests and 2 CPU cores")
     train.add_argument("--fine-tune-epochs", type=int, default=2, metavar="N",
                        help="epochs of each fine-tuning (default 2)")
+    train.add_argument("--fine-tune-seed", type=int, default=0, metavar="S",
+                       help="which draw of the fine-tuning (default 0): another S tunes other encoders on the same "
+                       "requests, to see how much one draw moves the figures")
     train.set_defaults(func=cmd_train)
 
-    validate = commands.add_parser("validate", help="run the label checks on a task-set version",
+    validate = commands.add_parser("validate", help="run the label checks on a task-set version, or every check "
+                                   "a run makes on an experiment",
                                    description="Run the Great Expectations label checks on one version file "
-                                   "(e.g. tasksets/support/v1.jsonl) and print what was checked.")
-    validate.add_argument("version_path", metavar="TASKSET_VERSION_PATH", help="e.g. tasksets/support/v1.jsonl")
+                                   "(e.g. tasksets/support/v1.jsonl) and print what was checked; or, given an "
+                                   "experiment file, every check `tooleval run` makes before its first model call "
+                                   "(arms, comparisons, criteria, the task set's label or task checks), with nothing "
+                                   "run or written.")
+    validate.add_argument("version_path", metavar="PATH",
+                          help="a version, e.g. tasksets/support/v1.jsonl, or an experiment, e.g. "
+                          "tasksets/support/experiments/ladder.yaml")
     validate.add_argument("--catalogue", action="append", default=None, metavar="NAME",
-                          help="catalogue the labels must come from (repeatable; default: every catalogue of the set)")
-    validate.add_argument("--weights", default=None, metavar="WINDOW", help="also check weights/WINDOW.json")
+                          help="catalogue the labels must come from (repeatable; default: every catalogue of the "
+                          "set; a version only: an experiment names its own)")
+    validate.add_argument("--weights", default=None, metavar="WINDOW",
+                          help="also check weights/WINDOW.json (a version only)")
     validate.set_defaults(func=cmd_validate)
 
     importer = commands.add_parser("import", help="turn public benchmark files into a tooleval task set, or an MCP "

@@ -39,6 +39,7 @@ examples, from the repository root:
   tooleval tasks run tasksets/mcp_office/experiments/four_arms.yaml  # MCP
   tooleval fit tasksets/support/experiments/routers.yaml --arm embedding-30
   tooleval validate tasksets/support/v1.jsonl --weights 2026-W36-W47
+  tooleval validate tasksets/support/experiments/ladder.yaml  # run's checks
   tooleval plan --accuracy 0.88 --requests 60 --half-width 5
   tooleval report --format markdown                         # the latest run
   tooleval sql "select arm, slice, accuracy from aggregate_accuracy"

@@ -55,6 +55,8 @@ class ExpertWeights(BaseModel):
     confidence_shift: float = Field(description="See confidence_slope.")
     epochs: int = Field(description="Fine-tuning epochs.")
     lr: float = Field(description="Fine-tuning learning rate.")
+    seed: int = Field(0, description="The training's fine-tuning draw (`--fine-tune-seed`): encoder k of the file "
+                      "(the folds', then the full model's) was shuffled and initialised with seed 1000 x draw + k.")
     trained_on: int = Field(description="Requests the encoder was fine-tuned on.")
 
 

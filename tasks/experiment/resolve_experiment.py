@@ -201,12 +201,15 @@ def experiment_name_problems(spec: ExperimentFile, file: str) -> list[Problem]:
     return []
 
 
-def resolve_arms(kind: Any, spec: ExperimentFile, context: ArmContext, file: str
+def resolve_arms(kind: Any, spec: ExperimentFile, context: ArmContext, file: str, only: str | None = None
                  ) -> tuple[list[ResolvedArm], list[Problem]]:
-    """Every arm merged with the defaults, checked for completeness, then resolved by its instrument."""
+    """Every arm (or the arm named ``only``) merged with the defaults, checked for completeness, then resolved
+    by its instrument."""
     arms: list[ResolvedArm] = []
     problems: list[Problem] = []
     for rung, arm in enumerate(spec.arms, start=1):
+        if only is not None and arm.name != only:
+            continue
         where = f"arm {arm.name}"
         merged = _merge(spec.defaults, arm)
         merged.setdefault("version", spec.version)
@@ -256,8 +259,11 @@ def resolve_comparisons(spec: ExperimentFile, arms: list[ResolvedArm], respects:
     return comparisons, problems
 
 
-def resolve_experiment(path: Path) -> ResolvedExperiment:
-    """Everything an experiment refers to, resolved and checked, before any data or model is touched."""
+def resolve_experiment(path: Path, only_arm: str | None = None) -> ResolvedExperiment:
+    """Everything an experiment refers to, resolved and checked, before any data or model is touched.
+    ``only_arm``: resolve that arm alone (no other arm, no comparison), for a command that acts on one arm
+    (``tooleval fit``): another arm's problem, such as naming the cut-off file that command is about to write,
+    is for the run to report."""
     path = Path(path)
     kind, spec = read_experiment(path)
     file = str(path)
@@ -265,10 +271,10 @@ def resolve_experiment(path: Path) -> ResolvedExperiment:
     if not taskset_dir.is_dir():
         raise InputError.one(file, "taskset", "taskset-exists", f"task-set folder {taskset_dir} not found")
     problems = experiment_name_problems(spec, file) + seed_problems(spec, file) + arm_name_problems(spec, file)
-    arms, arm_problems = resolve_arms(kind, spec, ArmContext(taskset_dir, path.parent), file)
+    arms, arm_problems = resolve_arms(kind, spec, ArmContext(taskset_dir, path.parent), file, only_arm)
     if problems + arm_problems:
         raise InputError(problems + arm_problems)
-    comparisons, problems = resolve_comparisons(spec, arms, kind.respects, file)
+    comparisons, problems = ([], []) if only_arm is not None else resolve_comparisons(spec, arms, kind.respects, file)
     if problems:
         raise InputError(problems)
     return ResolvedExperiment(path=path, experiment_hash=sha256_hex(path.read_bytes()), spec=spec,

@@ -106,12 +106,12 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
                       salt: str = DEFAULT_SALT) -> FittedCutoff:
     """Fit, confirm and write the cut-off of ``arm_name``'s offline router; InputError for bad input."""
     experiment_path = Path(experiment_path)
-    experiment = resolve_experiment(experiment_path)
+    experiment = resolve_experiment(experiment_path, only_arm=arm_name)  # the other arms are the run's to check
     file = str(experiment_path)
-    arms = {arm.name: arm for arm in experiment.arms}
-    if arm_name not in arms:
-        raise InputError.one(file, f"arm {arm_name}", "fit-arm", f"no such arm; arms: {', '.join(arms)}")
-    arm = arms[arm_name]
+    if not experiment.arms:
+        raise InputError.one(file, f"arm {arm_name}", "fit-arm",
+                             f"no such arm; arms: {', '.join(arm.name for arm in experiment.spec.arms)}")
+    arm = experiment.arms[0]
     kind, model, written = _router_of(arm, file)
     version = load_version(experiment.taskset_dir, arm.version)
     table = version.table

@@ -100,6 +100,8 @@ PRODUCT_METHOD = ("; times the softmax of the cosine under an encoder fine-tuned
                   "0.5 log q), calibrated on held-out products")
 
 MIN_OUTSIDE_MAJORITY = 2
+SEEDS_PER_DRAW = 1000
+"""Encoder k of fine-tuning draw d is seeded 1000 d + k: draws never share a seed while a file has < 1,000."""
 """A training set needs two labels or more and at least this many requests outside its most common label (rule
 train-classes): on one label every figure (accuracy, ECE) is trivially perfect and the model learns nothing."""
 
@@ -149,7 +151,8 @@ class TrainedModel:
             return []
         logit = m.cross_fitted_logit or {}
         return [f"  fine-tuned experts: {len(m.fold_models) + 1} encoders in {Path(expert.encoder).parent}/ "
-                f"({expert.epochs} epoch(s), lr {expert.lr:g});",
+                f"({expert.epochs} epoch(s), lr {expert.lr:g}" + (f", draw {expert.seed}" if expert.seed else "")
+                + ");",
                 f"  scored by {expert.weight:g} log p(logit) + {1 - expert.weight:g} log q(encoder cosine"
                 + (f", tau {expert.tau:.3f} as 'none'" if expert.tau is not None else "") + ");",
                 f"  the logit alone, cross-fitted: accuracy {100 * logit.get('accuracy', float('nan')):.1f}%, "
@@ -247,14 +250,16 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                          folds: int = DEFAULT_FOLDS, salt: str = DEFAULT_SALT, l2: float = DEFAULT_L2,
                          unseen_weight: float = DEFAULT_UNSEEN_WEIGHT, encoder: str = DEFAULT_MODEL_ID,
                          fine_tune: bool = False, fine_tune_epochs: int = product_experts.DEFAULT_EPOCHS,
-                         fine_tune_lr: float = product_experts.DEFAULT_LR,
+                         fine_tune_lr: float = product_experts.DEFAULT_LR, fine_tune_seed: int = 0,
                          progress: Callable[[str], None] | None = None) -> TrainedModel:
     """Learn from ``<taskset>/<version>.jsonl`` and write the model file ``out``; InputError for bad input.
     ``encoder``: the sentence-embedding model of the cosine, kNN and probe features (the packaged MiniLM, or a
     local sentence-transformers directory, recorded in the file by its absolute path). ``fine_tune``: also
     fine-tune that encoder per fold model and for the full model (``product_experts.py``), saved beside the
     file in ``<out without .json>.encoders/``; the model then scores by the product of the two experts.
-    ``progress`` hears a line before each fine-tuning (minutes each)."""
+    ``fine_tune_seed``: which draw of the fine-tuning (each encoder's shuffles and initial state; 0 is the
+    default, another number trains other encoders on the same requests, to see how far a draw moves the
+    figures). ``progress`` hears a line before each fine-tuning (minutes each)."""
     version_path, out = Path(version_path), Path(out)
     if version_path.suffix != ".jsonl" or not version_path.is_file():
         raise InputError.one(str(version_path), "", "file-exists", "give a task-set version file such as "
@@ -271,6 +276,9 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     if fine_tune and not (fine_tune_epochs >= 1 and fine_tune_lr > 0):
         raise InputError.one(str(version_path), "", "fine-tune", "--fine-tune-epochs must be 1 or more and "
                              "--fine-tune-lr above 0")
+    if fine_tune_seed < 0 or (fine_tune_seed and not fine_tune):
+        raise InputError.one(str(version_path), "", "fine-tune", "--fine-tune-seed must be 0 or more, and it "
+                             "needs --fine-tune")
     if out.is_dir() or out.suffix != ".json":
         raise InputError.one(str(out), "", "out-file", "--out is the model file to write, e.g. models/hybrid.json")
     parent = out.parent
@@ -379,7 +387,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     encoders_dir = out.resolve().with_suffix(".encoders")
     if fine_tune:
         targets = np.where(y == NONE_INDEX, [len(item.tools) for item in inputs], y)
-        settings = {"epochs": fine_tune_epochs, "lr": fine_tune_lr}
+        settings = {"epochs": fine_tune_epochs, "lr": fine_tune_lr, "seed": fine_tune_seed}
 
         def tuned(name: str, rows: np.ndarray, seed: int) -> product_experts.TunedEncoder:
             chosen = np.flatnonzero(rows & usable)
@@ -388,7 +396,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                          f"{fine_tune_epochs} epoch(s)) ...")
             return product_experts.fine_tune_encoder(
                 encoder, [inputs[i] for i in chosen], targets[chosen], encoders_dir, name, learn_none=with_none,
-                epochs=fine_tune_epochs, lr=fine_tune_lr, seed=seed)
+                epochs=fine_tune_epochs, lr=fine_tune_lr, seed=SEEDS_PER_DRAW * fine_tune_seed + seed)
 
         # the product of each request held out: fold k's calibrated p and fold k's encoder, neither saw fold k
         held_out_s = np.full_like(held_out_u, -np.inf)

@@ -92,6 +92,25 @@ def test_fit_writes_a_cutoff_the_experiment_uses_and_refuses_another_router(tmp_
     assert lexical.selector_options["abstain_threshold"] == (threshold if threshold is not None else "never")
 
 
+def test_fit_checks_its_own_arm_only_so_an_arm_may_name_the_file_before_it_is_fitted(tmp_path, capsys):
+    import_bfcl_slices([BfclSource("a", QUESTIONS, ANSWERS), BfclSource("i", IRRELEVANCE, label_none=True)],
+                       tmp_path / "s")
+    path = plain_routers(tmp_path / "s")
+    spec = yaml.safe_load(path.read_text())
+    spec["arms"].append({**spec["arms"][0], "name": "lexical-fitted",
+                         "options": {"abstain_cutoff": "cutoffs/lexical-v1.json"}})
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(InputError) as caught:  # a run (or validate) checks every arm: the file is not there yet
+        resolve_experiment(path)
+    assert [(p.rule, p.where) for p in caught.value.problems] == [("router-files", "arm lexical-fitted")]
+    assert main(["fit", str(path), "--arm", "lexical-fitted"]) == 2  # the fitted arm's own problem still stops it
+    assert "[router-files]" in capsys.readouterr().err and not (path.parent / "cutoffs").exists()
+    assert main(["fit", str(path), "--arm", "lexical"]) == 0
+    assert "wrote " in capsys.readouterr().out
+    fitted = {arm.name: arm for arm in resolve_experiment(path).arms}["lexical-fitted"]
+    assert fitted.abstain_rule.startswith("fitted cutoffs/lexical-v1.json (sha256 ")
+
+
 def test_fit_needs_none_labels_and_a_known_arm(tmp_path, capsys):
     import_bfcl(QUESTIONS, ANSWERS, tmp_path / "s")
     path = plain_routers(tmp_path / "s")

@@ -134,6 +134,34 @@ def test_zero_fine_tuning_epochs_is_bad_input_before_training(tmp_path, capsys):
     assert "[fine-tune]" in err and "v1.jsonl" in err and not out.exists() and not out.with_suffix(".encoders").exists()
 
 
+@pytest.mark.parametrize("options", [["--fine-tune-seed", "1"], ["--fine-tune", "--fine-tune-seed", "-1"]])
+def test_a_draw_without_fine_tuning_or_below_zero_is_bad_input_before_training(tmp_path, capsys, options):
+    root = small_support_set(tmp_path / "set", every=4, limit=36)
+    out = root / "models" / "ft.json"
+    assert main(["train", str(root / "v1.jsonl"), "--out", str(out), *options]) == 2
+    err = capsys.readouterr().err
+    assert "[fine-tune]" in err and "--fine-tune-seed" in err and not out.exists()
+
+
+def test_another_draw_tunes_other_encoders_on_the_same_requests_and_records_it(trained, tmp_path, capsys):
+    root, out = trained
+    other = tmp_path / "models" / "ft.json"
+    capsys.readouterr()
+    assert main(["train", str(root / "v1.jsonl"), "--out", str(other), "--folds", "2", "--fine-tune",
+                 "--fine-tune-epochs", "1", "--fine-tune-seed", "1"]) == 0
+    assert "1 epoch(s), lr 3e-05, draw 1)" in capsys.readouterr().out
+    first, second = (DecisionModelFile.model_validate_json(f.read_bytes()) for f in (out, other))
+    pairs = list(zip([*first.fold_models, first.full_model], [*second.fold_models, second.full_model]))
+    for a, b in pairs:
+        assert (a.expert.seed, b.expert.seed) == (0, 1) and a.expert.trained_on == b.expert.trained_on
+        assert a.expert.encoder_files != b.expert.encoder_files  # other weights, from other shuffles
+        assert a.tool == b.tool and a.none == b.none  # the logit does not depend on the draw
+    inputs, _ = inputs_and_labels(root)
+    q = [expert_cosines(inputs[:4], str(f.parent / w.expert.encoder)) for f, w in ((out, first.full_model),
+                                                                                     (other, second.full_model))]
+    assert not all(np.allclose(x, y) for x, y in zip(*q))
+
+
 def test_a_cutoff_moves_the_products_none_and_leaves_its_tools_as_they_are(trained):
     """The product's 'none' is the two experts' together; a margin adds to its utility, a constant replaces it,
     'never' removes it. The tools' utilities are the same under every cut-off (the logit inside the product keeps
