@@ -15,6 +15,7 @@ from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.taskset import Message, effective_label
 from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
 from tasks.run.permute_tools import permute_tools, tool_set_id
+from tasks.selectors.router_setup import SCORING_REVISIONS
 from tasks.taskset.request_table import as_request_table, parse_messages, parse_tools
 
 if TYPE_CHECKING:
@@ -28,10 +29,15 @@ if TYPE_CHECKING:
 
 def selector_fingerprint(arm: "SelectionArm") -> str:
     """Everything about the arm, other than tools and messages, that changes an answer: selector, model id,
-    prompt and the answer-changing options (sampling, seed, max_tokens, endpoint, routing, judge). Options
-    that only change how calls are made or costed (concurrency, timeouts, retries, key names, prices) are
-    left out, so changing them repeats no completed call."""
-    return digest([arm.selector, arm.model_id, keyed_options(arm.selector_options), arm.prompt_text])
+    prompt and the answer-changing options (sampling, seed, max_tokens, endpoint, routing, judge), and the
+    scoring revision of the offline router that answers or routes (``SCORING_REVISIONS``; only when it has
+    one, so other keys stay those of earlier versions). Options that only change how calls are made or
+    costed (concurrency, timeouts, retries, key names, prices) are left out, so changing them repeats no
+    completed call."""
+    parts = [arm.selector, arm.model_id, keyed_options(arm.selector_options), arm.prompt_text]
+    revisions = [SCORING_REVISIONS[kind] for kind in (arm.selector, arm.selector_options.get("router"))
+                 if kind in SCORING_REVISIONS]
+    return digest(parts + [{"scoring": revisions}] if revisions else parts)
 
 
 def cache_key(selector_fp: str, tools_fp: str, messages_json: str) -> str:

@@ -111,3 +111,22 @@ def test_tool_sets_registered_are_those_offered():
     assert offered_tool_sets(units) == offered and len(offered) == 2
     per_request_only = [u for u in plan_arm_seed(arm(None), 1, given[3::4], "shop", batch_size=3)]
     assert list(offered_tool_sets(per_request_only)) == [tool_set_id(["get_weather", "get_time"])]
+
+
+def test_a_trained_router_keys_its_scoring_revision_and_the_other_keys_stay_as_they_were(monkeypatch):
+    from dataclasses import replace
+
+    from tasks.run.cache_keys import digest, keyed_options
+    from tasks.selectors import router_setup
+
+    lexical = arm()
+    earlier = digest([lexical.selector, lexical.model_id, keyed_options(lexical.selector_options),
+                      lexical.prompt_text])  # the key's formula before any router had a revision
+    assert selector_fingerprint(lexical) == earlier
+    trained = replace(lexical, selector="trained", model_id="tooleval-hybrid")
+    routed = replace(lexical, selector="openai", model_id="gpt-x", options={"router": "trained"})
+    before = selector_fingerprint(trained), selector_fingerprint(routed)
+    monkeypatch.setitem(router_setup.SCORING_REVISIONS, "trained", "a later scoring")
+    after = selector_fingerprint(trained), selector_fingerprint(routed)
+    assert before[0] != after[0] and before[1] != after[1]  # nothing the old code cached answers for the new
+    assert selector_fingerprint(lexical) == earlier
