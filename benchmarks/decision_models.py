@@ -37,7 +37,9 @@ For each set:
    on every set but its own: how it transfers); the report's figures give accuracy with 95% intervals, ECE,
    the confidence gate's threshold fitted on one half of the requests (lowest confidence whose kept
    decisions are >= 90% right) with accuracy and coverage on the other half, and the paired change of
-   ``trained`` against each plain router (Tango's interval, exact McNemar).
+   ``trained`` against each plain router (Tango's interval, exact McNemar). On a set with slices, the
+   margins over the shipped model's learned 'none' that put every slice at or above the embedding arm's
+   accuracy as run (chosen on the same requests: whether its frontier passes MiniLM's point).
 
 Prints a markdown table (the one in docs/routing/decision-models.md), then the issue's goals, each with the
 figure measured and ``met`` / ``NOT met``: BFCL live_multiple >= 95%; MetaTool > 82% on the 3,000 sample;
@@ -181,11 +183,10 @@ def prepare_sets(args: argparse.Namespace, workdir: Path, sets: list[str]) -> di
     return out
 
 
-def cutoff_frontier(version_path: Path, model_file: Path, catalogue: str) -> list[str]:
-    """For a set with 'none' labels and slices: the best the trained model can do on its worst slice under
-    any one cut-off of each kind, and where, chosen on the same requests (an upper bound of what a fitted
-    cut-off confirms): a margin over its learned 'none' (what ``tooleval fit`` fits) and a constant in place
-    of it (what it fitted before). The model's own (cross-fitted) utilities, every request of the version."""
+def _margin_sweep(version_path: Path, model_file: Path, catalogue: str):
+    """(kinds, slice names): for each kind of cut-off ("margin over the learned 'none'", "constant in its
+    place"), the candidate cut-offs and a function from a cut-off to each slice's accuracy; the model's own
+    utilities (cross-fitted on its training version), every request of the version. None without slices."""
     import numpy as np
 
     from schemas.catalogue import NONE_LABEL
@@ -195,32 +196,63 @@ def cutoff_frontier(version_path: Path, model_file: Path, catalogue: str) -> lis
 
     table = load_version(version_path.parent, version_path.stem).table
     if "slice" not in table.columns:
-        return []
+        return None
     shared = () if catalogue == "per_request" else load_catalogue(version_path.parent, catalogue).tools
     inputs, labels = labelled_inputs(table, shared)
     slices = np.array(table["slice"].to_list(), dtype=object)
+    names = sorted(set(slices.tolist()))
     learned = TrainedSelector(options={"model_file": str(model_file)})
     never = TrainedSelector(options={"model_file": str(model_file), "abstain_threshold": "never"})
-    lines = []
+    none = np.array([label == NONE_LABEL for label in labels])
+    kinds = {}
     for kind, rows in (("margin over the learned 'none'", learned.none_margins(inputs)),
                        ("constant in its place", never.scores(inputs))):
         best = np.array([float(np.max(r)) if r is not None and len(r) else -np.inf for r in rows])
         right = np.array([r is not None and len(r) > 0 and label != NONE_LABEL
                           and item.tools[int(np.argmax(r))].name == label
                           for item, label, r in zip(inputs, labels, rows)])
-        none = np.array([label == NONE_LABEL for label in labels])
-        names = sorted(set(slices.tolist()))
 
-        def per_slice(cut: float) -> dict[str, float]:
+        def per_slice(cut: float, best=best, right=right) -> dict[str, float]:
             correct = np.where(best < cut, none, right & (best >= cut))
             return {name: float(correct[slices == name].mean()) for name in names}
 
-        candidates = np.unique(np.quantile(best[np.isfinite(best)], np.linspace(0, 1, 2001)))
+        kinds[kind] = (np.unique(np.quantile(best[np.isfinite(best)], np.linspace(0, 1, 2001))), per_slice)
+    return kinds
+
+
+def cutoff_frontier(version_path: Path, model_file: Path, catalogue: str) -> list[str]:
+    """For a set with 'none' labels and slices: the best the trained model can do on its worst slice under
+    any one cut-off of each kind, and where, chosen on the same requests (an upper bound of what a fitted
+    cut-off confirms): a margin over its learned 'none' (what ``tooleval fit`` fits) and a constant in place
+    of it (what it fitted before). The model's own (cross-fitted) utilities, every request of the version."""
+    kinds = _margin_sweep(version_path, model_file, catalogue)
+    lines = []
+    for kind, (candidates, per_slice) in (kinds or {}).items():
         worst, cut = max((min(per_slice(c).values()), float(c)) for c in candidates)
         shown = " / ".join(f"{name} {pct(acc)}%" for name, acc in per_slice(cut).items())
         lines.append(f"{version_path.parent.name}: trained, best worst slice over every {kind} (chosen on the same "
                      f"requests, an upper bound): {shown} at {cut:.3g}")
     return lines
+
+
+def margins_at_least(version_path: Path, model_file: Path, catalogue: str, arm: str,
+                     targets: dict[str, float]) -> list[str]:
+    """Whether some margin over ``model_file``'s learned 'none' puts every slice at or above ``targets`` (another
+    arm's accuracy per slice, as run): the margins that do (a range of the candidates), and the figures at the
+    one with the widest lead on the worst slice. Chosen on the same requests: it says whether the model's
+    frontier passes the other arm's point, not what a fitted cut-off would confirm."""
+    kinds = _margin_sweep(version_path, model_file, catalogue)
+    if not kinds or not targets:
+        return []
+    candidates, per_slice = kinds["margin over the learned 'none'"]
+    leads = [(min(acc - targets.get(name, 0.0) for name, acc in per_slice(c).items()), float(c)) for c in candidates]
+    above = [c for lead, c in leads if lead >= 0]
+    lead, cut = max(leads)
+    shown = " / ".join(f"{name} {pct(acc)}% ({pct(targets.get(name))}%)" for name, acc in per_slice(cut).items())
+    where = (f"every slice at or above {arm} for margins {min(above):.3g} to {max(above):.3g} of "
+             f"{len(candidates)} tried" if above else f"no margin puts every slice at or above {arm}")
+    return [f"{version_path.parent.name}: {model_file.name}, {where}; the widest lead on the worst slice at "
+            f"{cut:.3g}: {shown} (chosen on the same requests)"]
 
 
 def pct(x: float | None) -> str:
@@ -370,6 +402,10 @@ def main(argv: list[str] | None = None) -> int:
                              f"{f' (noise <{cal.ece_if_calibrated.high:.3f})' if cal and cal.ece_if_calibrated else ''} "
                              f"| {'-' if not fit or fit.threshold is None else f'{fit.threshold:.2f}'} "
                              f"| {gate} | {change} |")
+        if shipped is not None:  # does the shipped model's frontier pass MiniLM's point on every slice?
+            targets = {sl: acc for (n, arm, sl), acc in levels_found.items()
+                       if n == name and arm == "embedding" and sl != "all"}
+            notes.extend(margins_at_least(taskset / "v1.jsonl", shipped, catalogue, "MiniLM", targets))
     print("\n".join(lines))
     print()
     print(f"gate: the lowest confidence whose kept decisions are >= {ROUTER_TARGET_ACCURACY:.0%} right on the fit half"
