@@ -8,7 +8,11 @@ fold model's own encoder, which never saw it either (the logit: the file without
 argmax of the fold encoder's cosines, 'none' when no tool reaches tau on a set with 'none' labels). Last, the
 product with its two weights fitted (a log p + b log q, per fold model by maximum likelihood on the other folds'
 held-out products, as the product's temperature is fitted) where the shipped product weighs the two alike.
-Reads the model file and the version; encodes with the embedding cache. Not a test.
+With ``--draw OTHER_MODEL_FILE`` (repeatable: the same training with another ``--fine-tune-seed``, so the
+same requests, folds and logit), each draw's product alone, and the product whose log q is the mean of every
+draw's (the model file's and the others': an ensemble of the fine-tuning draws; a rule fixed before it was
+first measured, nothing fitted). Reads the model files and the version; encodes with the embedding cache.
+Not a test.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--catalogue", action="append", default=None, metavar="NAME",
                         help="the shared tools of requests without their own, as `tooleval train --catalogue` took "
                         "them (default: every catalogue of the task set, as train's default)")
+    parser.add_argument("--draw", action="append", type=Path, default=[], metavar="OTHER_MODEL_FILE",
+                        help="another draw of the same training (`tooleval train --fine-tune-seed`): each draw's "
+                        "product and the product of the mean log q over the draws")
     args = parser.parse_args(argv)
 
     from schemas.catalogue import NONE_LABEL
@@ -53,6 +60,12 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{model_file} did not learn from {args.version_path} ({len(unknown)} requests it never "
                          f"saw, e.g. {unknown[0]})")
 
+    draws = [DecisionModelFile.model_validate_json(path.resolve().read_bytes()) for path in args.draw]
+    for path, draw in zip(args.draw, draws):
+        if (draw.example_text_hashes, draw.example_folds) != (model.example_text_hashes, model.example_folds) \
+                or draw.full_model.expert is None:
+            raise SystemExit(f"{path}: not another draw of {model_file.name} (other requests or folds, or no "
+                             "fine-tuned encoders)")
     picks: dict[str, list[str | None]] = {}
     picks["product"] = [s.chosen for s in TrainedSelector(options={"model_file": str(model_file)}).select(inputs)]
     with tempfile.TemporaryDirectory() as folder:
@@ -70,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         if item.tools and label in names:
             p = np.array([[selection.probabilities[name] for name in names]])
             log_p, log_q = (product_utilities(p, [cos], expert.tau, expert.scale, w)[0] for w in (1.0, 0.0))
-            parts.append((fold, log_p, log_q, names.index(label)))
+            others = [product_utilities(p, expert_cosines([item], str(path.resolve().parent / e.encoder)),
+                                        e.tau, e.scale, 0.0)[0]
+                      for path, e in ((path, d.fold_models[fold].expert) for path, d in zip(args.draw, draws))]
+            parts.append((fold, log_p, log_q, names.index(label), others))
         best = int(np.argmax(cos)) if len(cos) else None
         below = best is None or (expert.tau is not None and cos[best] < expert.tau)
         picks["cosine"].append(NONE_LABEL if below else item.tools[best].name)
@@ -84,7 +100,19 @@ def main(argv: list[str] | None = None) -> int:
         wins = int((right["product"] & ~right[other]).sum())
         losses = int((~right["product"] & right[other]).sum())
         print(f"  product against the {other} alone: wins {wins}, loses {losses}")
-    fitted = fitted_weights(parts)
+    if draws:
+        def product_right(log_qs) -> int:
+            return sum(int(np.argmax(0.5 * log_p + 0.5 * q) == y) for (_, log_p, _, y, _), q in zip(parts, log_qs))
+
+        for d, path in enumerate(args.draw):
+            draw_seed = draws[d].full_model.expert.seed
+            print(f"  the product with {path.name}'s encoders (draw {draw_seed}): "
+                  f"{product_right([others[d] for *_, others in parts]):,} right of {len(parts):,} scored")
+        mean_q = [np.mean(np.stack([log_q, *others]), axis=0) for _, _, log_q, _, others in parts]
+        print(f"  the product with the mean log q of the {len(draws) + 1} draws: {product_right(mean_q):,} right "
+              f"of {len(parts):,} scored (this file's draw alone: "
+              f"{product_right([log_q for _, _, log_q, _, _ in parts]):,})")
+    fitted = fitted_weights([row[:4] for row in parts])
     print("  a log p + b log q fitted per fold model on the other folds' held-out products (maximum likelihood;")
     print(f"  the product ships a = b): {fitted['right']:,} right of {len(parts):,} scored, logit's share "
           f"{', '.join(f'{w:.2f}' for w in fitted['weights'])}; a = b: {fitted['equal']:,}")
