@@ -4,6 +4,7 @@ in-memory warehouse; and the rule that puts a test in the slow tier (``make test
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -19,6 +20,13 @@ apply_prefect_defaults()
 os.environ.pop("TOOLEVAL_WAREHOUSE", None)
 # a server per run: nothing a test starts outlives it (tests/flows/test_kept_server.py keeps one on purpose)
 os.environ["TOOLEVAL_KEEP_SERVER"] = "0"
+# What the tool writes to the temporary folder (crash tracebacks, MCP servers' state folders, what a killed run
+# leaves), in this process and its subprocesses, goes to a folder of this session, removed when it ends;
+# pytest's own tmp_path folders stay where they were (kept for a look after a failure).
+os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+SESSION_TMP = tempfile.mkdtemp(prefix="tooleval-tests-")
+os.environ["TMPDIR"] = tempfile.tempdir = SESSION_TMP
+atexit.register(shutil.rmtree, SESSION_TMP, ignore_errors=True)
 # remembered label-check passes go to a folder of this session, not the user's cache
 os.environ["TOOLEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tooleval-test-cache-")
 

@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -204,7 +205,7 @@ def test_a_publish_that_times_out_says_what_publishing_again_does_not_that_a_run
         raise httpx.ReadTimeout("timed out")
 
     monkeypatch.setattr(api, "publish_to_phoenix", times_out)
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # gettempdir() reads TMPDIR once per process
     assert main(["phoenix", "--warehouse", str(tmp_path / "wh")]) == EXIT_CRASHED
     err = capsys.readouterr().err
     assert "did not answer in time" in err and "publishing again adds only what is missing" in err
