@@ -100,10 +100,10 @@ PRODUCT_METHOD = ("; times the softmax of the cosine under an encoder fine-tuned
                   "0.5 log q), calibrated on held-out products")
 
 MIN_OUTSIDE_MAJORITY = 2
-SEEDS_PER_DRAW = 1000
-"""Encoder k of fine-tuning draw d is seeded 1000 d + k: draws never share a seed while a file has < 1,000."""
 """A training set needs two labels or more and at least this many requests outside its most common label (rule
 train-classes): on one label every figure (accuracy, ECE) is trivially perfect and the model learns nothing."""
+SEEDS_PER_DRAW = 1000
+"""Encoder k of fine-tuning draw d is seeded 1000 d + k: draws never share a seed while a file has < 1,000."""
 
 
 def fold_of(hashed_text: str, folds: int, salt: str) -> int:
