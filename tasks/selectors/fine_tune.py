@@ -9,6 +9,13 @@ of a request labelled 'none'. AdamW, batches of ``BATCH`` requests, shuffled per
 
 Measured on BFCL live_multiple (docs/routing/decision-models.md): fine-tuned on four folds, 2 epochs, lr 3e-5,
 the cosine of the fifth reads 94.97% held out (MiniLM 88.6%); 8-12 minutes a fold on 2 CPU cores.
+
+Memory: a batch's texts are encoded together, padded to its longest (up to 256 tokens), and every layer's
+activations are kept for the backward pass, about 0.4 MB a padded token: BFCL live's batches hold 4,000-21,000
+padded tokens (75-104 texts), so the largest took about 8 GB. A batch above ``CHECKPOINT_ABOVE`` padded
+tokens is encoded with gradient checkpointing (each layer's activations computed again in the backward pass,
+dropout masks included): the same loss and gradients to the bit (a test trains both ways), less than half
+the memory, a third more time for that batch (``benchmarks/fine_tune_memory.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ SCALE = 20.0
 BATCH = 16
 TAU_LR = 1e-2
 TAU_START = 0.5
+CHECKPOINT_ABOVE = 8192
+"""Padded tokens (texts x the longest's tokens) above which a batch is encoded with gradient checkpointing."""
 
 
 @dataclass(frozen=True)
@@ -35,15 +44,28 @@ class TuningExample:
     target: int
 
 
-def encode(model: Any, texts: Sequence[str]) -> Any:
-    """Unit-length sentence embeddings of ``texts`` as a torch tensor, with gradients when the model trains."""
+def encode(model: Any, texts: Sequence[str], checkpoint_above: float = CHECKPOINT_ABOVE) -> Any:
+    """Unit-length sentence embeddings of ``texts`` as a torch tensor, with gradients when the model trains;
+    with gradient checkpointing when the model trains and the padded texts hold more than ``checkpoint_above``
+    tokens (the same values and gradients, less memory)."""
     import torch
 
     features = model.preprocess(list(texts)) if hasattr(model, "preprocess") else model.tokenize(list(texts))
-    return torch.nn.functional.normalize(model(dict(features))["sentence_embedding"], dim=-1)
+    transformer = getattr(model[0], "auto_model", None) if len(model) else None
+    checkpoint = (model.training and transformer is not None and transformer.supports_gradient_checkpointing
+                  and features["input_ids"].numel() > checkpoint_above)
+    if checkpoint:
+        transformer.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    try:
+        return torch.nn.functional.normalize(model(dict(features))["sentence_embedding"], dim=-1)
+    finally:
+        if checkpoint:  # off again, and the embeddings' hook that enabling added removed
+            transformer.activation_checkpointing_disable()
+            transformer.disable_input_require_grads()
 
 
-def batch_loss(model: Any, batch: Sequence[TuningExample], tau: Any | None) -> Any:
+def batch_loss(model: Any, batch: Sequence[TuningExample], tau: Any | None,
+               checkpoint_above: float = CHECKPOINT_ABOVE) -> Any:
     """Mean cross-entropy of the batch (one encoder pass over the distinct request and tool texts in it: on a
     shared catalogue every request offers the same tools, encoded once for the batch, not once per request)."""
     import torch
@@ -53,7 +75,7 @@ def batch_loss(model: Any, batch: Sequence[TuningExample], tau: Any | None) -> A
     for example in batch:
         rows = [position.setdefault(text, len(position)) for text in (example.query, *example.documents)]
         spans.append((rows[0], rows[1:], example.target))
-    vectors = encode(model, list(position))
+    vectors = encode(model, list(position), checkpoint_above)
     losses = []
     for query, documents, target in spans:
         scores = vectors[documents] @ vectors[query]
@@ -64,9 +86,11 @@ def batch_loss(model: Any, batch: Sequence[TuningExample], tau: Any | None) -> A
 
 
 def fine_tune(base: Any, examples: Sequence[TuningExample], *, epochs: int = 2, lr: float = 3e-5, seed: int = 0,
-              learn_none: bool = False) -> tuple[Any, float | None]:
+              learn_none: bool = False, checkpoint_above: float = CHECKPOINT_ABOVE) -> tuple[Any, float | None]:
     """A copy of the SentenceTransformer ``base`` fine-tuned on ``examples`` (``base`` is left as it was), and
-    the learned tau (None unless ``learn_none``). A 'none' target needs ``learn_none``."""
+    the learned tau (None unless ``learn_none``). A 'none' target needs ``learn_none``. ``checkpoint_above``:
+    the batches encoded with gradient checkpointing (by padded tokens; 0 = every one, inf = none), which
+    changes the memory and the time, not the result."""
     import torch
 
     if epochs < 1 or lr <= 0:
@@ -86,7 +110,7 @@ def fine_tune(base: Any, examples: Sequence[TuningExample], *, epochs: int = 2, 
         model.train()
         order.shuffle(rows)
         for start in range(0, len(rows), BATCH):
-            loss = batch_loss(model, rows[start:start + BATCH], tau if learn_none else None)
+            loss = batch_loss(model, rows[start:start + BATCH], tau if learn_none else None, checkpoint_above)
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()

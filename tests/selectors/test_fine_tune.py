@@ -51,3 +51,24 @@ def test_a_none_target_needs_the_learned_threshold_and_moves_it():
     tuned, tau = fine_tune(base, with_none, epochs=3, lr=1e-4, seed=0, learn_none=True)
     assert tau is not None and tau != pytest.approx(TAU_START, abs=1e-3)
     assert loss_of(tuned, with_none, torch.tensor(tau)) < loss_of(base, with_none, torch.tensor(TAU_START))
+
+
+def test_gradient_checkpointing_changes_no_weight_and_is_off_again_after_its_batch(monkeypatch):
+    """Every batch checkpointed (0) or none (inf): the same weights to the bit, dropout masks included; and
+    the model is left without checkpointing once a checkpointed batch is encoded."""
+    from transformers import PreTrainedModel
+
+    base = load_model(DEFAULT_MODEL_ID)
+    turned_on = []
+    enable = PreTrainedModel.activation_checkpointing_enable
+    monkeypatch.setattr(PreTrainedModel, "activation_checkpointing_enable",
+                        lambda self, **kw: (turned_on.append(kw), enable(self, **kw))[1])
+    plain, _ = fine_tune(base, EXAMPLES, epochs=2, lr=1e-4, seed=3, checkpoint_above=float("inf"))
+    assert turned_on == []
+    checkpointed, _ = fine_tune(base, EXAMPLES, epochs=2, lr=1e-4, seed=3, checkpoint_above=0)
+    assert len(turned_on) == 2  # one batch of 6 examples an epoch, each checkpointed
+    transformer = checkpointed[0].auto_model
+    assert not transformer.is_activation_checkpointing and not transformer.get_input_embeddings()._forward_hooks
+    for (name, a), (_, b) in zip(plain.named_parameters(), checkpointed.named_parameters()):
+        assert torch.equal(a, b), name
+    assert not torch.equal(next(plain.parameters()), next(base.parameters()))  # it did train
