@@ -183,10 +183,13 @@ def prepare_sets(args: argparse.Namespace, workdir: Path, sets: list[str]) -> di
     return out
 
 
-def _margin_sweep(version_path: Path, model_file: Path, catalogue: str):
-    """(kinds, slice names): for each kind of cut-off ("margin over the learned 'none'", "constant in its
-    place"), the candidate cut-offs and a function from a cut-off to each slice's accuracy; the model's own
-    utilities (cross-fitted on its training version), every request of the version. None without slices."""
+MARGIN, CONSTANT = "margin over the learned 'none'", "constant in its place"
+
+
+def _margin_sweep(version_path: Path, model_file: Path, catalogue: str, kinds_wanted=(MARGIN, CONSTANT)):
+    """For each kind of cut-off wanted (``MARGIN``, ``CONSTANT``), the candidate cut-offs and a function from a
+    cut-off to each slice's accuracy; the model's own utilities (cross-fitted on its training version), every
+    request of the version. None without slices."""
     import numpy as np
 
     from schemas.catalogue import NONE_LABEL
@@ -201,12 +204,13 @@ def _margin_sweep(version_path: Path, model_file: Path, catalogue: str):
     inputs, labels = labelled_inputs(table, shared)
     slices = np.array(table["slice"].to_list(), dtype=object)
     names = sorted(set(slices.tolist()))
-    learned = TrainedSelector(options={"model_file": str(model_file)})
-    never = TrainedSelector(options={"model_file": str(model_file), "abstain_threshold": "never"})
+    scorers = {MARGIN: lambda: TrainedSelector(options={"model_file": str(model_file)}).none_margins(inputs),
+               CONSTANT: lambda: TrainedSelector(options={"model_file": str(model_file),
+                                                          "abstain_threshold": "never"}).scores(inputs)}
     none = np.array([label == NONE_LABEL for label in labels])
     kinds = {}
-    for kind, rows in (("margin over the learned 'none'", learned.none_margins(inputs)),
-                       ("constant in its place", never.scores(inputs))):
+    for kind in kinds_wanted:
+        rows = scorers[kind]()
         best = np.array([float(np.max(r)) if r is not None and len(r) else -np.inf for r in rows])
         right = np.array([r is not None and len(r) > 0 and label != NONE_LABEL
                           and item.tools[int(np.argmax(r))].name == label
@@ -241,10 +245,10 @@ def margins_at_least(version_path: Path, model_file: Path, catalogue: str, arm: 
     arm's accuracy per slice, as run): the margins that do (a range of the candidates), and the figures at the
     one with the widest lead on the worst slice. Chosen on the same requests: it says whether the model's
     frontier passes the other arm's point, not what a fitted cut-off would confirm."""
-    kinds = _margin_sweep(version_path, model_file, catalogue)
-    if not kinds or not targets:
+    kinds = _margin_sweep(version_path, model_file, catalogue, (MARGIN,)) if targets else None
+    if not kinds:
         return []
-    candidates, per_slice = kinds["margin over the learned 'none'"]
+    candidates, per_slice = kinds[MARGIN]
     leads = [(min(acc - targets.get(name, 0.0) for name, acc in per_slice(c).items()), float(c)) for c in candidates]
     above = [c for lead, c in leads if lead >= 0]
     lead, cut = max(leads)

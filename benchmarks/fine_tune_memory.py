@@ -27,32 +27,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def one(version_path: Path, limit: int | None, epochs: int, budget: float) -> dict:
     """Fine-tune in this process with ``budget``; the figures as a dict."""
+    from transformers import PreTrainedModel
+
     from schemas.catalogue import NONE_LABEL
     from tasks.selectors import fine_tune as ft
-    from tasks.selectors.base_routers import base_router
     from tasks.selectors.embedding import DEFAULT_MODEL_ID, load_model
     from tasks.selectors.labelled_inputs import catalogue_union, labelled_inputs
-    from tasks.selectors.router_setup import NEVER
+    from tasks.selectors.product_experts import tuning_examples
     from tasks.taskset.load_taskset import load_version
 
     version = load_version(version_path.parent, version_path.stem)
     inputs, labels = labelled_inputs(version.table, catalogue_union(version_path.parent))
-    router = base_router("embedding", DEFAULT_MODEL_ID, {"abstain_threshold": NEVER})
-    examples = [ft.TuningExample(router.request_text(item), tuple(router.document(t) for t in item.tools),
-                                 len(item.tools) if label == NONE_LABEL else [t.name for t in item.tools].index(label))
-                for item, label in zip(inputs, labels) if item.tools][:limit]
+    targets = [len(item.tools) if label == NONE_LABEL else [t.name for t in item.tools].index(label)
+               for item, label in zip(inputs, labels)]
+    examples = tuning_examples(DEFAULT_MODEL_ID, inputs, targets)[:limit]
     learn_none = any(e.target == len(e.documents) for e in examples)
     base = load_model(DEFAULT_MODEL_ID)
     checkpointed = 0
-    encode = ft.encode
+    enable = PreTrainedModel.activation_checkpointing_enable
 
-    def counting(model, texts, checkpoint_above=ft.CHECKPOINT_ABOVE):
+    def counting(self, *args, **kwargs):  # encode() turns checkpointing on once per checkpointed batch
         nonlocal checkpointed
-        features = model.tokenize(list(texts))
-        checkpointed += int(model.training and features["input_ids"].numel() > checkpoint_above)
-        return encode(model, texts, checkpoint_above)
+        checkpointed += 1
+        return enable(self, *args, **kwargs)
 
-    ft.encode = counting
+    PreTrainedModel.activation_checkpointing_enable = counting
     wall, cpu = time.perf_counter(), time.process_time()
     model, _ = ft.fine_tune(base, examples, epochs=epochs, seed=0, learn_none=learn_none, checkpoint_above=budget)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu

@@ -83,17 +83,25 @@ class TunedEncoder:
     trained_on: int
 
 
-def fine_tune_encoder(base_encoder: str, inputs: Sequence[SelectionInput], targets: Sequence[int],
-                      folder: Path, name: str, *, learn_none: bool, epochs: int, lr: float, seed: int) -> TunedEncoder:
-    """Fine-tune ``base_encoder`` on ``inputs`` (target: the label's position among the offered tools, or
-    their count for 'none'; inputs without tools are skipped) and save it as ``folder/<name>-<fingerprint>``."""
-    from tasks.selectors.embedding import load_model
-    from tasks.selectors.embedding_store import files_fingerprint
-    from tasks.selectors.fine_tune import TuningExample, fine_tune
+def tuning_examples(base_encoder: str, inputs: Sequence[SelectionInput], targets: Sequence[int]) -> list:
+    """The fine-tuning examples of ``inputs``: the embedding router's request and tool texts and the target (the
+    label's position among the offered tools, or their count for 'none'); inputs without tools are skipped."""
+    from tasks.selectors.fine_tune import TuningExample
 
     router = base_router("embedding", base_encoder, NEVER_ABSTAIN)
-    examples = [TuningExample(router.request_text(item), tuple(router.document(t) for t in item.tools), int(target))
-                for item, target in zip(inputs, targets) if item.tools]
+    return [TuningExample(router.request_text(item), tuple(router.document(t) for t in item.tools), int(target))
+            for item, target in zip(inputs, targets) if item.tools]
+
+
+def fine_tune_encoder(base_encoder: str, inputs: Sequence[SelectionInput], targets: Sequence[int],
+                      folder: Path, name: str, *, learn_none: bool, epochs: int, lr: float, seed: int) -> TunedEncoder:
+    """Fine-tune ``base_encoder`` on ``inputs`` (``tuning_examples``) and save it as
+    ``folder/<name>-<fingerprint>``."""
+    from tasks.selectors.embedding import load_model
+    from tasks.selectors.embedding_store import files_fingerprint
+    from tasks.selectors.fine_tune import fine_tune
+
+    examples = tuning_examples(base_encoder, inputs, targets)
     model, tau = fine_tune(load_model(base_encoder), examples, epochs=epochs, lr=lr, seed=seed,
                            learn_none=learn_none)
     folder.mkdir(parents=True, exist_ok=True)
