@@ -3,7 +3,7 @@ before its first call (schemas/criteria.py: the file, the rules, the verdict and
 
 Besides success, the gates cover the counters a redesign is allowed to make worse only knowingly:
 irreversible actions per 100 *completed* runs (or per 100 attempted; all of them or only those the task did not
-ask for), upstream reads per run and per call, hand-offs to a human, and the per-tool invalid rate that an
+ask for), upstream reads per run and per executed call, hand-offs to a human, and the per-tool invalid rate that an
 aggregate hides.
 """
 
@@ -56,11 +56,13 @@ class IrreversibleGate(GateSpec):
 
 
 class UpstreamReadsGate(GateSpec):
-    """Upstream reads (pages or records the backend fetched) per run or per call stay under a cap, and/or
+    """Upstream reads (pages or records the backend fetched) per run or per executed call stay under a cap, and/or
     grow by no more than a factor against the baseline of each declared comparison."""
 
     kind: Literal["upstream_reads"] = Field(description="Gate kind.")
-    per: Literal["run", "call"] = Field(description="Reads per run, or per call.")
+    per: Literal["run", "call"] = Field(description=(
+        "Reads per run, or per executed call (`call`: calls rejected as invalid never reach a backend and are "
+        "not in the denominator)."))
     reads: Literal["all", "unwanted"] = Field(default="all", description=(
         "Which reads are counted: every one (the default), or only those of calls the task did not ask for."))
     max: float | None = Field(default=None, ge=0, description="Cap.")

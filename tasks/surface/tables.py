@@ -138,11 +138,13 @@ def tool_tables(figures: SurfaceFigures) -> list[ReportTable]:
         if total and total["calls"]:
             table.rows.append(["(all tools)", _n(total["calls"]), _n(total["invalid"]), pct(total["invalid_rate"]),
                                _n(total["as_text"]), _n(total["errors"]), pct(total["error_rate"]), _n(total["retries"]),
-                               f"{total['calls_per_run']:.2f}"])
+                               f"{total['calls_per_run_with_call']:.2f}"])
             table.note = (
                 f"aggregate invalid rate {total['invalid']:,}/{total['calls']:,} = {pct(total['invalid_rate'])}, an "
                 f"average over per-tool rates from {pct(total['tool_invalid_min'])} to {pct(total['tool_invalid_max'])}: "
-                "it weights each tool by how often it is called and describes none of them.")
+                "it weights each tool by how often it is called and describes none of them. Calls/run where it "
+                f"appears: over the runs with a call of the tool; for (all tools), the {total['runs_with_call']:,} "
+                f"runs with any call ({total['calls_per_run']:.2f} over all {total['runs']:,} runs).")
         tables.append(_same_as_earlier(tables, table))
     return tables
 
@@ -166,7 +168,7 @@ def first_call_tables(figures: SurfaceFigures) -> list[ReportTable]:
 def side_effect_table(figures: SurfaceFigures) -> ReportTable:
     table = ReportTable("Counters allowed to get worse (gateable in the criteria file)",
                         ["arm", "attempted", "completed", "irreversible", "per 100 attempted", "per 100 completed",
-                         "upstream reads", "per run", "per call", "handed to a human"], [], key="side-effects")
+                         "upstream reads", "per run", "per executed call", "handed to a human"], [], key="side-effects")
     for r in figures.side_effects:
         per_completed = r["irreversible_per_100_completed"]
         table.rows.append([r["arm"], _n(r["attempted"]), _n(r["completed"]), _n(r["irreversible_actions"]),
@@ -176,8 +178,9 @@ def side_effect_table(figures: SurfaceFigures) -> ReportTable:
                            "—" if r["upstream_reads_per_call"] is None else f"{r['upstream_reads_per_call']:.2f}",
                            pct_with_fraction(r["handed_to_human"], r["attempted"])])
     table.note = ("Irreversible actions per 100 completed runs divide by the runs that met their assertion: an arm "
-                  "that completes more tasks reaches more actions legitimately. Upstream reads per call show calls "
-                  "that got heavier even when runs got shorter.")
+                  "that completes more tasks reaches more actions legitimately. Upstream reads per executed call "
+                  "(calls rejected as invalid never reach a backend and are left out) show calls that got heavier "
+                  "even when runs got shorter; the upstream_reads gate's per: call reads this figure.")
     return table
 
 

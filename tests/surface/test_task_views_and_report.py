@@ -168,3 +168,35 @@ def test_squares_are_found_when_a_baseline_has_more_than_one():
                             ("E", "s2", "p0"), ("F", "s2", "p1"))]
     squares = {(f.baseline, f.first, f.second, f.both) for f in find_factorials(arms, ARM_RESPECTS)}
     assert ("A", "B", "C", "D") in squares and ("A", "B", "E", "F") in squares
+
+
+def test_the_all_tools_calls_per_run_divides_by_the_runs_with_a_call():
+    """20 runs, 16 with calls (a: 12 runs x 2 calls; b: 3 calls in 3 of those runs; c: 8 calls in 4 more runs):
+    35 calls / 16 runs with a call = 2.19, not 35 / 20 = 1.75 as the per-tool rows' "where it appears" reads."""
+    run = KnownTaskRun()
+    run.runs = [run_row(f"t{i:03d}") for i in range(20)]
+    run.calls = (spread_calls("a", 24, 0, 12) + spread_calls("b", 3, 0, 3)
+                 + spread_calls("c", 8, 0, 4, offset=12))
+    con = run.finish()
+    (total,) = con.execute("SELECT calls, runs, runs_with_call, round(calls_per_run, 2), "
+                           "round(calls_per_run_with_call, 2) FROM task_call_totals").fetchall()
+    assert total == (35, 20, 16, 1.75, 2.19)
+    tools = next(t for t in build_surface_report(load_surface_figures(con, RUN), None).tables
+                 if t.title == "Per-tool counters, arm A")
+    assert tools.rows[-1][0] == "(all tools)" and tools.rows[-1][-1] == "2.19"
+    assert "for (all tools), the 16 runs with any call (1.75 over all 20 runs)" in tools.note
+
+
+def test_upstream_reads_per_call_is_labelled_per_executed_call(counters):
+    """A: 300 reads over 600 executed calls of 650 (50 invalid, never executed): 0.50 per executed call, which
+    the table, its note and the gate's field description call what it is (300/650 = 0.46 per call is not it)."""
+    (row,) = counters.execute("SELECT upstream_reads, executed_calls, upstream_reads_per_call FROM task_side_effects "
+                              "WHERE arm = 'A'").fetchall()
+    assert row == (300, 600, 0.5)
+    table = next(t for t in build_surface_report(load_surface_figures(counters, RUN), None).tables
+                 if t.key == "side-effects")
+    assert table.columns[8] == "per executed call" and "per call" not in table.columns
+    assert [r[8] for r in table.rows if r[0] == "A"] == ["0.50"]
+    assert "Upstream reads per executed call (calls rejected as invalid never reach a backend" in table.note
+    assert "executed call" in SurfaceCriteria.model_json_schema()["$defs"]["UpstreamReadsGate"]["properties"]["per"][
+        "description"]

@@ -3,7 +3,9 @@
 -- and the aggregate invalid rate (invalid / calls: it weights each tool by how often it is called, so one
 -- badly broken tool averaged with healthy ones gives a rate that describes no tool), with the lowest and
 -- highest per-tool invalid rate it averages over; as_text: of invalid, calls written as text in a reply
--- (as_text_rate: their share of the calls); errors and error rate; retries; runs and calls per run.
+-- (as_text_rate: their share of the calls); errors and error rate; retries; runs and calls_per_run (over
+-- every run, a run with no call included); runs_with_call: runs (seed x task) with at least one call, and
+-- calls_per_run_with_call = calls / that (what the per-tool counters' calls_per_run_with_tool is for a tool).
 with calls as (
     select * from task_calls where not skipped_budget
 ),
@@ -14,7 +16,8 @@ totals as (
            count(*) filter (where as_text) as as_text,
            count(*) filter (where error) as errors,
            count(*) filter (where is_retry) as retries,
-           count(distinct name) as tools_called
+           count(distinct name) as tools_called,
+           count(distinct (seed, taskset_version, task_id)) as runs_with_call
     from calls
     group by run_id, arm
 ),
@@ -37,7 +40,9 @@ select r.run_id, r.arm, r.rung, r.runs,
        t.errors / t.calls as error_rate,
        coalesce(t.retries, 0) as retries,
        coalesce(t.tools_called, 0) as tools_called,
-       coalesce(t.calls, 0) / r.runs as calls_per_run
+       coalesce(t.calls, 0) / r.runs as calls_per_run,
+       coalesce(t.runs_with_call, 0) as runs_with_call,
+       t.calls / t.runs_with_call as calls_per_run_with_call
 from runs r
 left join totals t using (run_id, arm)
 left join per_tool p using (run_id, arm)
