@@ -111,7 +111,8 @@ class TaskRunRow(UnitRow):
                                                 "max_wall / error / empty_reply / run_budget / surface_error.")
     detail: str | None = Field(description="What went wrong when the run stopped on an error.")
     n_turns: int = Field(description="Agent turns.")
-    n_calls: int = Field(description="Tool calls, every kind.")
+    n_calls: int = Field(description="Tool calls that counted against the budget, every kind (valid, invalid, "
+                                     "errors); calls recorded after the budget was spent (skipped_budget) are not in it.")
     invalid_calls: int = Field(description="Calls rejected by schema validation, never executed (text_calls "
                                            "included).")
     text_calls: int = Field(description="Of invalid_calls, tool calls written as text in a reply (as_text).")
@@ -159,7 +160,8 @@ class SurfaceRunRecord(RunRecord):
     """One registered run of a task experiment: the table ``task_experiments``."""
 
     n_runs: int = Field(description="task_runs rows registered.")
-    n_calls: int = Field(description="task_calls rows registered.")
+    n_calls: int = Field(description="task_calls rows registered, calls recorded after a run's budget was spent "
+                                     "(skipped_budget, never executed) included.")
 
 
 class SurfaceArmRecord(ArmRecord):

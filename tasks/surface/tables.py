@@ -228,12 +228,19 @@ def stop_table(figures: SurfaceFigures) -> ReportTable:
     return table
 
 
+def _calls_counted(figures: SurfaceFigures) -> str:
+    """The calls the per-tool tables total, and the calls recorded past a run's budget (never executed) apart."""
+    calls = sum(t["calls"] for t in figures.call_totals)
+    skipped = sum(t["skipped_budget"] for t in figures.call_totals)
+    return f"{calls:,} calls" + (f" ({skipped:,} more skipped: over budget)" if skipped else "")
+
+
 def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Report:
     run = figures.run
     headline = [
         f"run {figures.run_id} · experiment {run['experiment']} · task set {run['taskset']} "
         f"{', '.join(sorted({a['taskset_version'] for a in figures.arms}))} · {run['n_runs']:,} task runs, "
-        f"{run['n_calls']:,} calls",
+        f"{_calls_counted(figures)}",
         *[f"  arm {a['rung']}. {a['arm']}: surface {a['surface']} ({a['n_tools']} tools), {a['agent']} "
           f"{a['model_id']}, prompt {a['prompt']}, {len(a['seeds'])} seeds" for a in figures.arms],
         *report_notes(figures.arms, "task runs"),

@@ -200,3 +200,19 @@ def test_upstream_reads_per_call_is_labelled_per_executed_call(counters):
     assert "Upstream reads per executed call (calls rejected as invalid never reach a backend" in table.note
     assert "executed call" in SurfaceCriteria.model_json_schema()["$defs"]["UpstreamReadsGate"]["properties"]["per"][
         "description"]
+
+
+def test_the_header_counts_the_calls_the_per_tool_tables_total():
+    """29 calls that counted and 3 recorded after the budget was spent: 32 task_calls rows. The header says
+    29 calls and the 3 skipped apart, as the per-tool tables total 29."""
+    run = KnownTaskRun()
+    run.runs = [run_row(f"t{i:03d}") for i in range(10)]
+    run.calls = spread_calls("a", 20, 2, 10) + spread_calls("b", 9, 0, 9)
+    run.calls += [call_row("t000", "a", 500 + i, skipped=True) for i in range(3)]
+    con = run.finish()
+    assert con.execute("SELECT calls, skipped_budget FROM task_call_totals").fetchall() == [(29, 3)]
+    report = build_surface_report(load_surface_figures(con, RUN), None)
+    assert "32 calls" not in report.headline[0]
+    assert report.headline[0].endswith("10 task runs, 29 calls (3 more skipped: over budget)")
+    tools = next(t for t in report.tables if t.title == "Per-tool counters, arm A")
+    assert tools.rows[-1][:2] == ["(all tools)", "29"]

@@ -6,6 +6,8 @@
 -- (as_text_rate: their share of the calls); errors and error rate; retries; runs and calls_per_run (over
 -- every run, a run with no call included); runs_with_call: runs (seed x task) with at least one call, and
 -- calls_per_run_with_call = calls / that (what the per-tool counters' calls_per_run_with_tool is for a tool).
+-- Every figure counts the calls that counted against the budget; skipped_budget: the calls recorded after the
+-- budget was spent (never executed, in no other column), so calls + skipped_budget = the arm's task_calls rows.
 with calls as (
     select * from task_calls where not skipped_budget
 ),
@@ -23,6 +25,9 @@ totals as (
 ),
 runs as (
     select run_id, arm, min(rung) as rung, count(*) as runs from task_runs group by run_id, arm
+),
+skipped as (
+    select run_id, arm, count(*) as skipped_budget from task_calls where skipped_budget group by run_id, arm
 ),
 per_tool as (
     select run_id, arm, min(invalid_rate) as tool_invalid_min, max(invalid_rate) as tool_invalid_max
@@ -42,8 +47,10 @@ select r.run_id, r.arm, r.rung, r.runs,
        coalesce(t.tools_called, 0) as tools_called,
        coalesce(t.calls, 0) / r.runs as calls_per_run,
        coalesce(t.runs_with_call, 0) as runs_with_call,
-       t.calls / t.runs_with_call as calls_per_run_with_call
+       t.calls / t.runs_with_call as calls_per_run_with_call,
+       coalesce(s.skipped_budget, 0) as skipped_budget
 from runs r
 left join totals t using (run_id, arm)
+left join skipped s using (run_id, arm)
 left join per_tool p using (run_id, arm)
 order by r.run_id, r.rung
