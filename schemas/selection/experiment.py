@@ -14,7 +14,9 @@ Respect = Literal["catalogue", "prompt", "model", "selector", "version"]
 
 RESPECTS: tuple[Respect, ...] = ("catalogue", "prompt", "model", "selector", "version")
 
-SelectorKind = Literal["lexical", "embedding", "trained", "openai", "anthropic"]
+SelectorKind = Literal["lexical", "embedding", "trained", "position_biased", "openai", "anthropic"]
+"""``position_biased`` is a simulation of position sensitivity over an offline router (tests and examples), not a
+model (``tasks/selectors/position_biased.py``)."""
 
 PER_REQUEST_CATALOGUE = "per_request"
 """Catalogue name meaning: offer each request its own tools (BFCL style)."""

@@ -14,7 +14,9 @@ from schemas.selection.experiment import PER_REQUEST_CATALOGUE
 from tasks.experiment.resolve_experiment import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
 from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
-from tasks.selectors.router_setup import OFFLINE_ROUTER_KINDS, router_setup
+from tasks.selectors.position_biased import KIND as POSITION_BIASED
+from tasks.selectors.position_biased import parse_options as position_biased_options
+from tasks.selectors.router_setup import DEFAULT_MODELS, OFFLINE_ROUTER_KINDS, router_setup
 from tasks.taskset.load_taskset import load_catalogue, version_paths
 
 
@@ -77,6 +79,11 @@ def settle_router(selector: str, model_id: str, options: dict[str, Any], has_non
     if selector in OFFLINE_ROUTER_KINDS:
         setup = router_setup(selector, model_id, options, has_none_labels=has_none_labels, base_dir=base_dir)
         return setup.options, setup.abstain_rule, setup.model_hash, setup.far_cutoff
+    if selector == POSITION_BIASED:  # the simulation's base router is settled as that router would be
+        _, base, base_options = position_biased_options(options)
+        setup = router_setup(base, DEFAULT_MODELS[base], base_options, has_none_labels=has_none_labels,
+                             base_dir=base_dir)
+        return {**options, "base_options": setup.options}, setup.abstain_rule, setup.model_hash, setup.far_cutoff
     router = options.get("router")
     if router in OFFLINE_ROUTER_KINDS:
         setup = router_setup(router, options.get("router_model"), dict(options.get("router_options") or {}),
@@ -94,6 +101,11 @@ def resolve_selection_arm(name: str, rung: int, merged: dict[str, Any], context:
         options, problems = check_hosted_arm(merged["selector"], merged["model"], options)
     else:
         problems = check_offline_arm(options)
+    if merged["selector"] == POSITION_BIASED and not problems:
+        try:
+            position_biased_options(options)
+        except ValueError as error:
+            problems = [("option-known", str(error))]
     if problems:
         raise ArmRefused(problems)
     catalogue_name = merged["catalogue"]

@@ -10,6 +10,9 @@ from tasks.selectors.base import Selector
 from tasks.selectors.chat_selector import ChatSelector
 from tasks.selectors.offline import OFFLINE_KINDS, offline_selector
 from tasks.selectors.offline import clear as offline_selector_cache_clear
+from tasks.selectors.position_biased import KIND as POSITION_BIASED
+from tasks.selectors.position_biased import _cached as _position_biased
+from tasks.selectors.position_biased import position_biased_selector
 
 
 @lru_cache(maxsize=None)
@@ -21,6 +24,8 @@ def _cached_chat(kind: str, model_id: str, options_json: str) -> Selector:
 def selector_for(kind: str, model_id: str, options: dict[str, Any]) -> Selector:
     if kind in OFFLINE_KINDS:
         return offline_selector(kind, model_id, options)
+    if kind == POSITION_BIASED:  # a simulation of position sensitivity over an offline router, not a model
+        return position_biased_selector(model_id, options)
     if kind in ("openai", "anthropic"):
         return _cached_chat(kind, model_id, json.dumps(options, sort_keys=True))
     raise ValueError(f"unknown selector kind '{kind}'")
@@ -30,3 +35,4 @@ def clear_selectors() -> None:
     """Forget every built selector (as a fresh process would start): benchmarks measure cold runs with it."""
     _cached_chat.cache_clear()
     offline_selector_cache_clear()
+    _position_biased.cache_clear()

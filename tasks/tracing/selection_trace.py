@@ -37,7 +37,7 @@ from tasks.tracing.span_attributes import (
 )
 from tasks.tracing.trace_ids import DECISION, LLM, ROOT, TraceIds
 
-OFFLINE_SELECTORS = ("lexical", "embedding")
+OFFLINE_SELECTORS = ("lexical", "embedding", "position_biased")
 MS = 1_000_000
 TEXT, JSON = OpenInferenceMimeTypeValues.TEXT.value, OpenInferenceMimeTypeValues.JSON.value
 INPUT_VALUE, INPUT_MIME = SpanAttributes.INPUT_VALUE, SpanAttributes.INPUT_MIME_TYPE
