@@ -47,7 +47,9 @@ class ArmRecord(BaseModel):
     model_id: str = Field(description="Pinned model id.")
     taskset_version: str = Field(description="Task-set version.")
     taskset_hash: str = Field(description="Content hash of the task-set version (from its manifest).")
-    n_tools: int = Field(description="Tools offered (0 for per-request catalogues).")
+    n_tools: int = Field(description="Tools in the arm's catalogue or surface, all offered (0 for per-request "
+                                     "catalogues); a narrowed selection arm sends its chat model only the decision "
+                                     "model's shortlist of them, each row's chat_n_tools.")
     seeds: list[int] = Field(description="Seeds run.")
     unpinned_reason: str | None = Field(
         default=None, description="Why the arm's model is not pinned (a self-hosted id without a date or "

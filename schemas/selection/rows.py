@@ -61,6 +61,9 @@ class HostedTurn(BaseModel):
     http_attempts: int | None = Field(
         default=None, description="HTTP requests sent for this turn: every call's first request (router, chat, "
         "judge) plus its retries (0 on a row served from the cache); null for offline selectors.")
+    chat_n_tools: int | None = Field(
+        default=None, description="Tools sent to the chat model in its request: the decision model's shortlist on "
+        "a narrowed arm, n_tools otherwise; null for offline selectors and when no chat call was made.")
     n_tool_calls: int | None = Field(
         default=None, description="Tool calls in the chat model's reply (the first is scored; 0 for a text reply).")
     cached_input_tokens: int | None = Field(
@@ -114,7 +117,10 @@ class _ScoredSelection(UnitRow):
     label_status: Literal["adjudicated", "provisional"] = Field(description="Whether the label was decided by a person.")
     catalogue: str = Field(description="Catalogue name of the arm ('per_request' for BFCL-style sets).")
     tool_set_id: str = Field(description="Id of the set of tools offered (see the offered_tools table).")
-    n_tools: int = Field(description="Number of tools offered.")
+    n_tools: int = Field(description=(
+        "Number of tools in the request's offered set (tool_set_id: the arm's catalogue or the request's own, in "
+        "the seed's order that expected_position counts in). A routed arm's chat model may be sent fewer: "
+        "chat_n_tools."))
     expected: str = Field(description="The right tool for this arm's offered tools, or 'none'.")
     expected_position: int | None = Field(description="1-based position of the expected tool in the permuted order.")
     chosen: str | None = Field(description="Tool chosen, 'none' when no tool was called, null when no usable answer.")

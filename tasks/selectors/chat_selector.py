@@ -45,7 +45,7 @@ from tasks.selectors.judge import Judge, Unjudged, arguments_text
 from tasks.selectors.pinned_models import served_evidence
 from tasks.selectors.provider_calls import CallResult, ProviderCaller
 from tasks.selectors.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
-from tasks.selectors.text_tool_calls import find_text_call, text_call_detail
+from tasks.selectors.text_tool_calls import TEXT_CALL_DETAIL, find_text_call, text_call_detail
 from tasks.selectors.tool_call_check import check_arguments
 from tasks.selectors.tool_names import ToolNameMap
 from tasks.selectors.wire_tools import wire_tool, wire_tool_choice
@@ -220,6 +220,7 @@ class ChatSelector:
             self.model_id, result.reply.served_model, is_custom_server(self.caller.endpoint))
         fields = read_reply(result, decision.tools, offered.names, offered.by_name, evidence)
         fields["retries"] = fields.get("retries", 0) + router_retries
+        fields["chat_n_tools"] = len(decision.tools)
         chat_cost = result.cost_usd
         total_cost = None if chat_cost is None and not router_cost else (chat_cost or 0.0) + router_cost
         if turn.unknown_cost_calls:  # the router's or the chat model's reply gave no token counts: unknown
@@ -245,7 +246,8 @@ class ChatSelector:
         if self.judge is None or selection.chosen is None or selection.outcome_hint == "error":
             return selection
         reached("judge-calling", item.request_id)
-        verdict = self.judge.judge(item, selection.chosen, selection.arguments, reply_text, ledger, turn)
+        as_text = (selection.detail or "").startswith(TEXT_CALL_DETAIL)
+        verdict = self.judge.judge(item, selection.chosen, selection.arguments, reply_text, ledger, turn, as_text)
         return selection.model_copy(update={"judge_verdict": verdict.verdict, "judge_votes": list(verdict.votes),
                                             "judge_cost_usd": verdict.cost_usd})
 

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from schemas.selection.rows import SelectionRow
 from tasks.selection.score_selection import score_selection
 from tasks.selectors.chat_selector import ChatSelector
 from tasks.selectors.routed import RouterResult, decide, probabilities_from_logprobs
@@ -220,3 +221,15 @@ def test_the_trained_model_routes_forced_gated_and_narrowed_arms(serve, trained_
     else:
         assert chat.tool_choice == "track_shipment" and answer.decided_by == "router"
     assert answer.chosen == "track_shipment" and answer.outcome_hint == "ok"
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_narrowed_row_records_the_tools_sent_to_the_chat_model(serve, kind):
+    """n_tools stays the request's offered set (4, what expected_position counts in); chat_n_tools is what the
+    chat model was sent: the router's one tool on a narrowed arm, all 4 on a default one."""
+    server = serve(oracle(EXPECTED, VALID))
+    [narrowed] = routed_selector(server, kind, route="narrowed", router="llm").select([selection_input(TRACK, TOOLS)])
+    [default] = routed_selector(server, kind, route="default", router="llm").select([selection_input(TRACK, TOOLS)])
+    assert narrowed.chat_n_tools == 1 and default.chat_n_tools == len(TOOLS) == 4
+    assert "chat_n_tools" in SelectionRow.model_fields and "fewer: chat_n_tools" in \
+        SelectionRow.model_fields["n_tools"].description
