@@ -69,11 +69,18 @@ def majority(votes: tuple[str, ...]) -> str:
     return "unsure"
 
 
-def judge_prompt(item: SelectionInput, chosen: str, arguments: str | None, reply_text: str) -> str:
+def judge_prompt(item: SelectionInput, chosen: str, arguments: str | None, reply_text: str,
+                 as_text: bool = False) -> str:
+    """``as_text``: the model wrote the call as text in its reply (tool-call markup its server did not return as
+    a structured call: nothing was called), and the judge is told so, with the reply, not that the agent called
+    the tool."""
     conversation = "\n".join(f"{m.role}: {m.content}" for m in item.messages)
     tools = "\n".join(f"- {t.name}: {' '.join(t.description.split())}" for t in item.tools)
     if chosen == NONE_LABEL:
         action = f"The agent called no tool and replied: {reply_text.strip()[:1000] or '(nothing)'}"
+    elif as_text:
+        action = (f"The agent made no tool call: it wrote a call of {chosen} as text in its reply, which was not a "
+                  f"structured tool call and was never executed. Its reply: {reply_text.strip()[:1000] or '(nothing)'}")
     else:
         action = f"The agent called {chosen} with arguments {arguments or '{}'}"
     return f"Conversation:\n{conversation}\n\nTools:\n{tools}\n\n{action}\n\nWas this choice right or wrong?"
@@ -99,8 +106,8 @@ class Judge:
         return self.votes * self.caller.estimate_usd(request) * 1.5
 
     def judge(self, item: SelectionInput, chosen: str, arguments: str | None, reply_text: str,
-              ledger: RunLedger, turn: Turn | None = None) -> JudgeResult:
-        prompt = judge_prompt(item, chosen, arguments, reply_text)
+              ledger: RunLedger, turn: Turn | None = None, as_text: bool = False) -> JudgeResult:
+        prompt = judge_prompt(item, chosen, arguments, reply_text, as_text)
         votes, cost = [], 0.0
         for vote in range(self.votes):
             request = ChatRequest(model=self.model_id, system=JUDGE_SYSTEM, messages=(("user", prompt),),

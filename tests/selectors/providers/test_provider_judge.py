@@ -66,3 +66,15 @@ def test_error_rows_are_not_judged(serve):
     answer, server = judged(serve, ["right"], status_reply(400))
     assert answer.outcome_hint == "error" and answer.judge_verdict is None
     assert not any(s.system.startswith("You grade") for s in server.requests())
+
+
+def test_a_call_written_as_text_is_judged_as_text_not_as_a_call(serve):
+    """llama-cpp-python's chatml-function-calling hands back `functions.track_shipment:` as text: the row is
+    invalid (written as text) and the judge is told that no tool was called, never 'called ... with arguments {}'."""
+    answer, server = judged(serve, ["right"], text_reply('functions.track_shipment:\n{"order_id": "NW-1234567"}'))
+    assert answer.outcome_hint == "invalid" and answer.chosen == "track_shipment"
+    assert answer.detail.startswith("tool call written as text")
+    judge_call = next(s for s in server.requests() if s.system.startswith("You grade"))
+    assert "called track_shipment with arguments" not in judge_call.user_text
+    assert ("made no tool call: it wrote a call of track_shipment as text in its reply, which was not a structured "
+            "tool call and was never executed. Its reply: functions.track_shipment:") in judge_call.user_text
