@@ -14,6 +14,7 @@ from tasks.report.report_types import Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
 from tasks.run.unpinned_cache import report_notes
 from tasks.surface.figures import RESPECT_WORDS, SurfaceFigures
+from tasks.surface.gates import task_runs_not_carried_out
 
 BASELINE_NOTE = ("{arms} run{s} the offline baseline agent: a lexical router and schema-guided argument filling, "
                  "not an LLM. It does not read prompts, so a comparison that changes only the prompt "
@@ -43,6 +44,20 @@ def _usd(value: float | None) -> str:
     return "—" if value is None else f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
+def _unbilled_words(figures: SurfaceFigures, unbilled: list[str]) -> str:
+    """Why each arm billed no tokens: the offline baseline calls no model; a hosted arm's model answered no call
+    (a dead server, a refused key), said with the task runs that could not be carried out."""
+    agents = {a["arm"]: a["agent"] for a in figures.arms}
+    offline = [arm for arm in unbilled if agents.get(arm) == "baseline"]
+    words = [f"{', '.join(offline)}: no tokens billed (—): the offline baseline calls no model."] if offline else []
+    failed = task_runs_not_carried_out(figures)
+    for arm in (arm for arm in unbilled if arm not in offline):
+        n_failed, n = failed.get(arm, (0, 0))
+        words.append(f"{arm}: no tokens billed (—): no call to its model ({agents.get(arm)}) was answered with a "
+                     f"bill; {n_failed:,} of {n:,} task runs could not be carried out.")
+    return " ".join(words)
+
+
 def arm_success_table(figures: SurfaceFigures) -> ReportTable:
     """Each arm over every task of its version, with the slice table's interval, and what it cost."""
     rows = [[r["taskset_version"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}",
@@ -56,7 +71,7 @@ def arm_success_table(figures: SurfaceFigures) -> ReportTable:
             "effective number of tasks. Tokens (input per turn and per run, output per run) and cost as billed over "
             "every turn of a run.")
     if unbilled:
-        note += f" {', '.join(unbilled)}: no tokens billed (—): the offline baseline calls no model."
+        note += " " + _unbilled_words(figures, unbilled)
     return ReportTable(
         "Task success, tokens and cost per arm, over every task",
         ["version", "arm", "tasks×seeds", "success", "95% CI", "per seed", "spread", "input/turn", "input/run",
@@ -81,9 +96,28 @@ def comparison_table(figures: SurfaceFigures) -> ReportTable:
              "instrument, not of the agent).", key="comparisons", summary=True)
 
 
+VERSION_NOTE = (" The version measures nothing here: the table is computed on the tasks all four arms ran, the same "
+                "tasks under both versions, so the version's effect is 0 but for noise, and the interval around the "
+                "gap says nothing about how the version interacts with the other change. The version calibration "
+                "table reads each version over its own tasks.")
+
+
 def _respect_words(respect: str, prompt_measures_nothing: bool) -> str:
+    """A factor of a 2x2 that cannot move the figures is marked so: a prompt the agents do not read, and a
+    version, whose 2x2 is read on the tasks every arm ran (the tasks both versions share)."""
     word = RESPECT_WORDS.get(respect, respect)
-    return f"{word} (measures nothing)" if respect == "prompt_hash" and prompt_measures_nothing else word
+    nothing = respect == "taskset_version" or (respect == "prompt_hash" and prompt_measures_nothing)
+    return f"{word} (measures nothing)" if nothing else word
+
+
+def _versions(figures: SurfaceFigures, arms: list[str]) -> str:
+    """The task-set versions the arms of a 2x2 run, each with its arms when they differ."""
+    by_version: dict[str, list[str]] = {}
+    for arm in arms:
+        by_version.setdefault(figures.arm(arm)["taskset_version"], []).append(arm)
+    if len(by_version) == 1:
+        return f"version {next(iter(by_version))}"
+    return "versions " + "; ".join(f"{v}: {', '.join(names)}" for v, names in sorted(by_version.items()))
 
 
 def interaction_tables(figures: SurfaceFigures) -> list[ReportTable]:
@@ -93,7 +127,7 @@ def interaction_tables(figures: SurfaceFigures) -> list[ReportTable]:
         nothing = figures.prompt_measures_nothing(f.baseline, f.first, f.second, f.both)
         title = (f"Interaction: {_respect_words(f.first_respect, nothing)} x "
                  f"{_respect_words(f.second_respect, nothing)} "
-                 f"(version {figures.arm(f.baseline)['taskset_version']}), "
+                 f"({_versions(figures, [f.baseline, f.first, f.second, f.both])}), "
                  f"{f.baseline} / {f.first} / {f.second} / {f.both}")
         if not tables or tables[-1].title != title:
             note = ("additive prediction = baseline + each change's own effect; a negative gap means the two "
@@ -102,6 +136,8 @@ def interaction_tables(figures: SurfaceFigures) -> list[ReportTable]:
                 note += (" The prompt measures nothing here: the agents of these arms do not read it, so its effect "
                          "and the gap are 0 by construction, and the interval around the gap says nothing about how "
                          "the two changes interact.")
+            if "taskset_version" in (f.first_respect, f.second_respect):
+                note += VERSION_NOTE
             tables.append(ReportTable(
                 title, ["slice", "tasks", "baseline", "effects", "additive prediction", "measured", "gap (95% CI)"], [],
                 note=note, key=f"interaction-{len(tables) + 1}"))

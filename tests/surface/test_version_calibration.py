@@ -136,3 +136,24 @@ def test_runs_without_a_version_change_have_no_calibration_table():
     figures = load_surface_figures(run.finish(), RUN)
     assert figures.version_calibrations == []
     assert "version-calibration" not in [t.key for t in build_surface_report(figures, None).tables]
+
+
+def test_a_surface_x_version_interaction_names_both_versions_and_marks_the_version_as_measuring_nothing():
+    """A and B (surface s1) run t1, C and D (surface s1) run t2 over the same 20 tasks: the 2x2 names both
+    versions with their arms (not "version t1"), and says the version measures nothing on the shared tasks."""
+    arms = {"A": {}, "B": {"surface_hash": "s1"}, "C": {}, "D": {"surface_hash": "s1"}}
+    run = KnownTaskRun(arms=arms, comparisons=[("A", "B", ["surface"]), ("A", "C", ["version"]),
+                                               ("C", "D", ["surface"])])
+    for rung, (arm, version, right) in enumerate((("A", "t1", 10), ("B", "t1", 15), ("C", "t2", 10),
+                                                  ("D", "t2", 15)), start=1):
+        run.runs += [{**run_row(f"t{i:03d}", arm=arm, rung=rung, success=i < right), "taskset_version": version}
+                     for i in range(20)]
+    run.finish()
+    run.con.execute("UPDATE task_arms SET taskset_version = 't2' WHERE arm IN ('C', 'D')")
+    report = build_surface_report(load_surface_figures(run.con, RUN), None)
+    (table,) = [t for t in report.tables if t.title.startswith("Interaction")]
+    assert "(version t1)" not in table.title
+    assert "(versions t1: A, B; t2: C, D)" in table.title
+    assert "version (measures nothing)" in table.title and "surface (measures nothing)" not in table.title
+    assert "The version measures nothing here: the table is computed on the tasks all four arms ran" in table.note
+    assert table.rows[0][3] == "+25.0 / 0.0"  # the surface's effect, the version's (0 on the shared tasks)
