@@ -20,7 +20,7 @@ from tasks.surface.load_surface import ResolvedSurface, load_surface
 
 BASELINE_MODEL = "tooleval-baseline-bm25-1"
 """The model id of the offline baseline agent when an arm names none."""
-BASELINE_OPTIONS = frozenset({"router_options", "threshold"})
+BASELINE_OPTIONS = frozenset({"router_options", "threshold", "position_bias"})
 AGENT_REFUSED_OPTIONS = ROUTING_OPTIONS | {"judge"}
 """Selection-only options: routing and judging pick one tool, they do not run an agent."""
 
@@ -75,6 +75,9 @@ def agent_problems(agent: str, model: str, options: dict[str, Any]) -> tuple[lis
         if unknown:
             return [("option-known", f"baseline agent: unknown option(s) {', '.join(unknown)}; "
                                      f"known: {', '.join(sorted(BASELINE_OPTIONS))}")], options
+        bias = options.get("position_bias", 0.0)
+        if isinstance(bias, bool) or not isinstance(bias, (int, float)) or not 0 <= bias <= 1:
+            return [("option-known", f"baseline agent: position_bias must be a number from 0 to 1, got {bias!r}")], options
         return [], options
     refused = sorted(set(options) & AGENT_REFUSED_OPTIONS)
     if refused:

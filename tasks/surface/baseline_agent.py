@@ -19,6 +19,13 @@ Each turn:
 
 It stops when nothing is left to try, and replies with the last result it got. It does not read the
 prompt: arms that differ only in the prompt are the same arm for it, and the report says so.
+
+With ``position_bias: b`` (a simulation of position sensitivity, not a model) its first call moves with the
+seed's tool order as the ``position_biased`` selector's pick does (``tasks/selectors/position_biased.py``): the
+tool it would call first, offered at position ``k`` of ``n``, is swapped for the first-offered tool with
+probability ``b (k - 1) / (n - 1)``, drawn from a hash of the task and the tool order (the same in a rerun and
+in the cache, whose key holds the option, the task and the tools in their order). Later turns are its own. Over
+the orders a seed can draw, its first call is the one it makes without bias with probability ``1 - b / 2``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from schemas.taskset import Message
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.lexical import LexicalSelector
 from tasks.selectors.offline import offline_selector
+from tasks.selectors.position_biased import move_probability, order_draw
 from tasks.selectors.router_scores import tool_name_words
 from tasks.surface.agent_loop import retry_key
 from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
@@ -226,10 +234,20 @@ class BaselineSession:
         return self._reply()
 
     def _call(self, name: str, arguments: dict[str, Any]) -> AgentTurn:
+        if self.n == 0 and self.agent.position_bias > 0:
+            name, arguments = self._biased_first(name, arguments)
         self.made.add(retry_key(name, arguments))
         self.n += 1
         self.pending = ProposedCall(f"call_{self.n}", name, json.dumps(arguments))
         return AgentTurn(calls=[self.pending])
+
+    def _biased_first(self, name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The first call, moved to the first-offered tool with probability q(k, n) (module docstring)."""
+        names = [tool.name for tool in self.tools]
+        chance = move_probability(names.index(name) + 1, len(names), self.agent.position_bias)
+        if order_draw(self.task.model_dump_json(by_alias=True), names) >= chance:
+            return name, arguments
+        return names[0], fill_arguments(self.tools[0], self.request, self.results)[0]
 
     def _reply(self) -> AgentTurn:
         if self.results:
@@ -253,7 +271,8 @@ class BaselineSession:
 
 class BaselineAgent:
     """The offline agent of an arm (``agent: baseline``); options: ``router_options`` for the lexical router
-    (``tasks/selectors/lexical.py``), ``threshold`` (the router's abstain threshold by default)."""
+    (``tasks/selectors/lexical.py``), ``threshold`` (the router's abstain threshold by default), ``position_bias``
+    (0 by default: a simulation of position sensitivity, module docstring)."""
 
     kind = "baseline"
     reads_prompt = False
@@ -264,6 +283,7 @@ class BaselineAgent:
         router_options = dict(options.get("router_options") or {})
         self.router: LexicalSelector = offline_selector("lexical", "bm25-okapi", router_options)  # type: ignore[assignment]
         self.threshold = float(options.get("threshold", self.router.abstain_threshold))
+        self.position_bias = float(options.get("position_bias", 0.0))
 
     def start(self, task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str) -> BaselineSession:
         return BaselineSession(self, task, tools)
