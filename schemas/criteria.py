@@ -69,6 +69,11 @@ class GateResult(BaseModel):
     n_checked: int = Field(default=0, description="Cases (tool x comparison, arm, arm x slice, ...) the gate checked.")
     n_failed: int = Field(default=0, description="Cases beyond the limit under the gate's rule.")
     why: str = Field(default="", description="The gate's reason, as written in the criteria file.")
+    not_judged: dict[str, str] = Field(
+        default_factory=dict, description="Arms the gate could not judge, each with why: its figure is undefined (no "
+                                          "run completed, no call executed) or most of its units could not be "
+                                          "carried out (provider errors, a dead server). A gate with such an arm and "
+                                          "no failure is NOT JUDGED.")
 
 
 class Verdict(BaseModel):

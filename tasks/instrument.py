@@ -85,6 +85,9 @@ class Instrument:
     """Gate kind -> the function that judges it on the instrument's figures."""
     build_report: Callable[[Any, Verdict | None], Report]
     """The report's tables from the figures, the verdict first."""
+    not_carried_out: Callable[[Any], Mapping[str, tuple[int, int]]] = lambda figures: {}
+    """Per arm of the figures, (units that could not be carried out, units): the verdict counts them per arm, and
+    an arm most of whose units could not be carried out is not judged (tasks/report/judge.py)."""
     # -- what only some instruments need -------------------------------------------------------------------
     fill_arm: Callable[[dict[str, Any]], None] = _nothing
     """Fill what an arm may leave out, once the experiment's defaults are merged in."""

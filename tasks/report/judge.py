@@ -5,8 +5,10 @@ The gate kinds, and the figures they read, are each instrument's own (``Instrume
 every gate shares: how a figure and its 95% interval are read against a limit under the gate's
 pre-registered rule (schemas/criteria.py: point, confident, demonstrated), which arms a gate judges, how
 its result is written, and what makes the verdict. The verdict is FAIL when any gate fails; NOT JUDGED when
-a gate lacks what it needs, or when no gate applied to the run at all (every one skipped: a run that no
-gate could judge does not pass); else PASS.
+a gate lacks what it needs, when a gate could not judge an arm it applies to (its figure is undefined, or most
+of the arm's units could not be carried out: ``arms_not_carried_out``), or when no gate applied to the run at
+all (every one skipped: a run that no gate could judge does not pass); else PASS. Every verdict names the arms
+not judged and, per arm, the units that could not be carried out.
 
 Tolerance: a figure and its limit are compared as the report prints them, to 0.1 point
 (``format.as_printed``): a drop of -0.10000000000000003 prints as -10.0 and is judged as exactly -10.0,
@@ -32,6 +34,24 @@ RULE_WORDS = {
     "demonstrated": "passes only when the whole 95% interval is within the limit",
 }
 TOLERANCE_WORDS = f"compared as printed, to {10 ** -PRINTED_DIGITS:g} point"
+
+NOT_CARRIED_OUT_LIMIT = 0.5
+"""An arm more than this share of whose units (rows, task runs) could not be carried out (a provider error after
+its retries, a dead or crashed server, the run's budget) cannot be judged: what it measured is the outage, and
+two such arms compared are not a measured 0.0 change."""
+
+
+def arms_not_carried_out(counts: Mapping[str, tuple[int, int]], items: str) -> dict[str, str]:
+    """Of ``counts`` (arm -> (units not carried out, units)), the arms most of whose units could not be carried
+    out, each with the words that say so ('23 of 24 task runs could not be carried out')."""
+    return {arm: f"{failed:,} of {total:,} {items} could not be carried out"
+            for arm, (failed, total) in counts.items() if total and failed > NOT_CARRIED_OUT_LIMIT * total}
+
+
+def not_carried_out_words(counts: Mapping[str, tuple[int, int]], items: str) -> str:
+    """'task runs that could not be carried out: C 23 of 24, A 1 of 24' (the arms with any), or ''."""
+    arms = [f"{arm} {failed:,} of {total:,}" for arm, (failed, total) in counts.items() if failed]
+    return f"{items} that could not be carried out: {', '.join(arms)}" if arms else ""
 
 
 def beyond(interval: Interval, limit: float, bad_below: bool, rule: str) -> bool:
@@ -60,37 +80,58 @@ def select_arms(selection: ArmSelection, order: Sequence[str], compared: set[str
 
 
 def gate_result(gate: GateSpec, statement: str, checked: int, failed: Sequence[str], passing: Sequence[str] = (),
-                *, skip_reason: str = "", unjudged_reason: str = "") -> GateResult:
-    """A gate's result: NOT JUDGED (``unjudged_reason``: the run lacks what it needs), SKIP (nothing it applies
-    to was checked), FAIL (the failing cases, the first few) or PASS (``passing``: what shows it)."""
+                *, skip_reason: str = "", unjudged_reason: str = "", unjudged: Mapping[str, str] | None = None
+                ) -> GateResult:
+    """A gate's result: NOT JUDGED (``unjudged_reason``: the run lacks what it needs; or ``unjudged``, arm ->
+    why, arms it applies to that it could not judge, and no failure), SKIP (nothing it applies to was checked),
+    FAIL (the failing cases, the first few, then the arms not judged) or PASS (``passing``: what shows it)."""
     why = " ".join(gate.why.split())
     if unjudged_reason:
         return GateResult(name=gate.name, kind=gate.kind, status="NOT JUDGED", statement=statement,
                           evidence=[unjudged_reason], why=why)
+    arms = dict(unjudged or {})
+    unjudged_lines = [f"NOT JUDGED {arm}: {reason}" for arm, reason in arms.items()]
+    if failed:
+        evidence = list(failed[:EVIDENCE_LINES]) + ([f"... and {len(failed) - EVIDENCE_LINES} more"]
+                                                     if len(failed) > EVIDENCE_LINES else [])
+        return GateResult(name=gate.name, kind=gate.kind, status="FAIL", statement=statement,
+                          evidence=evidence + unjudged_lines, n_checked=checked, n_failed=len(failed), why=why,
+                          not_judged=arms)
+    if arms:
+        return GateResult(name=gate.name, kind=gate.kind, status="NOT JUDGED", statement=statement,
+                          evidence=unjudged_lines + list(passing), n_checked=checked, why=why, not_judged=arms)
     if not checked:
         return GateResult(name=gate.name, kind=gate.kind, status="SKIP", statement=statement,
                           evidence=[skip_reason or "nothing to check"], why=why)
-    evidence = list(failed[:EVIDENCE_LINES]) + ([f"... and {len(failed) - EVIDENCE_LINES} more"]
-                                                 if len(failed) > EVIDENCE_LINES else [])
-    return GateResult(name=gate.name, kind=gate.kind, status="FAIL" if failed else "PASS", statement=statement,
-                      evidence=evidence if failed else list(passing), n_checked=checked, n_failed=len(failed),
-                      why=why)
+    return GateResult(name=gate.name, kind=gate.kind, status="PASS", statement=statement, evidence=list(passing),
+                      n_checked=checked, why=why)
 
 
 def judge(figures: Any, criteria: CriteriaFile, judges: Mapping[str, Callable[..., GateResult]],
-          registration: CriteriaRegistration | None = None, criteria_path: str | None = None) -> Verdict:
-    """Every gate in file order; FAIL if any fails, NOT JUDGED if any could not be judged or none applied,
-    else PASS."""
+          registration: CriteriaRegistration | None = None, criteria_path: str | None = None,
+          not_carried_out: Mapping[str, tuple[int, int]] | None = None, items: str = "units") -> Verdict:
+    """Every gate in file order; FAIL if any fails, NOT JUDGED if any could not be judged (or could not judge an
+    arm) or none applied, else PASS. The reason names the arms some gate could not judge and, from
+    ``not_carried_out`` (arm -> (``items`` not carried out, ``items``)), each arm's units that could not be
+    carried out."""
     gates = [judges[g.kind](g, figures) for g in criteria.gates]
     statuses = {g.status for g in gates}
     status = "FAIL" if "FAIL" in statuses else "NOT JUDGED" if "NOT JUDGED" in statuses else "PASS"
     n_failed = sum(g.status == "FAIL" for g in gates)
-    reason = {"FAIL": f"{n_failed} of {len(gates)} gates failed",
-              "NOT JUDGED": "a gate lacked what it needs (see below)",
+    unjudged = {arm: None for g in gates for arm in g.not_judged}
+    by_arms = [g for g in gates if g.not_judged]
+    arms_words = (f"{len(by_arms)} of {len(gates)} gates could not judge {', '.join(unjudged)} (see below)"
+                  if unjudged else "")
+    lacking = any(g.status == "NOT JUDGED" and not g.not_judged for g in gates)
+    reason = {"FAIL": f"{n_failed} of {len(gates)} gates failed" + (f"; {arms_words}" if arms_words else ""),
+              "NOT JUDGED": "; ".join([*(["a gate lacked what it needs (see below)"] if lacking else []),
+                                       *([arms_words] if arms_words else [])]),
               "PASS": f"all {sum(g.status == 'PASS' for g in gates)} applicable gates passed"}[status]
     if status == "PASS" and "PASS" not in statuses:
         status, reason = "NOT JUDGED", (f"none of the {len(gates)} gates applied to this run (every one skipped): a "
                                         "run that no gate could judge does not pass")
+    counted = not_carried_out_words(not_carried_out or {}, items)
+    reason += f"; {counted}" if counted else ""
     return Verdict(run_id=figures.run_id, status=status, reason=reason,
                    criteria_path=criteria_path or (registration.source if registration else None),
                    criteria_hash=registration.sha256 if registration else None,

@@ -122,7 +122,8 @@ def judge_registered(kind: Any, figures: Any, warehouse: Warehouse, check_source
     if not figures.run.get(next(iter(kind.store.counts))):
         return not_judged(run_id, "the run registered no rows: there is nothing to judge (an empty task-set "
                                   "version, or no seeds)", registration)
-    return judge(figures, criteria, kind.judges, registration)
+    return judge(figures, criteria, kind.judges, registration, not_carried_out=kind.not_carried_out(figures),
+                 items=kind.words.items)
 
 
 VERDICT_FILES = (VERDICT_FILE, "task_verdict.json")

@@ -177,11 +177,14 @@ def render_markdown(report: Report, html_path: str | None = None) -> str:
     verdict = report.verdict
     status = verdict.status if verdict else "NOT JUDGED"
     lines = [f"## {report.title}: {STATUS_MARK.get(status, '')} {status} — run `{report.run_id}`", ""]
+    if verdict is not None and verdict.reason:  # what the terminal's and the HTML's VERDICT line say after the status
+        lines += [verdict.reason, ""]
     for text, line_status in verdict_lines(verdict)[1:]:
         if text.startswith("      "):
             lines.append(f"  - {text.strip()}")
-        elif line_status:
-            lines.append(f"- **{line_status}** {text.split(' ', 2)[2] if text[:1] in STATUS_MARK.values() else text}")
+        elif line_status:  # the gate's line without its mark and status ('NOT JUDGED' is two words)
+            mark = f"{STATUS_MARK.get(line_status, '')} {line_status:<4} "
+            lines.append(f"- **{line_status}** {text.removeprefix(mark)}")
         else:
             lines.append(f"_{text}_")
     lines += ["", *[f"{line}  " for line in report.headline], ""]

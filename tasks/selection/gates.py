@@ -1,6 +1,10 @@
 """The selection instrument's gate kinds: each reads a figure with its 95% interval from ``RunFigures``
 (what the report shows) and applies its pre-registered rule (tasks/report/judge.py: the rules, the
-tolerance, the verdict)."""
+tolerance, the verdict).
+
+An arm most of whose rows are errors (the selector failed after its retries: a provider down, a dead server) is
+NOT JUDGED, by name, in every gate but the failure-rate gate (which measures exactly that), and so is every
+comparison it is in; so is an arm or comparison whose weighted figure is undefined."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from schemas.selection.criteria import (
     WeightedFloorGate,
 )
 from tasks.report.format import change_span, interval_text, p_value, pct, pct_with_fraction, points
-from tasks.report.judge import RULE_WORDS, TOLERANCE_WORDS, beyond, gate_result, select_arms
+from tasks.report.judge import RULE_WORDS, TOLERANCE_WORDS, arms_not_carried_out, beyond, gate_result, select_arms
 from tasks.selection.figures import Change, RunFigures
 from tasks.stats.estimate import Interval
 
@@ -37,15 +41,44 @@ def _arms(figures: RunFigures, selection: ArmSelection) -> list[str]:
     return select_arms(selection, figures.arm_order, {c["arm"] for c in figures.comparisons})
 
 
+def rows_not_carried_out(figures: RunFigures) -> dict[str, tuple[int, int]]:
+    """Per arm, (error rows, rows): rows whose selector failed after its retries could not be carried out."""
+    counts: dict[str, tuple[int, int]] = {}
+    for f in figures.failures:
+        error, n = counts.get(f.arm, (0, 0))
+        counts[f.arm] = (error + f.error, n + f.n)
+    return counts
+
+
+def _unjudgeable(figures: RunFigures) -> dict[str, str]:
+    """Arms most of whose rows could not be carried out, with the words that say so."""
+    return arms_not_carried_out(rows_not_carried_out(figures), "rows")
+
+
+def _judgeable(figures: RunFigures, selection: ArmSelection, unjudged: dict[str, str]) -> set[str]:
+    """The arms the gate judges that can be judged; the others go into ``unjudged`` (arm -> why)."""
+    bad = _unjudgeable(figures)
+    arms = _arms(figures, selection)
+    unjudged.update({arm: bad[arm] for arm in arms if arm in bad})
+    return {arm for arm in arms if arm not in bad}
+
+
+def _compared(figures: RunFigures, base: str, arm: str, unjudged: dict[str, str]) -> bool:
+    """Both arms of a comparison can be judged; else the ones that cannot go into ``unjudged``."""
+    bad = _unjudgeable(figures)
+    unjudged.update({a: bad[a] for a in (base, arm) if a in bad})
+    return base not in bad and arm not in bad
+
+
 def _result(gate, statement: str, cases: list[Case], bad_below: bool, limit: float | None = None,
-            skip_reason: str = "", unjudged_reason: str = "") -> GateResult:
+            skip_reason: str = "", unjudged_reason: str = "", unjudged: dict[str, str] | None = None) -> GateResult:
     """The cases beyond the limit (each case's own where ``limit`` is None) fail; the closest to failing is
     the evidence of a pass. ``bad_below``: lower is worse (floors, drops)."""
     failed = [c for c in cases if beyond(c.value, c.limit if limit is None else limit, bad_below, gate.rule)]
     closest = (min if bad_below else max)(cases, key=lambda c: c.value.estimate, default=None)
     return gate_result(gate, f"{statement} ({RULE_WORDS[gate.rule]}; {TOLERANCE_WORDS})", len(cases),
                        [c.describe for c in failed], [f"closest: {closest.describe}"] if closest else [],
-                       skip_reason=skip_reason, unjudged_reason=unjudged_reason)
+                       skip_reason=skip_reason, unjudged_reason=unjudged_reason, unjudged=unjudged)
 
 
 def _change_line(c: Change, figures: RunFigures, what: str) -> str:
@@ -74,36 +107,43 @@ def judge_tool_drop(gate: ToolDropGate, figures: RunFigures) -> GateResult:
         return _result(gate, statement, [], True, unjudged_reason="the run has no production weights: "
                        "which tools carry the volume is unknown")
     cases = []
+    unjudged: dict[str, str] = {}
     for c in figures.tool_changes:
         weight = figures.weights.get(c.tool or "")
         if weight is None or weight < gate.min_volume_share:
             continue
         if gate.slices is not None and c.slice not in gate.slices:
             continue
-        cases.append(Case(c.paired.change, _change_line(c, figures, c.tool or "")))
+        if _compared(figures, c.baseline, c.arm, unjudged):
+            cases.append(Case(c.paired.change, _change_line(c, figures, c.tool or "")))
     return _result(gate, statement, cases, True, -gate.max_drop_points / 100,
-                   skip_reason="no comparison has a tool over the volume share")
+                   skip_reason="no comparison has a tool over the volume share", unjudged=unjudged)
 
 
 def judge_confused_pair(gate: ConfusedPairGate, figures: RunFigures) -> GateResult:
     statement = f"no confused pair carries more than {pct(gate.max_share, 0)} of an arm's failures"
-    arms = set(_arms(figures, gate.arms))
+    unjudged: dict[str, str] = {}
+    arms = _judgeable(figures, gate.arms, unjudged)
     cases = [Case(p.share, f"{p.expected} -> {p.chosen} in {p.arm}: {p.n} of {p.n_failures} failed rows = "
                            f"{pct(p.share.estimate)} (95% CI {interval_text(p.share)})")
              for p in figures.pairs if p.arm in arms]
-    return _result(gate, statement, cases, False, gate.max_share, skip_reason="no arm judged has a confused pair")
+    return _result(gate, statement, cases, False, gate.max_share, skip_reason="no arm judged has a confused pair",
+                   unjudged=unjudged)
 
 
 def judge_weighted_floor(gate: WeightedFloorGate, figures: RunFigures) -> GateResult:
     statement = f"traffic-weighted accuracy is at least {pct(gate.min_accuracy, 0)}"
     if not figures.weights:
         return _result(gate, statement, [], True, unjudged_reason="the run has no production weights")
-    arms = set(_arms(figures, gate.arms))
+    unjudged: dict[str, str] = {}
+    arms = _judgeable(figures, gate.arms, unjudged)
+    unjudged.update({w.arm: "no traffic-weighted figure: no tool it has rows for carries a production weight" for w in figures.weighted
+                     if w.arm in arms and w.weighted is None})
     cases = [Case(w.weighted, f"{w.arm}: weighted {pct(w.weighted.estimate)} (95% CI {interval_text(w.weighted)}), "
                               f"{pct(w.weight_covered)} of traffic covered; unweighted by slice: "
                               + ", ".join(f"{x.slice} {pct(x.accuracy)}" for x in figures.slices if x.arm == w.arm))
              for w in figures.weighted if w.arm in arms and w.weighted is not None]
-    return _result(gate, statement, cases, True, gate.min_accuracy)
+    return _result(gate, statement, cases, True, gate.min_accuracy, unjudged=unjudged)
 
 
 def judge_weighted_drop(gate: WeightedDropGate, figures: RunFigures) -> GateResult:
@@ -111,8 +151,13 @@ def judge_weighted_drop(gate: WeightedDropGate, figures: RunFigures) -> GateResu
     if not figures.weights:
         return _result(gate, statement, [], True, unjudged_reason="the run has no production weights")
     cases = []
+    unjudged: dict[str, str] = {}
     for (base, arm), change in figures.weighted_changes.items():
+        if not _compared(figures, base, arm, unjudged):
+            continue
         if change.weighted is None:
+            unjudged[f"{base} -> {arm}"] = ("no traffic-weighted change: no tool of the requests both arms ran "
+                                                 "carries a production weight")
             continue
         top = sorted((c for c in change.contributions if c.weighted_contribution is not None),
                      key=lambda c: c.weighted_contribution)[:2]
@@ -123,23 +168,27 @@ def judge_weighted_drop(gate: WeightedDropGate, figures: RunFigures) -> GateResu
                                            f"(95% CI {change_span(change.weighted)}); unweighted by slice: "
                                            f"{by_slice}; largest parts: {drivers}"))
     return _result(gate, statement, cases, True, -gate.max_drop_points / 100,
-                   skip_reason="the run declares no comparison")
+                   skip_reason="the run declares no comparison", unjudged=unjudged)
 
 
 def judge_slice_floor(gate: SliceFloorGate, figures: RunFigures) -> GateResult:
     floors = ", ".join(f"{s} >= {pct(f, 0)}" for s, f in gate.floors.items())
     statement = f"accuracy per slice: {floors}"
+    unjudged: dict[str, str] = {}
+    arms = _judgeable(figures, gate.arms, unjudged)
     cases = [Case(level.interval, f"{slice_} in {arm}: {pct_with_fraction(level.correct, level.n)} "
                                   f"(95% CI {interval_text(level.interval)}) vs floor {pct(floor, 0)}", floor)
-             for arm in _arms(figures, gate.arms) for slice_, floor in gate.floors.items()
+             for arm in _arms(figures, gate.arms) if arm in arms for slice_, floor in gate.floors.items()
              if (level := figures.level(arm, slice_)) is not None]
-    return _result(gate, statement, cases, True, skip_reason="no judged arm has rows in these slices")
+    return _result(gate, statement, cases, True, skip_reason="no judged arm has rows in these slices",
+                   unjudged=unjudged)
 
 
 def judge_confidence_gap(gate: ConfidenceGapGate, figures: RunFigures) -> GateResult:
     statement = (f"the least confident third is at least {gate.min_gap_points:g} points less accurate than "
                  f"the most confident third (selectors that give a confidence)")
-    arms = set(_arms(figures, gate.arms))
+    unjudged: dict[str, str] = {}
+    arms = _judgeable(figures, gate.arms, unjudged)
     cases = []
     for cal in figures.calibration:
         if cal.arm not in arms or not cal.terciles:
@@ -149,7 +198,7 @@ def judge_confidence_gap(gate: ConfidenceGapGate, figures: RunFigures) -> GateRe
                                    f"{pct(low['accuracy'])}: gap {points(cal.gap.estimate)} pts "
                                    f"(95% CI {change_span(cal.gap)})"))
     return _result(gate, statement, cases, True, gate.min_gap_points / 100,
-                   skip_reason="no judged arm's selector gives a confidence")
+                   skip_reason="no judged arm's selector gives a confidence", unjudged=unjudged)
 
 
 def judge_failure_rate(gate: FailureRateGate, figures: RunFigures) -> GateResult:

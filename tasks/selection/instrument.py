@@ -20,7 +20,7 @@ from schemas.selection.rows import SelectionRunRecord
 from tasks.instrument import Instrument, Words
 from tasks.selection.arms import resolve_selection_arm
 from tasks.selection.figures import load_figures
-from tasks.selection.gates import JUDGES
+from tasks.selection.gates import JUDGES, rows_not_carried_out
 from tasks.selection.plan_batch import request_batches
 from tasks.selection.records import arm_record, selection_records, weights_window
 from tasks.selection.select_batch import select_and_land
@@ -34,4 +34,5 @@ INSTRUMENT = Instrument(
     resolve_arm=resolve_selection_arm, load=load_selection_versions, check_loaded=check_selection_labels,
     check_before_run=refuse_provisional_labels,
     work_items=request_batches, run_unit=select_and_land, arm_record=arm_record, records=selection_records,
-    run_fields=weights_window, load_figures=load_figures, judges=JUDGES, build_report=build_report_from)
+    run_fields=weights_window, load_figures=load_figures, judges=JUDGES, build_report=build_report_from,
+    not_carried_out=rows_not_carried_out)

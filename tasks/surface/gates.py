@@ -9,6 +9,11 @@ with enough calls over one pass of the task set (calls / seeds, never seed repli
 The other gates are already free of seed replicas: success intervals cluster seeds within a task (identical
 seeds count once), comparisons are paired on tasks by majority of seeds, and the counters are ratios, which
 identical seeds leave as they are.
+
+An arm is NOT JUDGED, by name, in every gate that applies to it when most of its task runs could not be carried
+out (a provider error, a dead MCP server, the run's budget: ``FAILED_STOPS``), and by a counter gate when its
+figure is undefined (per 100 completed runs when no run completed, per call when no call was executed); a
+comparison with such an arm on either side is not judged, never read as a measured change.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from schemas.criteria import ArmSelection, GateResult
+from schemas.surface.rows import FAILED_STOPS
 from schemas.surface.criteria import (
     HandoffGate,
     IrreversibleGate,
@@ -25,7 +31,7 @@ from schemas.surface.criteria import (
     UpstreamReadsGate,
 )
 from tasks.report.format import change_span, pct, points
-from tasks.report.judge import EVIDENCE_LINES, RULE_WORDS, beyond, gate_result, select_arms
+from tasks.report.judge import EVIDENCE_LINES, RULE_WORDS, arms_not_carried_out, beyond, gate_result, select_arms
 from tasks.stats.intervals import Interval
 from tasks.surface.figures import SurfaceFigures
 
@@ -34,39 +40,72 @@ def judged_arms(figures: SurfaceFigures, selection: ArmSelection) -> list[str]:
     return select_arms(selection, [a["arm"] for a in figures.arms], {c.arm for c in figures.comparisons})
 
 
-def _result(gate: Any, statement: str, cases: list[tuple[bool, str]], rule_words: str = "") -> GateResult:
-    """Failing cases when any fail, else the cases checked (the first few)."""
+def task_runs_not_carried_out(figures: SurfaceFigures) -> dict[str, tuple[int, int]]:
+    """Per arm, (task runs that could not be carried out, task runs): runs that stopped on a provider error, a
+    failed surface or the run's budget (``FAILED_STOPS``)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for r in figures.stop_reasons:
+        failed, total = counts.get(r["arm"], (0, 0))
+        counts[r["arm"]] = (failed + (r["n"] if r["stop_reason"] in FAILED_STOPS else 0), total + r["n"])
+    return counts
+
+
+def _unjudgeable(figures: SurfaceFigures) -> dict[str, str]:
+    """Arms most of whose task runs could not be carried out, with the words that say so."""
+    return arms_not_carried_out(task_runs_not_carried_out(figures), "task runs")
+
+
+def _result(gate: Any, statement: str, cases: list[tuple[bool, str]], rule_words: str = "",
+            unjudged: dict[str, str] | None = None) -> GateResult:
+    """Failing cases when any fail, else the cases checked (the first few); ``unjudged``: the arms the gate
+    applies to that it could not judge (arm -> why)."""
     return gate_result(gate, statement + (f" ({rule_words})" if rule_words else ""), len(cases),
                        [text for bad, text in cases if bad], [text for _, text in cases[:EVIDENCE_LINES]],
-                       skip_reason="nothing to judge: no arm or comparison the gate applies to")
+                       skip_reason="nothing to judge: no arm or comparison the gate applies to", unjudged=unjudged)
+
+
+def _comparisons(figures: SurfaceFigures, unjudged: dict[str, str], bad: dict[str, str]) -> list[Any]:
+    """The comparisons (not calibrations) whose two arms can both be judged; an arm of the others that cannot
+    (``bad``: arm -> why) goes into ``unjudged``."""
+    kept = []
+    for c in figures.comparisons:
+        if c.calibration:
+            continue
+        missing = [arm for arm in (c.baseline, c.arm) if arm in bad]
+        unjudged.update({arm: bad[arm] for arm in missing})
+        if not missing:
+            kept.append(c)
+    return kept
 
 
 def _success_floor(gate: SuccessFloorGate, figures: SurfaceFigures) -> GateResult:
     arms = set(judged_arms(figures, gate.arms))
+    bad = _unjudgeable(figures)
+    unjudged = {arm: bad[arm] for arm in judged_arms(figures, gate.arms) if arm in bad}
     cases = []
     for row in figures.success:
-        if row["arm"] in arms and row["slice"] in gate.floors:
+        if row["arm"] in arms and row["arm"] not in bad and row["slice"] in gate.floors:
             interval = Interval(row["success_rate"], row["ci_low"], row["ci_high"], "clustered wilson")
             floor = gate.floors[row["slice"]]
             cases.append((beyond(interval, floor, True, gate.rule),
                           f"{row['arm']} {row['slice']} ({row['taskset_version']}): {pct(row['success_rate'])} "
                           f"({pct(row['ci_low'])}–{pct(row['ci_high'])}) vs floor {pct(floor)}"))
-    return _result(gate, "task success of each named slice is at least its floor", cases, RULE_WORDS[gate.rule])
+    return _result(gate, "task success of each named slice is at least its floor", cases, RULE_WORDS[gate.rule],
+                   unjudged)
 
 
 def _success_drop(gate: SuccessDropGate, figures: SurfaceFigures) -> GateResult:
     limit = -gate.max_drop_points / 100
     cases = []
-    for c in figures.comparisons:
-        if c.calibration:
-            continue
+    unjudged: dict[str, str] = {}
+    for c in _comparisons(figures, unjudged, _unjudgeable(figures)):
         p = c.paired
         cases.append((beyond(p.change, limit, True, gate.rule),
                       f"{c.baseline} -> {c.arm} {c.slice}: {pct(p.accuracy_from)} -> {pct(p.accuracy_to)} = "
                       f"{points(p.change.estimate)} pts (95% CI {change_span(p.change)}); {p.worse} tasks worse, "
                       f"{p.better} better of {p.n_requests}"))
     return _result(gate, f"no slice's task success drops more than {gate.max_drop_points:g} points in a comparison",
-                   cases, RULE_WORDS[gate.rule])
+                   cases, RULE_WORDS[gate.rule], unjudged)
 
 
 def _per_arm(figures: SurfaceFigures) -> dict[str, dict[str, Any]]:
@@ -74,21 +113,37 @@ def _per_arm(figures: SurfaceFigures) -> dict[str, dict[str, Any]]:
 
 
 def _counter_gate(gate: Any, figures: SurfaceFigures, value: Callable[[dict[str, Any]], float | None], what: str,
-                  cap: float | None, increase: float | None = None, ratio: float | None = None) -> GateResult:
+                  cap: float | None, increase: float | None = None, ratio: float | None = None, *,
+                  undefined: Callable[[dict[str, Any]], str] = lambda row: "undefined",
+                  shown: Callable[[dict[str, Any], float], str] = lambda row, v: f"{v:.2f}",
+                  cap_text: Callable[[float], str] = lambda cap: f"{cap:g}") -> GateResult:
+    """The counter of each arm against ``cap`` and of each comparison against ``increase`` / ``ratio``. An arm
+    whose counter is undefined (``undefined`` says why) or most of whose runs could not be carried out is NOT
+    JUDGED, by name, and so is every comparison it is in."""
     rows = _per_arm(figures)
+    bad = _unjudgeable(figures)
+    unjudged: dict[str, str] = {}
+
+    def figure(arm: str) -> float | None:
+        """The arm's counter, or None (the arm then named in ``unjudged``)."""
+        row = rows.get(arm)
+        v = value(row) if row is not None and arm not in bad else None
+        if v is None:
+            unjudged[arm] = bad.get(arm) or (f"{what} is undefined: {undefined(row)}" if row else "no task run landed")
+        return v
+
     cases: list[tuple[bool, str]] = []
     if cap is not None:
         for arm in judged_arms(figures, getattr(gate, "arms", "candidates")):
-            v = value(rows[arm]) if arm in rows else None
+            v = figure(arm)
             if v is not None:
-                cases.append((v > cap, f"{arm}: {what} {v:.2f} vs cap {cap:g}"))
+                cases.append((v > cap, f"{arm}: {what} {shown(rows[arm], v)} vs cap {cap_text(cap)}"))
     seen: set[tuple[str, str]] = set()
     for c in figures.comparisons:
-        if (c.baseline, c.arm) in seen or c.calibration:
+        if (c.baseline, c.arm) in seen or c.calibration or (increase is None and ratio is None):
             continue
         seen.add((c.baseline, c.arm))
-        before = value(rows[c.baseline]) if c.baseline in rows else None
-        after = value(rows[c.arm]) if c.arm in rows else None
+        before, after = figure(c.baseline), figure(c.arm)
         if before is None or after is None:
             continue
         if increase is not None:
@@ -98,14 +153,16 @@ def _counter_gate(gate: Any, figures: SurfaceFigures, value: Callable[[dict[str,
             grown = after / before if before else (float("inf") if after else 1.0)
             cases.append((grown > ratio, f"{c.baseline} -> {c.arm}: {what} {before:.2f} -> {after:.2f} "
                                          f"(x{grown:.2f}, allowed x{ratio:g})"))
-    return _result(gate, gate.__doc__.split("\n")[0].strip() if gate.__doc__ else gate.kind, cases)
+    return _result(gate, gate.__doc__.split("\n")[0].strip() if gate.__doc__ else gate.kind, cases,
+                   unjudged=unjudged)
 
 
 def _irreversible(gate: IrreversibleGate, figures: SurfaceFigures) -> GateResult:
     unwanted = gate.actions == "unwanted"
     key = f"irreversible{'_unwanted' if unwanted else ''}_per_100_{gate.denominator}"
     what = f"{'unwanted ' if unwanted else ''}irreversible actions per 100 {gate.denominator} runs"
-    result = _counter_gate(gate, figures, lambda r: r[key], what, gate.max_per_100, increase=gate.max_increase_per_100)
+    result = _counter_gate(gate, figures, lambda r: r[key], what, gate.max_per_100, increase=gate.max_increase_per_100,
+                           undefined=lambda r: f"none of its {r['attempted']:,} runs completed")
     return result.model_copy(update={"statement": f"{what} stay within the limits"})
 
 
@@ -113,12 +170,15 @@ def _upstream(gate: UpstreamReadsGate, figures: SurfaceFigures) -> GateResult:
     unwanted = gate.reads == "unwanted"
     key = f"upstream_reads{'_unwanted' if unwanted else ''}_per_{gate.per}"
     what = f"{'unwanted ' if unwanted else ''}upstream reads per {gate.per}"
-    result = _counter_gate(gate, figures, lambda r: r[key], what, gate.max, ratio=gate.max_ratio)
+    result = _counter_gate(gate, figures, lambda r: r[key], what, gate.max, ratio=gate.max_ratio,
+                           undefined=lambda r: f"no call was executed in its {r['attempted']:,} runs")
     return result.model_copy(update={"statement": f"{what} stay within the limits"})
 
 
 def _handoff(gate: HandoffGate, figures: SurfaceFigures) -> GateResult:
-    result = _counter_gate(gate, figures, lambda r: r["handoff_rate"], "share of runs handed to a human", gate.max_rate)
+    result = _counter_gate(gate, figures, lambda r: r["handoff_rate"], "runs handed to a human", gate.max_rate,
+                           shown=lambda r, v: f"{pct(v)} ({r['handed_to_human']:,} of {r['attempted']:,} runs)",
+                           cap_text=pct)
     return result.model_copy(update={"statement": f"at most {pct(gate.max_rate)} of runs end on a human's desk"})
 
 
@@ -134,14 +194,16 @@ def _per_seed_words(r: dict[str, Any]) -> str:
 def _tool_invalid(gate: ToolInvalidRateGate, figures: SurfaceFigures) -> GateResult:
     """A tool is judged on its calls over one pass of the task set (calls / seeds), not on seed replicas: 11
     tasks x 3 identical seeds are 11 calls a seed, as one seed of them would be."""
-    arms = set(judged_arms(figures, gate.arms))
+    bad = _unjudgeable(figures)
+    arms = set(judged_arms(figures, gate.arms)) - set(bad)
+    unjudged = {arm: bad[arm] for arm in judged_arms(figures, gate.arms) if arm in bad}
     cases = [(r["invalid_rate"] > gate.max_rate,
               f"{r['arm']} {r['tool']}: {pct(r['invalid_rate'])} invalid ({r['invalid']}/{r['calls']} calls"
               f"{_per_seed_words(r)})")
              for r in figures.tool_counters if r["arm"] in arms and r["calls_per_seed"] >= gate.min_calls]
     cases.sort(key=lambda case: not case[0])
     return _result(gate, f"no tool with >= {gate.min_calls} calls a seed has more than {pct(gate.max_rate)} of them "
-                         "invalid", cases)
+                         "invalid", cases, unjudged=unjudged)
 
 
 JUDGES: dict[str, Callable[[Any, SurfaceFigures], GateResult]] = {

@@ -20,7 +20,7 @@ from schemas.surface.rows import SurfaceRunRecord
 from tasks.instrument import Instrument, Words
 from tasks.surface.arms import arm_record, fill_surface_arm, resolve_surface_arm
 from tasks.surface.figures import load_surface_figures
-from tasks.surface.gates import JUDGES
+from tasks.surface.gates import JUDGES, task_runs_not_carried_out
 from tasks.surface.mcp_backend import close_pools
 from tasks.surface.task_checks import load_surface_versions
 from tasks.surface.run_unit import run_task_unit, task_inputs
@@ -33,4 +33,4 @@ INSTRUMENT = Instrument(
                 counted="runs", doing="running tasks"),
     resolve_arm=resolve_surface_arm, load=load_surface_versions, work_items=task_inputs, run_unit=run_task_unit,
     arm_record=arm_record, load_figures=load_surface_figures, judges=JUDGES, build_report=build_surface_report,
-    units_done=close_pools)
+    units_done=close_pools, not_carried_out=task_runs_not_carried_out)

@@ -131,7 +131,8 @@ def test_upstream_reads_per_run_and_per_call_are_gateable(counters):
     assert per_call.status == "FAIL" and per_call.gates[0].n_failed == 1
     assert "C: upstream reads per call 2.00 vs cap 1.5" in per_call.gates[0].evidence
     handoff = judge(figures, gates({"name": "h", "kind": "handoff_rate", "max_rate": 0.1}), JUDGES)
-    assert handoff.status == "FAIL" and handoff.gates[0].evidence == ["C: share of runs handed to a human 0.15 vs cap 0.1"]
+    assert handoff.status == "FAIL" and handoff.gates[0].evidence == [
+        "C: runs handed to a human 15.0% (30 of 200 runs) vs cap 10.0%"]  # a percentage, and what it divides
 
 
 def four_arms(rates: dict[str, int], n: int = 100) -> KnownTaskRun:
