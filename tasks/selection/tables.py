@@ -431,6 +431,12 @@ def _third(interval: Interval | None) -> str:
     return "" if interval is None else f"{pct(interval.estimate)}\n{interval_text(interval)}"
 
 
+def _draws_text(figures: RunFigures) -> str:
+    draws = sorted({c.ece_if_calibrated.draws for c in figures.calibration if c.ece_if_calibrated is not None})
+    return "no draws" if not draws else f"{draws[0]:,} draws" if len(draws) == 1 else \
+        f"{draws[0]:,}-{draws[-1]:,} draws (fewer for an arm with many distinct confidences)"
+
+
 def calibration_table(figures: RunFigures) -> ReportTable:
     rows = []
     for cal in figures.calibration:
@@ -451,8 +457,10 @@ def calibration_table(figures: RunFigures) -> ReportTable:
         rows=rows, key="calibration", summary=True, wrap=["rung"],
         note="The request is the unit: every 95% CI (second line of a cell) counts a request once, whatever its "
              "seeds. ECE over ten equal-width bins; under it (<x) its noise: the 95th percentile of the ECE a "
-             "perfectly calibrated selector would show with the same confidences on as many requests (200 draws): "
-             "an ECE under x is not shown to be miscalibration. Brier of the confidence in the pick (0 is perfect); thirds = "
+             "perfectly calibrated selector would show with the same confidences on as many requests (each draw "
+             "makes every request right with the probability of its confidence, its seeds together; "
+             f"{_draws_text(figures)} from a fixed seed, so the figure recomputes exactly and another seed moves it by "
+             "about 0.001): an ECE under x is not shown to be miscalibration. Brier of the confidence in the pick (0 is perfect); thirds = "
              "accuracy of the least / middle / most confident third of the rows; high−low their difference.",
     )
 
