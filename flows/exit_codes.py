@@ -11,7 +11,8 @@ EXIT_BAD_INPUT = 2
 EXIT_MODEL_MISMATCH = 3
 """A hosted model served a different model id than the pinned one: its rows are errors, the run failed."""
 EXIT_NOT_JUDGED = 4
-"""Not judged: the acceptance criteria changed after registration, the run has no rows, or no gate applied."""
+"""Not judged: the acceptance criteria changed after registration, the run has no rows, no gate applied, or a gate
+could not judge an arm it applies to (its figure undefined, or most of its units not carried out) and none failed."""
 EXIT_NOT_REGISTERED = 5
 """The rows landed but another process held the DuckDB file past the bounded wait: run
 ``tooleval register RUN_ID`` (or any later run) to register, judge and report it without selecting again."""
