@@ -1,16 +1,19 @@
 """Sample-size planning: the interval a measurement will have, the requests a target width needs, and the
-smallest drop the report's own test can detect.
+smallest drop the report's reading of a change detects.
 
 Widths follow the square root of the number of trials: tripling the trials divides the width by about
 1.7 (sqrt 3), halving the width needs four times the trials. Seeds are trials only insofar as they
-disagree: with an intra-request correlation ``icc`` between seeds, m seeds of n requests are worth
+disagree: with a correlation ``icc`` between a request's seeds, m seeds of n requests are worth
 ``n m / (1 + (m - 1) icc)`` independent trials (a deterministic router has icc = 1: seeds add nothing).
 
-The detectable drop is the power of the test the report runs on a change: the exact McNemar test on
-paired requests (``mcnemar_power.py``). Seeds do not add requests to it (each request is decided by the
-majority of its seeds), and it depends on how the changed requests move: by default every changed
-request got worse (the most favourable case, stated in the text); ``churn`` adds requests changing both
-ways. Pure ``math``: ``tooleval plan`` imports no numpy, scipy or statsmodels.
+The detectable drop is for the reading the report gives a change: its 95% paired change interval
+(``paired.paired_change_interval``) excludes 0. Its power (``change_power.py``) counts every seed: a
+request's change is the change in the share of its seeds that are right, and ``icc`` (the correlation of
+two seeds of one request, given its accuracy) says how much seeds add. Under the project's simulation
+model: seeds that vary (icc < 1) see a *shift* (every request loses the same share of its accuracy, and
+requests also change both ways by chance); a deterministic router (icc = 1) loses requests one way
+(``churn`` adds requests changing both ways). Pure ``math``: ``tooleval plan`` imports no numpy, scipy or
+statsmodels.
 """
 
 from __future__ import annotations
@@ -20,11 +23,14 @@ from dataclasses import dataclass
 
 from tasks.stats.distributions import two_sided_quantile
 from tasks.stats.estimate import CONFIDENCE, Interval
-from tasks.stats.mcnemar_power import ALPHA, DetectableDrop, detectable_drop
+from tasks.stats.change_power import ALPHA, PlannedDrop, planned_drop
 from tasks.stats.wilson import wilson_bounds, wilson_interval
 
 CHURN_EXAMPLE = 0.05
-"""Churn shown beside the one-direction figure: 5% of requests turning wrong -> right."""
+"""Churn shown beside a deterministic router's one-way figure: 5% of requests turning wrong -> right."""
+VARYING_EXAMPLE = 0.5
+"""The icc shown beside a deterministic router's figure: seeds that vary (a model whose pick moves with the
+tool order)."""
 
 
 def effective_trials_planned(requests: int, seeds: int = 1, icc: float = 0.0) -> float:
@@ -74,18 +80,18 @@ def points_per_request(requests: int) -> float:
 
 
 def minimal_detectable_drop(accuracy: float, requests: int, power: float = 0.8, alpha: float = ALPHA,
-                            churn: float = 0.0) -> float | None:
-    """Smallest drop (a fraction) from ``accuracy`` that the exact McNemar test on ``requests`` paired
-    requests detects with ``power`` (every changed request got worse, plus ``churn`` both ways); None
-    when no drop is detectable (see ``mcnemar_power.detectable_drop``)."""
-    return detectable_drop(accuracy, int(requests), power, alpha, churn).drop
+                            churn: float = 0.0, seeds: int = 1, icc: float = 1.0) -> float | None:
+    """Smallest drop (a fraction) from ``accuracy`` whose paired change interval on ``requests`` x
+    ``seeds`` excludes 0 with ``power`` (icc 1: a deterministic router, every changed request worse plus
+    ``churn`` both ways; icc < 1: a shift); None when no drop is detectable (``change_power.planned_drop``)."""
+    return planned_drop(accuracy, int(requests), seeds, icc, power, alpha, churn).drop
 
 
 def _percent(probability: float) -> str:
     return f"{100 * probability:.0f}%" if probability >= 0.01 else f"{100 * probability:.2g}%"
 
 
-def drop_text(found: DetectableDrop) -> str:
+def drop_text(found: PlannedDrop) -> str:
     """'12.9 points (6.4 of 50 requests)' or 'none detectable (...)'."""
     if found.drop is None:
         largest = found.largest_drop
@@ -94,6 +100,14 @@ def drop_text(found: DetectableDrop) -> str:
                 f"detected with only {_percent(found.power_at_largest)} power")
     return (f"{100 * found.drop:.1f} points "
             f"(= {requests_for_points(found.requests, 100 * found.drop):.1f} of {found.requests} requests)")
+
+
+def kind_text(icc: float) -> str:
+    """The change the detectable drop assumes, in words."""
+    if icc >= 1.0:
+        return "if right requests go wrong one way (a deterministic router: every seed the same)"
+    return (f"if every request loses the same share of its accuracy (a shift; seeds correlated {icc:g}, so "
+            f"requests also change both ways by chance)")
 
 
 @dataclass(frozen=True)
@@ -108,12 +122,14 @@ class Plan:
     """Effective independent trials."""
     interval: Interval
     """The interval the measurement will have at this accuracy (Wilson on the effective trials)."""
-    drop: DetectableDrop
-    """Smallest drop detectable, every changed request getting worse."""
-    drop_with_churn: DetectableDrop | None
-    """The same with CHURN_EXAMPLE of the requests turning wrong -> right (None when none can)."""
-    requests_for_target: int | None
-    target_half_width: float | None
+    drop: PlannedDrop
+    """Smallest drop the paired change interval detects (a shift; one-way at icc 1)."""
+    drop_with_churn: PlannedDrop | None
+    """icc 1: the same with CHURN_EXAMPLE of the requests turning wrong -> right (None when none can)."""
+    drop_if_seeds_vary: PlannedDrop | None = None
+    """icc 1: the drop if the model's pick varied from seed to seed instead (icc VARYING_EXAMPLE, a shift)."""
+    requests_for_target: int | None = None
+    target_half_width: float | None = None
     power: float = 0.8
     alpha: float = ALPHA
 
@@ -127,21 +143,23 @@ class Plan:
 
     def lines(self) -> list[str]:
         i = self.interval
-        test = (f"exact McNemar on the {self.requests} paired requests, {100 * self.power:g}% power, "
-                f"{100 * self.alpha:g}% two-sided")
+        test = (f"the 95% paired change interval excludes 0, {self.requests} requests x {self.seeds} seed(s), "
+                f"{100 * self.power:g}% power, {100 * self.alpha:g}% two-sided")
         out = [
             f"accuracy {100 * self.accuracy:.1f}% on {self.requests} requests x {self.seeds} seed(s) "
             f"(icc {self.icc:g}): {self.trials:.0f} effective trials",
             f"95% interval: about {100 * i.low:.1f}% to {100 * i.high:.1f}% "
             f"({100 * (i.low - i.estimate):+.1f} / {100 * (i.high - i.estimate):+.1f} points; Wilson on the "
             f"effective trials)",
-            f"smallest drop detectable ({test}), if every changed request got worse: {drop_text(self.drop)}",
+            f"smallest drop detectable ({test}), {kind_text(self.icc)}: {drop_text(self.drop)}",
         ]
         if self.drop_with_churn is not None:
             out.append(f"  if {100 * self.drop_with_churn.churn:g}% of requests also turn wrong -> right (and as "
                        f"many more right -> wrong): {drop_text(self.drop_with_churn)}")
-        if self.seeds > 1:
-            out.append("  seeds decide each request by majority: they narrow the interval, not the test's count")
+        if self.drop_if_seeds_vary is not None:
+            out.append(f"  if the model's pick varies from seed to seed instead (icc {self.drop_if_seeds_vary.icc:g}, "
+                       f"a shift): "
+                       f"{drop_text(self.drop_if_seeds_vary)}")
         out.append(f"one request is {points_per_request(self.requests):.1f} points")
         if self.requests_for_target is not None and self.target_half_width is not None:
             out.append(f"for +-{100 * self.target_half_width:g} points: {self.requests_for_target} requests "
@@ -159,10 +177,13 @@ def plan(accuracy: float, requests: int, seeds: int = 1, icc: float = 0.0,
     if target_half_width is not None:
         per_request = effective_trials_planned(1, seeds, icc)
         needed = math.ceil(trials_for_half_width(accuracy, target_half_width) / per_request)
+    deterministic = icc >= 1.0
     churn = min(CHURN_EXAMPLE, 1.0 - accuracy)
     return Plan(accuracy=accuracy, requests=requests, seeds=seeds, icc=icc, trials=trials,
                 interval=planned_interval(accuracy, trials),
-                drop=detectable_drop(accuracy, requests, power, alpha),
-                drop_with_churn=(detectable_drop(accuracy, requests, power, alpha, churn)
-                                 if 0 < churn < accuracy else None),
+                drop=planned_drop(accuracy, requests, seeds, icc, power, alpha),
+                drop_with_churn=(planned_drop(accuracy, requests, seeds, icc, power, alpha, churn)
+                                 if deterministic and 0 < churn < accuracy else None),
+                drop_if_seeds_vary=(planned_drop(accuracy, requests, seeds, VARYING_EXAMPLE, power, alpha)
+                                    if deterministic else None),
                 requests_for_target=needed, target_half_width=target_half_width, power=power, alpha=alpha)
