@@ -153,6 +153,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if not 0 <= args.accuracy <= 1:
         print("tooleval: --accuracy is a fraction between 0 and 1 (e.g. 0.88)", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not 0 <= args.icc <= 1:
+        print("tooleval: --icc is a correlation between 0 and 1 (e.g. 0.5)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     result = plan(args.accuracy, args.requests, seeds=args.seeds, icc=args.icc,
                   target_half_width=args.half_width / 100 if args.half_width else None, power=args.power)
     print("\n".join(result.lines()))
@@ -391,16 +394,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     planner = commands.add_parser(
         "plan", help="size a task set: interval width, smallest detectable drop, requests for a target width",
-        description="For a tool (or slice) with N requests at accuracy P: the 95% interval itself, the smallest "
-        "drop the report's exact McNemar test detects with --power on N paired requests (every changed request "
-        "worse; and with 5% churn), and the requests a target half-width needs. Widths shrink with the square "
-        "root of the trials; seeds count as trials only insofar as they disagree (--icc).")
+        description="For a tool (or slice) with N requests x M seeds at accuracy P: the 95% interval itself, the "
+        "smallest drop the report's reading detects with --power (its 95% paired change interval excludes 0), and "
+        "the requests a target half-width needs. Widths shrink with the square root of the trials; seeds count as "
+        "trials only insofar as they disagree (--icc). The drop assumes the project's simulation model: with "
+        "--icc below 1 a shift (every request loses the same share of its accuracy, requests also changing both "
+        "ways by chance); at --icc 1 a deterministic router losing requests one way (and with 5% churn, and as if "
+        "its seeds varied at icc 0.5).")
     planner.add_argument("--accuracy", type=float, required=True, metavar="P", help="expected accuracy, 0..1")
     planner.add_argument("--requests", type=count_at_least(1), required=True, metavar="N", help="requests behind the figure")
     planner.add_argument("--seeds", type=count_at_least(1), default=1, metavar="M", help="seeds per request (default 1)")
     planner.add_argument("--icc", type=float, default=1.0, metavar="R",
-                         help="correlation of a request's seeds: 1 = seeds always agree (a deterministic "
-                              "router; the default), 0 = independent")
+                         help="correlation of two seeds' verdicts on the same request, given its accuracy: "
+                              "1 = seeds always agree (a deterministic router; the default), 0 = independent "
+                              "(in the simulation model a seed repeats the request's shared verdict with "
+                              "probability sqrt(R))")
     planner.add_argument("--half-width", type=float, default=None, metavar="PTS",
                          help="target 95%% half-width in points (e.g. 5 for +-5)")
     planner.add_argument("--power", type=float, default=0.8, metavar="P", help="power for the detectable drop (default 0.8)")
