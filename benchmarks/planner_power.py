@@ -10,7 +10,8 @@ model at exactly that drop (``tasks/stats/coverage.py``: request accuracy ~ Beta
 a shared verdict with probability sqrt(icc); icc < 1 a shift, icc 1 a deterministic router losing
 requests one way), and the share of them whose paired change interval, computed live by
 ``tasks.stats.paired.paired_change_interval``, lies wholly below 0. The goal: 78-82% in every cell.
-Prints the table, then the worst cell; ``--markdown`` prints the table as markdown.
+Prints a line a cell as it goes, then the worst cell; with ``--markdown`` the lines go to stderr and stdout
+gets the table as markdown, then the worst cell.
 """
 
 from __future__ import annotations
@@ -82,10 +83,9 @@ def main(argv: list[str] | None = None) -> int:
                     s = scenario(accuracy, requests, seeds, icc, planned.drop)
                     power = simulated_power(s, args.replicates, cell_seed(args.seed, accuracy, requests, seeds, icc))
                     rows.append((accuracy, requests, seeds, icc, planned.drop, power, planned.kind))
-                    if not args.markdown:
-                        print(f"accuracy {accuracy:g}  requests {requests:4d}  seeds {seeds}  icc {icc:g}  "
-                              f"({planned.kind}): drop {100 * planned.drop:5.1f} pts  power {100 * power:5.1f}%",
-                              flush=True)
+                    print(f"accuracy {accuracy:g}  requests {requests:4d}  seeds {seeds}  icc {icc:g}  "
+                          f"({planned.kind}): drop {100 * planned.drop:5.1f} pts  power {100 * power:5.1f}%",
+                          file=sys.stderr if args.markdown else sys.stdout, flush=True)
     elapsed = time.perf_counter() - started
     measured = [r for r in rows if r[4] is not None]
     worst = max(measured, key=lambda r: abs(r[5] - 0.8))

@@ -1,4 +1,5 @@
-"""The detectable drop and `tooleval plan`: the power of the exact McNemar test the report runs."""
+"""`tooleval plan`, and the power of the exact McNemar test (``mcnemar_power.py``, still used by the report's
+resolution table). The planner's own drop, for the paired change interval: test_planner_power.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from tasks.stats.distributions import exact_mcnemar
 from tasks.stats.mcnemar_power import detectable_drop, mcnemar_power
+from tasks.stats.change_power import planned_drop
 from tasks.stats.planner import plan
 
 
@@ -59,7 +61,7 @@ def test_plan_prints_the_interval_itself_seed_001_44_of_50():
 def test_plan_honours_the_power_in_its_text():
     text = "\n".join(plan(0.9, 100, power=0.9).lines())
     assert "90% power" in text and "80% power" not in text
-    assert f"{100 * detectable_drop(0.9, 100, 0.9).drop:.1f} points" in text
+    assert f"{100 * planned_drop(0.9, 100, 1, 0.0, 0.9).drop:.1f} points" in text
 
 
 def test_plan_says_none_detectable_when_none_is():
@@ -68,10 +70,8 @@ def test_plan_says_none_detectable_when_none_is():
 
 
 def test_plan_states_its_assumption_and_the_churn_case():
-    lines = plan(0.9, 400, seeds=3, icc=0.5).lines()
-    text = "\n".join(lines)
-    assert "if every changed request got worse" in text and "exact McNemar on the 400 paired requests" in text
+    text = "\n".join(plan(0.9, 400, seeds=3, icc=1.0).lines())
+    assert "go wrong one way" in text and "the 95% paired change interval excludes 0" in text
     assert "5% of requests also turn wrong -> right" in text
-    assert "seeds decide each request by majority" in text
     # at 100% accuracy nothing can turn wrong -> right: no churn line
-    assert "turn wrong -> right" not in "\n".join(plan(1.0, 24).lines())
+    assert "turn wrong -> right" not in "\n".join(plan(1.0, 24, icc=1.0).lines())
