@@ -5,13 +5,16 @@
 
 Scenarios and the data-generating model are in ``tasks/stats/coverage.py`` (request accuracy ~ Beta,
 3 seeds whose verdicts correlate by 0 / 0.5 / 1, changes in one direction, churn, shifts, a 2x2; each
-data set's true figure drawn within +-20% of the scenario's). Every interval is computed by the
-project's own functions, exactly as the report computes it. For reference, the intervals the report
-printed before issue 11 are re-run on the same data where they were simple to keep here: the request
-bootstrap of a paired change (percentile, 1,000 resamples) and the uncorrected Kish-Wilson interval.
+data set's true figure drawn within +-20% of the scenario's; seeds that disagree, with the two arms' seeds
+paired as a position-sensitive model's are, or not). Every interval is computed by the project's own
+functions, exactly as the report computes it; for a paired change the report's own reading and p-value are
+checked against the interval on every data set (``disagreed``: how often they said otherwise; must be 0).
+For reference, the uncorrected Kish-Wilson interval the report printed before issue 11 is re-run on the same
+data for a proportion.
 
 Prints one row per (method, requests, scenario): coverage in percent, the earlier method's coverage
-where run, and the mean width in points; ``--markdown`` prints the same as a markdown table.
+where run, the mean width in points and the disagreements; ``--markdown`` prints the same as a markdown
+table.
 
     python benchmarks/interval_coverage.py --summarize OUT.txt [OUT2.txt ...]
 
@@ -45,14 +48,16 @@ from tasks.stats.coverage import (  # noqa: E402
     paired_key,
     proportion_key,
     run_interaction,
-    run_paired,
     run_proportion,
     run_weighted,
     simulate,
     three_tools,
     weighted_accuracy_interval,
 )
+from tasks.selection.figures import Change  # noqa: E402
+from tasks.selection.tables import reading  # noqa: E402
 from tasks.stats.estimate import Interval  # noqa: E402
+from tasks.stats.paired import paired_comparison  # noqa: E402
 from tasks.stats.wilson import wilson_bounds  # noqa: E402
 
 TASKSET = ROOT / "tasksets" / "support"
@@ -61,20 +66,7 @@ DEMO_DROPS = {"refund_order": 0.10, "track_shipment": 0.05, "cancel_order": 0.20
 """The demo-set scenario: these tools drop (points as fractions), the other 29 hold."""
 
 
-# the intervals printed before issue 11, kept here only as a reference -----------------------------------
-
-
-def bootstrap_change(before, after, resamples: int = 1000, seed: int = 20261130) -> Interval:
-    """The earlier paired change interval: percentile bootstrap over whole requests (patterns pooled)."""
-    (ka, ma), (kb, mb) = before, after
-    patterns, counts = np.unique(np.stack([ka, ma, kb, mb], axis=1), axis=0, return_counts=True)
-    rng = np.random.default_rng(seed)
-    w = rng.multinomial(int(counts.sum()), counts / counts.sum(), size=resamples).astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        replicates = (w @ patterns[:, 2]) / (w @ patterns[:, 3]) - (w @ patterns[:, 0]) / (w @ patterns[:, 1])
-    estimate = float(kb.sum() / mb.sum() - ka.sum() / ma.sum())
-    low, high = np.quantile(replicates, [0.025, 0.975])
-    return Interval(estimate, min(low, estimate), max(high, estimate), "request bootstrap")
+# the interval printed before issue 11, kept here only as a reference -----------------------------------
 
 
 def kish_wilson(arm) -> Interval:
@@ -102,27 +94,38 @@ def demo_tools() -> tuple[tuple[int, float, float], ...]:
 
 
 def paired_grid() -> list[PairedScenario]:
+    """Every seed correlation (0, 0.5: seeds disagree, with the arms' seeds paired as a position-sensitive
+    model's are or not; 1: a deterministic router) at 10 to 540 requests, small and large changes."""
     grid = []
     for n in (10, 20, 40, 200, 540):
-        drops = (0.1, 0.2) if n <= 40 else (0.05, 0.1)
-        for drop in drops:
-            grid.append(PairedScenario("one-way", n, drop))
-            grid.append(PairedScenario("one-way", n, drop, seed_correlation=0.5))
-            grid.append(PairedScenario("shift", n, drop, seed_correlation=0.5))
-        grid.append(PairedScenario("shift", n, drops[0], seed_correlation=0.0))
+        drops = (0.1, 0.2) if n <= 40 else (0.01, 0.02, 0.05, 0.1)
+        for correlation in (0.0, 0.5):
+            for paired_seeds in (False, True):
+                for kind in ("shift", "one-way"):
+                    grid += [PairedScenario(kind, n, drop, correlation, paired_seeds=paired_seeds) for drop in drops]
+            grid.append(PairedScenario("none", n, 0.0, seed_correlation=correlation))
+        grid += [PairedScenario("one-way", n, drop) for drop in drops]
         grid.append(PairedScenario("two-way", n, 0.05))
-        grid.append(PairedScenario("none", n, 0.0, seed_correlation=0.5))
     return grid
+
+
+def reported_reading(before, after) -> tuple[Interval, bool]:
+    """The report's paired change, and whether its printed reading or p-value disagrees with its interval."""
+    paired = paired_comparison(before[0], before[1], after[0], after[1])
+    change = Change("from", "to", "slice", None, paired, 0.0, 0.0)
+    shown = reading(change) in ("▼ drop", "▲ gain")
+    excludes = not paired.change.contains(0.0)
+    return paired.change, shown != excludes or (paired.p_value < 0.05) != excludes
 
 
 def weighted_grid() -> list[WeightedScenario]:
     grid = []
-    for n in (10, 20, 40):
-        for correlation in (1.0, 0.5):
+    for n in (10, 20, 40, 200, 540):
+        for correlation in (1.0, 0.5, 0.0):
             for weighted in (True, False):
                 grid.append(WeightedScenario(three_tools(n), "one-way", correlation, weighted, name="3 tools"))
     demo = demo_tools()
-    for correlation in (1.0, 0.5):
+    for correlation in (1.0, 0.5, 0.0):
         for weighted in (True, False):
             grid.append(WeightedScenario(demo, "one-way", correlation, weighted, name="demo set, 33 tools"))
     return grid
@@ -149,10 +152,10 @@ def summarize(paths: list[str]) -> None:
             del cells[key]
         for line in lines:
             parts = [p.strip() for p in line.strip().strip("|").split("|")]
-            if len(parts) != 6 or not parts[1].isdigit():
+            if len(parts) != 7 or not parts[1].isdigit():
                 continue
             method, n, scenario, cover, before = parts[0], int(parts[1]), parts[2], float(parts[3]), parts[4]
-            group = ("no change (reaches 0 whenever exact McNemar cannot reject)" if scenario.startswith("none")
+            group = ("no change" if scenario.startswith("none")
                      else "identical seeds (= Wilson on the requests)" if scenario.endswith("seed corr 1")
                      else "seeds vary" if method == "clustered Wilson"
                      else "one arm, seeds vary" if method == "weighted accuracy" else "changes")
@@ -191,14 +194,13 @@ def main() -> None:
         rows.append((current, before))
         earlier = f"{100 * before.rate:5.1f}" if before else "    —"
         print(f"{current.method:18s} {current.n:4d}  {current.label:58s} {100 * current.rate:5.1f}  {earlier}  "
-              f"{current.mean_width_points:5.1f}", flush=True)
+              f"{current.mean_width_points:5.1f}  {current.disagreed:8d}", flush=True)
 
-    print(f"{'method':18s} {'n':>4s}  {'scenario':58s} {'cover':>5s}  {'before':>5s}  width")
+    print(f"{'method':18s} {'n':>4s}  {'scenario':58s} {'cover':>5s}  {'before':>5s}  width  disagreed")
     parts = set(args.only)
     for scenario in paired_grid() if "paired" in parts else []:
-        before = simulate(scenario.draw, bootstrap_change, reps, seed, scenario.label(), "request bootstrap",
-                          scenario.n, key=paired_key)
-        report(run_paired(scenario, reps, seed), before)
+        report(simulate(scenario.draw, reported_reading, reps, seed, scenario.label(), "paired change", scenario.n,
+                        key=paired_key))
     for scenario in weighted_grid() if "weighted" in parts else []:
         report(run_weighted(scenario, reps if scenario.n <= 40 else max(500, reps // 2), seed))
     for scenario in weighted_grid() if "weighted" in parts else []:
@@ -220,12 +222,12 @@ def main() -> None:
     print(f"\n{len(rows)} cells, {reps} replicates each (weighted demo-set cells {max(500, reps // 2)}), seed {seed}: "
           f"{time.perf_counter() - started:.0f} s, load {load:.1f}")
     if args.markdown:
-        print("\n| method | requests | scenario | coverage % | before % | mean width, pts |")
-        print("|---|---:|---|---:|---:|---:|")
+        print("\n| method | requests | scenario | coverage % | before % | mean width, pts | disagreed |")
+        print("|---|---:|---|---:|---:|---:|---:|")
         for current, before in rows:
             earlier = f"{100 * before.rate:.1f}" if before else "—"
             print(f"| {current.method} | {current.n} | {current.label} | {100 * current.rate:.1f} | {earlier} | "
-                  f"{current.mean_width_points:.1f} |")
+                  f"{current.mean_width_points:.1f} | {current.disagreed} |")
 
 
 if __name__ == "__main__":

@@ -365,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="paired per-slice, per-tool and weighted changes between two registered runs",
         description="Compare an arm of RUN_A with an arm of RUN_B (default: every arm name both runs have) on the "
         "requests both answered, paired on request ids and on the seeds they share: per slice, per tool "
-        "(requests labelled the same in both) and traffic-weighted, with 95% intervals and exact McNemar tests. "
+        "(requests labelled the same in both) and traffic-weighted, with 95% intervals over every seed of every request. "
         "Refuses (exit 7), naming the ids, when the arms differ in catalogue, prompt, pinned or served model id, "
         "selector or task-set version beyond the one respect declared with --differ-in.")
     compare.add_argument("run_a", metavar="RUN_A", help="the run compared from (e.g. last month's)")

@@ -50,6 +50,11 @@ CREATE OR REPLACE MACRO position_third(expected_position, n_tools) AS
 CREATE OR REPLACE MACRO majority_right(correct, trials) AS
     correct * 2 > trials;
 
+-- share_fell: a request (or task) is right on a smaller share of its seeds in the second arm than in the first
+-- (the 'worse' of a paired comparison; 'better' is share_fell with the arms swapped). Cross-multiplied, exact.
+CREATE OR REPLACE MACRO share_fell(correct_from, trials_from, correct_to, trials_to) AS
+    correct_to * trials_from < correct_from * trials_to;
+
 -- confidence_bin: which of ten equal-width confidence bins a confidence falls in (1 = [0, 0.1), ...,
 -- 10 = [0.9, 1.0]).
 CREATE OR REPLACE MACRO confidence_bin(confidence) AS

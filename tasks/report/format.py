@@ -2,7 +2,7 @@
 
 Percentages on small denominators carry the fraction (23/24) as the reader needs both; intervals are
 written low–high in percent; changes in signed points; p-values to three decimals, rounded half up
-(exact McNemar p-values are often exact binary fractions: 0.125 prints as 0.125, not 0.12).
+(p-values print with up to three decimals: 0.125 prints as 0.125, not 0.12).
 """
 
 from __future__ import annotations
@@ -80,13 +80,22 @@ def as_printed(value: float, digits: int = PRINTED_DIGITS) -> float:
     return round(100 * value, digits)
 
 
+SIGNIFICANCE_LEVEL = 0.05
+"""A p-value is printed with as many decimals as it takes to fall on the same side of this level as it is."""
+
+
 def p_value(p: float | None) -> str:
-    """'<0.001', '0.002', '0.031', '0.125', '0.5', '1' (three decimals, half up, trailing zeros dropped)."""
+    """'<0.001', '0.002', '0.031', '0.125', '0.5', '1' (three decimals, half up, trailing zeros dropped; more
+    where three would carry it across 0.05: 0.0496, never 0.05)."""
     if p is None or math.isnan(p):
         return ""
     if p < 0.001:
         return "<0.001"
+    places = 3
     text = str(Decimal(p).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+    while (float(text) < SIGNIFICANCE_LEVEL) != (p < SIGNIFICANCE_LEVEL) and places < 12:
+        places += 1  # 0.0496 must not print as 0.05 beside a reading that says p < 0.05
+        text = str(Decimal(p).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
     text = text.rstrip("0").rstrip(".")
     return "1" if text in ("1", "") else text
 

@@ -24,7 +24,7 @@ import polars as pl
 from tasks.report.format import change_span, pct, points
 from tasks.report.report_types import ReportTable
 from tasks.report.unit_outcomes import UnitOutcomes, paired
-from tasks.stats.paired import SIGNIFICANCE, PairedComparison
+from tasks.stats.paired import PairedComparison
 from tasks.stats.unpaired import UnpairedChange, unpaired_change
 
 
@@ -83,8 +83,8 @@ def version_calibrations(outcomes: UnitOutcomes, arms: Sequence[dict[str, Any]],
 
 
 def _paired_reading(p: PairedComparison) -> str:
-    """Whether the arm scores the shared units differently on the two versions (exact McNemar and the CI)."""
-    if p.p_value < SIGNIFICANCE and not p.change.low <= 0 <= p.change.high:
+    """Whether the arm scores the shared units differently on the two versions: what the paired CI says."""
+    if p.significant:
         return "▼ on shared" if p.change.estimate < 0 else "▲ on shared"
     return "no change shown"
 

@@ -36,7 +36,7 @@ from tasks.stats.estimate import Interval
 from tasks.report.unit_outcomes import Interaction, UnitOutcomes, paired
 from tasks.report.version_calibration import VersionCalibration, version_calibrations
 from tasks.stats.interaction import find_factorials
-from tasks.stats.paired import SIGNIFICANCE, PairedComparison, inside_noise_floor
+from tasks.stats.paired import PairedComparison
 from tasks.stats.paired_score import paired_score_interval
 from tasks.stats.weighted import WeightedChange, weighted_accuracy, weighted_change
 from tasks.stats.wilson import clustered_wilson_from_sums, clustered_wilson_interval
@@ -96,11 +96,9 @@ class Change:
 
     @property
     def noise_floor(self) -> float:
+        """The larger seed spread of the two arms (shown beside a change; it judges nothing: the interval
+        already counts how much a request's seeds disagree)."""
         return max(self.spread_baseline, self.spread_arm)
-
-    @property
-    def inside_noise(self) -> bool:
-        return inside_noise_floor(self.paired.change.estimate, self.spread_baseline, self.spread_arm)
 
     @property
     def interval_covers_zero(self) -> bool:
@@ -108,10 +106,10 @@ class Change:
 
     @property
     def significant(self) -> bool:
-        """The paired test rejects (exact McNemar p < 0.05) and the 95% interval excludes 0. The seed floor
-        never overrides this: both arms ran the same seeds, so a seed's offset cancels in the pairing, and the
-        interval already counts how much a request's seeds disagree."""
-        return self.paired.p_value < SIGNIFICANCE and not self.interval_covers_zero
+        """The 95% paired interval excludes 0 (the p-value printed beside it is the score test that interval
+        inverts: p < 0.05 exactly then). The seed spread never overrides this: the interval is taken over every
+        seed of every request, with the request as the cluster."""
+        return self.paired.significant
 
 
 @dataclass(frozen=True)

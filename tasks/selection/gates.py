@@ -85,14 +85,11 @@ def _change_line(c: Change, figures: RunFigures, what: str) -> str:
     p = c.paired
     weight = figures.weights.get(c.tool) if c.tool else None
     share = f", {pct(weight)} of traffic" if weight is not None else ""
-    noise = ""
-    if c.inside_noise:  # the paired test decides; the seed spread is stated beside it, never instead of it
-        noise = (f"; no larger than the seed spread ({100 * c.noise_floor:.1f} pts), "
-                 + ("significant paired on the same seeds" if c.significant else "and not significant"))
+    noise = f"; seed spread {100 * c.noise_floor:.1f} pts" if c.noise_floor > 0 else ""  # stated, never judging
     return (f"{what} ({c.slice}{share}) {c.baseline} -> {c.arm}: {pct_with_fraction(p.correct_from, p.rows_from)} -> "
             f"{pct_with_fraction(p.correct_to, p.rows_to)} "
             f"= {points(p.change.estimate)} pts (95% CI {change_span(p.change)}); {p.worse} requests worse, "
-            f"{p.better} better of {p.n_requests}, exact McNemar {_p(p.p_value)}{noise}")
+            f"{p.better} better of {p.n_requests}, score test {_p(p.p_value)}{noise}")
 
 
 def _p(value: float) -> str:

@@ -251,9 +251,10 @@ def comparison_tables(result: ArmPairComparison) -> list[ReportTable]:
         title="Per slice (slices are never averaged together)", key=f"slices:{key}",
         columns=["slice", "req"] + CHANGE_COLUMNS,
         rows=[[s, f"{c.n_requests:,}"] + _change_cells(c) for s, c in result.slices.items()],
-        note="Paired on the same requests; a request is right when right under most of its seeds. w/b: requests "
-             "worse / better (right in run A and wrong in run B, and the reverse). 95% CI: paired score "
-             "interval (Tango); p: exact McNemar on the discordant requests.", wrap=["slice"])]
+        note="Paired on the same requests, over every seed of each (the request is the cluster). w/b: requests "
+             "worse / better (right on fewer / more of their seeds in run B than in run A). 95% CI: paired score "
+             "interval (Tango, design-effect adjusted); p: the score test that CI inverts (p < 0.05 exactly when "
+             "it excludes 0).", wrap=["slice"])]
     traffic = {c.tool: c.raw_weight for c in result.weighted.contributions} if result.weighted else {}
     for slice_ in result.slices:
         rows = [[tool, pct(traffic.get(tool)) if traffic.get(tool) is not None else "—", f"{c.n_requests:,}"]

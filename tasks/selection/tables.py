@@ -2,8 +2,9 @@
 
 Order: the verdict first (rendered from ``Report.verdict``), then the tables that explain it. Every
 proportion carries its 95% interval; small denominators show the fraction; every aggregate shows its
-seed figures and spread; changes are paired on the same requests, with discordant counts and an exact
-McNemar p-value, and are read against the seed noise floor. Tables are laid out to fit 100 columns.
+seed figures and spread; changes are paired on the same requests, with the requests that moved each way,
+the interval over every seed of every request and the p-value of the score test that interval inverts: a
+reading follows from the interval printed beside it. Tables are laid out to fit 100 columns.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tasks.report.format import (
     fraction_if_small,
     span,
 )
-from tasks.stats.mcnemar_power import detectable_drop
+from tasks.stats.change_power import planned_drop
 from tasks.report.render import figure_html
 from tasks.report.report_types import Chart, Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
@@ -151,9 +152,9 @@ def drops_table(figures: RunFigures) -> ReportTable | None:
                points(c.paired.change.estimate), change_span(c.paired.change), f"{c.paired.worse} / {c.paired.better}",
                p_value(c.paired.p_value), f"{100 * c.noise_floor:.1f}"] for c in drops],
         key="drops", summary_only=True,
-        note="Every significant paired drop, also one no larger than the seed spread (the arms ran the same seeds: "
-             "a seed's offset cancels in the pairing); seed spread = the larger of the two arms' max − min over "
-             "seeds, shown beside it.")
+        note="Every paired drop whose 95% CI excludes 0 (p < 0.05 is the same test); the CI is taken over every "
+             "seed of every request, so a drop no larger than the seed spread is still a drop when the CI says so. "
+             "seed spread = the larger of the two arms' max − min over seeds, shown beside it, judging nothing.")
 
 
 def slice_table(figures: RunFigures) -> ReportTable:
@@ -180,18 +181,15 @@ RESOLUTION_POWER = 0.8
 
 
 def reading(change: Change) -> str:
-    """How to read a change. The paired test comes first: a significant change (exact McNemar p < 0.05 on
-    the requests and a 95% interval that excludes 0) is a drop or a gain whatever the seed spread, since
-    the arms ran the same seeds and a seed's offset cancels in the pairing; when it is also no larger than
-    the seed spread it says so in brackets ("▼ drop (inside seed spread)"). A change the test cannot tell
-    from chance is "within noise" when no larger than the seed spread, else "could be chance"."""
+    """How to read a change: exactly what the 95% interval printed beside it says. It excludes 0: "▼ drop" or
+    "▲ gain"; it holds 0: "could be chance"; nothing moved: "no request changed". The interval is taken over
+    every seed of every request (the request is the cluster), so the seed spread needs no second test."""
     estimate = change.paired.change.estimate
     if change.paired.discordant == 0 and abs(estimate) < 1e-12:
         return "no request changed"
     if change.significant:
-        word = "▼ drop" if estimate < 0 else "▲ gain"
-        return f"{word} (inside seed spread)" if change.inside_noise else word
-    return "within noise" if change.inside_noise else "could be chance"
+        return "▼ drop" if estimate < 0 else "▲ gain"
+    return "could be chance"
 
 
 def slice_changes_table(figures: RunFigures) -> ReportTable:
@@ -208,13 +206,12 @@ def slice_changes_table(figures: RunFigures) -> ReportTable:
                      p_value(p.p_value), reading(c)])
     return ReportTable(
         title="Rung-to-rung changes by slice, paired on the same requests",
-        columns=["comparison", "slice", "Δ pts", "95% CI", "worse/better", "McNemar p", "reading"],
+        columns=["comparison", "slice", "Δ pts", "95% CI", "worse/better", "p", "reading"],
         rows=rows, sections=sections, key="slice-changes", summary=True, wrap=["comparison"],
-        note="worse / better = requests right before and wrong after / the reverse (majority of seeds); exact "
-             "McNemar on those; CI: paired score interval over requests (Tango's), reaching 0 whenever the exact "
-             "test cannot reject. ▼ / ▲ = p < 0.05 and the CI excludes 0, whatever the seed spread (the arms ran "
-             "the same seeds: a seed's offset cancels in the pairing), with '(inside seed spread)' when no larger "
-             "than it; otherwise within noise = no larger than the seed spread, could be chance = larger.",
+        note="worse / better = requests right on fewer / more of their seeds after than before; CI: paired score "
+             "interval over every seed of every request (Tango's, on counts adjusted by the design effect: the "
+             "request is the cluster); p: the score test that CI inverts, at 0. ▼ / ▲ = the CI excludes 0 (the "
+             "same as p < 0.05); could be chance = it holds 0.",
     )
 
 
@@ -591,7 +588,7 @@ def failures_table(figures: RunFigures) -> ReportTable:
 def observed_churn(worse: int, better: int, n_requests: int) -> float:
     """The share of requests seen changing *both* ways in a comparison: min(worse, better) / requests.
 
-    The power of exact McNemar depends on the discordance, so the smallest detectable drop needs the rate
+    The power of the paired test depends on the discordance, so the smallest detectable drop needs the rate
     at which requests change in the direction opposite to the drop while the drop happens. A comparison's
     discordant requests split into a net movement ``|better - worse|`` (its own change: a gain that went one
     way is not evidence that requests also fall back) and a symmetric part ``min(worse, better)`` that went
@@ -602,14 +599,15 @@ def observed_churn(worse: int, better: int, n_requests: int) -> float:
 
 def resolution_table(figures: RunFigures) -> ReportTable:
     """What this task set can resolve at the last rung, per slice: the interval itself and the smallest
-    drop the report's own test (exact McNemar on paired requests) detects with 80% power."""
+    drop the report's own reading (the paired change interval excludes 0) detects with 80% power."""
     rows = []
     last_rung = max((x.rung for x in figures.slices), default=0)
     for level in sorted((x for x in figures.slices if x.rung == last_rung), key=lambda x: x.slice):
         into = [c for c in figures.slice_changes if c.arm == level.arm and c.slice == level.slice]
         seen = into[-1].paired if into else None
         churn = observed_churn(seen.worse, seen.better, seen.n_requests) if seen else 0.0
-        found = detectable_drop(level.accuracy, level.n_requests, RESOLUTION_POWER, SIGNIFICANCE, churn)
+        found = planned_drop(level.accuracy, level.n_requests, power=RESOLUTION_POWER, alpha=SIGNIFICANCE,
+                             churn=churn)
         drop = ("none detectable" if found.drop is None else
                 f"{100 * found.drop:.1f} ({found.drop * level.n_requests:.1f} req)")
         source = (f"{100 * found.churn:.1f}% ({seen.worse} worse / {seen.better} better, "
@@ -622,11 +620,11 @@ def resolution_table(figures: RunFigures) -> ReportTable:
         columns=["slice", "requests", "95% CI", "± pts", "smallest detectable drop, pts", "churn",
                  "pts per request"],
         rows=rows, key="resolution", wrap=["smallest detectable drop, pts", "pts per request", "churn"],
-        note=f"Smallest detectable drop: {100 * RESOLUTION_POWER:.0f}% power of the exact McNemar test the report "
-             f"runs (two-sided {100 * SIGNIFICANCE:.0f}%) on these paired requests, on top of churn: the share of "
+        note=f"Smallest detectable drop: {100 * RESOLUTION_POWER:.0f}% power of the report's reading (the paired "
+             f"95% CI excludes 0) on these paired requests, for seeds that agree, on top of churn: the share of "
              "requests seen changing both ways in the comparison into this rung, min(worse, better) / requests "
              "(that many assumed to turn wrong → right while as many more turn right → wrong beside the drop). A "
              "one-way change is that comparison's own movement, not churn; 0% churn = every changed request got "
-             "worse, the easiest drop to see. Seeds do not add requests to the test. `tooleval plan` sizes a set "
-             "for a target width or drop.",
+             "worse, the easiest drop to see. Where the seeds disagree the drop is larger: `tooleval plan --seeds S "
+             "--icc R` gives it, and sizes a set for a target width or drop.",
     )

@@ -13,6 +13,11 @@ must carry both the choice of requests and the seeds' noise. Scenarios:
 - ``shift``: every request loses the same fraction of its accuracy (seeds vary, so changes go both ways);
 - ``none``: nothing changes (seeds vary).
 
+With ``paired_seeds`` the two arms' seeds are paired the way a position-sensitive model's are: seed s offers
+the tools in the same recorded order in both arms, so its luck (one uniform draw per request and seed, shared
+with the request's other seeds with probability ``seed_correlation``) is the same in both arms, and a seed
+that was right before stays right unless the change takes it. Without it the arms' seeds are independent.
+
 Used by ``tests/stats/test_stats_coverage.py`` (a small grid, fixed seed) and
 ``benchmarks/interval_coverage.py`` (the full grid, the table in docs/numbers-coverage.md). numpy only; nothing here
 runs in the report.
@@ -52,6 +57,16 @@ def _verdicts(rng: np.random.Generator, p: np.ndarray, seeds: int, correlation: 
     return np.where(copy, shared[..., None], own).sum(axis=-1).astype(float)
 
 
+def _paired_verdicts(rng: np.random.Generator, before: np.ndarray, after: np.ndarray, seeds: int,
+                     correlation: float) -> tuple[np.ndarray, np.ndarray]:
+    """Correct seeds per request in two arms whose seeds share their luck (see ``paired_seeds``)."""
+    shared = rng.random(before.shape)[..., None]
+    own = rng.random(before.shape + (seeds,))
+    luck = np.where(rng.random(before.shape + (seeds,)) < correlation, shared, own)
+    return ((luck < before[..., None]).sum(axis=-1).astype(float),
+            (luck < after[..., None]).sum(axis=-1).astype(float))
+
+
 def _accuracies(rng: np.random.Generator, n: int, accuracy: float, deterministic: bool) -> np.ndarray:
     if deterministic:
         return (rng.random(n) < accuracy).astype(float)
@@ -73,6 +88,8 @@ class PairedScenario:
     """two-way: share of requests going wrong -> right (as many more go right -> wrong)."""
     band: float = BAND
     """Each data set's true drop is drawn uniformly within +-band x drop (see BAND)."""
+    paired_seeds: bool = False
+    """The arms' seeds share their luck, as a position-sensitive model's do (see the module notes)."""
 
     @property
     def deterministic(self) -> bool:
@@ -80,6 +97,8 @@ class PairedScenario:
 
     def label(self) -> str:
         seeds = "deterministic" if self.deterministic else f"seeds vary (corr {self.seed_correlation:g})"
+        if self.paired_seeds and not self.deterministic:
+            seeds += ", seeds paired"
         return f"{self.kind}, {seeds}, change {-100 * self.drop:+g} pts"
 
     def draw_probabilities(self, rng: np.random.Generator, drop: float) -> tuple[np.ndarray, np.ndarray]:
@@ -105,6 +124,9 @@ class PairedScenario:
         before, after = self.draw_probabilities(rng, drop)
         m = np.full(self.n, float(self.seeds))
         correlation = 1.0 if self.deterministic else self.seed_correlation
+        if self.paired_seeds and not self.deterministic:
+            ka, kb = _paired_verdicts(rng, before, after, self.seeds, correlation)
+            return (ka, m), (kb, m), -drop
         return ((_verdicts(rng, before, self.seeds, correlation), m),
                 (_verdicts(rng, after, self.seeds, correlation), m), -drop)
 
@@ -212,6 +234,8 @@ class Coverage:
     replicates: int
     covered: int
     widths: list[float] = field(default_factory=list)
+    disagreed: int = 0
+    """Data sets whose reading (or p-value) said otherwise than their interval (must be 0)."""
 
     @property
     def rate(self) -> float:
@@ -240,6 +264,9 @@ def simulate(draw: Callable[[np.random.Generator], tuple], interval: Callable[..
             value = interval(*data)
             if k is not None:
                 cache[k] = value
+        if isinstance(value, tuple):  # (interval, whether its reading disagreed with it)
+            value, disagreed = value
+            result.disagreed += bool(disagreed)
         result.covered += bool(value.low - 1e-12 <= truth <= value.high + 1e-12)
         result.widths.append(value.high - value.low)
     return result
@@ -261,9 +288,11 @@ def cells(values: Sequence[Coverage]) -> list[tuple[str, str, int, float, float]
 # The report's intervals, as the simulation calls them ------------------------------------------------
 
 
-def reported_change(before: Arms, after: Arms) -> Interval:
-    """The paired change interval the report prints (reaching 0 when exact McNemar cannot reject)."""
-    return paired_comparison(before[0], before[1], after[0], after[1]).change
+def reported_change(before: Arms, after: Arms) -> tuple[Interval, bool]:
+    """The paired change interval the report prints, and whether the p-value printed beside it disagrees
+    with it (p < 0.05 while the interval holds 0, or the reverse)."""
+    paired = paired_comparison(before[0], before[1], after[0], after[1])
+    return paired.change, (paired.p_value < 0.05) == paired.change.contains(0.0)
 
 
 def weighted_change_interval(weighted: bool) -> Callable[..., Interval]:

@@ -11,16 +11,23 @@ with ``q(d)`` the constrained maximum-likelihood share of right -> wrong request
 not collapse when every changed request moved the same way, nor when none moved (0 of 24 changed still
 leaves about +-14 points).
 
-**Requests with several seeds.** A request's accuracy in an arm is a fraction (2 of 3 seeds right), so a
-request's change ``d_i`` lies in -1..1 rather than being -1, 0 or +1. The counts become masses (``plus`` =
-sum of the positive ``d_i``, ``minus`` = of the negative ones), and, since a request that changed by a
-third varies less than one that flipped, they are scaled by ``f``, the ratio of the trinomial variance
-``mean|d| - mean(d)^2`` to the observed between-request variance of ``d`` (1 when every request moved
-all-or-nothing; at most the number of seeds, which would make the rows independent pairs). The same
-construction serves any per-request contrast bounded by 1 in absolute value (an interaction gap is
-scaled by 1/2 first).
+**Requests with several seeds: the design effect.** The request is the cluster and its seeds are repeated
+measurements of it (never votes). A request's accuracy in an arm is a fraction (2 of 3 seeds right), so its
+change ``d_i`` lies in -1..1 rather than being -1, 0 or +1. The counts become masses (``plus`` = sum of the
+positive ``d_i``, ``minus`` = of the negative ones), and the score interval is taken on the counts divided by
+the design effect, as Rao & Scott (1992, "A simple method for the analysis of clustered binary data",
+Biometrics 48: 577-585) do for any method built for independent trials: ``f = 1 / deff`` is the ratio of the
+variance the counts would have as independent +-1 changes (the trinomial ``mean|d| - mean(d)^2``) to the
+variance observed between requests (the clustered, sandwich variance of the mean). f is 1 when every request
+moved all-or-nothing (a deterministic router: Tango's interval on the requests) and at most the number of
+seeds (the rows as independent pairs, seeds that disagree as often as chance makes them). The same f gives
+the interval and its p-value (``paired_score_test``): the test the interval inverts, so the two never
+disagree. Measured coverage, at seed correlations 0, 0.5 and 1 with the seeds of the two arms paired or not:
+docs/numbers-coverage.md (``benchmarks/interval_coverage.py``). The same construction serves any per-request
+contrast bounded by 1 in absolute value (an interaction gap is scaled by 1/2 first).
 
-``paired_score_interval`` returns the interval for a mean of per-request contrasts; the callers
+``paired_score_interval`` returns the interval for a mean of per-request contrasts, ``paired_score_test`` the
+interval with the two-sided p-value of the same score test at 0; the callers
 (``tasks/stats/paired.py``, ``interaction.py``, the report's position contrast) build the contrasts.
 """
 
@@ -29,7 +36,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
-from tasks.stats.distributions import two_sided_quantile
+from tasks.stats.distributions import normal_cdf, two_sided_quantile
 from tasks.stats.estimate import CONFIDENCE, Interval
 
 _TOLERANCE = 5e-14
@@ -113,13 +120,28 @@ def _decreasing_root(g: Callable[[float], float], low: float, high: float) -> fl
 
 
 def effective_scale(mean_abs: float, mean: float, variance: float, cap: float) -> float:
-    """f: how many independent +-1 changes one request's fractional change is worth (1 .. cap)."""
+    """f = 1 / design effect: how many independent +-1 changes one request's fractional change is worth
+    (1 .. cap); see the module notes."""
     trinomial = mean_abs - mean * mean
     if trinomial <= 1e-15:
         return 1.0
     if variance <= 1e-15:
         return max(1.0, cap)
     return min(max(1.0, cap), max(1.0, trinomial / variance))
+
+
+def _scaled_counts(d: list[float], residuals: Sequence[float] | None, rows_per_request: float,
+                   scale: float | None) -> tuple[float, float, float, float]:
+    """(f plus, f minus, f n, f) of per-request contrasts ``d`` (see the module notes)."""
+    n = len(d)
+    mean = sum(d) / n
+    if residuals is None:
+        residuals = [x - mean for x in d]
+    variance = sum(float(e) * float(e) for e in residuals) / max(1, n - 1)
+    plus = sum(x for x in d if x > 0)
+    minus = -sum(x for x in d if x < 0)
+    f = effective_scale((plus + minus) / n, mean, variance, rows_per_request) if scale is None else scale
+    return f * plus, f * minus, f * n, f
 
 
 def paired_score_interval(contrasts: Sequence[float], residuals: Sequence[float] | None = None,
@@ -131,16 +153,23 @@ def paired_score_interval(contrasts: Sequence[float], residuals: Sequence[float]
     (for a ratio of sums, the linearised residuals; by default ``d_i - mean``). ``rows_per_request`` caps
     the scale f (seeds per request); ``scale`` sets f instead (``weighted.py``). See the module notes.
     """
+    interval, _ = paired_score_test(contrasts, residuals, rows_per_request, confidence, method, scale)
+    return interval
+
+
+def paired_score_test(contrasts: Sequence[float], residuals: Sequence[float] | None = None,
+                      rows_per_request: float = 1.0, confidence: float = CONFIDENCE,
+                      method: str = "paired score (Tango)", scale: float | None = None) -> tuple[Interval, float]:
+    """The interval of ``paired_score_interval`` and the two-sided p-value of the score test it inverts, at a
+    change of 0 (same scale, same continuity correction): p < 1 - confidence exactly when the interval
+    excludes 0. p is 1 for no contrasts."""
     d = [float(x) for x in contrasts]
     n = len(d)
     if n == 0:
-        return Interval(float("nan"), float("nan"), float("nan"), method)
+        return Interval(float("nan"), float("nan"), float("nan"), method), 1.0
     mean = sum(d) / n
-    if residuals is None:
-        residuals = [x - mean for x in d]
-    variance = sum(float(e) * float(e) for e in residuals) / max(1, n - 1)
-    plus = sum(x for x in d if x > 0)
-    minus = -sum(x for x in d if x < 0)
-    f = effective_scale((plus + minus) / n, mean, variance, rows_per_request) if scale is None else scale
-    low, high = tango_interval(f * plus, f * minus, f * n, confidence)
-    return Interval(mean, min(low, mean), max(high, mean), method, n_effective=f * n)
+    plus, minus, total, f = _scaled_counts(d, residuals, rows_per_request, scale)
+    low, high = tango_interval(plus, minus, total, confidence)
+    z0 = tango_score(plus, minus, total, 0.0, CORRECTION)
+    p = min(1.0, 2 * (1 - normal_cdf(abs(z0))))
+    return Interval(mean, min(low, mean), max(high, mean), method, n_effective=total), p

@@ -1,6 +1,6 @@
 """A task run's figures, read from the views (warehouse/views/task_*.sql), with the statistics that have no
-closed form in SQL computed by tasks/stats: paired comparisons on discordant tasks (exact McNemar, and a paired
-score interval of the change over tasks: Tango's) and the 2x2 interaction table (additive prediction vs measured,
+closed form in SQL computed by tasks/stats: paired comparisons on the same tasks (a paired score interval of the
+change over every seed of every task, Tango's on design-effect-adjusted counts, and the test it inverts) and the 2x2 interaction table (additive prediction vs measured,
 the gap's interval from the same Tango score interval on half the gap)."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ reads per run or per call; hand-offs; and each tool's invalid rate (never the ag
 with enough calls over one pass of the task set (calls / seeds, never seed replicas).
 
 The other gates are already free of seed replicas: success intervals cluster seeds within a task (identical
-seeds count once), comparisons are paired on tasks by majority of seeds, and the counters are ratios, which
+seeds count once), comparisons are paired on tasks over every seed of each, and the counters are ratios, which
 identical seeds leave as they are.
 
 An arm is NOT JUDGED, by name, in every gate that applies to it when most of its task runs could not be carried
@@ -169,7 +169,8 @@ def _irreversible(gate: IrreversibleGate, figures: SurfaceFigures) -> GateResult
 def _upstream(gate: UpstreamReadsGate, figures: SurfaceFigures) -> GateResult:
     unwanted = gate.reads == "unwanted"
     key = f"upstream_reads{'_unwanted' if unwanted else ''}_per_{gate.per}"
-    what = f"{'unwanted ' if unwanted else ''}upstream reads per {gate.per}"
+    per = "executed call" if gate.per == "call" else gate.per  # the figure divides by executed calls
+    what = f"{'unwanted ' if unwanted else ''}upstream reads per {per}"
     result = _counter_gate(gate, figures, lambda r: r[key], what, gate.max, ratio=gate.max_ratio,
                            undefined=lambda r: f"no call was executed in its {r['attempted']:,} runs")
     return result.model_copy(update={"statement": f"{what} stay within the limits"})

@@ -89,10 +89,11 @@ def comparison_table(figures: SurfaceFigures) -> ReportTable:
                      f"{points(p.change.estimate) or '0.0'} ({change_span(p.change)})",
                      f"{p.worse} / {p.better} of {p.n_requests}", p_value(p.p_value)])
     return ReportTable(
-        "Paired comparisons on the same tasks (only discordant tasks carry the test)",
-        ["comparison", "changed", "slice", "from -> to", "change (95% CI)", "worse / better", "McNemar p"], rows,
-        note="A task counts as done in an arm when it succeeded under most of its seeds; worse = done before and "
-             "not after. A comparison that changes only the version calibrates the new version (a change of "
+        "Paired comparisons on the same tasks (over every seed of each task)",
+        ["comparison", "changed", "slice", "from -> to", "change (95% CI)", "worse / better", "p"], rows,
+        note="worse / better = tasks that succeeded under fewer / more of their seeds after than before; CI: paired "
+             "score interval over every seed of every task (the task is the cluster); p: the score test that CI "
+             "inverts (below 0.05 exactly when the CI excludes 0). A comparison that changes only the version calibrates the new version (a change of "
              "instrument, not of the agent).", key="comparisons", summary=True)
 
 

@@ -48,7 +48,7 @@ def test_a_50_point_drop_of_a_busy_tool_fails_with_its_evidence():
     assert verdict.status == "FAIL" and gate.status == "FAIL" and verdict_exit_code(verdict) == EXIT_GATE_FAILED
     (line,) = gate.evidence
     assert "gift_cards" in line and "31.0% of traffic" in line and "-50.0 pts" in line
-    assert "6 requests worse, 0 better of 12" in line and "McNemar p=0.03" in line and "95% CI" in line
+    assert "6 requests worse, 0 better of 12" in line and "score test p=0.019" in line and "95% CI" in line
 
 
 def test_a_small_tool_below_the_volume_share_is_not_held_to_the_margin():

@@ -94,10 +94,13 @@ def test_small_denominators_show_the_fraction_and_every_proportion_its_interval(
 def test_paired_changes_show_discordant_counts_and_the_test(report):
     changes = next(t for t in report.tables if t.key == "tool-changes-base-18-disputes-22-existing")
     gift = next(r for r in changes.rows if r[0] == "gift_cards")
-    assert gift[3] == "-41.7" and gift[5] == "6 / 0" and gift[6] == "0.031" and gift[7] == "▼ drop"
-    # disputes-22 -> subscriptions-26: the seeds disagree, the change is read against the noise floor
+    # p: the score test the interval inverts (below 0.05 exactly when the CI beside it excludes 0)
+    assert gift[3] == "-41.7" and gift[5] == "6 / 0" and float(gift[6]) < 0.05 and gift[7] == "▼ drop"
+    assert gift[4].split(" to ")[1].startswith("-")  # the CI's upper end is below 0
+    # disputes-22 -> subscriptions-26: read from the interval beside it, whatever the seeds' spread
     later = next(t for t in report.tables if t.key == "tool-changes-disputes-22-subscriptions-26-existing")
-    assert next(r for r in later.rows if r[0] == "gift_cards")[7] in ("within noise", "could be chance")
+    row = next(r for r in later.rows if r[0] == "gift_cards")
+    assert row[7] == ("could be chance" if float(row[6].lstrip("<")) >= 0.05 else ("▼ drop" if "-" in row[3] else "▲ gain"))
 
 
 class _Collector(HTMLParser):

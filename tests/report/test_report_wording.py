@@ -135,12 +135,12 @@ def test_the_req_column_shows_the_requests_of_each_rung(report):
     assert next(r for r in existing if r[0] == "gift_cards")[2] == "12"
 
 
-def test_the_resolution_table_prints_the_interval_and_the_mcnemar_detectable_drop(report):
+def test_the_resolution_table_prints_the_interval_and_the_drop_its_reading_detects(report):
     resolution = table(report, "resolution")
     existing = next(r for r in resolution.rows if r[0] == "existing")
     level = report.figures.level("subscriptions-26", "existing")
     assert existing[2] == f"{100 * level.ci_low:.1f}–{100 * level.ci_high:.1f}"
     assert existing[4].endswith("req)") or existing[4] == "none detectable"
-    assert "exact McNemar" in resolution.note and "worse /" in existing[5] and "min(worse, better)" in resolution.note
+    assert "95% CI excludes 0" in resolution.note and "worse /" in existing[5] and "min(worse, better)" in resolution.note
     new_tools = next(r for r in resolution.rows if r[0] == "new_tools")
     assert new_tools[4] == "none detectable" or float(new_tools[4].split()[0]) > 20  # 10 requests: only a collapse

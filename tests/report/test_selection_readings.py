@@ -1,4 +1,4 @@
-"""Issue 23's selection readings on given rows: a significant paired change is never labelled noise, churn
+"""Selection readings on given rows: a reading is what the interval beside it says (never the seed spread), churn
 in the resolution table comes from both directions, the router threshold is read three ways from its
 interval, and the words for traffic shares and pooled slices."""
 
@@ -39,49 +39,51 @@ def test_a_significant_paired_drop_inside_the_seed_spread_is_a_drop_not_noise():
     assert (p.worse, p.better, p.n_requests) == (8, 0, 200)
     assert round(100 * p.change.estimate, 1) == -4.0
     assert (round(100 * p.change.low, 1), round(100 * p.change.high, 1)) == (-7.9, -1.8)
-    assert round(p.p_value, 4) == 0.0078
-    assert round(100 * change.noise_floor, 1) == 6.0 and change.inside_noise  # the seed floor is larger...
-    assert change.significant  # ...and the paired test still rejects: the seed offset cancels in the pairing
-    assert reading(change) == "▼ drop (inside seed spread)"
+    assert round(p.p_value, 4) == 0.0061  # the score test the interval inverts
+    assert round(100 * change.noise_floor, 1) == 6.0  # the seed spread is larger than the change...
+    assert change.significant  # ...and the interval, over every seed of every request, excludes 0
+    assert reading(change) == "▼ drop"
 
     report = build_report_from(figures)
     (row,) = table(report, "tool-changes-base-cand-existing").rows
-    assert row[-1] == "▼ drop (inside seed spread)"
+    assert row[-1] == "▼ drop"
     drops = drops_table(figures)
     assert drops is not None and [r[2] for r in drops.rows] == ["refund_order"]
     assert drops.columns[-1] == "seed spread" and drops.rows[0][-1] == "6.0"
     (slice_row,) = table(report, "slice-changes").rows
-    assert slice_row[-1] == "▼ drop (inside seed spread)"
+    assert slice_row[-1] == "▼ drop"
 
 
-def test_the_gate_evidence_states_the_seed_spread_beside_the_significant_test():
+def test_the_gate_evidence_states_the_seed_spread_beside_the_interval_and_its_test():
     figures = load_figures(noise_case_run().finish(), "run1")
     gate = judge(figures, SelectionCriteria.model_validate({"name": "t", "gates": [
         {"name": "hold", "kind": "tool_drop", "min_volume_share": 0.03, "max_drop_points": 3}]})).gates[0]
     assert gate.status == "FAIL"
-    assert "no larger than the seed spread (6.0 pts), significant paired on the same seeds" in gate.evidence[0]
+    assert "(95% CI -7.9 to -1.8)" in gate.evidence[0]
+    assert "score test p=0.006; seed spread 6.0 pts" in gate.evidence[0]
 
 
-def test_a_change_the_test_cannot_tell_from_chance_stays_within_noise():
+def test_a_change_whose_interval_holds_zero_could_be_chance():
     run = KnownRun(arms=["base", "cand"], comparisons=[("base", "cand")], seeds=3)
     for arm, rung, turning in (("base", 1, 3), ("cand", 2, 0)):  # 3 worse / 0 better: p = 0.25
         run.add(tool_rows("refund_order", 200, [turning] * 3 + [1] * 12 + [3] * 105 + [0] * 80, seeds=3,
                           arm=arm, rung=rung))
     figures = load_figures(run.finish(), "run1")
     change = next(c for c in figures.tool_changes if c.tool == "refund_order")
-    assert not change.significant and change.inside_noise
-    assert reading(change) == "within noise"
+    assert not change.significant and change.paired.change.low < 0 < change.paired.change.high
+    assert change.paired.p_value >= 0.05
+    assert reading(change) == "could be chance"
     assert drops_table(figures) is None
 
 
 def test_a_one_way_gain_is_not_churn_in_the_resolution_table():
     """new_tools at the last rung: 140 requests, 89 right (63.6%); 33 turned wrong -> right from the rung
-    before and none right -> wrong. Read as churn that gain gave a smallest detectable drop of 19.8 points;
-    with the churn seen both ways (0) it is 5.6."""
-    from tasks.stats.mcnemar_power import detectable_drop
+    before and none right -> wrong. Read as churn that gain gave a smallest detectable drop of 19.2 points;
+    with the churn seen both ways (0) it is 4.8."""
     from tasks.selection.tables import observed_churn
+    from tasks.stats.change_power import planned_drop
 
-    assert round(100 * detectable_drop(89 / 140, 140, 0.8, 0.05, 33 / 140).drop, 1) == 19.8  # the old reading
+    assert round(100 * planned_drop(89 / 140, 140, churn=33 / 140).drop, 1) == 19.2  # the old reading
     run = KnownRun(arms=["before", "after"], comparisons=[("before", "after")])
     run.add(tool_rows("gift_card", 140, [1] * 56 + [0] * 33 + [0] * 51, arm="before", rung=1, slice_="new_tools"))
     run.add(tool_rows("gift_card", 140, [1] * 56 + [1] * 33 + [0] * 51, arm="after", rung=2, slice_="new_tools"))
@@ -90,11 +92,11 @@ def test_a_one_way_gain_is_not_churn_in_the_resolution_table():
     assert (change.paired.worse, change.paired.better) == (0, 33)
     (row,) = table(build_report_from(figures), "resolution").rows
     assert row[:2] == ["new_tools", "140"]
-    assert row[4].startswith("5.6 (")
+    assert row[4].startswith("4.8 (")
     assert row[5] == "0.0% (0 worse / 33 better, before → after)"
     # churn both ways counts: 5 worse and 12 better of 140 is 5 of 140 going each way on top of a net gain
     assert observed_churn(5, 12, 140) == 5 / 140 and observed_churn(12, 5, 140) == 5 / 140
-    assert detectable_drop(89 / 140, 140, 0.8, 0.05, 5 / 140).drop > detectable_drop(89 / 140, 140).drop
+    assert planned_drop(89 / 140, 140, churn=5 / 140).drop > planned_drop(89 / 140, 140).drop
 
 
 def test_a_calibrated_router_whose_confirm_interval_straddles_the_target_reads_inconclusive():

@@ -129,7 +129,7 @@ def test_upstream_reads_per_run_and_per_call_are_gateable(counters):
                                      "max": 1.5, "arms": "all"}), JUDGES)
     assert per_run.status == "FAIL" and "1.50 -> 4.00 (x2.67, allowed x2)" in per_run.gates[0].evidence[0]
     assert per_call.status == "FAIL" and per_call.gates[0].n_failed == 1
-    assert "C: upstream reads per call 2.00 vs cap 1.5" in per_call.gates[0].evidence
+    assert "C: upstream reads per executed call 2.00 vs cap 1.5" in per_call.gates[0].evidence
     handoff = judge(figures, gates({"name": "h", "kind": "handoff_rate", "max_rate": 0.1}), JUDGES)
     assert handoff.status == "FAIL" and handoff.gates[0].evidence == [
         "C: runs handed to a human 15.0% (30 of 200 runs) vs cap 10.0%"]  # a percentage, and what it divides

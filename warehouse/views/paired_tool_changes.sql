@@ -1,8 +1,9 @@
 -- paired_tool_changes: one row per (run, comparison, slice, tool) where tool is the label a request
 -- carries in both arms (label-stable requests only: a request relabelled between arms compares nothing).
--- Requests, rows and accuracy on each side, the change in points as a fraction, and the discordant
--- requests (worse: right -> wrong, better: wrong -> right, by majority of seeds) an exact McNemar test
--- reads. The change's interval and the test's p-value are computed in tasks/stats/paired.py.
+-- Requests, rows and accuracy on each side, the change in points as a fraction, and the requests that
+-- carry it (worse: right on a smaller share of their seeds after, better: on a larger share). The change's
+-- interval and its p-value (one score test over every seed of every request) are computed in
+-- tasks/stats/paired.py.
 
 -- The pairs of paired_requests (label-stable ones), joined here from per-request outcomes grouped from the
 -- rows: paired_requests sorts its output, which this grouping does not need.
@@ -11,8 +12,7 @@ with outcomes as (
            min(slice) as slice,
            min(expected) as expected,
            count(*) as trials,
-           count(*) filter (where correct) as correct,
-           majority_right(count(*) filter (where correct), count(*)) as majority_right
+           count(*) filter (where correct) as correct
     from selection_rows
     group by run_id, arm, request_id
 ),
@@ -20,8 +20,8 @@ label_stable_pairs as (
     select c.run_id, c.baseline, c.arm, b.slice, b.expected as tool,
            b.trials as trials_baseline, b.correct as correct_baseline,
            a.trials as trials_arm, a.correct as correct_arm,
-           b.majority_right and not a.majority_right as worse,
-           a.majority_right and not b.majority_right as better
+           share_fell(b.correct, b.trials, a.correct, a.trials) as worse,
+           share_fell(a.correct, a.trials, b.correct, b.trials) as better
     from comparisons c
     join outcomes b on b.run_id = c.run_id and b.arm = c.baseline
     join outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id

@@ -5,8 +5,8 @@
 -- the same recorded tool order for the same tools), each side counts only those seeds (paired_on =
 -- 'request and seed'); with no seed in common, every seed of each side (paired_on = 'request').
 -- Each side's trials and correct seeds, its majority verdict and its label; label_stable says the request
--- expects the same tool on both sides (per-tool changes use only those). worse = right (by majority) in
--- run_a and wrong in run_b; better = the reverse.
+-- expects the same tool on both sides (per-tool changes use only those). worse = right on a smaller share
+-- of its seeds in run_b than in run_a; better = the reverse (majority_* = right by majority, descriptive).
 -- differs_in: the respects in which the two arms differ ('catalogue', 'prompt', 'model' = the pinned id,
 -- 'served_model' = the ids the provider served, 'selector', 'version'), with each side's id beside it;
 -- `tooleval compare` refuses a pair that differs in more than the one respect it is told to expect.
@@ -63,8 +63,8 @@ select p.run_a, p.arm_a, p.run_b, p.arm_b, a.request_id, a.slice,
        a.trials as trials_a, a.correct as correct_a, b.trials as trials_b, b.correct as correct_b,
        majority_right(a.correct, a.trials) as majority_a,
        majority_right(b.correct, b.trials) as majority_b,
-       majority_right(a.correct, a.trials) and not majority_right(b.correct, b.trials) as worse,
-       majority_right(b.correct, b.trials) and not majority_right(a.correct, a.trials) as better,
+       share_fell(a.correct, a.trials, b.correct, b.trials) as worse,
+       share_fell(b.correct, b.trials, a.correct, a.trials) as better,
        list_filter([
            case when p.catalogue_hash_a is distinct from p.catalogue_hash_b then 'catalogue' end,
            case when p.prompt_hash_a is distinct from p.prompt_hash_b then 'prompt' end,

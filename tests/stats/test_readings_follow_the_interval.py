@@ -1,0 +1,74 @@
+"""Every reading of a paired change is what the interval printed beside it says (issue 42): the interval uses
+every seed of every request, and the p-value beside it is the score test that interval inverts, so the two
+never disagree, and no second test (a majority vote of seeds, the seed spread) can overrule them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tasks.report.format import p_value
+from tasks.report.version_calibration import _paired_reading
+from tasks.selection.figures import Change
+from tasks.selection.tables import reading
+from tasks.stats.coverage import PairedScenario
+from tasks.stats.paired import paired_comparison
+
+
+def _change(paired, spread: float = 0.0) -> Change:
+    return Change("base", "arm", "existing", None, paired, spread, spread)
+
+
+def test_nine_requests_worse_none_better_reads_as_a_drop_even_inside_the_seed_spread():
+    # 60 requests x 3 seeds; 9 requests lose one of their three right seeds, none gains: no request changes
+    # its majority verdict, so the retired majority-vote test saw nothing (p = 1) and widened the interval to 0
+    n = 60
+    paired = paired_comparison([3] * n, [3] * n, [2] * 9 + [3] * (n - 9), [3] * n)
+    assert (paired.worse, paired.better) == (9, 0)
+    assert paired.change.high < 0
+    assert paired.p_value < 0.01
+    # a seed spread of 6.7 points (larger than the 5-point change) does not turn it into "within noise"
+    assert reading(_change(paired, spread=0.067)) == "▼ drop"
+    assert _paired_reading(paired) == "▼ on shared"
+
+
+def test_a_change_whose_interval_holds_zero_could_be_chance_whatever_the_seeds_say():
+    paired = paired_comparison([1] * 24, [1] * 24, [0] * 4 + [1] * 20, [1] * 24)
+    assert paired.change.low < 0 < paired.change.high
+    assert paired.p_value >= 0.05
+    assert reading(_change(paired)) == "could be chance"
+    assert _paired_reading(paired) == "no change shown"
+
+
+def test_nothing_moved_reads_as_no_request_changed():
+    paired = paired_comparison([2] * 10, [3] * 10, [2] * 10, [3] * 10)
+    assert paired.p_value == 1.0
+    assert reading(_change(paired)) == "no request changed"
+
+
+@pytest.mark.parametrize("correlation,paired_seeds", [(0.0, False), (0.0, True), (0.5, False), (0.5, True),
+                                                      (1.0, False)])
+@pytest.mark.parametrize("n", [10, 40, 200])
+def test_reading_p_value_and_interval_never_disagree_where_seeds_disagree(correlation, paired_seeds, n):
+    scenario = PairedScenario("shift" if correlation < 1 else "one-way", n, 0.08, correlation,
+                              paired_seeds=paired_seeds)
+    rng = np.random.default_rng(42)
+    shown = 0
+    for _ in range(150):
+        (ka, ma), (kb, mb), _truth = scenario.draw(rng)
+        paired = paired_comparison(ka, ma, kb, mb)
+        excludes = not paired.change.contains(0.0)
+        words = reading(_change(paired))
+        assert (words in ("▼ drop", "▲ gain")) == excludes
+        assert (paired.p_value < 0.05) == excludes
+        printed = p_value(paired.p_value)
+        assert printed.startswith("<") or (float(printed) < 0.05) == excludes
+        shown += excludes
+    if n == 200:
+        assert shown > 0  # the regime is not empty: some changes are read as changes
+
+
+def test_a_p_value_just_under_the_level_never_prints_as_the_level():
+    assert p_value(0.0496) == "0.0496"
+    assert p_value(0.0504) == "0.05"
+    assert p_value(0.031) == "0.031"
