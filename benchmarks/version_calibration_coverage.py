@@ -25,7 +25,7 @@ from tasks.stats.coverage_versions import VersionScenario, run_version  # noqa: 
 
 def grid() -> list[VersionScenario]:
     cells = []
-    for corr in (0.5, 1.0):
+    for corr in (0.0, 0.5, 1.0):
         cells += [VersionScenario("disjoint", 20, 12, 0.61, 0.79, corr),
                   VersionScenario("disjoint", 50, 50, 0.61, 0.79, corr),
                   VersionScenario("disjoint", 200, 200, 0.8, 0.8, corr),
