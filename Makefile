@@ -49,7 +49,7 @@ $(STAMP): pyproject.toml requirements.lock | $(LOCK_TOOL)
 # releases uploaded after LOCK_DATE are not considered, so the same inputs give the same lock (move LOCK_DATE
 # forward, or delete the lock, to take newer releases). torch is resolved from the machine's CPU build (so its
 # dependencies, no CUDA packages) and left out of the output.
-LOCK_EXTRAS  := dask dev embedding tracing
+LOCK_EXTRAS  := dask dev embedding mcp-servers tracing
 LOCK_DATE    := 2026-12-02T00:00:00Z
 TORCH_WHEELS ?= /opt/wheels
 LOCK_TARGET  := --python-version 3.11 --python-platform x86_64-manylinux_2_28 --exclude-newer $(LOCK_DATE)
