@@ -31,12 +31,30 @@ An MCP surface names its servers instead of a toolkit::
       call_timeout_s: 20
       marks: {move_file: {irreversible: false}}  # over what the annotations say
 
+A server that answers a refused call as text without ``isError``, and a URL server whose state is set and
+cleared by declared calls::
+
+    mcp:
+      servers:
+        shop:
+          url: http://127.0.0.1:8931/mcp
+          error_text: {regex: "^(Database )?[Ee]rror"}  # such a result is an error call
+      reset:
+        setup: [{tool: create_table, arguments: {query: "CREATE TABLE t (id INTEGER)"}}]
+        teardown: [{tool: drop_table, arguments: {name: t}}]
+      marks:
+        read_query: {read_only: true}                   # fills in the annotation the server did not give
+        write_query: {error_text: {regex: "^Error"}}   # this tool's own matcher, over the server's
+
 A transform changes what the model *sees* (names, descriptions, which tools); the backend, the calls it
 executes and the assertions (written against backend tool names) stay the same, so two arms whose surfaces
 differ only by a transform differ in exactly one respect.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -59,11 +77,42 @@ class SurfaceTransform(BaseModel):
         return not (self.prefix or self.rename or self.describe or self.include is not None)
 
 
-class ToolMarkOverride(BaseModel):
-    """A surface file's marks for one tool of an MCP server, over what its annotations say (null keeps it)."""
+class ErrorText(BaseModel):
+    """How a server says a call was refused when it does not set ``isError``: a regular expression searched
+    (Python ``re.search``) in the result's text; a result whose text matches counts as an error call
+    (executed, refused), as an ``isError`` result does."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    regex: str = Field(description="Searched in the result's text, e.g. '^(Database )?[Ee]rror' (anchor it with ^).")
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, regex: str) -> str:
+        try:
+            re.compile(regex)
+        except re.error as error:
+            raise ValueError(f"error_text.regex '{regex}' is not a regular expression: {error}") from None
+        if re.search(regex, ""):
+            raise ValueError(f"error_text.regex '{regex}' matches an empty text: every result would be an error")
+        return regex
+
+    def matches(self, text: str) -> bool:
+        return re.search(self.regex, text) is not None
+
+
+class ToolMarkOverride(BaseModel):
+    """A surface file's marks for one tool of an MCP server, over what its annotations say (null keeps it),
+    and how that tool signals a refused call in text (over its server's ``error_text``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read_only: bool | None = Field(default=None, description=(
+        "Stands for the tool's readOnlyHint (over or in place of the server's): true counts it as a read (not a "
+        "write, not irreversible, one upstream read a call); false as a write, irreversible unless its "
+        "destructiveHint is false. `writes` / `irreversible` / `upstream_reads`, when given, win over it."))
+    error_text: ErrorText | None = Field(default=None, description=(
+        "This tool's refused calls answered as text without isError (over its server's error_text)."))
     writes: bool | None = None
     irreversible: bool | None = None
     handoff: bool | None = None
@@ -77,6 +126,42 @@ class SurfaceServer(McpServer):
         "An imported catalogue (catalogues/<name>.json, from `tooleval import mcp`) the server's tools are "
         "pinned to: the surface is resolved from it without starting the server, and a server whose tools "
         "differ from it is a surface error. Default: the tools the server lists when the surface is read."))
+    error_text: ErrorText | None = Field(default=None, description=(
+        "How this server's tools answer a refused call when they do not set isError (e.g. mcp-server-sqlite's "
+        "'Database error: ...'): a result whose text matches counts as an error call. Default: isError alone."))
+
+
+class ResetCall(BaseModel):
+    """One tool call made through a surface's servers to set up or tear down a task's state."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str = Field(description="A tool one of the surface's servers lists (its own name, not a transform's).")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments.")
+
+
+class ResetCalls(BaseModel):
+    """Per-task state through declared calls (a URL server, whose state tooleval cannot empty or restart):
+    ``setup`` before each task (a failure: the task is not carried out), ``teardown`` after it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    setup: tuple[ResetCall, ...] = Field(default=(), description="Made in order before each task's own setup and "
+                                                                 "its agent; one that fails stops the task "
+                                                                 "(surface_error: not carried out).")
+    teardown: tuple[ResetCall, ...] = Field(default=(), description=(
+        "Made in order after each task (when its server still answers); a failure is recorded in the task's "
+        "detail, and the next task is carried out only once the teardown has succeeded."))
+
+    @model_validator(mode="after")
+    def _some_call(self) -> "ResetCalls":
+        if not (self.setup or self.teardown):
+            raise ValueError("reset: {setup: [...], teardown: [...]} declares at least one call")
+        return self
+
+    @property
+    def tools(self) -> list[str]:
+        return [call.tool for call in (*self.setup, *self.teardown)]
 
 
 class McpSurface(BaseModel):
@@ -86,12 +171,16 @@ class McpSurface(BaseModel):
 
     servers: dict[str, SurfaceServer] = Field(description="Server name -> how to reach it; tool names are unique "
                                                            "across the servers of a surface.")
-    reset: ResetMode = Field(default="files", description="How each task starts from fresh state (schemas/mcp.py).")
+    reset: ResetMode | ResetCalls = Field(default="files", description=(
+        "How each task starts from fresh state: files / restart / none (schemas/mcp.py), or declared calls "
+        "{setup: [{tool, arguments}], teardown: [...]} (ResetCalls)."))
     make_dirs: tuple[str, ...] = Field(default=(), description="Folders created under {state_dir} in every fresh "
                                                                "state (a server that serves a folder needs it).")
     call_timeout_s: float = Field(default=30.0, gt=0, description="A call with no answer by then: the server hung "
                                                                   "(a surface error; the server is restarted).")
-    marks: dict[str, ToolMarkOverride] = Field(default_factory=dict, description="Tool -> marks over its annotations.")
+    marks: dict[str, ToolMarkOverride] = Field(default_factory=dict, description=(
+        "Tool -> marks over its annotations (read_only, writes, irreversible, handoff, upstream_reads) and its "
+        "error_text."))
 
     @field_validator("servers")
     @classmethod

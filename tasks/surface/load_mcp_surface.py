@@ -5,7 +5,6 @@ their marks; the surface's identity for its hash."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,10 @@ from schemas.catalogue import CatalogueFile, ToolSpec, rule_of
 from schemas.mcp import McpAnnotations
 from schemas.surface.surface_file import SurfaceFile, SurfaceServer
 from tasks.files.input_errors import InputError
+from tasks.files.owned_folders import owned_folder
 from tasks.mcp.connection import ServerConnection, ServerFailed
-from tasks.surface.mcp_backend import McpBackend, backend_tools, listed_tools
+from schemas.surface.surface_file import ResetCalls
+from tasks.surface.mcp_backend import McpBackend, backend_tools, listed_tools, unannotated_warnings
 from tasks.taskset.load_taskset import read_json_model, validation_message
 
 Listing = tuple[list[ToolSpec], dict[str, McpAnnotations]]
@@ -34,7 +35,7 @@ def pinned_tools(taskset_dir: Path, server: SurfaceServer, file: str) -> Listing
 
 def served_tools(taskset_dir: Path, name: str, server: SurfaceServer, make_dirs: tuple[str, ...], file: str) -> Listing:
     """What the server lists, started once in a scratch state folder; InputError naming it when it fails."""
-    scratch = Path(tempfile.mkdtemp(prefix="tooleval-mcp-list-"))
+    scratch = owned_folder("mcp-list")
     for folder in make_dirs:
         (scratch / folder).mkdir(parents=True, exist_ok=True)
     connection = ServerConnection(server, base_dir=Path(taskset_dir), state_dir=scratch, label=name)
@@ -71,10 +72,29 @@ def mcp_backend(taskset_dir: Path, spec: SurfaceFile, file: str) -> tuple[McpBac
     unknown = sorted(set(spec.mcp.marks) - set(owners))
     if unknown:
         raise InputError.one(file, "mcp.marks", "marks-tools", f"marks for tools no server lists: {', '.join(unknown)}")
+    if isinstance(spec.mcp.reset, ResetCalls):
+        unknown = sorted({tool for tool in spec.mcp.reset.tools if tool not in owners})
+        if unknown:
+            raise InputError.one(file, "mcp.reset", "reset-tools",
+                                 f"reset calls of tools no server lists: {', '.join(unknown)}")
     tools = backend_tools(listed, spec.mcp.marks)
-    identity = {"file": spec.model_dump(mode="json", exclude={"description", "toolkit", "call_timeout_s"}),
+    identity = {"file": _file_identity(spec),
                 "tools": {name: [[t.model_dump(mode="json"), a[t.name].model_dump(mode="json") if t.name in a else None]
                                  for t in specs] for name, (specs, a) in listed.items()}}
     backend = McpBackend(spec=spec.mcp, base_dir=Path(taskset_dir), tools_by_name=tuple(tools.items()),
-                         pinned=pinned, key="")
+                         pinned=pinned, key="", warnings=unannotated_warnings(listed, spec.mcp.marks))
     return backend, identity
+
+
+def _file_identity(spec: SurfaceFile) -> dict[str, Any]:
+    """The surface file as hashed; ``error_text`` and ``read_only`` left out where unset, so a surface that
+    declares neither hashes as it did before they existed."""
+    dumped = spec.model_dump(mode="json", exclude={"description", "toolkit", "call_timeout_s"})
+    for server in dumped["mcp"]["servers"].values():
+        if server.get("error_text") is None:
+            server.pop("error_text", None)
+    for marks in dumped["mcp"]["marks"].values():
+        for key in ("read_only", "error_text"):
+            if marks.get(key) is None:
+                marks.pop(key, None)
+    return dumped

@@ -10,15 +10,35 @@ nothing (not read-only, destructive, open-world):
   (open-world); a server reports no pages, so a call is one read;
 - handoff: never from annotations (MCP has no such hint);
 
-and the surface file's ``marks:`` override any of them per tool.
+and the surface file's ``marks:`` override any of them per tool (``read_only`` stands for the tool's
+readOnlyHint; ``writes`` / ``irreversible`` / ``handoff`` / ``upstream_reads`` set a mark outright). A server
+that gives no annotation on any tool, and none of whose tools the surface marks, has every tool counted as
+the defaults say — a write, irreversible, one upstream read a call — and the surface carries a warning that
+says so (``unannotated_warnings``: printed by ``tooleval validate`` and on the report's first screen).
+
+Errors written as text. A result with ``isError`` is an error call (executed, refused); so is a result
+without it whose text matches the ``error_text`` matcher the surface declares for the tool (``marks``) or
+its server (``servers``) — for servers such as mcp-server-sqlite that answer "Database error: ..." as a
+plain result.
 
 Instances. An instance is one process per server of the surface, sharing a state folder
 (``{state_dir}``). Instances are kept warm in a pool per surface and process, so start-up is paid once per
 concurrent task, not per task; each task takes an instance, which is first reset to the task's fixtures
 (``reset: files``: the state folder emptied, the surface's ``make_dirs`` made, the fixture files written;
-``restart``: a new instance for every task; ``none``: nothing), then the task's ``setup`` calls run. A task
-returns its instance when it ends; one whose server failed is closed, and the next task starts a new one.
-No task sees another's writes: one task holds an instance at a time and every task starts from a reset.
+``restart``: a new instance for every task; ``none``: nothing; ``{setup: [...], teardown: [...]}``: declared
+calls, for a URL server whose state tooleval can neither empty nor restart), then the task's ``setup`` calls
+run. A task returns its instance when it ends; one whose server failed is closed, and the next task starts a
+new one. No task sees another's writes: one task holds an instance at a time and every task starts from a
+reset.
+
+Declared reset calls. ``setup`` runs before each task (before the task's own setup calls); a call that fails
+(an MCP error, an ``isError`` result, a text matching ``error_text``, or the server failing) stops the task
+with ``surface_error`` and the failed call in its detail: the task is not carried out (NOT JUDGED, never a
+0%). ``teardown`` runs when the task ends, if its server still answers; a failed teardown call is appended
+to the task's detail, the instance is closed, and the teardown is made again before the next task: that task
+is carried out only once it succeeds (else it is not carried out, naming the teardown). A task whose server
+failed leaves its teardown pending the same way. Tasks on a URL server share the one state the server keeps:
+the declared calls isolate tasks that run one after another, not tasks running at the same time.
 
 Fixtures of a task on an MCP surface: ``files`` (path under the state folder -> content: a string as
 text, a list as JSON Lines (one JSON value a line, as the memory server keeps its graph), an object as
@@ -31,7 +51,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,7 +59,16 @@ from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import ToolSpec
 from schemas.mcp import McpAnnotations
-from schemas.surface.surface_file import McpSurface, SurfaceServer, ToolMarkOverride, ToolMarks
+from schemas.surface.surface_file import (
+    ErrorText,
+    McpSurface,
+    ResetCall,
+    ResetCalls,
+    SurfaceServer,
+    ToolMarkOverride,
+    ToolMarks,
+)
+from tasks.files.owned_folders import owned_folder
 from tasks.mcp.connection import ServerConnection, ServerFailed
 from tasks.mcp.tool_listing import annotations_of, tool_spec, tools_hash
 from tasks.surface.surface_session import MAX_DETAIL, CallOutcome, SurfaceBroke
@@ -55,6 +83,8 @@ def marks_from_annotations(annotations: McpAnnotations | None,
                            override: ToolMarkOverride | None = None) -> tuple[ToolMarks, int]:
     """(marks, upstream reads per executed call) of an MCP tool: see the module's docstring."""
     a = annotations or McpAnnotations()
+    if override is not None and override.read_only is not None:
+        a = a.model_copy(update={"read_only": override.read_only})
     read_only = bool(a.read_only)
     writes = not read_only
     destructive = True if a.destructive is None else a.destructive
@@ -62,7 +92,8 @@ def marks_from_annotations(annotations: McpAnnotations | None,
     marks = {"writes": writes, "irreversible": writes and destructive, "handoff": False,
              "upstream_reads": 1 if (read_only or open_world) else 0}
     if override is not None:
-        marks.update({k: v for k, v in override.model_dump().items() if v is not None})
+        marks.update({k: v for k, v in override.model_dump(exclude={"read_only", "error_text"}).items()
+                      if v is not None})
     reads = marks.pop("upstream_reads")
     return ToolMarks(writes=marks["writes"] or marks["irreversible"], irreversible=marks["irreversible"],
                      handoff=marks["handoff"]), reads
@@ -78,6 +109,24 @@ def backend_tools(listed: Mapping[str, tuple[list[ToolSpec], dict[str, McpAnnota
             tools[spec.name] = BackendTool(name=spec.name, description=spec.description, parameters=spec.parameters,
                                            marks=marks, server=server, reads_per_call=reads)
     return tools
+
+
+def unannotated_warnings(listed: Mapping[str, tuple[list[ToolSpec], dict[str, McpAnnotations]]],
+                         overrides: Mapping[str, ToolMarkOverride]) -> tuple[str, ...]:
+    """A warning per server that gives no annotation on any of its tools and none of whose tools the surface
+    file marks: how its tools are counted (the defaults of ``marks_from_annotations``)."""
+    warnings = []
+    for server, (specs, given) in listed.items():
+        names = [spec.name for spec in specs]
+        if not names or any(name in given for name in names) or any(name in overrides for name in names):
+            continue
+        warnings.append(
+            f"MCP server '{server}' gives no annotations on any of its {len(names)} tools and the surface marks "
+            f"none of them: each is counted as MCP's defaults say (not read-only, destructive, open-world), so "
+            f"every executed call of {', '.join(names)} counts as a write, an irreversible action and one upstream "
+            "read. Mark its tools in the surface file (mcp.marks: {TOOL: {read_only: true}}) to count them as "
+            "they are.")
+    return tuple(warnings)
 
 
 def listed_tools(connection: ServerConnection) -> tuple[list[ToolSpec], dict[str, McpAnnotations]]:
@@ -150,7 +199,7 @@ class McpInstance:
 
     def __init__(self, backend: "McpBackend"):
         self.backend = backend
-        self.state_dir = Path(tempfile.mkdtemp(prefix="tooleval-mcp-"))
+        self.state_dir = owned_folder("mcp")  # named after this process: a killed run's is removed by the next
         self.connections: dict[str, ServerConnection] = {}
 
     def start(self) -> "McpInstance":
@@ -199,6 +248,8 @@ class InstancePool:
     starts: int = 0
     start_s: float = 0.0
     """Instances started and the seconds their start-up took (for the harness benchmark)."""
+    teardown_pending: str | None = None
+    """Why the declared teardown has to be made before the next task (it failed, or a task's server failed)."""
 
     def acquire(self, fixtures: Mapping[str, Any]) -> McpInstance:
         spec = self.backend.spec
@@ -208,7 +259,7 @@ class InstancePool:
             write_state(instance.state_dir, spec.make_dirs, fixtures)
         if instance is None:
             instance = McpInstance(self.backend)
-            if spec.reset != "none":
+            if spec.reset in ("files", "restart"):
                 write_state(instance.state_dir, spec.make_dirs, fixtures)
             started = time.perf_counter()
             instance.start()
@@ -279,6 +330,9 @@ class McpSession:
             if text.startswith(f"MCP error {INVALID_PARAMS}"):
                 return CallOutcome(value=None, content=text, invalid=text[:MAX_DETAIL], backend_ms=elapsed)
             return CallOutcome(value=None, content=text, refused=text[:MAX_DETAIL] or "error", backend_ms=elapsed)
+        matcher = self.backend.error_text(tool)
+        if matcher is not None and matcher.matches(text):  # refused, said in text without isError
+            return CallOutcome(value=None, content=text, refused=text[:MAX_DETAIL] or "error", backend_ms=elapsed)
         value = result.structured_content if result.structured_content is not None else _parsed(text)
         return CallOutcome(value=value, content=text, upstream_reads=tool.reads_per_call, backend_ms=elapsed)
 
@@ -298,8 +352,32 @@ class McpSession:
             if outcome.refused or outcome.invalid:
                 raise SurfaceBroke(f"setup call {call['tool']} failed: {outcome.refused or outcome.invalid}")
 
-    def close(self, broken: bool) -> None:
+    def reset_calls(self, calls: Sequence[ResetCall], what: str) -> None:
+        """The surface's declared setup or teardown calls; SurfaceBroke naming the one that did not succeed."""
+        for call in calls:
+            tool = self.backend.tools()[call.tool]
+            outcome = self.call(tool, dict(call.arguments))
+            if outcome.refused or outcome.invalid:
+                raise SurfaceBroke(f"reset {what} call {call.tool} failed: {outcome.refused or outcome.invalid}")
+
+    def close(self, broken: bool) -> str | None:
+        """Return the instance; with declared reset calls, make the teardown first. What went wrong with the
+        teardown (for the task's detail), or None."""
+        reset = self.backend.spec.reset
+        note = None
+        if isinstance(reset, ResetCalls) and reset.teardown:
+            if broken or not self.instance.alive:
+                self.pool.teardown_pending = "the server failed during the previous task, before its teardown"
+            else:
+                try:
+                    self.reset_calls(reset.teardown, "teardown")
+                    self.pool.teardown_pending = None
+                except SurfaceBroke as failed:
+                    note = str(failed)
+                    self.pool.teardown_pending = note
+                    broken = True
         self.pool.release(self.instance, broken)
+        return note
 
 
 def _block_text(block: Any) -> str:
@@ -331,8 +409,20 @@ class McpBackend:
 
     kind = "mcp"
 
+    warnings: tuple[str, ...] = ()
+    """What the report and validate say about how the surface's tools are counted (unannotated_warnings)."""
+
     def tools(self) -> dict[str, BackendTool]:
         return dict(self.tools_by_name)
+
+    def error_text(self, tool: BackendTool) -> ErrorText | None:
+        """How a refused call of this tool reads when the server does not set isError (the tool's marks, else
+        its server's), or None."""
+        override = self.spec.marks.get(tool.name)
+        if override is not None and override.error_text is not None:
+            return override.error_text
+        server = self.spec.servers.get(tool.server or "")
+        return server.error_text if server is not None else None
 
     def keyed(self, key: str) -> "McpBackend":
         """The same backend, its pool keyed by the surface's hash."""
@@ -343,10 +433,23 @@ class McpBackend:
         pool = pool_for(self)
         instance = pool.acquire(fixtures)
         session = McpSession(self, pool, instance)
+        reset = self.spec.reset
         try:
+            if isinstance(reset, ResetCalls):
+                pending = pool.teardown_pending
+                if pending is not None and reset.teardown:
+                    try:
+                        session.reset_calls(reset.teardown, "teardown")
+                    except SurfaceBroke as again:
+                        raise SurfaceBroke(f"the teardown after an earlier task is still pending ({pending}) and "
+                                           f"failed again before this task: {again}") from None
+                    pool.teardown_pending = None
+                session.reset_calls(reset.setup, "setup")
             session.setup(list(fixtures.get("setup") or []))
-        except SurfaceBroke:
-            session.close(broken=True)
+        except SurfaceBroke as broke:
+            if isinstance(reset, ResetCalls) and reset.teardown and pool.teardown_pending is None:
+                pool.teardown_pending = f"a task's setup did not complete: {broke}"
+            pool.release(instance, broken=True)
             raise
         return session
 
