@@ -9,6 +9,9 @@
   instead: tasks/run/deferred_registration.py.)
 - a run registered in DuckDB but killed before its reports were written (before it was judged, or after
   its verdict was saved): judged (or its saved verdict kept) and published now.
+- scratch folders in the temporary folder named after a process that is gone (an MCP surface's server state
+  folders, ``tooleval-mcp-<pid>-...``: tasks/files/owned_folders.py): removed, also while another process
+  holds the DuckDB file.
 
 A run marks itself live with ``registrations/<run_id>/owner.json`` (pid and host) before its first model
 call, so a concurrent run's folders are never taken for leftovers; a run registered in any instrument's
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.files.atomic_write import write_atomic
+from tasks.files.owned_folders import RemovedFolders, remove_orphaned_folders
 from tasks.report.publish import judge_and_publish
 from tasks.run.deferred_registration import LateRegistration, register_waiting_runs, registered_run_ids
 from warehouse.connect import WarehouseBusy
@@ -44,6 +48,8 @@ class Leftovers:
     published_runs: list[str] = field(default_factory=list)
     removed_records: list[str] = field(default_factory=list)
     """``registrations/X`` folders of dead runs that landed no rows and saved no records."""
+    scratch: RemovedFolders = field(default_factory=lambda: RemovedFolders((), 0))
+    """Scratch folders (MCP server state) of processes that are gone."""
 
     def lines(self) -> list[str]:
         out = []
@@ -57,7 +63,7 @@ class Leftovers:
         if self.removed_records:
             out.append(f"removed the records of {len(self.removed_records)} run(s) that died before landing any "
                        f"row: {', '.join(self.removed_records)}")
-        return out
+        return out + self.scratch.lines()
 
 
 def mark_owner(warehouse: Warehouse, run_id: str) -> Path:
@@ -153,8 +159,11 @@ def tidy_after_run(warehouse: Warehouse, run_id: str) -> tuple[list[LateRegistra
     """After a run registered: register earlier runs that landed without registering, then clean what
     crashed runs left. Skipped quietly while another process holds the DuckDB file (the next run retries)."""
     late = register_waiting_runs(warehouse, wait_s=0)
+    scratch = remove_orphaned_folders()
     try:
         registered = registered_run_ids(warehouse, wait_s=0)
     except WarehouseBusy:
-        return late, Leftovers()
-    return late, clean_leftovers(warehouse, registered, own_run_id=run_id)
+        return late, Leftovers(scratch=scratch)
+    found = clean_leftovers(warehouse, registered, own_run_id=run_id)
+    found.scratch = scratch
+    return late, found

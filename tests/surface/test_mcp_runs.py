@@ -1,7 +1,7 @@
 """Whole runs on MCP surfaces through the `tooleval` command (the real npm servers, a real Prefect flow):
 a surface whose server does not exist lands its tasks as named surface errors beside an arm that works,
 each exactly once; a run killed with kill -9 resumes without running a finished task again, and leaves
-no server behind."""
+no server behind; the MCP state folders the killed run leaked are removed by the resumed run."""
 
 from __future__ import annotations
 
@@ -77,18 +77,23 @@ def test_a_server_that_does_not_exist_fails_its_arm_by_name_and_the_run_lands_ev
 
 def test_a_run_killed_mid_way_resumes_without_running_a_finished_task_again(tmp_path):
     folder = write_office(tmp_path, TASKS)
-    warehouse, log = tmp_path / "wh", tmp_path / "points.log"
+    warehouse, log, scratch = tmp_path / "wh", tmp_path / "points.log", tmp_path / "tmp"
+    scratch.mkdir()  # the runs' temporary folder: where the servers' state folders are made
     args = ["tasks", "run", str(folder / "experiments" / "run.yaml"), "--warehouse", str(warehouse)]
     killed = tooleval(args, cli_env(tmp_path / "prefect", TOOLEVAL_DRILL_KILL_AT="unit-landed:2",
-                                    TOOLEVAL_DRILL_LOG=str(log)), tmp_path, "killed")
+                                    TOOLEVAL_DRILL_LOG=str(log), TMPDIR=str(scratch)), tmp_path, "killed")
     assert killed.returncode == -9
+    leaked = sorted(p.name for p in scratch.glob("tooleval-mcp-*"))
+    assert leaked, "the killed run's server state folders (its warm instances') should be there to remove"
     landed_units = [detail for point, detail in points_log(log) if point == "unit-landed"]
     assert len(landed_units) == 2
     assert not orphans(killed), "a server (or the Prefect server) outlived the killed run"
     killed_runs = {p.name for p in (warehouse / "task_runs").glob("run_id=*")}
     assert len(killed_runs) == 1 and (warehouse / "registrations" / killed_runs.pop()[7:]).is_dir()
-    resumed = tooleval(args, cli_env(tmp_path / "prefect"), tmp_path, "resumed")
+    resumed = tooleval(args, cli_env(tmp_path / "prefect", TMPDIR=str(scratch)), tmp_path, "resumed")
     assert resumed.returncode == 0, resumed.output[-3000:]
+    assert not list(scratch.glob("tooleval-mcp-*")), "a state folder outlived the resumed run"
+    assert f"removed {len(leaked)} scratch folder(s) of killed runs (mcp;" in resumed.output
     run_id = latest_run(warehouse)
     # the killed run's Parquet and registrations/ folder are leftovers the resumed run removed, and says so
     for landed in ("task_runs", "task_calls"):
