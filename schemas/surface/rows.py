@@ -172,3 +172,6 @@ class SurfaceArmRecord(ArmRecord):
     agent: str = Field(description="Agent kind.")
     agent_options_hash: str = Field(description="sha256 of the agent's answer-changing options.")
     reads_prompt: bool = Field(description="Whether the agent reads the prompt.")
+    surface_warnings: list[str] = Field(default_factory=list, description=(
+        "What the report says about how the surface's tools are counted: an MCP server that gives no annotations "
+        "and none of whose tools the surface marks (every tool a write, irreversible, one upstream read a call)."))

@@ -26,6 +26,7 @@ def validate_experiment_file(path: Path) -> list[str]:
     for version, report in sorted(prepared.checks.items()):
         first, *more = _checked(report)
         lines += [f"  {version}: {first}", *(f"    {line}" for line in more)]
+    lines += surface_warnings(arms)
     lines.append(f"  comparisons: {len(experiment.comparisons)}")
     if prepared.criteria is not None:
         criteria_path, criteria = prepared.criteria
@@ -34,6 +35,13 @@ def validate_experiment_file(path: Path) -> list[str]:
         lines.append("  criteria: none (the run reports, with no PASS or FAIL)")
     lines.append("nothing was run or written")
     return lines
+
+
+def surface_warnings(arms: list) -> list[str]:
+    """A warning line per surface the arms run that carries one (an MCP server without annotations)."""
+    surfaces = {arm.surface.name: arm.surface for arm in arms if getattr(arm, "surface", None) is not None}
+    return [f"  warning: surface {name}: {warning}" for name, surface in surfaces.items()
+            for warning in surface.warnings]
 
 
 def _checked(report: object) -> list[str]:

@@ -150,7 +150,9 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
         stop, detail, broken = ("max_wall" if wall else "surface_error"), str(broke), True
     finally:
         if session is not None:
-            session.close(broken=broken)
+            left = session.close(broken=broken)  # an MCP surface's failed declared teardown, to be recorded
+            if left:
+                detail = f"{detail}; {left}" if detail else left
     if broken:  # the outcome cannot be read from a surface that failed, or a state a cut call may still change
         why = "a call was cut" if stop == "max_wall" else "the surface failed"
         success, failed = False, [f"not scored: {why} ({detail})"[:MAX_REPLY_CHARS]]

@@ -60,7 +60,7 @@ class SurfaceArm(ResolvedArm):
 def arm_record(arm: SurfaceArm, common: dict[str, Any]) -> SurfaceArmRecord:
     return SurfaceArmRecord(**common, surface=arm.surface.name, surface_hash=arm.surface.surface_hash,
                             agent=arm.agent, agent_options_hash=arm.agent_options_hash, reads_prompt=arm.reads_prompt,
-                            n_tools=len(arm.surface.tools))
+                            n_tools=len(arm.surface.tools), surface_warnings=list(arm.surface.warnings))
 
 
 def fill_surface_arm(merged: dict[str, Any]) -> None:

@@ -66,6 +66,12 @@ class ResolvedSurface:
         return self.backend.tools()
 
     @property
+    def warnings(self) -> tuple[str, ...]:
+        """What validate and the report say about how the surface's tools are counted (an MCP server without
+        annotations: tasks/surface/mcp_backend.py's unannotated_warnings); empty for a toolkit."""
+        return tuple(getattr(self.backend, "warnings", ()))
+
+    @property
     def servers(self) -> tuple[str, ...]:
         """The MCP servers the surface's tools come from (none for a toolkit)."""
         return tuple(self.backend.spec.servers) if self.backend.kind == "mcp" else ()

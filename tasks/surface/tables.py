@@ -272,6 +272,16 @@ def _calls_counted(figures: SurfaceFigures) -> str:
     return f"{calls:,} calls" + (f" ({skipped:,} more skipped: over budget)" if skipped else "")
 
 
+def surface_warning_lines(arms: list[dict[str, Any]]) -> list[str]:
+    """A 'Warning:' line per surface warning (an MCP server without annotations), naming the arms it concerns."""
+    by_warning: dict[tuple[str, str], list[str]] = {}
+    for arm in arms:
+        for warning in arm.get("surface_warnings") or []:
+            by_warning.setdefault((arm["surface"], warning), []).append(arm["arm"])
+    return [f"Warning: surface {surface} (arm{'s' if len(names) > 1 else ''} {', '.join(names)}): {warning}"
+            for (surface, warning), names in by_warning.items()]
+
+
 def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Report:
     run = figures.run
     headline = [
@@ -289,6 +299,7 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
         pairs = sorted({f"{c.baseline} -> {c.arm}" for c in figures.comparisons if c.measures_nothing})
         headline.append("Note: " + BASELINE_NOTE.format(arms=", ".join(baseline), s="" if len(baseline) > 1 else "s",
                                                         pairs=", ".join(pairs) or "none here"))
+    headline += surface_warning_lines(figures.arms)
     tables = [success_table(figures), arm_success_table(figures), comparison_table(figures),
               *interaction_tables(figures), *tool_tables(figures), *first_call_tables(figures),
               side_effect_table(figures), wanted_table(figures), stop_table(figures)]

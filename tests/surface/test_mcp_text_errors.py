@@ -1,0 +1,266 @@
+"""Servers nobody here wrote (issue 43 item 3, and item 4's URL-server state): a REAL MCP server written with the
+official SDK (tests/surface/text_error_server.py) that answers a refused statement as text without isError and
+gives no annotations, over stdio and over streamable HTTP on loopback. A surface's error_text makes those
+answers error calls (and without it they are fine calls); read_only marks move the irreversible counters; the
+unannotated server is warned about in validate and in the report; declared setup / teardown calls give each
+task on a URL server its own state, and their failures are recorded."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from schemas.mcp import McpAnnotations
+from schemas.surface.surface_file import ToolMarkOverride
+from schemas.surface.task import SurfaceTask
+from tasks.files.input_errors import InputError
+from tasks.surface.agent_loop import run_task
+from tasks.surface.load_surface import load_surface
+from tasks.surface.load_tasks import freeze_task_version
+from tasks.surface.mcp_backend import close_pools, marks_from_annotations
+from tests.surface.scripted_agent import ScriptedAgent, calls, say
+
+SERVER = Path(__file__).with_name("text_error_server.py")
+STDIO = {"command": sys.executable, "args": [str(SERVER), "{state_dir}/ledger.sqlite"]}
+ERROR_TEXT = {"regex": "^(Database )?[Ee]rror"}
+READ_ONLY = {"read_query": {"read_only": True}, "list_tables": {"read_only": True}}
+
+
+@pytest.fixture(autouse=True)
+def pools_closed():
+    yield
+    close_pools()
+
+
+def write_surface(folder: Path, name: str, mcp: dict) -> None:
+    (folder / "surfaces").mkdir(parents=True, exist_ok=True)
+    (folder / "surfaces" / f"{name}.yaml").write_text(json.dumps({"name": name, "mcp": mcp}))  # JSON is YAML
+
+
+def ledger(root: Path) -> Path:
+    """A task-set folder with the server over stdio: 'plain' declares nothing, 'declared' its error text and
+    read-only tools."""
+    folder = root / "ledger"
+    write_surface(folder, "plain", {"servers": {"db": STDIO}})
+    write_surface(folder, "declared", {"servers": {"db": {**STDIO, "error_text": ERROR_TEXT}}, "marks": READ_ONLY})
+    return folder
+
+
+def task(**fields) -> SurfaceTask:
+    return SurfaceTask.model_validate({"id": "t", "slice": "s", "request": "go", "assert": {"reply": {"contains": ""}},
+                                       **fields})
+
+
+def run(surface, turns, **task_fields):
+    agent = ScriptedAgent(lambda _task: list(turns))
+    return run_task(agent, surface, task(**task_fields), {}, surface.specs, "prompt")
+
+
+REFUSED_THREE = [
+    calls(("read_query", {"query": "SELECT * FROM customer"}),                  # Database error: no such table
+          ("write_query", {"query": "INSERT INTO customer VALUES (1)"}),        # Database error: no such table
+          ("read_query", {"query": "DELETE FROM customer"})),                   # Error: Only SELECT queries ...
+    calls(("create_table", {"query": "CREATE TABLE customer (id INTEGER)"}), ("list_tables", {})),
+    say("done"),
+]
+
+
+def test_errors_written_as_text_are_error_calls_only_where_the_surface_declares_them(tmp_path):
+    folder = ledger(tmp_path)
+    plain = run(load_surface(folder, "plain"), REFUSED_THREE)
+    declared = run(load_surface(folder, "declared"), REFUSED_THREE)
+    for outcome in (plain, declared):
+        assert [c.name for c in outcome.calls] == ["read_query", "write_query", "read_query", "create_table",
+                                                   "list_tables"]
+        assert all(c.executed and c.valid for c in outcome.calls) and outcome.stop_reason == "model_stop"
+    # without a declaration the server's own word (no isError) stands: three refused statements count as fine
+    assert sum(c.error for c in plain.calls) == 0
+    # declared: the three refusals are error calls, with the server's text; the two that worked are not
+    assert [c.error for c in declared.calls] == [True, True, True, False, False]
+    assert declared.calls[0].error_detail == "Database error: no such table: customer"
+    assert declared.calls[2].error_detail.startswith("Error: Only SELECT queries")
+    # irreversible actions: unannotated, every executed fine call counts (5); declared, the refused calls do not
+    # and the read-only marks take read_query and list_tables out, leaving create_table
+    assert sum(c.irreversible for c in plain.calls) == 5
+    assert [c.irreversible for c in declared.calls] == [False, False, False, True, False]
+    assert sum(c.upstream_reads for c in plain.calls) == 5 and sum(c.upstream_reads for c in declared.calls) == 2
+
+
+def test_read_only_stands_for_the_annotation_and_explicit_marks_win():
+    destructive = McpAnnotations(read_only=False, destructive=True, open_world=False)
+    marks, reads = marks_from_annotations(destructive, ToolMarkOverride(read_only=True))
+    assert not marks.writes and not marks.irreversible and reads == 1
+    marks, reads = marks_from_annotations(McpAnnotations(read_only=True, open_world=False),
+                                          ToolMarkOverride(read_only=False))
+    assert marks.writes and marks.irreversible and reads == 0
+    marks, _ = marks_from_annotations(None, ToolMarkOverride(read_only=True, irreversible=True))
+    assert marks.irreversible and marks.writes
+
+
+def test_an_unannotated_server_carries_a_warning_that_says_how_its_tools_are_counted(tmp_path):
+    folder = ledger(tmp_path)
+    (warning,) = load_surface(folder, "plain").warnings
+    assert warning.startswith("MCP server 'db' gives no annotations on any of its 5 tools and the surface marks none")
+    assert "counts as a write, an irreversible action and one upstream read" in warning
+    assert load_surface(folder, "declared").warnings == ()
+    tools = load_surface(folder, "plain").backend_tools
+    assert all(t.marks.irreversible and t.marks.writes and t.reads_per_call == 1 for t in tools.values())
+
+
+def test_a_bad_matcher_or_reset_call_is_named_before_any_task(tmp_path):
+    folder = ledger(tmp_path)
+    write_surface(folder, "bad_regex", {"servers": {"db": {**STDIO, "error_text": {"regex": "(Database"}}}})
+    with pytest.raises(InputError) as bad:
+        load_surface(folder, "bad_regex")
+    assert "bad_regex.yaml" in str(bad.value) and "mcp.servers.db.error_text.regex" in str(bad.value)
+    write_surface(folder, "empty_regex", {"servers": {"db": {**STDIO, "error_text": {"regex": "^"}}}})
+    with pytest.raises(InputError, match="matches an empty text"):
+        load_surface(folder, "empty_regex")
+    write_surface(folder, "bad_reset", {"servers": {"db": STDIO},
+                                        "reset": {"setup": [{"tool": "create_tabel", "arguments": {}}]}})
+    with pytest.raises(InputError) as bad:
+        load_surface(folder, "bad_reset")
+    assert "reset-tools" in str(bad.value) and "create_tabel" in str(bad.value)
+
+
+# -- a URL server: per-task state through declared calls -------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def url_server(tmp_path):
+    """The server over streamable HTTP on loopback; (its URL, its database file)."""
+    db, port = tmp_path / "remote.sqlite", free_port()
+    process = subprocess.Popen([sys.executable, str(SERVER), str(db), "http", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "the HTTP server did not start"
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp", db
+    finally:
+        close_pools()
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def tables(db: Path) -> list[str]:
+    with sqlite3.connect(db) as con:
+        return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+
+
+RESET = {"setup": [{"tool": "create_table", "arguments": {"query": "CREATE TABLE orders (id INTEGER)"}}],
+         "teardown": [{"tool": "drop_table", "arguments": {"name": "orders"}}]}
+ONE_ORDER = {"probes": [{"probe": {"tool": "read_query", "args": {"query": "SELECT count(*) AS n FROM orders"}},
+                         "contains": "'n': 1"}]}
+
+
+def insert(order: int) -> list:
+    return [calls(("write_query", {"query": f"INSERT INTO orders VALUES ({order})"})), say("done")]
+
+
+def test_setup_and_teardown_calls_give_each_task_on_a_url_server_its_own_state(tmp_path, url_server):
+    url, db = url_server
+    folder = tmp_path / "remote"
+    write_surface(folder, "fresh", {"servers": {"db": {"url": url, "error_text": ERROR_TEXT}}, "reset": RESET})
+    write_surface(folder, "shared", {"servers": {"db": {"url": url, "error_text": ERROR_TEXT}}, "reset": "none"})
+    fresh = load_surface(folder, "fresh")
+    seen = []
+    for order in (1, 2, 3):
+        outcome = run(fresh, insert(order), **{"assert": ONE_ORDER})
+        seen.append(tables(db))  # between tasks, as the server keeps it: the teardown dropped the table
+        assert outcome.success and outcome.stop_reason == "model_stop" and outcome.detail is None, outcome
+        assert [c.error for c in outcome.calls] == [False]
+    assert seen == [[], [], []]
+    # without the declared calls, the second task sees the first one's order: its probe finds 2, not 1
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE orders (id INTEGER)")
+    shared = load_surface(folder, "shared")
+    first, second = (run(shared, insert(order), **{"assert": ONE_ORDER}) for order in (1, 2))
+    assert first.success and not second.success
+
+
+def test_a_failed_setup_is_not_carried_out_and_a_failed_teardown_is_recorded(tmp_path, url_server):
+    url, db = url_server
+    folder = tmp_path / "remote"
+    write_surface(folder, "fresh", {"servers": {"db": {"url": url, "error_text": ERROR_TEXT}}, "reset": RESET})
+    fresh = load_surface(folder, "fresh")
+    with sqlite3.connect(db) as con:  # the state a setup cannot make: the table is there already
+        con.execute("CREATE TABLE orders (id INTEGER)")
+    blocked = run(fresh, insert(1), **{"assert": ONE_ORDER})
+    assert blocked.stop_reason == "surface_error" and not blocked.success and blocked.calls == []
+    assert blocked.detail == "reset setup call create_table failed: Database error: table orders already exists"
+    # the setup left a teardown pending: made before the next task (dropping the table), which then runs
+    assert run(fresh, insert(1), **{"assert": ONE_ORDER}).success and tables(db) == []
+    # a task that drops the table itself: its teardown fails, recorded in its detail; the next task is carried out
+    # only once the teardown succeeds, and here it cannot, so it is not carried out, naming the teardown
+    dropped = run(fresh, [calls(("drop_table", {"name": "orders"})), say("done")])
+    assert dropped.stop_reason == "model_stop" and dropped.success
+    assert dropped.detail == "reset teardown call drop_table failed: Database error: no such table: orders"
+    after = run(fresh, insert(2), **{"assert": ONE_ORDER})
+    assert after.stop_reason == "surface_error" and after.calls == []
+    assert after.detail.startswith("the teardown after an earlier task is still pending (reset teardown call "
+                                   "drop_table failed")
+
+
+# -- end to end: validate, run, report -------------------------------------------------------------------------
+@pytest.mark.slow
+def test_validate_and_the_report_warn_of_the_unannotated_server(tmp_path):
+    from tests.drill.harness import cli_env, tooleval
+
+    folder = ledger(tmp_path)
+    lines = [{"id": f"l-{i}", "slice": "db", "request": "List the tables of the ledger.", "intent": "list_tables",
+              "assert": {"tool": "list_tables"}} for i in range(2)]
+    (folder / "t1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    freeze_task_version(folder, "t1", ["db"])
+    (folder / "prompts").mkdir()
+    (folder / "prompts" / "default.md").write_text("You keep the ledger.\n")
+    (folder / "experiments").mkdir()
+    experiment = folder / "experiments" / "run.yaml"
+    experiment.write_text(textwrap.dedent("""\
+        name: ledger-run
+        taskset: ..
+        version: t1
+        seeds: [1, 2, 3]
+        defaults: {agent: baseline, prompt: default}
+        arms:
+          - {name: P, surface: plain}
+          - {name: D, surface: declared}
+        comparisons:
+          - {from: P, to: D}
+        """))
+    env = cli_env(tmp_path / "prefect")
+    checked = tooleval(["validate", str(experiment)], env, tmp_path, "validate")
+    assert checked.returncode == 0, checked.output[-3000:]
+    assert ("  warning: surface plain: MCP server 'db' gives no annotations on any of its 5 tools and the surface "
+            "marks none of them") in checked.stdout
+    assert "surface declared:" not in checked.stdout
+    warehouse = tmp_path / "wh"
+    ran = tooleval(["tasks", "run", str(experiment), "--warehouse", str(warehouse)], env, tmp_path, "run")
+    assert ran.returncode == 0, ran.output[-3000:]
+    assert ("Warning: surface plain (arm P): MCP server 'db' gives no annotations on any of its 5 tools"
+            in ran.stdout), ran.stdout[:3000]
+    assert "Warning: surface declared" not in ran.stdout
+    con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
+    try:
+        landed = dict(con.execute("SELECT arm, surface_warnings FROM task_arms").fetchall())
+    finally:
+        con.close()
+    assert len(landed["P"]) == 1 and landed["D"] == []
