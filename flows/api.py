@@ -217,17 +217,22 @@ def validate_tasks(tasks_path: str | Path, surfaces: list[str] | None = None) ->
 
 def write_catalogue(surface_path: str | Path, out: str | Path) -> str:
     """A surface's tools as offered (after its transform) written as a selection catalogue file, so the same
-    transform can be a rung of a selection experiment."""
+    transform can be a rung of a selection experiment. A tool offered under another name than its backend's
+    (a prefix or rename) is recorded in the file's ``offered_as``, so requests labelled with the backend's
+    name expect the name offered."""
     from tasks.surface.load_surface import load_surface
 
     path = Path(surface_path)
     surface = load_surface(path.parent.parent, path.stem)
     target = Path(out)
     name = target.stem
+    offered_as = {t.backend.name: t.spec.name for t in surface.tools if t.backend.name != t.spec.name}
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps({"name": name, "description": surface.description,
-                                  "tools": [t.spec.model_dump() for t in surface.tools]}, indent=2) + "\n")
-    return f"wrote {target}: {len(surface.tools)} tools of surface {surface.name} as catalogue '{name}'"
+                                  "tools": [t.spec.model_dump() for t in surface.tools],
+                                  **({"offered_as": offered_as} if offered_as else {})}, indent=2) + "\n")
+    return (f"wrote {target}: {len(surface.tools)} tools of surface {surface.name} as catalogue '{name}'"
+            + (f"; {len(offered_as)} offered under another name than their label (offered_as)" if offered_as else ""))
 
 
 def import_mcp(name: str, taskset: str | Path, *, command: Sequence[str] = (), url: str | None = None,

@@ -105,6 +105,13 @@ class CatalogueFile(BaseModel):
     annotations: dict[str, McpAnnotations] | None = Field(
         default=None,
         description="Tool name -> the MCP annotations its server gave (tools it gave none for are absent).")
+    offered_as: dict[str, str] | None = Field(
+        default=None,
+        description="Label -> the name this file offers that tool as, for tools offered under another name "
+                    "than the one requests are labelled with (written by `tooleval tasks catalogue` from a "
+                    "surface's prefix or rename: `git_status` -> `git.git_status`). A request labelled "
+                    "`git_status` then expects `git.git_status` of an arm offering this catalogue. A tool of the "
+                    "file no label maps to is labelled by its own name.")
 
     @model_validator(mode="after")
     def _annotations_name_tools(self) -> "CatalogueFile":
@@ -112,6 +119,33 @@ class CatalogueFile(BaseModel):
         if unknown:
             raise ValueError(f"annotations name tools that are not in the file: {', '.join(unknown)}")
         return self
+
+    @model_validator(mode="after")
+    def _offered_as_names_tools(self) -> "CatalogueFile":
+        offered_as = self.offered_as or {}
+        unknown = sorted(set(offered_as.values()) - {tool.name for tool in self.tools})
+        if unknown:
+            raise ValueError(f"offered_as maps labels to names that are not tools of the file: {', '.join(unknown)}")
+        if NONE_LABEL in offered_as:
+            raise ValueError(f"offered_as cannot map '{NONE_LABEL}': it is the label of 'no tool fits'")
+        twice = sorted(name for name in set(offered_as.values()) if list(offered_as.values()).count(name) > 1)
+        if twice:
+            raise ValueError(f"offered_as maps two labels to the same tool: {', '.join(twice)}")
+        return self
+
+
+def resolved_offered_as(files: "list[CatalogueFile]") -> dict[str, str]:
+    """Label -> offered name for every tool of a chain of files (inherited first) when one of them has
+    ``offered_as``: a file's own map, and its other tools under their own name; empty when none has one."""
+    if not any(file.offered_as for file in files):
+        return {}
+    resolved: dict[str, str] = {}
+    for file in files:
+        own = file.offered_as or {}
+        mapped = set(own.values())
+        resolved.update(own)
+        resolved.update({tool.name: tool.name for tool in file.tools if tool.name not in mapped})
+    return resolved
 
 
 class Catalogue(BaseModel):
@@ -121,10 +155,26 @@ class Catalogue(BaseModel):
 
     name: str = Field(description="Catalogue name.")
     tools: tuple[ToolSpec, ...] = Field(description="All tools, inherited first.")
+    offered_as: dict[str, str] = Field(
+        default_factory=dict,
+        description="Label -> the name a tool is offered as, for every tool, when a file of the chain has "
+                    "``offered_as`` (``resolved_offered_as``); empty when none has (every tool is labelled by its "
+                    "own name).")
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(tool.name for tool in self.tools)
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        """The names a request's label uses for the tools of this catalogue: the labels of ``offered_as`` when
+        it has one, else the tools' names."""
+        return tuple(self.offered_as) if self.offered_as else self.names
+
+    def content_json(self) -> str:
+        """The catalogue as JSON for its hash: ``offered_as`` only when it maps something, so a catalogue
+        without one hashes as it did before the field existed."""
+        return self.model_dump_json(exclude=None if self.offered_as else {"offered_as"})
 
     def tool(self, name: str) -> ToolSpec:
         for tool in self.tools:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Collection, Literal, Sequence
+from typing import Collection, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,13 +27,17 @@ def last_user_text(messages: Sequence[Message]) -> str:
     return ""
 
 
-def effective_label(expected: str, fallback: str | None, offered: Collection[str]) -> str:
+def effective_label(expected: str, fallback: str | None, offered: Collection[str],
+                    offered_as: Mapping[str, str] | None = None) -> str:
     """The right answer for the tools an arm offers (a request's ``expected`` and ``fallback``): the label,
-    else the fallback, else 'none'."""
-    if expected == NONE_LABEL or expected in offered:
+    else the fallback, else 'none'; each spelled as the arm offers it when its catalogue maps labels to other
+    names (``Catalogue.offered_as``: a prefix or rename), where a label it does not map is not offered."""
+    if expected == NONE_LABEL:
         return expected
-    if fallback is not None and fallback in offered:
-        return fallback
+    for label in (expected, fallback):
+        name = offered_as.get(label) if offered_as and label is not None else label
+        if name is not None and name in offered:
+            return name
     return NONE_LABEL
 
 

@@ -52,7 +52,7 @@ class SelectionArm(ResolvedArm):
     def catalogue_hash(self) -> str:
         if self.catalogue is None:
             return sha256_hex(PER_REQUEST_CATALOGUE)
-        return sha256_hex(self.catalogue.model_dump_json())
+        return sha256_hex(self.catalogue.content_json())
 
     def own_respect(self, respect: str) -> Any:
         if respect == "catalogue":

@@ -129,7 +129,8 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
     margin = isinstance(default_router, TrainedSelector) and default_router.model.full_model.none is not None
 
     catalogue = arm.catalogue.tools if arm.catalogue is not None else ()
-    inputs, labels = labelled_inputs(table, catalogue, arm.prompt_text)
+    inputs, labels = labelled_inputs(table, catalogue, arm.prompt_text,
+                                     arm.catalogue.offered_as if arm.catalogue is not None else None)
     scores = default_router.none_margins(inputs) if margin else router.scores(inputs)
     defaults = default_router.select(inputs)
 

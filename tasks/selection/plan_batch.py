@@ -64,7 +64,7 @@ class PlannedRequest:
     """Their names."""
     tool_set_id: str
     expected: str
-    """The right answer among the tools offered (``effective_label``)."""
+    """The right answer among the tools offered, spelled as the arm offers it (``effective_label``)."""
     expected_position: int | None
     cache_key: str
 
@@ -103,15 +103,17 @@ def plan_batch(unit: "WorkUnit") -> tuple[PlannedRequest, ...]:
     tools, under 1 us a request); a request with its own tools has them permuted on its own."""
     selector_fp = selector_fingerprint(unit.arm)
     shared = _OfferedTools.of(unit.arm.catalogue.tools, unit.seed) if unit.arm.catalogue is not None else None
+    offered_as = unit.arm.catalogue.offered_as if unit.arm.catalogue is not None else None
     planned = []
     columns = [unit.batch.get_column(name).to_list() for name in BATCH_COLUMNS]
     for request_id, messages, expected, fallback, slice_, intent, status, own_tools in zip(*columns):
         if own_tools is not None:
             offered = _OfferedTools.of(parse_tools(own_tools) or (), unit.seed)
+            label = effective_label(expected, fallback, offered.name_set)
         else:
             assert shared is not None, "a request without its own tools needs a catalogue"
             offered = shared
-        label = effective_label(expected, fallback, offered.name_set)
+            label = effective_label(expected, fallback, offered.name_set, offered_as)
         planned.append(PlannedRequest(
             request_id=request_id, messages_json=messages, slice=slice_, intent=intent, label_status=status,
             tools=offered.tools, offered=offered.name_set, tool_set_id=offered.set_id, expected=label,

@@ -5,6 +5,8 @@ written."""
 
 from __future__ import annotations
 
+from schemas.catalogue import NONE_LABEL
+from schemas.taskset import effective_label
 from tasks.drill_points import reached
 from tasks.experiment.resolve_experiment import ResolvedExperiment
 from tasks.files.input_errors import InputError, Problem
@@ -18,7 +20,40 @@ def load_selection_versions(experiment: ResolvedExperiment) -> Loaded:
     weights = load_weights(experiment.taskset_dir, experiment.spec.weights) if experiment.spec.weights else None
     versions = {version: load_version(experiment.taskset_dir, version) for version in experiment.versions}
     refuse_leakage(experiment, versions)
+    refuse_unscored_labels(experiment, versions)
     return Loaded(versions=versions, checks={}, weights=weights)
+
+
+def refuse_unscored_labels(experiment: ResolvedExperiment, versions: dict[str, TaskSetVersion]) -> None:
+    """An arm whose catalogue offers the tool of no label of its version (no request's label or fallback,
+    spelled as the catalogue offers it: ``effective_label``) would expect 'none' of every request: its
+    accuracy would measure a relabelling, not the arm. Refused here, naming the arm and the catalogue (a
+    catalogue that offers the tools under other names without saying so, ``offered_as``, is the usual cause)."""
+    import polars as pl
+
+    labels: dict[str, list[str]] = {}
+    for version, loaded in versions.items():
+        shared = loaded.table.filter(pl.col("tools").is_null())
+        named = pl.concat([shared.get_column("expected"), shared.get_column("fallback").drop_nulls()])
+        labels[version] = sorted(set(named.to_list()) - {NONE_LABEL})
+    problems: list[Problem] = []
+    for arm in experiment.arms:
+        named = labels.get(arm.version) or []
+        if arm.catalogue is None or not named:
+            continue
+        offered = frozenset(arm.catalogue.names)
+        if any(effective_label(label, None, offered, arm.catalogue.offered_as) != NONE_LABEL for label in named):
+            continue
+        shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+        tools = ", ".join(arm.catalogue.names[:5]) + (" ..." if len(arm.catalogue.names) > 5 else "")
+        problems.append(Problem(
+            str(experiment.path), f"arm {arm.name}", "labels-offered-by-arm",
+            f"no label of {arm.version} ({shown}) names a tool of catalogue {arm.catalogue.name} ({tools}): every "
+            "request would expect 'none' and none of its labels would be scored. A catalogue offering the tools "
+            "under other names (a prefix or rename) must say which label each name stands for (offered_as): "
+            "write it with `tooleval tasks catalogue SURFACE_YAML --out ...`, which records it"))
+    if problems:
+        raise InputError(problems)
 
 
 def check_selection_labels(experiment: ResolvedExperiment, loaded: Loaded) -> dict[str, CheckReport]:

@@ -7,7 +7,7 @@ given; its label is ``effective_label`` (the fallback when the expected tool is 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import polars as pl
 
@@ -18,9 +18,10 @@ from tasks.taskset.load_taskset import load_catalogue
 from tasks.taskset.request_table import parse_messages, parse_tools
 
 
-def labelled_inputs(table: pl.DataFrame, shared: Sequence[ToolSpec] = (), prompt: str = ""
-                    ) -> tuple[list[SelectionInput], list[str]]:
-    """One input per request of ``table`` (a version's request table), in file order, and its label."""
+def labelled_inputs(table: pl.DataFrame, shared: Sequence[ToolSpec] = (), prompt: str = "",
+                    offered_as: Mapping[str, str] | None = None) -> tuple[list[SelectionInput], list[str]]:
+    """One input per request of ``table`` (a version's request table), in file order, and its label (spelled as
+    ``shared`` offers it, through its catalogue's ``offered_as``, for a request without its own tools)."""
     inputs, labels = [], []
     for request_id, messages, expected, fallback, own in zip(
             table.get_column("id").to_list(), table.get_column("messages").to_list(),
@@ -29,7 +30,8 @@ def labelled_inputs(table: pl.DataFrame, shared: Sequence[ToolSpec] = (), prompt
         tools = tuple(parse_tools(own) or ()) if own is not None else tuple(shared)
         inputs.append(SelectionInput(request_id=request_id, messages=parse_messages(messages), tools=tools,
                                      prompt=prompt))
-        labels.append(effective_label(expected, fallback, {t.name for t in tools}))
+        mapped = offered_as if own is None else None
+        labels.append(effective_label(expected, fallback, {t.name for t in tools}, mapped))
     return inputs, labels
 
 

@@ -36,6 +36,7 @@ from tasks.surface.arms import SurfaceArm
 from tasks.surface.baseline_agent import BaselineAgent
 from tasks.surface.chat_agent import HOSTED_AGENT_WIRE, ChatAgent
 from tasks.surface.load_tasks import TaskVersion
+from tasks.surface.transform_tools import label_as_offered
 from tasks.surface.wanted_actions import classify_calls
 
 OUTCOMES = CacheSpec(table="task_outcomes", column="outcome", model=TaskOutcome,
@@ -163,10 +164,11 @@ def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, 
     wanted = classify_calls(task, calls, outcome.success)
     unwanted = [c for c, (ok, _) in zip(calls, wanted) if not ok and not c.skipped_budget]
     first = counted[0].name if counted else None
+    intent = label_as_offered(task.intent, arm.surface.tools)  # as first_tool is spelled: the name offered
     row = {
         "run_id": ctx.run_id, "experiment": ctx.experiment, "arm": arm.name, "rung": arm.rung, "seed": unit.seed,
         "taskset": unit.taskset, "taskset_version": unit.taskset_version, "task_id": task.id, "slice": task.slice,
-        "intent": task.intent, "surface": arm.surface.name, "prompt": arm.prompt_name, "model_id": arm.model_id,
+        "intent": intent, "surface": arm.surface.name, "prompt": arm.prompt_name, "model_id": arm.model_id,
         "agent": arm.agent, "reads_prompt": arm.reads_prompt, "tool_order": [t.name for t in tools],
         "success": outcome.success, "failed_assertions": outcome.failed_assertions,
         "stop_reason": outcome.stop_reason, "detail": outcome.detail, "n_turns": outcome.n_turns,
@@ -184,7 +186,7 @@ def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, 
         "served_model_id": outcome.served_model_id, "cache_hit": cache_hit,
     }
     call_rows = [{"run_id": ctx.run_id, "arm": arm.name, "seed": unit.seed, "taskset_version": unit.taskset_version,
-                  "task_id": task.id, "slice": task.slice, "intent": task.intent, **c.model_dump(),
+                  "task_id": task.id, "slice": task.slice, "intent": intent, **c.model_dump(),
                   "wanted": ok, "wanted_by": by} for c, (ok, by) in zip(calls, wanted)]
     return row, call_rows
 

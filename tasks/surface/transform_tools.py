@@ -9,7 +9,7 @@ prefix can be measured on selection accuracy and on task success alike.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 from schemas.catalogue import Catalogue, ToolSpec
 from schemas.surface.surface_file import SurfaceTransform
@@ -73,3 +73,13 @@ def transform_catalogue(catalogue: Catalogue, transform: SurfaceTransform, name:
 def category(name: str) -> str | None:
     """The namespace of an offered name ('crm.get_customer' -> 'crm'), None without one."""
     return name.split(".", 1)[0] if "." in name else None
+
+
+def label_as_offered(label: str | None, tools: Iterable[Any]) -> str | None:
+    """A label naming a backend tool (a task's declared intent: ``read_text_file``) spelled as the surface
+    offers that tool (``fs.read_text_file`` under a prefix); any other label as written. ``tools`` are the
+    surface's offered tools (``OfferedTool``: the offered ``spec`` and the ``backend`` tool it runs)."""
+    for tool in tools:
+        if tool.backend.name == label:
+            return tool.spec.name
+    return label

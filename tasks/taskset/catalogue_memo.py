@@ -62,14 +62,15 @@ def chain_key(taskset_dir: Path, name: str) -> str | None:
 
 
 def catalogue_tool_names(taskset_dir: Path, name: str) -> list[str]:
-    """The tool names of catalogue ``name`` (inherited tools first), from a remembered pass of the same bytes,
+    """The names labels use for the tools of catalogue ``name`` (``Catalogue.label_names``: its tool names,
+    inherited first, or the labels it maps to other names), from a remembered pass of the same bytes,
     else from the full load (``load_catalogue``: InputError naming the file and rule), whose pass is then kept."""
     key = chain_key(taskset_dir, name)
     if key is not None and (passed := recall(key)) is not None and isinstance(passed.get("tool_names"), list):
         return passed["tool_names"]
     from tasks.taskset.load_taskset import load_catalogue
 
-    names = list(load_catalogue(taskset_dir, name).names)
+    names = list(load_catalogue(taskset_dir, name).label_names)
     if key is not None:
         remember(key, {"tool_names": names})
     return names

@@ -50,7 +50,7 @@ def check_key(version: TaskSetVersion, catalogues: Iterable[Catalogue], weights:
     """Everything the checks' answer depends on, hashed: contents, never paths, so a task set copied or moved
     elsewhere is remembered too (a pass names no path; a failure, which does, is never kept)."""
     return content_check_key(version.directory, version.manifest, version.actual_hash,
-                             [name for catalogue in catalogues for name in catalogue.names], weights)
+                             [name for catalogue in catalogues for name in catalogue.label_names], weights)
 
 
 def content_check_key(directory: Path, manifest: VersionManifest, actual_hash: str, tool_names: Iterable[str],

@@ -196,7 +196,7 @@ def run_label_checks(
     import great_expectations.expectations as gxe
     import pandas as pd
 
-    catalogue_tools = {name for catalogue in catalogues for name in catalogue.names}
+    catalogue_tools = {name for catalogue in catalogues for name in catalogue.label_names}
     file = str(version.requests_path)
     frame = request_frame(version, catalogue_tools)
     offered_where = "the catalogues in use" if catalogue_tools else "the request's own tools"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from schemas.catalogue import Catalogue, CatalogueFile, rule_of
+from schemas.catalogue import Catalogue, CatalogueFile, resolved_offered_as, rule_of
 from schemas.taskset import Adjudication, LabelledRequest, ProductionWeights, VersionManifest
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.content_hash import parts_sha256
@@ -108,7 +108,7 @@ def load_catalogue(taskset_dir: Path, name: str) -> Catalogue:
     if duplicates:
         path = taskset_dir / "catalogues" / f"{name}.json"
         raise InputError.one(str(path), "", "tool-names-unique", f"tools defined twice: {', '.join(sorted(duplicates))}")
-    return Catalogue(name=name, tools=tuple(tools))
+    return Catalogue(name=name, tools=tuple(tools), offered_as=resolved_offered_as(chain[::-1]))
 
 
 def version_paths(taskset_dir: Path, version: str) -> dict[str, Path]:

@@ -1,0 +1,143 @@
+"""Issue 43, item 1: a surface transform (prefix, rename) keeps a request's label. A catalogue written by
+`tooleval tasks catalogue` from a transformed surface says which label each offered name stands for
+(``offered_as``), so a request labelled ``close_ticket`` expects ``desk.close_ticket`` of an arm offering it;
+the task instrument's first-call cross-tab spells a tool-named intent as the arm offers it; and an arm whose
+catalogue offers the tool of no label is refused before anything runs, naming the arm and the catalogue."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from flows.cli import main
+from tasks.taskset.load_taskset import freeze_version, load_catalogue
+from tests.surface.tiny_desk import desk_task, write_desk
+
+REQUESTS = [
+    ("r1", "Please close ticket T-1002, it is done.", "close_ticket"),
+    ("r2", "Escalate T-1001: page the on-call engineer.", "escalate_ticket"),
+    ("r3", "Read ticket T-1003 by its id.", "get_ticket"),
+    ("r4", "List the open tickets of a customer, two per page.", "list_tickets"),
+    ("r5", "Summarise ticket T-1001 for me.", "broken_report"),
+    ("r6", "Tell me a joke about penguins.", "none"),
+]
+
+RENAMED = "name: renamed\ntoolkit: desk:Desk\ntransform:\n  rename: {close_ticket: resolve_ticket}\n"
+
+
+def selection_desk(root: Path, catalogues: dict[str, str]) -> Path:
+    """The tiny desk with a selection version v1 labelled with the backend's tool names, catalogue NAME written
+    by `tooleval tasks catalogue` from each surface, and an experiment: one order-blind, name-blind BM25 arm
+    per catalogue (the first is the baseline of every comparison)."""
+    folder = write_desk(root)
+    (folder / "surfaces" / "renamed.yaml").write_text(RENAMED)
+    (folder / "v1.jsonl").write_text("".join(
+        json.dumps({"id": rid, "messages": [{"role": "user", "content": text}], "expected": label,
+                    "slice": "desk"}) + "\n" for rid, text, label in REQUESTS))
+    freeze_version(folder, "v1", ["desk"])
+    for name, surface in catalogues.items():
+        assert main(["tasks", "catalogue", str(folder / "surfaces" / f"{surface}.yaml"),
+                     "--out", str(folder / "catalogues" / f"{name}.json")]) == 0
+    arms = "".join(f"  - {{name: {name}, catalogue: {name}}}\n" for name in catalogues)
+    first, *others = catalogues
+    comparisons = "".join(f"  - {{baseline: {first}, arm: {other}}}\n" for other in others)
+    (folder / "experiments" / "labels.yaml").write_text(textwrap.dedent("""\
+        name: desk-labels
+        taskset: ..
+        version: v1
+        seeds: [1, 2, 3]
+        batch_size: 6
+        defaults: {prompt: default, selector: lexical, model: bm25-okapi, options: {name_weight: 0}}
+        arms:
+        """) + arms + "comparisons:\n" + comparisons)
+    return folder
+
+
+def test_a_prefixed_or_renamed_catalogue_records_the_label_each_offered_name_stands_for(tmp_path, capsys):
+    folder = selection_desk(tmp_path, {"plain": "plain", "prefixed": "prefixed", "renamed": "renamed"})
+    assert "5 offered under another name than their label (offered_as)" in capsys.readouterr().out
+    written = json.loads((folder / "catalogues" / "prefixed.json").read_text())
+    assert written["offered_as"] == {"list_tickets": "desk.find_tickets", "get_ticket": "desk.get_ticket",
+                                     "close_ticket": "desk.close_ticket", "escalate_ticket": "desk.escalate_ticket",
+                                     "broken_report": "desk.broken_report"}
+    assert "offered_as" not in json.loads((folder / "catalogues" / "plain.json").read_text())
+    renamed = load_catalogue(folder, "renamed")
+    assert renamed.offered_as["close_ticket"] == "resolve_ticket" and renamed.offered_as["get_ticket"] == "get_ticket"
+    assert "close_ticket" in renamed.label_names and "resolve_ticket" not in renamed.label_names
+
+
+def test_selection_rows_expect_the_label_as_the_arm_offers_it_and_accuracy_does_not_move(tmp_path):
+    """An order- and name-blind router picks the same tools whatever they are called: every arm's accuracy is
+    the plain arm's, and no label turns into 'none' (before the fix every prefixed row expected 'none')."""
+    from tests.surface.plain_run import run_plain
+
+    folder = selection_desk(tmp_path, {"plain": "plain", "prefixed": "prefixed", "renamed": "renamed"})
+    run_plain(folder / "experiments" / "labels.yaml", tmp_path / "wh")
+    with duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True) as con:
+        expected = dict(con.execute("SELECT arm || '/' || request_id, min(expected) FROM selection_rows "
+                                    "GROUP BY ALL").fetchall())
+        accuracy = dict(con.execute("SELECT arm, avg(correct::INTEGER) FROM selection_rows GROUP BY arm").fetchall())
+        chosen = con.execute("SELECT count(*) FROM selection_rows p JOIN selection_rows q USING (request_id, seed) "
+                             "WHERE p.arm = 'plain' AND q.arm = 'prefixed' AND p.correct <> q.correct").fetchone()[0]
+    assert expected["prefixed/r1"] == "desk.close_ticket" and expected["prefixed/r4"] == "desk.find_tickets"
+    assert expected["renamed/r1"] == "resolve_ticket" and expected["renamed/r3"] == "get_ticket"
+    assert expected["plain/r1"] == "close_ticket"
+    assert sorted(key for key, label in expected.items() if label == "none") == ["plain/r6", "prefixed/r6", "renamed/r6"]
+    assert accuracy["plain"] > 0.5
+    assert accuracy["prefixed"] == accuracy["plain"] == accuracy["renamed"] and chosen == 0
+
+
+def test_an_arm_whose_catalogue_offers_no_labelled_tool_is_refused_naming_the_arm_and_catalogue(tmp_path, capsys):
+    """A prefixed catalogue that does not say which label each name stands for (one written before
+    ``offered_as``, or by hand) would score every request against 'none': validate refuses it, exit 2."""
+    folder = selection_desk(tmp_path, {"plain": "plain", "prefixed": "prefixed"})
+    path = folder / "catalogues" / "prefixed.json"
+    written = json.loads(path.read_text())
+    written.pop("offered_as", None)
+    path.write_text(json.dumps(written))
+    capsys.readouterr()
+    experiment = folder / "experiments" / "labels.yaml"
+    assert main(["validate", str(experiment)]) == 2
+    err = capsys.readouterr().err
+    assert f"{experiment}:arm prefixed: [labels-offered-by-arm]" in err
+    assert "names a tool of catalogue prefixed" in err and "broken_report, close_ticket" in err
+    assert "arm plain" not in err
+    assert not (tmp_path / "warehouse").exists()
+
+
+def test_a_version_whose_labels_the_arm_offers_passes_validate(tmp_path, capsys):
+    folder = selection_desk(tmp_path, {"plain": "plain", "prefixed": "prefixed"})
+    capsys.readouterr()
+    assert main(["validate", str(folder / "experiments" / "labels.yaml")]) == 0
+    assert "v1: 6 requests: " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("surface, first_tool", [("plain", "close_ticket"), ("prefixed", "desk.close_ticket")])
+def test_the_first_call_cross_tab_spells_a_tool_named_intent_as_the_arm_offers_it(tmp_path, surface, first_tool):
+    """A task whose declared intent names a backend tool (``close_ticket``) is shown, in an arm on a prefixed
+    surface, under the name the agent was offered and called (``desk.close_ticket``): the intent's own row."""
+    from tests.surface.plain_run import run_plain
+
+    tasks = [desk_task("close-1", "Please close ticket T-1002.",
+                       {"state": [{"path": "tickets.T-1002.status", "equals": "closed"}]}, intent="close_ticket"),
+             desk_task("status-1", "What is the status of T-1001?", {"reply": {"contains": "open"}},
+                       slice_="questions", intent="status")]
+    folder = write_desk(tmp_path, tasks, experiment=textwrap.dedent(f"""\
+        name: desk-one
+        taskset: ..
+        version: t1
+        seeds: [1, 2, 3]
+        batch_size: 2
+        defaults: {{agent: baseline}}
+        arms:
+          - {{name: A, surface: {surface}, prompt: default}}
+        """))
+    run_plain(folder / "experiments" / "four.yaml", tmp_path / "wh")
+    with duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True) as con:
+        rows = con.execute("SELECT intent, first_tool, n FROM task_first_calls ORDER BY intent").fetchall()
+    assert rows[0] == (first_tool, first_tool, 3)
+    assert rows[1][0] == "status"
