@@ -3,7 +3,7 @@ tools, and how a tool's annotations become seed 001's marks.
 
 A server is reached over stdio (a command tooleval starts, with its args, env and working directory: the
 task-set folder unless ``cwd`` says otherwise) or over streamable HTTP (a URL). ``{state_dir}`` in a
-command's args, env values or working directory is the directory of the server instance's state, which
+command, its args, env values or working directory is the directory of the server instance's state, which
 tooleval empties and fills with a task's fixture files before every task (tasks/surface/mcp_backend.py);
 ``{taskset_dir}`` is the task-set folder.
 
@@ -28,7 +28,9 @@ class McpServer(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    command: str | None = Field(default=None, description="Executable started over stdio (e.g. node, npx, a path).")
+    command: str | None = Field(default=None, description="Executable started over stdio (e.g. node, npx, a path; "
+                                                          "'{taskset_dir}' is the task-set folder, e.g. for a "
+                                                          "server installed in the project's venv).")
     args: tuple[str, ...] = Field(default=(), description="Its arguments; '{state_dir}' is the instance's state, "
                                                           "'{taskset_dir}' the task-set folder.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables (values may use "

@@ -136,7 +136,7 @@ class ServerConnection:
                 else:
                     cwd = _fill(self.server.cwd, self.state_dir, self.base_dir) if self.server.cwd else None
                     params = StdioServerParameters(
-                        command=self.server.command or "",
+                        command=_fill(self.server.command or "", self.state_dir, self.base_dir),
                         args=[_fill(a, self.state_dir, self.base_dir) for a in self.server.args],
                         env=resolved_env(self.server, self.state_dir, self.base_dir),
                         cwd=str(self.base_dir / cwd) if cwd else str(self.base_dir))

@@ -78,7 +78,9 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
         session = surface.backend.open(fixtures)
         if wall_deadline is not None and hasattr(session, "wall_deadline"):
             session.wall_deadline = wall_deadline  # a toolkit session cuts a call that outlives the budget
-        agent_session = agent.start(task, tools, prompt)
+        # an agent that reads the task's fixtures (the offline baseline: paths and ids) is given them
+        agent_session = (agent.start(task, tools, prompt, fixtures=fixtures) if getattr(agent, "reads_fixtures", False)
+                         else agent.start(task, tools, prompt))
         while stop is None:
             if turns >= budget.turns:
                 stop = "max_turns"

@@ -23,6 +23,18 @@ class ProposedCall:
     name: str
     arguments: Any
     """JSON text (OpenAI-style) or an object (Anthropic-style), as the agent gave them."""
+    unfilled: tuple[str, ...] = ()
+    """Required arguments the agent made the call without because it had no value for them (the offline baseline
+    says so; a model does not): the call is invalid with ``unfilled_reason`` (tasks/surface/execute_call.py)."""
+
+
+UNFILLED_REASON = "the agent could not fill argument "
+"""How an invalid call's reason starts when the agent had no value for a required argument: the names follow,
+comma-separated, then ': ' and the schema's complaint (warehouse/views/task_unfilled_arguments.sql reads them)."""
+
+
+def unfilled_reason(names: tuple[str, ...], detail: str) -> str:
+    return f"{UNFILLED_REASON}{','.join(names)}: {detail}"
 
 
 @dataclass(frozen=True)

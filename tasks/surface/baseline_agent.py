@@ -15,7 +15,19 @@ Each turn:
    parameter's default, a path-shaped word of the request for a path parameter (the second one for a
    destination), and for free text the request itself (query, subject, description; a slug made
    of its words). From a list of records it reads the record sharing most words with the request, or
-   none when none does and more pages follow.
+   none when none does and more pages follow;
+4. what a result and the request do not give, the task's fixtures may (the agent reads them as the task's
+   own context, as a user's agent knows which repository or record it works on): a repository parameter
+   (``repo_path``, ``repository``, ``repo``) gets the folder of the fixture files that holds a ``.git`` folder
+   (``repo`` for ``repo/.git/HEAD``: relative, as the fixtures name it, so the server is started in the state
+   folder); an id parameter without a ``pattern`` (``id`` or ``*_id``) gets the ``id`` of the fixture record
+   sharing most words with the request (none when no record shares a word: never the request's text). A path
+   parameter gets no other path: never the request's text either (a file path means something only under the server's own folder, which the
+   agent cannot see).
+
+A required argument it has no value for is left out and the call, when it is made anyway, says so
+(``ProposedCall.unfilled``): it is recorded as invalid, "the agent could not fill argument repo_path: ...", and
+the report counts such calls per argument and does not judge an arm most of whose task runs made no other call.
 
 It stops when nothing is left to try, and replies with the last result it got. It does not read the
 prompt: arms that differ only in the prompt are the same arm for it, and the report says so.
@@ -60,6 +72,51 @@ QUERY_NAMES = ("query", "q", "search", "text", "question", "keywords", "terms")
 TITLE_NAMES = ("subject", "title", "summary", "headline")
 TITLE_CHARS = 80
 GAVE_UP = "I could not complete this request with the tools offered."
+REPOSITORY_NAMES = ("repo_path", "repository", "repo", "repository_path", "repo_dir")
+FILLING = "2026-12 fixtures: repository paths and ids; no request text for a path"
+"""How the baseline fills arguments, in its task cache key (``run_unit.agent_fingerprint``): outcomes cached
+before it read the fixtures (a path parameter then got the request's text) were measured by another agent."""
+
+
+def fixture_repositories(fixtures: Mapping[str, Any] | None) -> list[str]:
+    """Folders of the task's fixture files that hold a ``.git`` folder, as the fixtures name them ('.' for the
+    state folder itself), in the order the fixtures list them."""
+    files = (fixtures or {}).get("files")
+    found: list[str] = []
+    for path in files if isinstance(files, dict) else ():
+        parts = str(path).split("/")
+        if ".git" in parts[:-1]:
+            folder = "/".join(parts[:parts.index(".git")]) or "."
+            if folder not in found:
+                found.append(folder)
+    return found
+
+
+def _records_with(value: Any, key: str, out: list[dict]) -> None:
+    if isinstance(value, dict):
+        if not isinstance(value.get(key), (dict, list, type(None))):
+            out.append(value)
+        for inner in value.values():
+            _records_with(inner, key, out)
+    elif isinstance(value, list):
+        for inner in value:
+            _records_with(inner, key, out)
+
+
+def fixture_id(name: str, fixtures: Mapping[str, Any] | None, request_words: set[str]) -> Any:
+    """The id (the value under ``name``, else under ``id``) of the fixture record sharing most words with the
+    request (ties: the first), or None when no record shares a word: an id is read, never invented."""
+    for key in dict.fromkeys((name, "id")):
+        records: list[dict] = []
+        _records_with({k: v for k, v in (fixtures or {}).items() if k != "include"}, key, records)
+        overlaps = [len(_text_words(r) & request_words) for r in records]
+        if records and max(overlaps) > 0:
+            return records[overlaps.index(max(overlaps))][key]
+    return None
+
+
+def _is_id(name: str) -> bool:
+    return name.lower() == "id" or name.lower().endswith("_id")
 
 
 def _words_of_keys(value: Any, out: list[str]) -> None:
@@ -120,8 +177,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def fill_argument(name: str, schema: Mapping[str, Any], request: str, results: Sequence[Any]) -> Any:
-    """A value for one parameter, or None when the agent has none."""
+def fill_argument(name: str, schema: Mapping[str, Any], request: str, results: Sequence[Any],
+                  fixtures: Mapping[str, Any] | None = None) -> Any:
+    """A value for one parameter, or None when the agent has none (module docstring: the order it looks in)."""
     kind = schema.get("type")
     if "cursor" in name:
         last = results[-1] if results else None
@@ -139,6 +197,11 @@ def fill_argument(name: str, schema: Mapping[str, Any], request: str, results: S
             if isinstance(option, str) and tool_name_words(option) in lowered:
                 return option
         return schema.get("default")
+    if kind in ("string", None) and name.lower() in REPOSITORY_NAMES and (found := fixture_repositories(fixtures)):
+        return found[0]
+    if kind in ("string", "integer", None) and _is_id(name) and not schema.get("pattern"):
+        found = fixture_id(name, fixtures, request_words)  # an id is read, never the request's text
+        return found if isinstance(found, _PYTHON_TYPES.get(kind or "", object)) else schema.get("default")
     if isinstance(schema.get("pattern"), str) and "slug" not in name:
         match = re.search(_unanchored(schema["pattern"]), request)
         return match.group(0) if match else None  # an id-shaped value is not invented
@@ -150,6 +213,7 @@ def fill_argument(name: str, schema: Mapping[str, Any], request: str, results: S
         index = 1 if name.lower() in SECOND_PATH_NAMES else 0
         if len(paths) > index:
             return paths[index]
+        return schema.get("default")  # a path is read, never the request's text
     if kind == "array" and name.lower() in ("paths", "files") and PATH.findall(request):
         return PATH.findall(request)
     if "default" in schema:
@@ -172,26 +236,28 @@ _PYTHON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": (int, 
                                  "array": list, "object": dict}
 
 
-def fill_arguments(tool: ToolSpec, request: str, results: Sequence[Any]) -> tuple[dict[str, Any], bool]:
-    """(arguments, whether every required one was filled)."""
+def fill_arguments(tool: ToolSpec, request: str, results: Sequence[Any], fixtures: Mapping[str, Any] | None = None
+                   ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """(arguments, the required ones it has no value for: empty when every one was filled)."""
     properties = tool.parameters.get("properties") or {}
-    required = set(tool.parameters.get("required") or [])
+    required = list(tool.parameters.get("required") or [])
     arguments: dict[str, Any] = {}
     for name, schema in properties.items():
-        value = fill_argument(name, schema if isinstance(schema, dict) else {}, request, results)
+        value = fill_argument(name, schema if isinstance(schema, dict) else {}, request, results, fixtures)
         if value is None:
             continue
         if name not in required and value == (schema or {}).get("default"):
             continue  # an optional argument at its default is left to the tool
         arguments[name] = value
-    return arguments, required <= set(arguments)
+    return arguments, tuple(name for name in required if name not in arguments)
 
 
 class BaselineSession:
     """One task's run: what the agent has called and seen."""
 
-    def __init__(self, agent: "BaselineAgent", task: SurfaceTask, tools: tuple[ToolSpec, ...]):
-        self.agent, self.task, self.tools = agent, task, tools
+    def __init__(self, agent: "BaselineAgent", task: SurfaceTask, tools: tuple[ToolSpec, ...],
+                 fixtures: Mapping[str, Any] | None = None):
+        self.agent, self.task, self.tools, self.fixtures = agent, task, tools, fixtures
         self.request = task.text
         self.results: list[Any] = []
         """Parsed results of the calls that ran without being refused, oldest first."""
@@ -218,36 +284,37 @@ class BaselineSession:
             if scores[index] < self.agent.threshold:
                 break
             tool = self.tools[index]
-            arguments, complete = fill_arguments(tool, self.request, self.results)
+            arguments, missing = fill_arguments(tool, self.request, self.results, self.fixtures)
             key = retry_key(tool.name, arguments)
             if key in self.succeeded:
                 return self._reply()  # its best idea is a call it already made: done
             if key in self.made:
                 continue
-            if not complete:
+            if missing:
                 if fallback is None:
-                    fallback = ProposedCall("", tool.name, json.dumps(arguments))
+                    fallback = ProposedCall("", tool.name, json.dumps(arguments), unfilled=missing)
                 continue
             return self._call(tool.name, arguments)
-        if fallback is not None:  # nothing it can fill: try the best tool anyway (an invalid call)
-            return self._call(fallback.name, json.loads(fallback.arguments))
+        if fallback is not None:  # nothing it can fill: try the best tool anyway (an invalid call, saying why)
+            return self._call(fallback.name, json.loads(fallback.arguments), fallback.unfilled)
         return self._reply()
 
-    def _call(self, name: str, arguments: dict[str, Any]) -> AgentTurn:
+    def _call(self, name: str, arguments: dict[str, Any], unfilled: tuple[str, ...] = ()) -> AgentTurn:
         if self.n == 0 and self.agent.position_bias > 0:
-            name, arguments = self._biased_first(name, arguments)
+            name, arguments, unfilled = self._biased_first(name, arguments, unfilled)
         self.made.add(retry_key(name, arguments))
         self.n += 1
-        self.pending = ProposedCall(f"call_{self.n}", name, json.dumps(arguments))
+        self.pending = ProposedCall(f"call_{self.n}", name, json.dumps(arguments), unfilled=unfilled)
         return AgentTurn(calls=[self.pending])
 
-    def _biased_first(self, name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _biased_first(self, name: str, arguments: dict[str, Any], unfilled: tuple[str, ...]
+                      ) -> tuple[str, dict[str, Any], tuple[str, ...]]:
         """The first call, moved to the first-offered tool with probability q(k, n) (module docstring)."""
         names = [tool.name for tool in self.tools]
         chance = move_probability(names.index(name) + 1, len(names), self.agent.position_bias)
         if order_draw(self.task.model_dump_json(by_alias=True), names) >= chance:
-            return name, arguments
-        return names[0], fill_arguments(self.tools[0], self.request, self.results)[0]
+            return name, arguments, unfilled
+        return (names[0], *fill_arguments(self.tools[0], self.request, self.results, self.fixtures))
 
     def _reply(self) -> AgentTurn:
         if self.results:
@@ -276,6 +343,8 @@ class BaselineAgent:
 
     kind = "baseline"
     reads_prompt = False
+    reads_fixtures = True
+    """It is given the task's merged fixtures (``start(..., fixtures=)``): repository paths and ids come from them."""
 
     def __init__(self, model_id: str, options: Mapping[str, Any] | None = None):
         options = dict(options or {})
@@ -285,5 +354,6 @@ class BaselineAgent:
         self.threshold = float(options.get("threshold", self.router.abstain_threshold))
         self.position_bias = float(options.get("position_bias", 0.0))
 
-    def start(self, task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str) -> BaselineSession:
-        return BaselineSession(self, task, tools)
+    def start(self, task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str,
+              fixtures: Mapping[str, Any] | None = None) -> BaselineSession:
+        return BaselineSession(self, task, tools, fixtures)

@@ -8,7 +8,9 @@
 - a toolkit raises anything else: an error call too (its type and message go back), so a bug in a
   backend is a row, never a crashed run;
 - otherwise the result goes back: a toolkit's as compact JSON, an MCP server's text as it gave it;
-- a call written as text in a reply (``text_call``): *invalid* and ``as_text``, never executed.
+- a call written as text in a reply (``text_call``): *invalid* and ``as_text``, never executed;
+- a call the agent made without a required argument it had no value for (``ProposedCall.unfilled``): invalid,
+  its reason starting "the agent could not fill argument NAME" (the report counts these per argument).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic_core import to_jsonable_python
 
 from tasks.selectors.text_tool_calls import TextCall, text_call_detail
 from tasks.selectors.tool_call_check import check_arguments
-from tasks.surface.agent_types import ProposedCall, ToolResult
+from tasks.surface.agent_types import ProposedCall, ToolResult, unfilled_reason
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.surface_session import MAX_DETAIL, SurfaceSession
 from tasks.surface.toolkit import BackendTool
@@ -59,7 +61,9 @@ def execute_call(surface: ResolvedSurface, session: SurfaceSession,
     backend = offered.backend
     check = check_arguments(offered.spec, call.arguments)
     if not check.ok:
-        return _invalid(call, backend, check.arguments_json, check.detail or "invalid arguments")
+        reason = check.detail or "invalid arguments"
+        return _invalid(call, backend, check.arguments_json,
+                        unfilled_reason(call.unfilled, reason) if call.unfilled else reason)
     outcome = session.call(backend, json.loads(check.arguments_json or "{}"))
     if outcome.invalid is not None:  # the backend's own validation rejected it: never executed
         return _invalid(call, backend, check.arguments_json, outcome.invalid, outcome.content, outcome.backend_ms)

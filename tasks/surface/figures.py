@@ -51,6 +51,8 @@ class SurfaceFigures:
     stop_reasons: list[dict[str, Any]]
     arm_success: list[dict[str, Any]] = field(default_factory=list)
     """Per arm and version: success over every task with its interval, tokens and cost (task_arm_success)."""
+    unfilled_arguments: list[dict[str, Any]] = field(default_factory=list)
+    """Per arm and argument: calls that failed because the agent could not fill it (task_unfilled_arguments)."""
     comparisons: list[TaskComparisonFigures] = field(default_factory=list)
     interactions: list[Interaction] = field(default_factory=list)
     version_calibrations: list[VersionCalibration] = field(default_factory=list)
@@ -84,6 +86,8 @@ def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> Surface
         stop_reasons=records(con, "SELECT * FROM task_stop_reasons WHERE run_id = ? ORDER BY rung, n DESC", [run_id]),
         arm_success=records(con, "SELECT * FROM task_arm_success WHERE run_id = ? ORDER BY taskset_version, rung",
                             [run_id]),
+        unfilled_arguments=records(con, "SELECT * FROM task_unfilled_arguments WHERE run_id = ? ORDER BY rung, "
+                                        "calls DESC, argument", [run_id]),
     )
     outcomes = UnitOutcomes.read(con, "SELECT arm, task_id AS unit, slice, successes AS correct, trials "
                                       "FROM task_outcomes WHERE run_id = ? ORDER BY arm, task_id", [run_id])

@@ -42,11 +42,16 @@ def judged_arms(figures: SurfaceFigures, selection: ArmSelection) -> list[str]:
 
 def task_runs_not_carried_out(figures: SurfaceFigures) -> dict[str, tuple[int, int]]:
     """Per arm, (task runs that could not be carried out, task runs): runs that stopped on a provider error, a
-    failed surface or the run's budget (``FAILED_STOPS``)."""
+    failed surface or the run's budget (``FAILED_STOPS``), and runs every call of which failed because the agent
+    could not fill an argument (task_unfilled_arguments.runs_only_unfilled: they measured the agent's missing
+    input, not the surface)."""
     counts: dict[str, tuple[int, int]] = {}
     for r in figures.stop_reasons:
         failed, total = counts.get(r["arm"], (0, 0))
         counts[r["arm"]] = (failed + (r["n"] if r["stop_reason"] in FAILED_STOPS else 0), total + r["n"])
+    for arm, unfilled in {r["arm"]: r["runs_only_unfilled"] for r in figures.unfilled_arguments}.items():
+        failed, total = counts.get(arm, (0, 0))
+        counts[arm] = (failed + unfilled, total)
     return counts
 
 

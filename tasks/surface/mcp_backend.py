@@ -37,8 +37,9 @@ with ``surface_error`` and the failed call in its detail: the task is not carrie
 0%). ``teardown`` runs when the task ends, if its server still answers; a failed teardown call is appended
 to the task's detail, the instance is closed, and the teardown is made again before the next task: that task
 is carried out only once it succeeds (else it is not carried out, naming the teardown). A task whose server
-failed leaves its teardown pending the same way. Tasks on a URL server share the one state the server keeps:
-the declared calls isolate tasks that run one after another, not tasks running at the same time.
+failed leaves its teardown pending the same way. Tasks on a URL server share the one state the server keeps,
+so a process runs the tasks of such a surface one at a time (``InstancePool.serial``, held from the setup to
+the teardown; the wait counts in a task's wall time); processes of a distributed run are not kept apart.
 
 Fixtures of a task on an MCP surface: ``files`` (path under the state folder -> content: a string as
 text, a list as JSON Lines (one JSON value a line, as the memory server keeps its graph), an object as
@@ -250,6 +251,9 @@ class InstancePool:
     """Instances started and the seconds their start-up took (for the harness benchmark)."""
     teardown_pending: str | None = None
     """Why the declared teardown has to be made before the next task (it failed, or a task's server failed)."""
+    serial: threading.Lock = field(default_factory=threading.Lock)
+    """Held by a task of a surface with declared reset calls from its setup to its teardown: the server keeps
+    one state for every caller, so this process runs that surface's tasks one at a time."""
 
     def acquire(self, fixtures: Mapping[str, Any]) -> McpInstance:
         spec = self.backend.spec
@@ -364,19 +368,23 @@ class McpSession:
         """Return the instance; with declared reset calls, make the teardown first. What went wrong with the
         teardown (for the task's detail), or None."""
         reset = self.backend.spec.reset
+        if not isinstance(reset, ResetCalls):
+            self.pool.release(self.instance, broken)
+            return None
         note = None
-        if isinstance(reset, ResetCalls) and reset.teardown:
-            if broken or not self.instance.alive:
+        try:
+            if reset.teardown and (broken or not self.instance.alive):
                 self.pool.teardown_pending = "the server failed during the previous task, before its teardown"
-            else:
+            elif reset.teardown:
                 try:
                     self.reset_calls(reset.teardown, "teardown")
                     self.pool.teardown_pending = None
                 except SurfaceBroke as failed:
-                    note = str(failed)
-                    self.pool.teardown_pending = note
+                    note = self.pool.teardown_pending = str(failed)
                     broken = True
-        self.pool.release(self.instance, broken)
+            self.pool.release(self.instance, broken)
+        finally:
+            self.pool.serial.release()
         return note
 
 
@@ -431,9 +439,16 @@ class McpBackend:
     def open(self, fixtures: Mapping[str, Any]) -> McpSession:
         """An instance reset to the task's fixtures, its setup calls made; SurfaceBroke when it fails."""
         pool = pool_for(self)
-        instance = pool.acquire(fixtures)
-        session = McpSession(self, pool, instance)
         reset = self.spec.reset
+        if isinstance(reset, ResetCalls):
+            pool.serial.acquire()  # released when the task's session closes (or here, when it cannot open)
+        try:
+            instance = pool.acquire(fixtures)
+        except BaseException:
+            if isinstance(reset, ResetCalls):
+                pool.serial.release()
+            raise
+        session = McpSession(self, pool, instance)
         try:
             if isinstance(reset, ResetCalls):
                 pending = pool.teardown_pending
@@ -450,6 +465,8 @@ class McpBackend:
             if isinstance(reset, ResetCalls) and reset.teardown and pool.teardown_pending is None:
                 pool.teardown_pending = f"a task's setup did not complete: {broke}"
             pool.release(instance, broken=True)
+            if isinstance(reset, ResetCalls):
+                pool.serial.release()
             raise
         return session
 

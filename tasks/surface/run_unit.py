@@ -33,7 +33,7 @@ from tasks.selectors.chat_options import DEFAULT_CONCURRENCY
 from tasks.surface.agent_loop import run_task
 from tasks.surface.agent_types import Agent
 from tasks.surface.arms import SurfaceArm
-from tasks.surface.baseline_agent import BaselineAgent
+from tasks.surface.baseline_agent import FILLING as BASELINE_FILLING, BaselineAgent
 from tasks.surface.chat_agent import HOSTED_AGENT_WIRE, ChatAgent
 from tasks.surface.load_tasks import TaskVersion
 from tasks.surface.transform_tools import label_as_offered
@@ -72,8 +72,10 @@ def agent_fingerprint(arm: SurfaceArm) -> str:
     its answer-changing options and, for agents that read it, the prompt. The baseline does not read the
     prompt, so two of its arms that differ only in the prompt share their outcomes."""
     parts = [arm.agent, arm.model_id, keyed_options(arm.options), arm.prompt_text if arm.reads_prompt else None]
-    if arm.agent != "baseline":  # hosted agents: what they send and how replies are read (the baseline's keys stay)
+    if arm.agent != "baseline":  # hosted agents: what they send and how replies are read
         parts.append(HOSTED_AGENT_WIRE)
+    else:  # the baseline: how it fills arguments (outcomes cached before it read the fixtures are another agent's)
+        parts.append(BASELINE_FILLING)
     return digest(parts)
 
 

@@ -262,7 +262,27 @@ def stop_table(figures: SurfaceFigures) -> ReportTable:
     for arm in [a["arm"] for a in figures.arms]:
         counts = {r["stop_reason"]: r["n"] for r in figures.stop_reasons if r["arm"] == arm}
         table.rows.append([arm, *(_n(counts.get(reason, 0)) for reason in reasons)])
+    table.note = unfilled_words(figures)
     return table
+
+
+def unfilled_words(figures: SurfaceFigures) -> str:
+    """'Calls failed because the agent could not fill argument target: A-plain 15 (git_diff; in 15 task runs), ...',
+    and the task runs that made no other call (not carried out), or '' when no call did."""
+    if not figures.unfilled_arguments:
+        return ""
+    by_argument: dict[str, list[str]] = {}
+    only: dict[str, tuple[int, int]] = {}
+    for r in figures.unfilled_arguments:
+        by_argument.setdefault(r["argument"], []).append(
+            f"{r['arm']} {r['calls']:,} ({', '.join(r['tools'])}; in {r['runs']:,} task runs)")
+        only[r["arm"]] = (r["runs_only_unfilled"], r["arm_runs"])
+    counted = ", ".join(f"{arm} {n:,} of {total:,}" for arm, (n, total) in only.items() if n)
+    return (" ".join(f"Calls failed because the agent could not fill argument {argument}: {', '.join(arms)}."
+                     for argument, arms in by_argument.items())
+            + " Such a call is invalid and never executed: it measures the agent's missing input, not the surface."
+            + (f" Task runs that made no other call are counted as not carried out ({counted}): not a measured "
+               "failure." if counted else ""))
 
 
 def _calls_counted(figures: SurfaceFigures) -> str:

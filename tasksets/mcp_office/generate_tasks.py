@@ -38,15 +38,13 @@ import json
 import random
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from tasks.files.input_errors import InputError  # noqa: E402
-from tasks.surface.load_tasks import content_hash, freeze_task_version, task_paths  # noqa: E402
+from tasks.surface import generated_version  # noqa: E402
 
 SEED = 20261202
 VERSION = "t1"
@@ -554,30 +552,12 @@ def build() -> dict[str, str]:
 
 def frozen_differs(files: dict[str, str]) -> str | None:
     """Why writing ``files`` would change a frozen version (None: no manifest yet, or the same hash)."""
-    manifest = task_paths(HERE, VERSION)["manifest"]
-    if not manifest.is_file():
-        return None
-    frozen = json.loads(manifest.read_text())["content_hash"]
-    with tempfile.TemporaryDirectory() as scratch:
-        for relative, text in files.items():
-            (Path(scratch) / relative).parent.mkdir(parents=True, exist_ok=True)
-            (Path(scratch) / relative).write_text(text)
-        wanted = content_hash(Path(scratch), VERSION, ["office"])
-    if wanted == frozen:
-        return None
-    return (f"version {VERSION} is frozen with hash {frozen[:12]}; the generator now writes files hashing to "
-            f"{wanted[:12]}. Versions are never overwritten: write t2.")
+    return generated_version.frozen_differs(HERE, VERSION, files, ["office"])
 
 
 def main() -> int:
     files = build()
-    refused = frozen_differs(files)
-    if refused:  # before writing anything: the frozen files stay as they are
-        raise InputError.one(str(task_paths(HERE, VERSION)["manifest"]), "", "version-immutable", refused)
-    (HERE / "fixtures").mkdir(exist_ok=True)
-    for relative, text in files.items():
-        (HERE / relative).write_text(text)
-    manifest = freeze_task_version(HERE, VERSION, SLICES, notes=(
+    manifest = generated_version.write_version(HERE, VERSION, files, ["office"], SLICES, notes=(
         f"generate_tasks.py, seed {SEED}: {len(files[f'{VERSION}.jsonl'].splitlines())} tasks on the reference "
         "memory and filesystem MCP servers over the shared fixture office"))
     print(f"{VERSION}: {manifest.n_tasks} tasks {manifest.counts_by_slice}, hash {manifest.content_hash[:12]}")

@@ -315,4 +315,6 @@ def test_hosted_outcomes_cached_under_another_request_form_are_not_served(desk, 
     monkeypatch.setattr(run_unit, "HOSTED_AGENT_WIRE", "another form")
     after = run_unit.agent_fingerprint(hosted), run_unit.agent_fingerprint(baseline)
     assert before[0] != after[0] and before[1] == after[1]
-    assert before[1] == run_unit.digest(["baseline", "bm25", {}, None])  # the baseline's keys of earlier versions
+    # the baseline's key holds how it fills arguments (it reads the task's fixtures since issue 43)
+    assert before[1] == run_unit.digest(["baseline", "bm25", {}, None, run_unit.BASELINE_FILLING])
+    assert before[1] != run_unit.digest(["baseline", "bm25", {}, None])

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -195,6 +196,24 @@ def test_setup_and_teardown_calls_give_each_task_on_a_url_server_its_own_state(t
     shared = load_surface(folder, "shared")
     first, second = (run(shared, insert(order), **{"assert": ONE_ORDER}) for order in (1, 2))
     assert first.success and not second.success
+
+
+def test_tasks_started_at_once_on_a_url_server_take_turns(tmp_path, url_server):
+    url, db = url_server
+    folder = tmp_path / "remote"
+    write_surface(folder, "fresh", {"servers": {"db": {"url": url, "error_text": ERROR_TEXT}}, "reset": RESET})
+    fresh = load_surface(folder, "fresh")
+
+    def slow_task(order: int):
+        def script(_task):
+            time.sleep(0.5)  # the task holds the server's state a while: another one started meanwhile must wait
+            return insert(order)
+        return run_task(ScriptedAgent(script), fresh, task(**{"assert": ONE_ORDER}), {}, fresh.specs, "prompt")
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        outcomes = list(pool.map(slow_task, (1, 2, 3)))
+    assert [(o.success, o.stop_reason, o.detail) for o in outcomes] == [(True, "model_stop", None)] * 3
+    assert tables(db) == []
 
 
 def test_a_failed_setup_is_not_carried_out_and_a_failed_teardown_is_recorded(tmp_path, url_server):

@@ -1,0 +1,151 @@
+"""The second bundled MCP example (tasksets/mcp_git, issue 43): mcp-server-git from PyPI, pinned in the project's
+lock, every task in a fresh Git repository built from its fixtures; the offline baseline agent fills repository
+paths and ids from the task's fixtures, never a path from the request's text; a call it made without an
+argument it could not fill is counted per argument in the report, and an arm whose task runs made no other call
+is NOT JUDGED, never a measured 0%."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from flows.cli import main
+from schemas.catalogue import ToolSpec
+from schemas.surface.criteria import SurfaceCriteria
+from tasks.report.judge import judge
+from tasks.surface.agent_loop import run_task
+from tasks.surface.baseline_agent import BaselineAgent, fill_arguments
+from tasks.surface.figures import load_surface_figures
+from tasks.surface.gates import JUDGES, task_runs_not_carried_out
+from tasks.surface.load_surface import load_surface
+from tasks.surface.load_tasks import load_task_version
+from tasks.surface.mcp_backend import close_pools, pool_for
+from tasks.surface.tables import stop_table
+from tests.factories import ROOT
+from tests.surface.known_task_rows import RUN, KnownTaskRun, call_row, run_row
+
+FOLDER = ROOT / "tasksets" / "mcp_git"
+SERVER = ROOT / ".venv" / "bin" / "mcp-server-git"
+REPO_FIXTURES = {"files": {"repo/.git/HEAD": "ref: refs/heads/main\n", "repo/README.md": "# x\n"}}
+
+
+def tool(name: str, properties: dict, required: list[str]) -> ToolSpec:
+    return ToolSpec(name=name, description=name, parameters={"type": "object", "properties": properties,
+                                                               "required": required})
+
+
+STATUS = tool("git_status", {"repo_path": {"type": "string"}}, ["repo_path"])
+DIFF = tool("git_diff", {"repo_path": {"type": "string"}, "target": {"type": "string"}}, ["repo_path", "target"])
+
+
+def test_the_baseline_fills_repo_path_with_the_fixtures_repository_never_the_request():
+    request = "Is the working tree of the invoicer clean?"
+    assert fill_arguments(STATUS, request, [], REPO_FIXTURES) == ({"repo_path": "repo"}, ())
+    nested = {"files": {"work/app/.git/HEAD": "ref: refs/heads/main\n", "work/app/a.py": ""}}
+    assert fill_arguments(STATUS, request, [], nested) == ({"repo_path": "work/app"}, ())
+    # no repository in the fixtures and no path in the request: unfilled, not the request's text
+    assert fill_arguments(STATUS, request, [], {"files": {"notes.txt": "x"}}) == ({}, ("repo_path",))
+    # a path parameter the request names no path for is unfilled too (git_diff's target)
+    assert fill_arguments(DIFF, "Diff main against the release branch", [], REPO_FIXTURES) == (
+        {"repo_path": "repo"}, ("target",))
+
+
+def test_an_id_parameter_gets_the_id_of_the_fixture_record_the_request_names():
+    get = tool("get_customer", {"customer_id": {"type": "string"}}, ["customer_id"])
+    fixtures = {"customers": {"C-17": {"id": "C-17", "name": "Globex", "city": "Lyon"},
+                              "C-18": {"id": "C-18", "name": "Initech", "city": "Austin"}}}
+    assert fill_arguments(get, "Which plan is Initech on?", [], fixtures) == ({"customer_id": "C-18"}, ())
+    assert fill_arguments(get, "Which plan is Globex on?", [], fixtures) == ({"customer_id": "C-17"}, ())
+    # no record shares a word with the request: an id is read, never invented
+    assert fill_arguments(get, "Which plan is Hooli on?", [], fixtures) == ({}, ("customer_id",))
+    # an id with a pattern is still read from the request only (the support desk's T-1234)
+    ticket = tool("get_ticket", {"ticket_id": {"type": "string", "pattern": "^T-\\d{4}$"}}, ["ticket_id"])
+    assert fill_arguments(ticket, "Close Globex's ticket", [], fixtures) == ({}, ("ticket_id",))
+
+
+def _unfilled_call(task_id: str, index: int, arm: str, argument: str = "repo_path") -> dict:
+    row = call_row(task_id, "git_status", index, arm=arm, valid=False)
+    row["invalid_reason"] = f"the agent could not fill argument {argument}: 'repo_path' is a required property"
+    return row
+
+
+def test_calls_the_agent_could_not_fill_are_counted_and_their_arm_is_not_judged():
+    """Arm C's 10 runs each made one call, every one without the repo_path it could not fill: the stop table says
+    so per argument and C is NOT JUDGED (10 of 10 task runs not carried out), not 0% against A's 60%."""
+    run = KnownTaskRun(arms={"A": {}, "C": {"surface_hash": "s1"}}, comparisons=[("A", "C", ["surface"])])
+    for i in range(10):
+        run.runs += [run_row(f"t{i:03d}", success=i < 6, n_calls=1), run_row(f"t{i:03d}", arm="C", rung=2, n_calls=1)]
+        run.calls += [call_row(f"t{i:03d}", "git_status", 1), _unfilled_call(f"t{i:03d}", 1, "C")]
+    run.calls.append(_unfilled_call("t000", 2, "A", "target"))  # one more in A: A's run t000 made a valid call too
+    figures = load_surface_figures(run.finish(), RUN)
+    assert [(r["arm"], r["argument"], r["calls"], r["runs"], r["runs_only_unfilled"])
+            for r in figures.unfilled_arguments] == [("A", "target", 1, 1, 0), ("C", "repo_path", 10, 10, 10)]
+    assert task_runs_not_carried_out(figures) == {"A": (0, 10), "C": (10, 10)}
+    note = stop_table(figures).note
+    assert "Calls failed because the agent could not fill argument target: A 1 (git_status; in 1 task runs)." in note
+    assert "could not fill argument repo_path: C 10 (git_status; in 10 task runs)." in note
+    assert "counted as not carried out (C 10 of 10)" in note
+    criteria = SurfaceCriteria.model_validate({"name": "t", "gates": [
+        {"name": "no-slice-drops", "kind": "success_drop", "max_drop_points": 10}]})
+    verdict = judge(figures, criteria, JUDGES, not_carried_out=task_runs_not_carried_out(figures), items="task runs")
+    assert verdict.status == "NOT JUDGED"
+    assert verdict.gates[0].not_judged == {"C": "10 of 10 task runs could not be carried out"}
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("generate_mcp_git_tasks", FOLDER / "generate_tasks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_files_are_what_the_generator_writes_and_the_version_is_frozen():
+    generator = _generator()
+    for relative, text in generator.build().items():
+        assert (FOLDER / relative).read_text() == text, f"{relative}: run tasksets/mcp_git/generate_tasks.py"
+    assert generator.frozen_differs(generator.build()) is None
+    version = load_task_version(FOLDER, "t1")
+    assert 20 <= len(version.tasks) <= 40 and version.manifest.counts_by_slice == {"changes": 9, "history": 19}
+
+
+@pytest.mark.slow
+def test_every_task_gets_a_fresh_repository_on_the_real_server():
+    """On the PyPI server (installed by make install): a commit made in one task's repository is not in the next
+    task's, though one warm server instance serves both; the baseline passes repo_path 'repo' on every call."""
+    assert SERVER.is_file(), "mcp-server-git is not installed: make install"
+    surface = load_surface(FOLDER, "git")
+    version = load_task_version(FOLDER, "t1")
+    tasks = {t.id: t for t in version.tasks}
+    agent = BaselineAgent("bm25", {})
+    try:
+        outcomes = [run_task(agent, surface, tasks[i], version.fixtures(tasks[i]), surface.specs, "")
+                    for i in ("commit-0", "log-last-1", "commit-0")]
+        assert pool_for(surface.backend).starts == 1
+    finally:
+        close_pools()
+    committed, log, again = outcomes
+    assert committed.success and [c.tool for c in committed.calls] == ["git_commit"] and not committed.calls[0].error
+    assert log.success and "Add the TODO list" not in log.final_reply  # the commit did not leak
+    assert "Render invoices as PDF" in log.final_reply and "Start the invoicer" in log.final_reply
+    def made(outcome):
+        return [(c.name, c.arguments, c.error, c.error_detail) for c in outcome.calls]
+
+    assert again.success and made(again) == made(committed)  # the same start: the same run
+    assert again.final_reply == committed.final_reply  # the same commit hash: the same repository
+    assert all(json.loads(c.arguments)["repo_path"] == "repo" for o in outcomes for c in o.calls)
+
+
+@pytest.mark.slow
+def test_the_four_arm_experiment_runs_end_to_end_offline(tmp_path, capsys, monkeypatch):
+    """`tooleval tasks run` on the bundled experiment, offline, on the real server: four arms of real figures, the
+    calls the baseline could not fill an argument for counted, and no state folder left behind."""
+    monkeypatch.setenv("TOOLEVAL_WAREHOUSE", str(tmp_path / "warehouse"))
+    code = main(["tasks", "run", str(FOLDER / "experiments" / "four_arms.yaml")])
+    out = capsys.readouterr().out
+    assert code in (0, 1), out
+    for arm in ("A-plain", "B-careful", "C-focused", "D-both"):
+        assert f"{arm}: surface git" in out
+    assert "could not fill argument target" in out
+    assert "A-plain -> C-focused" in out and "C-focused -> D-both" in out
