@@ -65,10 +65,19 @@ def interval_text(interval: Interval | None, digits: int = 1) -> str:
 
 
 def change_span(interval: Interval | None, digits: int = 1) -> str:
-    """An interval of a change in signed points: '-35.2 to -16.7'."""
+    """An interval of a change in signed points: '-35.2 to -16.7'. An end that lies off 0 keeps its side when
+    printed (-0.004 points prints as -0.004, never 0.0): a reading drawn from the interval (▼ drop) must be
+    visible in the interval printed beside it."""
     if interval is None or math.isnan(interval.low) or math.isnan(interval.high):
         return "—"
-    return f"{points(interval.low, digits) or '0'} to {points(interval.high, digits) or '0'}"
+    return f"{_end(interval.low, digits)} to {_end(interval.high, digits)}"
+
+
+def _end(value: float, digits: int) -> str:
+    places = digits
+    while value != 0 and as_printed(value, places) == 0 and places < digits + 6:
+        places += 1
+    return points(value, places) or "0"
 
 
 PRINTED_DIGITS = 1

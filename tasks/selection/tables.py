@@ -211,7 +211,8 @@ def slice_changes_table(figures: RunFigures) -> ReportTable:
         note="worse / better = requests right on fewer / more of their seeds after than before; CI: paired score "
              "interval over every seed of every request (Tango's, on counts adjusted by the design effect: the "
              "request is the cluster); p: the score test that CI inverts, at 0. ▼ / ▲ = the CI excludes 0 (the "
-             "same as p < 0.05); could be chance = it holds 0.",
+             "same as p < 0.05); could be chance = it holds 0. The CI is for the tool orders the seeds recorded "
+             "(the same in both arms); the per-seed spread shows how far other orders move a figure.",
     )
 
 

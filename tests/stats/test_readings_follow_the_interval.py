@@ -72,3 +72,13 @@ def test_a_p_value_just_under_the_level_never_prints_as_the_level():
     assert p_value(0.0496) == "0.0496"
     assert p_value(0.0504) == "0.05"
     assert p_value(0.031) == "0.031"
+
+
+def test_an_interval_end_just_off_zero_prints_on_its_own_side():
+    from tasks.report.format import change_span
+    from tasks.stats.estimate import Interval
+
+    # a drop whose CI ends 0.004 points below 0 (the position-sensitivity example's update_payment_method)
+    assert change_span(Interval(-0.109, -0.25, -0.00004, "x")) == "-25.0 to -0.004"
+    assert change_span(Interval(-0.1, -0.25, 0.0, "x")) == "-25.0 to 0.0"
+    assert change_span(Interval(0.1, 0.00003, 0.2, "x")) == "+0.003 to +20.0"
