@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-tasks demo-mcp test test-fast docs install lock bench bench-tracing clean-warehouse phoenix phoenix-serve \
+.PHONY: demo demo-tasks demo-mcp demo-git test test-fast docs install lock bench bench-tracing clean-warehouse phoenix phoenix-serve \
         prefect-server prefect-deploy prefect-worker
 
 # torch is installed from the machine's CPU build (a file under /opt/wheels): anything else would pull a
@@ -134,6 +134,13 @@ demo-tasks: $(STAMP)
 demo-mcp: $(STAMP) $(MCP_SERVERS)
 	@$(BIN)/tooleval tasks run tasksets/mcp_office/experiments/four_arms.yaml; status=$$?; \
 	if [ $$status -eq 1 ]; then echo "make demo-mcp: done; a registered gate failed (exit 1), as the report says."; exit 0; fi; \
+	exit $$status
+
+# Tasks on a Python MCP server from PyPI (mcp-server-git, pinned in requirements.lock), every task in a fresh Git
+# repository built from its fixtures: the invoicer team's four-arm experiment, offline (the baseline agent, no key).
+demo-git: $(STAMP)
+	@$(BIN)/tooleval tasks run tasksets/mcp_git/experiments/four_arms.yaml; status=$$?; \
+	if [ $$status -eq 1 ]; then echo "make demo-git: done; a registered gate failed (exit 1), as the report says."; exit 0; fi; \
 	exit $$status
 
 # The full suite (what CI runs), after the documentation site builds strict (a broken link, a page missing
