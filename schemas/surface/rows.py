@@ -127,6 +127,10 @@ class TaskRunRow(UnitRow):
                                                "what was wanted.")
     handed_to_human: bool = Field(description="A call put the case on a human's desk (ticket, escalation).")
     first_tool: str | None = Field(description="The first tool called (name as offered), null when none was.")
+    needed_tools: list[str] = Field(default_factory=list, description=(
+        "Tools the task needs (its assertion's required calls, its wants, its intent when it names a tool), named "
+        "as the arm's surface offers them; one the surface does not offer keeps its backend name "
+        "(tasks/surface/tool_needs.py; the view task_tool_coverage)."))
     final_reply: str | None = Field(description="The agent's last text reply (first 2,000 characters).")
     input_tokens: int | None = Field(description="Prompt tokens billed over every turn.")
     output_tokens: int | None = Field(description="Completion tokens billed over every turn.")

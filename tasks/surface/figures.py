@@ -51,6 +51,9 @@ class SurfaceFigures:
     stop_reasons: list[dict[str, Any]]
     arm_success: list[dict[str, Any]] = field(default_factory=list)
     """Per arm and version: success over every task with its interval, tokens and cost (task_arm_success)."""
+    tool_coverage: list[dict[str, Any]] = field(default_factory=list)
+    """Per arm and surface tool: which tools the tasks need, which no task touches, which the agent called
+    though no task needs them (task_tool_coverage)."""
     unfilled_arguments: list[dict[str, Any]] = field(default_factory=list)
     """Per arm and argument: calls that failed because the agent could not fill it (task_unfilled_arguments)."""
     comparisons: list[TaskComparisonFigures] = field(default_factory=list)
@@ -86,6 +89,7 @@ def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> Surface
         stop_reasons=records(con, "SELECT * FROM task_stop_reasons WHERE run_id = ? ORDER BY rung, n DESC", [run_id]),
         arm_success=records(con, "SELECT * FROM task_arm_success WHERE run_id = ? ORDER BY taskset_version, rung",
                             [run_id]),
+        tool_coverage=records(con, "SELECT * FROM task_tool_coverage WHERE run_id = ? ORDER BY rung, tool", [run_id]),
         unfilled_arguments=records(con, "SELECT * FROM task_unfilled_arguments WHERE run_id = ? ORDER BY rung, "
                                         "calls DESC, argument", [run_id]),
     )

@@ -13,6 +13,7 @@ from tasks.report.format import change_span, p_value, pct, pct_with_fraction, po
 from tasks.report.report_types import Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
 from tasks.run.unpinned_cache import report_notes
+from tasks.surface.coverage_table import coverage_lines, coverage_tables
 from tasks.surface.figures import RESPECT_WORDS, SurfaceFigures
 from tasks.surface.gates import task_runs_not_carried_out
 
@@ -311,6 +312,7 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
         *[f"  arm {a['rung']}. {a['arm']}: surface {a['surface']} ({a['n_tools']} tools), {a['agent']} "
           f"{a['model_id']}, prompt {a['prompt']}, {len(a['seeds'])} seeds" for a in figures.arms],
         *report_notes(figures.arms, "task runs"),
+        *coverage_lines(figures),
         "95% intervals treat the task as the unit (seeds of one task are correlated); changes are paired on the "
         "same tasks.",
     ]
@@ -322,6 +324,7 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
     headline += surface_warning_lines(figures.arms)
     tables = [success_table(figures), arm_success_table(figures), comparison_table(figures),
               *interaction_tables(figures), *tool_tables(figures), *first_call_tables(figures),
+              *coverage_tables(figures),
               side_effect_table(figures), wanted_table(figures), stop_table(figures)]
     if figures.version_calibrations:  # beside the paired comparisons: each version's own tasks, and the shared ones
         after = next((i + 1 for i, t in enumerate(tables) if t.key == "comparisons"), len(tables))
