@@ -267,6 +267,16 @@ def stop_table(figures: SurfaceFigures) -> ReportTable:
     return table
 
 
+def unfilled_lines(figures: SurfaceFigures) -> list[str]:
+    """A headline line per argument the agent could not fill (every report format prints the headline):
+    'Calls failed because the agent could not fill argument target: A-plain 15, C-focused 15 (How runs ended)'."""
+    by_argument: dict[str, list[str]] = {}
+    for r in figures.unfilled_arguments:
+        by_argument.setdefault(r["argument"], []).append(f"{r['arm']} {r['calls']:,}")
+    return [f"Calls failed because the agent could not fill argument {argument}: {', '.join(arms)} (invalid, never "
+            "executed; see How runs ended)" for argument, arms in by_argument.items()]
+
+
 def unfilled_words(figures: SurfaceFigures) -> str:
     """'Calls failed because the agent could not fill argument target: A-plain 15 (git_diff; in 15 task runs), ...',
     and the task runs that made no other call (not carried out), or '' when no call did."""
@@ -322,6 +332,7 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
         headline.append("Note: " + BASELINE_NOTE.format(arms=", ".join(baseline), s="" if len(baseline) > 1 else "s",
                                                         pairs=", ".join(pairs) or "none here"))
     headline += surface_warning_lines(figures.arms)
+    headline += unfilled_lines(figures)
     tables = [success_table(figures), arm_success_table(figures), comparison_table(figures),
               *interaction_tables(figures), *tool_tables(figures), *first_call_tables(figures),
               *coverage_tables(figures),

@@ -15,6 +15,7 @@ from flows.cli import main
 from schemas.catalogue import ToolSpec
 from schemas.surface.criteria import SurfaceCriteria
 from tasks.report.judge import judge
+from tasks.report.render import render_markdown
 from tasks.surface.agent_loop import run_task
 from tasks.surface.baseline_agent import BaselineAgent, fill_arguments
 from tasks.surface.figures import load_surface_figures
@@ -22,7 +23,7 @@ from tasks.surface.gates import JUDGES, task_runs_not_carried_out
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import load_task_version
 from tasks.surface.mcp_backend import close_pools, pool_for
-from tasks.surface.tables import stop_table
+from tasks.surface.tables import build_surface_report, stop_table
 from tests.factories import ROOT
 from tests.surface.known_task_rows import RUN, KnownTaskRun, call_row, run_row
 
@@ -87,6 +88,9 @@ def test_calls_the_agent_could_not_fill_are_counted_and_their_arm_is_not_judged(
     assert "Calls failed because the agent could not fill argument target: A 1 (git_status; in 1 task runs)." in note
     assert "could not fill argument repo_path: C 10 (git_status; in 10 task runs)." in note
     assert "counted as not carried out (C 10 of 10)" in note
+    report = build_surface_report(figures, None)  # the headline, which every report format prints
+    assert ("Calls failed because the agent could not fill argument repo_path: C 10 (invalid, never executed; see "
+            "How runs ended)") in render_markdown(report)
     criteria = SurfaceCriteria.model_validate({"name": "t", "gates": [
         {"name": "no-slice-drops", "kind": "success_drop", "max_drop_points": 10}]})
     verdict = judge(figures, criteria, JUDGES, not_carried_out=task_runs_not_carried_out(figures), items="task runs")
@@ -148,4 +152,6 @@ def test_the_four_arm_experiment_runs_end_to_end_offline(tmp_path, capsys, monke
     for arm in ("A-plain", "B-careful", "C-focused", "D-both"):
         assert f"{arm}: surface git" in out
     assert "could not fill argument target" in out
+    (report,) = (tmp_path / "warehouse" / "reports").glob("*/report.md")
+    assert "Calls failed because the agent could not fill argument target: A-plain 15" in report.read_text()
     assert "A-plain -> C-focused" in out and "C-focused -> D-both" in out
