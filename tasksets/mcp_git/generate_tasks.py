@@ -76,25 +76,35 @@ def probe(tool: str, matcher: dict, **args) -> dict:
     return {"probe": {"tool": tool, "args": {"repo_path": REPO, **args}}, **matcher}
 
 
+QUESTIONS = [
+    ("log-last", "git_log", {"reply": {"contains": "Render invoices as PDF"}},
+     ["What was the most recent commit message in the invoicer repository?",
+      "Show me the commit log: what did the last commit do?", "Which change was committed last, according to the log?"]),
+    ("log-first", "git_log", {"reply": {"contains": "Start the invoicer"}},
+     ["What was the very first commit in the history?", "Look at the commit logs: how did the project start?"]),
+    ("log-author", "git_log", {"reply": {"contains": "Office Bot"}},
+     ["Who authored the commits in this repository's log?", "Which author shows up in the commit logs?"]),
+    ("branches", "git_branch", {"reply": {"contains": "pdf-export"}},
+     ["Which branches does the repository have?", "List the local Git branches."]),
+    ("status-clean", "git_status", {"reply": {"regex": "nothing to commit|working tree clean"}},
+     ["Is the working tree clean, or is there anything to commit?", "What is the status of the working tree?"]),
+]
+"""History questions on the shared repository alone: (id prefix, intent, assertion, requests)."""
+LATER_QUESTIONS = [
+    ("show-head", "git_show", {"reply": {"contains": "invoicer/pdf.py"}},
+     ["Show the contents of the latest commit (HEAD).", "What did commit HEAD change? Show it."]),
+    ("diff-branch", "git_diff", {"reply": {"contains": "CHANGELOG.md"}},
+     ["What are the differences between the branches main and pdf-export?", "Diff main against the pdf-export branch."]),
+]
+
+
+def questions(table: list) -> list[dict]:
+    return [task(f"{prefix}-{n}", request, "history", intent, assertion)
+            for prefix, intent, assertion, requests in table for n, request in enumerate(requests)]
+
+
 def tasks() -> list[dict]:
-    out = []
-    for n, request in enumerate(["What was the most recent commit message in the invoicer repository?",
-                                 "Show me the commit log: what did the last commit do?",
-                                 "Which change was committed last, according to the log?"]):
-        out.append(task(f"log-last-{n}", request, "history", "git_log",
-                        {"reply": {"contains": "Render invoices as PDF"}}))
-    for n, request in enumerate(["What was the very first commit in the history?",
-                                 "Look at the commit logs: how did the project start?"]):
-        out.append(task(f"log-first-{n}", request, "history", "git_log", {"reply": {"contains": "Start the invoicer"}}))
-    for n, request in enumerate(["Who authored the commits in this repository's log?",
-                                 "Which author shows up in the commit logs?"]):
-        out.append(task(f"log-author-{n}", request, "history", "git_log", {"reply": {"contains": "Office Bot"}}))
-    for n, request in enumerate(["Which branches does the repository have?", "List the local Git branches."]):
-        out.append(task(f"branches-{n}", request, "history", "git_branch", {"reply": {"contains": "pdf-export"}}))
-    for n, request in enumerate(["Is the working tree clean, or is there anything to commit?",
-                                 "What is the status of the working tree?"]):
-        out.append(task(f"status-clean-{n}", request, "history", "git_status",
-                        {"reply": {"regex": "nothing to commit|working tree clean"}}))
+    out = questions(QUESTIONS)
     for n, (request, name) in enumerate([("Are there untracked files in the working tree? Which?", "TODO.txt"),
                                          ("What does the working tree status say about new files?", "NOTES.md")]):
         out.append(task(f"status-untracked-{n}", request, "history", "git_status", {"reply": {"contains": name}},
@@ -103,12 +113,7 @@ def tasks() -> list[dict]:
                                          ("Show the staged changes that the next commit would record.", "NOTES.md")]):
         out.append(task(f"staged-{n}", request, "history", "git_diff_staged", {"reply": {"contains": name}},
                         files=[name], staged=name))
-    for n, request in enumerate(["Show the contents of the latest commit (HEAD).",
-                                 "What did commit HEAD change? Show it."]):
-        out.append(task(f"show-head-{n}", request, "history", "git_show", {"reply": {"contains": "invoicer/pdf.py"}}))
-    for n, request in enumerate(["What are the differences between the branches main and pdf-export?",
-                                 "Diff main against the pdf-export branch."]):
-        out.append(task(f"diff-branch-{n}", request, "history", "git_diff", {"reply": {"contains": "CHANGELOG.md"}}))
+    out += questions(LATER_QUESTIONS)
     for n, (request, name) in enumerate([("Stage TODO.txt for the next commit.", "TODO.txt"),
                                          ("Add NOTES.md to the staging area.", "NOTES.md"),
                                          ("Please stage the new file TODO.txt so it goes into the next commit.",
