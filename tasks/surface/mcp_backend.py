@@ -124,9 +124,9 @@ def unannotated_warnings(listed: Mapping[str, tuple[list[ToolSpec], dict[str, Mc
         warnings.append(
             f"MCP server '{server}' gives no annotations on any of its {len(names)} tools and the surface marks "
             f"none of them: each is counted as MCP's defaults say (not read-only, destructive, open-world), so "
-            f"every executed call of {', '.join(names)} counts as a write, an irreversible action and one upstream "
-            "read. Mark its tools in the surface file (mcp.marks: {TOOL: {read_only: true}}) to count them as "
-            "they are.")
+            f"every executed call of {', '.join(names)} that the server does not refuse counts as a write, an "
+            "irreversible action and one upstream read (a refused call as neither). Mark its tools in the surface "
+            "file (mcp.marks: {TOOL: {read_only: true}}) to count them as they are.")
     return tuple(warnings)
 
 

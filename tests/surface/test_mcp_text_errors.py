@@ -111,7 +111,8 @@ def test_an_unannotated_server_carries_a_warning_that_says_how_its_tools_are_cou
     folder = ledger(tmp_path)
     (warning,) = load_surface(folder, "plain").warnings
     assert warning.startswith("MCP server 'db' gives no annotations on any of its 5 tools and the surface marks none")
-    assert "counts as a write, an irreversible action and one upstream read" in warning
+    assert ("every executed call of read_query, write_query, create_table, drop_table, list_tables that the server "
+            "does not refuse counts as a write, an irreversible action and one upstream read") in warning
     assert load_surface(folder, "declared").warnings == ()
     tools = load_surface(folder, "plain").backend_tools
     assert all(t.marks.irreversible and t.marks.writes and t.reads_per_call == 1 for t in tools.values())
