@@ -210,9 +210,14 @@ def validate_tasks(tasks_path: str | Path, surfaces: list[str] | None = None) ->
     folder, version = path.parent, path.name.removesuffix(".jsonl")
     names = surfaces or sorted(p.stem for p in (folder / "surfaces").glob("*.yaml"))
     loaded = load_task_version(folder, version)
-    checked = check_tasks(loaded, [load_surface(folder, name) for name in names])
+    from tasks.surface.catalogue_drift import pinned_note
+
+    resolved = [load_surface(folder, name) for name in names]
+    checked = check_tasks(loaded, resolved)
+    note = pinned_note(resolved)
     return (f"OK {path}: {checked.n_tasks} tasks, slices {loaded.manifest.counts_by_slice}, checked against "
-            f"{checked.n_surfaces} surface(s) ({', '.join(names)}); hash {loaded.actual_hash[:12]} matches the manifest")
+            f"{checked.n_surfaces} surface(s) ({', '.join(names)}); hash {loaded.actual_hash[:12]} matches the manifest"
+            + (f"\n  {note}" if note else ""))
 
 
 def write_catalogue(surface_path: str | Path, out: str | Path) -> str:

@@ -9,6 +9,11 @@ from any thread go to that loop and wait for their answer with a time limit.
 Failures of the server itself are ``ServerFailed`` with a named reason (it could not start, it crashed,
 it hung past the call's time limit, it answered with something that is not MCP), never a hang: a
 connection that failed is closed (the process is stopped) and is not used again.
+
+A server's stdout is the protocol channel. A line on it that is not JSON-RPC (a banner, a log line) is let
+go quietly (the SDK's traceback per line is not printed) when a JSON-RPC message follows within
+``STDOUT_GRACE_S``; a server that writes such a line and no JSON-RPC message within that time fails at once,
+its reason quoting the first line that was not JSON-RPC, instead of waiting out the handshake's time limit.
 """
 
 from __future__ import annotations
@@ -16,11 +21,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import json
+import logging
 import os
 import re
 import tempfile
 import threading
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +38,12 @@ from schemas.mcp import BASE_DIR, STATE_DIR, McpServer
 START_TIMEOUT_S = 30.0
 """Starting a server and its handshake (a cold npx may need a while)."""
 CLOSE_TIMEOUT_S = 10.0
+STDOUT_GRACE_S = 3.0
+"""After a line on stdout that is not JSON-RPC, how long a server that has sent no JSON-RPC message yet has to send
+one before it is failed (a banner printed before the server answers is let go)."""
+SDK_PARSE_LOG = "Failed to parse JSONRPC message from server"
+"""What the SDK logs, with a traceback, for every stdout line it cannot parse: kept out of the log (the
+connection names the first such line in its failure instead)."""
 ENV_REFERENCE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -47,6 +61,26 @@ def runtime_loop() -> asyncio.AbstractEventLoop:
             threading.Thread(target=loop.run_forever, name="mcp-runtime", daemon=True).start()
             _loop = loop
         return _loop
+
+
+class _QuietParseErrors(logging.Filter):
+    """Drops the SDK's traceback for each stdout line that is not JSON-RPC (``SDK_PARSE_LOG``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != SDK_PARSE_LOG
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
+
+
+def _unparsed_line(error: Exception) -> str:
+    """The stdout line the SDK could not read as JSON-RPC (from its ValidationError), short, or the error."""
+    errors = getattr(error, "errors", None)
+    given: Any = errors()[0].get("input") if callable(errors) and errors() else None
+    if given is None:
+        return str(error)[:120]
+    text = given if isinstance(given, str) else json.dumps(given, ensure_ascii=False, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 class ServerFailed(Exception):
@@ -98,6 +132,10 @@ class ServerConnection:
         self._done: concurrent.futures.Future | None = None
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tooleval-mcp-", suffix=".log")
         self.failed: str | None = None
+        self.not_json_rpc: str | None = None
+        """The first line the server wrote on stdout that is not JSON-RPC, if any."""
+        self._stdout_not_mcp = False
+        """Such a line came and no JSON-RPC message within STDOUT_GRACE_S: the stream was closed for it."""
         self.started_s = 0.0
         """Seconds the start took (process, handshake)."""
 
@@ -140,7 +178,7 @@ class ServerConnection:
                         args=[_fill(a, self.state_dir, self.base_dir) for a in self.server.args],
                         env=resolved_env(self.server, self.state_dir, self.base_dir),
                         cwd=str(self.base_dir / cwd) if cwd else str(self.base_dir))
-                    target = stdio_client(params, errlog=self._log)
+                    target = self._stdio(stdio_client(params, errlog=self._log))
                 async with Client(target, client_info=_client_info()) as client:
                     self._client = client
                     info = client.server_info
@@ -157,6 +195,46 @@ class ServerConnection:
                 self.failed = f"stopped: {self._reason(error)}"
         finally:
             self._client = None
+
+    @asynccontextmanager
+    async def _stdio(self, transport: Any) -> Any:
+        """The SDK's stdio transport with its read stream watched: a line that is not JSON-RPC is noted
+        (``not_json_rpc``: the first) and dropped; when no JSON-RPC message has come yet and none follows within
+        ``STDOUT_GRACE_S``, the stream is closed, which ends the handshake (or the call) waiting for an answer."""
+        import anyio
+
+        async with transport as (read_stream, write_stream):
+            send, receive = anyio.create_memory_object_stream(0)
+            answered = anyio.Event()
+
+            async def give_up_unless_answered() -> None:
+                with anyio.move_on_after(STDOUT_GRACE_S):
+                    await answered.wait()
+                if not answered.is_set():
+                    self._stdout_not_mcp = True
+                    send.close()
+
+            async def forward() -> None:
+                try:
+                    async with send:
+                        async for item in read_stream:
+                            if isinstance(item, Exception):
+                                if self.not_json_rpc is None:
+                                    self.not_json_rpc = _unparsed_line(item)
+                                    if not answered.is_set():
+                                        group.start_soon(give_up_unless_answered)
+                                continue
+                            answered.set()
+                            await send.send(item)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(forward)
+                try:
+                    yield receive, write_stream
+                finally:
+                    group.cancel_scope.cancel()
 
     def close(self, wait: bool = True) -> None:
         """Stop the server (idempotent). ``wait``: until the SDK has wound the process down (bounded: it
@@ -236,7 +314,10 @@ class ServerConnection:
         inner = error
         while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
             inner = inner.exceptions[0]
-        if isinstance(inner, FileNotFoundError):
+        if self._stdout_not_mcp:
+            text = (f"wrote a line on stdout that is not JSON-RPC: {self.not_json_rpc!r} (stdout is the MCP "
+                    "channel: a server writes only JSON-RPC messages there, its logs go to stderr)")
+        elif isinstance(inner, FileNotFoundError):
             text = f"command not found: {self.server.command}"
         elif isinstance(inner, ServerFailed):
             text = str(inner)

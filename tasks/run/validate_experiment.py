@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tasks.run.prepare_run import prepare_run
+from tasks.surface.catalogue_drift import pinned_note
 from tasks.surface.task_checks import TaskCheckReport
 from tasks.taskset.check_cache import CheckReport
 
@@ -27,6 +28,8 @@ def validate_experiment_file(path: Path) -> list[str]:
         first, *more = _checked(report)
         lines += [f"  {version}: {first}", *(f"    {line}" for line in more)]
     lines += surface_warnings(arms)
+    note = pinned_note(arm.surface for arm in arms if getattr(arm, "surface", None) is not None)
+    lines += [f"  {note}"] if note else []
     lines.append(f"  comparisons: {len(experiment.comparisons)}")
     if prepared.criteria is not None:
         criteria_path, criteria = prepared.criteria

@@ -11,7 +11,8 @@ seeds count once), comparisons are paired on tasks over every seed of each, and 
 identical seeds leave as they are.
 
 An arm is NOT JUDGED, by name, in every gate that applies to it when most of its task runs could not be carried
-out (a provider error, a dead MCP server, the run's budget: ``FAILED_STOPS``), and by a counter gate when its
+out (a provider error, a dead MCP server, the run's budget: ``FAILED_STOPS``) or when any of them met an MCP
+server that changed during the run (``arms_met_drift``: its figures mix two tool surfaces), and by a counter gate when its
 figure is undefined (per 100 completed runs when no run completed, per call when no call was executed); a
 comparison with such an arm on either side is not judged, never read as a measured change.
 """
@@ -55,9 +56,25 @@ def task_runs_not_carried_out(figures: SurfaceFigures) -> dict[str, tuple[int, i
     return counts
 
 
-def _unjudgeable(figures: SurfaceFigures) -> dict[str, str]:
-    """Arms most of whose task runs could not be carried out, with the words that say so."""
-    return arms_not_carried_out(task_runs_not_carried_out(figures), "task runs")
+def arms_met_drift(figures: SurfaceFigures) -> dict[str, str]:
+    """Arms some of whose task runs met an MCP server that had drifted from its pinned catalogue (it changed
+    mid-run: tasks/surface/catalogue_drift.py), with the words that say so and the first such reason."""
+    drifted: dict[str, tuple[int, int, str]] = {}
+    for r in figures.stop_reasons:
+        n, total, detail = drifted.get(r["arm"], (0, 0, ""))
+        drifted[r["arm"]] = (n + (r.get("drifted") or 0), total + r["n"], detail or r.get("drift_detail") or "")
+    return {arm: (f"{n:,} of {total:,} task runs met an MCP server that changed during the run, so the arm did not "
+                  f"run on one tool surface: {detail}")
+            for arm, (n, total, detail) in drifted.items() if n}
+
+
+def arms_not_judged(figures: SurfaceFigures) -> dict[str, str]:
+    """Arms most of whose task runs could not be carried out, and arms any of whose task runs met a server that
+    changed mid-run, with the words that say so: no gate judges them, and the report prints no rate for them."""
+    return {**arms_not_carried_out(task_runs_not_carried_out(figures), "task runs"), **arms_met_drift(figures)}
+
+
+_unjudgeable = arms_not_judged
 
 
 def _result(gate: Any, statement: str, cases: list[tuple[bool, str]], rule_words: str = "",

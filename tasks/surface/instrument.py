@@ -19,6 +19,7 @@ from schemas.surface.experiment import SURFACE_RESPECTS, SurfaceExperimentFile
 from schemas.surface.rows import SurfaceRunRecord
 from tasks.instrument import Instrument, Words
 from tasks.surface.arms import arm_record, fill_surface_arm, resolve_surface_arm
+from tasks.surface.catalogue_drift import check_pinned_servers
 from tasks.surface.figures import load_surface_figures
 from tasks.surface.gates import JUDGES, task_runs_not_carried_out
 from tasks.surface.mcp_backend import close_pools
@@ -33,4 +34,4 @@ INSTRUMENT = Instrument(
                 counted="runs", doing="running tasks"),
     resolve_arm=resolve_surface_arm, load=load_surface_versions, work_items=task_inputs, run_unit=run_task_unit,
     arm_record=arm_record, load_figures=load_surface_figures, judges=JUDGES, build_report=build_surface_report,
-    units_done=close_pools, not_carried_out=task_runs_not_carried_out)
+    units_done=close_pools, not_carried_out=task_runs_not_carried_out, check_before_run=check_pinned_servers)

@@ -71,7 +71,7 @@ from schemas.surface.surface_file import (
 )
 from tasks.files.owned_folders import owned_folder
 from tasks.mcp.connection import ServerConnection, ServerFailed
-from tasks.mcp.tool_listing import annotations_of, tool_spec, tools_hash
+from tasks.mcp.tool_listing import annotations_of, tool_spec
 from tasks.surface.surface_session import MAX_DETAIL, CallOutcome, SurfaceBroke
 from tasks.surface.toolkit import BackendTool
 
@@ -218,14 +218,13 @@ class McpInstance:
         return self
 
     def _check_pinned(self, name: str, server: SurfaceServer, connection: ServerConnection) -> None:
-        specs, annotations = listed_tools(connection)
-        pinned = self.backend.pinned[name]
-        if tools_hash(specs, annotations) != tools_hash(*pinned):
-            listed, kept = {s.name: s for s in specs}, {s.name: s for s in pinned[0]}
-            changed = sorted(n for n in set(listed) & set(kept) if listed[n] != kept[n])
-            raise ServerFailed(
-                f"lists tools that differ from catalogue {server.catalogue}: added {sorted(set(listed) - set(kept))}, "
-                f"removed {sorted(set(kept) - set(listed))}, changed {changed} (import it again: tooleval import mcp)")
+        """SurfaceBroke when the server drifted from its catalogue (tasks/surface/catalogue_drift.py)."""
+        from tasks.surface.catalogue_drift import catalogue_drift, drift_reason
+
+        drift = catalogue_drift(self.backend.pinned[name], listed_tools(connection), self.backend.spec.marks)
+        if drift:
+            self.close()
+            raise SurfaceBroke(drift_reason(name, server, drift, self.backend.base_dir))
 
     @property
     def alive(self) -> bool:

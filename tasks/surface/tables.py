@@ -15,7 +15,7 @@ from tasks.report.version_calibration import version_calibration_table
 from tasks.run.unpinned_cache import report_notes
 from tasks.surface.coverage_table import coverage_lines, coverage_tables
 from tasks.surface.figures import RESPECT_WORDS, SurfaceFigures
-from tasks.surface.gates import task_runs_not_carried_out
+from tasks.surface.gates import arms_met_drift, arms_not_judged, task_runs_not_carried_out
 
 BASELINE_NOTE = ("{arms} run{s} the offline baseline agent: a lexical router and schema-guided argument filling, "
                  "not an LLM. It does not read prompts, so a comparison that changes only the prompt "
@@ -26,13 +26,25 @@ def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else ("—" if value is None else f"{value:.2f}")
 
 
+def _rate_cells(figures: SurfaceFigures, r: dict[str, Any]) -> list[str]:
+    """The success and 95% CI cells of a row; 'NOT JUDGED' and no interval for an arm no gate can judge (most of
+    its runs not carried out, or a server that changed mid-run): what it did not measure is never a rate."""
+    if r["arm"] in arms_not_judged(figures):
+        return [f"NOT JUDGED ({r['successes']:,}/{r['n']:,})", "—"]
+    return [pct_with_fraction(r["successes"], r["n"]), f"{pct(r['ci_low'])}–{pct(r['ci_high'])}"]
+
+
+def drift_lines(figures: SurfaceFigures) -> list[str]:
+    """'NOT JUDGED A: ...' for each arm whose MCP server changed during the run, with its reason (first screen)."""
+    return [f"NOT JUDGED {arm}: {reason}" for arm, reason in arms_met_drift(figures).items()]
+
+
 def success_table(figures: SurfaceFigures) -> ReportTable:
     return ReportTable(
         "Task success by slice and arm (slices are never averaged together)",
         ["version", "slice", "arm", "tasks×seeds", "success", "95% CI", "per seed", "spread"],
         [[r["taskset_version"], r["slice"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}",
-          pct_with_fraction(r["successes"], r["n"]), f"{pct(r['ci_low'])}–{pct(r['ci_high'])}",
-          seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}"] for r in figures.success],
+          *_rate_cells(figures, r), seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}"] for r in figures.success],
         note="95% CI: Wilson on the effective number of tasks (seeds of one task are correlated); spread = max - "
              "min over seeds, the noise floor.", key="success", summary=True)
 
@@ -62,8 +74,7 @@ def _unbilled_words(figures: SurfaceFigures, unbilled: list[str]) -> str:
 def arm_success_table(figures: SurfaceFigures) -> ReportTable:
     """Each arm over every task of its version, with the slice table's interval, and what it cost."""
     rows = [[r["taskset_version"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}",
-             pct_with_fraction(r["successes"], r["n"]), f"{pct(r['ci_low'])}–{pct(r['ci_high'])}",
-             seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}", _tokens(r["input_tokens_per_turn"]),
+             *_rate_cells(figures, r), seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}", _tokens(r["input_tokens_per_turn"]),
              _tokens(r["input_tokens_per_run"]), _tokens(r["output_tokens_per_run"]), _usd(r["cost_usd_per_run"]),
              _usd(r["cost_usd"])] for r in figures.arm_success]
     unbilled = [r["arm"] for r in figures.arm_success if not r["runs_billed"]]
@@ -82,9 +93,15 @@ def arm_success_table(figures: SurfaceFigures) -> ReportTable:
 
 def comparison_table(figures: SurfaceFigures) -> ReportTable:
     rows = []
+    unjudged = arms_not_judged(figures)
     for c in figures.comparisons:
         p = c.paired
         flag = " (instrument)" if c.calibration else (" (measures nothing)" if c.measures_nothing else "")
+        named = [arm for arm in (c.baseline, c.arm) if arm in unjudged]
+        if named:  # a change with an arm that measured nothing is not a measured change
+            rows.append([f"{c.baseline} -> {c.arm}", ", ".join(c.changed) + flag, c.slice,
+                         f"NOT JUDGED ({', '.join(named)})", "—", "—", "—"])
+            continue
         rows.append([f"{c.baseline} -> {c.arm}", ", ".join(c.changed) + flag, c.slice,
                      f"{pct(p.accuracy_from)} -> {pct(p.accuracy_to)}",
                      f"{points(p.change.estimate) or '0.0'} ({change_span(p.change)})",
@@ -333,6 +350,7 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
                                                         pairs=", ".join(pairs) or "none here"))
     headline += surface_warning_lines(figures.arms)
     headline += unfilled_lines(figures)
+    headline += drift_lines(figures)
     tables = [success_table(figures), arm_success_table(figures), comparison_table(figures),
               *interaction_tables(figures), *tool_tables(figures), *first_call_tables(figures),
               *coverage_tables(figures),
