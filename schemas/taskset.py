@@ -32,13 +32,20 @@ def effective_label(expected: str, fallback: str | None, offered: Collection[str
     """The right answer for the tools an arm offers (a request's ``expected`` and ``fallback``): the label,
     else the fallback, else 'none'; each spelled as the arm offers it when its catalogue maps labels to other
     names (``Catalogue.offered_as``: a prefix or rename), where a label it does not map is not offered."""
+    return labelled_answer(expected, fallback, offered, offered_as)[1]
+
+
+def labelled_answer(expected: str, fallback: str | None, offered: Collection[str],
+                    offered_as: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(the right answer as the version labels it, the same as the arm offers it): ``effective_label`` with
+    the label it was spelled from."""
     if expected == NONE_LABEL:
-        return expected
+        return expected, expected
     for label in (expected, fallback):
         name = offered_as.get(label) if offered_as and label is not None else label
-        if name is not None and name in offered:
-            return name
-    return NONE_LABEL
+        if label is not None and name is not None and name in offered:
+            return label, name
+    return NONE_LABEL, NONE_LABEL
 
 
 class LabelledRequest(BaseModel):

@@ -121,7 +121,13 @@ class _ScoredSelection(UnitRow):
         "Number of tools in the request's offered set (tool_set_id: the arm's catalogue or the request's own, in "
         "the seed's order that expected_position counts in). A routed arm's chat model may be sent fewer: "
         "chat_n_tools."))
-    expected: str = Field(description="The right tool for this arm's offered tools, or 'none'.")
+    expected: str = Field(description="The right tool for this arm's offered tools, or 'none', named as the arm "
+                                      "offers it (a catalogue's prefix or rename: `offered_as`).")
+    label: str | None = Field(default=None, description=(
+        "The same answer named as the version labels it ('none' included): equals expected unless the arm's "
+        "catalogue offers the tool under another name (`git_status` where expected is `git.git_status`). "
+        "Comparisons across arms and production weights match on it; null on rows landed before it existed "
+        "(read coalesce(label, expected))."))
     expected_position: int | None = Field(description="1-based position of the expected tool in the permuted order.")
     chosen: str | None = Field(description="Tool chosen, 'none' when no tool was called, null when no usable answer.")
     correct: bool = Field(description="chosen equals expected (never true for invalid, error or empty rows).")

@@ -282,9 +282,14 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
                        seed_min=r["seed_min"], seed_max=r["seed_max"], n_effective=r["n_effective"], tool=r["tool"])
              for r in records(con, "SELECT * FROM per_tool_accuracy WHERE run_id = ? ORDER BY slice, tool, rung",
                               [run_id])]
-    outcomes = UnitOutcomes.read(con, "SELECT arm, request_id AS unit, slice, expected, correct, trials, failed "
-                                      "FROM request_outcomes WHERE run_id = ? ORDER BY arm, request_id", [run_id])
+    # expected here is the label as the version names it: arms offering a tool under other names pair on it
+    outcomes = UnitOutcomes.read(con, "SELECT arm, request_id AS unit, slice, label AS expected, correct, trials, "
+                                      "failed FROM request_outcomes WHERE run_id = ? ORDER BY arm, request_id",
+                                 [run_id])
     slice_spread = {(x.arm, x.slice): x.seed_spread for x in slices}
+    # per_tool_accuracy names a tool as its arm offers it; a change names it as the version labels it
+    spelled = {(r["arm"], r["label"]): r["expected"] for r in records(
+        con, "SELECT DISTINCT arm, label, expected FROM request_outcomes WHERE run_id = ?", [run_id])}
     tool_spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
     slice_changes: list[Change] = []
     tool_changes: list[Change] = []
@@ -302,8 +307,9 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
             for tool in sorted(stable_part["expected_0"].unique().to_list()):
                 tool_changes.append(Change(base, arm, slice_, tool,
                                            paired(stable_part.filter(pl.col("expected_0") == tool)),
-                                           tool_spread.get((base, slice_, tool), 0.0),
-                                           tool_spread.get((arm, slice_, tool), 0.0), relabelled.get(tool, 0)))
+                                           tool_spread.get((base, slice_, spelled.get((base, tool), tool)), 0.0),
+                                           tool_spread.get((arm, slice_, spelled.get((arm, tool), tool)), 0.0),
+                                           relabelled.get(tool, 0)))
         stable = common.filter(same_label)
         if stable.height:
             weighted_changes[(base, arm)] = weighted_change(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
-from schemas.taskset import Message, effective_label
+from schemas.taskset import Message, labelled_answer
 from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
 from tasks.run.permute_tools import permute_tools, tool_set_id
 from tasks.selectors.router_setup import SCORING_REVISIONS
@@ -65,6 +65,8 @@ class PlannedRequest:
     tool_set_id: str
     expected: str
     """The right answer among the tools offered, spelled as the arm offers it (``effective_label``)."""
+    label: str
+    """The same answer as the version labels it (differs from ``expected`` under a catalogue's ``offered_as``)."""
     expected_position: int | None
     cache_key: str
 
@@ -109,15 +111,15 @@ def plan_batch(unit: "WorkUnit") -> tuple[PlannedRequest, ...]:
     for request_id, messages, expected, fallback, slice_, intent, status, own_tools in zip(*columns):
         if own_tools is not None:
             offered = _OfferedTools.of(parse_tools(own_tools) or (), unit.seed)
-            label = effective_label(expected, fallback, offered.name_set)
+            label, spelled = labelled_answer(expected, fallback, offered.name_set)
         else:
             assert shared is not None, "a request without its own tools needs a catalogue"
             offered = shared
-            label = effective_label(expected, fallback, offered.name_set, offered_as)
+            label, spelled = labelled_answer(expected, fallback, offered.name_set, offered_as)
         planned.append(PlannedRequest(
             request_id=request_id, messages_json=messages, slice=slice_, intent=intent, label_status=status,
-            tools=offered.tools, offered=offered.name_set, tool_set_id=offered.set_id, expected=label,
-            expected_position=offered.names.index(label) + 1 if label != NONE_LABEL else None,
+            tools=offered.tools, offered=offered.name_set, tool_set_id=offered.set_id, expected=spelled, label=label,
+            expected_position=offered.names.index(spelled) + 1 if spelled != NONE_LABEL else None,
             cache_key=cache_key(selector_fp, offered.fingerprint, messages),
         ))
     return tuple(planned)

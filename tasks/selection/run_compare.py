@@ -116,8 +116,8 @@ def _weights(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> dict[str, f
         [run["taskset"], run["weights_window"]]).fetchall()}
 
 
-ROW_COLUMNS = ("run_a", "arm_a", "run_b", "arm_b", "request_id", "slice", "expected_a", "expected_b", "label_stable",
-               "trials_a", "correct_a", "trials_b", "correct_b")
+ROW_COLUMNS = ("run_a", "arm_a", "run_b", "arm_b", "request_id", "slice", "expected_a", "expected_b", "label_a",
+               "label_stable", "trials_a", "correct_a", "trials_b", "correct_b")
 """The ``run_comparison`` columns read for every request; the pair's own columns (SIDE_COLUMNS) are read once."""
 SIDE_COLUMNS = ("paired_on", "shared_seeds", "differs_in", "catalogue_a", "catalogue_b", "catalogue_hash_a",
                 "catalogue_hash_b", "prompt_a", "prompt_b", "prompt_hash_a", "prompt_hash_b", "model_a", "model_b",
@@ -195,7 +195,7 @@ def _paired(rows: list[dict[str, Any]], side: dict[str, Any], differs: list[str]
     for row in rows:
         by_slice.setdefault(row["slice"], []).append(row)
         if row["label_stable"]:
-            by_tool.setdefault((row["slice"], row["expected_a"]), []).append(row)
+            by_tool.setdefault((row["slice"], row["label_a"]), []).append(row)
     result.n_relabelled = sum(not r["label_stable"] for r in rows)
 
     def compare(group: list[dict[str, Any]]) -> PairedComparison:
@@ -207,7 +207,7 @@ def _paired(rows: list[dict[str, Any]], side: dict[str, Any], differs: list[str]
     stable = [r for r in rows if r["label_stable"]]
     if weights and stable:
         result.weights_window = window_run["weights_window"]
-        result.weighted = weighted_change([r["expected_a"] for r in stable], [r["correct_a"] for r in stable],
+        result.weighted = weighted_change([r["label_a"] for r in stable], [r["correct_a"] for r in stable],
                                           [r["trials_a"] for r in stable], [r["correct_b"] for r in stable],
                                           [r["trials_b"] for r in stable], weights)
     return result

@@ -38,7 +38,7 @@ def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cac
         "taskset": unit.taskset, "taskset_version": unit.taskset_version, "request_id": planned.request_id,
         "slice": planned.slice, "intent": planned.intent, "label_status": planned.label_status,
         "catalogue": arm.catalogue_name, "tool_set_id": planned.tool_set_id, "n_tools": len(planned.tools),
-        "expected": planned.expected, "expected_position": planned.expected_position,
+        "expected": planned.expected, "label": planned.label, "expected_position": planned.expected_position,
         "chosen": score.chosen, "correct": score.correct, "outcome": score.outcome, "pair": score.pair,
         "invalid": score.outcome == "invalid", "error": score.outcome == "error", "empty": score.outcome == "empty",
         "confidence": selection.confidence,

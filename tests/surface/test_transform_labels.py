@@ -26,6 +26,9 @@ REQUESTS = [
     ("r6", "Tell me a joke about penguins.", "none"),
 ]
 
+WEIGHTS = {"close_ticket": 0.4, "get_ticket": 0.3, "list_tickets": 0.2, "escalate_ticket": 0.1}
+"""Production weights, named as the version labels the tools."""
+
 RENAMED = "name: renamed\ntoolkit: desk:Desk\ntransform:\n  rename: {close_ticket: resolve_ticket}\n"
 
 
@@ -39,6 +42,8 @@ def selection_desk(root: Path, catalogues: dict[str, str]) -> Path:
         json.dumps({"id": rid, "messages": [{"role": "user", "content": text}], "expected": label,
                     "slice": "desk"}) + "\n" for rid, text, label in REQUESTS))
     freeze_version(folder, "v1", ["desk"])
+    (folder / "weights").mkdir()
+    (folder / "weights" / "w1.json").write_text(json.dumps({"window": "w1", "source": "test", "weights": WEIGHTS}))
     for name, surface in catalogues.items():
         assert main(["tasks", "catalogue", str(folder / "surfaces" / f"{surface}.yaml"),
                      "--out", str(folder / "catalogues" / f"{name}.json")]) == 0
@@ -51,6 +56,7 @@ def selection_desk(root: Path, catalogues: dict[str, str]) -> Path:
         version: v1
         seeds: [1, 2, 3]
         batch_size: 6
+        weights: w1
         defaults: {prompt: default, selector: lexical, model: bm25-okapi, options: {name_weight: 0}}
         arms:
         """) + arms + "comparisons:\n" + comparisons)
@@ -81,6 +87,11 @@ def test_selection_rows_expect_the_label_as_the_arm_offers_it_and_accuracy_does_
         expected = dict(con.execute("SELECT arm || '/' || request_id, min(expected) FROM selection_rows "
                                     "GROUP BY ALL").fetchall())
         accuracy = dict(con.execute("SELECT arm, avg(correct::INTEGER) FROM selection_rows GROUP BY arm").fetchall())
+        tool_changes = con.execute("SELECT arm, tool, n_requests, change FROM paired_tool_changes "
+                                   "ORDER BY arm, tool").fetchall()
+        stable = con.execute("SELECT count(*) FILTER (WHERE label_stable), count(*) FROM paired_requests").fetchone()
+        weighted = dict(con.execute("SELECT arm, weighted_accuracy FROM weighted_accuracy").fetchall())
+        covered = dict(con.execute("SELECT arm, weight_covered FROM weighted_accuracy").fetchall())
         chosen = con.execute("SELECT count(*) FROM selection_rows p JOIN selection_rows q USING (request_id, seed) "
                              "WHERE p.arm = 'plain' AND q.arm = 'prefixed' AND p.correct <> q.correct").fetchone()[0]
     assert expected["prefixed/r1"] == "desk.close_ticket" and expected["prefixed/r4"] == "desk.find_tickets"
@@ -89,6 +100,14 @@ def test_selection_rows_expect_the_label_as_the_arm_offers_it_and_accuracy_does_
     assert sorted(key for key, label in expected.items() if label == "none") == ["plain/r6", "prefixed/r6", "renamed/r6"]
     assert accuracy["plain"] > 0.5
     assert accuracy["prefixed"] == accuracy["plain"] == accuracy["renamed"] and chosen == 0
+    # a prefix or rename is not a relabel: every request pairs per tool, under the label's own name
+    assert stable == (12, 12)
+    labels = ["broken_report", "close_ticket", "escalate_ticket", "get_ticket", "list_tickets", "none"]
+    assert tool_changes == [(arm, tool, 1, 0.0) for arm in ("prefixed", "renamed") for tool in labels]
+    # production weights, named as labelled, weigh every arm's rows: the same traffic, the same figure
+    assert [covered[arm] for arm in ("plain", "prefixed", "renamed")] == pytest.approx([1.0, 1.0, 1.0])
+    assert weighted["plain"] > 0.5
+    assert [weighted["prefixed"], weighted["renamed"]] == pytest.approx([weighted["plain"]] * 2)
 
 
 def test_an_arm_whose_catalogue_offers_no_labelled_tool_is_refused_naming_the_arm_and_catalogue(tmp_path, capsys):
@@ -113,7 +132,7 @@ def test_a_version_whose_labels_the_arm_offers_passes_validate(tmp_path, capsys)
     folder = selection_desk(tmp_path, {"plain": "plain", "prefixed": "prefixed"})
     capsys.readouterr()
     assert main(["validate", str(folder / "experiments" / "labels.yaml")]) == 0
-    assert "v1: 6 requests: " in capsys.readouterr().out
+    assert "v1: 6 requests, 4 weights: 11 label expectations passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("surface, first_tool", [("plain", "close_ticket"), ("prefixed", "desk.close_ticket")])

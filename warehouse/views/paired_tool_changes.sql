@@ -1,5 +1,6 @@
 -- paired_tool_changes: one row per (run, comparison, slice, tool) where tool is the label a request
--- carries in both arms (label-stable requests only: a request relabelled between arms compares nothing).
+-- carries in both arms, as the version names it (selection_rows.label: a prefix or rename is no relabel;
+-- label-stable requests only: a request relabelled between arms compares nothing).
 -- Requests, rows and accuracy on each side, the change in points as a fraction, and the requests that
 -- carry it (worse: right on a smaller share of their seeds after, better: on a larger share). The change's
 -- interval and its p-value (one score test over every seed of every request) are computed in
@@ -10,14 +11,14 @@
 with outcomes as (
     select run_id, arm, request_id,
            min(slice) as slice,
-           min(expected) as expected,
+           min(coalesce(label, expected)) as label,
            count(*) as trials,
            count(*) filter (where correct) as correct
     from selection_rows
     group by run_id, arm, request_id
 ),
 label_stable_pairs as (
-    select c.run_id, c.baseline, c.arm, b.slice, b.expected as tool,
+    select c.run_id, c.baseline, c.arm, b.slice, b.label as tool,
            b.trials as trials_baseline, b.correct as correct_baseline,
            a.trials as trials_arm, a.correct as correct_arm,
            share_fell(b.correct, b.trials, a.correct, a.trials) as worse,
@@ -25,7 +26,7 @@ label_stable_pairs as (
     from comparisons c
     join outcomes b on b.run_id = c.run_id and b.arm = c.baseline
     join outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id
-    where b.expected = a.expected
+    where b.label = a.label
 )
 select run_id, baseline, arm, slice, tool,
        count(*) as n_requests,

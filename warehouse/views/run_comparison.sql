@@ -5,8 +5,9 @@
 -- the same recorded tool order for the same tools), each side counts only those seeds (paired_on =
 -- 'request and seed'); with no seed in common, every seed of each side (paired_on = 'request').
 -- Each side's trials and correct seeds, its majority verdict and its label; label_stable says the request
--- expects the same tool on both sides (per-tool changes use only those). worse = right on a smaller share
--- of its seeds in run_b than in run_a; better = the reverse (majority_* = right by majority, descriptive).
+-- expects the same tool on both sides, as the version names it (label_a, label_b; per-tool changes use
+-- only those). worse = right on a smaller share of its seeds in run_b than in run_a; better = the
+-- reverse (majority_* = right by majority, descriptive).
 -- differs_in: the respects in which the two arms differ ('catalogue', 'prompt', 'model' = the pinned id,
 -- 'served_model' = the ids the provider served, 'selector', 'version'), with each side's id beside it;
 -- `tooleval compare` refuses a pair that differs in more than the one respect it is told to expect.
@@ -39,7 +40,7 @@ arm_pairs as (
 ),
 side_a as (
     select p.run_a, p.arm_a, p.run_b, p.arm_b, r.request_id,
-           min(r.slice) as slice, min(r.expected) as expected,
+           min(r.slice) as slice, min(r.expected) as expected, min(coalesce(r.label, r.expected)) as label,
            count(*) as trials, count(*) filter (where r.correct) as correct
     from arm_pairs p
     join selection_rows r on r.run_id = p.run_a and r.arm = p.arm_a
@@ -48,7 +49,7 @@ side_a as (
 ),
 side_b as (
     select p.run_a, p.arm_a, p.run_b, p.arm_b, r.request_id,
-           min(r.expected) as expected,
+           min(r.expected) as expected, min(coalesce(r.label, r.expected)) as label,
            count(*) as trials, count(*) filter (where r.correct) as correct
     from arm_pairs p
     join selection_rows r on r.run_id = p.run_b and r.arm = p.arm_b
@@ -57,7 +58,8 @@ side_b as (
 )
 select p.run_a, p.arm_a, p.run_b, p.arm_b, a.request_id, a.slice,
        a.expected as expected_a, b.expected as expected_b,
-       a.expected = b.expected as label_stable,
+       a.label as label_a, b.label as label_b,
+       a.label = b.label as label_stable,
        case when len(p.shared_seeds) > 0 then 'request and seed' else 'request' end as paired_on,
        p.shared_seeds,
        a.trials as trials_a, a.correct as correct_a, b.trials as trials_b, b.correct as correct_b,

@@ -1,6 +1,7 @@
 -- weighted_accuracy: one row per (run, arm).
 -- Volume-weighted accuracy: each tool's accuracy (rows expecting it, all seeds and slices) weighted by
--- its share of production traffic in the run's weights window, over the tools the arm has rows for;
+-- its share of production traffic in the run's weights window, over the tools the arm has rows for (a tool
+-- named as the version labels it, selection_rows.label: weights name it so under any prefix or rename);
 -- weight_covered says how much traffic that is. accuracy_unweighted pools the same rows unweighted.
 -- seed_min / seed_max / seed_spread: the weighted accuracy of each seed alone (the noise floor).
 -- Its interval (each tool's clustered Wilson interval combined by MOVER; no resampling) is computed
@@ -12,11 +13,11 @@
 -- read twice, so DuckDB computes it once (materialises it), and then turns a run filter into a scan filter
 -- (skipping other runs' row groups) only when that scan has no filter of its own.
 with per_tool_seed as (
-    select run_id, arm, seed, expected as tool, min(rung) as rung,
+    select run_id, arm, seed, coalesce(label, expected) as tool, min(rung) as rung,
            count(*) as n,
            count(*) filter (where correct) as correct
     from selection_rows
-    group by run_id, arm, seed, expected
+    group by run_id, arm, seed, coalesce(label, expected)
 ),
 weights as (
     select r.run_id, w.tool, w.weight

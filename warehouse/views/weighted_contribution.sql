@@ -9,11 +9,11 @@
 -- tool's share moved because the arms cover different tools). The report's contribution table pairs
 -- label-stable requests instead (tooleval compare too); this view is the arithmetic of weighted_accuracy.
 with per_tool as (
-    select run_id, arm, expected as tool, min(rung) as rung,
+    select run_id, arm, coalesce(label, expected) as tool, min(rung) as rung,
            count(*) as n,
            count(*) filter (where correct) as correct
     from selection_rows
-    group by run_id, arm, expected
+    group by run_id, arm, coalesce(label, expected)
 ),
 weights as (
     select r.run_id, w.tool, w.weight
