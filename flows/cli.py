@@ -186,6 +186,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_freeze(args: argparse.Namespace) -> int:
+    from tasks.taskset.freeze_file import freeze_file
+
+    print("\n".join(freeze_file(args.version_path, args.slice, parent=args.parent, notes=args.notes,
+                                 catalogues=args.catalogue, surfaces=args.surface).lines()))
+    return EXIT_OK
+
+
 def bfcl_sources(questions: str | None, answers: str | None, slices: list[str], label_none: list[str]
                  ) -> list[BfclSource]:
     """The files of ``tooleval import bfcl``: one positional file, or ``--slice NAME=QUESTIONS[,ANSWERS]``
@@ -476,6 +484,34 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--weights", default=None, metavar="WINDOW",
                           help="also check weights/WINDOW.json (a version only)")
     validate.set_defaults(func=cmd_validate)
+
+    freeze = commands.add_parser(
+        "freeze", help="freeze a task-set version (requests or tasks): write its manifest with the content hash",
+        description="Check a version file as a run would (requests: the label checks against every catalogue of "
+        "the set, or --catalogue; tasks, in a set with surfaces/: the task checks against every surface, or --surface) "
+        "and write "
+        "VERSION.manifest.json beside it: the hash of its files, its slices, counts and parent. A frozen version "
+        "is immutable: freezing it again with the same files writes nothing; changed files, slices, parent or "
+        "notes are refused (write a new version). Bad input names the file, the line and the rule, and nothing is "
+        "written.",
+        epilog="examples:\n"
+        "  tooleval freeze tasksets/support/v2.jsonl --parent v1\n"
+        "  tooleval freeze tasksets/mcp_office/t2.jsonl --slice crm --slice files",
+        formatter_class=JobsHelpFormatter)
+    freeze.add_argument("version_path", metavar="VERSION_JSONL",
+                        help="the version's file, e.g. tasksets/support/v2.jsonl or tasksets/support_tasks/t2.jsonl")
+    freeze.add_argument("--slice", action="append", default=None, metavar="NAME",
+                        help="a slice the version's lines may belong to (repeatable, in the order reports list them; "
+                        "default: the slices its lines name, in the order they first appear)")
+    freeze.add_argument("--parent", default=None, metavar="VERSION",
+                        help="the frozen version this one was derived from, e.g. v1")
+    freeze.add_argument("--notes", default=None, metavar="TEXT", help="where the requests or tasks came from")
+    freeze.add_argument("--catalogue", action="append", default=None, metavar="NAME",
+                        help="requests: a catalogue the labels must come from (repeatable; default: every catalogue "
+                        "of the set)")
+    freeze.add_argument("--surface", action="append", default=None, metavar="NAME",
+                        help="tasks: a surface to check them against (repeatable; default: every surface of the set)")
+    freeze.set_defaults(func=cmd_freeze)
 
     importer = commands.add_parser("import", help="turn public benchmark files into a tooleval task set, or an MCP "
                                    "server's tools into a catalogue",

@@ -24,7 +24,7 @@ JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("instrument a surface change (tasks on a tool surface)",
      ("tasks run", "tasks report", "tasks validate", "tasks catalogue")),
     ("routers and decision models", ("fit", "train")),
-    ("task sets and imports", ("validate", "import bfcl", "import metatool", "import mcp")),
+    ("task sets and imports", ("validate", "freeze", "import bfcl", "import metatool", "import mcp")),
     ("weekly runs and deployments (live traffic)", ("resample", "queue import", "queue export", "register")),
     ("reading results", ("report", "sql", "phoenix")),
     ("the Prefect server kept between runs", ("server status", "server stop")),

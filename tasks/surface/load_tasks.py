@@ -28,7 +28,7 @@ from schemas.surface.task import FIXTURE_INCLUDE_KEY, SurfaceTask, TaskSetManife
 from tasks.files.content_hash import parts_sha256
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.json_lines import read_json_objects
-from tasks.taskset.load_taskset import freeze_manifest, read_json_model, validation_message
+from tasks.taskset.load_taskset import freeze_manifest, read_manifest, validation_message
 
 
 def task_paths(taskset_dir: Path, version: str) -> dict[str, Path]:
@@ -144,11 +144,12 @@ def read_shared_fixtures(taskset_dir: Path, names: list[str]) -> tuple[dict[str,
     return shared, problems
 
 
-def load_task_version(taskset_dir: Path, version: str) -> TaskVersion:
-    """Read a version's files; schema problems raise here, the task rules are checked by ``task_checks``."""
+def load_task_version(taskset_dir: Path, version: str, manifest: TaskSetManifest | None = None) -> TaskVersion:
+    """Read a version's files; schema problems raise here, the task rules are checked by ``task_checks``.
+    ``manifest``: the one to check the files against instead of the version's file (one about to be frozen)."""
     taskset_dir = Path(taskset_dir).resolve()
     paths = task_paths(taskset_dir, version)
-    manifest = read_json_model(paths["manifest"], TaskSetManifest)
+    manifest = manifest if manifest is not None else read_manifest(paths["manifest"], TaskSetManifest, paths["tasks"])
     lines = read_task_lines(paths["tasks"])
     names = included_files(lines)
     shared, problems = read_shared_fixtures(taskset_dir, names)
@@ -163,15 +164,22 @@ def freeze_task_version(taskset_dir: Path, version: str, slices: list[str], *, p
                         notes: str = "") -> TaskSetManifest:
     """Write ``<version>.manifest.json`` for the version's files as they are now; versions are immutable:
     an existing manifest whose hash differs is refused (write a new version)."""
+    manifest = task_manifest(taskset_dir, version, slices, parent=parent, notes=notes)
+    return freeze_manifest(task_paths(taskset_dir, version)["manifest"], TaskSetManifest, version,
+                           manifest.content_hash, lambda actual: manifest)
+
+
+def task_manifest(taskset_dir: Path, version: str, slices: list[str], *, parent: str | None = None,
+                  notes: str = "") -> TaskSetManifest:
+    """The manifest that freezes the version's files as they are now (not written)."""
     taskset_dir = Path(taskset_dir).resolve()
-    paths = task_paths(taskset_dir, version)
-    lines = read_task_lines(paths["tasks"])
+    lines = read_task_lines(task_paths(taskset_dir, version)["tasks"])
     names = included_files(lines)
     tasks = [line.task for line in lines]
-    return freeze_manifest(paths["manifest"], TaskSetManifest, version, content_hash(taskset_dir, version, names),
-                           lambda actual: TaskSetManifest(
+    return TaskSetManifest(
         taskset=taskset_dir.name, version=version, parent=parent,
-        created_at=datetime.now(timezone.utc).replace(microsecond=0), slices=slices, content_hash=actual,
-        n_tasks=len(tasks), counts_by_slice=dict(sorted(Counter(t.slice for t in tasks).items())),
+        created_at=datetime.now(timezone.utc).replace(microsecond=0), slices=slices,
+        content_hash=content_hash(taskset_dir, version, names), n_tasks=len(tasks),
+        counts_by_slice=dict(sorted(Counter(t.slice for t in tasks).items())),
         counts_by_intent=dict(sorted(Counter(t.intent for t in tasks if t.intent).items())),
-        fixture_files=names, notes=notes))
+        fixture_files=names, notes=notes)

@@ -17,6 +17,7 @@ Every parse problem is an ``InputError`` naming the file, the line and the rule.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -160,16 +161,28 @@ class TaskSetVersion:
         return as_request_table(self.requests)
 
 
+def read_manifest(path: Path, model: type[M], version_file: Path) -> M:
+    """A version's manifest; a missing one is a version not frozen yet, and the error says how to freeze it."""
+    if not path.is_file():
+        shown = os.path.relpath(version_file) if Path(version_file).resolve().is_relative_to(Path.cwd()) else version_file
+        raise InputError.one(str(path), "", "file-exists",
+                             f"file not found: version {Path(version_file).stem} is not frozen yet; freeze it (its hash "
+                             f"and counts in this manifest) with `tooleval freeze {shown}`")
+    return read_json_model(path, model)
+
+
 def load_manifest(taskset_dir: Path, version: str) -> VersionManifest:
-    return read_json_model(version_paths(taskset_dir, version)["manifest"], VersionManifest)
+    paths = version_paths(taskset_dir, version)
+    return read_manifest(paths["manifest"], VersionManifest, paths["requests"])
 
 
-def load_version(taskset_dir: Path, version: str) -> TaskSetVersion:
-    """Read a version's files; schema problems raise here, label rules are checked by ``label_checks``."""
+def load_version(taskset_dir: Path, version: str, manifest: VersionManifest | None = None) -> TaskSetVersion:
+    """Read a version's files; schema problems raise here, label rules are checked by ``label_checks``.
+    ``manifest``: the one to check the files against instead of the version's file (one about to be frozen)."""
     from tasks.taskset.request_table import RequestRows
 
     paths = version_paths(taskset_dir, version)
-    manifest = load_manifest(taskset_dir, version)
+    manifest = manifest if manifest is not None else load_manifest(taskset_dir, version)
     requests = read_request_table(paths["requests"])
     adjudications = (
         read_jsonl_models(paths["adjudications"], Adjudication) if paths["adjudications"].is_file() else []
@@ -211,15 +224,23 @@ def freeze_version(
     Refuses to overwrite a manifest whose hash differs: versions are immutable; make a new one. The manifest
     is created whole and only if absent (``write_exclusive``).
     """
+    manifest = version_manifest(taskset_dir, version, slices, parent=parent, notes=notes, window=window,
+                                sampling_seed=sampling_seed)
+    return freeze_manifest(version_paths(Path(taskset_dir), version)["manifest"], VersionManifest, version,
+                           manifest.content_hash, lambda actual: manifest)
+
+
+def version_manifest(taskset_dir: Path, version: str, slices: list[str], *, parent: str | None = None,
+                     notes: str = "", window: str | None = None, sampling_seed: int | None = None) -> VersionManifest:
+    """The manifest that freezes the version's files as they are now (not written)."""
     taskset_dir = Path(taskset_dir)
-    paths = version_paths(taskset_dir, version)
-    requests = read_request_table(paths["requests"])
-    return freeze_manifest(paths["manifest"], VersionManifest, version, content_hash(taskset_dir, version),
-                           lambda actual: VersionManifest(
+    requests = read_request_table(version_paths(taskset_dir, version)["requests"])
+    return VersionManifest(
         taskset=taskset_dir.resolve().name, version=version, parent=parent,
-        created_at=datetime.now(timezone.utc).replace(microsecond=0), slices=slices, content_hash=actual,
-        n_requests=requests.height, counts_by_label=dict(sorted(Counter(requests["expected"].to_list()).items())),
-        window=window, sampling_seed=sampling_seed, notes=notes))
+        created_at=datetime.now(timezone.utc).replace(microsecond=0), slices=slices,
+        content_hash=content_hash(taskset_dir, version), n_requests=requests.height,
+        counts_by_label=dict(sorted(Counter(requests["expected"].to_list()).items())),
+        window=window, sampling_seed=sampling_seed, notes=notes)
 
 
 def freeze_manifest(path: Path, model: type[M], version: str, actual: str, build: Callable[[str], M]) -> M:
