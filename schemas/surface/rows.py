@@ -131,6 +131,9 @@ class TaskRunRow(UnitRow):
         "Tools the task needs (its assertion's required calls, its wants, its intent when it names a tool), named "
         "as the arm's surface offers them; one the surface does not offer keeps its backend name "
         "(tasks/surface/tool_needs.py; the view task_tool_coverage)."))
+    forbidden_tools: list[str] = Field(default_factory=list, description=(
+        "Tools the task names as negative cases (its assertion's not_called, its forbids), named as the arm's "
+        "surface offers them (tasks/surface/tool_needs.py; the view task_tool_coverage)."))
     final_reply: str | None = Field(description="The agent's last text reply (first 2,000 characters).")
     input_tokens: int | None = Field(description="Prompt tokens billed over every turn.")
     output_tokens: int | None = Field(description="Completion tokens billed over every turn.")

@@ -1,10 +1,10 @@
 """Tool coverage per surface in the task report (the view task_tool_coverage): which of the surface's tools
-the task set needs, which no task touches, which the agent called though no task needs them, and what the
-tasks need that the surface does not offer. Arms on the same surface with the same catalogue and needs share
-one table (a column of calls per arm) and one line on the first screen, e.g. "coverage, surface plain (arms A,
-B): 3 of 5 tools needed by some task; 1 never exercised: broken_report; 1 needed by none but called:
-list_tickets (calls: A 6, B 3)". An arm most of whose task runs could not be carried out has its calls
-NOT MEASURED, never "never called"."""
+the task set needs, which only its negative cases name, which no task touches, which the agent called though
+no task needs them, and what the tasks need that the surface does not offer. Arms on the same surface with the
+same catalogue and needs share one table (a column of calls per arm) and one line on the first screen, e.g.
+"coverage, surface plain (arms A, B): 3 of 5 tools needed by some task; 1 never exercised: broken_report; 1
+needed by none but called: list_tickets (calls: A 6, B 3)". An arm most of whose task runs could not be
+carried out has its calls NOT MEASURED, never "never called"."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from tasks.surface.gates import task_runs_not_carried_out
 LISTED = 8
 """Tool names listed in a first-screen line before 'and N more'."""
 
-ORDER = {"needed": 0, "needed, never called": 1, "called, not needed": 2, "never exercised": 3, "not offered": 4}
+ORDER = {"needed": 0, "needed, never called": 1, "called, not needed": 2, "negative case only": 3,
+         "never exercised": 4, "not offered": 5}
 
 
 @dataclass
@@ -46,10 +47,14 @@ class SurfaceCoverage:
         called = any(r["calls"] for r in measured)
         if row["tasks_needing"]:
             return "needed" if called or not measured else "needed, never called"
-        return "called, not needed" if called else ("never exercised" if measured else "needed by none")
+        if called:
+            return "called, not needed"
+        if row["tasks_forbidding"]:
+            return "negative case only"
+        return "never exercised" if measured else "needed by none"
 
     def ordered(self) -> list[str]:
-        return sorted(self.rows, key=lambda t: (ORDER.get(self.status(t), 5), -self.first(t)["tasks_needing"],
+        return sorted(self.rows, key=lambda t: (ORDER.get(self.status(t), 6), -self.first(t)["tasks_needing"],
                                                 -sum(r["calls"] for r in self.measured(t)), t))
 
     @property
@@ -67,8 +72,8 @@ def surface_coverages(figures: SurfaceFigures) -> list[SurfaceCoverage]:
     for arm in [a["arm"] for a in figures.arms if a["arm"] in by_arm]:
         tools = by_arm[arm]
         surface = next(iter(tools.values()))["surface"]
-        key = (surface, tuple(sorted((t, r["offered"], r["tasks_needing"]) for t, r in tools.items()
-                                     if r["offered"] or r["tasks_needing"])))
+        key = (surface, tuple(sorted((t, r["offered"], r["tasks_needing"], r["tasks_forbidding"])
+                                     for t, r in tools.items() if r["offered"] or r["tasks_needing"])))
         group = groups.setdefault(key, SurfaceCoverage(surface, [], {}, {}))
         group.arms.append(arm)
         if arm in unmeasured:
@@ -93,7 +98,10 @@ def coverage_line(group: SurfaceCoverage) -> str:
     if spare:
         called = sorted((t for t in spare if group.status(t) == "called, not needed"),
                         key=lambda t: (-sum(r["calls"] for r in group.measured(t)), t))
-        idle = [t for t in spare if t not in called]
+        negative = [t for t in spare if group.status(t) == "negative case only"]
+        idle = [t for t in spare if t not in called and t not in negative]
+        if negative:
+            words.append(f"{len(negative)} only as negative cases (not_called, forbids): {_names(negative)}")
         if idle and len(group.unmeasured) < len(group.arms):
             words.append(f"{len(idle)} never exercised: {_names(idle)}")
         elif idle:
@@ -132,7 +140,8 @@ def coverage_tables(figures: SurfaceFigures) -> list[ReportTable]:
         n_tasks = max(r["n_tasks"] for arms in group.rows.values() for r in arms.values())
         table = ReportTable(
             f"Tool coverage, surface {group.surface} (arm{'s' if len(group.arms) > 1 else ''} {', '.join(group.arms)})",
-            ["tool", "tasks needing it", *(f"calls {arm} (not needed)" for arm in group.arms), "coverage"], [],
+            ["tool", "tasks needing it", "forbidding it", *(f"calls {arm} (not needed)" for arm in group.arms),
+             "coverage"], [],
             key=f"coverage-{i}")
         for tool in group.ordered():
             cells = []
@@ -144,16 +153,19 @@ def coverage_tables(figures: SurfaceFigures) -> list[ReportTable]:
                     cells.append("0")
                 else:
                     cells.append(f"{row['calls']:,} ({row['calls_not_needed']:,})")
-            table.rows.append([_tool_name(group, tool), f"{group.first(tool)['tasks_needing']} of {n_tasks}", *cells,
-                               group.status(tool)])
+            first = group.first(tool)
+            table.rows.append([_tool_name(group, tool), f"{first['tasks_needing']} of {n_tasks}",
+                               str(first["tasks_forbidding"]), *cells, group.status(tool)])
         table.note = "" if tables else (
             "Needed: a task's assertion requires a call of the tool, its wants name it, or its intent (the first-call "
             "label) is the tool; names as this surface offers them (backend name in brackets where a transform "
             "changed it). Not needed: calls made in runs of tasks that do not need the tool (per-tool false "
-            "positives). Never exercised: no task needs it and no arm called it. Not offered: a task needs it, or the "
-            "agent called it, but the surface does not offer it. Tasks naming a tool in not_called or forbids, and "
-            "end-state probes, do not need it.")
+            "positives). Forbidding it: tasks naming it in not_called or forbids (negative cases; a call of it there "
+            "is not needed either); negative case only: no task needs it, some forbid it, no arm called it. Never "
+            "exercised: no task needs or forbids it and no arm called it. Not offered: a task needs it, or the agent "
+            "called it, but the surface does not offer it. End-state probes (the harness's calls) are no need.")
         if group.unmeasured:
-            table.note += (" " if table.note else "") + "NOT MEASURED: " + "; ".join(f"arm {a}: {why}" for a, why in group.unmeasured.items()) + "."
+            unmeasured = "; ".join(f"arm {arm}: {why}" for arm, why in group.unmeasured.items())
+            table.note += (" " if table.note else "") + f"NOT MEASURED: {unmeasured}."
         tables.append(table)
     return tables

@@ -37,7 +37,7 @@ from tasks.surface.baseline_agent import FILLING as BASELINE_FILLING, BaselineAg
 from tasks.surface.chat_agent import HOSTED_AGENT_WIRE, ChatAgent
 from tasks.surface.load_tasks import TaskVersion
 from tasks.surface.transform_tools import label_as_offered
-from tasks.surface.tool_needs import needed_tools
+from tasks.surface.tool_needs import forbidden_tools, needed_tools
 from tasks.surface.wanted_actions import classify_calls
 
 OUTCOMES = CacheSpec(table="task_outcomes", column="outcome", model=TaskOutcome,
@@ -184,6 +184,7 @@ def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, 
         "upstream_reads_unwanted": sum(c.upstream_reads for c in unwanted), "declares_actions": task.declares_actions,
         "handed_to_human": any(c.handoff for c in counted),
         "first_tool": first, "needed_tools": needed_tools(task, arm.surface),
+        "forbidden_tools": forbidden_tools(task, arm.surface),
         "final_reply": outcome.final_reply, "input_tokens": outcome.input_tokens,
         "output_tokens": outcome.output_tokens, "cost_usd": outcome.cost_usd, "price_version": outcome.price_version,
         "wall_ms": outcome.wall_ms, "agent_ms": outcome.agent_ms, "provider_retries": outcome.provider_retries,

@@ -6,6 +6,7 @@ table and first-screen line on real runs (the tiny help desk's toolkit; the bund
 from __future__ import annotations
 
 import textwrap
+import re
 from collections import Counter
 
 import polars as pl
@@ -15,12 +16,13 @@ from tasks.surface.figures import load_surface_figures
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import load_task_version
 from tasks.surface.tables import build_surface_report
-from tasks.surface.tool_needs import needed_tools
+from tasks.surface.tool_needs import forbidden_tools, needed_tools
+from tests.docs_text import page
 from tests.surface.known_task_rows import RUN, KnownTaskRun, call_row, run_row
 from tests.surface.plain_run import run_plain
 from tests.surface.tiny_desk import desk_task, write_desk
 
-COLUMNS = ("tool", "offered", "tasks_needing", "n_tasks", "calls", "tasks_calling", "calls_not_needed",
+COLUMNS = ("tool", "offered", "tasks_needing", "n_tasks", "tasks_forbidding", "calls", "tasks_calling", "calls_not_needed",
            "tasks_calling_not_needed", "coverage")
 
 
@@ -31,11 +33,13 @@ def coverage(con, arm: str = "A") -> dict[str, tuple]:
 
 def test_the_view_sets_the_catalogue_against_the_needs_and_the_calls():
     run = KnownTaskRun(arms={"A": {}, "B": {}})
-    catalogue = ["a", "b", "c", "d"]
+    catalogue = ["a", "b", "c", "d", "e"]
     needs = {"t1": ["a"], "t2": ["a", "b"], "t3": ["z"]}  # z: needed, not offered
+    forbids = {"t1": ["b", "e"], "t2": ["e"], "t3": []}  # e: a negative case only
     for seed in (1, 2):
         run.runs += [run_row(task, seed=seed) | {"tool_order": catalogue[::-1] if seed == 2 else catalogue,
-                                                 "needed_tools": tools} for task, tools in needs.items()]
+                                                 "needed_tools": tools, "forbidden_tools": forbids[task]}
+                     for task, tools in needs.items()]
         run.calls += [call_row("t1", "a", 1, seed=seed), call_row("t1", "c", 2, seed=seed),  # c: no task needs it
                       call_row("t2", "a", 1, seed=seed), call_row("t2", "b", 2, seed=seed),
                       call_row("t2", "b", 3, seed=seed, retry=True),
@@ -47,17 +51,22 @@ def test_the_view_sets_the_catalogue_against_the_needs_and_the_calls():
                  for task in ("t1", "t2")]
     con = run.finish()
     assert coverage(con) == {
-        "a": (True, 2, 3, 6, 3, 2, 1, "needed"),
-        "b": (True, 1, 3, 4, 1, 0, 0, "needed"),
-        "c": (True, 0, 3, 2, 1, 2, 1, "called, not needed"),
-        "d": (True, 0, 3, 0, 0, 0, 0, "untouched"),
-        "q": (False, 0, 3, 2, 1, 2, 1, "not offered"),
-        "z": (False, 1, 3, 0, 0, 0, 0, "not offered"),
+        "a": (True, 2, 3, 0, 6, 3, 2, 1, "needed"),
+        "b": (True, 1, 3, 1, 4, 1, 0, 0, "needed"),
+        "c": (True, 0, 3, 0, 2, 1, 2, 1, "called, not needed"),
+        "d": (True, 0, 3, 0, 0, 0, 0, 0, "untouched"),
+        "e": (True, 0, 3, 2, 0, 0, 0, 0, "negative case only"),
+        "q": (False, 0, 3, 0, 2, 1, 2, 1, "not offered"),
+        "z": (False, 1, 3, 0, 0, 0, 0, 0, "not offered"),
     }
-    assert coverage(con, "B") == {"p.a": (True, 2, 2, 0, 0, 0, 0, "needed")}
+    assert coverage(con, "B") == {"p.a": (True, 2, 2, 0, 0, 0, 0, 0, "needed")}
     assert con.execute("SELECT DISTINCT runs, runs_not_carried_out FROM task_tool_coverage WHERE arm = 'B'"
                        ).fetchall() == [(2, 2)]
     assert con.execute("SELECT DISTINCT surface, rung FROM task_tool_coverage WHERE arm = 'A'").fetchall() == [("s", 1)]
+    # the query docs/surface/views.md gives for the tools no task exercises
+    (query,) = [block for block in re.findall(r"```sql\n(.*?)```", page("surface/views.md"), re.S)
+                if "task_tool_coverage" in block]
+    assert con.execute(query).fetchall() == [("A", "d")]
 
 
 def test_an_arm_whose_runs_failed_has_its_calls_not_measured_never_never_called():
@@ -69,7 +78,8 @@ def test_an_arm_whose_runs_failed_has_its_calls_not_measured_never_never_called(
     assert line == ("coverage, surface s (arm A): 1 of 2 tools needed by some task; 1 needed by none (calls not "
                     "measured): b; calls NOT MEASURED for A (3 of 3 task runs could not be carried out)")
     table = next(t for t in report.tables if t.key == "coverage-1")
-    assert table.rows == [["a", "3 of 3", "NOT MEASURED", "needed"], ["b", "0 of 3", "NOT MEASURED", "needed by none"]]
+    assert table.rows == [["a", "3 of 3", "0", "NOT MEASURED", "needed"],
+                          ["b", "0 of 3", "0", "NOT MEASURED", "needed by none"]]
     assert "never" not in " ".join(" ".join(row) for row in table.rows)
 
 
@@ -120,6 +130,9 @@ def test_a_task_needs_its_tools_as_each_surface_offers_them(tmp_path):
     assert needed_tools(tasks["escalate-1"], prefixed) == ["desk.escalate_ticket"]  # wants
     assert needed_tools(tasks["escalate-1"], narrow) == ["escalate_ticket"]  # not offered: its backend name
     assert needed_tools(tasks["close-1"], narrow) == ["close_ticket"]  # 'close' names no tool: not a need
+    assert [forbidden_tools(tasks["status-1"], s) for s in (plain, prefixed, narrow)] == [  # its not_called
+        ["escalate_ticket"], ["desk.escalate_ticket"], ["escalate_ticket"]]
+    assert forbidden_tools(tasks["close-1"], plain) == []
 
 
 def test_the_report_table_and_line_on_a_real_run_agree_with_the_landed_calls(tmp_path):
@@ -138,14 +151,16 @@ def test_the_report_table_and_line_on_a_real_run_agree_with_the_landed_calls(tmp
                                                   "Tool coverage, surface prefixed (arm C)",
                                                   "Tool coverage, surface narrow (arm N)"]
     plain = tables["coverage-1"]
-    assert plain.columns == ["tool", "tasks needing it", "calls A (not needed)", "calls B (not needed)", "coverage"]
+    assert plain.columns == ["tool", "tasks needing it", "forbidding it", "calls A (not needed)",
+                             "calls B (not needed)", "coverage"]
     for row in plain.rows:
-        for arm, cell in zip("AB", row[2:4]):
+        for arm, cell in zip("AB", row[3:5]):
             n = counted[(arm, row[0])]
             assert cell == (f"{n:,} ({unneeded[(arm, row[0])]:,})" if n else "0"), (arm, row)
     needing = Counter(tool for tools in NEEDS.values() for tool in tools)
-    assert {row[0]: row[1] for row in plain.rows} == {
-        tool: f"{needing[tool]} of 4" for tool in load_surface(folder, "plain").backend_tools}
+    assert {row[0]: row[1:3] for row in plain.rows} == {  # status-1 forbids escalate_ticket (not_called)
+        tool: [f"{needing[tool]} of 4", "1" if tool == "escalate_ticket" else "0"]
+        for tool in load_surface(folder, "plain").backend_tools}
     status = {row[0]: row[-1] for row in plain.rows}
     assert {t for t, s in status.items() if s.startswith("needed")} == {"close_ticket", "get_ticket", "escalate_ticket"}
     spare = sorted(t for t in status if not needing[t])
@@ -154,7 +169,7 @@ def test_the_report_table_and_line_on_a_real_run_agree_with_the_landed_calls(tmp
         called = counted[("A", tool)] or counted[("B", tool)]
         assert status[tool] == ("called, not needed" if called else "never exercised")
     narrow = {row[0]: row for row in tables["coverage-3"].rows}
-    assert narrow["escalate_ticket"][1:] == ["1 of 4", "0", "not offered"]
+    assert narrow["escalate_ticket"][1:] == ["1 of 4", "1", "0", "not offered"]
     prefixed = {row[0]: row[-1] for row in tables["coverage-2"].rows}
     assert prefixed["desk.close_ticket (close_ticket)"] == "needed"
     # the first screen: one line per surface
@@ -165,8 +180,8 @@ def test_the_report_table_and_line_on_a_real_run_agree_with_the_landed_calls(tmp
                     key=lambda t: (-counted[("A", t)] - counted[("B", t)], t))
     words = ["coverage, surface plain (arms A, B): 3 of 5 tools needed by some task"]
     words += [f"{len(never)} never exercised: {', '.join(never)}"] if never else []
-    words += [f"{len(called)} needed by none but called: {', '.join(called)} (calls: "
-              f"A {sum(counted[('A', t)] for t in called)}, B {sum(counted[('B', t)] for t in called)})"] if called else []
+    per_arm = ", ".join(f"{arm} {sum(counted[(arm, t)] for t in called)}" for arm in "AB")
+    words += [f"{len(called)} needed by none but called: {', '.join(called)} (calls: {per_arm})"] if called else []
     silent = [t for t in ("close_ticket", "escalate_ticket", "get_ticket") if not counted[("A", t)] + counted[("B", t)]]
     words += [f"needed but never called: {', '.join(silent)}"] if silent else []
     assert lines[0] == "; ".join(words)

@@ -3,13 +3,15 @@
 -- offer, and every name the agent called that it does not offer.
 -- needed: the tools a task names as needed (task_runs.needed_tools: its assertion's required calls, its wants,
 -- its intent when the intent names a tool; tasks/surface/tool_needs.py), as the arm's surface spells them.
--- tasks_needing: distinct tasks (version, task) that need the tool, of the arm's n_tasks; calls: calls that
--- counted against the budget (skipped_budget left out), tasks_calling: distinct tasks with a call of it under
--- any seed; calls_not_needed / tasks_calling_not_needed: of those, the calls made in runs of tasks that do not
--- need the tool (MCPJam's per-tool false positives). coverage: 'needed' (offered, some task needs it),
--- 'called, not needed' (offered, no task needs it, the agent called it anyway), 'untouched' (offered, no task
--- needs it, never called: the task set does not exercise it), 'not offered' (a task needs it or the agent
--- called it, but the arm's surface does not offer it). runs / runs_not_carried_out: the arm's task runs and
+-- tasks_needing: distinct tasks (version, task) that need the tool, of the arm's n_tasks; tasks_forbidding:
+-- distinct tasks naming it as a negative case (task_runs.forbidden_tools: its assertion's not_called, its
+-- forbids). calls: calls that counted against the budget (skipped_budget left out), tasks_calling: distinct
+-- tasks with a call of it under any seed; calls_not_needed / tasks_calling_not_needed: of those, the calls made
+-- in runs of tasks that do not need the tool (MCPJam's per-tool false positives). coverage: 'needed' (offered, some task needs it),
+-- 'called, not needed' (offered, no task needs it, the agent called it anyway), 'negative case only' (offered,
+-- no task needs it, some task forbids it, never called), 'untouched' (offered, no task needs or forbids it,
+-- never called: the task set does not exercise it), 'not offered' (a task needs it or the agent called it,
+-- but the arm's surface does not offer it). runs / runs_not_carried_out: the arm's task runs and
 -- those that ended error / run_budget / surface_error (their calls were not measured: a tool they would have
 -- called is not 'never called').
 with arm_runs as (
@@ -30,6 +32,11 @@ needs as (
 needed as (
     select run_id, arm, tool, count(*) as tasks_needing
     from needs
+    group by run_id, arm, tool
+),
+forbidden as (
+    select run_id, arm, tool, count(distinct (taskset_version, task_id)) as tasks_forbidding
+    from (select run_id, arm, taskset_version, task_id, unnest(forbidden_tools) as tool from task_runs)
     group by run_id, arm, tool
 ),
 calls as (
@@ -58,13 +65,14 @@ tools as (
 )
 select t.run_id, t.arm, a.rung, a.surface, t.tool, k.backend_tool,
        g.tool is not null as offered,
-       coalesce(n.tasks_needing, 0) as tasks_needing, a.n_tasks,
+       coalesce(n.tasks_needing, 0) as tasks_needing, a.n_tasks, coalesce(f.tasks_forbidding, 0) as tasks_forbidding,
        coalesce(k.calls, 0) as calls, coalesce(k.tasks_calling, 0) as tasks_calling,
        coalesce(k.calls_not_needed, 0) as calls_not_needed,
        coalesce(k.tasks_calling_not_needed, 0) as tasks_calling_not_needed,
        case when g.tool is null then 'not offered'
             when n.tool is not null then 'needed'
             when k.calls > 0 then 'called, not needed'
+            when f.tool is not null then 'negative case only'
             else 'untouched' end as coverage,
        a.runs, a.runs_not_carried_out
 from tools t
@@ -72,4 +80,5 @@ join arm_runs a using (run_id, arm)
 left join catalogue g using (run_id, arm, tool)
 left join needed n using (run_id, arm, tool)
 left join called k using (run_id, arm, tool)
+left join forbidden f using (run_id, arm, tool)
 order by t.run_id, a.rung, t.tool
