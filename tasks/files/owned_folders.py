@@ -4,8 +4,8 @@
 ``owned_folder(kind)`` makes ``$TMPDIR/tooleval-<kind>-<pid>-<start>-<random>``: the owner's process id and
 its start time (clock ticks since boot, from ``/proc/<pid>/stat``; 0 where the system does not say), so a
 process id the system later gives to another process is not taken for the owner. The MCP surface's server
-state folders are such folders (``tooleval-mcp-...``, tasks/surface/mcp_backend.py), as is the scratch folder
-a surface lists an unpinned server's tools in.
+state folders are such folders (``tooleval-mcp-...``, tasks/surface/mcp_backend.py), as are the scratch
+folders a surface lists an unpinned server's tools in and ``tooleval import mcp`` starts a server in.
 
 ``remove_orphaned_folders()`` removes every such folder of this machine's temporary folder whose owner is
 gone; a folder whose owner still runs (a concurrent run, a long one) is never touched, nor a folder whose
@@ -19,6 +19,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +46,16 @@ def owned_folder(kind: str) -> Path:
     """A new scratch folder in the temporary folder, named after this process (see the module's docstring)."""
     pid = os.getpid()
     return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{pid}-{process_start(pid) or 0}-"))
+
+
+@contextmanager
+def owned_temporary_folder(kind: str) -> Iterator[Path]:
+    """``owned_folder(kind)``, removed when the block ends (and by the next run when this process is killed)."""
+    folder = owned_folder(kind)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def owner_gone(pid: int, start: int) -> bool:

@@ -25,7 +25,6 @@ tools (``ServerFailed``'s reason quoted), a server with no tools, a tool name gi
 from __future__ import annotations
 
 import re
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -40,6 +39,7 @@ from schemas.catalogue import CatalogueFile, ToolSpec, rule_of
 from schemas.mcp import McpAnnotations, McpServer, McpSource
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError, Problem
+from tasks.files.owned_folders import owned_temporary_folder
 from tasks.importers.catalogue_changes import catalogue_changes
 from tasks.mcp.connection import START_TIMEOUT_S, ServerConnection, ServerFailed, ServerInfo, resolved_env
 from tasks.mcp.tool_listing import annotations_of, tool_spec, tools_hash
@@ -150,8 +150,8 @@ def list_server_tools(server: McpServer, base_dir: Path, start_timeout_s: float 
     from mcp.shared.exceptions import MCPError  # the SDK is imported only by imports that reach a server
 
     where = server.describe()
-    with tempfile.TemporaryDirectory(prefix="tooleval-mcp-import-") as state_dir:
-        connection = ServerConnection(server, base_dir=base_dir, state_dir=Path(state_dir), label=where)
+    with owned_temporary_folder("mcp-import") as state_dir:  # a killed import's is removed by the next run
+        connection = ServerConnection(server, base_dir=base_dir, state_dir=state_dir, label=where)
         try:
             try:
                 connection.start(start_timeout_s)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 
-from tasks.files.owned_folders import owned_folder, process_start, remove_orphaned_folders
+from tasks.files.owned_folders import owned_folder, owned_temporary_folder, process_start, remove_orphaned_folders
 
 
 def _folder(root, name: str, size: int = 0):
@@ -48,3 +48,12 @@ def test_only_folders_whose_owner_is_gone_are_removed(tmp_path, monkeypatch):
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_a_temporary_owned_folder_is_removed_when_its_block_ends(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with owned_temporary_folder("mcp-import") as folder:
+        (folder / "state.json").write_text("{}")
+        assert folder.name.startswith(f"tooleval-mcp-import-{os.getpid()}-")
+        assert remove_orphaned_folders().folders == ()  # its owner (this process) is alive
+    assert not folder.exists()
