@@ -469,11 +469,24 @@ class McpBackend:
             raise
         return session
 
-    state_key = ("mcp",)
-    """Every MCP surface reads a task's fixtures the same way (``McpStart``): checked once per task."""
+    @property
+    def writes_files(self) -> bool:
+        """Whether a task's fixture files are written into the state folder (reset files or restart)."""
+        return self.spec.reset in ("files", "restart")
+
+    @property
+    def state_key(self) -> tuple:
+        """MCP surfaces read a task's fixtures the same way (``McpStart``) but for whether they write its files:
+        checked once per task and kind."""
+        return ("mcp", self.writes_files)
 
     def starting_state(self, fixtures: Mapping[str, Any]) -> McpStart:
-        return McpStart(fixture_problems(fixtures))
+        problems = fixture_problems(fixtures)
+        if fixtures.get("files") and not self.writes_files:
+            reset = "declared setup / teardown calls" if isinstance(self.spec.reset, ResetCalls) else "none"
+            problems.append(f"'files' are written only on a surface whose reset is files or restart; this "
+                            f"surface's reset is {reset}, which writes no files: the task would start without them")
+        return McpStart(problems)
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ from schemas.surface.task import SurfaceTask
 from tasks.files.input_errors import InputError
 from tasks.surface.agent_loop import run_task
 from tasks.surface.load_surface import load_surface
-from tasks.surface.load_tasks import freeze_task_version
+from tasks.surface.load_tasks import freeze_task_version, load_task_version
 from tasks.surface.mcp_backend import close_pools, marks_from_annotations
+from tasks.surface.task_checks import check_tasks
 from tests.surface.scripted_agent import ScriptedAgent, calls, say
 
 SERVER = Path(__file__).with_name("text_error_server.py")
@@ -238,6 +239,24 @@ def test_a_failed_setup_is_not_carried_out_and_a_failed_teardown_is_recorded(tmp
     assert after.stop_reason == "surface_error" and after.calls == []
     assert after.detail.startswith("the teardown after an earlier task is still pending (reset teardown call "
                                    "drop_table failed")
+
+
+def test_fixture_files_on_a_surface_that_writes_none_are_refused_by_the_task_checks(tmp_path, url_server):
+    url, _ = url_server
+    folder = ledger(tmp_path)
+    write_surface(folder, "fresh", {"servers": {"db": {"url": url}}, "reset": RESET})
+    lines = [{"id": "with-files", "slice": "db", "request": "Count the orders.", "assert": {"reply": {"contains": ""}},
+              "fixtures": {"files": {"ledger.sqlite": "not used"}}},
+             {"id": "no-files", "slice": "db", "request": "Count the orders.", "assert": {"reply": {"contains": ""}}}]
+    (folder / "t1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    freeze_task_version(folder, "t1", ["db"])
+    version = load_task_version(folder, "t1")
+    assert check_tasks(version, [load_surface(folder, "plain")]).n_tasks == 2  # reset files: written, fine
+    with pytest.raises(InputError) as refused:
+        check_tasks(version, [load_surface(folder, "plain"), load_surface(folder, "fresh")])
+    (problem,) = refused.value.problems
+    assert problem.rule == "fixtures-schema" and "with-files" in problem.where and problem.file.endswith("t1.jsonl")
+    assert "this surface's reset is declared setup / teardown calls, which writes no files" in problem.message
 
 
 # -- end to end: validate, run, report -------------------------------------------------------------------------
