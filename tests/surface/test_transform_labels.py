@@ -160,3 +160,67 @@ def test_the_first_call_cross_tab_spells_a_tool_named_intent_as_the_arm_offers_i
         rows = con.execute("SELECT intent, first_tool, n FROM task_first_calls ORDER BY intent").fetchall()
     assert rows[0] == (first_tool, first_tool, 3)
     assert rows[1][0] == "status"
+
+
+GIT_REQUESTS = [
+    ("g1", "What is the working tree status?", "git_status"),
+    ("g2", "Show me the commit logs of this repository.", "git_log"),
+    ("g3", "Unstage all staged changes.", "git_reset"),
+    ("g4", "Which changes are staged for commit?", "git_diff_staged"),
+    ("g5", "Switch branches to release.", "git_checkout"),
+    ("g6", "What is the capital of Peru?", "none"),
+]
+
+
+def test_the_issue_case_a_git_server_catalogue_under_a_prefix_keeps_git_status(tmp_path):
+    """The issue's reading: mcp-server-git's tools (catalogue git-v1, imported from the server the lock pins)
+    through a surface that prefixes them all with ``git.``, written with `tooleval tasks catalogue`: the request
+    labelled git_status expects git.git_status (it expected 'none'), and the prefixed arm reads as the plain one
+    (it read as a collapse)."""
+    from tests.factories import ROOT
+    from tests.surface.plain_run import run_plain
+
+    folder = tmp_path / "git"
+    (folder / "surfaces").mkdir(parents=True)
+    (folder / "prompts").mkdir()
+    (folder / "experiments").mkdir()
+    (folder / "catalogues").mkdir()
+    bundled = ROOT / "tasksets" / "mcp_git"
+    (folder / "catalogues" / "git-v1.json").write_text((bundled / "catalogues" / "git-v1.json").read_text())
+    surface = (bundled / "surfaces" / "git.yaml").read_text().replace(
+        "{taskset_dir}/../../.venv/bin/mcp-server-git", str(ROOT / ".venv" / "bin" / "mcp-server-git"))
+    names = [tool["name"] for tool in json.loads((folder / "catalogues" / "git-v1.json").read_text())["tools"]]
+    (folder / "surfaces" / "git.yaml").write_text(surface)
+    (folder / "surfaces" / "git_ns.yaml").write_text(
+        surface.replace("name: git\n", "name: git_ns\n", 1) + f"transform:\n  prefix: {{git.: [{', '.join(names)}]}}\n")
+    (folder / "prompts" / "default.md").write_text("Pick the one tool that fits, or none.\n")
+    (folder / "v1.jsonl").write_text("".join(
+        json.dumps({"id": rid, "messages": [{"role": "user", "content": text}], "expected": label,
+                    "slice": "git"}) + "\n" for rid, text, label in GIT_REQUESTS))
+    freeze_version(folder, "v1", ["git"])
+    for name, surface_name in (("plain", "git"), ("prefixed", "git_ns")):
+        assert main(["tasks", "catalogue", str(folder / "surfaces" / f"{surface_name}.yaml"),
+                     "--out", str(folder / "catalogues" / f"{name}.json")]) == 0
+    (folder / "experiments" / "git.yaml").write_text(textwrap.dedent("""\
+        name: git-labels
+        taskset: ..
+        version: v1
+        seeds: [1, 2, 3]
+        batch_size: 6
+        defaults: {prompt: default, selector: lexical, model: bm25-okapi, options: {name_weight: 0}}
+        arms:
+          - {name: plain, catalogue: plain}
+          - {name: prefixed, catalogue: prefixed}
+        comparisons:
+          - {baseline: plain, arm: prefixed}
+        """))
+    run_plain(folder / "experiments" / "git.yaml", tmp_path / "wh")
+    with duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True) as con:
+        expected = dict(con.execute("SELECT arm || '/' || request_id, min(expected) FROM selection_rows "
+                                    "GROUP BY ALL").fetchall())
+        accuracy = dict(con.execute("SELECT arm, avg(correct::INTEGER) FROM selection_rows GROUP BY arm").fetchall())
+        stable = con.execute("SELECT count(*) FILTER (WHERE label_stable), count(*) FROM paired_requests").fetchone()
+    assert expected["prefixed/g1"] == "git.git_status" and expected["plain/g1"] == "git_status"
+    assert sorted(key for key, label in expected.items() if label == "none") == ["plain/g6", "prefixed/g6"]
+    assert accuracy["plain"] >= 0.5 and accuracy["prefixed"] == accuracy["plain"]
+    assert stable == (6, 6)
