@@ -15,7 +15,9 @@ order, and the server never sees either.
 Where it is checked:
 
 - before the run (``check_pinned_servers``, the surface instrument's ``check_before_run``): each pinned server
-  of the arms' surfaces is started once in a scratch folder, listed and stopped, before the first task; drift
+  of the arms' surfaces is started once, listed and stopped, before the first task, in a scratch state folder
+  reset to the fixtures of the first task it will serve (a server may need them to start: mcp-server-git
+  refuses a folder that is not a repository); its setup calls are not made (listing needs none); drift
   is bad input (exit 2, nothing landed) naming the surface file, the server, what changed and the
   ``tooleval import mcp`` command that records the new version. A server that cannot start there is left to
   the run, whose tasks record why (``surface_error``), as before;
@@ -29,8 +31,10 @@ they say which servers the run checks live (``pinned_note``).
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -110,28 +114,64 @@ def drift_reason(name: str, server: SurfaceServer, drift: Drift, taskset_dir: Pa
             "surface to it (or run the server the catalogue was imported from)")
 
 
-_agreed: set[tuple[str, str]] = set()
-"""(surface hash, server) found to agree with its catalogue in this process: the evaluate flow repeats the
-check the CLI made before it, and does not start the server again for it."""
+_agreed: set[str] = set()
+"""Servers (``_server_key``) found to agree with their catalogue in this process: the evaluate flow repeats the
+check the CLI made before it, and does not start a server again for it."""
+
+
+def _server_key(backend: Any, name: str) -> str:
+    """A pinned server as the check sees it: how it is started, its catalogue and the marks over its tools (two
+    surfaces that differ only in their transform share it, and it is started once for both)."""
+    server = backend.spec.servers[name]
+    listed = {tool.name for tool in backend.pinned[name][0]}
+    marks = {tool: mark.model_dump(mode="json") for tool, mark in backend.spec.marks.items() if tool in listed}
+    return json.dumps([str(backend.base_dir), server.model_dump(mode="json"), marks], sort_keys=True)
+
+
+def live_listing(backend: Any, name: str, fixtures: Mapping[str, Any], file: str) -> Listing | None:
+    """What server ``name`` of an MCP backend lists when started in a scratch state folder reset to ``fixtures``
+    (its tools and annotations), or None when it cannot start or list them; InputError (naming ``file``) when it
+    lists a tool tooleval cannot offer."""
+    from pydantic import ValidationError
+
+    from schemas.catalogue import rule_of
+    from tasks.files.owned_folders import owned_folder
+    from tasks.mcp.connection import ServerConnection, ServerFailed
+    from tasks.surface.mcp_backend import listed_tools, write_state
+    from tasks.taskset.load_taskset import validation_message
+
+    scratch = owned_folder("mcp-check")  # named after this process: a killed run's is removed by the next
+    connection = ServerConnection(backend.spec.servers[name], base_dir=backend.base_dir, state_dir=scratch,
+                                  label=name)
+    try:
+        write_state(scratch, backend.spec.make_dirs, fixtures)
+        return listed_tools(connection.start())
+    except ServerFailed:
+        return None
+    except ValidationError as error:
+        raise InputError.one(file, f"mcp.servers.{name}", rule_of(error, "tool-name"), f"MCP server '{name}' lists "
+                             f"a tool tooleval cannot offer: {validation_message(error)}") from None
+    finally:
+        connection.close()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def check_pinned_servers(prepared: Any, allow_provisional: bool = False) -> None:
-    """Start each server of the arms' surfaces that is pinned to a catalogue (once per surface), list its tools
+    """Start each server of the arms' surfaces that is pinned to a catalogue (once per server), list its tools
     and stop it; InputError naming the surface file, the server, what changed and the import line, for every
     one that drifted. A server that cannot start is left to the run (its tasks say why)."""
-    from tasks.surface.load_mcp_surface import served_tools
     from tasks.surface.load_surface import surface_path
 
     problems: list[Problem] = []
-    arms_on: dict[tuple[str, str], list[str]] = {}
+    arms_on: dict[str, list[str]] = {}
     for arm in prepared.experiment.arms:
         backend = arm.surface.backend
         if getattr(backend, "kind", None) != "mcp":
             continue
         for name, server in backend.spec.servers.items():
             if server.catalogue is not None:
-                arms_on.setdefault((backend.key, name), []).append(arm.name)
-    checked: set[tuple[str, str]] = set()
+                arms_on.setdefault(_server_key(backend, name), []).append(arm.name)
+    checked: set[str] = set()
     for arm in prepared.experiment.arms:
         surface = arm.surface
         backend = surface.backend
@@ -139,16 +179,17 @@ def check_pinned_servers(prepared: Any, allow_provisional: bool = False) -> None
             continue
         file = str(surface_path(surface.taskset_dir, surface.name))
         for name, server in backend.spec.servers.items():
-            key = (backend.key, name)
-            if server.catalogue is None or key in _agreed or key in checked:
+            if server.catalogue is None:
+                continue
+            key = _server_key(backend, name)
+            if key in _agreed or key in checked:
                 continue
             checked.add(key)
-            try:
-                listed = served_tools(surface.taskset_dir, name, server, backend.spec.make_dirs, file)
-            except InputError as error:
-                if all(p.rule == "server-starts" for p in error.problems):
-                    continue  # not drift: the run's tasks record that the server could not start
-                raise
+            version = prepared.versions[arm.version]
+            tasks = version.tasks
+            listed = live_listing(backend, name, version.fixtures(tasks[0]) if tasks else {}, file)
+            if listed is None:
+                continue  # not drift: the run's tasks record that the server could not start
             drift = catalogue_drift(backend.pinned[name], listed, backend.spec.marks)
             if drift:
                 arms = ", ".join(arms_on[key])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 import textwrap
 import time
@@ -37,6 +38,7 @@ from tests.surface.mcp_office import server_processes
 from tests.surface.plain_run import run_plain
 
 SERVER = Path(__file__).with_name("drifting_server.py")
+ROOT = Path(__file__).resolve().parents[2]
 READ = ToolSpec(name="read_note", description="Read a note.", parameters={
     "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
 WRITE = ToolSpec(name="write_note", description="Write a note.", parameters={
@@ -188,6 +190,32 @@ def test_a_server_that_changes_mid_run_leaves_its_arm_not_judged_with_the_reason
     (row,) = success.rows
     assert row[4].startswith("NOT JUDGED (") and row[4].endswith("/4)") and row[5] == "—"
     assert not server_processes(SERVER)
+
+
+@pytest.mark.slow
+def test_mcp_server_git_that_drifted_from_git_v1_is_refused_before_any_task(tmp_path):
+    """The issue's case on the PyPI server the project pins (tasksets/mcp_git): a catalogue git-v1 as an older
+    mcp-server-git listed it (with git_init). The server is started in the state of the first task (a
+    repository: it refuses a folder that is not one), once for both surfaces that run it."""
+    folder = tmp_path / "mcp_git"
+    shutil.copytree(ROOT / "tasksets" / "mcp_git", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    relative = "{taskset_dir}/../../.venv/bin/mcp-server-git"
+    for surface in sorted((folder / "surfaces").glob("*.yaml")):
+        assert relative in surface.read_text()
+        surface.write_text(surface.read_text().replace(relative, str(ROOT / ".venv" / "bin" / "mcp-server-git")))
+    path = folder / "catalogues" / "git-v1.json"
+    catalogue = json.loads(path.read_text())
+    catalogue["tools"].append({"name": "git_init", "description": "Initialize a new Git repository", "parameters": {
+        "type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}})
+    path.write_text(json.dumps(catalogue))
+    prepared = prepare_run(folder / "experiments" / "four_arms.yaml", checked=False)
+    with pytest.raises(InputError) as refused:
+        check_pinned_servers(prepared)
+    (problem,) = refused.value.problems  # one server behind both surfaces: started and reported once
+    assert problem.rule == "server-matches-catalogue" and problem.where == "mcp.servers.git"
+    assert "lists tools that differ from catalogue git-v1: removed: git_init." in problem.message
+    assert f"arm(s) {', '.join(arm.name for arm in prepared.experiment.arms)} run on it" in problem.message
+    assert f"`tooleval import mcp git --taskset {folder} " in problem.message
 
 
 # -- a server whose stdout is not JSON-RPC --------------------------------------------------------------------
