@@ -8,7 +8,7 @@ carried out has its calls NOT MEASURED, never "never called"."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.report.judge import arms_not_carried_out
@@ -33,6 +33,9 @@ class SurfaceCoverage:
     """tool -> arm -> its row of task_tool_coverage."""
     unmeasured: dict[str, str]
     """Arms of the group whose calls were not measured, with why."""
+    unrecorded: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Arms with task runs landed before their tasks' needs were recorded: (such runs, runs). Coverage is not
+    read for them."""
 
     def first(self, tool: str) -> dict[str, Any]:
         return next(iter(self.rows[tool].values()))
@@ -78,6 +81,9 @@ def surface_coverages(figures: SurfaceFigures) -> list[SurfaceCoverage]:
         group.arms.append(arm)
         if arm in unmeasured:
             group.unmeasured[arm] = unmeasured[arm]
+        first = next(iter(tools.values()))
+        if first["runs_without_needs"]:
+            group.unrecorded[arm] = (first["runs_without_needs"], first["runs"])
         for tool, row in tools.items():
             group.rows.setdefault(tool, {})[arm] = row
     return list(groups.values())
@@ -90,6 +96,11 @@ def _names(names: list[str]) -> str:
 
 def coverage_line(group: SurfaceCoverage) -> str:
     """The first-screen line of one surface."""
+    if group.unrecorded:
+        runs = ", ".join(f"{arm} {n:,} of {total:,}" for arm, (n, total) in group.unrecorded.items())
+        return (f"coverage, surface {group.surface} (arm{'s' if len(group.arms) > 1 else ''} {', '.join(group.arms)}): "
+                f"NOT KNOWN: task runs landed before tooleval recorded what each task needs ({runs}); run the "
+                "experiment again to read it")
     offered = group.offered
     needed = [t for t in offered if group.first(t)["tasks_needing"]]
     spare = [t for t in offered if not group.first(t)["tasks_needing"]]
@@ -136,7 +147,7 @@ def coverage_tables(figures: SurfaceFigures) -> list[ReportTable]:
     """A table per surface: each tool, the tasks that need it, each arm's calls of it (and of those, the calls
     in runs of tasks that do not need it), and its coverage."""
     tables: list[ReportTable] = []
-    for i, group in enumerate(surface_coverages(figures), start=1):
+    for i, group in enumerate((g for g in surface_coverages(figures) if not g.unrecorded), start=1):
         n_tasks = max(r["n_tasks"] for arms in group.rows.values() for r in arms.values())
         table = ReportTable(
             f"Tool coverage, surface {group.surface} (arm{'s' if len(group.arms) > 1 else ''} {', '.join(group.arms)})",

@@ -30,9 +30,9 @@ def _as_offered(names: Iterable[str], surface: Any) -> list[str]:
 def needed_tools(task: SurfaceTask, surface: Any) -> list[str]:
     """The tools ``task`` needs, named as ``surface`` offers them."""
     named = [call.tool for call in task.assertion.required_calls] + [want.tool for want in task.wants]
-    intent = task.intent
-    if intent is not None and (surface.offered(intent) is not None or intent in surface.backend_tools):
-        named.append(intent)
+    tools = {name for tool in surface.tools for name in (tool.spec.name, tool.backend.name)}
+    if task.intent is not None and (task.intent in tools or task.intent in surface.backend_tools):
+        named.append(task.intent)
     return _as_offered(named, surface)
 
 

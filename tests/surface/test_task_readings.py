@@ -82,7 +82,8 @@ def test_wants_and_forbids_name_tools_of_the_surfaces():
 
 def rows_of(task: SurfaceTask, calls: list[CallRecord], success: bool, arm: str = "C", rung: int = 2):
     """The task_runs and task_calls rows the run's landing code makes of one outcome."""
-    unit = SimpleNamespace(arm=SimpleNamespace(name=arm, rung=rung, surface=SimpleNamespace(name="s"), prompt_name="p",
+    surface = SimpleNamespace(name="s", tools=(), backend_tools={})  # no tools to spell labels and needs with
+    unit = SimpleNamespace(arm=SimpleNamespace(name=arm, rung=rung, surface=surface, prompt_name="p",
                                                model_id="m", agent="baseline", reads_prompt=False),
                            seed=1, taskset="known", taskset_version="t1")
     outcome = TaskOutcome(task_id=task.id, success=success, stop_reason="model_stop", n_turns=len(calls) + 1,

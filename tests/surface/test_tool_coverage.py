@@ -83,6 +83,27 @@ def test_an_arm_whose_runs_failed_has_its_calls_not_measured_never_never_called(
     assert "never" not in " ".join(" ".join(row) for row in table.rows)
 
 
+def test_runs_landed_before_needs_were_recorded_read_not_known_never_untouched():
+    run = KnownTaskRun(arms={"A": {}, "B": {}})
+    for arm, rung in (("A", 1), ("B", 2)):
+        run.runs += [run_row(f"t{i}", arm=arm, rung=rung) | {"tool_order": ["a", "b"], "needed_tools": ["a"]}
+                     for i in range(2)]
+    con = run.finish()
+    # a warehouse from before the columns: create_tables added them without NOT NULL, null on its old rows
+    for column in ("needed_tools", "forbidden_tools"):
+        con.execute(f"ALTER TABLE task_runs ALTER COLUMN {column} DROP NOT NULL")
+    con.execute("UPDATE task_runs SET needed_tools = NULL, forbidden_tools = NULL WHERE arm = 'A'")
+    assert con.execute("SELECT arm, min(runs_without_needs), min(runs) FROM task_tool_coverage GROUP BY arm "
+                       "ORDER BY arm").fetchall() == [("A", 2, 2), ("B", 0, 2)]
+    report = build_surface_report(load_surface_figures(con, RUN), None)
+    lines = [line for line in report.headline if line.startswith("coverage")]
+    assert lines == ["coverage, surface s (arm A): NOT KNOWN: task runs landed before tooleval recorded what each "
+                     "task needs (A 2 of 2); run the experiment again to read it",
+                     "coverage, surface s (arm B): 1 of 2 tools needed by some task; 1 never exercised: b; needed "
+                     "but never called: a"]
+    assert [t.title for t in report.tables if t.key.startswith("coverage-")] == ["Tool coverage, surface s (arm B)"]
+
+
 NEEDS_TASKS = [  # what each task needs, by hand: its required call, its wants, its intent when a tool
     desk_task("close-1", "Please close ticket T-1002.", {"tool": "close_ticket", "args": {"ticket_id": "T-1002"}},
               intent="close"),

@@ -13,10 +13,12 @@
 -- never called: the task set does not exercise it), 'not offered' (a task needs it or the agent called it,
 -- but the arm's surface does not offer it). runs / runs_not_carried_out: the arm's task runs and
 -- those that ended error / run_budget / surface_error (their calls were not measured: a tool they would have
--- called is not 'never called').
+-- called is not 'never called'); runs_without_needs: runs landed before task_runs recorded needed_tools and
+-- forbidden_tools (null there): what their tasks need is not known, and the report does not read coverage.
 with arm_runs as (
     select run_id, arm, min(rung) as rung, min(surface) as surface, count(*) as runs,
            count(*) filter (where stop_reason in ('error', 'run_budget', 'surface_error')) as runs_not_carried_out,
+           count(*) filter (where needed_tools is null or forbidden_tools is null) as runs_without_needs,
            count(distinct (taskset_version, task_id)) as n_tasks
     from task_runs
     group by run_id, arm
@@ -74,7 +76,7 @@ select t.run_id, t.arm, a.rung, a.surface, t.tool, k.backend_tool,
             when k.calls > 0 then 'called, not needed'
             when f.tool is not null then 'negative case only'
             else 'untouched' end as coverage,
-       a.runs, a.runs_not_carried_out
+       a.runs, a.runs_not_carried_out, a.runs_without_needs
 from tools t
 join arm_runs a using (run_id, arm)
 left join catalogue g using (run_id, arm, tool)
