@@ -47,7 +47,9 @@ def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
     catalogue = actions.add_parser("catalogue", help="write a surface's tools (after its transform) as a catalogue",
                                    description="Write the tools a surface offers, names and descriptions as transformed, "
                                    "as a selection catalogue file, so a prefix or rename can be a rung of a selection "
-                                   "experiment too.")
+                                   "experiment too. A tool offered under another name than its backend's is recorded "
+                                   "in the file's offered_as (label -> name offered): a request labelled close_ticket "
+                                   "then expects support.close_ticket of an arm offering the catalogue.")
     catalogue.add_argument("surface_file", metavar="SURFACE_YAML",
                            help="e.g. tasksets/support_tasks/surfaces/legacy_namespaced.yaml")
     catalogue.add_argument("--out", required=True, metavar="CATALOGUE_JSON", help="the catalogue file to write")
