@@ -35,6 +35,7 @@ import json
 import re
 import shlex
 import shutil
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -114,9 +115,25 @@ def drift_reason(name: str, server: SurfaceServer, drift: Drift, taskset_dir: Pa
             "surface to it (or run the server the catalogue was imported from)")
 
 
-_agreed: set[str] = set()
-"""Servers (``_server_key``) found to agree with their catalogue in this process: the evaluate flow repeats the
-check the CLI made before it, and does not start a server again for it."""
+_agreed: dict[int, tuple[Any, set[str]]] = {}
+"""Per resolved experiment (its id, with a weak reference to tell a new object under a reused id), the servers
+(``_server_key``) found to agree with their catalogue: the evaluate flow repeats the check the CLI made on the
+same prepared run in the same process, and does not start a server again for it; another run checks again."""
+
+
+def _agreed_for(experiment: Any) -> set[str]:
+    """The servers found to agree for this experiment object (a new, empty set for an object not seen)."""
+    entry = _agreed.get(id(experiment))
+    if entry is not None and entry[0]() is experiment:
+        return entry[1]
+    for key in [key for key, (ref, _) in _agreed.items() if ref() is None]:
+        del _agreed[key]
+    try:
+        entry = (weakref.ref(experiment), set())
+    except TypeError:  # an object without weak references: no memory, every check is made
+        return set()
+    _agreed[id(experiment)] = entry
+    return entry[1]
 
 
 def _server_key(backend: Any, name: str) -> str:
@@ -163,6 +180,7 @@ def check_pinned_servers(prepared: Any, allow_provisional: bool = False) -> None
     from tasks.surface.load_surface import surface_path
 
     problems: list[Problem] = []
+    agreed = _agreed_for(prepared.experiment)
     arms_on: dict[str, list[str]] = {}
     for arm in prepared.experiment.arms:
         backend = arm.surface.backend
@@ -182,7 +200,7 @@ def check_pinned_servers(prepared: Any, allow_provisional: bool = False) -> None
             if server.catalogue is None:
                 continue
             key = _server_key(backend, name)
-            if key in _agreed or key in checked:
+            if key in agreed or key in checked:
                 continue
             checked.add(key)
             version = prepared.versions[arm.version]
@@ -197,7 +215,7 @@ def check_pinned_servers(prepared: Any, allow_provisional: bool = False) -> None
                                         f"{drift_reason(name, server, drift, surface.taskset_dir)}; "
                                         f"arm(s) {arms} run on it. Nothing was run."))
             else:
-                _agreed.add(key)
+                agreed.add(key)
     if problems:
         raise InputError(problems)
 

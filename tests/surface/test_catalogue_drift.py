@@ -149,12 +149,14 @@ def test_a_drifted_server_is_refused_before_any_task_and_the_import_line_records
 
 
 @pytest.mark.slow
-def test_a_server_that_agrees_is_started_once_before_the_run_and_not_again_by_the_flow(tmp_path):
+def test_a_server_that_agrees_is_started_once_a_run_and_not_again_by_the_flow(tmp_path):
     folder, counter = notes_taskset(tmp_path, drift_after=-1)
     prepared = prepare_run(folder / "experiments" / "run.yaml", checked=False)
     check_pinned_servers(prepared)
     check_pinned_servers(prepared)  # the evaluate flow's repeat of the CLI's check, in the same process
     assert starts(counter) == 1
+    check_pinned_servers(prepare_run(folder / "experiments" / "run.yaml", checked=False))  # another run: again
+    assert starts(counter) == 2
 
 
 @pytest.mark.slow
