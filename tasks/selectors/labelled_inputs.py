@@ -35,13 +35,20 @@ def labelled_inputs(table: pl.DataFrame, shared: Sequence[ToolSpec] = (), prompt
     return inputs, labels
 
 
-def catalogue_union(taskset_dir: Path, names: Iterable[str] | None = None) -> tuple[ToolSpec, ...]:
+def catalogue_union(taskset_dir: Path, names: Iterable[str] | None = None
+                    ) -> tuple[tuple[ToolSpec, ...], dict[str, str]]:
     """The tools of the named catalogues of a task set (default: every one in its ``catalogues/``), each name
-    once, the first catalogue's definition kept: the tools a request without its own is offered in training."""
+    once, the first catalogue's definition kept: the tools a request without its own is offered in training;
+    and label -> the name they offer it as (each catalogue's ``offered_as``, or its tools under their own
+    names; the first catalogue naming a label kept), for ``labelled_inputs``."""
     if names is None:
         names = sorted(p.stem for p in (taskset_dir / "catalogues").glob("*.json"))
     shared: dict[str, ToolSpec] = {}
+    spelled: dict[str, str] = {}
     for name in names:
-        for tool in load_catalogue(taskset_dir, name).tools:
+        catalogue = load_catalogue(taskset_dir, name)
+        for tool in catalogue.tools:
             shared.setdefault(tool.name, tool)
-    return tuple(shared.values())
+        for label, offered in (catalogue.offered_as or {n: n for n in catalogue.names}).items():
+            spelled.setdefault(label, offered)
+    return tuple(shared.values()), spelled

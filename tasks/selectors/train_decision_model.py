@@ -288,7 +288,8 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         raise InputError.one(str(out), "", "out-file", f"cannot write under {parent}: choose another --out")
     taskset_dir, version_name = version_path.parent, version_path.stem
     version = load_version(taskset_dir, version_name)
-    inputs, effective = labelled_inputs(version.table, catalogue_union(taskset_dir, catalogues))
+    shared, offered_as = catalogue_union(taskset_dir, catalogues)
+    inputs, effective = labelled_inputs(version.table, shared, offered_as=offered_as)
     labels = [_label_index(item.tools, label) for item, label in zip(inputs, effective)]
     y = np.asarray(labels)
     with_none = bool((y == NONE_INDEX).any())

@@ -224,3 +224,19 @@ def test_the_issue_case_a_git_server_catalogue_under_a_prefix_keeps_git_status(t
     assert sorted(key for key, label in expected.items() if label == "none") == ["plain/g6", "prefixed/g6"]
     assert accuracy["plain"] >= 0.5 and accuracy["prefixed"] == accuracy["plain"]
     assert stable == (6, 6)
+
+
+def test_a_decision_model_learns_the_labels_as_a_prefixed_catalogue_offers_them(tmp_path):
+    """`tooleval train --catalogue prefixed` offers the prefixed tools: each request's training label is the
+    tool as offered (it was 'none' for every request, which leaves one class to learn)."""
+    from tasks.selectors.labelled_inputs import catalogue_union, labelled_inputs
+    from tasks.taskset.load_taskset import load_version
+
+    folder = selection_desk(tmp_path, {"plain": "plain", "prefixed": "prefixed"})
+    table = load_version(folder, "v1").table
+    shared, offered_as = catalogue_union(folder, ["prefixed"])
+    _, labels = labelled_inputs(table, shared, offered_as=offered_as)
+    assert labels == ["desk.close_ticket", "desk.escalate_ticket", "desk.get_ticket", "desk.find_tickets",
+                      "desk.broken_report", "none"]
+    shared, offered_as = catalogue_union(folder, ["plain", "prefixed"])  # the first catalogue naming a label wins
+    assert labelled_inputs(table, shared, offered_as=offered_as)[1][0] == "close_ticket" and len(shared) == 10
