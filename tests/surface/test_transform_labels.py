@@ -82,7 +82,7 @@ def test_selection_rows_expect_the_label_as_the_arm_offers_it_and_accuracy_does_
     from tests.surface.plain_run import run_plain
 
     folder = selection_desk(tmp_path, {"plain": "plain", "prefixed": "prefixed", "renamed": "renamed"})
-    run_plain(folder / "experiments" / "labels.yaml", tmp_path / "wh")
+    figures = run_plain(folder / "experiments" / "labels.yaml", tmp_path / "wh").report.figures
     with duckdb.connect(str(tmp_path / "wh" / "tooleval.duckdb"), read_only=True) as con:
         expected = dict(con.execute("SELECT arm || '/' || request_id, min(expected) FROM selection_rows "
                                     "GROUP BY ALL").fetchall())
@@ -104,6 +104,10 @@ def test_selection_rows_expect_the_label_as_the_arm_offers_it_and_accuracy_does_
     assert stable == (12, 12)
     labels = ["broken_report", "close_ticket", "escalate_ticket", "get_ticket", "list_tickets", "none"]
     assert tool_changes == [(arm, tool, 1, 0.0) for arm in ("prefixed", "renamed") for tool in labels]
+    assert sorted((c.arm, c.tool, c.n_relabelled) for c in figures.tool_changes) == [
+        (arm, tool, 0) for arm in ("prefixed", "renamed") for tool in labels]  # the report's per-tool changes
+    assert all(figures.weighted_changes[("plain", arm)].weight_covered == pytest.approx(1.0)
+               for arm in ("prefixed", "renamed"))
     # production weights, named as labelled, weigh every arm's rows: the same traffic, the same figure
     assert [covered[arm] for arm in ("plain", "prefixed", "renamed")] == pytest.approx([1.0, 1.0, 1.0])
     assert weighted["plain"] > 0.5
