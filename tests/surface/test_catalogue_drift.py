@@ -129,6 +129,8 @@ def test_a_drifted_server_is_refused_before_any_task_and_the_import_line_records
     said = capsys.readouterr().out
     assert "pinned MCP servers notes/notes (notes-v1): checked against their catalogue" in said
     assert "when a run starts (before its first task)" in said and starts(counter) == 0
+    assert main(["tasks", "validate", str(folder / "t1.jsonl")]) == 0
+    assert "pinned MCP servers notes/notes (notes-v1)" in capsys.readouterr().out and starts(counter) == 0
     warehouse = tmp_path / "wh"
     refused = tooleval(["tasks", "run", str(experiment), "--warehouse", str(warehouse)], cli_env(tmp_path / "prefect"),
                        tmp_path, "drifted", timeout=300)
