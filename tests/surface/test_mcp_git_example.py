@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 
 import pytest
 
 from flows.cli import main
+from flows.exit_codes import EXIT_NOT_JUDGED
 from schemas.catalogue import ToolSpec
 from schemas.surface.criteria import SurfaceCriteria
 from tasks.report.judge import judge
@@ -21,7 +23,7 @@ from tasks.surface.baseline_agent import BaselineAgent, fill_arguments
 from tasks.surface.figures import load_surface_figures
 from tasks.surface.gates import JUDGES, task_runs_not_carried_out
 from tasks.surface.load_surface import load_surface
-from tasks.surface.load_tasks import load_task_version
+from tasks.surface.load_tasks import freeze_task_version, load_task_version
 from tasks.surface.mcp_backend import close_pools, pool_for
 from tasks.surface.tables import build_surface_report, stop_table
 from tests.factories import ROOT
@@ -155,3 +157,34 @@ def test_the_four_arm_experiment_runs_end_to_end_offline(tmp_path, capsys, monke
     (report,) = (tmp_path / "warehouse" / "reports").glob("*/report.md")
     assert "Calls failed because the agent could not fill argument target: A-plain 15" in report.read_text()
     assert "A-plain -> C-focused" in out and "C-focused -> D-both" in out
+
+
+@pytest.mark.slow
+def test_an_arm_whose_calls_all_lack_an_argument_is_not_judged_on_the_real_server(tmp_path, capsys, monkeypatch):
+    """A surface offering only git_diff, whose target the baseline cannot fill: every call of that arm is invalid
+    for the argument it could not fill, so the arm is NOT JUDGED (exit 4), never a measured 0% beside arm A."""
+    folder = tmp_path / "tasksets" / "mcp_git"  # the surfaces start {taskset_dir}/../../.venv/bin/mcp-server-git
+    shutil.copytree(FOLDER, folder, ignore=shutil.ignore_patterns("t1.manifest.json", "generate_tasks.py"))
+    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    (folder / "surfaces" / "diff_only.yaml").write_text(
+        (folder / "surfaces" / "git_focused.yaml").read_text().split("transform:")[0].replace(
+            "name: git_focused", "name: diff_only") + "transform:\n  include: [git_diff]\n")
+    kept = [line for line in (folder / "t1.jsonl").read_text().splitlines()
+            if json.loads(line)["id"] in ("diff-branch-0", "diff-branch-1", "log-last-1", "status-clean-0")]
+    (folder / "t1.jsonl").write_text("\n".join(kept) + "\n")
+    freeze_task_version(folder, "t1", ["history"])
+    (folder / "experiments" / "diff_only.yaml").write_text(
+        "name: diff-only\ntaskset: ..\nversion: t1\nseeds: [1]\ndeclared: {few_seeds: the baseline is deterministic}\n"
+        "criteria: drops.yaml\ndefaults: {agent: baseline, model: tooleval-baseline-bm25-1, prompt: plain}\n"
+        "arms:\n  - {name: A, surface: git}\n  - {name: D, surface: diff_only}\ncomparisons:\n  - {from: A, to: D}\n")
+    (folder / "experiments" / "drops.yaml").write_text(
+        "name: drops\ngates:\n  - {name: no-drops, kind: success_drop, max_drop_points: 5}\n")
+    monkeypatch.setenv("TOOLEVAL_WAREHOUSE", str(tmp_path / "warehouse"))
+    code = main(["tasks", "run", str(folder / "experiments" / "diff_only.yaml")])
+    out = capsys.readouterr().out
+    assert code == EXIT_NOT_JUDGED, out
+    words = " ".join(out.split())
+    assert "NOT JUDGED D: 4 of 4 task runs could not be carried out" in words
+    assert "Calls failed because the agent could not fill argument target: A 1, D 4" in words
+    rows = {line.split()[2]: line for line in out.splitlines() if line.startswith("t1       history")}
+    assert "NOT JUDGED (0/4)" in rows["D"] and "NOT JUDGED" not in rows["A"]  # D is no measured 0%
