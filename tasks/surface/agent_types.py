@@ -83,5 +83,7 @@ class Agent(Protocol):
     """False for the offline baseline: the report says its prompt arms measure nothing."""
 
     def start(self, task: SurfaceTask, tools: tuple[ToolSpec, ...], prompt: str) -> AgentSession:
-        """A session for one task, tools offered in the seed's order."""
+        """A session for one task, tools offered in the seed's order. An agent whose class sets ``reads_fixtures``
+        (the offline baseline: repository paths and ids) is started with ``fixtures=`` too, the task's merged
+        fixtures (tasks/surface/agent_loop.py); a model is not: it knows only what the request and results say."""
         ...
