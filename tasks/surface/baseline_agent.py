@@ -22,8 +22,8 @@ Each turn:
    (``repo`` for ``repo/.git/HEAD``: relative, as the fixtures name it, so the server is started in the state
    folder); an id parameter without a ``pattern`` (``id`` or ``*_id``) gets the ``id`` of the fixture record
    sharing most words with the request (none when no record shares a word: never the request's text). A path
-   parameter gets no other path: never the request's text either (a file path means something only under the server's own folder, which the
-   agent cannot see).
+   parameter gets no other path: never the request's text either (a file path means something only under the
+   server's own folder, which the agent cannot see).
 
 A required argument it has no value for is left out and the call, when it is made anyway, says so
 (``ProposedCall.unfilled``): it is recorded as invalid, "the agent could not fill argument repo_path: ...", and
