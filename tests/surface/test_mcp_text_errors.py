@@ -303,3 +303,50 @@ def test_validate_and_the_report_warn_of_the_unannotated_server(tmp_path):
     finally:
         con.close()
     assert len(landed["P"]) == 1 and landed["D"] == []
+
+
+@pytest.mark.slow
+def test_an_arm_whose_declared_setup_fails_is_not_judged_never_zero(tmp_path, url_server):
+    from tests.drill.harness import cli_env, tooleval
+
+    url, _ = url_server
+    folder = ledger(tmp_path)
+    write_surface(folder, "remote", {"servers": {"db": {"url": url, "error_text": ERROR_TEXT}},
+                                     "reset": {"setup": [{"tool": "read_query",
+                                                          "arguments": {"query": "SELECT * FROM customer"}}]},
+                                     "marks": READ_ONLY})
+    lines = [{"id": f"l-{i}", "slice": "db", "request": "List the tables of the ledger.", "intent": "list_tables",
+              "assert": {"tool": "list_tables"}} for i in range(3)]
+    (folder / "t1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    freeze_task_version(folder, "t1", ["db"])
+    (folder / "prompts").mkdir()
+    (folder / "prompts" / "default.md").write_text("You keep the ledger.\n")
+    (folder / "experiments").mkdir()
+    experiment = folder / "experiments" / "run.yaml"
+    experiment.write_text(textwrap.dedent("""\
+        name: ledger-remote
+        taskset: ..
+        version: t1
+        seeds: [1, 2, 3]
+        defaults: {agent: baseline, prompt: default}
+        arms:
+          - {name: LOCAL, surface: declared}
+          - {name: REMOTE, surface: remote}
+        comparisons:
+          - {from: LOCAL, to: REMOTE}
+        """))
+    warehouse = tmp_path / "wh"
+    ran = tooleval(["tasks", "run", str(experiment), "--warehouse", str(warehouse)], cli_env(tmp_path / "prefect"),
+                   tmp_path, "run")
+    assert ran.returncode == 0, ran.output[-3000:]
+    con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
+    try:
+        remote = con.execute("SELECT DISTINCT stop_reason, detail FROM task_runs WHERE arm = 'REMOTE'").fetchall()
+    finally:
+        con.close()
+    assert remote == [("surface_error", "reset setup call read_query failed: Database error: no such table: customer")]
+    report = ran.stdout
+    assert "NOT JUDGED (0/9)" in report and "9 of 9 task runs could not be carried out" in report, report[:4000]
+    # the success tables (by slice, and the arm over every task) print no rate for it: NOT JUDGED, no interval
+    remote_rows = [line for line in report.splitlines() if " REMOTE " in f" {line} " and "3×3" in line]
+    assert len(remote_rows) == 2 and all("  NOT " in line and "0.0%" not in line for line in remote_rows), remote_rows
