@@ -79,7 +79,8 @@ def probe(tool: str, matcher: dict, **args) -> dict:
 QUESTIONS = [
     ("log-last", "git_log", {"reply": {"contains": "Render invoices as PDF"}},
      ["What was the most recent commit message in the invoicer repository?",
-      "Show me the commit log: what did the last commit do?", "Which change was committed last, according to the log?"]),
+      "Show me the commit log: what did the last commit do?",
+      "Which change was committed last, according to the log?"]),
     ("log-first", "git_log", {"reply": {"contains": "Start the invoicer"}},
      ["What was the very first commit in the history?", "Look at the commit logs: how did the project start?"]),
     ("log-author", "git_log", {"reply": {"contains": "Office Bot"}},
@@ -94,7 +95,8 @@ LATER_QUESTIONS = [
     ("show-head", "git_show", {"reply": {"contains": "invoicer/pdf.py"}},
      ["Show the contents of the latest commit (HEAD).", "What did commit HEAD change? Show it."]),
     ("diff-branch", "git_diff", {"reply": {"contains": "CHANGELOG.md"}},
-     ["What are the differences between the branches main and pdf-export?", "Diff main against the pdf-export branch."]),
+     ["What are the differences between the branches main and pdf-export?",
+      "Diff main against the pdf-export branch."]),
 ]
 
 
