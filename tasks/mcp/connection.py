@@ -276,11 +276,11 @@ class ServerConnection:
             return future.result(timeout=timeout_s + 5.0)
         except (asyncio.TimeoutError, concurrent.futures.TimeoutError, TimeoutError):
             future.cancel()
-            self._fail(f"hung: no answer to {what} within {timeout_s:g} s")
+            self._fail(self._hung(what, timeout_s))
         except Exception as error:
             code = getattr(error, "code", None) if _is_mcp_error(error) else None
             if code == REQUEST_TIMEOUT:
-                self._fail(f"hung: no answer to {what} within {timeout_s:g} s")
+                self._fail(self._hung(what, timeout_s))
             elif code is not None and code != CONNECTION_CLOSED:
                 raise  # the server answered this request with an MCP error (e.g. -32602): not a failure
             else:
@@ -309,6 +309,13 @@ class ServerConnection:
                              timeout_s, f"tools/call {name}")
 
     # -- what went wrong ----------------------------------------------------------------------------------
+    def _hung(self, what: str, timeout_s: float) -> str:
+        """'hung: no answer to ...', with the first line the server wrote on stdout that is not JSON-RPC, if any
+        (a tool that prints to stdout writes into the protocol channel)."""
+        said = (f"; it wrote a line on stdout that is not JSON-RPC: {self.not_json_rpc!r}"
+                if self.not_json_rpc is not None else "")
+        return f"hung: no answer to {what} within {timeout_s:g} s{said}"
+
     def _reason(self, error: BaseException) -> str:
         """The error in one line, with the server's last stderr line when it said something."""
         inner = error

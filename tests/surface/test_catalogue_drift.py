@@ -266,3 +266,43 @@ def test_a_banner_before_the_server_answers_is_let_go(tmp_path):
         pytest.fail(f"a banner line failed the server: {failed}")
     finally:
         connection.close()
+
+
+PRINTING_SERVER = """\
+import json, sys, time
+
+# A hand-written MCP server over stdio (as a server in another language is): it answers the handshake and
+# tools/list, and on tools/call writes a debug line on stdout (console.log in a Node server) and never answers.
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "printer", "version": "1"}}
+    elif message["method"] == "tools/list":
+        result = {"tools": [{"name": "chatty", "description": "Prints, then hangs.",
+                             "inputSchema": {"type": "object", "properties": {}}}]}
+    elif message["method"] == "tools/call":
+        print("debug: entering chatty", flush=True)
+        time.sleep(60)
+        continue
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_tool_that_prints_on_stdout_and_hangs_is_named_by_the_line_it_printed(tmp_path):
+    script = tmp_path / "printer.py"
+    script.write_text(PRINTING_SERVER)
+    connection = ServerConnection(McpServer(command=sys.executable, args=(str(script),)), base_dir=tmp_path)
+    try:
+        connection.start()
+        with pytest.raises(ServerFailed) as hung:
+            connection.call("chatty", {}, timeout_s=3)
+    finally:
+        connection.close()
+    assert str(hung.value) == ("hung: no answer to tools/call chatty within 3 s; it wrote a line on stdout that is "
+                               "not JSON-RPC: 'debug: entering chatty'")
