@@ -12,7 +12,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -260,31 +259,31 @@ def test_fixture_files_on_a_surface_that_writes_none_are_refused_by_the_task_che
 
 
 # -- end to end: validate, run, report -------------------------------------------------------------------------
-@pytest.mark.slow
-def test_validate_and_the_report_warn_of_the_unannotated_server(tmp_path):
-    from tests.drill.harness import cli_env, tooleval
-
-    folder = ledger(tmp_path)
+def ledger_experiment(folder: Path, n_tasks: int, arms: dict[str, str]) -> Path:
+    """Tasks (list the tables), a prompt and an experiment whose arms (name -> surface) run them, baseline agent,
+    three seeds, the first arm compared to each other one; the experiment file."""
     lines = [{"id": f"l-{i}", "slice": "db", "request": "List the tables of the ledger.", "intent": "list_tables",
-              "assert": {"tool": "list_tables"}} for i in range(2)]
+              "assert": {"tool": "list_tables"}} for i in range(n_tasks)]
     (folder / "t1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     freeze_task_version(folder, "t1", ["db"])
     (folder / "prompts").mkdir()
     (folder / "prompts" / "default.md").write_text("You keep the ledger.\n")
     (folder / "experiments").mkdir()
+    first, *others = arms
     experiment = folder / "experiments" / "run.yaml"
-    experiment.write_text(textwrap.dedent("""\
-        name: ledger-run
-        taskset: ..
-        version: t1
-        seeds: [1, 2, 3]
-        defaults: {agent: baseline, prompt: default}
-        arms:
-          - {name: P, surface: plain}
-          - {name: D, surface: declared}
-        comparisons:
-          - {from: P, to: D}
-        """))
+    experiment.write_text(json.dumps({
+        "name": "ledger-run", "taskset": "..", "version": "t1", "seeds": [1, 2, 3],
+        "defaults": {"agent": "baseline", "prompt": "default"},
+        "arms": [{"name": name, "surface": surface} for name, surface in arms.items()],
+        "comparisons": [{"from": first, "to": other} for other in others]}))
+    return experiment
+
+
+@pytest.mark.slow
+def test_validate_and_the_report_warn_of_the_unannotated_server(tmp_path):
+    from tests.drill.harness import cli_env, tooleval
+
+    experiment = ledger_experiment(ledger(tmp_path), 2, {"P": "plain", "D": "declared"})
     env = cli_env(tmp_path / "prefect")
     checked = tooleval(["validate", str(experiment)], env, tmp_path, "validate")
     assert checked.returncode == 0, checked.output[-3000:]
@@ -315,26 +314,7 @@ def test_an_arm_whose_declared_setup_fails_is_not_judged_never_zero(tmp_path, ur
                                      "reset": {"setup": [{"tool": "read_query",
                                                           "arguments": {"query": "SELECT * FROM customer"}}]},
                                      "marks": READ_ONLY})
-    lines = [{"id": f"l-{i}", "slice": "db", "request": "List the tables of the ledger.", "intent": "list_tables",
-              "assert": {"tool": "list_tables"}} for i in range(3)]
-    (folder / "t1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    freeze_task_version(folder, "t1", ["db"])
-    (folder / "prompts").mkdir()
-    (folder / "prompts" / "default.md").write_text("You keep the ledger.\n")
-    (folder / "experiments").mkdir()
-    experiment = folder / "experiments" / "run.yaml"
-    experiment.write_text(textwrap.dedent("""\
-        name: ledger-remote
-        taskset: ..
-        version: t1
-        seeds: [1, 2, 3]
-        defaults: {agent: baseline, prompt: default}
-        arms:
-          - {name: LOCAL, surface: declared}
-          - {name: REMOTE, surface: remote}
-        comparisons:
-          - {from: LOCAL, to: REMOTE}
-        """))
+    experiment = ledger_experiment(folder, 3, {"LOCAL": "declared", "REMOTE": "remote"})
     warehouse = tmp_path / "wh"
     ran = tooleval(["tasks", "run", str(experiment), "--warehouse", str(warehouse)], cli_env(tmp_path / "prefect"),
                    tmp_path, "run")
