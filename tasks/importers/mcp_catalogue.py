@@ -221,8 +221,13 @@ class McpImportSummary:
         lines += [(f"  server: {server or 'no serverInfo'}, MCP {self.source.protocol_version or 'unknown'}: "
                    f"{self.source.server} (started, listed and stopped in {self.seconds:.2f} s)"),
                   (f"  annotations: {self.n_annotated} of {self.n_tools} tools ({self.n_read_only} read-only, "
-                   f"{self.n_destructive} destructive)"),
-                  f"next: `catalogue: {self.version}` in an experiment of {self.taskset}"]
+                   f"{self.n_destructive} destructive)")]
+        if self.n_tools and not self.n_annotated:
+            lines.append("  warning: no tool is annotated: on a surface each counts as MCP's defaults say, every "
+                         "executed call the server does not refuse a write, an irreversible action and one upstream "
+                         "read, until the surface file marks it (mcp.marks: {TOOL: {read_only: true}}); see "
+                         "docs/surface/mcp.md")
+        lines.append(f"next: `catalogue: {self.version}` in an experiment of {self.taskset}")
         return lines
 
 

@@ -118,6 +118,19 @@ def test_an_unannotated_server_carries_a_warning_that_says_how_its_tools_are_cou
     assert all(t.marks.irreversible and t.marks.writes and t.reads_per_call == 1 for t in tools.values())
 
 
+def test_importing_an_unannotated_server_warns_how_its_tools_will_count(tmp_path):
+    from tasks.importers.mcp_catalogue import import_mcp_catalogue
+
+    (tmp_path / "ledger").mkdir()
+    summary = import_mcp_catalogue("ledger", tmp_path / "ledger",
+                                   command=[sys.executable, str(SERVER), str(tmp_path / "import.sqlite")])
+    lines = summary.lines()
+    assert "  annotations: 0 of 5 tools (0 read-only, 0 destructive)" in lines
+    assert lines[lines.index("  annotations: 0 of 5 tools (0 read-only, 0 destructive)") + 1].startswith(
+        "  warning: no tool is annotated: on a surface each counts as MCP's defaults say, every executed call the "
+        "server does not refuse a write, an irreversible action and one upstream read")
+
+
 def test_a_bad_matcher_or_reset_call_is_named_before_any_task(tmp_path):
     folder = ledger(tmp_path)
     write_surface(folder, "bad_regex", {"servers": {"db": {**STDIO, "error_text": {"regex": "(Database"}}}})
