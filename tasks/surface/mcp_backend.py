@@ -460,7 +460,7 @@ class McpBackend:
                     pool.teardown_pending = None
                 session.reset_calls(reset.setup, "setup")
             session.setup(list(fixtures.get("setup") or []))
-        except SurfaceBroke as broke:
+        except BaseException as broke:  # SurfaceBroke, or anything unforeseen: never keep the instance or the turn
             if isinstance(reset, ResetCalls) and reset.teardown and pool.teardown_pending is None:
                 pool.teardown_pending = f"a task's setup did not complete: {broke}"
             pool.release(instance, broken=True)
