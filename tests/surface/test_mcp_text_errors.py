@@ -343,3 +343,50 @@ def test_an_arm_whose_declared_setup_fails_is_not_judged_never_zero(tmp_path, ur
     # the success tables (by slice, and the arm over every task) print no rate for it: NOT JUDGED, no interval
     remote_rows = [line for line in report.splitlines() if " REMOTE " in f" {line} " and "3×3" in line]
     assert len(remote_rows) == 2 and all("  NOT " in line and "0.0%" not in line for line in remote_rows), remote_rows
+
+
+TEXT_ERROR_SCRIPT = [("read_query", {"query": "SELECT * FROM customer"}),            # Database error (as text)
+                     ("write_query", {"query": "INSERT INTO customer VALUES (1)"}),  # Database error (as text)
+                     ("read_query", {"query": "DELETE FROM customer"}),              # Error: Only SELECT ...
+                     ("create_table", {"query": "CREATE TABLE customer (id INTEGER)"}),
+                     ("list_tables", {})]
+
+
+@pytest.mark.slow
+def test_errors_written_as_text_reach_the_per_tool_counters_and_the_report(tmp_path):
+    from tests.drill.harness import cli_env, tooleval
+    from tests.provider_server import ProviderServer, text_reply, tool_call
+    from tests.selectors.providers.conftest import FAKE_KEY
+
+    def scripted(seen):
+        turns = [tool_call(name, arguments) for name, arguments in TEXT_ERROR_SCRIPT] + [text_reply("Done.")]
+        return turns[min(seen.turn, len(turns) - 1)]
+
+    folder = ledger(tmp_path)
+    with ProviderServer(scripted, api_key=FAKE_KEY) as server:
+        experiment = ledger_experiment(folder, 1, {"P": "plain", "D": "declared"})
+        text = json.loads(experiment.read_text())
+        text.update({"seeds": [1], "declared": {"few_seeds": "counting calls of a script"},
+                     "defaults": {"prompt": "default", "agent": "openai", "model": "gpt-4.1-mini-2025-04-14",
+                                  "options": {"base_url": server.openai_url, "concurrency": 1}}})
+        experiment.write_text(json.dumps(text))
+        warehouse = tmp_path / "wh"
+        ran = tooleval(["tasks", "run", str(experiment), "--warehouse", str(warehouse)],
+                       cli_env(tmp_path / "prefect", OPENAI_API_KEY=FAKE_KEY), tmp_path, "run")
+    assert ran.returncode in (0, 1), ran.output[-3000:]
+    con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
+    try:
+        counters = {(arm, tool): rest for arm, tool, *rest in con.execute(
+            "SELECT arm, tool, calls, errors, irreversible_actions, upstream_reads FROM task_tool_counters "
+            "WHERE run_id = (SELECT max(run_id) FROM task_experiments)").fetchall()}
+    finally:
+        con.close()
+    # without a declaration: 5 fine calls, every one irreversible (unannotated); declared: 3 refused, and only
+    # create_table irreversible (read_query and list_tables are marked read-only); a refused call reads nothing
+    assert counters == {("P", "read_query"): [2, 0, 2, 2], ("P", "write_query"): [1, 0, 1, 1],
+                        ("P", "create_table"): [1, 0, 1, 1], ("P", "list_tables"): [1, 0, 1, 1],
+                        ("D", "read_query"): [2, 2, 0, 0], ("D", "write_query"): [1, 1, 0, 0],
+                        ("D", "create_table"): [1, 0, 1, 1], ("D", "list_tables"): [1, 0, 0, 1]}
+    # the report's per-tool table, arm P then arm D: the (all tools) row's errors and error rate
+    totals = [line.split() for line in ran.stdout.splitlines() if line.startswith("(all tools)")]
+    assert [row[2:3] + row[6:8] for row in totals] == [["5", "0", "0.0%"], ["5", "3", "60.0%"]]
