@@ -3,7 +3,8 @@ official SDK (tests/surface/text_error_server.py) that answers a refused stateme
 gives no annotations, over stdio and over streamable HTTP on loopback. A surface's error_text makes those
 answers error calls (and without it they are fine calls); read_only marks move the irreversible counters; the
 unannotated server is warned about in validate and in the report; declared setup / teardown calls give each
-task on a URL server its own state, and their failures are recorded."""
+task on a URL server its own state, and their failures are recorded. Every test but one starts the server: the
+slow tier."""
 
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ REFUSED_THREE = [
 ]
 
 
+@pytest.mark.slow
 def test_errors_written_as_text_are_error_calls_only_where_the_surface_declares_them(tmp_path):
     folder = ledger(tmp_path)
     plain = run(load_surface(folder, "plain"), REFUSED_THREE)
@@ -107,6 +109,7 @@ def test_read_only_stands_for_the_annotation_and_explicit_marks_win():
     assert marks.irreversible and marks.writes
 
 
+@pytest.mark.slow
 def test_an_unannotated_server_carries_a_warning_that_says_how_its_tools_are_counted(tmp_path):
     folder = ledger(tmp_path)
     (warning,) = load_surface(folder, "plain").warnings
@@ -118,6 +121,7 @@ def test_an_unannotated_server_carries_a_warning_that_says_how_its_tools_are_cou
     assert all(t.marks.irreversible and t.marks.writes and t.reads_per_call == 1 for t in tools.values())
 
 
+@pytest.mark.slow
 def test_importing_an_unannotated_server_warns_how_its_tools_will_count(tmp_path):
     from tasks.importers.mcp_catalogue import import_mcp_catalogue
 
@@ -131,6 +135,7 @@ def test_importing_an_unannotated_server_warns_how_its_tools_will_count(tmp_path
         "server does not refuse a write, an irreversible action and one upstream read")
 
 
+@pytest.mark.slow
 def test_a_bad_matcher_or_reset_call_is_named_before_any_task(tmp_path):
     folder = ledger(tmp_path)
     write_surface(folder, "bad_regex", {"servers": {"db": {**STDIO, "error_text": {"regex": "(Database"}}}})
@@ -191,6 +196,7 @@ def insert(order: int) -> list:
     return [calls(("write_query", {"query": f"INSERT INTO orders VALUES ({order})"})), say("done")]
 
 
+@pytest.mark.slow
 def test_setup_and_teardown_calls_give_each_task_on_a_url_server_its_own_state(tmp_path, url_server):
     url, db = url_server
     folder = tmp_path / "remote"
@@ -212,6 +218,7 @@ def test_setup_and_teardown_calls_give_each_task_on_a_url_server_its_own_state(t
     assert first.success and not second.success
 
 
+@pytest.mark.slow
 def test_tasks_started_at_once_on_a_url_server_take_turns(tmp_path, url_server):
     url, db = url_server
     folder = tmp_path / "remote"
@@ -230,6 +237,7 @@ def test_tasks_started_at_once_on_a_url_server_take_turns(tmp_path, url_server):
     assert tables(db) == []
 
 
+@pytest.mark.slow
 def test_a_failed_setup_is_not_carried_out_and_a_failed_teardown_is_recorded(tmp_path, url_server):
     url, db = url_server
     folder = tmp_path / "remote"
@@ -253,6 +261,7 @@ def test_a_failed_setup_is_not_carried_out_and_a_failed_teardown_is_recorded(tmp
                                    "drop_table failed")
 
 
+@pytest.mark.slow
 def test_fixture_files_on_a_surface_that_writes_none_are_refused_by_the_task_checks(tmp_path, url_server):
     url, _ = url_server
     folder = ledger(tmp_path)
