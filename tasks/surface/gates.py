@@ -220,13 +220,22 @@ def _tool_invalid(gate: ToolInvalidRateGate, figures: SurfaceFigures) -> GateRes
     bad = _unjudgeable(figures)
     arms = set(judged_arms(figures, gate.arms)) - set(bad)
     unjudged = {arm: bad[arm] for arm in judged_arms(figures, gate.arms) if arm in bad}
-    cases = [(r["invalid_rate"] > gate.max_rate,
-              f"{r['arm']} {r['tool']}: {pct(r['invalid_rate'])} invalid ({r['invalid']}/{r['calls']} calls"
-              f"{_per_seed_words(r)})")
-             for r in figures.tool_counters if r["arm"] in arms and r["calls_per_seed"] >= gate.min_calls]
+    counted = [r for r in figures.tool_counters if r["arm"] in arms and r["calls_per_seed"] >= gate.min_calls]
+    cases = [(r["invalid_rate_filled"] > gate.max_rate,
+              f"{r['arm']} {r['tool']}: {pct(r['invalid_rate_filled'])} invalid ({r['invalid'] - r['unfilled']}/"
+              f"{r['calls'] - r['unfilled']} calls{_unfilled_words(r)}{_per_seed_words(r)})")
+             for r in counted if r["invalid_rate_filled"] is not None]
     cases.sort(key=lambda case: not case[0])
+    # a tool none of whose calls the agent could fill measured the agent's missing input, not the tool
+    unjudged.update({f"{r['arm']} {r['tool']}": f"every one of its {r['calls']:,} calls lacked an argument the agent "
+                     "could not fill" for r in counted if r["invalid_rate_filled"] is None})
     return _result(gate, f"no tool with >= {gate.min_calls} calls a seed has more than {pct(gate.max_rate)} of them "
-                         "invalid", cases, unjudged=unjudged)
+                         "invalid (calls made without an argument the agent could not fill left out)", cases,
+                   unjudged=unjudged)
+
+
+def _unfilled_words(r: dict[str, Any]) -> str:
+    return f"; {r['unfilled']} more without an argument the agent could not fill" if r["unfilled"] else ""
 
 
 JUDGES: dict[str, Callable[[Any, SurfaceFigures], GateResult]] = {

@@ -100,6 +100,31 @@ def test_calls_the_agent_could_not_fill_are_counted_and_their_arm_is_not_judged(
     assert verdict.gates[0].not_judged == {"C": "10 of 10 task runs could not be carried out"}
 
 
+def test_the_broken_tool_gate_leaves_out_calls_the_agent_could_not_fill():
+    """git_diff's calls in arm A all lack the target the agent could not fill: that measures the agent's missing
+    input, not the tool, so the gate cannot judge git_diff in A (it read '100% invalid' as a broken tool). In arm
+    B half of git_status's calls are unfilled and 1 of the 4 it could fill is invalid: 25%, not 50% + 12.5%."""
+    run = KnownTaskRun(arms={"A": {}, "B": {}})
+    for i in range(4):
+        run.runs += [run_row(f"t{i:03d}", n_calls=2), run_row(f"t{i:03d}", arm="B", rung=2, n_calls=2)]
+        row = _unfilled_call(f"t{i:03d}", 1, "A", "target")
+        row["name"] = row["tool"] = "git_diff"
+        run.calls += [row, call_row(f"t{i:03d}", "git_status", 2)]
+        run.calls += [_unfilled_call(f"t{i:03d}", 1, "B"),
+                      call_row(f"t{i:03d}", "git_status", 2, arm="B", valid=i != 0)]
+    figures = load_surface_figures(run.finish(), RUN)
+    counters = {(r["arm"], r["tool"]): r for r in figures.tool_counters}
+    assert (counters[("A", "git_diff")]["unfilled"], counters[("A", "git_diff")]["invalid_rate_filled"]) == (4, None)
+    assert counters[("B", "git_status")]["invalid_rate_filled"] == 0.25
+    criteria = SurfaceCriteria.model_validate({"name": "t", "gates": [
+        {"name": "no-broken-tool", "kind": "tool_invalid_rate", "max_rate": 0.2, "min_calls": 1, "arms": "all"}]})
+    gate = judge(figures, criteria, JUDGES, items="task runs").gates[0]
+    assert gate.status == "FAIL"
+    assert gate.not_judged == {"A git_diff": "every one of its 4 calls lacked an argument the agent could not fill"}
+    assert any("B git_status: 25.0% invalid (1/4 calls; 4 more without an argument the agent could not fill" in line
+               for line in gate.evidence)
+
+
 def _generator():
     spec = importlib.util.spec_from_file_location("generate_mcp_git_tasks", FOLDER / "generate_tasks.py")
     module = importlib.util.module_from_spec(spec)

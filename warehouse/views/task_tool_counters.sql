@@ -11,6 +11,10 @@
 -- invalid rate of task_call_totals). n_seeds: the arm's seeds; calls_per_seed and invalid_per_seed: over one
 -- pass of the task set (a seed replaying the same tasks is not new evidence: what the broken-tool gate's
 -- min_calls counts); tasks_with_tool: distinct tasks in which the tool was called under any seed.
+-- unfilled: of invalid, calls the agent made without an argument it could not fill (the agent's missing
+-- input, not the tool's schema: invalid_reason 'the agent could not fill argument ...'); invalid_rate_filled:
+-- the other invalid calls over the calls the agent could fill (null when it could fill none), what the
+-- broken-tool gate judges.
 with calls as (
     select * from task_calls where not skipped_budget
 ),
@@ -22,6 +26,8 @@ per_tool as (
            min(tool) as backend_tool,
            count(*) as calls,
            count(*) filter (where not valid) as invalid,
+           count(*) filter (where not valid and starts_with(invalid_reason, 'the agent could not fill argument '))
+               as unfilled,
            count(*) filter (where as_text) as as_text,
            count(*) filter (where executed) as executed,
            count(*) filter (where error) as errors,
@@ -35,6 +41,9 @@ per_tool as (
 )
 select p.run_id, p.arm, r.rung, p.tool, p.backend_tool, p.calls, p.invalid,
        p.invalid / p.calls as invalid_rate,
+       p.unfilled,
+       case when p.calls > p.unfilled then (p.invalid - p.unfilled) / (p.calls - p.unfilled) end
+           as invalid_rate_filled,
        p.as_text, p.as_text / p.calls as as_text_rate,
        p.executed, p.errors,
        p.errors / p.calls as error_rate,
