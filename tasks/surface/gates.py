@@ -230,8 +230,7 @@ def _tool_invalid(gate: ToolInvalidRateGate, figures: SurfaceFigures) -> GateRes
     unjudged.update({f"{r['arm']} {r['tool']}": f"every one of its {r['calls']:,} calls lacked an argument the agent "
                      "could not fill" for r in counted if r["invalid_rate_filled"] is None})
     return _result(gate, f"no tool with >= {gate.min_calls} calls a seed has more than {pct(gate.max_rate)} of them "
-                         "invalid (calls made without an argument the agent could not fill left out)", cases,
-                   unjudged=unjudged)
+                         "invalid", cases, unjudged=unjudged)
 
 
 def _unfilled_words(r: dict[str, Any]) -> str:

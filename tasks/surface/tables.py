@@ -40,11 +40,13 @@ def drift_lines(figures: SurfaceFigures) -> list[str]:
 
 
 def success_table(figures: SurfaceFigures) -> ReportTable:
+    unjudged = arms_not_judged(figures)  # no rate, per-seed figure or spread for them: nothing was measured
     return ReportTable(
         "Task success by slice and arm (slices are never averaged together)",
         ["version", "slice", "arm", "tasks×seeds", "success", "95% CI", "per seed", "spread"],
-        [[r["taskset_version"], r["slice"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}",
-          *_rate_cells(figures, r), seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}"] for r in figures.success],
+        [[r["taskset_version"], r["slice"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}", *_rate_cells(figures, r),
+          *(["—", "—"] if r["arm"] in unjudged
+            else [seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}"])] for r in figures.success],
         note="95% CI: Wilson on the effective number of tasks (seeds of one task are correlated); spread = max - "
              "min over seeds, the noise floor.", key="success", summary=True)
 
@@ -224,7 +226,11 @@ def side_effect_table(figures: SurfaceFigures) -> ReportTable:
     table = ReportTable("Counters allowed to get worse (gateable in the criteria file)",
                         ["arm", "attempted", "completed", "irreversible", "per 100 attempted", "per 100 completed",
                          "upstream reads", "per run", "per executed call", "handed to a human"], [], key="side-effects")
+    unjudged = arms_not_judged(figures)
     for r in figures.side_effects:
+        if r["arm"] in unjudged:  # most of its runs were never carried out: no counter of it is a measurement
+            table.rows.append([r["arm"], _n(r["attempted"]), _n(r["completed"]), "NOT JUDGED", *["—"] * 6])
+            continue
         per_completed = r["irreversible_per_100_completed"]
         table.rows.append([r["arm"], _n(r["attempted"]), _n(r["completed"]), _n(r["irreversible_actions"]),
                            f"{r['irreversible_per_100_attempted']:.1f}",
@@ -257,8 +263,12 @@ def wanted_table(figures: SurfaceFigures) -> ReportTable:
                          "per 100 completed", "unwanted reads", "per run", "share of reads"], [],
                         key="side-effects-wanted")
     declaring = 0
+    unjudged = arms_not_judged(figures)
     for r in figures.side_effects:
         declaring += r["runs_declaring"] or 0
+        if r["arm"] in unjudged:
+            table.rows.append([r["arm"], "NOT JUDGED", *["—"] * 8])
+            continue
         reads = r["upstream_reads"]
         unwanted_reads = r["upstream_reads_unwanted"]
         table.rows.append([r["arm"], _n(r["irreversible_wanted"]), _per_100(r["irreversible_wanted_per_100_attempted"]),
