@@ -30,8 +30,10 @@ def test_the_cli_prints_a_different_drop_for_each_icc(capsys):
     printed = []
     for icc in ("0", "1"):
         assert main(["plan", "--accuracy", "0.9", "--requests", "200", "--seeds", "3", "--icc", icc]) == 0
-        line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("smallest drop detectable"))
-        printed.append(line.rsplit(": ", 1)[1])
+        out = capsys.readouterr().out
+        assert all(len(x) <= 100 for x in out.splitlines())  # folded to the width (100 off a terminal)
+        sentence = " ".join(out[out.index("smallest drop detectable"):].split())  # the folded lines, rejoined
+        printed.append(sentence.split(" points (= ", 1)[0].rsplit(": ", 1)[1])
     assert printed[0] != printed[1]
 
 
