@@ -194,7 +194,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from flows import api
 
-    print(api.validate(args.version_path, args.catalogue, args.weights))
+    print("\n".join(_fitted(line) for line in api.validate(args.version_path, args.catalogue,
+                                                           args.weights).splitlines()))
     return EXIT_OK
 
 
