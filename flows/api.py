@@ -215,9 +215,10 @@ def validate_tasks(tasks_path: str | Path, surfaces: list[str] | None = None) ->
     resolved = [load_surface(folder, name) for name in names]
     checked = check_tasks(loaded, resolved)
     note = pinned_note(resolved)
+    warnings = [f"\n  warning: surface {surface.name}: {warning}" for surface in resolved for warning in surface.warnings]
     return (f"OK {path}: {checked.n_tasks} tasks, slices {loaded.manifest.counts_by_slice}, checked against "
             f"{checked.n_surfaces} surface(s) ({', '.join(names)}); hash {loaded.actual_hash[:12]} matches the manifest"
-            + (f"\n  {note}" if note else ""))
+            + "".join(warnings) + (f"\n  {note}" if note else ""))
 
 
 def write_catalogue(surface_path: str | Path, out: str | Path) -> str:

@@ -148,6 +148,7 @@ def cmd_phoenix(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from flows.progress import fitted
     from tasks.stats.planner import plan
 
     if not 0 <= args.accuracy <= 1:
@@ -158,20 +159,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     result = plan(args.accuracy, args.requests, seeds=args.seeds, icc=args.icc,
                   target_half_width=args.half_width / 100 if args.half_width else None, power=args.power)
-    print("\n".join(_fitted(line) for line in result.lines()))
+    print("\n".join(fitted(line) for line in result.lines()))
     return EXIT_OK
 
 
-def _fitted(line: str) -> str:
-    """A line folded at words to the terminal's width (COLUMNS; 100 off a terminal), its own indent kept and
-    its later lines indented two more."""
-    import shutil
-    import textwrap
-
-    indent = line[:len(line) - len(line.lstrip())]
-    width = max(40, shutil.get_terminal_size((100, 24)).columns)
-    return textwrap.fill(line.strip(), width, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_long_words=False, break_on_hyphens=False)
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -193,8 +184,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from flows import api
+    from flows.progress import fitted
 
-    print("\n".join(_fitted(line) for line in api.validate(args.version_path, args.catalogue,
+    print("\n".join(fitted(line) for line in api.validate(args.version_path, args.catalogue,
                                                            args.weights).splitlines()))
     return EXIT_OK
 

@@ -56,6 +56,15 @@ def folded(text: str) -> str:
                          break_on_hyphens=False)
 
 
+def fitted(line: str) -> str:
+    """One line of a command's output folded at words to the terminal's width (COLUMNS; 100 off a terminal),
+    its own indent kept and its later lines indented two more."""
+    indent = line[:len(line) - len(line.lstrip())]
+    width = max(40, shutil.get_terminal_size((100, 24)).columns)
+    return textwrap.fill(line.strip(), width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def done_for_good(line: str) -> None:
     """Note a step of the run that nothing later can undo (e.g. 'run R: 540 rows registered in FILE')."""
     _done.append(line)

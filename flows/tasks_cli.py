@@ -13,8 +13,9 @@ from flows.run_cli import add_report_arguments, add_run_arguments
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
     from flows import api
+    from flows.progress import fitted
 
-    print(api.validate_tasks(args.tasks_path, args.surface))
+    print("\n".join(fitted(line) for line in api.validate_tasks(args.tasks_path, args.surface).splitlines()))
     return EXIT_OK
 
 

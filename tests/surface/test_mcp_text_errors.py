@@ -314,6 +314,10 @@ def test_validate_and_the_report_warn_of_the_unannotated_server(tmp_path):
     assert ("warning: surface plain: MCP server 'db' gives no annotations on any of its 5 tools and the surface "
             "marks none of them") in unfolded
     assert "surface declared:" not in checked.stdout
+    tasks_checked = tooleval(["tasks", "validate", str(experiment.parent.parent / "t1.jsonl"), "--surface", "plain"],
+                             env, tmp_path, "tasks-validate")
+    assert tasks_checked.returncode == 0, tasks_checked.output[-3000:]
+    assert "warning: surface plain: MCP server 'db' gives no annotations" in " ".join(tasks_checked.stdout.split())
     warehouse = tmp_path / "wh"
     ran = tooleval(["tasks", "run", str(experiment), "--warehouse", str(warehouse)], env, tmp_path, "run")
     assert ran.returncode == 0, ran.output[-3000:]
