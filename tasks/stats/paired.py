@@ -88,8 +88,9 @@ class PairedComparison:
 
     @property
     def significant(self) -> bool:
-        """The 95% interval excludes 0 (the same as p < 0.05: one test, not two)."""
-        return not self.change.low <= 0 <= self.change.high
+        """The 95% interval excludes 0 (the same as p < 0.05: one test, not two); never for an interval with no
+        data behind it (NaN)."""
+        return self.change.low > 0 or self.change.high < 0
 
 
 def paired_comparison(correct_from: Sequence[float], trials_from: Sequence[float],

@@ -82,3 +82,8 @@ def test_an_interval_end_just_off_zero_prints_on_its_own_side():
     assert change_span(Interval(-0.109, -0.25, -0.00004, "x")) == "-25.0 to -0.004"
     assert change_span(Interval(-0.1, -0.25, 0.0, "x")) == "-25.0 to 0.0"
     assert change_span(Interval(0.1, 0.00003, 0.2, "x")) == "+0.003 to +20.0"
+
+
+def test_no_requests_is_never_a_change():
+    paired = paired_comparison([], [], [], [])
+    assert paired.p_value == 1.0 and not paired.significant
