@@ -101,10 +101,6 @@ class Change:
         return max(self.spread_baseline, self.spread_arm)
 
     @property
-    def interval_covers_zero(self) -> bool:
-        return self.paired.change.low <= 0 <= self.paired.change.high
-
-    @property
     def significant(self) -> bool:
         """The 95% paired interval excludes 0 (the p-value printed beside it is the score test that interval
         inverts: p < 0.05 exactly then). The seed spread never overrides this: the interval is taken over every
