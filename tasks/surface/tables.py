@@ -26,12 +26,14 @@ def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else ("—" if value is None else f"{value:.2f}")
 
 
-def _rate_cells(figures: SurfaceFigures, r: dict[str, Any]) -> list[str]:
-    """The success and 95% CI cells of a row; 'NOT JUDGED' and no interval for an arm no gate can judge (most of
-    its runs not carried out, or a server that changed mid-run): what it did not measure is never a rate."""
-    if r["arm"] in arms_not_judged(figures):
-        return [f"NOT JUDGED ({r['successes']:,}/{r['n']:,})", "—"]
-    return [pct_with_fraction(r["successes"], r["n"]), f"{pct(r['ci_low'])}–{pct(r['ci_high'])}"]
+def _rate_cells(unjudged: dict[str, str], r: dict[str, Any]) -> list[str]:
+    """The success, 95% CI, per-seed and spread cells of a row; 'NOT JUDGED' and '—' for an arm no gate can judge
+    (``arms_not_judged``: most of its runs not carried out, or a server that changed mid-run): what it did not
+    measure is never a rate, a per-seed 0.0 or a spread."""
+    if r["arm"] in unjudged:
+        return [f"NOT JUDGED ({r['successes']:,}/{r['n']:,})", "—", "—", "—"]
+    return [pct_with_fraction(r["successes"], r["n"]), f"{pct(r['ci_low'])}–{pct(r['ci_high'])}",
+            seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}"]
 
 
 def drift_lines(figures: SurfaceFigures) -> list[str]:
@@ -40,13 +42,12 @@ def drift_lines(figures: SurfaceFigures) -> list[str]:
 
 
 def success_table(figures: SurfaceFigures) -> ReportTable:
-    unjudged = arms_not_judged(figures)  # no rate, per-seed figure or spread for them: nothing was measured
+    unjudged = arms_not_judged(figures)
     return ReportTable(
         "Task success by slice and arm (slices are never averaged together)",
         ["version", "slice", "arm", "tasks×seeds", "success", "95% CI", "per seed", "spread"],
-        [[r["taskset_version"], r["slice"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}", *_rate_cells(figures, r),
-          *(["—", "—"] if r["arm"] in unjudged
-            else [seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}"])] for r in figures.success],
+        [[r["taskset_version"], r["slice"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}", *_rate_cells(unjudged, r)]
+         for r in figures.success],
         note="95% CI: Wilson on the effective number of tasks (seeds of one task are correlated); spread = max - "
              "min over seeds, the noise floor.", key="success", summary=True)
 
@@ -75,8 +76,9 @@ def _unbilled_words(figures: SurfaceFigures, unbilled: list[str]) -> str:
 
 def arm_success_table(figures: SurfaceFigures) -> ReportTable:
     """Each arm over every task of its version, with the slice table's interval, and what it cost."""
+    unjudged = arms_not_judged(figures)
     rows = [[r["taskset_version"], r["arm"], f"{r['n_tasks']}×{r['n_seeds']}",
-             *_rate_cells(figures, r), seeds_text(r["seed_successes"]), f"{100 * r['seed_spread']:.1f}", _tokens(r["input_tokens_per_turn"]),
+             *_rate_cells(unjudged, r), _tokens(r["input_tokens_per_turn"]),
              _tokens(r["input_tokens_per_run"]), _tokens(r["output_tokens_per_run"]), _usd(r["cost_usd_per_run"]),
              _usd(r["cost_usd"])] for r in figures.arm_success]
     unbilled = [r["arm"] for r in figures.arm_success if not r["runs_billed"]]

@@ -64,9 +64,11 @@ def test_two_arms_whose_runs_mostly_errored_are_not_a_measured_change():
     assert verdict.gates[0].n_checked == 0  # no 0.0 change was judged
     assert "task runs that could not be carried out: A 23 of 24, C 23 of 24" in verdict.reason
     # and no table prints a figure for them as if it were measured: no per-seed 0.0, no 0.0 actions per 100 runs
-    from tasks.surface.tables import side_effect_table, success_table, wanted_table
+    from tasks.surface.tables import arm_success_table, side_effect_table, success_table, wanted_table
     for row in success_table(figures).rows:
         assert row[4].startswith("NOT JUDGED") and row[5:] == ["—", "—", "—"], row
+    for row in arm_success_table(figures).rows:
+        assert row[3].startswith("NOT JUDGED") and row[4:7] == ["—", "—", "—"], row
     for table in (side_effect_table(figures), wanted_table(figures)):
         for row in table.rows:
             assert "NOT JUDGED" in row and not any(cell in ("0.0", "0.00", "0.0% (0/24)") for cell in row), row
