@@ -19,7 +19,7 @@ import duckdb
 from schemas.criteria import Verdict
 from tasks.files.input_errors import InputError
 from tasks.instruments import instrument, report_reader
-from tasks.report.read_only import open_read_only, require_warehouse, shadow_older_tables  # noqa: F401 (re-exported)
+from tasks.report.read_only import open_read_only, require_warehouse  # noqa: F401 (re-exported)
 from tasks.report.report_types import Report
 from warehouse.connect import WarehouseUnreadable
 from warehouse.location import Warehouse
@@ -126,11 +126,6 @@ def judge_registered(kind: Any, figures: Any, warehouse: Warehouse, check_source
                  items=kind.words.items)
 
 
-VERDICT_FILES = (VERDICT_FILE, "task_verdict.json")
-"""Where a run's verdict is kept: task runs registered before one core served both instruments kept theirs
-under the second name."""
-
-
 def save_verdict(warehouse: Warehouse, verdict: Verdict) -> Path | None:
     from tasks.files.atomic_write import write_atomic
 
@@ -140,11 +135,8 @@ def save_verdict(warehouse: Warehouse, verdict: Verdict) -> Path | None:
 
 
 def load_verdict(warehouse: Warehouse, run_id: str) -> Verdict | None:
-    for name in VERDICT_FILES:
-        path = warehouse.registrations_dir / run_id / name
-        if path.is_file():
-            return Verdict.model_validate_json(path.read_text())
-    return None
+    path = warehouse.registrations_dir / run_id / VERDICT_FILE
+    return Verdict.model_validate_json(path.read_text()) if path.is_file() else None
 
 
 def read_report(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None,
