@@ -7,10 +7,11 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo demo-tasks demo-mcp demo-git test test-fast docs install lock bench bench-tracing clean-warehouse phoenix phoenix-serve \
         prefect-server prefect-deploy prefect-worker
 
-# torch is installed from the machine's CPU build (a file under /opt/wheels): anything else would pull a
-# multi-GB CUDA build. It stays out of requirements.lock (its hash is that file's, not PyPI's); its own
-# dependencies (sympy, networkx, jinja2, fsspec, filelock, setuptools) are in the lock with hashes.
-TORCH := torch==2.13.0+cpu
+# torch is the machine's CPU build, a wheel file in TORCH_WHEELS: PyPI's torch would pull a multi-GB CUDA build.
+# `make lock` pins it in requirements.lock with that file's hash, and a --find-links line there tells uv and pip
+# where the file lies.
+TORCH        := torch==2.13.0+cpu
+TORCH_WHEELS ?= /opt/wheels
 
 # uv, pinned (requirements-uv.lock, with hashes), in a venv of its own: it makes the lock and installs it.
 UV_VERSION := 0.13.9
@@ -22,46 +23,49 @@ $(UV): requirements-uv.lock
 	$(UV_VENV)/bin/python -m pip install -q --require-hashes -r requirements-uv.lock
 	touch $(UV)
 
-# Everything else comes from requirements.lock: every package of the runtime and of the extras the tests need,
-# pinned, with hashes; a file whose hash is not listed is refused. uv installs it as locked (--no-deps: the lock
-# is the resolution; `pip check` then proves it consistent, torch included); then the project itself. Bytecode
-# is compiled at install, as pip does: a fresh venv's first run (and CI's timing tests) must not pay for it.
-# `make install INSTALLER=pip` does the same with pip alone (with the venv's pip 23.2 and its resolver: 119 s, ~2x).
+# Every package comes from a lock: pinned, with hashes; a file whose hash is not listed is refused. uv installs
+# it as locked (--no-deps: the lock is the resolution; `pip check` then proves it consistent); then the project
+# itself. Bytecode is compiled at install, as pip does: a fresh venv's first run (and CI's timing tests) must not
+# pay for it. `make install INSTALLER=pip` does the same with pip alone (the venv's pip and its resolver, ~2x).
+# $(call install_lock,VENV,LOCK) installs LOCK into VENV.
 INSTALLER ?= uv
 ifeq ($(INSTALLER),pip)
-INSTALL_LOCK = $(BIN)/python -m pip install -q --require-hashes -r requirements.lock
+install_lock = $(1)/bin/python -m pip install -q --require-hashes -r $(2)
 LOCK_TOOL    =
 else
-INSTALL_LOCK = $(UV) pip install -q --python $(BIN)/python --no-deps --require-hashes --compile-bytecode -r requirements.lock
+install_lock = $(UV) pip install -q --python $(1)/bin/python --no-deps --require-hashes --compile-bytecode -r $(2)
 LOCK_TOOL    = $(UV)
 endif
 
 $(STAMP): pyproject.toml requirements.lock | $(LOCK_TOOL)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --no-deps $(TORCH)
-	$(INSTALL_LOCK)
+	$(call install_lock,$(VENV),requirements.lock)
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
 	$(BIN)/python -m pip check
 	touch $(STAMP)
 
-# `make lock` regenerates requirements.lock from pyproject.toml (and requirements-uv.lock) with uv, for Python 3.11
-# on linux x86_64, with hashes. Pins already in the lock are kept where pyproject.toml still allows them;
-# releases uploaded after LOCK_DATE are not considered, so the same inputs give the same lock (move LOCK_DATE
-# forward, or delete the lock, to take newer releases). torch is resolved from the machine's CPU build (so its
-# dependencies, no CUDA packages) and left out of the output.
+# `make lock` regenerates the three lock files with uv, for Python 3.11 on linux x86_64, with hashes:
+# requirements.lock from pyproject.toml (all extras, torch from TORCH_WHEELS), requirements-phoenix.lock from
+# PHOENIX, requirements-uv.lock from UV_VERSION. Pins already in a lock are kept where its input still allows
+# them; releases uploaded after LOCK_DATE are not considered, so the same inputs give the same locks (move
+# LOCK_DATE forward, or delete a lock, to take newer releases).
 LOCK_EXTRAS  := dask dev embedding mcp-servers tracing
 LOCK_DATE    := 2026-12-02T00:00:00Z
-TORCH_WHEELS ?= /opt/wheels
+PHOENIX      := arize-phoenix==20.26.1
 LOCK_TARGET  := --python-version 3.11 --python-platform x86_64-manylinux_2_28 --exclude-newer $(LOCK_DATE)
+LOCK_COMPILE := $(UV) pip compile --generate-hashes $(LOCK_TARGET) --quiet
 
 lock: $(UV)
 	echo '$(TORCH)' > $(UV_VENV)/torch.txt
-	$(UV) pip compile pyproject.toml $(foreach e,$(LOCK_EXTRAS),--extra $(e)) --generate-hashes $(LOCK_TARGET) \
-	  --find-links $(TORCH_WHEELS) --constraint $(UV_VENV)/torch.txt --no-emit-package torch --quiet \
-	  --custom-compile-command 'make lock  (uv pip compile pyproject.toml, all extras, Python 3.11 linux x86_64, torch excluded: see Makefile)' \
+	$(LOCK_COMPILE) pyproject.toml $(foreach e,$(LOCK_EXTRAS),--extra $(e)) \
+	  --find-links $(TORCH_WHEELS) --emit-find-links --constraint $(UV_VENV)/torch.txt \
+	  --custom-compile-command 'make lock  (pyproject.toml, all extras, torch from TORCH_WHEELS: see Makefile)' \
 	  -o requirements.lock
+	echo '$(PHOENIX)' > $(UV_VENV)/phoenix.in
+	$(LOCK_COMPILE) $(UV_VENV)/phoenix.in \
+	  --custom-compile-command 'make lock  (the Phoenix server, for make phoenix)' -o requirements-phoenix.lock
 	echo 'uv==$(UV_VERSION)' > $(UV_VENV)/uv.in
-	$(UV) pip compile $(UV_VENV)/uv.in --generate-hashes $(LOCK_TARGET) --quiet \
+	$(LOCK_COMPILE) $(UV_VENV)/uv.in \
 	  --custom-compile-command 'make lock  (uv itself, for make install and make lock)' -o requirements-uv.lock
 
 # The MCP servers of the mcp_office task set (Node 20+ and npm): pinned by its package-lock.json.
@@ -78,10 +82,10 @@ install: $(STAMP) $(MCP_SERVERS)
 PHOENIX_VENV  := .venv-phoenix
 PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
 
-$(PHOENIX_STAMP): requirements-phoenix.lock
+$(PHOENIX_STAMP): requirements-phoenix.lock | $(LOCK_TOOL)
 	test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV)
-	$(PHOENIX_VENV)/bin/python -m pip install -q --upgrade pip
-	$(PHOENIX_VENV)/bin/python -m pip install -q -r requirements-phoenix.lock
+	$(call install_lock,$(PHOENIX_VENV),requirements-phoenix.lock)
+	$(PHOENIX_VENV)/bin/python -m pip check
 	touch $(PHOENIX_STAMP)
 
 phoenix: $(PHOENIX_STAMP)

@@ -1,24 +1,28 @@
-"""The install stays reproducible and lean: requirements.lock (made by `make lock`) pins every dependency of
-pyproject.toml and of each extra with hashes, keeps torch and CUDA packages out (torch comes from the machine's
-CPU build), and the runtime dependencies are what the runtime code imports: test tools in the dev extra, Dask in
-its own."""
+"""The install stays reproducible and lean: the lock files (made by `make lock`) pin every package with hashes;
+requirements.lock pins every dependency of pyproject.toml and of each extra, torch as the machine's CPU build
+(the hash of the wheel file its --find-links line names) and no CUDA package; the runtime dependencies are what
+the runtime code imports: test tools in the dev extra, Dask in its own."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import sys
 import tomllib
 from importlib.metadata import packages_distributions
 
+import pytest
+
 from tests.factories import ROOT
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 LOCK = (ROOT / "requirements.lock").read_text()
+MAKEFILE = (ROOT / "Makefile").read_text()
 RUNTIME_DIRS = ("flows", "tasks", "schemas", "warehouse")
 PROVIDED_BY_A_DECLARED_ONE = {
     "pydantic-core": "pydantic", "anyio": "mcp", "mcp-types": "mcp", "transformers": "sentence-transformers",
-    "torch": "the machine's CPU build (Makefile)",
+    "torch": "sentence-transformers",
     # the openai SDK's HTTP library: its Response is the type `client.post` returns as it came (openai_chat.py)
     "httpx2": "openai",
 }
@@ -32,13 +36,18 @@ def req_name(requirement: str) -> str:
     return norm(re.match(r"[A-Za-z0-9._-]+", requirement).group(0))
 
 
-def locked() -> dict[str, list[str]]:
-    """name -> its hashes, from the lock's `name==version \\ --hash=...` entries."""
+def pins(lock: str) -> dict[str, tuple[str, list[str]]]:
+    """name -> (version, its sha256 hashes), from a lock's `name==version \\ --hash=sha256:...` entries."""
     entries = {}
-    for block in re.split(r"\n(?=[A-Za-z0-9])", LOCK):
-        if m := re.match(r"([A-Za-z0-9._-]+)==\S+", block):
-            entries[norm(m.group(1))] = re.findall(r"--hash=sha256:[0-9a-f]{64}", block)
+    for block in re.split(r"\n(?=[A-Za-z0-9])", lock):
+        if m := re.match(r"([A-Za-z0-9._-]+)==(\S+)", block):
+            entries[norm(m.group(1))] = (m.group(2), re.findall(r"--hash=sha256:([0-9a-f]{64})", block))
     return entries
+
+
+def locked() -> dict[str, list[str]]:
+    """name -> its hashes, in requirements.lock."""
+    return {name: hashes for name, (_, hashes) in pins(LOCK).items()}
 
 
 def declared() -> dict[str, set[str]]:
@@ -55,13 +64,31 @@ def test_the_lock_is_made_by_make_lock_and_pins_everything_declared_with_hashes(
     assert all(entries.values()), [name for name, hashes in entries.items() if not hashes]
 
 
-def test_the_lock_leaves_torch_and_cuda_packages_out():
-    assert not [name for name in locked() if name == "torch" or name.startswith(("nvidia-", "triton"))]
+def test_the_lock_leaves_cuda_packages_out():
+    assert not [name for name in locked() if name.startswith(("nvidia-", "triton"))]
+
+
+def test_the_lock_pins_torch_as_the_cpu_wheel_its_find_links_line_names():
+    version, hashes = pins(LOCK)["torch"]
+    pinned = re.search(r"^TORCH\s*:=\s*torch==(\S+)", MAKEFILE, re.M).group(1)
+    assert version == pinned and version.endswith("+cpu") and len(hashes) == 1
+    wheels = re.search(r"^--find-links (\S+)$", LOCK, re.M).group(1)
+    wheel = ROOT / wheels / f"torch-{version}-cp311-cp311-manylinux_2_28_x86_64.whl"
+    if not wheel.exists():
+        pytest.skip(f"no {wheel.name} on this machine")
+    digest = hashlib.sha256()
+    with wheel.open("rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    assert hashes == [digest.hexdigest()]
+
+
+def test_make_install_takes_torch_from_the_lock():
+    assert "$(TORCH)" not in MAKEFILE.split("\nlock:")[0]
 
 
 def test_make_lock_locks_every_extra():
-    makefile = (ROOT / "Makefile").read_text()
-    extras = set(re.search(r"^LOCK_EXTRAS\s*:=(.*)$", makefile, re.M).group(1).split())
+    extras = set(re.search(r"^LOCK_EXTRAS\s*:=(.*)$", MAKEFILE, re.M).group(1).split())
     assert extras == set(PROJECT["optional-dependencies"])
 
 
@@ -95,6 +122,16 @@ def test_every_package_the_runtime_code_imports_is_declared():
 
 
 def test_the_uv_that_installs_the_lock_is_pinned_with_hashes():
-    version = re.search(r"^UV_VERSION\s*:=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M).group(1)
+    version = re.search(r"^UV_VERSION\s*:=\s*(\S+)", MAKEFILE, re.M).group(1)
     uv_lock = (ROOT / "requirements-uv.lock").read_text()
-    assert f"uv=={version} \\" in uv_lock and "--hash=sha256:" in uv_lock
+    assert "make lock" in uv_lock.splitlines()[1]
+    assert pins(uv_lock)["uv"][0] == version and pins(uv_lock)["uv"][1]
+
+
+def test_the_phoenix_lock_is_made_by_make_lock_and_pins_phoenix_and_all_it_needs_with_hashes():
+    phoenix_lock = (ROOT / "requirements-phoenix.lock").read_text()
+    name, version = re.search(r"^PHOENIX\s*:=\s*(\S+)==(\S+)", MAKEFILE, re.M).groups()
+    entries = pins(phoenix_lock)
+    assert "make lock" in phoenix_lock.splitlines()[1]
+    assert entries[norm(name)][0] == version and len(entries) > 100
+    assert [n for n, (_, hashes) in entries.items() if not hashes] == []
