@@ -80,7 +80,7 @@ class SqlSession:
         require_warehouse(db)
         try:
             snapshot = take_snapshot(db, self.snapshots.next_dir())
-            con = open_read_only(snapshot.path, shadow_first=False)
+            con = open_read_only(snapshot.path)
             confine(con, snapshot.path.parent)
         except WarehouseUnreadable as error:
             raise InputError.one(str(db), "", "warehouse-readable",

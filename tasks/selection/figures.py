@@ -1,8 +1,8 @@
 """Every figure of a run's report and gates, read from the warehouse views and given its uncertainty.
 
 Counts, accuracies and the request-clustered Wilson intervals of slices and tools come from the SQL views
-(read through ``open_read_only``, which defines them as this version's temporary views, so an older
-warehouse's stored views never answer; SQL and ``tasks/stats`` agree to 1e-15). The other intervals are
+(read through ``open_read_only``, which defines them as this version's temporary views when the file's
+stored views are another version's; SQL and ``tasks/stats`` agree). The other intervals are
 computed here from the ``request_outcomes`` view, read as columns, with ``tasks/stats`` (closed form, no
 resampling): failure rates, paired changes, weighted figures, the threshold split, interaction gaps. The
 report tables and the gates both read a ``RunFigures``, so what a
