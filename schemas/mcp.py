@@ -8,7 +8,7 @@ tooleval empties and fills with a task's fixture files before every task (tasks/
 ``{taskset_dir}`` is the task-set folder.
 
 Annotations (MCP ``ToolAnnotations``) are hints a server gives; how they become seed 001's marks (and
-what an unannotated tool counts as) is tasks/surface/mcp_tools.py's ``marks_from_annotations``.
+what an unannotated tool counts as) is tasks/surface/mcp_backend.py's ``marks_from_annotations``.
 """
 
 from __future__ import annotations

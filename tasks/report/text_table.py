@@ -5,7 +5,7 @@ never cropped. To fit the width, text columns (tool names, arm names, readings) 
 after ``_ . / -`` inside long names such as BFCL's ``requests.get_weather_forecast_by_city_name`` — and
 headers wrap at spaces. When the figures alone are still too wide, the table is split into panels: each
 panel repeats the leading text columns (the row's key) and carries as many figure columns as fit. The
-terminal report (tasks/report/render.py) and the task report (tasks/surface/task_report.py) both use it.
+terminal report of every instrument (tasks/report/render.py) uses it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 threshold fitted on one split of requests and confirmed on the other.
 
 ``confidence`` is the selector's probability that its pick is right; ``correct`` whether it was. The
-same figures are GROUP BYs in ``warehouse/views/calibration_bins.sql`` and ``confidence_terciles.sql``;
+same figures are GROUP BYs in ``tasks/selection/views/calibration_bins.sql`` and ``confidence_terciles.sql``;
 these functions are their reference and serve the threshold finder, which needs the split.
 
 The request is the unit of every interval (a request's seeds share its difficulty and often its

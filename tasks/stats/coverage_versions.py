@@ -11,7 +11,7 @@ tasks: ``(kept * old + added * new) / (kept + added) - old``. Kinds:
 - ``nested``: every old task kept, a few harder ones added (issue 23: v1 plus 5 harder tasks);
 - ``overlap``: half kept, as many added.
 
-Used by ``tests/stats/test_version_calibration_coverage.py`` (a few cells) and
+Used by ``tests/stats/test_version_calibration_interval.py`` (a few cells) and
 ``benchmarks/version_calibration_coverage.py`` (the grid, the table in docs/numbers.md). numpy only.
 """
 

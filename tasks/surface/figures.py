@@ -1,4 +1,4 @@
-"""A task run's figures, read from the views (warehouse/views/task_*.sql), with the statistics that have no
+"""A task run's figures, read from the views (tasks/surface/views/task_*.sql), with the statistics that have no
 closed form in SQL computed by tasks/stats: paired comparisons on the same tasks (a paired score interval of the
 change over every seed of every task, Tango's on design-effect-adjusted counts, and the test it inverts) and the 2x2 interaction table (additive prediction vs measured,
 the gap's interval from the same Tango score interval on half the gap)."""

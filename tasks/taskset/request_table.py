@@ -3,7 +3,7 @@
 Every line of ``<version>.jsonl`` is still validated with the ``LabelledRequest`` model, so bad input
 keeps its file / line / rule errors, but the model objects are not kept: the run holds each request as a
 handful of strings in Arrow buffers (a few hundred bytes) instead of a tree of pydantic objects (several
-KB), and a work unit is a zero-copy slice of the table (``tasks/run/plan_units.py``).
+KB), and a work unit is a zero-copy slice of the table (``plan_units`` in tasks/run/work_units.py).
 
 Columns (``REQUEST_SCHEMA``):
 
