@@ -1,5 +1,5 @@
 """MCP servers as tool surfaces users already have: how tooleval reaches one, what it keeps of a server's
-tools, and how a tool's annotations become seed 001's marks.
+tools, and how a tool's annotations become the tool marks the counters hang on.
 
 A server is reached over stdio (a command tooleval starts, with its args, env and working directory: the
 task-set folder unless ``cwd`` says otherwise) or over streamable HTTP (a URL). ``{state_dir}`` in a
@@ -7,7 +7,7 @@ command, its args, env values or working directory is the directory of the serve
 tooleval empties and fills with a task's fixture files before every task (tasks/surface/mcp_backend.py);
 ``{taskset_dir}`` is the task-set folder.
 
-Annotations (MCP ``ToolAnnotations``) are hints a server gives; how they become seed 001's marks (and
+Annotations (MCP ``ToolAnnotations``) are hints a server gives; how they become the tool marks (and
 what an unannotated tool counts as) is tasks/surface/mcp_backend.py's ``marks_from_annotations``.
 """
 

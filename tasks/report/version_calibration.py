@@ -3,8 +3,8 @@ only change is the version), read two ways side by side, per slice (slices are n
 
 - **Each version's own units** (tasks, or requests for selection): success over every task of the old
   version against success over every task of the new one, unpaired, with its 95% interval
-  (``tasks/stats/unpaired.py``). This is the calibration seed 001 asks for ("61% on v1 and 79% on v2: v2 is
-  18 points easier"): it carries the difficulty the new version adds.
+  (``tasks/stats/unpaired.py``). This is the version calibration the design asks for (e.g. "61% on v1 and
+  79% on v2: v2 is 18 points easier"): it carries the difficulty the new version adds.
 - **Paired on the shared units**: the paired comparison on the tasks both versions hold (the same figure as
   the paired-comparison table). It says whether the arm scores the tasks both versions ask the same on both,
   and is blind to the tasks the new version adds: v1 plus 5 harder tasks reads equal here.

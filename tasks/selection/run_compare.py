@@ -2,8 +2,8 @@
 an arm of each (``tooleval compare RUN_A RUN_B``), read from the ``run_comparison`` view.
 
 Two runs a month apart measure a change only if the configuration stayed put in every respect but the one
-under study (seed 000: "a comparison between two runs a month apart can be rejected on sight if the
-identifier differs"). The arms' catalogues, prompts, pinned model ids, the model ids the provider served,
+under study (a comparison between two runs a month apart is rejected on sight if an identifier
+differs). The arms' catalogues, prompts, pinned model ids, the model ids the provider served,
 selectors and task-set versions are compared first; a difference that was not declared (``differ_in``)
 refuses the comparison (``NotComparable``), naming both sides' ids. Pairs are matched on request ids, and
 on seeds when the arms share some; per-tool changes use the requests whose label is the same on both sides.

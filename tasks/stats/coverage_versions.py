@@ -7,8 +7,8 @@ tasks: the same success probabilities, run again) and adds ``added`` tasks from 
 ``new``. The true figure is the difference of the two versions' expected success, each over its own
 tasks: ``(kept * old + added * new) / (kept + added) - old``. Kinds:
 
-- ``disjoint``: nothing kept (seed 001's "61% on v1 and 79% on v2");
-- ``nested``: every old task kept, a few harder ones added (issue 23: v1 plus 5 harder tasks);
+- ``disjoint``: nothing kept (e.g. 61% on v1 and 79% on v2, no task shared);
+- ``nested``: every old task kept, a few harder ones added (e.g. v1 plus 5 harder tasks);
 - ``overlap``: half kept, as many added.
 
 Used by ``tests/stats/test_version_calibration_interval.py`` (a few cells) and

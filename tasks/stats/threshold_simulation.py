@@ -34,7 +34,7 @@ class CalibratedRouter:
 
 
 def point_reading(fit: ThresholdFit) -> str | None:
-    """The reading before issue 23: the confirm half's point estimate against the target."""
+    """The point reading, kept to compare against: the confirm half's point estimate against the target."""
     if fit.confirm_accuracy is None:
         return None
     return "confirmed" if fit.confirm_accuracy.estimate >= fit.target_accuracy else "not confirmed"

@@ -2,8 +2,8 @@
 
 Tools and marks. A surface's tools are the tools its servers list (or, for a server pinned to an imported
 catalogue, the catalogue's: the surface resolves without starting it). ``marks_from_annotations`` turns a
-tool's MCP annotations into seed 001's marks, with the MCP specification's defaults where the server said
-nothing (not read-only, destructive, open-world):
+tool's MCP annotations into the tool marks the counters hang on, with the MCP specification's defaults
+where the server said nothing (not read-only, destructive, open-world):
 
 - writes: not read-only; irreversible: writes and destructive;
 - upstream reads: one per executed call of a tool that reads (read-only) or reaches beyond the server

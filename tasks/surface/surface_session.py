@@ -2,11 +2,11 @@
 
 Two backends implement it: a Python toolkit (``ToolkitBackend``: typed tools over a pydantic state, built
 fresh from the task's fixtures) and MCP servers (``tasks/surface/mcp_backend.py``: server instances whose
-state is reset to the task's fixture files). A backend tool call ends one of three ways, counted apart as
-seed 001 asks: done, *refused* (an error call: the backend ran it and said no), or *invalid* (the backend
-rejected the arguments without running it: an MCP server's -32602). When the surface itself fails (a
-server that cannot start, crashes or hangs) the call raises ``SurfaceBroke`` and the task stops with
-``surface_error``.
+state is reset to the task's fixture files). A backend tool call ends one of three ways, counted apart
+by the tool-surface counters: done, *refused* (an error call: the backend ran it and said no), or *invalid*
+(the backend rejected the arguments without running it: an MCP server's -32602). When the surface itself
+fails (a server that cannot start, crashes or hangs) the call raises ``SurfaceBroke`` and the task stops
+with ``surface_error``.
 
 A toolkit call runs in a worker thread and is waited for at most the surface's ``call_timeout_s`` (default
 30 s) and at most what is left of the task's ``max_wall_s``. A call with no answer by then raises
