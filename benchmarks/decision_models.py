@@ -193,8 +193,8 @@ def _margin_sweep(version_path: Path, model_file: Path, catalogue: str, kinds_wa
     import numpy as np
 
     from schemas.catalogue import NONE_LABEL
-    from tasks.selectors.labelled_inputs import labelled_inputs
-    from tasks.selectors.trained import TrainedSelector
+    from tasks.selectors.decision_models.labelled_inputs import labelled_inputs
+    from tasks.selectors.decision_models.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_catalogue, load_version
 
     table = load_version(version_path.parent, version_path.stem).table

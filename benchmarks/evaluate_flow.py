@@ -162,7 +162,7 @@ def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str,
     from tasks.run.result_cache import ResultCache
     from tasks.run.work_units import RunContext, plan_units
     from tasks.selectors import registry
-    from tasks.selectors.call_budget import RunLedger, ledger_path
+    from tasks.selectors.providers.call_budget import RunLedger, ledger_path
     from tasks.taskset.label_checks import check_labels
     from tasks.taskset.load_taskset import load_version, load_weights
     from warehouse.location import warehouse_at

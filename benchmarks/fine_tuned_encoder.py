@@ -61,15 +61,15 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from schemas.catalogue import NONE_LABEL
-    from tasks.selectors.base_routers import NEVER_ABSTAIN, base_router
-    from tasks.selectors.decision_features import text_hash
-    from tasks.selectors.embedding import DEFAULT_MODEL_ID, load_model
-    from tasks.selectors.embedding_store import is_model_folder
-    from tasks.selectors.fine_tune import SCALE, TuningExample, encode, fine_tune
-    from tasks.selectors.labelled_inputs import labelled_inputs
-    from tasks.selectors.router_scores import abstain_softmax
-    from tasks.selectors.train_decision_model import DEFAULT_SALT, fold_of, train_decision_model
-    from tasks.selectors.trained import TrainedSelector
+    from tasks.selectors.routers.base_routers import NEVER_ABSTAIN, base_router
+    from tasks.selectors.decision_models.decision_features import text_hash
+    from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, load_model
+    from tasks.selectors.routers.embedding_store import is_model_folder
+    from tasks.selectors.decision_models.fine_tune import SCALE, TuningExample, encode, fine_tune
+    from tasks.selectors.decision_models.labelled_inputs import labelled_inputs
+    from tasks.selectors.routers.router_scores import abstain_softmax
+    from tasks.selectors.decision_models.train_decision_model import DEFAULT_SALT, fold_of, train_decision_model
+    from tasks.selectors.decision_models.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_version
 
     torch.set_num_threads(2)

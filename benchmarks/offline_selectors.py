@@ -124,7 +124,7 @@ def evaluate(name: str, make_selector, data: dict[str, Labelled], seeds: int) ->
 
 def lexical_30_tools(bench: Path, options: dict) -> None:
     """ms per request of the lexical router on a 30-tool catalogue, batches of 200, caches warm."""
-    from tasks.selectors.lexical import LexicalSelector
+    from tasks.selectors.routers.lexical import LexicalSelector
 
     inputs, expected = load_metatool(bench)
     tools = inputs[0].tools[:30]
@@ -149,12 +149,12 @@ def main() -> None:
 
     data = {"metatool": load_metatool(args.bench), "bfcl": load_bfcl(args.bench)}
     if args.only in (None, "lexical"):
-        from tasks.selectors.lexical import LexicalSelector
+        from tasks.selectors.routers.lexical import LexicalSelector
 
         evaluate("lexical", lambda: LexicalSelector(options=args.lexical_options), data, args.seeds)
         lexical_30_tools(args.bench, args.lexical_options)
     if args.only in (None, "embedding"):
-        from tasks.selectors.embedding import EmbeddingSelector
+        from tasks.selectors.routers.embedding import EmbeddingSelector
 
         evaluate("embedding", lambda: EmbeddingSelector(options=args.embedding_options), data, args.seeds)
 

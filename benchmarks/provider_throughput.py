@@ -39,7 +39,7 @@ from tasks.selection.plan_batch import plan_arm_seed  # noqa: E402
 from tasks.selection.arms import SelectionArm  # noqa: E402
 from tasks.run.work_units import RunContext
 from tasks.selection.select_batch import select_and_land
-from tasks.selectors.tool_schemas import wire_schema  # noqa: E402
+from tasks.selectors.providers.tool_schemas import wire_schema  # noqa: E402
 
 SUPPORT = ROOT / "tasksets" / "support"
 MODELS = {"openai": "gpt-4.1-mini-2025-04-14", "anthropic": "claude-haiku-4-5-20251001"}
@@ -134,8 +134,8 @@ def harness_alone(latency_s: float, concurrency: int, n_units: int, batch: int, 
                   ) -> tuple[float, float, int]:
     """The harness with the SDK and HTTP taken out: a provider that waits ``latency_s`` and answers. Its
     CPU per call is the harness's own (routing, name map, schema check, ledger, cache, scoring, landing)."""
-    from tasks.selectors import provider_calls
-    from tasks.selectors.chat_types import ChatReply
+    from tasks.selectors.providers import provider_calls
+    from tasks.selectors.providers.chat_types import ChatReply
 
     class Instant:
         provider, endpoint = "openai", "in-process"

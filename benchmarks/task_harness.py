@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 import pyarrow.parquet as pq  # noqa: E402
 
 from tasks.run.prepare_run import prepare_run  # noqa: E402
-from tasks.selectors import provider_calls  # noqa: E402
-from tasks.selectors.chat_types import ChatReply  # noqa: E402
+from tasks.selectors.providers import provider_calls  # noqa: E402
+from tasks.selectors.providers.chat_types import ChatReply  # noqa: E402
 from tasks.surface.agent_types import ProposedCall  # noqa: E402
 from tasks.surface.conversation_wire import Called  # noqa: E402
 from tasks.run.work_units import RunContext, WorkUnit, plan_units, run_unit  # noqa: E402
@@ -152,7 +152,7 @@ class ScriptedProvider:
 def inspect_spec(unit: WorkUnit, path: Path) -> None:
     """What benchmarks/peers/inspect_agent_tasks.py runs: the unit's tasks, prompt and tools in its seed's order."""
     from tasks.surface.chat_agent import ChatAgent
-    from tasks.selectors.call_budget import RunLedger
+    from tasks.selectors.providers.call_budget import RunLedger
     from tasks.surface.run_unit import plan_tasks
 
     tools, planned = plan_tasks(unit)

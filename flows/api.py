@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # each function imports what it needs when called: ``import f
     from tasks.run.deferred_registration import LateRegistration
     from tasks.selection.fit_router_cutoff import FittedCutoff
     from tasks.selection.run_compare import ArmPairComparison
-    from tasks.selectors.train_decision_model import TrainedModel
+    from tasks.selectors.decision_models.train_decision_model import TrainedModel
     from tasks.tracing.phoenix_experiments import PhoenixPublication
     from warehouse.location import Warehouse
 
@@ -305,9 +305,9 @@ def train(version_path: str | Path, out: str | Path, catalogues: list[str] | Non
     """Learn a decision model from a task-set version's labelled requests (cross-fitted on ``folds`` folds,
     with transfer copies at ``unseen_weight``, its features under ``encoder``: MiniLM unless a local model
     directory is given) and write its file; ``fine_tune``: with a fine-tuned encoder per fold model beside it,
-    scoring by the product of the two (``tasks/selectors/product_experts.py``); ``fine_tune_seed``: which draw
+    scoring by the product of the two (``tasks/selectors/decision_models/product_experts.py``); ``fine_tune_seed``: which draw
     of that fine-tuning (0 by default)."""
-    from tasks.selectors.train_decision_model import DEFAULT_MODEL_ID, train_decision_model
+    from tasks.selectors.decision_models.train_decision_model import DEFAULT_MODEL_ID, train_decision_model
 
     return train_decision_model(Path(version_path), Path(out), catalogues=catalogues, folds=folds,
                                 unseen_weight=unseen_weight, encoder=encoder or DEFAULT_MODEL_ID, fine_tune=fine_tune,

@@ -3,7 +3,7 @@
 Its two Prefect tasks are thin wrappers over plain functions in tasks/ and warehouse/. Retries are for what
 a retry can mend: file and warehouse I/O (a full disk freed, a DuckDB file another process held for a
 moment, a network filesystem's hiccup). A deterministic failure (a bug, bad data) is not retried: it would
-fail the same way. Network retries of model calls live in the provider layer (tasks/selectors/retry_policy.py),
+fail the same way. Network retries of model calls live in the provider layer (tasks/selectors/providers/retry_policy.py),
 where each is counted on its row.
 """
 
@@ -35,7 +35,7 @@ from tasks.run.prepare_run import prepare_once
 from tasks.run.registration_records import new_run_id, registration_records
 from tasks.run.unpinned_cache import cache_use, start_warnings
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit, plan_units, run_unit
-from tasks.selectors.call_budget import RunLedger, ledger_path
+from tasks.selectors.providers.call_budget import RunLedger, ledger_path
 from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
 from warehouse.connect import WarehouseBusy
 from warehouse.location import warehouse_at

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class ProbeWeights(BaseModel):
-    """An embedding probe (tasks/selectors/embedding_probe.py): a multinomial logistic regression from the
+    """An embedding probe (tasks/selectors/decision_models/embedding_probe.py): a multinomial logistic regression from the
     request's embedding to the labels the model learned from."""
 
     model_config = ConfigDict(extra="forbid")
@@ -40,7 +40,7 @@ class ProbeWeights(BaseModel):
 class ExpertWeights(BaseModel):
     """A second expert beside the logit (``tooleval train --fine-tune``): a sentence encoder fine-tuned on the
     same requests as the weights, whose cosine softmax q is multiplied with the logit's probabilities p
-    (``tasks/selectors/product_experts.py``), and the product's own calibration."""
+    (``tasks/selectors/decision_models/product_experts.py``), and the product's own calibration."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -139,6 +139,6 @@ CREATE OR REPLACE MACRO clustered_n_star(correct, n, n_requests, sum_cc, sum_ct,
 
 -- text_tool_call: an invalid row whose reply held tool-call markup as text (``functions.NAME:``,
 -- ``<tool_call>{...}</tool_call>``, ...) instead of a structured call: its detail starts with the words
--- tasks/selectors/text_tool_calls.py writes (TEXT_CALL_DETAIL). Counted apart in the report's failure table.
+-- tasks/selectors/providers/text_tool_calls.py writes (TEXT_CALL_DETAIL). Counted apart in the report's failure table.
 CREATE OR REPLACE MACRO text_tool_call(outcome, detail) AS
     coalesce(outcome = 'invalid' and starts_with(detail, 'tool call written as text'), false);

@@ -16,7 +16,7 @@ RESPECTS: tuple[Respect, ...] = ("catalogue", "prompt", "model", "selector", "ve
 
 SelectorKind = Literal["lexical", "embedding", "trained", "position_biased", "openai", "anthropic"]
 """``position_biased`` is a simulation of position sensitivity over an offline router (tests and examples), not a
-model (``tasks/selectors/position_biased.py``)."""
+model (``tasks/selectors/routers/position_biased.py``)."""
 
 PER_REQUEST_CATALOGUE = "per_request"
 """Catalogue name meaning: offer each request its own tools (BFCL style)."""

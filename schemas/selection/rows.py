@@ -21,7 +21,7 @@ Outcome = Literal["correct", "wrong_tool", "no_tool", "invalid", "error", "empty
 """
 
 RouteDesign = Literal["default", "forced", "gated", "narrowed"]
-"""How a routed arm uses its decision model (see tasks/selectors/routed.py)."""
+"""How a routed arm uses its decision model (see tasks/selectors/providers/routed.py)."""
 
 
 class HostedTurn(BaseModel):
@@ -33,7 +33,7 @@ class HostedTurn(BaseModel):
     stop_reason: str | None = Field(
         default=None, description="The provider's finish/stop reason (tool_calls, stop, length, end_turn, ...).")
     price_version: str | None = Field(
-        default=None, description="Date of the price file cost_usd was computed from (tasks/selectors/prices).")
+        default=None, description="Date of the price file cost_usd was computed from (tasks/selectors/providers/prices).")
     route: RouteDesign | None = Field(
         default=None, description="Routing design of the arm: default / forced / gated / narrowed; null if unrouted.")
     router: str | None = Field(default=None, description="Decision model as 'kind:model' (lexical, embedding, llm).")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from tasks.selectors.pinned_models import unpinned_why
+from tasks.selectors.providers.pinned_models import unpinned_why
 
 if TYPE_CHECKING:  # the report reads notes from records without loading the run's machinery
     from tasks.experiment.resolve_experiment import ResolvedArm

@@ -89,7 +89,7 @@ class RunContext:
     cache_path: Path | None
     """The instrument's per-item result cache; None: no caching."""
     ledger_path: Path | None = None
-    """The run's budget ledger (tasks/selectors/call_budget.py), shared by every process; None keeps it in memory."""
+    """The run's budget ledger (tasks/selectors/providers/call_budget.py), shared by every process; None keeps it in memory."""
     max_calls: int | None = None
     """Call cap of the run (hosted models), None for no cap."""
     max_spend_usd: float | None = None

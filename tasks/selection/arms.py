@@ -13,10 +13,10 @@ from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.selection.experiment import PER_REQUEST_CATALOGUE
 from tasks.experiment.resolve_experiment import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
-from tasks.selectors.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
-from tasks.selectors.position_biased import KIND as POSITION_BIASED
-from tasks.selectors.position_biased import parse_options as position_biased_options
-from tasks.selectors.router_setup import DEFAULT_MODELS, OFFLINE_ROUTER_KINDS, router_setup
+from tasks.selectors.providers.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
+from tasks.selectors.routers.position_biased import KIND as POSITION_BIASED
+from tasks.selectors.routers.position_biased import parse_options as position_biased_options
+from tasks.selectors.routers.router_setup import DEFAULT_MODELS, OFFLINE_ROUTER_KINDS, router_setup
 from tasks.taskset.load_taskset import load_catalogue, version_paths
 
 
@@ -31,7 +31,7 @@ class SelectionArm(ResolvedArm):
     selector: str
     run_options: dict[str, Any] | None = None
     """The options the selector runs with: ``options`` with its offline router's cut-off and decision-model
-    file settled (``tasks/selectors/router_setup.py``); None = ``options`` as written."""
+    file settled (``tasks/selectors/routers/router_setup.py``); None = ``options`` as written."""
     abstain_rule: str | None = None
     """How the offline router's 'none' cut-off was set (recorded with the run); None without one."""
     decision_model_hash: str | None = None
@@ -94,7 +94,7 @@ def settle_router(selector: str, model_id: str, options: dict[str, Any], has_non
 
 def resolve_selection_arm(name: str, rung: int, merged: dict[str, Any], context: ArmContext) -> SelectionArm:
     """Hosted-model arms: pinned ids, keys in the environment, prices, routing and judge options (see
-    tasks/selectors/chat_options.py), answer-changing defaults filled in; offline arms: known options. Then
+    tasks/selectors/providers/chat_options.py), answer-changing defaults filled in; offline arms: known options. Then
     the catalogue and prompt are read and the offline router settled. Nothing is called."""
     options = dict(merged.get("options") or {})
     if merged["selector"] in HOSTED_KINDS:

@@ -27,9 +27,9 @@ from tasks.experiment.resolve_experiment import resolve_experiment
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
 from tasks.selection.arms import SelectionArm
-from tasks.selectors.labelled_inputs import labelled_inputs
-from tasks.selectors.offline import offline_selector
-from tasks.selectors.router_setup import (
+from tasks.selectors.decision_models.labelled_inputs import labelled_inputs
+from tasks.selectors.routers.offline import offline_selector
+from tasks.selectors.routers.router_setup import (
     CUTOFF_OPTIONS,
     DEFAULT_MODELS,
     NEVER,
@@ -37,7 +37,7 @@ from tasks.selectors.router_setup import (
     router_identity_options,
     router_setup,
 )
-from tasks.selectors.trained import TrainedSelector
+from tasks.selectors.decision_models.trained import TrainedSelector
 from tasks.stats.abstain_cutoff import CONFIRM, FIT, ScoredRequest, correct_at, fit_threshold, split_half
 from tasks.stats.wilson import wilson_interval
 from tasks.taskset.load_taskset import load_version

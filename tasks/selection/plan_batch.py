@@ -15,7 +15,7 @@ from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.taskset import Message, labelled_answer
 from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
 from tasks.run.permute_tools import permute_tools, tool_set_id
-from tasks.selectors.router_setup import SCORING_REVISIONS
+from tasks.selectors.routers.router_setup import SCORING_REVISIONS
 from tasks.taskset.request_table import as_request_table, parse_messages, parse_tools
 
 if TYPE_CHECKING:

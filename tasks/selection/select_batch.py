@@ -17,8 +17,8 @@ from tasks.selection.plan_batch import PlannedRequest, plan_batch
 from tasks.run.prefix_lanes import lane_for
 from tasks.selection.score_selection import score_selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.judge import Unjudged
-from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
+from tasks.selectors.providers.judge import Unjudged
+from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
 from tasks.selectors.registry import selector_for
 
 SELECTIONS = CacheSpec(table="selections", column="selection", model=Selection,

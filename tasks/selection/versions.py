@@ -83,7 +83,7 @@ def refuse_leakage(experiment: ResolvedExperiment, versions: dict[str, TaskSetVe
             continue
         options = arm.selector_options
         model_file = options.get("model_file") or (options.get("router_options") or {}).get("model_file")
-        from tasks.selectors.trained import leaked_requests, load_model_file
+        from tasks.selectors.decision_models.trained import leaked_requests, load_model_file
 
         model = load_model_file(str(model_file), arm.decision_model_hash)
         version = versions[arm.version]

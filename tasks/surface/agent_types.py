@@ -12,7 +12,7 @@ from typing import Any, Protocol, Sequence
 
 from schemas.catalogue import ToolSpec
 from schemas.surface.task import SurfaceTask
-from tasks.selectors.text_tool_calls import TextCall
+from tasks.selectors.providers.text_tool_calls import TextCall
 
 
 @dataclass(frozen=True)

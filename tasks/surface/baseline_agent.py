@@ -2,7 +2,7 @@
 
 Each turn:
 
-1. the lexical router (BM25, ``tasks/selectors/lexical.py``) scores the offered tools against the request
+1. the lexical router (BM25, ``tasks/selectors/routers/lexical.py``) scores the offered tools against the request
    plus the words of the last result's field names (``article_id``, ``has_more``, ``next_cursor`` ...), so a
    search result full of article ids points at a tool that reads an article;
 2. the best tool above the router's abstain threshold whose required arguments it can fill is called,
@@ -33,7 +33,7 @@ It stops when nothing is left to try, and replies with the last result it got. I
 prompt: arms that differ only in the prompt are the same arm for it, and the report says so.
 
 With ``position_bias: b`` (a simulation of position sensitivity, not a model) its first call moves with the
-seed's tool order as the ``position_biased`` selector's pick does (``tasks/selectors/position_biased.py``): the
+seed's tool order as the ``position_biased`` selector's pick does (``tasks/selectors/routers/position_biased.py``): the
 tool it would call first, offered at position ``k`` of ``n``, is swapped for the first-offered tool with
 probability ``b (k - 1) / (n - 1)``, drawn from a hash of the task and the tool order (the same in a rerun and
 in the cache, whose key holds the option, the task and the tools in their order). Later turns are its own. Over
@@ -52,10 +52,10 @@ from schemas.catalogue import ToolSpec
 from schemas.surface.task import SurfaceTask
 from schemas.taskset import Message
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.lexical import LexicalSelector
-from tasks.selectors.offline import offline_selector
-from tasks.selectors.position_biased import move_probability, order_draw
-from tasks.selectors.router_scores import tool_name_words
+from tasks.selectors.routers.lexical import LexicalSelector
+from tasks.selectors.routers.offline import offline_selector
+from tasks.selectors.routers.position_biased import move_probability, order_draw
+from tasks.selectors.routers.router_scores import tool_name_words
 from tasks.surface.agent_loop import retry_key
 from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
 
@@ -338,7 +338,7 @@ class BaselineSession:
 
 class BaselineAgent:
     """The offline agent of an arm (``agent: baseline``); options: ``router_options`` for the lexical router
-    (``tasks/selectors/lexical.py``), ``threshold`` (the router's abstain threshold by default), ``position_bias``
+    (``tasks/selectors/routers/lexical.py``), ``threshold`` (the router's abstain threshold by default), ``position_bias``
     (0 by default: a simulation of position sensitivity, module docstring)."""
 
     kind = "baseline"

@@ -21,12 +21,12 @@ from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import ToolSpec
 from schemas.surface.task import SurfaceTask
-from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger
-from tasks.selectors.provider_calls import ProviderCaller
-from tasks.selectors.text_tool_calls import find_text_call
-from tasks.selectors.tool_names import ToolNameMap
-from tasks.selectors.chat_types import WireTool
-from tasks.selectors.wire_tools import wire_tool, wire_tool_choice
+from tasks.selectors.providers.call_budget import BUDGET_REACHED, RunLedger
+from tasks.selectors.providers.provider_calls import ProviderCaller
+from tasks.selectors.providers.text_tool_calls import find_text_call
+from tasks.selectors.providers.tool_names import ToolNameMap
+from tasks.selectors.providers.chat_types import WireTool
+from tasks.selectors.providers.wire_tools import wire_tool, wire_tool_choice
 from tasks.surface.agent_types import AgentTurn, ProposedCall, ToolResult
 from tasks.surface.conversation_wire import (
     Answered,

@@ -1,6 +1,6 @@
 """Multi-turn conversations with tool calls and tool results, on the wire of each provider.
 
-The selection harness sends one user turn and reads the first tool call (``tasks/selectors/openai_chat.py``,
+The selection harness sends one user turn and reads the first tool call (``tasks/selectors/providers/openai_chat.py``,
 ``anthropic_messages.py``). An agent loop sends the whole conversation every turn: the assistant's earlier
 tool calls and the results that answered them (OpenAI: ``tool_calls`` + ``role: tool`` messages;
 Anthropic: ``tool_use`` blocks + a user turn of ``tool_result`` blocks), and reads *every* call of the
@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from tasks.selectors.anthropic_messages import AnthropicMessages
-from tasks.selectors.chat_types import ChatReply, ChatRequest, WireTool
-from tasks.selectors.openai_chat import OpenAIChat
+from tasks.selectors.providers.anthropic_messages import AnthropicMessages
+from tasks.selectors.providers.chat_types import ChatReply, ChatRequest, WireTool
+from tasks.selectors.providers.openai_chat import OpenAIChat
 from tasks.surface.agent_types import ProposedCall
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from tasks.selectors.text_tool_calls import TextCall, text_call_detail
-from tasks.selectors.tool_call_check import check_arguments
+from tasks.selectors.providers.text_tool_calls import TextCall, text_call_detail
+from tasks.selectors.providers.tool_call_check import check_arguments
 from tasks.surface.agent_types import ProposedCall, ToolResult, unfilled_reason
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.surface_session import MAX_DETAIL, SurfaceSession

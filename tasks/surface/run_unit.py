@@ -28,8 +28,8 @@ from tasks.run.permute_tools import permute_tools
 from tasks.run.prefix_lanes import NO_LANE, LaneHold, lane_for
 from tasks.run.result_cache import CacheSpec, ResultCache
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit
-from tasks.selectors.call_budget import RunLedger
-from tasks.selectors.chat_options import DEFAULT_CONCURRENCY
+from tasks.selectors.providers.call_budget import RunLedger
+from tasks.selectors.providers.chat_options import DEFAULT_CONCURRENCY
 from tasks.surface.agent_loop import run_task
 from tasks.surface.agent_types import Agent
 from tasks.surface.arms import SurfaceArm

@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from schemas.decision_model import DecisionModelFile, LogitWeights
-from tasks.selectors.decision_features import text_hash
-from tasks.selectors.router_setup import DEFAULT_MODELS
-from tasks.selectors.train_decision_model import train_decision_model
+from tasks.selectors.decision_models.decision_features import text_hash
+from tasks.selectors.routers.router_setup import DEFAULT_MODELS
+from tasks.selectors.decision_models.train_decision_model import train_decision_model
 from tasks.taskset.load_taskset import freeze_version
 from tests.factories import SUPPORT
 

@@ -9,7 +9,7 @@ import yaml
 from flows.evaluate import evaluate
 from tasks.importers.bfcl import import_bfcl
 from tasks.importers.metatool import import_metatool
-from tasks.selectors.train_decision_model import train_decision_model
+from tasks.selectors.decision_models.train_decision_model import train_decision_model
 from tests.factories import BENCH
 
 pytestmark = pytest.mark.skipif(not BENCH.is_dir(), reason=f"public bench data not found at {BENCH}")

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from flows.evaluate import evaluate
-from tasks.selectors.position_biased import expected_accuracy
+from tasks.selectors.routers.position_biased import expected_accuracy
 from tests.factories import SUPPORT
 
 EXPERIMENT = SUPPORT / "experiments" / "position_sensitivity.yaml"

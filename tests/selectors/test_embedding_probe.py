@@ -1,4 +1,4 @@
-"""The embedding probe of the trained decision model (tasks/selectors/embedding_probe.py), its cross-fitting
+"""The embedding probe of the trained decision model (tasks/selectors/decision_models/embedding_probe.py), its cross-fitting
 in training (``FoldProbes``), its features (``decision_features``) and how the model file keeps it.
 Constructed embeddings (no MiniLM): the fast tier."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from schemas.catalogue import NONE_LABEL
 from schemas.decision_model import ProbeWeights
-from tasks.selectors.decision_features import (
+from tasks.selectors.decision_models.decision_features import (
     NONE_FEATURES,
     TOOL_FEATURES,
     Examples,
@@ -20,8 +20,8 @@ from tasks.selectors.decision_features import (
     as_unseen,
     feature_arrays,
 )
-from tasks.selectors.embedding_probe import Probe, fit_probe
-from tasks.selectors.train_decision_model import FoldProbes
+from tasks.selectors.decision_models.embedding_probe import Probe, fit_probe
+from tasks.selectors.decision_models.train_decision_model import FoldProbes
 
 DIM = 24
 

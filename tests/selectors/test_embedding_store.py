@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from tasks.selectors.embedding_store import EmbeddingStore, model_fingerprint
+from tasks.selectors.routers.embedding_store import EmbeddingStore, model_fingerprint
 from tests.factories import ROOT
 
 
@@ -52,7 +52,7 @@ def test_another_model_or_configuration_never_reads_these_vectors(tmp_path, mode
 
 def test_a_fine_tuned_copy_with_the_same_files_and_sizes_is_another_model(tmp_path):
     """Fine-tuning changes the weights' bytes, not their file's name or size: a sampled block must differ."""
-    from tasks.selectors.embedding_store import SMALL_FILE_BYTES
+    from tasks.selectors.routers.embedding_store import SMALL_FILE_BYTES
 
     weights = np.random.default_rng(0).bytes(3 * SMALL_FILE_BYTES)
     models = []
@@ -84,8 +84,8 @@ def test_off_keeps_nothing_and_an_unwritable_cache_is_not_used(tmp_path, model_d
 
 ENCODE = textwrap.dedent("""
     import json, sys
-    import tasks.selectors.embedding as embedding
-    from tasks.selectors.base_routers import embed_texts
+    import tasks.selectors.routers.embedding as embedding
+    from tasks.selectors.routers.base_routers import embed_texts
     texts = json.loads(sys.argv[1])
     vectors = embed_texts(texts)
     print(json.dumps({"encoded": embedding.ENCODED_TEXTS, "model_loaded": "sentence_transformers" in sys.modules,

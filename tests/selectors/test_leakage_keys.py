@@ -1,4 +1,4 @@
-"""Which requests a trained decision model learned from (tasks/selectors/trained.py, the run's check in
+"""Which requests a trained decision model learned from (tasks/selectors/decision_models/trained.py, the run's check in
 tasks/selection/versions.py): the same text, or the same request (id) of the same task set (name and content
 hash) — never an id alone, since ids are unique only inside one task set (MetaTool's are CSV row numbers, so
 two imports share them). Known rows on a hand-written model file: no MiniLM, the fast tier."""
@@ -16,8 +16,8 @@ from schemas.taskset import Message
 from tasks.files.input_errors import InputError
 from tasks.selection.versions import refuse_leakage
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.decision_features import text_hash
-from tasks.selectors.trained import LEAKED, TrainedSelector, leaked_requests
+from tasks.selectors.decision_models.decision_features import text_hash
+from tasks.selectors.decision_models.trained import LEAKED, TrainedSelector, leaked_requests
 from tests.factories.decision_model import hand_written_model
 
 LEARNED = {"mt-00001": "find me a cheap flight to Lisbon", "mt-00002": "what is the weather in Oslo tomorrow"}

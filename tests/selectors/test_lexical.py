@@ -7,7 +7,7 @@ import pytest
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.taskset import Message
-from tasks.selectors.lexical import LexicalSelector
+from tasks.selectors.routers.lexical import LexicalSelector
 from tests.factories.catalogues import SUPPORT_TOOLS
 from tests.factories.catalogues import selection_input as ask
 

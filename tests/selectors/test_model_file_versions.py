@@ -9,9 +9,9 @@ import json
 import numpy as np
 
 from schemas.decision_model import DecisionModelFile
-from tasks.selectors.conditional_logit import utilities
-from tasks.selectors.decision_features import NONE_FEATURES, TOOL_FEATURES, model_columns
-from tasks.selectors.router_setup import router_setup
+from tasks.selectors.decision_models.conditional_logit import utilities
+from tasks.selectors.decision_models.decision_features import NONE_FEATURES, TOOL_FEATURES, model_columns
+from tasks.selectors.routers.router_setup import router_setup
 from tests.factories.decision_model import hand_written_model
 
 OLD_TOOL = ["cos", "cos_gap", "cos_z", "bm25_rel", "bm25_log", "knn1", "knn3", "knn_gap", "seen"]

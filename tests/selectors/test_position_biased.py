@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from tasks.run.permute_tools import permute_tools
-from tasks.selectors.position_biased import expected_accuracy, move_probability, parse_options
+from tasks.selectors.routers.position_biased import expected_accuracy, move_probability, parse_options
 from tasks.selectors.registry import selector_for
 from tests.factories.catalogues import SUPPORT_TOOLS, selection_input
 

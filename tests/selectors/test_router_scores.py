@@ -1,4 +1,4 @@
-"""What the offline routers share (tasks/selectors/router_scores.py): tool names as words, the abstaining
+"""What the offline routers share (tasks/selectors/routers/router_scores.py): tool names as words, the abstaining
 softmax, and ``select`` itself, checked on both routers (BM25 and MiniLM): probabilities over every offered
 tool and 'none', ties to the tool offered first, no effect of the tool order, 'none' for nothing to match,
 per-request tool lists in one batch, the batch's time split evenly."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from schemas.catalogue import NONE_LABEL
-from tasks.selectors.router_scores import abstain_softmax, tool_name_words
+from tasks.selectors.routers.router_scores import abstain_softmax, tool_name_words
 from tests.factories.catalogues import SUPPORT_TOOLS, TRAVEL_TOOLS, TWIN_TOOLS, selection_input
 
 

@@ -1,4 +1,4 @@
-"""The 'none' cut-off an offline router runs with in an arm (tasks/selectors/router_setup.py), and
+"""The 'none' cut-off an offline router runs with in an arm (tasks/selectors/routers/router_setup.py), and
 ``tooleval fit`` writing one an experiment uses (tasks/selection/fit_router_cutoff.py)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from tasks.experiment.resolve_experiment import resolve_experiment
 from tasks.files.input_errors import InputError
 from tasks.importers.bfcl import BfclSource, import_bfcl, import_bfcl_slices
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.lexical import LexicalSelector
-from tasks.selectors.router_setup import router_setup
+from tasks.selectors.routers.lexical import LexicalSelector
+from tasks.selectors.routers.router_setup import router_setup
 from tasks.taskset.load_taskset import load_version
 
 BFCL = Path(__file__).parents[1] / "importers" / "fixtures" / "bfcl"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from schemas.decision_model import DecisionModelFile
-from tasks.selectors.conditional_logit import MIN_TOP_LABEL_ROWS, fit_top_label, top_label
+from tasks.selectors.decision_models.conditional_logit import MIN_TOP_LABEL_ROWS, fit_top_label, top_label
 from tasks.stats.calibration import expected_calibration_error
 from tests.factories.decision_model import hand_written_model
 

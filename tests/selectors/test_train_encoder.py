@@ -12,7 +12,7 @@ import yaml
 
 from flows.cli import main
 from schemas.decision_model import DecisionModelFile
-from tasks.selectors.embedding import DEFAULT_MODEL_ID, model_path
+from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, model_path
 from tests.factories import SUPPORT
 from tests.factories.decision_model import small_support_set, trained_model
 
@@ -49,7 +49,7 @@ def test_the_same_weights_from_a_directory_train_the_same_model(tmp_path, capsys
     stops at its tolerance (the loss no longer falls by more than ~2e-9 relative, or a small gradient), not
     at one exact point, so where the loss is flat that noise moves a weight by ~4e-3: two trainings of the
     default model in one process, one from the disk cache and one from the process memo, differ that much."""
-    from tasks.selectors.embedding import EmbeddingSelector
+    from tasks.selectors.routers.embedding import EmbeddingSelector
 
     monkeypatch.setenv("TOOLEVAL_EMBEDDING_CACHE", "off")  # the folder's vectors are encoded here, not read
     root = small_support_set(tmp_path / "set")

@@ -15,13 +15,13 @@ from flows.cli import main
 from schemas.catalogue import NONE_LABEL
 from schemas.decision_model import DecisionModelFile
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.conditional_logit import softmax, top_label
-from tasks.selectors.decision_features import text_hash
-from tasks.selectors.embedding_store import files_fingerprint
-from tasks.selectors.labelled_inputs import labelled_inputs
-from tasks.selectors.product_experts import expert_cosines, logit_only, product_utilities
-from tasks.selectors.router_setup import router_setup
-from tasks.selectors.trained import TrainedSelector
+from tasks.selectors.decision_models.conditional_logit import softmax, top_label
+from tasks.selectors.decision_models.decision_features import text_hash
+from tasks.selectors.routers.embedding_store import files_fingerprint
+from tasks.selectors.decision_models.labelled_inputs import labelled_inputs
+from tasks.selectors.decision_models.product_experts import expert_cosines, logit_only, product_utilities
+from tasks.selectors.routers.router_setup import router_setup
+from tasks.selectors.decision_models.trained import TrainedSelector
 from tasks.stats.abstain_cutoff import CONFIRM, split_half
 from tasks.taskset.load_taskset import load_catalogue, load_version
 from tests.factories.decision_model import small_support_set

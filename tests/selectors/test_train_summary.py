@@ -1,4 +1,4 @@
-"""What ``tooleval train`` prints about folds (tasks/selectors/train_decision_model.py ``TrainedModel.lines``):
+"""What ``tooleval train`` prints about folds (tasks/selectors/decision_models/train_decision_model.py ``TrainedModel.lines``):
 a cross-fitted model says so; a one-fold model is not cross-fitted, and says where its held-out figures come
 from. Hand-written model files: the fast tier."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.selectors.train_decision_model import DEFAULT_FOLDS, TrainedModel
+from tasks.selectors.decision_models.train_decision_model import DEFAULT_FOLDS, TrainedModel
 from tests.factories.decision_model import hand_written_model
 
 EXAMPLES = {"r1": "find me a cheap flight", "r2": "weather in Oslo"}

@@ -1,4 +1,4 @@
-"""The trained decision model (tasks/selectors/train_decision_model.py, trained.py): it learns from a
+"""The trained decision model (tasks/selectors/decision_models/train_decision_model.py, trained.py): it learns from a
 version's labelled requests, scores every request it learned from with a fold model that never saw it,
 refuses to score them when trained without folds, and gives calibrated probabilities for every offered tool
 and 'none'. Trains on 150 requests of the bundled support set (MiniLM runs: the slow tier)."""
@@ -17,8 +17,8 @@ from schemas.taskset import Message
 from tasks.files.input_errors import InputError
 from tasks.run.prepare_run import prepare_run
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.decision_features import text_hash
-from tasks.selectors.trained import LEAKED, TrainedSelector, leaked_requests
+from tasks.selectors.decision_models.decision_features import text_hash
+from tasks.selectors.decision_models.trained import LEAKED, TrainedSelector, leaked_requests
 from tasks.taskset.load_taskset import load_catalogue, load_version
 from tests.factories.decision_model import small_support_set
 
@@ -67,8 +67,8 @@ def test_a_request_it_learned_from_is_scored_by_the_fold_that_never_saw_it(small
     fold = selector.fold_by_text[text_hash(item.text)]
     assert selector._which(item, text_hash(item.text)) == fold
     # its own text is never its nearest example: the best kNN similarity of its label is below 1
-    from tasks.selectors.decision_features import Examples, knn_by_label
-    from tasks.selectors.base_routers import router_scores
+    from tasks.selectors.decision_models.decision_features import Examples, knn_by_label
+    from tasks.selectors.routers.base_routers import router_scores
 
     _, query = router_scores([item])
     knn = knn_by_label(query, [text_hash(item.text)], selector.examples, fold)
@@ -80,7 +80,7 @@ def test_a_request_it_learned_from_is_scored_by_the_fold_that_never_saw_it(small
     assert all(np.isnan(top1[0]) for top1, _ in knn_by_label(query, ["x"], fold_only, fold).values())
     assert any(np.isfinite(top1[0]) for top1, _ in knn_by_label(query, ["x"], fold_only, None).values())
     # and its probe features come from the probe fitted without its fold (the file keeps that one)
-    from tasks.selectors.embedding_probe import fit_probe
+    from tasks.selectors.decision_models.embedding_probe import fit_probe
 
     others = ex.folds != fold
     refit = fit_probe(ex.embeddings[others], ex.labels[others].astype(str))
@@ -193,7 +193,7 @@ def test_a_margin_moves_the_learned_none_and_zero_is_the_model_as_trained(small_
 
 
 def test_a_margin_needs_a_learned_none_a_number_and_no_other_cutoff(small_set, models, tmp_path):
-    from tasks.selectors.router_setup import router_setup
+    from tasks.selectors.routers.router_setup import router_setup
 
     model = json.loads(models["folds5"].read_text())
     model["full_model"]["none"] = None

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 from schemas.catalogue import NONE_LABEL
-from tasks.selectors.conditional_logit import NONE_INDEX, fit_logit, softmax, utilities
-from tasks.selectors.decision_features import (
+from tasks.selectors.decision_models.conditional_logit import NONE_INDEX, fit_logit, softmax, utilities
+from tasks.selectors.decision_models.decision_features import (
     NO_EXAMPLES_NONE_FEATURES,
     NONE_FEATURES,
     TOOL_FEATURES,
@@ -18,7 +18,7 @@ from tasks.selectors.decision_features import (
     as_unseen,
     feature_arrays_with_nearest,
 )
-from tasks.selectors.train_decision_model import TRANSFER_FREE, fit_with_transfer, with_unseen_copies
+from tasks.selectors.decision_models.train_decision_model import TRANSFER_FREE, fit_with_transfer, with_unseen_copies
 
 TOOLS = ("refund", "track", "reset", "cancel")
 DIM = 16

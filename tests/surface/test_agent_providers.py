@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tasks.selectors.call_budget import RunLedger
+from tasks.selectors.providers.call_budget import RunLedger
 from tasks.surface.agent_loop import run_task
 from tasks.surface.chat_agent import ChatAgent
 from tasks.surface.load_surface import load_surface

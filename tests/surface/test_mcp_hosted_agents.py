@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from schemas.surface.task import SurfaceTask
-from tasks.selectors.call_budget import RunLedger
+from tasks.selectors.providers.call_budget import RunLedger
 from tasks.surface.agent_loop import run_task
 from tasks.surface.chat_agent import ChatAgent
 from tasks.surface.load_surface import load_surface

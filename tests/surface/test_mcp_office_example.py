@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 
 from tasks.run.prepare_run import prepare_run
-from tasks.selectors.call_budget import RunLedger
+from tasks.selectors.providers.call_budget import RunLedger
 from tasks.surface.agent_loop import run_task
 from tasks.surface.chat_agent import ChatAgent
 from tasks.surface.load_surface import ResolvedSurface, load_surface

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tasks.run.permute_tools import permute_tools
-from tasks.selectors.position_biased import move_probability, order_draw
+from tasks.selectors.routers.position_biased import move_probability, order_draw
 from tasks.surface.agent_loop import run_task
 from tasks.surface.arms import agent_problems
 from tasks.surface.baseline_agent import BaselineAgent

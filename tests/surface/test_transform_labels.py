@@ -233,7 +233,7 @@ def test_the_issue_case_a_git_server_catalogue_under_a_prefix_keeps_git_status(t
 def test_a_decision_model_learns_the_labels_as_a_prefixed_catalogue_offers_them(tmp_path):
     """`tooleval train --catalogue prefixed` offers the prefixed tools: each request's training label is the
     tool as offered (it was 'none' for every request, which leaves one class to learn)."""
-    from tasks.selectors.labelled_inputs import catalogue_union, labelled_inputs
+    from tasks.selectors.decision_models.labelled_inputs import catalogue_union, labelled_inputs
     from tasks.taskset.load_taskset import load_version
 
     folder = selection_desk(tmp_path, {"plain": "plain", "prefixed": "prefixed"})

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tasks.selectors.call_budget import RunLedger
+from tasks.selectors.providers.call_budget import RunLedger
 from tests.provider_server import ProviderServer, Script, first_tool
 
 FAKE_KEY = "sk-tooleval-FAKE-7d3c9e1a5b2f4086-DO-NOT-LEAK"

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.run.prefix_lanes import PrefixLane
-from tasks.selectors.chat_selector import ChatSelector
-from tasks.selectors.pricing import price_for
+from tasks.selectors.providers.chat_selector import ChatSelector
+from tasks.selectors.providers.pricing import price_for
 from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import PrefixCache, ProviderServer, first_tool
 from tests.selectors.providers.conftest import FAKE_KEY, MODELS, chat_options

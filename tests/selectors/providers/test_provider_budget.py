@@ -19,8 +19,8 @@ from tasks.run.work_units import RunContext
 from tasks.selection.select_batch import select_and_land
 from tasks.run.result_cache import ResultCache
 from tasks.selection.select_batch import SELECTIONS
-from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
-from tasks.selectors.chat_selector import ChatSelector
+from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
+from tasks.selectors.providers.chat_selector import ChatSelector
 from tests.factories import ROOT
 from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import oracle, tool_call
@@ -40,7 +40,7 @@ def test_call_cap_is_never_passed_by_many_threads(tmp_path):
 RESERVE_MANY = """
 import sys
 from pathlib import Path
-from tasks.selectors.call_budget import RunLedger
+from tasks.selectors.providers.call_budget import RunLedger
 with RunLedger(Path(sys.argv[1]), "shared-run") as ledger:
     print(sum(ledger.reserve(0.001) is not None for _ in range(int(sys.argv[2]))))
 """

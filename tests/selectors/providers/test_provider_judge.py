@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.selectors.chat_selector import ChatSelector
-from tasks.selectors.judge import majority, read_vote
+from tasks.selectors.providers.chat_selector import ChatSelector
+from tasks.selectors.providers.judge import majority, read_vote
 from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import Reply, Seen, text_reply, tool_call
 from tests.provider_server import status_reply

@@ -8,7 +8,7 @@ import pytest
 
 from schemas.catalogue import ToolSpec
 from tasks.selection.score_selection import score_selection
-from tasks.selectors.chat_selector import ChatSelector
+from tasks.selectors.providers.chat_selector import ChatSelector
 from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import Reply, Seen, status_reply, text_reply, tool_call
 from tests.selectors.providers.conftest import FAKE_KEY, MODELS, InFlight, chat_options

@@ -12,11 +12,11 @@ import pytest
 from tasks.selection.score_selection import score_selection
 from tasks.run.result_cache import ResultCache
 from tasks.selection.select_batch import SELECTIONS
-from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
-from tasks.selectors.chat_selector import ChatSelector
-from tasks.selectors.pinned_models import served_evidence
-from tasks.selectors.pricing import price_for
-from tasks.selectors.text_tool_calls import TEXT_CALL_DETAIL
+from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
+from tasks.selectors.providers.chat_selector import ChatSelector
+from tasks.selectors.providers.pinned_models import served_evidence
+from tasks.selectors.providers.pricing import price_for
+from tasks.selectors.providers.text_tool_calls import TEXT_CALL_DETAIL
 from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import Reply, Seen, status_reply, text_reply, tool_call
 from tests.selectors.providers.conftest import MODELS, chat_options

@@ -9,9 +9,9 @@ import yaml
 
 from tasks.experiment.resolve_experiment import resolve_experiment
 from tasks.files.input_errors import InputError
-from tasks.selectors.chat_options import check_hosted_arm
-from tasks.selectors.pinned_models import pinned_problem, served_problem
-from tasks.selectors.pricing import ModelPrice, current_price_file, load_price_file, price_for
+from tasks.selectors.providers.chat_options import check_hosted_arm
+from tasks.selectors.providers.pinned_models import pinned_problem, served_problem
+from tasks.selectors.providers.pricing import ModelPrice, current_price_file, load_price_file, price_for
 from tests.factories import SUPPORT
 from tests.factories.taskset import write_experiment, write_taskset
 from tests.selectors.providers.conftest import FAKE_KEY

@@ -13,12 +13,12 @@ from schemas.catalogue import Catalogue
 from schemas.taskset import LabelledRequest, Message
 from tasks.selection.arms import SelectionArm
 from tasks.selection.plan_batch import plan_batch, plan_arm_seed, selector_fingerprint
-from tasks.selectors.call_budget import RunLedger
-from tasks.selectors.chat_types import ChatReply, ChatRequest
-from tasks.selectors.provider_calls import ProviderCaller, scrub
-from tasks.selectors.retry_policy import Failure, ProviderGate, RetryPolicy, classify, parse_retry_after
-from tasks.selectors.tool_names import ToolNameMap, wire_name
-from tasks.selectors.tool_schemas import wire_schema
+from tasks.selectors.providers.call_budget import RunLedger
+from tasks.selectors.providers.chat_types import ChatReply, ChatRequest
+from tasks.selectors.providers.provider_calls import ProviderCaller, scrub
+from tasks.selectors.providers.retry_policy import Failure, ProviderGate, RetryPolicy, classify, parse_retry_after
+from tasks.selectors.providers.tool_names import ToolNameMap, wire_name
+from tasks.selectors.providers.tool_schemas import wire_schema
 from tests.factories.catalogues import support_tools
 from tests.selectors.providers.conftest import FAKE_KEY, MODELS, InFlight
 from tests.selectors.providers.conftest import base_url

@@ -8,8 +8,8 @@ import pytest
 
 from schemas.selection.rows import SelectionRow
 from tasks.selection.score_selection import score_selection
-from tasks.selectors.chat_selector import ChatSelector
-from tasks.selectors.routed import RouterResult, decide, probabilities_from_logprobs
+from tasks.selectors.providers.chat_selector import ChatSelector
+from tasks.selectors.providers.routed import RouterResult, decide, probabilities_from_logprobs
 from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import Reply, Seen, oracle, text_reply, tool_call
 from tests.provider_server import status_reply

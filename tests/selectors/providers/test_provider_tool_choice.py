@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.selectors.chat_options import check_hosted_arm
-from tasks.selectors.chat_selector import ChatSelector
+from tasks.selectors.providers.chat_options import check_hosted_arm
+from tasks.selectors.providers.chat_selector import ChatSelector
 from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import first_tool, text_reply
 from tests.selectors.providers.conftest import FAKE_KEY, MODELS, chat_options

@@ -24,10 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.catalogue import NONE_LABEL
 from schemas.selection.rows import Selection
-from tasks.selectors.call_budget import RunLedger, Turn
+from tasks.selectors.providers.call_budget import RunLedger, Turn
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.chat_types import ChatRequest
-from tasks.selectors.provider_calls import ProviderCaller
+from tasks.selectors.providers.chat_types import ChatRequest
+from tasks.selectors.providers.provider_calls import ProviderCaller
 
 JUDGE_SYSTEM = (
     "You grade the first step an AI support agent took in a conversation. You are given the conversation, "

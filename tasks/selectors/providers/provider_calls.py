@@ -11,20 +11,20 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from tasks.selectors.call_budget import BUDGET_REACHED, RunLedger, Turn
-from tasks.selectors.chat_options import (
+from tasks.selectors.providers.call_budget import BUDGET_REACHED, RunLedger, Turn
+from tasks.selectors.providers.chat_options import (
     DEFAULT_CONCURRENCY,
     DEFAULT_KEY_ENV,
     provider_defaults,
     read_api_key,
     resolve_base_url,
 )
-from tasks.selectors.chat_types import ChatProvider, ChatReply, ChatRequest
-from tasks.selectors.pinned_models import served_problem
-from tasks.selectors.pricing import ModelPrice, price_for
-from tasks.selectors.retry_policy import Failure, RetryPolicy, classify, error_message, gate_for
-from tasks.selectors.openai_chat import OpenAIChat
-from tasks.selectors.anthropic_messages import AnthropicMessages
+from tasks.selectors.providers.chat_types import ChatProvider, ChatReply, ChatRequest
+from tasks.selectors.providers.pinned_models import served_problem
+from tasks.selectors.providers.pricing import ModelPrice, price_for
+from tasks.selectors.providers.retry_policy import Failure, RetryPolicy, classify, error_message, gate_for
+from tasks.selectors.providers.openai_chat import OpenAIChat
+from tasks.selectors.providers.anthropic_messages import AnthropicMessages
 
 _KEY_LIKE = re.compile(r"\b(sk|pk|key|token)[-_][A-Za-z0-9_\-*]{6,}", re.IGNORECASE)
 CHARS_PER_TOKEN_BOUND = 3

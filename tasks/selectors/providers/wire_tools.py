@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 
 from schemas.catalogue import ToolSpec
-from tasks.selectors.chat_types import WireTool
-from tasks.selectors.tool_names import ToolNameMap
-from tasks.selectors.tool_schemas import wire_schema
+from tasks.selectors.providers.chat_types import WireTool
+from tasks.selectors.providers.tool_names import ToolNameMap
+from tasks.selectors.providers.tool_schemas import wire_schema
 
 NAMED_CHOICES = ("auto", "none", "required")
 

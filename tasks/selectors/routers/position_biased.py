@@ -94,8 +94,8 @@ class PositionBiasedSelector:
     kind = KIND
 
     def __init__(self, model_id: str, options: Mapping[str, Any]) -> None:
-        from tasks.selectors.base_routers import base_router
-        from tasks.selectors.router_setup import DEFAULT_MODELS
+        from tasks.selectors.routers.base_routers import base_router
+        from tasks.selectors.routers.router_setup import DEFAULT_MODELS
 
         self.model_id = model_id
         self.bias, self.base_kind, base_options = parse_options(options)

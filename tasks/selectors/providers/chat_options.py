@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlparse
 
-from tasks.selectors.anthropic_messages import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
-from tasks.selectors.anthropic_messages import SAMPLING_API_VERSION
-from tasks.selectors.openai_chat import DEFAULT_BASE_URL as OPENAI_BASE_URL
-from tasks.selectors.pinned_models import pinned_problem
-from tasks.selectors.pricing import price_for
+from tasks.selectors.providers.anthropic_messages import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
+from tasks.selectors.providers.anthropic_messages import SAMPLING_API_VERSION
+from tasks.selectors.providers.openai_chat import DEFAULT_BASE_URL as OPENAI_BASE_URL
+from tasks.selectors.providers.pinned_models import pinned_problem
+from tasks.selectors.providers.pricing import price_for
 
 HOSTED_KINDS = ("openai", "anthropic")
 ROUTES = ("default", "forced", "gated", "narrowed")

@@ -37,18 +37,18 @@ from typing import Any, Callable, Mapping, Sequence
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.call_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
-from tasks.selectors.chat_options import DEFAULT_CONCURRENCY, is_custom_server, provider_defaults
-from tasks.selectors.chat_types import ChatReply, ChatRequest, WireTool
+from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
+from tasks.selectors.providers.chat_options import DEFAULT_CONCURRENCY, is_custom_server, provider_defaults
+from tasks.selectors.providers.chat_types import ChatReply, ChatRequest, WireTool
 from tasks.drill_points import reached
-from tasks.selectors.judge import Judge, Unjudged, arguments_text
-from tasks.selectors.pinned_models import served_evidence
-from tasks.selectors.provider_calls import CallResult, ProviderCaller
-from tasks.selectors.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
-from tasks.selectors.text_tool_calls import TEXT_CALL_DETAIL, find_text_call, text_call_detail
-from tasks.selectors.tool_call_check import check_arguments
-from tasks.selectors.tool_names import ToolNameMap
-from tasks.selectors.wire_tools import wire_tool, wire_tool_choice
+from tasks.selectors.providers.judge import Judge, Unjudged, arguments_text
+from tasks.selectors.providers.pinned_models import served_evidence
+from tasks.selectors.providers.provider_calls import CallResult, ProviderCaller
+from tasks.selectors.providers.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
+from tasks.selectors.providers.text_tool_calls import TEXT_CALL_DETAIL, find_text_call, text_call_detail
+from tasks.selectors.providers.tool_call_check import check_arguments
+from tasks.selectors.providers.tool_names import ToolNameMap
+from tasks.selectors.providers.wire_tools import wire_tool, wire_tool_choice
 
 OFFERED_SET_CACHE = 2_000
 

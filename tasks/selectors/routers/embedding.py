@@ -22,10 +22,10 @@ import numpy as np
 
 from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.embedding_store import EmbeddingStore, is_model_folder
-from tasks.selectors.identity_memo import IdentityMemo
-from tasks.selectors.router_scores import ScoreRouter, tool_name_words
-from tasks.selectors.router_setup import parse_threshold
+from tasks.selectors.routers.embedding_store import EmbeddingStore, is_model_folder
+from tasks.selectors.routers.identity_memo import IdentityMemo
+from tasks.selectors.routers.router_scores import ScoreRouter, tool_name_words
+from tasks.selectors.routers.router_setup import parse_threshold
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tasks.selectors.blas_threads import one_blas_thread
+from tasks.selectors.decision_models.blas_threads import one_blas_thread
 
 PROBE_C = 10.0
 """Inverse L2 strength of the probe (sum of the log-likelihoods + |W|^2 / (2 C))."""

@@ -36,10 +36,10 @@ from typing import Any, Mapping, Sequence
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.call_budget import RunLedger, Turn
-from tasks.selectors.chat_types import ChatRequest
-from tasks.selectors.offline import DEFAULT_MODELS, offline_selector
-from tasks.selectors.provider_calls import ProviderCaller
+from tasks.selectors.providers.call_budget import RunLedger, Turn
+from tasks.selectors.providers.chat_types import ChatRequest
+from tasks.selectors.routers.offline import DEFAULT_MODELS, offline_selector
+from tasks.selectors.providers.provider_calls import ProviderCaller
 
 MAX_TOP_LOGPROBS = 20
 

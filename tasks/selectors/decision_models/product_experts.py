@@ -29,8 +29,8 @@ import numpy as np
 
 from schemas.decision_model import DecisionModelFile
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.base_routers import NEVER_ABSTAIN, base_router
-from tasks.selectors.router_scores import abstain_softmax
+from tasks.selectors.routers.base_routers import NEVER_ABSTAIN, base_router
+from tasks.selectors.routers.router_scores import abstain_softmax
 
 WEIGHT = 0.5
 """The logit's share of the product (the encoder's is the rest)."""
@@ -86,7 +86,7 @@ class TunedEncoder:
 def tuning_examples(base_encoder: str, inputs: Sequence[SelectionInput], targets: Sequence[int]) -> list:
     """The fine-tuning examples of ``inputs``: the embedding router's request and tool texts and the target (the
     label's position among the offered tools, or their count for 'none'); inputs without tools are skipped."""
-    from tasks.selectors.fine_tune import TuningExample
+    from tasks.selectors.decision_models.fine_tune import TuningExample
 
     router = base_router("embedding", base_encoder, NEVER_ABSTAIN)
     return [TuningExample(router.request_text(item), tuple(router.document(t) for t in item.tools), int(target))
@@ -97,9 +97,9 @@ def fine_tune_encoder(base_encoder: str, inputs: Sequence[SelectionInput], targe
                       folder: Path, name: str, *, learn_none: bool, epochs: int, lr: float, seed: int) -> TunedEncoder:
     """Fine-tune ``base_encoder`` on ``inputs`` (``tuning_examples``) and save it as
     ``folder/<name>-<fingerprint>``."""
-    from tasks.selectors.embedding import load_model
-    from tasks.selectors.embedding_store import files_fingerprint
-    from tasks.selectors.fine_tune import fine_tune
+    from tasks.selectors.routers.embedding import load_model
+    from tasks.selectors.routers.embedding_store import files_fingerprint
+    from tasks.selectors.decision_models.fine_tune import fine_tune
 
     examples = tuning_examples(base_encoder, inputs, targets)
     model, tau = fine_tune(load_model(base_encoder), examples, epochs=epochs, lr=lr, seed=seed,

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from tasks.selectors.reply_body import BodyNotJSON, ErrorInBody
+from tasks.selectors.providers.reply_body import BodyNotJSON, ErrorInBody
 
 RETRIED_STATUS = frozenset({408, 409, 429})
 

@@ -9,17 +9,17 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from tasks.selectors.base import Selector
-from tasks.selectors.base_routers import _cached as _base_routers
-from tasks.selectors.base_routers import base_router
-from tasks.selectors.router_setup import DEFAULT_MODELS
-from tasks.selectors.router_setup import OFFLINE_ROUTER_KINDS as OFFLINE_KINDS
+from tasks.selectors.routers.base_routers import _cached as _base_routers
+from tasks.selectors.routers.base_routers import base_router
+from tasks.selectors.routers.router_setup import DEFAULT_MODELS
+from tasks.selectors.routers.router_setup import OFFLINE_ROUTER_KINDS as OFFLINE_KINDS
 
 __all__ = ["DEFAULT_MODELS", "OFFLINE_KINDS", "offline_selector", "clear"]
 
 
 @lru_cache(maxsize=None)
 def _trained(model_id: str, options_json: str) -> Selector:
-    from tasks.selectors.trained import TrainedSelector  # numpy and the model file: only for arms that use it
+    from tasks.selectors.decision_models.trained import TrainedSelector  # numpy and the model file: only for arms that use it
 
     return TrainedSelector(model_id, json.loads(options_json))
 

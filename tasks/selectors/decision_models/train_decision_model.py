@@ -53,7 +53,7 @@ from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.decision_model import DecisionModelFile, ExpertWeights, LogitWeights
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
-from tasks.selectors.conditional_logit import (
+from tasks.selectors.decision_models.conditional_logit import (
     NONE_INDEX,
     fit_logit,
     fit_temperature,
@@ -62,7 +62,7 @@ from tasks.selectors.conditional_logit import (
     top_label,
     utilities,
 )
-from tasks.selectors.decision_features import (
+from tasks.selectors.decision_models.decision_features import (
     EXAMPLE_NONE_FEATURES,
     EXAMPLE_TOOL_FEATURES,
     NO_EXAMPLES_NONE_FEATURES,
@@ -75,13 +75,13 @@ from tasks.selectors.decision_features import (
     feature_arrays_with_nearest,
     text_hash,
 )
-from tasks.selectors.embedding import DEFAULT_MODEL_ID, encoder_id
-from tasks.selectors.embedding_probe import PROBE_C, Probe, fit_probe
-from tasks.selectors.embedding_store import files_fingerprint
-from tasks.selectors import product_experts
-from tasks.selectors.fine_tune import SCALE
-from tasks.selectors.labelled_inputs import catalogue_union, labelled_inputs
-from tasks.selectors.base_routers import request_texts, router_scores
+from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, encoder_id
+from tasks.selectors.decision_models.embedding_probe import PROBE_C, Probe, fit_probe
+from tasks.selectors.routers.embedding_store import files_fingerprint
+from tasks.selectors.decision_models import product_experts
+from tasks.selectors.decision_models.fine_tune import SCALE
+from tasks.selectors.decision_models.labelled_inputs import catalogue_union, labelled_inputs
+from tasks.selectors.routers.base_routers import request_texts, router_scores
 from tasks.stats.calibration import expected_calibration_error
 from tasks.taskset.load_taskset import load_version
 

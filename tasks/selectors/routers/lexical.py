@@ -22,9 +22,9 @@ import numpy as np
 
 from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.identity_memo import IdentityMemo
-from tasks.selectors.router_scores import CAMEL_BOUNDARY, ScoreRouter, tool_name_words
-from tasks.selectors.router_setup import parse_threshold
+from tasks.selectors.routers.identity_memo import IdentityMemo
+from tasks.selectors.routers.router_scores import CAMEL_BOUNDARY, ScoreRouter, tool_name_words
+from tasks.selectors.routers.router_setup import parse_threshold
 
 # --------------------------------------------------------------------------------------------------
 # Tokenizer

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from schemas.cutoff import AbstainCutoff
 from schemas.decision_model import DecisionModelFile
 from tasks.files.content_hash import file_sha256
-from tasks.selectors.chat_options import answer_options
+from tasks.selectors.providers.chat_options import answer_options
 
 OFFLINE_ROUTER_KINDS = ("lexical", "embedding", "trained")
 NEVER = "never"
@@ -98,7 +98,7 @@ def load_cutoff(path: Path) -> AbstainCutoff:
 def _encoder_problem(folder: Path, fingerprint: str | None) -> str | None:
     """'missing' (no sentence-transformers model there), 'changed' (its files' fingerprint is not
     ``fingerprint``; None: not checked) or None: the one check of a local encoder a model file names."""
-    from tasks.selectors.embedding_store import files_fingerprint, is_model_folder  # a local encoder's arm only
+    from tasks.selectors.routers.embedding_store import files_fingerprint, is_model_folder  # a local encoder's arm only
 
     if not is_model_folder(folder):
         return "missing"

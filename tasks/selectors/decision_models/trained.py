@@ -47,18 +47,18 @@ from schemas.catalogue import NONE_LABEL
 from schemas.decision_model import DecisionModelFile
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.conditional_logit import softmax, top_label, utilities
-from tasks.selectors.decision_features import (
+from tasks.selectors.decision_models.conditional_logit import softmax, top_label, utilities
+from tasks.selectors.decision_models.decision_features import (
     Examples,
     ProbeScores,
     feature_arrays_with_nearest,
     model_columns,
     text_hash,
 )
-from tasks.selectors.embedding_probe import Probe
-from tasks.selectors.product_experts import expert_cosines, product_utilities
-from tasks.selectors.router_setup import DEFAULT_MODELS, parse_margin, parse_threshold
-from tasks.selectors.base_routers import embed_texts, router_scores
+from tasks.selectors.decision_models.embedding_probe import Probe
+from tasks.selectors.decision_models.product_experts import expert_cosines, product_utilities
+from tasks.selectors.routers.router_setup import DEFAULT_MODELS, parse_margin, parse_threshold
+from tasks.selectors.routers.base_routers import embed_texts, router_scores
 
 DEFAULT_MODEL_ID = DEFAULT_MODELS["trained"]
 LEAKED = "the decision model learned from this request (trained with one fold: no model that did not see it)"

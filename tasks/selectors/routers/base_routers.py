@@ -13,9 +13,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from tasks.selectors.base import SelectionInput, Selector
-from tasks.selectors.decision_features import RequestScores
-from tasks.selectors.embedding import DEFAULT_MODEL_ID, EmbeddingSelector
-from tasks.selectors.lexical import LexicalSelector
+from tasks.selectors.decision_models.decision_features import RequestScores
+from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, EmbeddingSelector
+from tasks.selectors.routers.lexical import LexicalSelector
 
 NEVER_ABSTAIN = {"abstain_threshold": "never"}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.selectors.blas_threads import one_blas_thread
+from tasks.selectors.decision_models.blas_threads import one_blas_thread
 
 NONE_INDEX = -1
 """The label index of 'none' (tools are 0..width-1)."""

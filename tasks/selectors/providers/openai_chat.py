@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from tasks.selectors.chat_types import ChatReply, ChatRequest
-from tasks.selectors.reply_body import reply_json
-from tasks.selectors.sdk_clients import shared_client
+from tasks.selectors.providers.chat_types import ChatReply, ChatRequest
+from tasks.selectors.providers.reply_body import reply_json
+from tasks.selectors.providers.sdk_clients import shared_client
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 UNFINISHED = {"length", "content_filter"}
