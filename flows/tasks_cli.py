@@ -1,6 +1,6 @@
 """``tooleval tasks ...``: tasks done on a tool surface. ``run`` and ``report`` are ``tooleval run`` and
 ``tooleval report`` (one core serves both instruments; ``tasks report`` defaults to the latest task run);
-``validate`` and ``catalogue`` are the task instrument's own. Each parses, calls one function of
+``validate`` and ``catalogue`` are the surface instrument's own. Each parses, calls one function of
 flows/api.py and prints; only ``tasks run`` starts Prefect."""
 
 from __future__ import annotations

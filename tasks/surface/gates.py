@@ -1,4 +1,4 @@
-"""The task instrument's gate kinds (tasks/report/judge.py: the rules, the verdict).
+"""The surface instrument's gate kinds (tasks/report/judge.py: the rules, the verdict).
 
 Success gates read a rate and its 95% interval under the gate's rule (point, confident, demonstrated, as
 for selection gates). The counters allowed to get worse are judged on their measured value: irreversible
