@@ -37,7 +37,7 @@ def rule_of(error: Any, default: str = "schema") -> str:
 
 @lru_cache(maxsize=4096)
 def _schema_problem(schema_json: str) -> str | None:
-    import jsonschema  # here, not at the top: ~50 ms that a remembered catalogue (tasks/taskset/catalogue_memo.py) never pays
+    import jsonschema  # here, not at the top: an import a remembered catalogue (tasks/taskset/catalogue_memo.py) never pays
     from jsonschema.exceptions import SchemaError
 
     schema = json.loads(schema_json)

@@ -1,10 +1,9 @@
 """The terminal the reports print to: its width, and lines in bold, dim, red, green or yellow (ANSI codes)
 when stdout is a terminal that wants colour.
 
-What the reports need of a terminal and no more: rich did this before and cost every read-only command ~50
-ms to import and ~0.2 ms a line to print. Colour only repeats what the words say (PASS / FAIL, ▲ / ▼), so
-a pipe, a file, ``NO_COLOR`` or ``TERM=dumb`` gets the same text without codes; ``FORCE_COLOR`` asks for
-codes on a pipe.
+What the reports need of a terminal and no more, so a read-only command imports no styling library.
+Colour only repeats what the words say (PASS / FAIL, ▲ / ▼), so a pipe, a file, ``NO_COLOR`` or
+``TERM=dumb`` gets the same text without codes; ``FORCE_COLOR`` asks for codes on a pipe.
 """
 
 from __future__ import annotations

@@ -131,8 +131,7 @@ def pair_rows(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str,
               pairs: list[tuple[str, str]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """The ``run_comparison`` rows of each arm pair, the pair's own columns (``SIDE_COLUMNS``) in its first row
     only: converting them for every request was half of reading the rows. Arms of the same name on both sides
-    (the usual case) are read in one query: binding the view costs ~24 ms a query, more than reading a pair's
-    rows."""
+    (the usual case) are read in one query: binding the view costs more than reading a pair's rows."""
     if len(pairs) > 1 and all(a == b for a, b in pairs):
         read = records(con, _PAIR_SQL + "AND arm_a = arm_b", [run_a, run_b])
     else:

@@ -68,11 +68,10 @@ def expected_calibration_error(confidence: Sequence[float], correct: Sequence[bo
 CALIBRATED_DRAWS = 5_000
 CALIBRATED_SEED = 28
 """Draws and seed of ``ece_if_calibrated``: the seed fixed, so the report's figure recomputes exactly; the draws
-enough that another seed moves the printed 95th percentile by about 0.001 at most (200 draws moved it
-0.044-0.051 on 540 requests)."""
+enough that another seed barely moves the printed 95th percentile."""
 CALIBRATED_ROW_DRAWS = 4_000_000
 """Distinct (request, confidence) rows x draws at most: an arm with more than 800 of them gets fewer draws (at
-least 50), so the floor costs about 0.1 CPU s an arm however large the run (its floor is small there anyway).
+least 50), so the floor's cost per arm stays bounded however large the run (its floor is small there anyway).
 The seeds of a deterministic router give one such row a request."""
 
 

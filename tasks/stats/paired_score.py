@@ -92,9 +92,8 @@ def tango_interval(plus: float, minus: float, n: float, confidence: float = CONF
 def _decreasing_root(g: Callable[[float], float], low: float, high: float) -> float:
     """d in [low, high] with g(d) = 0, for g decreasing with g(low) > 0 >= g(high): regula falsi with the
     Illinois step (the end that stays twice running has its value halved), a halving of the bracket every
-    third step and whenever an end's value is infinite. Every step keeps the root bracketed, as halving did.
-    Measured on 60,000 random intervals: 24 evaluations a bound where plain halving took 45 (0.053 against
-    0.090 ms an interval), the bounds within 2.4e-13 of halving's."""
+    third step and whenever an end's value is infinite. Every step keeps the root bracketed, as halving did,
+    in about half the evaluations of plain halving, with the same bounds to rounding."""
     g_low, g_high = g(low), g(high)
     kept = 0  # +1: low moved last (high kept), -1: high moved last
     for step in range(_MAX_STEPS):

@@ -1,7 +1,7 @@
 """A catalogue's tool names, its checks remembered by content, for ``tooleval validate`` of a remembered version.
 
 Loading a catalogue checks every tool's argument schema against its JSON Schema metaschema (jsonschema:
-~50 ms to import, ~1 ms a tool): two thirds of a remembered ``validate``'s CPU. The checks are a pure
+its import and a check per tool): most of a remembered ``validate``'s CPU. The checks are a pure
 function of the catalogue files' bytes (the file and the chain it ``extends``), the rules (the catalogue
 models' and the loader's source) and the jsonschema version, so a chain that passed is kept, like a label
 check pass (``check_cache``: the same cache folder, nothing in it needed), under a hash of those. A chain
