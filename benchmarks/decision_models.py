@@ -41,7 +41,7 @@ For each set:
    margins over the shipped model's learned 'none' that put every slice at or above the embedding arm's
    accuracy as run (chosen on the same requests: whether its frontier passes MiniLM's point).
 
-Prints a markdown table (the one in docs/routing/decision-models.md), then the issue's goals, each with the
+Prints a markdown table (the ones in docs/measured/decision-models.md), then the goals, each with the
 figure measured and ``met`` / ``NOT met``: BFCL live_multiple >= 95%; MetaTool > 82% on the 3,000 sample;
 the pooled live set >= 88% on each slice with a fitted cut-off; ECE <= 0.03 (the trained arm, every set);
 the shipped model >= MiniLM on every public set. ``--metatool-limit N`` keeps the first N MetaTool dev10
@@ -269,7 +269,7 @@ GOALS = ("BFCL live_multiple >= 95%", "MetaTool > 82% on the 3,000 sample",
 
 def goal_lines(levels: dict[tuple[str, str, str], float], eces: dict[tuple[str, str], float],
                floors: dict | None = None) -> list[str]:
-    """The issue's goals against the figures measured: (set, arm, slice) -> accuracy; (set, arm) -> ECE and
+    """The goals against the figures measured: (set, arm, slice) -> accuracy; (set, arm) -> ECE and
     (``floors``) the ECE a perfectly calibrated router would show there (tasks/stats/calibration.py)."""
     floors = floors or {}
     def verdict(ok: bool | None) -> str:
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(f"- {note}")
     print()
-    print("goals (issue 28):")
+    print("goals:")
     print("\n".join(goal_lines(levels_found, eces, floors)))
     return 0
 

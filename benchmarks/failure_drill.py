@@ -1,4 +1,4 @@
-"""The full failure drill (issue 10): every bad input of tests/drill/bad_inputs.py (79, issue 26's fixed
+"""The full failure drill: every bad input of tests/drill/bad_inputs.py (79, a review's fixed
 findings among them) as a real ``tooleval`` process, kill -9 at every named point of a run followed by a
 rerun, readers and a second writer on the warehouse, a Prefect API lost mid-run, and the warehouse made
 immutable mid-run (root and chattr). Prints one line per case and the figures quoted in

@@ -1,4 +1,4 @@
-"""How far a MiniLM fine-tuned on a set's own requests takes the decision model, held out (issue 28's goals).
+"""How far a MiniLM fine-tuned on a set's own requests takes the decision model, held out (against the BFCL goal of 95%).
 
     PYTHONPATH=. .venv/bin/python benchmarks/fine_tuned_encoder.py TASKSET_VERSION_PATH [--workdir DIR]
         [--epochs 2] [--lr 3e-5] [--only-folds 0,1,...] [--reuse] [--decision-model MODEL_FILE]

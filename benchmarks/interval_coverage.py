@@ -9,7 +9,7 @@ data set's true figure drawn within +-20% of the scenario's; seeds that disagree
 paired as a position-sensitive model's are, or not). Every interval is computed by the project's own
 functions, exactly as the report computes it; for a paired change the report's own reading and p-value are
 checked against the interval on every data set (``disagreed``: how often they said otherwise; must be 0).
-For reference, the uncorrected Kish-Wilson interval the report printed before issue 11 is re-run on the same
+For reference, the uncorrected Kish-Wilson interval the report printed earlier is re-run on the same
 data for a proportion.
 
 Prints one row per (method, requests, scenario): coverage in percent, the earlier method's coverage
@@ -66,7 +66,7 @@ DEMO_DROPS = {"refund_order": 0.10, "track_shipment": 0.05, "cancel_order": 0.20
 """The demo-set scenario: these tools drop (points as fractions), the other 29 hold."""
 
 
-# the interval printed before issue 11, kept here only as a reference -----------------------------------
+# the interval printed earlier, kept here only as a reference -----------------------------------
 
 
 def kish_wilson(arm) -> Interval:

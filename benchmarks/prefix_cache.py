@@ -8,9 +8,9 @@ the support agent's 30 tools with its real prompt; one unit is a batch of ``--ba
 
     PYTHONPATH=. .venv/bin/python benchmarks/prefix_cache.py [--slots 1] [--concurrency 4] [--requests 180]
 
-"before": units of different seeds run side by side (no prefix lanes, as before issue 13); "after": one
+"before": units of different seeds run side by side (no prefix lanes); "after": one
 (arm, seed) at a time per endpoint (``tasks/run/prefix_lanes.py``). Anthropic is not measured here: before
-issue 13 no ``cache_control`` was sent, so nothing was cached; after, every request of a seed but the first
+prefix lanes no ``cache_control`` was sent, so nothing was cached; after, every request of a seed but the first
 reads the tool list (``tests/selectors/providers/test_prefix_lanes.py``).
 """
 

@@ -1,5 +1,5 @@
 """Registration memory: peak RSS of registering one large selection run whose every row carries a
-probability map (the MetaTool hold-out's shape, issue 28: 18,457 requests x 3 arms x 3 seeds, 200 options).
+probability map (the MetaTool hold-out's shape: 18,457 requests x 3 arms x 3 seeds, 200 options).
 
     python benchmarks/register_memory.py [--requests 19000] [--options 200] [--workdir DIR] [--keep]
         [--twice]

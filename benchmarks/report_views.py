@@ -37,7 +37,7 @@ load, wall does), the ratios view / plain, the verdict against the 1.5x target o
 load average beside them.
 
 Last measured 2026-12-02 with ``--rows 2000000 --runs 40`` (not the 10M default) at load average 3.2-4.2 on
-2 cores, after issue 27 staged the clustered interval's macros (table and verdicts: docs/scale-out/speed.md).
+2 cores, with the clustered interval's macros staged (table and verdicts: docs/measured/speed.md).
 On CPU the views using it (aggregate_accuracy, per_tool_accuracy, position_band_accuracy) were within 1.5x
 in every cell (0.93-1.31x) but per_tool_accuracy all runs on the Parquet (1.50x, 1.07x on a second
 reading); views left unchanged had short one-run cells above it once (confused_pairs 1.70x, paired_requests

@@ -12,7 +12,7 @@ A dump holds, for every registered run (selection and task runs, found by experi
   build wrote (report.html, or the task instrument's older tasks_report.md);
 - the verdict: its status, reason and every gate's status, statement and evidence.
 
-Used to check a redesign (issue 21: one core for both instruments) against the build before it: run both
+Used to check a redesign (one core for both instruments) against the build before it: run both
 demos into a fresh warehouse with each build, dump each, diff. Reads only files and the DuckDB file (with
 the DuckDB of the environment running it), never the code of either build.
 """

@@ -1,4 +1,4 @@
-"""How a perfectly calibrated router's fitted threshold is read, before and after issue 23, by simulation.
+"""How a perfectly calibrated router's fitted threshold is read (the point reading and the interval's), by simulation.
 
     python benchmarks/threshold_confirmation.py [--replicates 1000] [--seed 20261201] [--requests 200]
 

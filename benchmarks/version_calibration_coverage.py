@@ -3,8 +3,8 @@ two task-set versions' expected success (one arm on both, each version over its 
 
     python benchmarks/version_calibration_coverage.py [--replicates 2000] [--seed 20261201] [--markdown]
 
-Scenarios and the model are in ``tasks/stats/coverage_versions.py``: disjoint versions (seed 001's 61% ->
-79%), a new version that keeps every old task and adds a few harder ones (issue 23: v1 plus 5 harder
+Scenarios and the model are in ``tasks/stats/coverage_versions.py``: disjoint versions (e.g. 61% ->
+79%), a new version that keeps every old task and adds a few harder ones (v1 plus 5 harder
 tasks), and one that keeps half; 3 seeds correlated by 0.5, or a deterministic agent. Each cell also runs
 the same two intervals combined as if the versions shared nothing (plain MOVER), to show what the
 correlation through the shared tasks buys. Prints coverage in percent and the mean width in points.

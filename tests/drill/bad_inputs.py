@@ -9,7 +9,7 @@ Where a command's harm would land elsewhere, the case watches that path instead:
 (ATTACH read-write, COPY, EXPORT DATABASE, INSTALL, reading any file) watch the folder holding both the
 warehouse and a target beside it; ``tasks validate`` watches the task set; ``train`` its ``--out`` file;
 ``--warehouse ''`` the checkout's default warehouse file, where an empty path used to land. The cases of
-issue 26 (the last section) keep its fixed findings fixed.
+the last section keep a review's fixed findings fixed.
 """
 
 from __future__ import annotations
@@ -460,7 +460,7 @@ def case_import_frozen(tmp):
 
 
 # --------------------------------------------------------------------------------------------------
-# issue 26: findings fixed since, each kept here so it stays fixed
+# findings fixed since, each kept here so it stays fixed
 # --------------------------------------------------------------------------------------------------
 
 
@@ -663,7 +663,7 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     BadInput("import metatool wrong header", case_metatool_header, 2, ("queries.csv:line 1: [csv-header]",)),
     BadInput("import metatool binary plugin_des", case_metatool_binary_plugins, 2, ("plugin_des.json: [json]", "UTF-8")),
     BadInput("import into a frozen version", case_import_frozen, 2, ("v1.manifest.json: [version-immutable]",)),
-    # issue 26
+    # a review's findings, fixed
     BadInput("arm name of 300 characters", case_arm_name_too_long, 2,
              ("exp.yaml:arm aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...: [arm-name-length]", "300 bytes; at most 100")),
     BadInput("arm name '..'", case_arm_name_dots, 2, ("exp.yaml:arm ..: [arm-name-path]",)),

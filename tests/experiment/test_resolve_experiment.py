@@ -90,7 +90,7 @@ def test_a_key_given_twice_is_named_not_silently_overwritten(taskset):
 
 
 def test_names_that_cannot_be_a_path_part_are_refused(taskset):
-    """Issue 26, item 5: a 300-character arm name passed, then every unit failed 'File name too long' on its
+    """A 300-character arm name passed, then every unit failed 'File name too long' on its
     Parquet folder (arm=<name>), leaving the other arm's rows behind."""
     long = "a" * 300
     found = rules(write_experiment(taskset, arms=[{"name": long}, {"name": "b", "prompt": "terse"}],

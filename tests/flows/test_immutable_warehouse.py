@@ -1,5 +1,5 @@
 """A warehouse folder made immutable mid-run (``chattr -R +i``) killed the run with SIGBUS (exit -7) and no
-message (issue 26 item 16): SQLite's WAL index is a memory-mapped ``-shm`` file, and a write through that map
+message: SQLite's WAL index is a memory-mapped ``-shm`` file, and a write through that map
 to a file that no longer takes writes is a signal, not an error. The project's SQLite files now use a
 rollback journal, so it is an error, and the run's message says the warehouse stopped accepting writes.
 

@@ -1,4 +1,4 @@
-"""How far a trained arm's requests are from its examples (issue 28 item 6): the rows' nearest_example_cos,
+"""How far a trained arm's requests are from its examples: the rows' nearest_example_cos,
 the far_from_examples view (warehouse/views/far_from_examples.sql) against the arm's far cut-off, the report's
 table and headline sentence; a run without such arms gets neither."""
 

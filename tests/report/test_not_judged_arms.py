@@ -1,6 +1,6 @@
 """An arm that cannot be judged (most of its rows could not be carried out: the selector failed after its retries)
 is NOT JUDGED, by name, in every selection gate that applies to it; a comparison of two error-ridden arms is not a
-measured 0.0 change; and every format says so (issue 42, item 4)."""
+measured 0.0 change; and every format says so."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`tooleval sql` is read-only and confined (issue 26, items 1-3): it cannot write or attach the warehouse file,
+"""`tooleval sql` is read-only and confined: it cannot write or attach the warehouse file,
 write or read files elsewhere, install or load extensions (no network), or change its settings; each such
 statement exits 2 naming the statement and the rule, and the warehouse stays byte-identical. Every statement
 that returns rows prints them (a PIVOT too)."""

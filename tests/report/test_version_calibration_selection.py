@@ -1,4 +1,4 @@
-"""Calibrating a new task-set version in a selection run (issue 23, item 2), on given rows: the same arm on v1
+"""Calibrating a new task-set version in a selection run, on given rows: the same arm on v1
 and v2 (a comparison whose only change is the version), each version's own requests read unpaired beside
 the paired figure on the requests both share, and a note when they share none."""
 
@@ -41,7 +41,7 @@ def test_five_harder_requests_added_show_in_the_unpaired_figure_and_not_in_the_p
 
 
 def test_a_version_sharing_no_request_gets_a_note_and_the_unpaired_figure():
-    # seed 001's reading, on requests: 61% on v1 and 79% on v2 -> v2 is 18 points easier
+    # the version calibration's reading, on requests: 61% on v1 and 79% on v2 -> v2 is 18 points easier
     figures = version_run(requests("base.v2", 2, "v2", "n", 79, 21))
     assert figures.slice_changes == []  # nothing to pair ...
     (c,) = figures.version_calibrations

@@ -1,4 +1,4 @@
-"""A run id of the other instrument is not "no such run" (issue 26, item 14): `tooleval compare` on a task run
+"""A run id of the other instrument is not "no such run": `tooleval compare` on a task run
 says it is a task run and that `tooleval tasks report ID` reads it; `tooleval tasks report` on a selection run
 says it is a selection run and that `tooleval report ID` reads it."""
 

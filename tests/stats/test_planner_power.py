@@ -1,4 +1,4 @@
-"""Issue 42, item 3: the planner's detectable drop is for the report's reading (the paired change interval
+"""The planner's detectable drop is for the report's reading (the paired change interval
 excludes 0), with seeds and icc; checked against the live interval (``paired_change_interval``)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tasks.stats.planner import plan
 
 
 def test_the_drop_moves_with_icc_and_seeds():
-    # the issue: 200 requests x 3 seeds at 90% printed 3.9 points at icc 0 and at icc 1 alike
+    # an earlier planner: 200 requests x 3 seeds at 90% printed 3.9 points at icc 0 and at icc 1 alike
     drops = {icc: plan(0.9, 200, seeds=3, icc=icc).drop.drop for icc in (0.0, 0.5, 1.0)}
     assert drops[0.0] != pytest.approx(drops[1.0], abs=0.002)
     assert drops[0.0] < drops[0.5]  # seeds that disagree are worth more

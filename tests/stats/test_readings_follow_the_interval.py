@@ -1,4 +1,4 @@
-"""Every reading of a paired change is what the interval printed beside it says (issue 42): the interval uses
+"""Every reading of a paired change is what the interval printed beside it says: the interval uses
 every seed of every request, and the p-value beside it is the score test that interval inverts, so the two
 never disagree, and no second test (a majority vote of seeds, the seed spread) can overrule them."""
 

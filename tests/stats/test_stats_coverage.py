@@ -2,7 +2,7 @@
 benchmarks/interval_coverage.py, its table in docs/numbers-coverage.md). Each interval must hold the true figure in at
 least 93.5% of the simulated sets, and, from 200 requests up, in at most 96.5% (no wider than it must be).
 
-The grid holds the cases issue 11 measured failing: changes in one direction at 10, 20 and 40 requests
+The grid holds the cases an earlier interval failed: changes in one direction at 10, 20 and 40 requests
 (a deterministic router and seeds that vary), seed-varying selectors at 200 and 540 requests, weighted and
 unweighted changes over tools, a 2x2 gap, and the clustered Wilson interval at 20-24 requests, p = 0.9,
 seed correlation 0.5.

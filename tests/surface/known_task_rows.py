@@ -1,5 +1,5 @@
 """Known task runs and calls in a real DuckDB database (tables and views from warehouse/), so tests can
-check the views and the report against figures computed by hand or published elsewhere (seed 001)."""
+check the views and the report against figures computed by hand or published elsewhere."""
 
 from __future__ import annotations
 

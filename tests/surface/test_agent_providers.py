@@ -174,7 +174,7 @@ def test_prefixed_names_travel_as_wire_names_and_map_back(serve, desk, kind):
     assert FAKE_KEY not in outcome.model_dump_json()
 
 
-# -- what a real self-hosted server needs (issue 25): tool_choice and the options, the assistant-turn form, text
+# -- what a real self-hosted server needs: tool_choice and the options, the assistant-turn form, text
 # -- calls, no retry of a request the server blames
 
 
@@ -315,6 +315,6 @@ def test_hosted_outcomes_cached_under_another_request_form_are_not_served(desk, 
     monkeypatch.setattr(run_unit, "HOSTED_AGENT_WIRE", "another form")
     after = run_unit.agent_fingerprint(hosted), run_unit.agent_fingerprint(baseline)
     assert before[0] != after[0] and before[1] == after[1]
-    # the baseline's key holds how it fills arguments (it reads the task's fixtures since issue 43)
+    # the baseline's key holds how it fills arguments (it reads the task's fixtures)
     assert before[1] == run_unit.digest(["baseline", "bm25", {}, None, run_unit.BASELINE_FILLING])
     assert before[1] != run_unit.digest(["baseline", "bm25", {}, None])

@@ -1,4 +1,4 @@
-"""A server that drifted from the catalogue its surface is pinned to (issue 43, item 2), and a server whose stdout
+"""A server that drifted from the catalogue its surface is pinned to, and a server whose stdout
 is not JSON-RPC (item 6).
 
 On a real MCP server written with the official SDK (tests/surface/drifting_server.py: its tool list changes
@@ -198,7 +198,7 @@ def test_a_server_that_changes_mid_run_leaves_its_arm_not_judged_with_the_reason
 
 @pytest.mark.slow
 def test_mcp_server_git_that_drifted_from_git_v1_is_refused_before_any_task(tmp_path):
-    """The issue's case on the PyPI server the project pins (tasksets/mcp_git): a catalogue git-v1 as an older
+    """The case on the PyPI server the project pins (tasksets/mcp_git): a catalogue git-v1 as an older
     mcp-server-git listed it (with git_init). The server is started in the state of the first task (a
     repository: it refuses a folder that is not one), once for both surfaces that run it."""
     folder = tmp_path / "mcp_git"

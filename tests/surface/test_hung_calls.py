@@ -1,4 +1,4 @@
-"""A toolkit tool that never returns (issue 26, item 4) used to hang `tooleval tasks run` with no output, even
+"""A toolkit tool that never returns used to hang `tooleval tasks run` with no output, even
 with the task's ``max_wall_s``. A call is now waited for at most the surface's ``call_timeout_s`` and at most
 what is left of the task's wall budget: the call becomes an error call, the run stops with its reason, the
 session is discarded, and the other tasks run and land."""

@@ -1,4 +1,4 @@
-"""The second bundled MCP example (tasksets/mcp_git, issue 43): mcp-server-git from PyPI, pinned in the project's
+"""The second bundled MCP example (tasksets/mcp_git): mcp-server-git from PyPI, pinned in the project's
 lock, every task in a fresh Git repository built from its fixtures; the offline baseline agent fills repository
 paths and ids from the task's fixtures, never a path from the request's text; a call it made without an
 argument it could not fill is counted per argument in the report, and an arm whose task runs made no other call

@@ -1,5 +1,5 @@
 """Tasks on a surface served by the REAL reference MCP servers (memory, filesystem; Node, installed by
-`make install`): calls counted as seed 001 counts them, fresh state per task on warm instances, and a
+`make install`): calls counted by the tool-surface counters, fresh state per task on warm instances, and a
 server that crashes, hangs or does not exist as a named surface error that never sinks the task's row."""
 
 from __future__ import annotations

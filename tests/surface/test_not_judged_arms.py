@@ -1,4 +1,4 @@
-"""An arm that cannot be judged is NOT JUDGED, by name, in every task gate (issue 42, item 4; defects 4-5): an
+"""An arm that cannot be judged is NOT JUDGED, by name, in every task gate: an
 arm whose counter is undefined (no run completed) no longer drops out of a counter gate and leaves a PASS, and a
 comparison of two arms whose runs mostly could not be carried out (a dead model server) is not a measured 0.0
 change. End to end: a version no run can complete, and a server that answers only errors, exit 4."""

@@ -1,5 +1,5 @@
 """Prefixed catalogues in a selection run: the confused-pair table says whether a confusion crosses a
-namespace (seed 000's question), from the view confused_pair_categories."""
+namespace, from the view confused_pair_categories."""
 
 from __future__ import annotations
 

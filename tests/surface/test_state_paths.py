@@ -105,7 +105,7 @@ def test_the_bundled_tasks_state_paths_all_pass():
 
 
 def test_a_required_call_one_surface_lacks_is_refused_with_the_state_assertion_that_holds_everywhere(tmp_path):
-    # seed 001's t_041, literally: a tool only one surface could have
+    # a task of the support desk, literally: a tool only one surface could have
     t_041 = desk_task("t_041", "Email Acme their most recent unpaid invoice.",
                       {"tool": "send_email", "args": {"to": "ap@acme.example", "attachment_url": {"contains": "in_4c19"}}})
     folder = billing_desk(tmp_path, [t_041])

@@ -151,7 +151,7 @@ def test_a_transform_works_on_a_selection_catalogue_too(tmp_path):
     ({"equals": "closed", "note": "x"}, "one matcher per value"),
 ])
 def test_an_unknown_matcher_is_refused_not_taken_for_a_literal(tmp_path, matcher, said):
-    """Issue 26, item 8: ``{"startswith": ...}`` used to become an equality literal that nothing can equal."""
+    """``{"startswith": ...}`` used to become an equality literal that nothing can equal."""
     folder = write_desk(tmp_path, freeze=False, tasks=[
         desk_task("ok", "Close T-1001.", {"state": [{"path": "tickets.T-1001.status", "equals": "closed"}]}),
         desk_task("reply", "Close T-1001.", {"reply": matcher}),
@@ -170,7 +170,7 @@ def test_an_object_literal_still_compares_by_equality(tmp_path):
 
 
 def test_an_empty_tasks_file_is_refused(tmp_path):
-    """Issue 26, item 8: an empty tasks file validated OK with the manifest's counts."""
+    """An empty tasks file validated OK with the manifest's counts."""
     folder = write_desk(tmp_path)
     (folder / "t1.jsonl").write_text("\n\n")
     found = problems_of(lambda: load_task_version(folder, "t1"))

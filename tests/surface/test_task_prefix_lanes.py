@@ -1,4 +1,4 @@
-"""Issue 25, item 5: prefix lanes for task arms. Two hosted task arms on one single-slot endpoint run one
+"""Prefix lanes for task arms. Two hosted task arms on one single-slot endpoint run one
 (arm, seed) at a time, so the server's prompt cache keeps each arm's tool block: it is evaluated again only
 when the lane passes to the other arm, never at every turn (the loopback server's PrefixCache model)."""
 

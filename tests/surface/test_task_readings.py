@@ -1,4 +1,4 @@
-"""Readings of the task report from given rows (issue 23): irreversible actions split into the ones the task
+"""Readings of the task report from given rows: irreversible actions split into the ones the task
 asked for and the rest (the $120 refund in a run asked to refund $500 is unwanted), gateable; the broken-tool
 gate judging a one-seed and a three-seed run of the same behaviour alike; each arm's success over every task
 with the slice table's interval, its tokens and cost; the interaction table saying when a prompt measures

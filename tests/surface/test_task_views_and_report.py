@@ -1,4 +1,4 @@
-"""The views and the report from given rows: seed 001's figures reproduced (128/1,201 = 10.7% invalid, the
+"""The views and the report from given rows: known figures reproduced (128/1,201 = 10.7% invalid, the
 47/37 first-call split, 61/74/80/85 -> 93 predicted vs 85 measured), and both denominators of the counters
 allowed to get worse."""
 
@@ -15,7 +15,7 @@ from tasks.surface.gates import JUDGES
 from tasks.surface.tables import build_surface_report
 from tests.surface.known_task_rows import RUN, KnownTaskRun, call_row, run_row, spread_calls
 
-# seed 001: eight support tools, 200 runs, 1,201 calls of which 128 invalid
+# the known figures: eight support tools, 200 runs, 1,201 calls of which 128 invalid
 SEED_001_TOOLS = [  # tool, calls, invalid, runs in which it appears
     ("search_kb", 380, 19, 196), ("lookup_article", 210, 61, 120), ("get_article", 170, 9, 160),
     ("create_ticket", 120, 6, 120), ("escalate_ticket", 61, 3, 61), ("close_ticket", 90, 5, 90),

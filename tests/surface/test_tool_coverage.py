@@ -1,4 +1,4 @@
-"""Tool coverage per surface (issue 43 item 5): which of the surface's tools the tasks need, which no task
+"""Tool coverage per surface: which of the surface's tools the tasks need, which no task
 touches, which the agent called though no task needs them, and what the tasks need that the surface does not
 offer: the view task_tool_coverage on known rows, the needs as each surface spells them, and the report's
 table and first-screen line on real runs (the tiny help desk's toolkit; the bundled MCP servers)."""

@@ -1,4 +1,4 @@
-"""Issue 43, item 1: a surface transform (prefix, rename) keeps a request's label. A catalogue written by
+"""A surface transform (prefix, rename) keeps a request's label. A catalogue written by
 `tooleval tasks catalogue` from a transformed surface says which label each offered name stands for
 (``offered_as``), so a request labelled ``close_ticket`` expects ``desk.close_ticket`` of an arm offering it;
 the task instrument's first-call cross-tab spells a tool-named intent as the arm offers it; and an arm whose
@@ -177,7 +177,7 @@ GIT_REQUESTS = [
 
 
 def test_the_issue_case_a_git_server_catalogue_under_a_prefix_keeps_git_status(tmp_path):
-    """The issue's reading: mcp-server-git's tools (catalogue git-v1, imported from the server the lock pins)
+    """The reading on a real server: mcp-server-git's tools (catalogue git-v1, imported from the server the lock pins)
     through a surface that prefixes them all with ``git.``, written with `tooleval tasks catalogue`: the request
     labelled git_status expects git.git_status (it expected 'none'), and the prefixed arm reads as the plain one
     (it read as a collapse)."""

@@ -1,4 +1,4 @@
-"""Calibrating a new task-set version (issue 23, item 2), on given task rows: the same arm on t1 and t2, read
+"""Calibrating a new task-set version, on given task rows: the same arm on t1 and t2, read
 unpaired over each version's own tasks beside the paired figure on the tasks both share.
 
 - t2 = t1 plus 5 harder tasks: paired on the 20 shared tasks it reads 83.3% -> 83.3% (nothing changed on the

@@ -1,6 +1,5 @@
 """The label checks (Great Expectations, seconds on a cold cache and 70-110 s at load 12-23) come last, after
-every cheap check of a run, and a pass is remembered by content, not by where the task set lies (issue 26
-item 19)."""
+every cheap check of a run, and a pass is remembered by content, not by where the task set lies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every tool's ``parameters`` must be a JSON Schema of an object (issue 26, item 6): a catalogue, a request's
+"""Every tool's ``parameters`` must be a JSON Schema of an object: a catalogue, a request's
 own tools or a surface's tool that is not is refused when it is read, naming the file, the tool and the rule,
 before any unit runs (it used to crash every unit in the lexical selector, or mark every call invalid)."""
 

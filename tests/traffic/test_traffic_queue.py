@@ -201,7 +201,7 @@ def test_partial_imports_chain_each_a_child_of_the_last_with_a_queue_for_the_res
 
 
 def test_an_old_sheet_imported_again_does_not_undo_a_later_decision_of_someone_else(resampled):
-    """Issue 26 item 11: v4's lookup_article became search_kb again, silently, when an older sheet was
+    """Version v4's lookup_article became search_kb again, silently, when an older sheet was
     imported after another labeller's later decision."""
     lines = queue_lines(resampled)
     decide_all(lines[:10], change_every=100)  # Maria confirms ten hints at 10:15
@@ -235,7 +235,7 @@ def test_an_old_sheet_imported_again_does_not_undo_a_later_decision_of_someone_e
 
 
 def test_real_problems_come_before_hundreds_of_undecided_lines(resampled, capsys):
-    """Issue 26 item 11: three real problems were buried among 570 'undecided' lines cut at 20."""
+    """Three real problems were buried among 570 'undecided' lines cut at 20."""
     lines = queue_lines(resampled)
     assert len(lines) > 30
     decide_all(lines[:3], change_every=100)

@@ -1,5 +1,5 @@
 """An empty --warehouse is bad input (exit 2, naming the flag) for every command that takes it, never "not
-given" (issue 26, item 7: the run landed in the checkout's default warehouse)."""
+given" (the run landed in the checkout's default warehouse)."""
 
 from __future__ import annotations
 

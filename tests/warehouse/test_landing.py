@@ -61,7 +61,7 @@ def test_another_run_is_kept_when_one_is_registered(tmp_path):
 
 
 def test_rows_landed_before_a_column_was_added_register_with_it_null(tmp_path):
-    """Parquet landed by an older tooleval lacks nearest_example_cos (issue 28 item 6): registration fills it
+    """Parquet landed by an older tooleval lacks nearest_example_cos: registration fills it
     with NULL beside a newer batch that has it."""
     rows_dir, db = tmp_path / "rows", tmp_path / "tooleval.duckdb"
     older = table(2).drop_columns(["nearest_example_cos"])

@@ -1,4 +1,4 @@
-"""Registration holds a run of any size the selection produces (issue 28): the landed Parquet streams into
+"""Registration holds a run of any size the selection produces: the landed Parquet streams into
 DuckDB in batches, in one transaction, under the registration's fixed memory limit."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def test_a_run_in_many_batches_registers_every_row_once(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_a_171k_row_run_with_200_option_probability_maps_registers(tmp_path):
     """The MetaTool hold-out's shape, a little larger: 19,000 requests x 3 arms x 3 seeds, each row with a
-    200-entry probability map (~330 MB of Parquet). Ran out of memory at the 128 MB limit before issue 28."""
+    200-entry probability map (~330 MB of Parquet). Ran out of memory at the 128 MB limit when registration did not stream."""
     landed = land_large_run(tmp_path / "rows", "run1", 19_000)
     assert landed == 171_000 and REGISTER_MEMORY_LIMIT == "128MB"
     assert register_run(tmp_path, registration()) == landed

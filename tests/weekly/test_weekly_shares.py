@@ -1,5 +1,5 @@
 """The weekly report's tables agree on a tool's share: of the turns that called a tool, 'none' left out (the
-production weight), with 'none' stated apart as its share of all turns (issue 23 item 10)."""
+production weight), with 'none' stated apart as its share of all turns."""
 
 from __future__ import annotations
 
