@@ -5,12 +5,12 @@
     outcome = run_experiment("tasksets/support_tasks/experiments/four_arms.yaml")  # tasks on a surface
     outcome.report.verdict.status, outcome.exit_code
 
-``run_experiment`` runs an experiment of either instrument (tasks/instruments.py): it prepares the run once
+``run_experiment`` runs an experiment of any instrument (tasks/instrument_registry.py): it prepares the run once
 (resolve the arms, load and check the task-set versions, read the criteria) before Prefect is involved, so
 bad input fails fast and nothing is written; meanwhile a temporary Prefect server starts in its own process
-(unless ``PREFECT_API_URL`` names a running one). The evaluate flow then runs once, reusing that prepared
-run, and returns the published report: nothing is loaded or checked twice. ``report``, ``validate`` and
-``validate_tasks`` never import Prefect.
+(unless ``PREFECT_API_URL`` names a running one). The evaluate flow then runs once, handed that prepared
+run (a flow parameter), and returns the published report: nothing is loaded or checked twice. ``report``,
+``validate`` and ``validate_tasks`` never import Prefect.
 """
 
 from __future__ import annotations
@@ -113,17 +113,17 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
 
     apply_prefect_defaults()
     if not Path(experiment_path).is_file():  # a typo'd path: said now (exit 2), and no server started for it
-        prepare_run.prepare_once(experiment_path, checked=False)
+        prepare_run.prepare_run(experiment_path, checked=False)
     server = run_server()  # spawned at process start by the console script, else now
     try:
         # fail fast on bad input, while the server starts: the cheap checks first (the experiment, its files'
         # structure, the criteria, the trace target, the warehouse and the disk), then the label checks, which
         # take seconds on a cold cache; bad input is named before a dead Prefect API
-        prepared = prepare_run.prepare_once(experiment_path, checked=False)
+        prepared = prepare_run.prepare_run(experiment_path, checked=False)
         resolve_trace_target(trace, prepared.experiment)
         check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=server is not None,
                          allow_provisional=allow_provisional)
-        prepare_run.prepare_once(experiment_path)
+        checked = prepare_run.CheckedRun(prepared)  # the label checks: the flow is handed the checked run
         if server is None and (url := configured_api_url()):
             check_api_answers(url)  # a dead PREFECT_API_URL is said now, not after a minute of Prefect's retries
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run
@@ -140,7 +140,7 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
             summary = evaluate(experiment_path=str(experiment_path),
                                warehouse_dir=str(warehouse) if warehouse is not None else None,
                                use_cache=use_cache, max_calls=max_calls, max_spend_usd=max_spend_usd,
-                               allow_provisional=allow_provisional, trace=trace)
+                               allow_provisional=allow_provisional, trace=trace, prepared=checked)
     finally:
         if server is not None:
             server.stop()

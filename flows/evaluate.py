@@ -31,7 +31,7 @@ from tasks.report.publish import judge_and_publish
 from tasks.report.report_types import Report
 from tasks.run.item_counter import in_flight
 from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
-from tasks.run.prepare_run import prepare_once
+from tasks.run.prepare_run import CheckedRun, prepare_run
 from tasks.run.registration_records import new_run_id, registration_records
 from tasks.run.unpinned_cache import cache_use, start_warnings
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit, plan_units, run_unit
@@ -85,7 +85,7 @@ def register_run_task(warehouse_dir: str, registration: RunRegistration) -> int 
 class RunSummary:
     run_id: str
     instrument: str
-    """selection or surface (tasks/instruments.py)."""
+    """Its instrument's name (tasks/instrument_registry.py)."""
     n_rows: int
     """Items landed: selection rows, task runs."""
     n_units: int
@@ -172,27 +172,31 @@ def _few_collections() -> Iterator[None]:
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
 def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str | None = None,
              use_cache: bool = True, max_calls: int | None = None, max_spend_usd: float | None = None,
-             allow_provisional: bool = False, trace: str | None = None) -> RunSummary:
+             allow_provisional: bool = False, trace: str | None = None, prepared: CheckedRun | None = None
+             ) -> RunSummary:
     """Run every arm x seed of an experiment (of either instrument) and register its rows in the warehouse.
 
     ``max_calls`` / ``max_spend_usd`` cap the run's hosted-model calls (default: the experiment's budget).
     ``allow_provisional`` lets a version with provisional labels (production hints) be measured; the report
     then says so. ``trace`` (otlp://HOST:PORT) sends the run's OpenInference traces, overriding the
-    experiment's ``tracing:`` block. The task runner is set with ``evaluate.with_options(task_runner=...)``, see
-    ``flows/task_runners.py``."""
+    experiment's ``tracing:`` block. ``prepared``: the experiment at ``experiment_path``, prepared and checked
+    by the caller (the CLI, before Prefect started); without it the flow prepares its own. The task runner is
+    set with ``evaluate.with_options(task_runner=...)``, see ``flows/task_runners.py``."""
     retake()  # the tooleval command's prompt stop on SIGTERM, not Prefect's wait for the calls in flight
     started_at = datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
     run_id = run_id or new_run_id(started_at)
 
-    prepared = prepare_once(experiment_path)  # the CLI's checked run when it prepared one in this process
-    kind = prepared.instrument
-    kind.check_before_run(prepared, allow_provisional)  # provisional labels only when the run says so
-    units = plan_units(prepared)
-    budget = prepared.experiment.spec.budget
-    trace_target = resolve_trace_target(trace, prepared.experiment)
+    run = prepared.run if prepared is not None else prepare_run(experiment_path)
+    kind = run.instrument
+    if run.experiment.instrument_note:
+        get_run_logger().warning("%s", run.experiment.instrument_note)
+    kind.check_before_run(run, allow_provisional)  # provisional labels only when the run says so
+    units = plan_units(run)
+    budget = run.experiment.spec.budget
+    trace_target = resolve_trace_target(trace, run.experiment)
     cache_path = warehouse.root / "cache" / kind.store.cache_file
-    ctx = RunContext(run_id=run_id, experiment=prepared.experiment.name, warehouse=warehouse.root,
+    ctx = RunContext(run_id=run_id, experiment=run.experiment.name, warehouse=warehouse.root,
                      cache_path=cache_path if use_cache else None, ledger_path=ledger_path(cache_path),
                      max_calls=max_calls if max_calls is not None else (budget.max_calls if budget else None),
                      max_spend_usd=max_spend_usd if max_spend_usd is not None else (
@@ -200,11 +204,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                      trace=trace_target)
 
     mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
-    for line in start_warnings(prepared.experiment.arms, use_cache, cache_path.is_file()):
+    for line in start_warnings(run.experiment.arms, use_cache, cache_path.is_file()):
         get_run_logger().warning("run %s: %s", run_id, line)
     # acceptance criteria: hashed and timestamped before the first model call, judged after registration
-    registered = (register_criteria(prepared.criteria[0], kind.criteria_file, warehouse.registrations_dir, run_id)
-                  if prepared.criteria else None)
+    registered = (register_criteria(run.criteria[0], kind.criteria_file, warehouse.registrations_dir, run_id)
+                  if run.criteria else None)
 
     with _few_collections():
         futures = run_unit_task.map(units, ctx=unmapped(ctx))
@@ -220,8 +224,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         results: list[UnitResult] = futures.result()  # every unit has finished: the first failure raises, as before
 
     reached("all-landed")
-    cached = cache_use(prepared.experiment.arms, units, results)
-    registration = registration_records(prepared, units, run_id, started_at, registered, trace_target, cached)
+    cached = cache_use(run.experiment.arms, units, results)
+    registration = registration_records(run, units, run_id, started_at, registered, trace_target, cached)
     save_registration(warehouse.registrations_dir, registration)  # registrable later if the file stays held
     reached("records-saved")
     logger = get_run_logger()

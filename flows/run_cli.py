@@ -86,7 +86,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     install(command)  # SIGTERM / SIGINT stop the run at once (flows/stop_on_signal.py); idempotent
     from flows import api
-    from tasks.instruments import instrument
+    from tasks.instrument_registry import instrument
     from tasks.report.render import print_summary_line, render_terminal
 
     report_on_stderr()  # the flow's progress lines go to this command's stderr
@@ -96,7 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
     words = instrument(summary.instrument).words
     landed = [warehouse.root / folder / f"run_id={summary.run_id}"
-              for folder in instrument(summary.instrument).store.landed.values()]
+              for folder in instrument(summary.instrument).card.store.landed.values()]
     if report is None:  # landed, not registered: the file stayed held by another process
         again = f"tooleval register {summary.run_id}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
         for paragraph in (f"run {summary.run_id}: {summary.n_rows:,} {words.items} landed in "
@@ -144,7 +144,7 @@ def _warn_unpinned_cache(summary) -> None:
 
 def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
     """Calls and spend of hosted models, the resume hint when a cap stopped the run, and model halts."""
-    from tasks.instruments import instrument
+    from tasks.instrument_registry import instrument
 
     if summary.n_calls or summary.n_budget_stopped:
         caps = ", ".join(c for c in (f"max {summary.max_calls:,} calls" if summary.max_calls is not None else "",
@@ -168,7 +168,7 @@ def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
 
 def cmd_register(args: argparse.Namespace) -> int:
     from flows import api
-    from tasks.instruments import instrument
+    from tasks.instrument_registry import instrument
     from tasks.report.render import print_summary_line, render_terminal
 
     late = api.register(args.run_id, args.warehouse)

@@ -71,6 +71,10 @@ class ExperimentFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="Experiment name.")
+    instrument: str | None = Field(
+        default=None, description="What it measures with: 'selection' (which tool is picked per request) or "
+                                  "'surface' (tasks done on a tool surface). A file without it is read by its "
+                                  "arms' fields, with a note.")
     description: str = Field(default="", description="What the experiment asks.")
     taskset: str = Field(description="Path of the task-set folder, relative to the experiment file.")
     version: str = Field(description="Default task-set version for every arm.")

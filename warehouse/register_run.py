@@ -1,7 +1,7 @@
 """Register a run: load its landed Parquet and its records into the DuckDB file in one transaction.
 
 The same for every instrument: which tables a run's rows and records go to is its store
-(warehouse/tables.py). Idempotent: registering the same run again replaces its rows, so nothing is
+(its card, warehouse/stores.py). Idempotent: registering the same run again replaces its rows, so nothing is
 duplicated.
 """
 
@@ -18,7 +18,8 @@ from tasks.drill_points import reached
 from tasks.files.atomic_write import write_atomic
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
-from warehouse.tables import STORES, TABLES, InstrumentStore
+from warehouse.stores import InstrumentStore, store
+from warehouse.tables import tables
 
 REGISTER_MEMORY_LIMIT = "128MB"
 """DuckDB's memory limit while a run's rows are loaded. At its default (80% of the machine's memory) DuckDB
@@ -52,7 +53,7 @@ class RunRegistration:
 
     @property
     def store(self) -> InstrumentStore:
-        return STORES[self.instrument]
+        return store(self.instrument)
 
     @property
     def run(self) -> BaseModel:
@@ -78,8 +79,8 @@ def load_registration(registrations_dir: Path, run_id: str) -> RunRegistration |
     path = Path(registrations_dir) / run_id / RUN_RECORDS_FILE
     if not path.is_file():
         return None
-    record = json.loads(path.read_text())
-    return RunRegistration(record["instrument"], {table: [TABLES[table].model_validate(r) for r in records]
+    record, models = json.loads(path.read_text()), tables()
+    return RunRegistration(record["instrument"], {table: [models[table].model_validate(r) for r in records]
                                                   for table, records in record["tables"].items()})
 
 
@@ -93,7 +94,7 @@ def _insert(con, table: str, records: list[BaseModel], replacing: tuple[str, ...
     columns (a table shared by runs: a tool set's members, a weights window)."""
     if not records:
         return
-    con.register("_incoming", to_arrow_table(TABLES[table], [r.model_dump() for r in records]))
+    con.register("_incoming", to_arrow_table(tables()[table], [r.model_dump() for r in records]))
     try:
         if replacing:
             same = " AND ".join(f"{table}.{column} = k.{column}" for column in replacing)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from schemas.arrow import arrow_schema, duckdb_type
-from warehouse.tables import TABLES
+from warehouse.tables import tables
 from warehouse.views import view_files
 
 BEGIN, END = "<!-- schema:begin -->", "<!-- schema:end -->"
@@ -33,7 +33,7 @@ def schema_markdown() -> str:
         header = view_header(path.read_text())
         out.append(f"- `{name}` — {header.split(':', 1)[1].strip() if ':' in header else header}")
     out += ["", "Tables (each derived from a pydantic model under `schemas/`):", ""]
-    for table, model in TABLES.items():
+    for table, model in tables().items():
         out += [f"**`{table}`** — {model.__doc__.strip().splitlines()[0]}", "",
                 "| column | type | meaning |", "|---|---|---|"]
         for field in arrow_schema(model):

@@ -1,6 +1,6 @@
-"""Which tables, folders and cache each instrument keeps in a warehouse (``STORES``, by instrument name): names
-only, so a reader finds a run's tables without importing the tables' pydantic models and pyarrow
-(warehouse/tables.py, which re-exports these)."""
+"""What an instrument keeps in a warehouse (``InstrumentStore``), and every registered instrument's stores
+(``stores``): names only, so a reader finds a run's tables without importing the tables' pydantic models and
+pyarrow. Each instrument declares its store in its card (tasks/instrument_card.py)."""
 
 from __future__ import annotations
 
@@ -32,19 +32,19 @@ class InstrumentStore:
         return (*self.landed, self.run_table, self.arm_table, self.comparison_table, *self.records)
 
 
-STORES: dict[str, InstrumentStore] = {
-    "selection": InstrumentStore(
-        run_table="runs", arm_table="arms", comparison_table="comparisons", landed={"landed_rows": "rows"},
-        counts={"n_rows": "landed_rows"}, cache_file="selections.sqlite", records=("seed_orders",),
-        shared={"offered_tools": ("tool_set_id",), "production_weights": ("taskset", "window_id")}),
-    "surface": InstrumentStore(
-        run_table="task_experiments", arm_table="task_arms", comparison_table="task_comparisons",
-        landed={"task_runs": "task_runs", "task_calls": "task_calls"},
-        counts={"n_runs": "task_runs", "n_calls": "task_calls"}, cache_file="task_outcomes.sqlite"),
-}
-"""Each instrument's store, by instrument name (tasks/instruments.py)."""
+def stores() -> dict[str, InstrumentStore]:
+    """Every registered instrument's store, by instrument name (tasks/instrument_registry.py)."""
+    from tasks.instrument_registry import cards
+
+    return {name: card.store for name, card in cards().items()}
+
+
+def store(name: str) -> InstrumentStore:
+    from tasks.instrument_registry import card
+
+    return card(name).store
 
 
 def landed_folders() -> dict[str, str]:
     """Every landed table of every instrument -> its folder."""
-    return {table: folder for store in STORES.values() for table, folder in store.landed.items()}
+    return {table: folder for found in stores().values() for table, folder in found.landed.items()}

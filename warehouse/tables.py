@@ -1,44 +1,34 @@
-"""The warehouse tables, each derived from its pydantic model (additive columns migrate themselves); which
-tables, folders and cache each instrument keeps is warehouse/stores.py (re-exported here)."""
+"""The warehouse tables, each derived from its pydantic model (additive columns migrate themselves): every
+registered instrument's row models (its card's ``row_models``); which tables, folders and cache each keeps is
+warehouse/stores.py (re-exported here)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import duckdb
 from pydantic import BaseModel
 
 from schemas.arrow import arrow_schema, create_table_sql, duckdb_type
-from schemas.run_records import ComparisonRecord
-from schemas.selection.rows import (
-    OfferedTool,
-    SeedOrder,
-    SelectionArmRecord,
-    SelectionRow,
-    SelectionRunRecord,
-    WeightRecord,
-)
-from schemas.surface.rows import SurfaceArmRecord, SurfaceRunRecord, TaskCallRow, TaskRunRow
-from warehouse.stores import STORES, InstrumentStore, landed_folders  # noqa: F401 (re-exported)
+from warehouse.stores import InstrumentStore, landed_folders, store, stores  # noqa: F401 (re-exported)
 
-TABLES: dict[str, type[BaseModel]] = {
-    "landed_rows": SelectionRow,
-    "runs": SelectionRunRecord,
-    "arms": SelectionArmRecord,
-    "comparisons": ComparisonRecord,
-    "seed_orders": SeedOrder,
-    "offered_tools": OfferedTool,
-    "production_weights": WeightRecord,
-    # tasks done on a tool surface (issue 9): one row per (run, arm, seed, task), one per call, the registers
-    "task_runs": TaskRunRow,
-    "task_calls": TaskCallRow,
-    "task_experiments": SurfaceRunRecord,
-    "task_arms": SurfaceArmRecord,
-    "task_comparisons": ComparisonRecord,
-}
+
+def tables() -> dict[str, type[BaseModel]]:
+    """Table -> its model, for every registered instrument (tasks/instrument_registry.py)."""
+    from tasks.instrument_registry import cards
+
+    return {table: model for card in cards().values() for table, model in card.row_models().items()}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TABLES":  # read as a constant by benchmarks and the read-only reader
+        return tables()
+    raise AttributeError(name)
 
 
 def create_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create missing tables and add columns a newer model declares (never drops or retypes)."""
-    for table, model in TABLES.items():
+    for table, model in tables().items():
         con.execute(create_table_sql(model, table))
         existing = {row[0] for row in con.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}

@@ -1,5 +1,6 @@
-"""Create the report views from ``warehouse/views/*.sql`` (file name = view name), and before them the
-macros they share from ``warehouse/macros.sql``; and stamp the file with what made them.
+"""Create the report views from each instrument's views folder (``tasks/<instrument>/views/*.sql``, file name =
+view name; its card's ``views``), and before them the macros they share from ``warehouse/macros.sql``; and
+stamp the file with what made them.
 
 The stamp (``definitions_stamp``: a hash of the macros, the views and the tables' sources) is kept in the
 file as the macro ``tooleval_definitions()``. A connection that finds the current stamp there knows the
@@ -11,28 +12,55 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 
 import duckdb
 
-VIEWS_DIR = Path(__file__).resolve().parent / "views"
 MACROS_FILE = Path(__file__).resolve().parent / "macros.sql"
 STAMP_MACRO = "tooleval_definitions"
 _SOURCES = (Path(__file__).resolve().parent, Path(__file__).resolve().parents[1] / "schemas")
-"""What the file's tables, macros and views are made from: this package's SQL and Python (the tables'
-DDL, tables.py) and the pydantic models in schemas/."""
+"""What the file's tables, macros and views are made from, besides the instruments' views and cards: this
+package's SQL and Python (the tables' DDL, tables.py) and the pydantic models in schemas/."""
 
 
-@lru_cache(maxsize=1)
+def views_folders() -> list[Path]:
+    """Every registered instrument's views folder (tasks/instrument_registry.py)."""
+    from tasks.instrument_registry import cards
+
+    return [card.views for card in cards().values() if card.views is not None]
+
+
 def definitions_stamp() -> str:
     """A hash of every source the warehouse's tables, macros and views are made from (read as text: no
-    import)."""
+    import): this package, schemas/, and each registered instrument's card and views."""
+    from tasks.instrument_registry import INSTRUMENTS
+
+    return _stamp(tuple(INSTRUMENTS.items()))
+
+
+@lru_cache(maxsize=4)
+def _stamp(instruments: tuple[tuple[str, str], ...]) -> str:
     digest = hashlib.sha256()
     for root in _SOURCES:
         for path in _sources_under(root):
             digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, path in _instrument_sources():
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def _instrument_sources() -> list[tuple[str, Path]]:
+    """Each registered instrument's card module (its store and row models) and view files, by a stable name."""
+    from tasks.instrument_registry import INSTRUMENTS, cards
+
+    found = []
+    for name, card in cards().items():
+        found.append((f"{name}/card.py", Path(sys.modules[f"{INSTRUMENTS[name]}.card"].__file__ or "")))
+        if card.views is not None:
+            found += [(f"{name}/views/{path.name}", path) for path in sorted(card.views.glob("*.sql"))]
+    return found
 
 
 def _sources_under(root: Path) -> list[Path]:
@@ -59,7 +87,9 @@ def write_stamp(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def view_files() -> dict[str, Path]:
-    return {path.stem: path for path in sorted(VIEWS_DIR.glob("*.sql"))}
+    """View name -> its file, for every registered instrument's views."""
+    return {path.stem: path for path in sorted((path for folder in views_folders() for path in folder.glob("*.sql")),
+                                               key=lambda path: path.stem)}
 
 
 def create_macros(con: duckdb.DuckDBPyConnection, temporary: bool = False) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
 from pydantic import ValidationError
 
@@ -14,8 +14,11 @@ from schemas.experiment import ArmSpec, Comparison, ExperimentFile
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.yaml_files import load_yaml
-from tasks.instruments import instrument, instrument_of
+from tasks.instrument_registry import instrument, instrument_of
 from tasks.taskset.load_taskset import load_prompt
+
+if TYPE_CHECKING:
+    from tasks.instrument_api import Instrument
 
 SEED_LIMIT = 2 ** 63
 MIN_SEEDS = 3
@@ -102,7 +105,9 @@ class ResolvedExperiment:
     arms: tuple[ResolvedArm, ...]
     comparisons: tuple[ResolvedComparison, ...]
     instrument: str
-    """The instrument the experiment measures with (tasks/instruments.py)."""
+    """The instrument the experiment measures with (tasks/instrument_registry.py)."""
+    instrument_note: str | None = None
+    """Said when the file does not name its instrument and it was inferred from its arms."""
 
     @property
     def name(self) -> str:
@@ -120,18 +125,20 @@ class ResolvedExperiment:
         return next(a for a in self.arms if a.name == name)
 
 
-def read_experiment(path: Path) -> tuple[Any, ExperimentFile]:
-    """The experiment's instrument (tasks/instrument.py) and the file, parsed and validated against that
-    instrument's experiment file, naming the file and the line."""
+def read_experiment(path: Path) -> tuple[Instrument, ExperimentFile, str | None]:
+    """The experiment's instrument (tasks/instrument_api.py), the file, parsed and validated against that
+    instrument's experiment file, naming the file and the line, and a note when the file does not name its
+    instrument."""
     path = Path(path)
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "experiment file not found")
     data = load_yaml(path.read_bytes(), str(path))
     if not isinstance(data, dict):
         raise InputError.one(str(path), "", "schema", "an experiment file is a YAML mapping")
-    kind = instrument(instrument_of(data, str(path)))
+    name, note = instrument_of(data, str(path))
+    kind = instrument(name)
     try:
-        return kind, kind.experiment_file.model_validate(data)
+        return kind, kind.experiment_file.model_validate(data), note
     except ValidationError as error:
         problems = [
             Problem(str(path), ".".join(str(p) for p in e["loc"]), "schema", e["msg"]) for e in error.errors()
@@ -201,7 +208,7 @@ def experiment_name_problems(spec: ExperimentFile, file: str) -> list[Problem]:
     return []
 
 
-def resolve_arms(kind: Any, spec: ExperimentFile, context: ArmContext, file: str, only: str | None = None
+def resolve_arms(kind: Instrument, spec: ExperimentFile, context: ArmContext, file: str, only: str | None = None
                  ) -> tuple[list[ResolvedArm], list[Problem]]:
     """Every arm (or the arm named ``only``) merged with the defaults, checked for completeness, then resolved
     by its instrument."""
@@ -265,7 +272,7 @@ def resolve_experiment(path: Path, only_arm: str | None = None) -> ResolvedExper
     (``tooleval fit``): another arm's problem, such as naming the cut-off file that command is about to write,
     is for the run to report."""
     path = Path(path)
-    kind, spec = read_experiment(path)
+    kind, spec, note = read_experiment(path)
     file = str(path)
     taskset_dir = (path.parent / spec.taskset).resolve()
     if not taskset_dir.is_dir():
@@ -279,4 +286,4 @@ def resolve_experiment(path: Path, only_arm: str | None = None) -> ResolvedExper
         raise InputError(problems)
     return ResolvedExperiment(path=path, experiment_hash=sha256_hex(path.read_bytes()), spec=spec,
                               taskset_dir=taskset_dir, arms=tuple(arms), comparisons=tuple(comparisons),
-                              instrument=kind.name)
+                              instrument=kind.name, instrument_note=note)

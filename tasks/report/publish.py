@@ -4,7 +4,7 @@ building its own tables (``Instrument.load_figures``, ``Instrument.build_report`
 
 The verdict a run gets when it finishes is kept in ``registrations/<run_id>/verdict.json``: a later
 ``tooleval report`` shows that record rather than judging again, and reads the run with the instrument's
-report reader (tasks/instruments.py ``report_reader``) alone; judging (the criteria files, the gate kinds)
+report reader (tasks/instrument_registry.py ``report_reader``) alone; judging (the criteria files, the gate kinds)
 and writing the report files import what they need when they run.
 """
 
@@ -12,18 +12,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from schemas.criteria import Verdict
 from tasks.files.input_errors import InputError
-from tasks.instruments import instrument, report_reader
+from tasks.instrument_registry import card, cards, instrument, report_reader
 from tasks.report.read_only import open_read_only, require_warehouse  # noqa: F401 (re-exported)
 from tasks.report.report_types import Report
 from warehouse.connect import WarehouseUnreadable
 from warehouse.location import Warehouse
-from warehouse.stores import STORES
+from warehouse.stores import stores
+
+if TYPE_CHECKING:
+    from tasks.instrument_api import Figures, Instrument
 
 VERDICT_FILE = "verdict.json"
 
@@ -37,26 +40,22 @@ if they must)."""
 
 def run_instrument(con: duckdb.DuckDBPyConnection, run_id: str) -> str | None:
     """The instrument that registered ``run_id`` in this warehouse (None: no such run)."""
-    for name, store in STORES.items():
+    for name, store in stores().items():
         if con.execute(f"SELECT count(*) FROM {store.run_table} WHERE run_id = ?", [run_id]).fetchall()[0][0]:
             return name
     return None
 
 
-RUN_KINDS = {"selection": ("selection run", "tooleval report {run_id}"),
-             "surface": ("task run", "tooleval tasks report {run_id}")}
-"""Each instrument's runs: what they are called, and the command that reads one."""
-
-
 def other_instrument(run_id: str, name: str, command: str) -> str:
     """Why ``command`` does not read ``run_id``, registered by instrument ``name``, and which command does."""
-    kind, reader = RUN_KINDS[name]
-    return f"run {run_id} is a {kind}, which `{command}` does not read: read it with `{reader.format(run_id=run_id)}`"
+    other = card(name)
+    return (f"run {run_id} is a {other.run_kind}, which `{command}` does not read: read it with "
+            f"`{other.report_command} {run_id}`")
 
 
 def latest_runs(con: duckdb.DuckDBPyConnection, instrument_name: str | None = None, limit: int = 1) -> list[str]:
     """The run ids registered last (of one instrument, or of any), latest first."""
-    tables = [store.run_table for name, store in STORES.items() if instrument_name in (None, name)]
+    tables = [store.run_table for name, store in stores().items() if instrument_name in (None, name)]
     union = " UNION ALL ".join(f"SELECT run_id, finished_at FROM {table}" for table in tables)
     return [r for (r,) in con.execute(f"SELECT run_id FROM ({union}) ORDER BY finished_at DESC, run_id DESC "
                                       f"LIMIT {int(limit)}").fetchall()]
@@ -64,7 +63,7 @@ def latest_runs(con: duckdb.DuckDBPyConnection, instrument_name: str | None = No
 
 def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None,
                  latest_out: dict[str, str | None] | None = None) -> tuple[str, Any]:
-    """A registered run's instrument name (tasks/instruments.py) and figures (default: the latest run, of
+    """A registered run's instrument name (tasks/instrument_registry.py) and figures (default: the latest run, of
     ``instrument_name`` when given). An absent warehouse or an unknown run id is bad input (InputError naming
     the file and the run). ``latest_out``: filled with the latest run of any instrument ('None') and of each."""
     require_warehouse(warehouse.db_path)
@@ -74,7 +73,7 @@ def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_nam
         raise InputError.one(str(warehouse.db_path), "", "warehouse-readable",
                              f"not a DuckDB file this tooleval can read ({error}); move it away and rerun the "
                              "experiment, or give --warehouse DIR") from None
-    what = "task run" if instrument_name == "surface" else "run"
+    what = card(instrument_name).run_kind if instrument_name else "run"
     try:
         con.execute(f"SET memory_limit = '{REPORT_MEMORY_LIMIT}'")
         if run_id is None:
@@ -84,22 +83,21 @@ def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_nam
             run_id = latest[0]
         name = run_instrument(con, run_id)
         if name is not None and instrument_name not in (None, name):
-            command = "tooleval tasks report" if instrument_name == "surface" else "tooleval report"
             raise InputError.one(str(warehouse.db_path), f"run {run_id}", "run-instrument",
-                                 other_instrument(run_id, name, command))
+                                 other_instrument(run_id, name, card(instrument_name).report_command))
         if name is None:
             recent = latest_runs(con, instrument_name, limit=3)
             raise InputError.one(str(warehouse.db_path), f"run {run_id}", "run-registered",
                                  f"no such {what} in this warehouse" + (f"; the latest: {', '.join(recent)}"
                                                                         if recent else ""))
         if latest_out is not None:
-            latest_out.update({str(kind): next(iter(latest_runs(con, kind)), None) for kind in (None, *STORES)})
+            latest_out.update({str(kind): next(iter(latest_runs(con, kind)), None) for kind in (None, *cards())})
         return name, report_reader(name).load_figures(con, run_id)
     finally:
         con.close()
 
 
-def judge_registered(kind: Any, figures: Any, warehouse: Warehouse, check_source: bool) -> Verdict:
+def judge_registered(kind: Instrument, figures: Figures, warehouse: Warehouse, check_source: bool) -> Verdict:
     """Judge the run against the criteria it registered; refuse when they cannot be trusted.
 
     ``kind``: the run's ``Instrument``. ``check_source``: also refuse when the criteria file itself changed

@@ -13,7 +13,7 @@ from tasks.report.publish import PublishedReport, judge_and_publish
 from warehouse.connect import WarehouseBusy, connect
 from warehouse.location import Warehouse
 from warehouse.register_run import load_registration, register_run, saved_run_ids
-from warehouse.tables import STORES
+from warehouse.stores import stores
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class LateRegistration:
     n_rows: int
     published: PublishedReport
     instrument: str = "selection"
-    """The run's instrument (tasks/instruments.py)."""
+    """The run's instrument (tasks/instrument_registry.py)."""
 
 
 def registered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> set[str]:
@@ -31,7 +31,7 @@ def registered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> set
     con = connect(warehouse.db_path, read_only=True, wait_s=wait_s)
     try:
         present = {name for (name,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        return {run_id for store in STORES.values() if store.run_table in present  # an older file may lack one
+        return {run_id for store in stores().values() if store.run_table in present  # an older file may lack one
                 for (run_id,) in con.execute(f"SELECT run_id FROM {store.run_table}").fetchall()}
     finally:
         con.close()

@@ -35,7 +35,7 @@ from tasks.run.deferred_registration import LateRegistration, register_waiting_r
 from warehouse.connect import WarehouseBusy
 from warehouse.location import Warehouse
 from warehouse.register_run import RUN_RECORDS_FILE
-from warehouse.tables import landed_folders
+from warehouse.stores import landed_folders
 
 OWNER_FILE = "owner.json"
 STALE_TEMPORARY_S = 600.0

@@ -33,7 +33,7 @@ from tasks.files.write_probe import write_refusal
 from tasks.run.prepare_run import PreparedRun
 from warehouse.connect import WarehouseBusy, WarehouseUnreadable, connect
 from warehouse.location import Warehouse
-from warehouse.tables import STORES, landed_folders
+from warehouse.stores import landed_folders, stores
 
 BYTES_PER_ROW = 400
 """A generous bound on what one row costs on disk: Parquet (~10 B compressed), the DuckDB table, the cache."""
@@ -57,25 +57,6 @@ def disk_needed(rows: int, db_path: Path, map_entries: int = 0) -> int:
     return rows * BYTES_PER_ROW + map_entries * MAP_ENTRY_BYTES + DISK_MARGIN_BYTES + existing
 
 
-def probability_map_entries(prepared: PreparedRun) -> int:
-    """At most how many probability-map entries the run's rows carry: per row one per option offered (its
-    arm's catalogue, or the request's own tools, and 'none'), twice when the arm routes through a decision
-    model (the router's map beside the selector's). Counted for every selection arm, as if its selector gave
-    probabilities; arms without a catalogue attribute (tasks on a surface) land no maps."""
-    total = 0
-    for arm in prepared.experiment.arms:
-        if not hasattr(arm, "catalogue"):
-            continue
-        options = getattr(arm, "selector_options", None) or {}
-        maps = 2 if options.get("route") or options.get("router") else 1
-        items = prepared.instrument.work_items(prepared.versions[arm.version])
-        if arm.catalogue is not None:
-            total += len(items) * (len(arm.catalogue.tools) + 1) * maps
-        else:
-            total += sum(len(getattr(item, "tools", None) or ()) + 1 for item in items) * maps
-    return total * len(prepared.experiment.seeds)
-
-
 def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
     """Can ``directory`` be written (or made)? Writes nothing that stays: the nearest existing folder is
     tried with a temporary file that is removed at once."""
@@ -92,11 +73,16 @@ def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
     return []
 
 
-WAREHOUSE_FOLDERS = (*dict.fromkeys(landed_folders().values()), "registrations", "reports", "cache",
-                     "tooleval.duckdb.tmp")
-"""Folders a run writes in, checked when they exist; ``tooleval.duckdb.tmp`` holds registration's spill files."""
-WAREHOUSE_FILES = ("tooleval.duckdb", "tooleval.duckdb.wal",
-                   *(f"cache/{store.cache_file}{end}" for store in STORES.values() for end in ("", "-wal", "-shm")))
+def warehouse_folders() -> tuple[str, ...]:
+    """Folders a run writes in, checked when they exist; ``tooleval.duckdb.tmp`` holds registration's spill
+    files."""
+    return (*dict.fromkeys(landed_folders().values()), "registrations", "reports", "cache", "tooleval.duckdb.tmp")
+
+
+def warehouse_files() -> tuple[str, ...]:
+    """Files a run writes, checked when they exist: the DuckDB file and every instrument's result cache."""
+    return ("tooleval.duckdb", "tooleval.duckdb.wal",
+            *(f"cache/{store.cache_file}{end}" for store in stores().values() for end in ("", "-wal", "-shm")))
 
 
 def _read_only(path: Path) -> str | None:
@@ -116,11 +102,11 @@ def warehouse_writable(warehouse: Warehouse) -> list[Problem]:
     problems = _writable(warehouse.root, "the warehouse folder", "warehouse-writable")
     if problems or not warehouse.root.is_dir():
         return problems
-    for name in WAREHOUSE_FOLDERS:
+    for name in warehouse_folders():
         folder = warehouse.root / name
         if folder.exists():
             problems += _writable(folder, f"the warehouse's {name}/ folder", "warehouse-writable")
-    for name in WAREHOUSE_FILES:
+    for name in warehouse_files():
         path = warehouse.root / name
         if path.is_file() and (why := _read_only(path)):
             problems.append(Problem(str(path), "", "warehouse-writable",
@@ -156,7 +142,7 @@ def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect
         while not existing.exists():
             existing = existing.parent
         free = shutil.disk_usage(existing).free
-        entries = probability_map_entries(prepared)
+        entries = prepared.instrument.extra_disk_entries(prepared)
         needed = disk_needed(rows, warehouse.db_path, entries)
         if free < needed:
             maps = f" with {entries:,} probability-map entries" if entries else ""

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schemas.criteria import CriteriaFile
 from schemas.taskset import ProductionWeights
 from tasks.experiment.criteria import experiment_criteria
 from tasks.experiment.resolve_experiment import ResolvedExperiment, resolve_experiment
-from tasks.instruments import instrument
+from tasks.instrument_registry import instrument
+
+if TYPE_CHECKING:
+    from tasks.instrument_api import Instrument
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,8 @@ class PreparedRun:
     """False until the checks that cost seconds ran (``check_prepared``)."""
 
     @property
-    def instrument(self) -> Any:
-        """The experiment's ``Instrument`` (tasks/instrument.py)."""
+    def instrument(self) -> Instrument:
+        """The experiment's ``Instrument`` (tasks/instrument_api.py)."""
         return instrument(self.experiment.instrument)
 
     @property
@@ -78,22 +81,14 @@ def check_prepared(prepared: PreparedRun) -> PreparedRun:
     return replace(prepared, checks=checks, checked=True)
 
 
-_PREPARED: dict[tuple[str, int, int], PreparedRun] = {}
+class CheckedRun:
+    """A prepared and checked run, handed to the evaluate flow (flows/evaluate.py ``prepared``) by the process
+    that prepared it before Prefect started (flows/api.py), so the flow does not load and check the task set a
+    second time. Prefect records a flow run's parameters: it cannot encode this object (it has no
+    ``__dict__``) and records '<CheckedRun>', not the run's requests. A deployment's flow run is given none
+    and prepares its own."""
 
+    __slots__ = ("run",)
 
-def prepare_once(experiment_path: Path | str, *, checked: bool = True) -> PreparedRun:
-    """``prepare_run`` at most once per experiment file per process: the CLI prepares before Prefect starts
-    (bad input fails fast, before any model call: first the cheap checks with ``checked=False``, then the
-    label checks) and the flow it then runs gets the same checked run instead of loading and checking the
-    task set a second time. A deployment's flow run, in a process of its own, prepares here for the first
-    time. The key holds the file's path, size and modification time, so an edited experiment file is
-    prepared again."""
-    path = Path(experiment_path).resolve()
-    stat = path.stat() if path.is_file() else None
-    key = (str(path), stat.st_size if stat else -1, stat.st_mtime_ns if stat else -1)
-    prepared = _PREPARED.get(key) or prepare_run(experiment_path, checked=False)
-    if checked:
-        prepared = check_prepared(prepared)
-    _PREPARED.clear()  # one prepared run per process at a time: a run's requests can be large
-    _PREPARED[key] = prepared
-    return prepared
+    def __init__(self, run: PreparedRun) -> None:
+        self.run = check_prepared(run)

@@ -17,10 +17,10 @@ import pyarrow as pa
 
 from tasks.drill_points import reached
 from tasks.experiment.resolve_experiment import ResolvedArm
-from tasks.instruments import instrument
+from tasks.instrument_registry import instrument
 from tasks.run.item_counter import unit_done, unit_landed, unit_started
 from warehouse.parquet_store import write_partition
-from warehouse.tables import landed_folders
+from warehouse.stores import landed_folders
 
 if TYPE_CHECKING:  # tracing is imported only by a run that traces
     from tasks.run.prepare_run import PreparedRun

@@ -30,7 +30,7 @@ class ProposedCall:
 
 UNFILLED_REASON = "the agent could not fill argument "
 """How an invalid call's reason starts when the agent had no value for a required argument: the names follow,
-comma-separated, then ': ' and the schema's complaint (warehouse/views/task_unfilled_arguments.sql reads them)."""
+comma-separated, then ': ' and the schema's complaint (tasks/surface/views/task_unfilled_arguments.sql reads them)."""
 
 
 def unfilled_reason(names: tuple[str, ...], detail: str) -> str:

@@ -1,8 +1,9 @@
 """The task instrument: tasks done by an agent on a tool surface (seed 001), each a request, fixtures, an
 outcome assertion and a budget, scored on the outcome; counted per call (invalid vs error vs retry) and per
-tool, with the counters a redesign may make worse. What it says to the core (tasks/instrument.py), each
+tool, with the counters a redesign may make worse. What it says to the core (tasks/instrument_api.py), each
 part from its own module:
 
+    card.py           its store in a warehouse, row models and report reader, read without importing it
     arms.py           an arm: a surface (a toolkit or MCP servers, through a transform) and the agent on it
     load_tasks.py     a version's tasks and fixtures, checked against the arms' surfaces (task_checks.py)
     run_unit.py       a unit: the agent loop per task (agent_loop.py, execute_call.py, score_task.py), cached
@@ -17,8 +18,9 @@ from __future__ import annotations
 from schemas.surface.criteria import SurfaceCriteria
 from schemas.surface.experiment import SURFACE_RESPECTS, SurfaceExperimentFile
 from schemas.surface.rows import SurfaceRunRecord
-from tasks.instrument import Instrument, Words
+from tasks.instrument_api import Instrument, Words
 from tasks.surface.arms import arm_record, fill_surface_arm, resolve_surface_arm
+from tasks.surface.card import CARD
 from tasks.surface.catalogue_drift import check_pinned_servers
 from tasks.surface.figures import load_surface_figures
 from tasks.surface.gates import JUDGES, task_runs_not_carried_out
@@ -26,12 +28,15 @@ from tasks.surface.mcp_backend import close_pools
 from tasks.surface.task_checks import load_surface_versions
 from tasks.surface.run_unit import run_task_unit, task_inputs
 from tasks.surface.tables import build_surface_report
+from tasks.surface.validate_lines import surface_notes, task_check_lines
 
 INSTRUMENT = Instrument(
-    name="surface", experiment_file=SurfaceExperimentFile, criteria_file=SurfaceCriteria, respects=SURFACE_RESPECTS,
+    name="surface", card=CARD, experiment_file=SurfaceExperimentFile, criteria_file=SurfaceCriteria,
+    respects=SURFACE_RESPECTS,
     arm_fields=("surface", "prompt", "agent", "model"), fill_arm=fill_surface_arm, run_record=SurfaceRunRecord,
     words=Words(items="task runs", ok="succeeded", failed="could not be carried out (provider, budget, surface)",
                 counted="runs", doing="running tasks"),
     resolve_arm=resolve_surface_arm, load=load_surface_versions, work_items=task_inputs, run_unit=run_task_unit,
     arm_record=arm_record, load_figures=load_surface_figures, judges=JUDGES, build_report=build_surface_report,
-    units_done=close_pools, not_carried_out=task_runs_not_carried_out, check_before_run=check_pinned_servers)
+    units_done=close_pools, not_carried_out=task_runs_not_carried_out, check_before_run=check_pinned_servers,
+    check_lines=task_check_lines, validate_notes=surface_notes)

@@ -68,7 +68,7 @@ def test_a_crash_is_one_message_and_its_own_exit_code(tmp_path, capsys, monkeypa
     def broken(*args, **kwargs):
         raise RuntimeError("something inside broke")
 
-    monkeypatch.setattr(tasks.run.prepare_run, "prepare_once", broken)  # flows/api.py calls it through its module
+    monkeypatch.setattr(tasks.run.prepare_run, "prepare_run", broken)  # flows/api.py calls it through its module
     experiment = write_experiment(write_taskset(tmp_path / "shop"))
     code, _, err = run_cli(capsys, "run", str(experiment), "--warehouse", str(tmp_path / "wh"))
     assert code == EXIT_CRASHED and "something inside broke" in err and "Traceback" not in err

@@ -110,7 +110,7 @@ IMPORTS_BEFORE_API = """
 import sys
 from flows.imports_before_api import import_before_api
 from tasks.run import prepare_run
-prepared = prepare_run.prepare_once(sys.argv[1], checked=False)
+prepared = prepare_run.prepare_run(sys.argv[1], checked=False)
 before = {name for name in ("pandas", "bm25s", "fastapi.encoders", "prefect.flow_engine") if name in sys.modules}
 import_before_api(prepared)
 after = {name for name in ("pandas", "bm25s", "fastapi.encoders", "prefect.flow_engine") if name in sys.modules}

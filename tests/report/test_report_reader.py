@@ -1,19 +1,22 @@
-"""What ``tooleval report`` takes of an instrument (tasks/instruments.py ``report_reader``) is the instrument's own
-figures and report tables: the same functions its ``Instrument`` declares, found without importing it."""
+"""What ``tooleval report`` takes of an instrument (tasks/instrument_registry.py ``report_reader``) is the
+instrument's own figures and report tables: the same functions its ``Instrument`` declares, found through its
+card without importing it."""
 
 from __future__ import annotations
 
 import pytest
 
-from tasks.instruments import MODULES, REPORT_PARTS, instrument, report_reader
+from tasks.instrument_registry import INSTRUMENTS, card, instrument, report_reader
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
+@pytest.mark.parametrize("name", sorted(INSTRUMENTS))
 def test_the_report_reader_is_the_instruments_figures_and_tables(name):
     reader, kind = report_reader(name), instrument(name)
     assert reader.name == kind.name == name
     assert reader.load_figures is kind.load_figures and reader.build_report is kind.build_report
 
 
-def test_every_instrument_has_a_report_reader():
-    assert set(REPORT_PARTS) == set(MODULES)
+@pytest.mark.parametrize("name", sorted(INSTRUMENTS))
+def test_an_instruments_card_is_the_one_its_instrument_carries(name):
+    assert instrument(name).card is card(name) and card(name).name == name
+    assert set(card(name).row_models()) >= set(card(name).store.run_tables)

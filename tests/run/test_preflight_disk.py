@@ -12,7 +12,7 @@ import pytest
 
 from tasks.files.input_errors import InputError
 from tasks.run.prepare_run import prepare_run
-from tasks.run.preflight import MAP_ENTRY_BYTES, check_before_run, disk_needed, probability_map_entries
+from tasks.run.preflight import MAP_ENTRY_BYTES, check_before_run, disk_needed
 from warehouse.location import Warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,13 +30,14 @@ def test_each_probability_map_entry_adds_its_bytes(tmp_path):
 def test_entries_are_one_per_offered_option_and_none_for_every_row():
     ladder = prepare_run(LADDER, checked=False)
     # 540 requests x 3 seeds on rungs of 18, 22, 26 and 30 tools, each map also holding 'none'
-    assert probability_map_entries(ladder) == 540 * 3 * (19 + 23 + 27 + 31)
-    assert probability_map_entries(prepare_run(OFFICE, checked=False)) == 0  # tasks on a surface land no maps
+    assert ladder.instrument.extra_disk_entries(ladder) == 540 * 3 * (19 + 23 + 27 + 31)
+    office = prepare_run(OFFICE, checked=False)
+    assert office.instrument.extra_disk_entries(office) == 0  # tasks on a surface land no maps
 
 
 def test_a_run_whose_maps_do_not_fit_is_refused_before_it_selects(tmp_path, monkeypatch):
     prepared = prepare_run(LADDER, checked=False)
-    rows, entries = prepared.planned_items, probability_map_entries(prepared)
+    rows, entries = prepared.planned_items, prepared.instrument.extra_disk_entries(prepared)
     free = disk_needed(rows, tmp_path / "tooleval.duckdb", entries) - 1
     assert free > disk_needed(rows, tmp_path / "tooleval.duckdb")  # enough for the rows alone
     Usage = namedtuple("Usage", "total used free")

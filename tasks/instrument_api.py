@@ -1,6 +1,7 @@
-"""What an instrument says to the core, as one typed record (``Instrument``): the only place the core and an
-instrument meet. Each instrument declares one (``INSTRUMENT`` in tasks/selection/instrument.py and
-tasks/surface/instrument.py) from functions of its own modules; tasks/instruments.py finds it by name.
+"""What an instrument says to the core, as one typed record (``Instrument``): with its card
+(tasks/instrument_card.py), the only place the core and an instrument meet. Each instrument declares one
+(``INSTRUMENT`` in its package's instrument.py) from functions of its own modules; tasks/instrument_registry.py
+finds it by name.
 
 The core is the path every measurement takes: ``tasks/experiment`` (resolve the arms, the one-change rule,
 seeds and pinned ids, read the criteria), ``tasks/run`` (check before anything runs, plan work units, run and
@@ -13,23 +14,37 @@ it registers besides the run, its arms and comparisons, and its figures, gate ki
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
-from duckdb import DuckDBPyConnection
 from pydantic import BaseModel
 
 from schemas.criteria import CriteriaFile, GateResult, Verdict
 from schemas.experiment import ExperimentFile
 from schemas.run_records import ArmRecord, RunRecord
 from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm, ResolvedExperiment
+from tasks.instrument_card import InstrumentCard
 from tasks.report.report_types import Report
 from tasks.run.prepare_run import Loaded, PreparedRun
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit
-from warehouse.tables import STORES, InstrumentStore
+from warehouse.stores import InstrumentStore
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 
 def _nothing(*args: Any) -> None:
     return None
+
+
+class Figures(Protocol):
+    """What the core reads of an instrument's figures (the rest is the instrument's own)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def run(self) -> dict[str, Any]:
+        """The run record, as registered."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,8 @@ class Instrument:
     """What one instrument says to the core: one object each (``INSTRUMENT`` in its module)."""
 
     name: str
+    card: InstrumentCard
+    """What the core reads of it without importing it: its store, row models, report reader, run words."""
     experiment_file: type[ExperimentFile]
     """The experiment file's schema, with the instrument's arms, comparisons and defaults."""
     criteria_file: type[CriteriaFile]
@@ -79,7 +96,7 @@ class Instrument:
     arm_record: Callable[[ResolvedArm, dict[str, Any]], ArmRecord]
     """The arm's record; the dict holds the fields every instrument's arm record has."""
     # -- the report ----------------------------------------------------------------------------------------
-    load_figures: Callable[[DuckDBPyConnection, str], Any]
+    load_figures: Callable[[DuckDBPyConnection, str], Figures]
     """A registered run's figures, read from its views: what the gates judge and the report shows."""
     judges: Mapping[str, Callable[..., GateResult]]
     """Gate kind -> the function that judges it on the instrument's figures."""
@@ -104,8 +121,16 @@ class Instrument:
     units_done: Callable[[], None] = _nothing
     """Called once every unit of the run has finished (in the process that ran them): release what the units
     kept warm across tasks (e.g. MCP server instances)."""
+    check_lines: Callable[[Any], list[str]] = lambda found: [str(found)]
+    """What a version's checks found (``Loaded.checks``), as ``tooleval validate`` says it: one line, then
+    its details."""
+    validate_notes: Callable[[Sequence[ResolvedArm]], list[str]] = lambda arms: []
+    """Lines ``tooleval validate`` adds about the arms (warnings, what was pinned), each indented by two."""
+    extra_disk_entries: Callable[[PreparedRun], int] = lambda prepared: 0
+    """At most how many map entries (e.g. probability maps) the run's rows carry beyond their columns: the
+    disk the preflight asks for counts them (tasks/run/preflight.py)."""
 
     @property
     def store(self) -> InstrumentStore:
-        """The tables, folders and cache it keeps in a warehouse (warehouse/tables.py)."""
-        return STORES[self.name]
+        """The tables, folders and cache it keeps in a warehouse (warehouse/stores.py)."""
+        return self.card.store

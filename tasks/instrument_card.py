@@ -1,0 +1,52 @@
+"""What the core reads of an instrument without importing it (``InstrumentCard``): its store in a warehouse,
+its row models, the words its runs are called by, its report reader and how an old experiment file that
+names no instrument is recognised as its own. Each instrument's ``card.py`` declares one (``CARD``); reading
+a card costs no import of the instrument's modules (their functions are imported when first called)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from warehouse.stores import InstrumentStore
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from tasks.report.report_types import Report
+
+
+@dataclass(frozen=True)
+class ReportReader:
+    """An instrument's parts that read a registered run's report: ``Instrument.load_figures`` and
+    ``Instrument.build_report``, the same functions."""
+
+    name: str
+    load_figures: Callable[..., object]
+    build_report: Callable[..., Report]
+
+
+@dataclass(frozen=True)
+class InstrumentCard:
+    """What one instrument keeps in a warehouse and says of its runs, readable without importing it."""
+
+    name: str
+    store: InstrumentStore
+    """Its tables, landed folders and result cache (warehouse/stores.py)."""
+    row_models: Callable[[], dict[str, type[BaseModel]]]
+    """Table -> the pydantic model each of its store's tables is derived from (imported when called)."""
+    report_parts: Callable[[], tuple[Callable[..., object], Callable[..., Report]]]
+    """Its figures reader and its report builder (imported when called): what ``tooleval report`` needs."""
+    run_kind: str
+    """What one of its runs is called in a message: 'selection run', 'task run'."""
+    report_command: str
+    """The command that reads one of its runs' report: 'tooleval report', 'tooleval tasks report'."""
+    arm_marks: tuple[str, ...] = ()
+    """Arm fields only this instrument has: how an experiment file that does not say ``instrument:`` is
+    recognised (files written before it was required)."""
+    views: Path | None = None
+    """Its folder of report views (``*.sql``, file name = view name), created after the shared ones."""
+
+    def report_reader(self) -> ReportReader:
+        return ReportReader(self.name, *self.report_parts())
