@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import pytest
 
 from tests.drill.harness import WAITING, Holder
 from tests.factories import ROOT
+from tests.factories.ports import free_port
 from tests.factories.taskset import write_support_experiment
 from warehouse.connect import connect
 
@@ -29,12 +29,6 @@ pytestmark = pytest.mark.slow
 PREFECT = str(Path(sys.executable).parent / "prefect")
 PREFECT_YAML = ROOT / "deployments" / "prefect.yaml"
 TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Processes:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,14 +20,9 @@ import httpx
 import pytest
 
 from tests.factories import ROOT
+from tests.factories.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("make") is None, reason="needs make")]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_the_ui_of_make_prefect_server_calls_the_api_on_its_own_port(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 
 from flows.cli import main
 from flows.exit_codes import EXIT_BAD_INPUT, EXIT_NOT_JUDGED, EXIT_NOT_REGISTERED, EXIT_OK
+from tests.factories.cli import run_cli
 from tests.factories.processes import hold
 from tests.factories.taskset import write_experiment, write_taskset
 from tests.surface.tiny_desk import write_desk
@@ -22,12 +23,6 @@ gates:
   - {name: floors, kind: success_floor, floors: {tickets: 0.0}, arms: all}
   - {name: tools, kind: tool_invalid_rate, max_rate: 1.0, min_calls: 1, arms: all}
 """
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def desk_experiment(root, criteria: str = DESK_CRITERIA, experiment: str | None = None):

@@ -8,14 +8,9 @@ import yaml
 
 from flows.cli import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_OK, main
 from flows.exit_codes import EXIT_CRASHED, EXIT_NOT_REGISTERED
+from tests.factories.cli import run_cli
 from tests.factories.processes import hold
 from tests.factories.taskset import write_experiment, write_taskset
-
-
-def run_cli(capsys, *args) -> tuple[int, str, str]:
-    code = main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.mark.parametrize("seeds, rule", [([], "[seeds-given]"), ([1, 2, 2 ** 63], "[seed-range]")])

@@ -29,6 +29,7 @@ from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import freeze_task_version, load_task_version
 from tasks.surface.mcp_backend import close_pools, marks_from_annotations
 from tasks.surface.task_checks import check_tasks
+from tests.factories.ports import free_port
 from tests.surface.scripted_agent import ScriptedAgent, calls, say
 
 SERVER = Path(__file__).with_name("text_error_server.py")
@@ -153,12 +154,6 @@ def test_a_bad_matcher_or_reset_call_is_named_before_any_task(tmp_path):
 
 
 # -- a URL server: per-task state through declared calls -------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def url_server(tmp_path):
     """The server over streamable HTTP on loopback; (its URL, its database file)."""

@@ -9,22 +9,17 @@ loopback ports, its working directory (SQLite) in a temporary folder, telemetry 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import httpx
 
+from tests.factories.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 PHOENIX_BIN = Path(os.environ.get("TOOLEVAL_PHOENIX_BIN", ROOT / ".venv-phoenix" / "bin" / "phoenix"))
 START_TIMEOUT_S = 240.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class PhoenixServer:

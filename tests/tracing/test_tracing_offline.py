@@ -25,7 +25,7 @@ from tasks.tracing.annotations import selection_annotations
 from tasks.tracing.trace_ids import DECISION, LLM, ROOT, TraceIds
 from tasks.tracing.trace_target import parse_trace_target
 from tests.factories.catalogues import support_tools
-from tests.tracing.phoenix_server import free_port
+from tests.factories.ports import free_port
 
 ROOT_DIR = Path(__file__).resolve().parents[2]
 
