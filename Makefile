@@ -148,9 +148,9 @@ demo-git: $(STAMP)
 	exit $$status
 
 # The full suite (what CI runs), after the documentation site builds strict (a broken link, a page missing
-# from the nav or a stale generated page fails it).
+# from the nav or a stale generated page fails it); it ends with the 25 slowest tests and set-ups.
 test: $(STAMP) $(PHOENIX_STAMP) $(MCP_SERVERS) docs
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 # The documentation site (mkdocs-material, mkdocs.yml) into site/ (git-ignored), strict: warnings are errors.
 # The generated pages: python -m flows.cli_doc --write; python -m warehouse.schema_doc --write.
