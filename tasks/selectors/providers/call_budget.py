@@ -50,6 +50,12 @@ def ledger_path(cache_path: Path) -> Path:
     return Path(cache_path).parent / "run_ledger.sqlite"
 
 
+def spent_in_run(ledger: Path | None, run_id: str) -> LedgerSummary:
+    """What run ``run_id`` spent on hosted models, as its ledger at ``ledger`` holds it."""
+    with RunLedger(ledger, run_id) as opened:
+        return opened.summary()
+
+
 @dataclass(frozen=True)
 class Reservation:
     estimate_usd: float

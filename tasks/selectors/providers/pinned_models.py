@@ -121,6 +121,11 @@ def unpinned_why(provider: str | None, model_id: str, options: Mapping[str, Any]
     return f"unpinned_reason: {reason}" if reason else f"'{model_id}' is not a pinned snapshot"
 
 
+def arm_unpinned(arm: Any) -> str | None:
+    """``unpinned_why`` of a resolved arm: its provider, pinned model id and options."""
+    return unpinned_why(arm.provider, arm.model_id, arm.options)
+
+
 def served_problem(pinned: str, served: str | None, options: Mapping[str, Any] | None = None) -> str | None:
     """Why a reply's served model id breaks the pin; None when it matches.
 
