@@ -16,7 +16,7 @@ reservation's estimate (an upper bound), never at $0, and counted in ``unknown_c
 from its pin is halted, and no process sends it another request in that run.
 
 Resuming: rerun the same experiment. Every completed call sits in the per-request selection cache
-(``tasks/run/selection_cache.py``), so the new run repeats none of them and spends only on the rest.
+(``tasks/run/result_cache.py``), so the new run repeats none of them and spends only on the rest.
 """
 
 from __future__ import annotations
