@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import duckdb
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the connection's owner imported DuckDB; a module naming these readers loads neither library
+    import duckdb
     import polars as pl
 
 
