@@ -1,14 +1,19 @@
-"""Arrow schemas and DuckDB DDL derived from the pydantic models: columns are declared only once."""
+"""Arrow schemas and DuckDB DDL derived from the pydantic models: columns are declared only once.
+
+pyarrow is imported by the functions, not by this module: a command that reads a module naming
+``to_arrow_table`` (``tooleval validate`` reads the instruments') pays for Arrow only when it builds a table."""
 
 from __future__ import annotations
 
 import types
 import typing
 from datetime import datetime
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
-import pyarrow as pa
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
@@ -24,6 +29,8 @@ def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
 
 def arrow_type(annotation: Any) -> pa.DataType:
     """The Arrow type of one (non-optional) field annotation."""
+    import pyarrow as pa
+
     origin = typing.get_origin(annotation)
     if origin is Literal:
         return pa.string()
@@ -44,6 +51,8 @@ def arrow_type(annotation: Any) -> pa.DataType:
 
 def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     """The Arrow schema of a model: one field per model field, in declaration order, with its docstring."""
+    import pyarrow as pa
+
     fields = []
     for name, info in model.model_fields.items():
         annotation, nullable = _unwrap_optional(info.annotation)
@@ -54,6 +63,8 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
 
 def duckdb_type(dtype: pa.DataType) -> str:
     """The DuckDB column type of an Arrow type."""
+    import pyarrow as pa
+
     if pa.types.is_string(dtype):
         return "VARCHAR"
     if pa.types.is_int64(dtype):
@@ -87,6 +98,8 @@ def to_arrow_table(model: type[BaseModel], records: list[dict[str, Any]]) -> pa.
 
     A field missing from a record takes the model's default; a missing required field is a KeyError.
     """
+    import pyarrow as pa
+
     schema = arrow_schema(model)
     columns = {}
     for field in schema:

@@ -2,16 +2,18 @@
 
 A crash leaves at most a hidden ``.tmp-*`` file that no reader globs; rewriting a batch replaces its
 file whole, so a landed row is never lost or duplicated. Any number of processes may land at once.
+pyarrow is imported by the writer, when a batch lands, not by this module.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from tasks.files.atomic_write import write_atomic
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def partition_dir(rows_dir: Path, run_id: str, arm: str, seed: int) -> Path:
@@ -19,6 +21,8 @@ def partition_dir(rows_dir: Path, run_id: str, arm: str, seed: int) -> Path:
 
 
 def write_partition(rows_dir: Path, run_id: str, arm: str, seed: int, batch_index: int, table: pa.Table) -> Path:
+    import pyarrow.parquet as pq
+
     directory = partition_dir(rows_dir, run_id, arm, seed)
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"part-{batch_index:05d}.parquet"

@@ -10,16 +10,17 @@ lists are made only for the group a statistic needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
-
-import duckdb
-import polars as pl
+from typing import TYPE_CHECKING, Any, Sequence
 
 from tasks.stats.estimate import Interval
 from tasks.stats.interaction import Factorial, InteractionTable, interaction_table
 from tasks.stats.paired import PairedComparison, paired_comparison
 from tasks.stats.wilson import clustered_wilson_from_sums
 from warehouse.query import frame
+
+if TYPE_CHECKING:  # polars is imported where a frame is worked on: reading a module costs no frame library
+    import duckdb
+    import polars as pl
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,15 @@ class UnitOutcomes:
         return cls(frame(con, sql, params))
 
     def arm(self, arm: str) -> pl.DataFrame:
+        import polars as pl
+
         return self.frame.filter(pl.col("arm") == arm)
 
     def clustered_rates(self, keys: list[str], count: str) -> dict[tuple, Interval]:
         """Per group of ``keys``, the unit-clustered Wilson interval of ``count`` (e.g. failed) out of the
         trials, from the group's sums (``tasks/stats/wilson``), without making a list per group."""
+        import polars as pl
+
         p = pl.col(count).sum() / pl.col("trials").sum()
         residual = pl.col(count) - p * pl.col("trials")
         sums = self.frame.group_by(keys).agg(k=pl.col(count).sum(), m=pl.col("trials").sum(),
@@ -57,6 +62,8 @@ class UnitOutcomes:
     def aligned(self, arms: Sequence[str], extra: Sequence[str] = ()) -> pl.DataFrame:
         """The units every one of ``arms`` ran, one row each, sorted by unit: the first arm's slice and, per
         arm ``i``, ``correct_i``, ``trials_i`` and each ``extra`` column as ``<name>_i``."""
+        import polars as pl
+
         joined = None
         for i, name in enumerate(arms):
             part = self.arm(name).select(
@@ -67,6 +74,8 @@ class UnitOutcomes:
 
     def interactions(self, factorials: Sequence[Factorial]) -> list[Interaction]:
         """Each 2x2's interaction table per slice, on the units all four arms ran."""
+        import polars as pl
+
         found = []
         for factorial in factorials:
             common = self.aligned([factorial.baseline, factorial.first, factorial.second, factorial.both])

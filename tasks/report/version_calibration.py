@@ -19,8 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import polars as pl
-
 from tasks.report.format import change_span, pct, points
 from tasks.report.report_types import ReportTable
 from tasks.report.unit_outcomes import UnitOutcomes, paired
@@ -64,6 +62,8 @@ def version_calibrations(outcomes: UnitOutcomes, arms: Sequence[dict[str, Any]],
                          comparisons: Sequence[dict[str, Any]]) -> list[VersionCalibration]:
     """Every version-only comparison, per slice of either side: the unpaired change over each version's own
     units and the paired comparison on the units both hold."""
+    import polars as pl  # here: the report's tables and a run's gates read this module without a frame
+
     found = []
     for baseline, arm, old_version, new_version in version_pairs(arms, comparisons):
         old, new = outcomes.arm(baseline), outcomes.arm(arm)

@@ -13,25 +13,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
-
-import duckdb
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from tasks.taskset.provisional_labels import provisional_notice
 from warehouse.query import frame, records
-from tasks.stats.calibration import (
-    CoveragePoint,
-    EceIfCalibrated,
-    ThresholdFit,
-    bin_intervals,
-    brier_interval,
-    coverage_curve,
-    ece_if_calibrated,
-    find_threshold,
-    tercile_gap,
-    tercile_intervals,
-)
 from tasks.stats.estimate import Interval
 from tasks.report.unit_outcomes import Interaction, UnitOutcomes, paired
 from tasks.report.version_calibration import VersionCalibration, version_calibrations
@@ -40,6 +25,11 @@ from tasks.stats.paired import PairedComparison
 from tasks.stats.paired_score import paired_score_interval
 from tasks.stats.weighted import WeightedChange, weighted_accuracy, weighted_change
 from tasks.stats.wilson import clustered_wilson_from_sums, clustered_wilson_interval
+
+if TYPE_CHECKING:  # the frame library, DuckDB and numpy (the calibration figures) are imported where used
+    import duckdb
+
+    from tasks.stats.calibration import CoveragePoint, EceIfCalibrated, ThresholdFit
 
 ROUTER_TARGET_ACCURACY = 0.90
 """Accuracy the threshold finder asks of the decisions a router keeps (the rest go to the chat model)."""
@@ -253,6 +243,8 @@ class ToolLevel(Level):
 
 
 def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
+    import polars as pl
+
     runs = records(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])
     if not runs:
         raise KeyError(f"run {run_id} is not registered")
@@ -394,6 +386,8 @@ def _pair_shares(con: duckdb.DuckDBPyConnection, run_id: str) -> list[PairShare]
 
 
 def _position_shifts(con: duckdb.DuckDBPyConnection, run_id: str, rung: dict[str, int]) -> list[PositionShift]:
+    import polars as pl
+
     shifts_per_request = frame(con, """
         SELECT arm, slice,
                arg_max(correct::INTEGER, expected_position) - arg_min(correct::INTEGER, expected_position) AS shift
@@ -415,6 +409,9 @@ def _calibration(con: duckdb.DuckDBPyConnection, run_id: str) -> list[Calibratio
     summaries = records(con, "SELECT * FROM calibration_summary WHERE run_id = ? ORDER BY rung", [run_id])
     if not summaries:
         return []
+    from tasks.stats.calibration import (bin_intervals, brier_interval, coverage_curve, ece_if_calibrated,
+                                         find_threshold, tercile_gap, tercile_intervals)
+
     terciles = defaultdict(list)
     for r in records(con, "SELECT * FROM confidence_terciles WHERE run_id = ? ORDER BY rung, tercile", [run_id]):
         terciles[r["arm"]].append(r)

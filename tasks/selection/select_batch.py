@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager, nullcontext
-from typing import ContextManager, Iterator
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 from schemas.arrow import to_arrow_table
 from schemas.selection.rows import HostedTurn, Selection, SelectionRow
@@ -19,7 +19,9 @@ from tasks.selection.score_selection import score_selection
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.providers.judge import Unjudged
 from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
-from tasks.selectors.registry import selector_for
+
+if TYPE_CHECKING:
+    from tasks.selectors.base import Selector
 
 SELECTIONS = CacheSpec(table="selections", column="selection", model=Selection,
                        keep=lambda selection: selection.outcome_hint != "error")
@@ -28,6 +30,14 @@ UNJUDGED = CacheSpec(table="unjudged_selections", column="stage", model=Unjudged
                      keep=lambda stage: stage.selection.outcome_hint != "error")
 """Judged arms: a selection whose chat call is done and whose judge has not answered yet, under the same key,
 in the same file. Kept until the judged selection is cached; a resumed run then asks only the judge."""
+
+
+def selector_for(kind: str, model_id: str, options: dict[str, Any]) -> Selector:
+    """The arm's selector (tasks/selectors/registry.py), whose clients and routers are imported when a unit
+    first has a request to select: reading this module (``tooleval validate`` does) imports none of them."""
+    from tasks.selectors.registry import selector_for as registered
+
+    return registered(kind, model_id, options)
 
 
 def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cache_hit: bool, ctx: RunContext) -> dict:

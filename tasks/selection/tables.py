@@ -10,9 +10,7 @@ reading follows from the interval printed beside it. Tables are laid out to fit 
 from __future__ import annotations
 
 import html
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from schemas.criteria import Verdict
 from tasks.selection.arm_operations import arm_operations_table
@@ -37,6 +35,9 @@ from tasks.report.report_types import Chart, Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
 from tasks.run.unpinned_cache import report_notes
 from tasks.stats.estimate import Interval
+
+if TYPE_CHECKING:
+    import duckdb
 
 TOP_PAIRS = 5
 TOP_CONTRIBUTORS = 8

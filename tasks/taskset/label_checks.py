@@ -25,8 +25,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-import polars as pl
-
 from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.taskset import ProductionWeights
 from tasks.files.input_errors import InputError, Problem
@@ -101,6 +99,8 @@ def edit_explanation(requests_path: Path) -> str:
 def request_frame(version: TaskSetVersion, catalogue_tools: set[str]) -> Any:
     """One row per request with the derived columns the expectations test: computed on the version's
     request table with polars, handed to Great Expectations as pandas (what its pandas source reads)."""
+    import polars as pl  # here: a version whose checks are remembered (check_cache) is never framed
+
     table = version.table
     none = pl.lit(NONE_LABEL)
     parent = pl.DataFrame(schema={"id": pl.String, "parent_expected": pl.String})

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-import duckdb
-import polars as pl
-
 from tasks.files.input_errors import InputError, Problem
 
 if TYPE_CHECKING:  # the loader (pydantic models, jsonschema): a report reading provisional_notice needs none of it
@@ -27,6 +24,8 @@ def refuse_provisional(versions: Mapping[str, TaskSetVersion], allow: bool) -> d
     """Raise InputError when a version has provisional labels and the run does not allow them."""
     counts = provisional_counts(versions)
     if counts and not allow:
+        import polars as pl  # only to name a refused version's first provisional request
+
         problems = []
         for version, n in counts.items():
             loaded = versions[version]
@@ -43,6 +42,8 @@ def refuse_provisional(versions: Mapping[str, TaskSetVersion], allow: bool) -> d
 
 def provisional_notice(con: Any, run_id: str) -> list[str]:
     """Report lines for a run that measured provisional labels (empty when it measured none)."""
+    import duckdb  # loaded already by whoever opened ``con``
+
     try:
         rows = con.execute("SELECT taskset_version, label_status, n_requests FROM label_status_counts WHERE run_id = ?",
                            [run_id]).fetchall()

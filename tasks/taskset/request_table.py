@@ -5,7 +5,7 @@ keeps its file / line / rule errors, but the model objects are not kept: the run
 handful of strings in Arrow buffers (a few hundred bytes) instead of a tree of pydantic objects (several
 KB), and a work unit is a zero-copy slice of the table (``plan_units`` in tasks/run/work_units.py).
 
-Columns (``REQUEST_SCHEMA``):
+Columns (``request_schema()``):
 
 - ``line``: the request's line in the file (blank lines counted), for error messages;
 - ``id``, ``expected``, ``fallback`` (null: none), ``slice``, ``intent`` (null), ``label_status``: as in
@@ -16,33 +16,25 @@ Columns (``REQUEST_SCHEMA``):
 - ``tools``: the request's own tools as JSON (``tools_json``), null when the arm's catalogue is offered.
 
 ``RequestRows`` is a read-only sequence over the table that builds a ``LabelledRequest`` on demand, so
-code written for a tuple of requests keeps working.
+code written for a tuple of requests keeps working. polars is imported when a table is built or read,
+not with this module: a run's work units name ``parse_messages`` without loading a frame library.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator, Sequence, overload
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, overload
 
-import polars as pl
 from pydantic import TypeAdapter
 
 from schemas.catalogue import ToolSpec
 from schemas.taskset import LabelledRequest, Message
 
-REQUEST_SCHEMA: dict[str, Any] = {
-    "line": pl.Int64,
-    "id": pl.String,
-    "text": pl.String,
-    "messages": pl.String,
-    "expected": pl.String,
-    "fallback": pl.String,
-    "slice": pl.String,
-    "intent": pl.String,
-    "label_status": pl.String,
-    "tools": pl.String,
-}
-COLUMNS = tuple(REQUEST_SCHEMA)
+if TYPE_CHECKING:
+    import polars as pl
+
+COLUMNS = ("line", "id", "text", "messages", "expected", "fallback", "slice", "intent", "label_status", "tools")
+"""The table's columns, in order: ``line`` an integer, every other one a string."""
 CHUNK_ROWS = 16_384
 """Lines gathered as Python values before they become one polars chunk: bounds the loader's transient memory."""
 
@@ -75,8 +67,17 @@ def _row(request: LabelledRequest, line: int) -> tuple:
             request.slice, request.intent, request.label_status, tools_json(request.tools))
 
 
+def request_schema() -> dict[str, Any]:
+    """Column name -> polars type, in ``COLUMNS``' order."""
+    import polars as pl
+
+    return {name: pl.Int64 if name == "line" else pl.String for name in COLUMNS}
+
+
 def _frame(rows: list[tuple]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=REQUEST_SCHEMA, orient="row")
+    import polars as pl
+
+    return pl.DataFrame(rows, schema=request_schema(), orient="row")
 
 
 class _Chunks:
@@ -93,6 +94,8 @@ class _Chunks:
             self.pending = []
 
     def frame(self) -> pl.DataFrame:
+        import polars as pl
+
         if self.pending or not self.frames:
             self.frames.append(_frame(self.pending))
             self.pending = []
@@ -115,6 +118,8 @@ def request_table(requests: Iterable[LabelledRequest]) -> pl.DataFrame:
 
 def as_request_table(requests: pl.DataFrame | Sequence[LabelledRequest]) -> pl.DataFrame:
     """The table itself, the table behind a ``RequestRows`` view, or a table built from request objects."""
+    import polars as pl
+
     if isinstance(requests, pl.DataFrame):
         return requests
     if isinstance(requests, RequestRows):
