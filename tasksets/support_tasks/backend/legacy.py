@@ -1,4 +1,4 @@
-"""The legacy surface of seed 001: eight tools, a cursor to carry, an id to carry, a strict lookup."""
+"""The support desk's legacy surface: eight tools, a cursor to carry, an id to carry, a strict lookup."""
 
 from __future__ import annotations
 
