@@ -9,7 +9,7 @@ A dump holds, for every registered run (selection and task runs, found by experi
   run ids, times (started, finished, registered, judged) and wall-clock durations (latency, wall, agent and
   backend milliseconds, and the figures derived from them);
 - every table of the run's report (title, columns, rows), read from the report files of whichever layout the
-  build wrote (report.html, or the task instrument's older tasks_report.md);
+  build wrote (report.html, or the surface instrument's older tasks_report.md);
 - the verdict: its status, reason and every gate's status, statement and evidence.
 
 Used to check a redesign (one core for both instruments) against the build before it: run both
@@ -156,7 +156,7 @@ def html_tables(text: str) -> list[dict[str, Any]]:
 
 
 def markdown_tables(text: str) -> list[dict[str, Any]]:
-    """Tables of the task instrument's older tasks_report.md: a **title** line, a header row, a rule, rows."""
+    """Tables of the surface instrument's older tasks_report.md: a **title** line, a header row, a rule, rows."""
     tables: list[dict[str, Any]] = []
     lines = text.splitlines()
     for i, line in enumerate(lines):

@@ -23,20 +23,18 @@ from warehouse.tables import tables
 
 REGISTER_MEMORY_LIMIT = "128MB"
 """DuckDB's memory limit while a run's rows are loaded. At its default (80% of the machine's memory) DuckDB
-keeps the rows it inserts in its buffer pool: +0.8-1.3 GB of RSS for 1.2M rows. Bounded, it writes row
-groups out to the database file as it goes: +0.2 GB for 1.2M rows, also when the transaction first deletes
-4.8M rows of an earlier registration, at the same speed within this machine's noise. Set on the
+keeps the rows it inserts in its buffer pool; bounded, it writes row groups out to the database file as it
+goes, also when the transaction first deletes the rows of an earlier registration. Set on the
 registration's own connection, closed right after: the report's read-only connection keeps the default.
 
-The limit alone was a cap that failed (issue 28): one ``INSERT ... SELECT`` over all of a run's Parquet,
-with DuckDB preserving insertion order across its threads, buffered the scanned rows until they could be
-appended in order, and a 166,113-row run with 200-entry probability maps (243 MB of Parquet) ran out of
-memory at 122 MiB. Registration therefore streams: insertion order is not preserved (no view, query or
-report depends on the order rows sit in a table) and the Parquet goes in by batches of at most
-``REGISTER_BATCH_BYTES``, all inside the one transaction. Its memory then does not grow with the run
-(benchmarks/register_memory.py: the same peak RSS for 171k and 513k rows of 200-entry maps); what DuckDB
-cannot keep under the limit it spills to ``tooleval.duckdb.tmp/`` beside the file (DuckDB's default
-temp_directory), which the preflight counts in the disk a run needs (tasks/run/preflight.py)."""
+The limit alone is not enough: one ``INSERT ... SELECT`` over all of a run's Parquet, with DuckDB preserving
+insertion order across its threads, buffers the scanned rows until they can be appended in order, and a
+large run with probability maps runs out of memory. Registration therefore streams: insertion order is not
+preserved (no view, query or report depends on the order rows sit in a table) and the Parquet goes in by
+batches of at most ``REGISTER_BATCH_BYTES``, all inside the one transaction. Its memory then does not grow
+with the run (benchmarks/register_memory.py measures it); what DuckDB cannot keep under the limit it spills
+to ``tooleval.duckdb.tmp/`` beside the file (DuckDB's default temp_directory), which the preflight counts in
+the disk a run needs (tasks/run/preflight.py)."""
 
 REGISTER_BATCH_BYTES = 64 * 2**20
 """At most this much Parquet (on disk) per ``INSERT``; a larger file goes in alone."""

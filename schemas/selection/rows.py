@@ -25,8 +25,8 @@ RouteDesign = Literal["default", "forced", "gated", "narrowed"]
 
 
 class HostedTurn(BaseModel):
-    """What a hosted model's turn adds to a selection and its row (routing and the judge: issue 4; reply shapes,
-    HTTP attempts, prompt caches, served-model evidence: issue 13). Offline selectors leave every field null."""
+    """What a hosted model's turn adds to a selection and its row (routing and the judge; reply shapes, HTTP
+    attempts, prompt caches, served-model evidence). Offline selectors leave every field null."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,8 +1,8 @@
 """A real local Prefect server on loopback: deploy from deployments/prefect.yaml, trigger the manual
 pre-change deployment with parameters, let a process worker run it, and find its rows in the warehouse.
 Meanwhile an analyst's read-only DuckDB session in another process holds the warehouse file: the flow run's
-registration says it waits, the session closes, and the flow run still completes with every row registered
-(issue 10). Every process the test starts is stopped in ``finally`` (bounded waits, then SIGKILL).
+registration says it waits, the session closes, and the flow run still completes with every row registered.
+Every process the test starts is stopped in ``finally`` (bounded waits, then SIGKILL).
 Slow: ~1-3 minutes."""
 
 from __future__ import annotations

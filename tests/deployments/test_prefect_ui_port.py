@@ -1,4 +1,4 @@
-"""`make prefect-server` on a port other than 4200 serves a UI that calls the API on that port (issue 24).
+"""`make prefect-server` on a port other than 4200 serves a UI that calls the API on that port.
 
 Prefect's UI asks the server where the API is (`/ui-settings`): `PREFECT_UI_API_URL`, else `PREFECT_API_URL`,
 else `PREFECT_SERVER_API_HOST`/`PREFECT_SERVER_API_PORT`, never `--port`. The recipe sets them from

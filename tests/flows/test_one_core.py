@@ -1,5 +1,5 @@
-"""Both instruments share one experiment -> run -> verdict path (issue 21): what the task instrument's copy of
-the selection instrument got wrong, each checked as a user meets it, through the ``tooleval`` command."""
+"""Both instruments share one experiment -> run -> verdict path: what a separate copy of the core for the
+surface instrument got wrong, each checked as a user meets it, through the ``tooleval`` command."""
 
 from __future__ import annotations
 

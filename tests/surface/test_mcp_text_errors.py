@@ -1,4 +1,4 @@
-"""Servers nobody here wrote (issue 43 item 3, and item 4's URL-server state): a REAL MCP server written with the
+"""Servers nobody here wrote (and a URL server's state): a REAL MCP server written with the
 official SDK (tests/surface/text_error_server.py) that answers a refused statement as text without isError and
 gives no annotations, over stdio and over streamable HTTP on loopback. A surface's error_text makes those
 answers error calls (and without it they are fine calls); read_only marks move the irreversible counters; the

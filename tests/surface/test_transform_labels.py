@@ -1,7 +1,7 @@
 """A surface transform (prefix, rename) keeps a request's label. A catalogue written by
 `tooleval tasks catalogue` from a transformed surface says which label each offered name stands for
 (``offered_as``), so a request labelled ``close_ticket`` expects ``desk.close_ticket`` of an arm offering it;
-the task instrument's first-call cross-tab spells a tool-named intent as the arm offers it; and an arm whose
+the surface instrument's first-call cross-tab spells a tool-named intent as the arm offers it; and an arm whose
 catalogue offers the tool of no label is refused before anything runs, naming the arm and the catalogue."""
 
 from __future__ import annotations
