@@ -34,8 +34,7 @@ from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
 from tasks.run.prepare_run import CheckedRun, prepare_run
 from tasks.run.registration_records import new_run_id, registration_records
 from tasks.run.unpinned_cache import cache_use, start_warnings
-from tasks.run.work_units import RunContext, UnitResult, WorkUnit, plan_units, run_unit
-from tasks.selectors.providers.call_budget import RunLedger, ledger_path
+from tasks.run.work_units import LEDGER_FILE, RunContext, UnitResult, WorkUnit, plan_units, run_unit
 from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
 from warehouse.connect import WarehouseBusy
 from warehouse.location import warehouse_at
@@ -197,14 +196,14 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     trace_target = resolve_trace_target(trace, run.experiment)
     cache_path = warehouse.root / "cache" / kind.store.cache_file
     ctx = RunContext(run_id=run_id, experiment=run.experiment.name, warehouse=warehouse.root,
-                     cache_path=cache_path if use_cache else None, ledger_path=ledger_path(cache_path),
+                     cache_path=cache_path if use_cache else None, ledger_path=cache_path.parent / LEDGER_FILE,
                      max_calls=max_calls if max_calls is not None else (budget.max_calls if budget else None),
                      max_spend_usd=max_spend_usd if max_spend_usd is not None else (
                          budget.max_spend_usd if budget else None),
                      trace=trace_target)
 
     mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
-    for line in start_warnings(run.experiment.arms, use_cache, cache_path.is_file()):
+    for line in start_warnings(run.experiment.arms, use_cache, cache_path.is_file(), kind.unpinned):
         get_run_logger().warning("run %s: %s", run_id, line)
     # acceptance criteria: hashed and timestamped before the first model call, judged after registration
     registered = (register_criteria(run.criteria[0], kind.criteria_file, warehouse.registrations_dir, run_id)
@@ -224,7 +223,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         results: list[UnitResult] = futures.result()  # every unit has finished: the first failure raises, as before
 
     reached("all-landed")
-    cached = cache_use(run.experiment.arms, units, results)
+    cached = cache_use(run.experiment.arms, units, results, kind.unpinned)
     registration = registration_records(run, units, run_id, started_at, registered, trace_target, cached)
     save_registration(warehouse.registrations_dir, registration)  # registrable later if the file stays held
     reached("records-saved")
@@ -247,8 +246,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         for done in late:
             logger.warning("run %s: registered earlier run %s (%d rows), which had landed without registering",
                            run_id, done.run_id, done.n_rows)
-    with RunLedger(ctx.ledger_path, run_id) as ledger:
-        spent = ledger.summary()
+    spent = kind.spent(ctx.ledger_path, run_id)
     for model, reason in spent.halts.items():
         logger.warning("run %s: %s halted: %s", run_id, model, reason)
     if spent.refused:

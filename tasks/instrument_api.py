@@ -13,7 +13,8 @@ it registers besides the run, its arms and comparisons, and its figures, gate ki
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from pydantic import BaseModel
@@ -34,6 +35,31 @@ if TYPE_CHECKING:
 
 def _nothing(*args: Any) -> None:
     return None
+
+
+class Spending(Protocol):
+    """What a run spent on hosted models, as the run's summary says it."""
+
+    calls: int
+    """HTTP requests sent (retries included)."""
+    spend_usd: float
+    refused: int
+    """Requests not sent because a cap was reached."""
+    unknown_cost_calls: int
+    """Replies without token counts (charged at their estimate)."""
+    halts: Mapping[str, str]
+    """Models no longer called because the served model differed from the pin: model -> reason."""
+
+
+@dataclass(frozen=True)
+class NothingSpent:
+    """The spending of an instrument whose units call no hosted model."""
+
+    calls: int = 0
+    spend_usd: float = 0.0
+    refused: int = 0
+    unknown_cost_calls: int = 0
+    halts: Mapping[str, str] = field(default_factory=dict)
 
 
 class Figures(Protocol):
@@ -126,6 +152,11 @@ class Instrument:
     its details."""
     validate_notes: Callable[[Sequence[ResolvedArm]], list[str]] = lambda arms: []
     """Lines ``tooleval validate`` adds about the arms (warnings, what was pinned), each indented by two."""
+    unpinned: Callable[[ResolvedArm], str | None] = lambda arm: None
+    """Why an arm's model may answer differently under the same id from one run to the next (None: pinned):
+    the run warns of its results that came from the cache (tasks/run/unpinned_cache.py)."""
+    spent: Callable[[Path | None, str], Spending] = lambda ledger, run_id: NothingSpent()
+    """(the run's budget ledger, run id) -> what the run spent on hosted models."""
     extra_disk_entries: Callable[[PreparedRun], int] = lambda prepared: 0
     """At most how many map entries (e.g. probability maps) the run's rows carry beyond their columns: the
     disk the preflight asks for counts them (tasks/run/preflight.py)."""

@@ -12,21 +12,17 @@ an offline selector or agent are not flagged: their cached answers are what they
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
-
-from tasks.selectors.providers.pinned_models import unpinned_why
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 if TYPE_CHECKING:  # the report reads notes from records without loading the run's machinery
     from tasks.experiment.resolve_experiment import ResolvedArm
     from tasks.run.work_units import UnitResult, WorkUnit
 
+Unpinned = Callable[["ResolvedArm"], "str | None"]
+"""Why an arm's model is not pinned, None when it is (``Instrument.unpinned``)."""
+
 REFRESH = ("rerun with --no-cache to ask the server again (it neither reads nor fills the cache), or state the "
            "weights in model_revision, which is part of the cache key")
-
-
-def arm_unpinned(arm: ResolvedArm) -> str | None:
-    """Why the arm's model is not pinned (None: it is, or it calls no hosted model)."""
-    return unpinned_why(arm.provider, arm.model_id, arm.options)
 
 
 @dataclass(frozen=True)
@@ -61,9 +57,10 @@ def unpinned_cache_line(arm: str, model_id: str, unpinned: str, n_from_cache: in
             f"came from the cache: they may predate a change of the server's model; {REFRESH}")
 
 
-def cache_use(arms: Sequence[ResolvedArm], units: Sequence[WorkUnit], results: Sequence[UnitResult]
-              ) -> dict[str, ArmCacheUse]:
-    """Arm name -> its cache use in this run (``results`` in the order of ``units``, as the flow collects them)."""
+def cache_use(arms: Sequence[ResolvedArm], units: Sequence[WorkUnit], results: Sequence[UnitResult],
+              unpinned: Unpinned) -> dict[str, ArmCacheUse]:
+    """Arm name -> its cache use in this run (``results`` in the order of ``units``, as the flow collects them);
+    ``unpinned``: the instrument's ``Instrument.unpinned``."""
     if len(units) != len(results):
         raise ValueError(f"{len(results)} results for {len(units)} units")
     items: dict[str, int] = {arm.name: 0 for arm in arms}
@@ -71,17 +68,18 @@ def cache_use(arms: Sequence[ResolvedArm], units: Sequence[WorkUnit], results: S
     for unit, result in zip(units, results):
         items[unit.arm.name] += result.n_rows
         cached[unit.arm.name] += result.n_cache_hits
-    return {arm.name: ArmCacheUse(arm.name, arm.model_id, arm_unpinned(arm), items[arm.name], cached[arm.name])
+    return {arm.name: ArmCacheUse(arm.name, arm.model_id, unpinned(arm), items[arm.name], cached[arm.name])
             for arm in arms}
 
 
-def start_warnings(arms: Sequence[ResolvedArm], use_cache: bool, cache_exists: bool) -> list[str]:
+def start_warnings(arms: Sequence[ResolvedArm], use_cache: bool, cache_exists: bool, unpinned: Unpinned
+                   ) -> list[str]:
     """Before the first unit: the unpinned arms whose results an earlier run may have cached."""
     if not use_cache or not cache_exists:
         return []
     return [f"arm {arm.name}: model '{arm.model_id}' is not pinned ({why}): results an earlier run cached for it "
             f"are used as they are, even if the server's model changed since; {REFRESH}"
-            for arm in arms if (why := arm_unpinned(arm))]
+            for arm in arms if (why := unpinned(arm))]
 
 
 def report_notes(arms: Sequence[Mapping[str, Any]], items: str = "results") -> list[str]:

@@ -78,6 +78,10 @@ def arm_seed_units(arm: ResolvedArm, seed: int, items: Any, taskset: str, batch_
                      taskset_version=arm.version) for index, start in enumerate(range(0, len(items), batch_size))]
 
 
+LEDGER_FILE = "run_ledger.sqlite"
+"""The runs' budget ledger, in the warehouse's cache/ folder beside the result caches."""
+
+
 @dataclass(frozen=True)
 class RunContext:
     """What every unit of one run shares."""

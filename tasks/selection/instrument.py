@@ -19,8 +19,8 @@ from schemas.selection.criteria import SelectionCriteria
 from schemas.selection.experiment import RESPECTS, SelectionExperimentFile
 from schemas.selection.rows import SelectionRunRecord
 from tasks.instrument_api import Instrument, Words
-from tasks.selection.card import CARD
 from tasks.selection.arms import resolve_selection_arm
+from tasks.selection.card import CARD
 from tasks.selection.figures import load_figures
 from tasks.selection.gates import JUDGES, rows_not_carried_out
 from tasks.selection.map_entries import probability_map_entries
@@ -30,6 +30,8 @@ from tasks.selection.select_batch import select_and_land
 from tasks.selection.tables import build_report_from
 from tasks.selection.validate_lines import label_check_lines
 from tasks.selection.versions import check_selection_labels, load_selection_versions, refuse_provisional_labels
+from tasks.selectors.providers.call_budget import spent_in_run
+from tasks.selectors.providers.pinned_models import arm_unpinned
 
 INSTRUMENT = Instrument(
     name="selection", card=CARD, experiment_file=SelectionExperimentFile, criteria_file=SelectionCriteria,
@@ -41,4 +43,5 @@ INSTRUMENT = Instrument(
     work_items=request_batches, run_unit=select_and_land, arm_record=arm_record, records=selection_records,
     run_fields=weights_window, load_figures=load_figures, judges=JUDGES, build_report=build_report_from,
     not_carried_out=rows_not_carried_out, check_lines=label_check_lines,
-    extra_disk_entries=probability_map_entries)
+    extra_disk_entries=probability_map_entries,
+    unpinned=arm_unpinned, spent=spent_in_run)

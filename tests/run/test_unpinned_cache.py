@@ -11,8 +11,9 @@ import duckdb
 import pytest
 
 from flows.cli import EXIT_OK, main
-from tasks.run.unpinned_cache import arm_unpinned, cache_use
+from tasks.run.unpinned_cache import cache_use
 from tasks.run.work_units import UnitResult
+from tasks.selectors.providers.pinned_models import arm_unpinned
 from tests.factories.catalogues import support_tools
 from tests.provider_server import ProviderServer, Seen, oracle, text_reply
 from tests.selectors.providers.conftest import FAKE_KEY
@@ -183,7 +184,7 @@ def test_cache_use_counts_each_arms_units_and_flags_only_an_unpinned_one():
     local, hosted = _Arm("local", "openai", LOCAL, {"unpinned_reason": "x"}), _Arm("hosted", "openai", PINNED, {})
     units = [_Unit(local), _Unit(local), _Unit(hosted)]
     results = [UnitResult("l0", 5, 5, 5, 0), UnitResult("l1", 5, 5, 0, 0), UnitResult("h0", 4, 4, 4, 0)]
-    used = cache_use([local, hosted], units, results)
+    used = cache_use([local, hosted], units, results, arm_unpinned)
     assert (used["local"].n_items, used["local"].n_from_cache, used["local"].flagged) == (10, 5, True)
     assert (used["hosted"].n_items, used["hosted"].n_from_cache, used["hosted"].flagged) == (4, 4, False)
     assert used["local"].record_fields() == {"unpinned_reason": "unpinned_reason: x", "n_items": 10,
