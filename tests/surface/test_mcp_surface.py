@@ -8,6 +8,7 @@ import json
 import signal
 import time
 
+import psutil
 import pytest
 
 from schemas.catalogue import CatalogueFile, ToolSpec
@@ -116,6 +117,19 @@ def test_probes_read_the_end_state_through_the_server(tmp_path):
     assert "read nothing" in only and "nope.txt" in only
 
 
+def wait_dead(process: psutil.Process, timeout_s: float = 30.0) -> None:
+    """Until ``process`` has exited (a zombie has: its pipes are closed), or fail."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {process.pid} still alive {timeout_s:.0f} s after its kill")
+
+
 def test_a_server_killed_mid_task_stops_it_with_a_named_surface_error(tmp_path):
     surface = load_surface(write_office(tmp_path), "memory")
 
@@ -129,7 +143,7 @@ def test_a_server_killed_mid_task_stops_it_with_a_named_surface_error(tmp_path):
                 if turn.calls and turn.calls[0].name == "read_graph":
                     for process in server_processes(MEMORY_JS):
                         process.kill()
-                    time.sleep(0.2)
+                        wait_dead(process)
                 return turn
             session.next_turn = next_turn
             return session

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 
 import pyarrow.parquet as pq
 import pytest
@@ -16,6 +17,18 @@ from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import PrefixCache, ProviderServer, first_tool
 from tests.selectors.providers.conftest import FAKE_KEY, MODELS, chat_options
 from tests.selectors.providers.prefix_units import hosted_units, run_like_the_thread_runner
+
+
+def blocked_at(lane: PrefixLane, *keys, timeout_s: float = 10.0) -> bool:
+    """Whether, within ``timeout_s``, exactly ``keys`` wait at the lane's door: read under the lane's lock, a
+    waiting key is one whose unit is blocked there, not one that is still deciding."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with lane._turn:
+            if lane.waiting == Counter(keys):
+                return True
+        time.sleep(0.01)
+    return False
 
 
 def test_a_lane_lets_one_prefix_in_at_a_time_and_the_earliest_waiting_next():
@@ -39,7 +52,7 @@ def test_a_lane_lets_one_prefix_in_at_a_time_and_the_earliest_waiting_next():
     later = [threading.Thread(target=unit, args=(key,)) for key in ((1, 3), (1, 2))]
     for thread in later:
         thread.start()
-    time.sleep(0.2)
+    assert blocked_at(lane, (1, 3), (1, 2))
     assert order == [(1, 1), (1, 1)]  # other seeds wait while seed 1 is inside
     release.set()
     for thread in [first, *later]:
@@ -76,7 +89,7 @@ def test_a_unit_too_short_of_work_to_fill_the_endpoint_lets_the_next_prefix_in()
     assert checked.wait(10)
     two = threading.Thread(target=second)
     two.start()
-    time.sleep(0.2)
+    assert blocked_at(lane, (1, 2))
     assert order == ["seed 1 in"]  # seed 2 waits while seed 1 can fill the endpoint
     draining.set()
     for thread in (one, two):
