@@ -21,7 +21,7 @@ class LateRegistration:
     run_id: str
     n_rows: int
     published: PublishedReport
-    instrument: str = "selection"
+    instrument: str
     """The run's instrument (tasks/instrument_registry.py)."""
 
 
