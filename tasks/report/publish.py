@@ -33,8 +33,8 @@ VERDICT_FILE = "verdict.json"
 
 REPORT_MEMORY_LIMIT = "128MB"
 """DuckDB's memory limit while a report's figures are read. At its default (80% of the machine's memory) the
-views' hash aggregates over a 1M-row run held ~0.3 GB more of the process (which is at its largest right
-after registering); bounded, the same figures come out (aggregates spill to the warehouse's temp directory
+views' hash aggregates over a large run hold more of the process (which is at its largest right after
+registering); bounded, the same figures come out (aggregates spill to the warehouse's temp directory
 if they must)."""
 
 
