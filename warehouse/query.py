@@ -17,6 +17,6 @@ def records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list
 
 def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pl.DataFrame:
     """A query's result as columns (through Arrow), for row counts that Python tuples would make costly."""
-    import polars as pl  # here: ~120 ms of import that ``records``' readers (compare, the reports) never need
+    import polars as pl  # here: an import that ``records``' readers (compare, the reports) never need
 
     return pl.from_arrow(con.sql(sql, params=params).to_arrow_table())

@@ -3,8 +3,8 @@ a task for tasks on a surface (``task_outcomes``); each with its slice, how many
 right, and its trials. What every instrument's paired comparisons and 2x2 interaction tables are computed
 from, on the units the arms compared all ran.
 
-Columns, not Python records: a 1M-row run has 333k requests, ~230 MB as dicts and ~20 MB as a polars frame;
-lists are made only for the group a statistic needs.
+Columns, not Python records: a large run has hundreds of thousands of requests, an order of magnitude
+smaller as a polars frame than as dicts; lists are made only for the group a statistic needs.
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ class ChatAgent:
 
     def wired(self, tools: tuple[ToolSpec, ...]) -> WiredTools:
         """The tools on the wire, worked out once per order: a unit's tasks all offer the seed's order (the
-        name map and each schema's rewrite cost ~0.15 ms a task when every task redid them)."""
+        name map and each schema's rewrite are not redone per task)."""
         last = self._wired
         if last is not None and last[0] == tools:
             return last[1]

@@ -83,7 +83,7 @@ def agent_fingerprint(arm: SurfaceArm) -> str:
 def task_cache_key(arm: SurfaceArm, tools: tuple[ToolSpec, ...], task: SurfaceTask, fixtures: dict[str, Any],
                    unit_part: tuple[str, str] | None = None) -> str:
     """``unit_part``: the arm's and the tools' fingerprints when the caller has them (``plan_tasks`` works
-    them out once per unit, not once per task: ~0.15 ms a task); the key is the same either way."""
+    them out once per unit, not once per task); the key is the same either way."""
     agent, offered = unit_part or (agent_fingerprint(arm), tools_fingerprint(tools))
     return digest([agent, offered, arm.surface.surface_hash, task_identity(task), fixtures])
 

@@ -12,7 +12,7 @@ Rules (each failure names the file, the line or id, and the rule):
 - weights-non-negative, weights-in-catalogue, weights-sum-to-one: the production weights.
 
 great_expectations is imported here only, and in a child process (``run_label_checks_apart``): its import
-costs seconds and ~240 MB that the run's own process would otherwise hold to its end (at 1M rows that
+costs seconds and memory that the run's own process would otherwise hold to its end (at 1M rows that
 process is at its largest while it registers and reports, long after the check).
 """
 
