@@ -52,6 +52,17 @@ def test_an_experiment_file_naming_an_unknown_instrument_is_refused(toy, capsys)
     assert "'toys' is no instrument" in capsys.readouterr().err
 
 
+def test_a_file_without_instrument_is_read_by_its_arms_with_a_note(toy, capsys):
+    toy.write_text(EXPERIMENT.replace("instrument: toy\n", ""))
+    assert main(["validate", str(toy)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"note: {toy} does not say which instrument it is for: read as 'instrument: toy' from its arms" in out
+    toy.write_text(EXPERIMENT.replace("instrument: toy\n", "").replace("rule: parity}", "rule: parity, selector: x}"))
+    assert main(["validate", str(toy)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "[one-instrument] the arms use rule, selector" in err
+
+
 @pytest.mark.slow
 def test_a_toy_instrument_runs_end_to_end_through_the_flow(prefect_harness, toy, capsys, tmp_path):
     warehouse = tmp_path / "wh"
