@@ -2,7 +2,7 @@
 answer (secrets left out) and the tools in the order they are offered.
 
 Options that only change how calls are made or costed (concurrency, timeouts, retries, key names, prices)
-are left out (tasks/selectors/providers/chat_options.py: ``answer_options``), so changing them repeats no completed
+are left out (tasks/selectors/arm_options.py: ``answer_options``), so changing them repeats no completed
 call. The digests are those of earlier versions, so existing caches keep answering.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from schemas.catalogue import ToolSpec
 from tasks.files.content_hash import sha256_hex
-from tasks.selectors.providers.chat_options import answer_options
+from tasks.selectors.arm_options import answer_options
 
 SECRET_OPTION_WORDS = ("key", "token", "secret", "password")
 
