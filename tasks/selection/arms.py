@@ -13,7 +13,8 @@ from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.selection.experiment import PER_REQUEST_CATALOGUE
 from tasks.experiment.resolve_experiment import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
-from tasks.selectors.providers.chat_options import HOSTED_KINDS, answer_options, check_hosted_arm, check_offline_arm
+from tasks.selectors.arm_options import answer_options
+from tasks.selectors.providers.chat_options import HOSTED_KINDS, check_hosted_arm, check_offline_arm
 from tasks.selectors.routers.position_biased import KIND as POSITION_BIASED
 from tasks.selectors.routers.position_biased import parse_options as position_biased_options
 from tasks.selectors.routers.router_setup import DEFAULT_MODELS, OFFLINE_ROUTER_KINDS, router_setup

@@ -28,7 +28,7 @@ from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
 from tasks.selection.arms import SelectionArm
 from tasks.selectors.decision_models.labelled_inputs import labelled_inputs
-from tasks.selectors.routers.offline import offline_selector
+from tasks.selectors.offline import offline_selector
 from tasks.selectors.routers.router_setup import (
     CUTOFF_OPTIONS,
     DEFAULT_MODELS,

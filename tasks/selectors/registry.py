@@ -8,8 +8,8 @@ from typing import Any
 
 from tasks.selectors.base import Selector
 from tasks.selectors.providers.chat_selector import ChatSelector
-from tasks.selectors.routers.offline import OFFLINE_KINDS, offline_selector
-from tasks.selectors.routers.offline import clear as offline_selector_cache_clear
+from tasks.selectors.offline import OFFLINE_KINDS, offline_selector
+from tasks.selectors.offline import clear as offline_selector_cache_clear
 from tasks.selectors.routers.position_biased import KIND as POSITION_BIASED
 from tasks.selectors.routers.position_biased import _cached as _position_biased
 from tasks.selectors.routers.position_biased import position_biased_selector

@@ -15,7 +15,8 @@ from typing import Any
 from schemas.surface.rows import SurfaceArmRecord
 from tasks.experiment.resolve_experiment import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
-from tasks.selectors.providers.chat_options import HOSTED_KINDS, ROUTING_OPTIONS, answer_options, check_hosted_arm
+from tasks.selectors.arm_options import answer_options
+from tasks.selectors.providers.chat_options import HOSTED_KINDS, ROUTING_OPTIONS, check_hosted_arm
 from tasks.surface.load_surface import ResolvedSurface, load_surface
 
 BASELINE_MODEL = "tooleval-baseline-bm25-1"

@@ -53,7 +53,7 @@ from schemas.surface.task import SurfaceTask
 from schemas.taskset import Message
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.routers.lexical import LexicalSelector
-from tasks.selectors.routers.offline import offline_selector
+from tasks.selectors.offline import offline_selector
 from tasks.selectors.routers.position_biased import move_probability, order_draw
 from tasks.selectors.routers.router_scores import tool_name_words
 from tasks.surface.agent_loop import retry_key

@@ -25,7 +25,7 @@ def trace_selection_unit(target: TraceTarget, unit, planned: Sequence, selection
     sender = sender_for(target)
     if not sender.alive or not rows:
         return
-    from tasks.selectors.providers.chat_options import answer_options
+    from tasks.selectors.arm_options import answer_options
 
     options = unit.arm.options
     sender.send(SELECTION, {

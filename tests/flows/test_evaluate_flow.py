@@ -11,7 +11,8 @@ import pytest
 from flows.evaluate import evaluate
 from schemas.arrow import arrow_schema
 from schemas.selection.rows import SelectionRow
-from tasks.selectors.routers import base_routers, offline
+from tasks.selectors import offline
+from tasks.selectors.routers import base_routers
 from tests.factories import SUPPORT
 
 LADDER = SUPPORT / "experiments" / "ladder.yaml"

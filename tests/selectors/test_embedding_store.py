@@ -85,7 +85,7 @@ def test_off_keeps_nothing_and_an_unwritable_cache_is_not_used(tmp_path, model_d
 ENCODE = textwrap.dedent("""
     import json, sys
     import tasks.selectors.routers.embedding as embedding
-    from tasks.selectors.routers.base_routers import embed_texts
+    from tasks.selectors.decision_models.base_scores import embed_texts
     texts = json.loads(sys.argv[1])
     vectors = embed_texts(texts)
     print(json.dumps({"encoded": embedding.ENCODED_TEXTS, "model_loaded": "sentence_transformers" in sys.modules,

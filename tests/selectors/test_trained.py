@@ -68,7 +68,7 @@ def test_a_request_it_learned_from_is_scored_by_the_fold_that_never_saw_it(small
     assert selector._which(item, text_hash(item.text)) == fold
     # its own text is never its nearest example: the best kNN similarity of its label is below 1
     from tasks.selectors.decision_models.decision_features import Examples, knn_by_label
-    from tasks.selectors.routers.base_routers import router_scores
+    from tasks.selectors.decision_models.base_scores import router_scores
 
     _, query = router_scores([item])
     knn = knn_by_label(query, [text_hash(item.text)], selector.examples, fold)

@@ -81,7 +81,7 @@ from tasks.selectors.routers.embedding_store import files_fingerprint
 from tasks.selectors.decision_models import product_experts
 from tasks.selectors.decision_models.fine_tune import SCALE
 from tasks.selectors.decision_models.labelled_inputs import catalogue_union, labelled_inputs
-from tasks.selectors.routers.base_routers import request_texts, router_scores
+from tasks.selectors.decision_models.base_scores import request_texts, router_scores
 from tasks.stats.calibration import expected_calibration_error
 from tasks.taskset.load_taskset import load_version
 

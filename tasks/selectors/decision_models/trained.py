@@ -58,7 +58,7 @@ from tasks.selectors.decision_models.decision_features import (
 from tasks.selectors.decision_models.embedding_probe import Probe
 from tasks.selectors.decision_models.product_experts import expert_cosines, product_utilities
 from tasks.selectors.routers.router_setup import DEFAULT_MODELS, parse_margin, parse_threshold
-from tasks.selectors.routers.base_routers import embed_texts, router_scores
+from tasks.selectors.decision_models.base_scores import embed_texts, router_scores
 
 DEFAULT_MODEL_ID = DEFAULT_MODELS["trained"]
 LEAKED = "the decision model learned from this request (trained with one fold: no model that did not see it)"

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlparse
 
+from tasks.selectors.arm_options import KEY_OPTIONS, TRANSPORT_OPTIONS
 from tasks.selectors.providers.anthropic_messages import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from tasks.selectors.providers.anthropic_messages import SAMPLING_API_VERSION
 from tasks.selectors.providers.openai_chat import DEFAULT_BASE_URL as OPENAI_BASE_URL
@@ -52,14 +53,6 @@ OFFICIAL_HOSTS = {"api.openai.com", "api.anthropic.com"}
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_CONCURRENCY = 8
 
-LOAD_OPTIONS = frozenset({"concurrency", "timeout_s", "max_retries", "retry_base_delay_s", "retry_max_delay_s",
-                          "max_retry_after_s"})
-KEY_OPTIONS = frozenset({"api_key_env", "api_key_file"})
-BOOKKEEPING_OPTIONS = frozenset({"prices", "price_file"})
-TRANSPORT_OPTIONS = LOAD_OPTIONS | KEY_OPTIONS | BOOKKEEPING_OPTIONS
-"""Options that change how calls are made or costed, never an answer: left out of the cache key and of
-the 'selector' respect of the one-change rule."""
-
 PROVIDER_OPTIONS = frozenset({"base_url", "temperature", "provider_seed", "max_tokens", "legacy_max_tokens",
                               "reasoning_effort", "parallel_tool_calls", "api_version", "served_model",
                               "model_revision", "unpinned_reason"}) | TRANSPORT_OPTIONS
@@ -71,18 +64,6 @@ LLM_ROUTER_OPTIONS = PROVIDER_OPTIONS | {"max_options"}
 
 
 _SECRET_NAME = re.compile(r"(^|_)(api_?key|key|token|secret|password|auth)(_|$)", re.IGNORECASE)
-
-
-def answer_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options that can change an answer (transport, keys and prices removed), nested ones too."""
-    kept: dict[str, Any] = {}
-    for name, value in options.items():
-        if name in TRANSPORT_OPTIONS:
-            continue
-        if isinstance(value, Mapping):
-            value = answer_options(value)
-        kept[name] = value
-    return kept
 
 
 def resolve_base_url(kind: str, options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> str:

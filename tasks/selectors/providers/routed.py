@@ -38,7 +38,7 @@ from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.providers.call_budget import RunLedger, Turn
 from tasks.selectors.providers.chat_types import ChatRequest
-from tasks.selectors.routers.offline import DEFAULT_MODELS, offline_selector
+from tasks.selectors.offline import DEFAULT_MODELS, offline_selector
 from tasks.selectors.providers.provider_calls import ProviderCaller
 
 MAX_TOP_LOGPROBS = 20

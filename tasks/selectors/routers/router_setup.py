@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from schemas.cutoff import AbstainCutoff
 from schemas.decision_model import DecisionModelFile
 from tasks.files.content_hash import file_sha256
-from tasks.selectors.providers.chat_options import answer_options
+from tasks.selectors.arm_options import answer_options
 
 OFFLINE_ROUTER_KINDS = ("lexical", "embedding", "trained")
 NEVER = "never"

@@ -1,6 +1,8 @@
-"""The offline selectors (lexical BM25, MiniLM embedding, the trained decision model): one instance per process and configuration, so
-models load once whether a selector serves an arm or a routed arm's decision model (the two base routers'
-instances are base_routers.py's, which the trained model's features read too)."""
+"""The offline selectors (lexical BM25, MiniLM embedding, the trained decision model): one instance per process
+and configuration, so models load once whether a selector serves an arm or a routed arm's decision model (the
+two base routers' instances are routers/base_routers.py's, which the trained model's features read too).
+It sits above the routers and the decision models and builds on both; the hosted selectors' routing
+(providers/routed.py) and the registry reach them through it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,38 @@
+"""What the trained decision model's features are made of: the two base routers' scores per offered tool and
+the requests' embeddings, under the model's encoder (``encoder``: MiniLM unless the model was trained with
+``tooleval train --encoder DIR``). The trained selector (trained.py) and its training (train_decision_model.py)
+read these; the routers' instances are routers/base_routers.py's."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.decision_models.decision_features import RequestScores
+from tasks.selectors.routers.base_routers import NEVER_ABSTAIN, base_router
+from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID
+
+
+def router_scores(inputs: list[SelectionInput], encoder: str = DEFAULT_MODEL_ID
+                  ) -> tuple[list[RequestScores], np.ndarray]:
+    """Cosine (under ``encoder``) and BM25 per offered tool, and the request embeddings, as the offline routers
+    compute them."""
+    lexical = base_router("lexical", "bm25-okapi", NEVER_ABSTAIN)
+    embedding = base_router("embedding", encoder, NEVER_ABSTAIN)
+    cos, bm25 = embedding.scores(inputs), lexical.scores(inputs)
+    scores = [RequestScores(tuple(t.name for t in item.tools),
+                            np.asarray(c if c is not None else np.zeros(len(item.tools))),
+                            np.asarray(b if b is not None else np.zeros(len(item.tools))))
+              for item, c, b in zip(inputs, cos, bm25)]
+    return scores, embedding.embed(request_texts(inputs))
+
+
+def request_texts(inputs: list[SelectionInput]) -> list[str]:
+    """The request texts the embedding router encodes (the last user turn)."""
+    embedding = base_router("embedding", DEFAULT_MODEL_ID, NEVER_ABSTAIN)
+    return [embedding.request_text(item) for item in inputs]
+
+
+def embed_texts(texts: list[str], encoder: str = DEFAULT_MODEL_ID) -> np.ndarray:
+    """Unit-length embeddings under ``encoder``, as the embedding router computes them (cached per process)."""
+    return base_router("embedding", encoder, NEVER_ABSTAIN).embed(texts)
