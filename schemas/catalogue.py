@@ -11,7 +11,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from schemas.mcp import McpAnnotations, McpSource
 
@@ -20,6 +20,11 @@ NONE_LABEL = "none"
 
 PARAMETERS_RULE = "tool-parameters-schema"
 """The rule a tool's ``parameters`` break when they are not a JSON Schema of an object."""
+
+PARAMETERS_PASSED = "parameters_passed"
+"""Validation context key (``model_validate_json(..., context={PARAMETERS_PASSED: True})``): these very bytes
+passed the parameters check under the same rules before (tasks/taskset/catalogue_memo.py), so it is not run
+again; every other field is validated as always."""
 
 
 class ToolParametersError(ValueError):
@@ -84,7 +89,9 @@ class ToolSpec(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _parameters_are_a_json_schema(self) -> "ToolSpec":
+    def _parameters_are_a_json_schema(self, info: ValidationInfo) -> "ToolSpec":
+        if (info.context or {}).get(PARAMETERS_PASSED):
+            return self
         problem = parameters_problem(self.parameters)
         if problem:
             raise ToolParametersError(f"tool '{self.name}': parameters are {problem}")

@@ -18,7 +18,8 @@ from tasks.selectors.providers.chat_options import HOSTED_KINDS, check_hosted_ar
 from tasks.selectors.routers.position_biased import KIND as POSITION_BIASED
 from tasks.selectors.routers.position_biased import parse_options as position_biased_options
 from tasks.selectors.routers.router_setup import DEFAULT_MODELS, OFFLINE_ROUTER_KINDS, router_setup
-from tasks.taskset.load_taskset import load_catalogue, version_paths
+from tasks.taskset.catalogue_memo import load_checked_catalogue
+from tasks.taskset.load_taskset import version_paths
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,7 +112,7 @@ def resolve_selection_arm(name: str, rung: int, merged: dict[str, Any], context:
         raise ArmRefused(problems)
     catalogue_name = merged["catalogue"]
     catalogue = None if catalogue_name == PER_REQUEST_CATALOGUE else context.once(
-        "catalogue", catalogue_name, lambda: load_catalogue(context.taskset_dir, catalogue_name))
+        "catalogue", catalogue_name, lambda: load_checked_catalogue(context.taskset_dir, catalogue_name))
     prompt_text = context.prompt(merged["prompt"])
     try:
         run_options, abstain_rule, model_hash, far_cutoff = settle_router(

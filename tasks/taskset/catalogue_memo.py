@@ -1,12 +1,14 @@
-"""A catalogue's tool names, its checks remembered by content, for ``tooleval validate`` of a remembered version.
+"""A catalogue's checks remembered by content: its tool names for ``tooleval validate`` of a remembered
+version, and the catalogue itself loaded without checking its argument schemas again (a run's arms,
+``tooleval validate EXPERIMENT``).
 
 Loading a catalogue checks every tool's argument schema against its JSON Schema metaschema (jsonschema:
 its import and a check per tool): most of a remembered ``validate``'s CPU. The checks are a pure
 function of the catalogue files' bytes (the file and the chain it ``extends``), the rules (the catalogue
 models' and the loader's source) and the jsonschema version, so a chain that passed is kept, like a label
-check pass (``check_cache``: the same cache folder, nothing in it needed), under a hash of those. A chain
-that fails is never kept: its problems are found and reported, with file and rule, every time. A file that
-cannot even be followed as JSON is simply loaded (and refused) the slow way.
+check pass (``check_cache``), under a hash of those, in the cache's ``catalogue-checks`` folder (nothing in
+it needed). A chain that fails is never kept: its problems are found and reported, with file and rule, every
+time. A file that cannot even be followed as JSON is simply loaded (and refused) the slow way.
 """
 
 from __future__ import annotations
@@ -15,14 +17,24 @@ import json
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from tasks.files.cache_folder import cache_folder
 from tasks.files.content_hash import sha256_hex
 from tasks.taskset.check_cache import recall, remember
+
+if TYPE_CHECKING:
+    from schemas.catalogue import Catalogue
 
 RULES = (Path(__file__).resolve().parents[2] / "schemas" / "catalogue.py",
          Path(__file__).resolve().parents[2] / "schemas" / "mcp.py",
          Path(__file__).resolve().parent / "load_taskset.py",
          Path(__file__).resolve())
+
+
+def memo_dir() -> Path:
+    """Where catalogue passes are kept: beside the label checks' passes, not among them."""
+    return cache_folder("catalogue-checks")
 
 
 @lru_cache(maxsize=1)
@@ -66,11 +78,28 @@ def catalogue_tool_names(taskset_dir: Path, name: str) -> list[str]:
     inherited first, or the labels it maps to other names), from a remembered pass of the same bytes,
     else from the full load (``load_catalogue``: InputError naming the file and rule), whose pass is then kept."""
     key = chain_key(taskset_dir, name)
-    if key is not None and (passed := recall(key)) is not None and isinstance(passed.get("tool_names"), list):
+    passed = recall(key, memo_dir()) if key is not None else None
+    if passed is not None and isinstance(passed.get("tool_names"), list):
         return passed["tool_names"]
+    return list(_load_and_remember(taskset_dir, name, key).label_names)
+
+
+def load_checked_catalogue(taskset_dir: Path, name: str) -> Catalogue:
+    """Catalogue ``name`` resolved (``load_catalogue``: every file validated, names, ``extends`` and duplicate
+    tools checked), its tools' argument schemas checked against their metaschema unless a pass of the same
+    bytes under the same rules is remembered; a pass is then kept."""
     from tasks.taskset.load_taskset import load_catalogue
 
-    names = list(load_catalogue(taskset_dir, name).label_names)
+    key = chain_key(taskset_dir, name)
+    if key is not None and recall(key, memo_dir()) is not None:
+        return load_catalogue(taskset_dir, name, parameters_passed=True)
+    return _load_and_remember(taskset_dir, name, key)
+
+
+def _load_and_remember(taskset_dir: Path, name: str, key: str | None) -> Catalogue:
+    from tasks.taskset.load_taskset import load_catalogue
+
+    catalogue = load_catalogue(taskset_dir, name)
     if key is not None:
-        remember(key, {"tool_names": names})
-    return names
+        remember(key, {"tool_names": list(catalogue.label_names)}, memo_dir())
+    return catalogue

@@ -77,8 +77,9 @@ def content_check_key(directory: Path, manifest: VersionManifest, actual_hash: s
     return sha256_hex(json.dumps(parts, sort_keys=True, default=str))
 
 
-def recall(key: str) -> dict | None:
-    path = cache_dir() / f"{key}.json"
+def recall(key: str, directory: Path | None = None) -> dict | None:
+    """The pass kept under ``key`` in ``directory`` (default: the label checks' folder), or None."""
+    path = (directory or cache_dir()) / f"{key}.json"
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -91,9 +92,10 @@ def recall_report(key: str) -> CheckReport | None:
     return None if passed is None else CheckReport(**{**passed, "cached": True})
 
 
-def remember(key: str, passed: dict) -> None:
-    """Keep a pass; a cache that cannot be written (read-only home) is simply not used."""
-    directory = cache_dir()
+def remember(key: str, passed: dict, directory: Path | None = None) -> None:
+    """Keep a pass in ``directory`` (default: the label checks' folder); a cache that cannot be written
+    (read-only home) is simply not used."""
+    directory = directory or cache_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
         write_atomic(directory / f"{key}.json", json.dumps(passed))

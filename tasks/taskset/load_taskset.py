@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from schemas.catalogue import Catalogue, CatalogueFile, resolved_offered_as, rule_of
+from schemas.catalogue import PARAMETERS_PASSED, Catalogue, CatalogueFile, resolved_offered_as, rule_of
 from schemas.taskset import Adjudication, LabelledRequest, ProductionWeights, VersionManifest
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.content_hash import parts_sha256
@@ -43,12 +43,12 @@ def validation_message(error: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'record'}: {e['msg']}" for e in error.errors())
 
 
-def read_json_model(path: Path, model: type[M]) -> M:
-    """One JSON file as one model, or an InputError naming the file."""
+def read_json_model(path: Path, model: type[M], context: dict | None = None) -> M:
+    """One JSON file as one model (``context``: pydantic's validation context), or an InputError naming the file."""
     if not path.is_file():
         raise InputError.one(str(path), "", "file-exists", "file not found")
     try:
-        return model.model_validate_json(path.read_bytes())
+        return model.model_validate_json(path.read_bytes(), context=context)
     except ValidationError as error:
         raise InputError.one(str(path), "", rule_of(error), validation_message(error)) from None
 
@@ -89,8 +89,11 @@ def read_request_table(path: Path) -> pl.DataFrame:
     return numbered_request_table(iter_jsonl_models(Path(path), LabelledRequest))
 
 
-def load_catalogue(taskset_dir: Path, name: str) -> Catalogue:
-    """Resolve a catalogue and the chain of catalogues it extends, inherited tools first."""
+def load_catalogue(taskset_dir: Path, name: str, parameters_passed: bool = False) -> Catalogue:
+    """Resolve a catalogue and the chain of catalogues it extends, inherited tools first. With
+    ``parameters_passed`` (the chain's bytes passed before: ``catalogue_memo.load_checked_catalogue``) the tools'
+    argument schemas are not checked against their metaschema again."""
+    context = {PARAMETERS_PASSED: True} if parameters_passed else None
     chain: list[CatalogueFile] = []
     seen: set[str] = set()
     current: str | None = name
@@ -99,7 +102,7 @@ def load_catalogue(taskset_dir: Path, name: str) -> Catalogue:
         if current in seen:
             raise InputError.one(str(path), "", "catalogue-extends", f"'extends' loops back to {current}")
         seen.add(current)
-        file = read_json_model(path, CatalogueFile)
+        file = read_json_model(path, CatalogueFile, context)
         if file.name != current:
             raise InputError.one(str(path), "", "catalogue-name", f"name '{file.name}' differs from file stem '{current}'")
         chain.append(file)
@@ -109,7 +112,8 @@ def load_catalogue(taskset_dir: Path, name: str) -> Catalogue:
     if duplicates:
         path = taskset_dir / "catalogues" / f"{name}.json"
         raise InputError.one(str(path), "", "tool-names-unique", f"tools defined twice: {', '.join(sorted(duplicates))}")
-    return Catalogue(name=name, tools=tuple(tools), offered_as=resolved_offered_as(chain[::-1]))
+    return Catalogue.model_validate(  # the context reaches the tools: pydantic checks a model's fields again here
+        {"name": name, "tools": tuple(tools), "offered_as": resolved_offered_as(chain[::-1])}, context=context)
 
 
 def version_paths(taskset_dir: Path, version: str) -> dict[str, Path]:

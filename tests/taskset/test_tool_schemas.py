@@ -90,3 +90,30 @@ def test_a_catalogue_that_passed_is_remembered_by_its_bytes_and_a_changed_one_is
     with pytest.raises(InputError) as refused:
         catalogue_tool_names(folder, "base")
     assert refused.value.problems[0].file == str(base)
+
+
+def test_a_remembered_catalogue_is_loaded_whole_without_checking_its_schemas_again(tmp_path, monkeypatch):
+    """A run's arms and ``tooleval validate EXPERIMENT`` load catalogues through ``load_checked_catalogue``: the
+    first load checks every tool's parameters and keeps the pass; a second load of the same bytes is the same
+    catalogue with no parameters checked; a file changed since, even to a broken schema, is checked again."""
+    import schemas.catalogue
+    from tasks.taskset.catalogue_memo import load_checked_catalogue
+
+    monkeypatch.setenv("TOOLEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    checked: list[dict] = []
+    check = schemas.catalogue.parameters_problem
+    monkeypatch.setattr(schemas.catalogue, "parameters_problem", lambda p: checked.append(p) or check(p))
+    folder = write_taskset(tmp_path / "shop")
+    first = load_checked_catalogue(folder, "base")
+    assert len(checked) >= len(SHOP_TOOLS) and first == load_catalogue(folder, "base")
+    checked.clear()
+    assert load_checked_catalogue(folder, "base") == first
+    assert checked == []
+
+    tools = [dict(t) for t in SHOP_TOOLS]
+    tools[1] = {**tools[1], "parameters": {"type": "objekt", "properties": 5}}
+    (folder / "catalogues" / "base.json").write_text(json.dumps({"name": "base", "tools": tools}))
+    for _ in range(2):  # refused both times: the failure was not kept
+        with pytest.raises(InputError) as refused:
+            load_checked_catalogue(folder, "base")
+        assert refused.value.problems[0].rule == PARAMETERS_RULE
