@@ -10,11 +10,13 @@ same code path as ``tooleval ARGS``) with PYTHONPATH and the working directory s
 from ``resource.getrusage(RUSAGE_CHILDREN)`` deltas; ``--runs`` runs each, the median is printed, with the
 wall time and the load average beside it (a shared machine moves every figure). Output is discarded.
 
-The read-only commands (``report``, ``tasks report``, ``sql``, ``compare``, ``plan``, ``validate``, ``tasks
-validate``) need a warehouse holding a selection run and a task run: ``--warehouse DIR`` names one (e.g.
-after ``make demo && make demo-tasks``: warehouse/); without it they are skipped; ``compare`` is measured when
-it holds two selection runs or more (the first and the last; ``make demo`` twice). Not a test: run it and
-read the figures (measure main and a branch from the same warehouse).
+The read-only commands (``report``, ``tasks report``, ``sql``, ``compare``, ``plan``, ``validate`` of a
+version and of an experiment of each instrument, ``tasks validate``) need a warehouse holding a selection
+run and a task run: ``--warehouse DIR`` names one (e.g. after ``make demo && make demo-tasks``: warehouse/);
+without it they are skipped; ``compare`` is measured when it holds two selection runs or more (the first and
+the last; ``make demo`` twice). Not a test: run it and read the figures (measure main and a branch from the
+same warehouse; a warehouse written by another checkout's definitions is read through temporary views, so
+let the checkout measured write it last).
 
 The processes run with bytecode caching on (PYTHONDONTWRITEBYTECODE removed from their environment), as an
 installed tool runs: the untimed first run writes the checkout's .pyc files, else every run would compile
@@ -50,6 +52,8 @@ def read_commands(warehouse: str) -> list[list[str]]:
                 ["sql", "--warehouse", warehouse, "select count(*) from runs"],
                 ["plan", "--accuracy", "0.9", "--requests", "200", "--half-width", "5"],
                 ["validate", "tasksets/support/v1.jsonl"],
+                ["validate", "tasksets/support/experiments/ladder.yaml"],
+                ["validate", "tasksets/support_tasks/experiments/four_arms.yaml"],
                 ["tasks", "validate", "tasksets/support_tasks/t1.jsonl"]]
     if runs:
         commands.insert(1, ["report", runs[0], "--warehouse", warehouse])

@@ -21,7 +21,6 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from tasks.selectors.providers.text_tool_calls import TextCall, text_call_detail
-from tasks.selectors.providers.tool_call_check import check_arguments
 from tasks.surface.agent_types import ProposedCall, ToolResult, unfilled_reason
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.surface_session import MAX_DETAIL, SurfaceSession
@@ -59,6 +58,8 @@ def execute_call(surface: ResolvedSurface, session: SurfaceSession,
     if offered is None:
         return _invalid(call, None, arguments_text(call.arguments), f"tool '{call.name}' is not offered")
     backend = offered.backend
+    from tasks.selectors.providers.tool_call_check import check_arguments  # jsonschema: when an agent first calls
+
     check = check_arguments(offered.spec, call.arguments)
     if not check.ok:
         reason = check.detail or "invalid arguments"

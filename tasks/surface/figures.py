@@ -6,16 +6,16 @@ the gap's interval from the same Tango score interval on half the gap)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
-import duckdb
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from tasks.report.unit_outcomes import Interaction, UnitOutcomes, paired
 from tasks.report.version_calibration import VersionCalibration, version_calibrations
 from tasks.stats.interaction import find_factorials
 from tasks.stats.paired import PairedComparison
 from warehouse.query import records
+
+if TYPE_CHECKING:
+    import duckdb
 
 ARM_RESPECTS = ("surface_hash", "prompt_hash", "model_id", "agent", "agent_options_hash", "taskset_version")
 """The columns of task_arms an arm is made of (the one-change rule's respects)."""
@@ -75,6 +75,8 @@ class SurfaceFigures:
 
 
 def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> SurfaceFigures:
+    import polars as pl  # here: the surface instrument's modules are read by commands that load no figures
+
     (run,) = records(con, "SELECT * FROM task_experiments WHERE run_id = ?", [run_id])
     arms = records(con, "SELECT * FROM task_arms WHERE run_id = ? ORDER BY rung", [run_id])
     figures = SurfaceFigures(
