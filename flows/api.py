@@ -28,8 +28,7 @@ if TYPE_CHECKING:  # each function imports what it needs when called: ``import f
     # read-only call (report, sql_session, validate) never loads the run machinery; the flow module imports
     # Prefect: only runs pay for it
     from flows.evaluate import RunSummary
-    from flows.kept_server import KeptServer
-    from flows.prefect_server import TemporaryServer
+    from flows.prefect_server import LocalServer
     from tasks.importers.mcp_catalogue import McpImportSummary
     from tasks.report.report_types import Report
     from tasks.report.sql_session import SqlSession
@@ -60,8 +59,8 @@ class RunOutcome:
 
 
 @contextmanager
-def prefect_api(server: TemporaryServer | KeptServer | None) -> Iterator[None]:
-    """Point Prefect (and any worker process it starts) at the temporary server, once it answers; watch the
+def prefect_api(server: LocalServer | None) -> Iterator[None]:
+    """Point Prefect (and any worker process it starts) at the local server, once it answers; watch the
     API for the run (a lost API ends the process at once with exit 6, see ApiWatch); before the server is
     stopped, let Prefect's client send what it still queues (a quiet shutdown)."""
     from flows.prefect_server import ApiWatch, configured_api_url, drain_prefect_client

@@ -1,12 +1,8 @@
-"""The ``tooleval`` console script: for ``tooleval run`` (and ``tooleval tasks run``), spawn the run's temporary Prefect server first,
-then import the tool (~2-4 s of imports: DuckDB, pandas, Prefect's client) while the server starts in
-its own process. Every other command goes straight to the CLI.
-
-When the command is done, the process ends at once (``os._exit``) after flushing its output and logs
-and stopping the server: tearing down the interpreter's module graph and heap (Prefect, Great
-Expectations, pandas) otherwise costs 4-7 s after the last line is printed, and every file the run writes
-is already written whole (atomic writes, committed DuckDB transactions).
-"""
+"""The ``tooleval`` console script: for ``tooleval run`` and ``tooleval tasks run``, find or spawn the local
+Prefect server first (flows/prefect_server.py), then import the tool while the server starts in its own
+process; every other command goes straight to the CLI. The process then ends at once (``os._exit``) after
+flushing its output and stopping what it started: every file a run writes is already written whole, and
+tearing down the interpreter's heap would cost seconds after the last line."""
 
 from __future__ import annotations
 
@@ -25,8 +21,8 @@ def first_line(argv: list[str]) -> str:
 
 
 def names_a_file(argv: list[str]) -> bool:
-    """Whether any argument after ``run`` / ``tasks run`` that is not an option is an existing file: a command
-    line naming none (a typo'd experiment) fails on bad input, so no Prefect server is started for it."""
+    """Whether an argument after ``run`` / ``tasks run`` that is not an option is an existing file (a typo'd
+    experiment is bad input: no server is started for it)."""
     command = argv[:1] if argv[:1] == ["run"] else argv[:2]
     return any(not a.startswith("-") and os.path.isfile(a) for a in argv[len(command):])
 
@@ -34,14 +30,14 @@ def names_a_file(argv: list[str]) -> bool:
 def main() -> int:
     argv = sys.argv[1:]
     if (argv[:1] == ["run"] or argv[:2] == ["tasks", "run"]) and not {"-h", "--help"} & set(argv):
-        announce(first_line(argv))  # the first line at once, before ~2-4 s of imports
+        announce(first_line(argv))  # the first line at once, before the imports
         from flows import gc_pause
 
         gc_pause.pause()  # imports without the cyclic collector; run_experiment resumes it before the flow
         from flows.stop_on_signal import install
 
-        install("tooleval run" if argv[:1] == ["run"] else "tooleval tasks run")  # a signal stops the run at once
-        from flows.prefect_server import PrefectServerError, spawn_early
+        install("tooleval run" if argv[:1] == ["run"] else "tooleval tasks run")
+        from flows.prefect_server import KeepSettingError, PrefectServerError, keep_minutes, spawn_early
         from flows.prefect_settings import apply_prefect_defaults
 
         apply_prefect_defaults()
@@ -49,12 +45,10 @@ def main() -> int:
             if names_a_file(argv):
                 spawn_early()
             else:  # no experiment file: the CLI says so (exit 2); a bad keep setting is still said first
-                from flows.kept_server import keep_minutes
-
                 keep_minutes()
         except PrefectServerError as error:  # a bad TOOLEVAL_KEEP_SERVER (exit 2), or no server to be had (6)
             print(f"tooleval: {error}", file=sys.stderr, flush=True)
-            os._exit(2 if type(error).__name__ == "KeepSettingError" else 6)
+            os._exit(2 if isinstance(error, KeepSettingError) else 6)
     from flows.cli import main as cli_main  # the whole tool: imported once the server is on its way
 
     code = 1
@@ -65,12 +59,10 @@ def main() -> int:
         if stop.code is not None and not isinstance(stop.code, int):
             print(stop.code, file=sys.stderr)
     finally:
-        if "flows.prefect_server" in sys.modules:  # a command that may have started a server (--help did not)
-            from flows.prefect_server import stop_early
-
-            stop_early()
+        if "flows.prefect_server" in sys.modules:  # a command that may have started a server
+            sys.modules["flows.prefect_server"].stop_early()
         logging.shutdown()
-        from flows.stop_on_signal import flush_std_streams  # standard library only, like this module
+        from flows.stop_on_signal import flush_std_streams
 
         flush_std_streams()
     os._exit(code)

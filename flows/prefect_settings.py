@@ -27,9 +27,8 @@ def apply_prefect_defaults() -> None:
 
 
 class _NoTraceback:
-    """A logging filter: Prefect's records keep their one-line message, never a traceback. A run that fails
-    says so once (flows/crash.py) and writes the traceback to a file; Prefect would print it again, at
-    length, on the terminal (task failures, crash detection, a lost API)."""
+    """A logging filter: Prefect's records keep their one-line message, never a traceback (a failed run says
+    so once and writes the traceback to a file: flows/crash.py)."""
 
     def filter(self, record) -> bool:
         if record.name.startswith("prefect"):

@@ -1,27 +1,16 @@
-"""How ``tooleval run`` and ``tooleval tasks run`` stop on SIGTERM and SIGINT (Ctrl-C): at once, keeping what is done.
+"""How ``tooleval run`` and ``tooleval tasks run`` stop on SIGTERM and SIGINT (Ctrl-C): at once, keeping what
+is done. Prefect's flow engine would wait for every call in flight before acting on either.
 
-Without this, a signal waited for the calls in flight: Prefect's flow engine turns SIGTERM into an exception
-that it handles only after its task runner has let every running unit finish its hosted call (and a
-KeyboardInterrupt took the same road), so a run with a slow model ignored both for more than 35 s.
+On either signal, in the main thread and within about a second, the command says on stderr what the run had
+done (work units landed, items finished inside the units still running: tasks/run/item_counter.py) and that a
+rerun resumes; stops every process it started (the Prefect server, MCP servers, a trace process: SIGTERM,
+then SIGKILL after ``CHILD_GRACE_S``); and ends with 128 + the signal's number (130 / 143), abandoning the
+calls in flight as ``kill -9`` would. That is safe by construction: each item is cached when finished, a
+unit's Parquet is written atomically, a registration is one DuckDB transaction, and the next run tidies
+what a stopped one left. A second signal ends the process at once; it always ends within ``HARD_STOP_S``.
 
-On either signal the command instead, in the main thread and within about a second:
-
-1. says on stderr what the run had done: work units landed, items finished (and cached) inside the units
-   still running, and that a rerun resumes (the units count them: tasks/run/item_counter.py, per process);
-2. stops the processes it started: the temporary Prefect server, MCP servers, a trace process (every
-   descendant process: SIGTERM, then SIGKILL after ``CHILD_GRACE_S``);
-3. ends with ``128 + the signal's number`` (flows/exit_codes.py: 130 for SIGINT, 143 for SIGTERM), without
-   waiting for the calls in flight: they are abandoned, exactly as ``kill -9`` abandons them.
-
-Ending abruptly is safe by construction (the failure drill kills runs at every step): each item is cached
-the moment it is finished (a completed call is never repeated), a unit's Parquet is written atomically and
-a landed unit's items are all in the cache, a registration is one DuckDB transaction, and the next run
-tidies what a stopped one left (tasks/run/leftovers.py) or registers a run whose records were saved. A
-second signal while stopping ends the process at once; whatever happens, it ends within ``HARD_STOP_S``.
-
-Only the ``tooleval`` command installs this (``install``); a deployment's worker keeps Prefect's own SIGTERM
-handling (its cancellation marks the flow run Cancelled). The flow retakes SIGTERM from Prefect's handler
-when it starts (``retake``). Import-light: the console script installs it before the heavy imports.
+Only the ``tooleval`` command installs this (a deployment's worker keeps Prefect's handling, which marks the
+run Cancelled); the flow takes the handlers back when it starts (``retake``). Standard library only.
 """
 
 from __future__ import annotations
@@ -36,9 +25,7 @@ from typing import Any
 from flows.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
 
 CHILD_GRACE_S = 1.0
-"""How long child processes get to end on SIGTERM before SIGKILL."""
 HARD_STOP_S = 5.0
-"""The process ends this long after the signal whatever the stopping step is doing."""
 
 _installed = False
 _stopping = False
@@ -57,128 +44,120 @@ def flush_std_streams() -> None:
             pass
 
 
-def exit_code_for(signum: int) -> int:
-    return EXIT_INTERRUPTED if signum == signal.SIGINT else EXIT_TERMINATED if signum == signal.SIGTERM \
-        else 128 + signum
-
-
 def install(command: str = "tooleval run") -> None:
-    """Stop this process promptly on SIGTERM and SIGINT (call from the main thread; a no-op elsewhere)."""
+    """Stop this process promptly on SIGTERM and SIGINT (from the main thread; a no-op elsewhere)."""
     global _installed, _command, _started
     if threading.current_thread() is not threading.main_thread():
         return
-    if not _installed:
-        _started = time.monotonic()
-    _command = command
+    _started = _started if _installed else time.monotonic()
+    _command, _installed = command, True
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _on_signal)
-    _installed = True
 
 
 def retake() -> None:
-    """Inside the flow: take SIGTERM back from Prefect's handler (it waits for the calls in flight) and SIGINT
-    back from polars, when the ``tooleval`` command installed the prompt stop in this process and this is its
-    main thread. Polars replaces the process's SIGINT handler at the C level when it is imported (to abort a
-    query), which Python's ``signal.getsignal`` does not show: with it, Ctrl-C waited for the call in flight
-    (60 s in the test). So polars is imported here, before the handlers are set again, and can take nothing
-    later (the run imports it anyway: task sets, figures)."""
+    """Inside the flow: take SIGTERM back from Prefect's handler, and SIGINT back from polars (whose import sets
+    a handler in C that ``signal.getsignal`` does not show: it is imported here first), when ``install`` ran
+    in this process and this is its main thread."""
     if not _installed or threading.current_thread() is not threading.main_thread():
         return
     try:
-        import polars  # noqa: F401 - its import sets a SIGINT handler: let it happen now, then set ours again
+        import polars  # noqa: F401
     except ImportError:
         pass
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _on_signal)  # always: the handler in C may differ from what getsignal says
+        signal.signal(signum, _on_signal)
 
 
 def stopping() -> bool:
-    """Is this process stopping on a signal? Then its children end because it ends them (the temporary
-    Prefect server exits with -15): the API watch must not report that as a lost server (exit 6)."""
+    """Is this process stopping on a signal? (Its children then end because it ends them.)"""
     return _stopping
 
 
 def watch_progress(progress: Any) -> None:
-    """The run's progress over its units: what the message on a signal counts."""
     global _progress
     _progress = progress
 
 
-def _descendants() -> list[int]:
-    """Every process below this one (Linux: /proc), children first."""
-    parents: dict[int, list[int]] = {}
+def proc_stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state, ppid, ...); [] where it cannot be read."""
     try:
-        entries = os.listdir("/proc")
-    except OSError:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().decode(errors="replace").rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
         return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read().decode(errors="replace")
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        parents.setdefault(ppid, []).append(int(entry))
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (Linux /proc)."""
+    return proc_stat(pid)[:1] not in ([], ["Z"], ["X"])
+
+
+def _descendants() -> list[int]:
+    """Every process below this one (Linux /proc), children first."""
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        if len(fields := proc_stat(int(entry))) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry))
     found, todo = [], [os.getpid()]
     while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
+        found += (new := children.get(todo.pop(), []))
+        todo += new
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state = handle.read().decode(errors="replace").rsplit(")", 1)[1].split()[0]
-        return state not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
-
-
 def stop_children(grace_s: float = CHILD_GRACE_S) -> list[int]:
-    """SIGTERM every descendant process, SIGKILL those still there after ``grace_s``; the pids found."""
+    """SIGTERM every descendant process, SIGKILL those still there after ``grace_s`` (and any started since)."""
     pids = _descendants()
     for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
+        _kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+    while time.monotonic() < deadline and any(alive(pid) for pid in pids):
         time.sleep(0.02)
-    for pid in pids + _descendants():  # and anything started meanwhile (npx's node, a respawned helper)
-        if _alive(pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+    for pid in pids + _descendants():
+        if alive(pid):
+            _kill(pid, signal.SIGKILL)
     return pids
+
+
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+def resume_advice(how: str) -> str:
+    """What a run ended early (``how``: 'signal' or 'lost', its API) had registered, and what a rerun does."""
+    from flows.progress import what_is_done  # standard library only
+
+    done = what_is_done()
+    if done and how == "lost":
+        return ("Done before it was lost:\n  " + "\n  ".join(done) + "\nThose rows are registered for good: no "
+                "rerun is needed for them (a rerun would make a second run of them, from the cache). What this run "
+                "left undone (its reports if not written, tidying earlier runs' leftovers) the next run into this "
+                "warehouse finishes.")
+    then = ("Done before the signal:\n  " + "\n  ".join(done) + "\n") if done else ""
+    return (f"{then}Every finished item is cached and landed rows are kept: rerun the same command (`{_command} ...`) "
+            "to resume; it repeats no completed call (the next run registers or tidies what this one left).")
 
 
 def stopped_message(signum: int) -> str:
     """What a stopped run says: its counts so far and how to resume."""
-    name = signal.Signals(signum).name
-    elapsed = time.monotonic() - _started
+    from flows.progress import duration
+
     progress = _progress
     if progress is None:
         done = "before its work units started"
     else:
-        from tasks.run.item_counter import in_flight, landed  # import-light; counted where the units run
+        from tasks.run.item_counter import in_flight, landed  # counted where the units run
 
         (units, items), inside = landed(), in_flight()[1]
         done = (f"after {units:,} of {progress.total_units:,} work units landed ({items:,} {progress.counted})"
                 + (f" and {inside:,} more {progress.counted} finished and cached inside the units still running"
                    if inside else ""))
-    from flows.progress import duration, what_is_done
-
-    registered = what_is_done()
-    then = ("Done before the signal:\n  " + "\n  ".join(registered) + "\n") if registered else ""
-    return (f"tooleval: stopped by {name} {done}, {duration(elapsed)} into the run; the calls in flight were "
-            f"abandoned.\n{then}Every finished item is cached and landed rows are kept: rerun the same command "
-            f"(`{_command} ...`) to resume; it repeats no completed call.")
+    return (f"tooleval: stopped by {signal.Signals(signum).name} {done}, {duration(time.monotonic() - _started)} "
+            f"into the run; the calls in flight were abandoned.\n{resume_advice('signal')}")
 
 
 def _hard_stop(code: int) -> None:
@@ -188,16 +167,13 @@ def _hard_stop(code: int) -> None:
 
 def _on_signal(signum: int, frame: object) -> None:
     global _stopping
-    code = exit_code_for(signum)
+    code = {signal.SIGINT: EXIT_INTERRUPTED, signal.SIGTERM: EXIT_TERMINATED}.get(signum, 128 + signum)
     if _stopping:  # a second signal while stopping: now
         os._exit(code)
     _stopping = True
     threading.Thread(target=_hard_stop, args=(code,), name="tooleval-hard-stop", daemon=True).start()
     try:
-        try:
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
+        flush_std_streams()
         try:
             print(stopped_message(signum), file=sys.stderr, flush=True)
         except Exception:  # noqa: BLE001 - the message is a courtesy; the stop is what matters

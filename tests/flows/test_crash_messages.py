@@ -127,6 +127,8 @@ STOPPED_ON_SIGNAL = textwrap.dedent("""
     from flows.prefect_server import ApiWatch
 
     class Server:  # the temporary server: it exits with -15 once the signal's stop has sent SIGTERM
+        what = "temporary Prefect server"
+
         def exited(self):
             return -15 if stop_on_signal._stopping else None
 

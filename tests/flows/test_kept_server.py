@@ -1,14 +1,15 @@
 """The local Prefect server kept between runs (flows/kept_server.py): the first run starts it and a later run
 uses it; a run holds it while its process lives (a ``kill -9`` lets go); it stops by itself after its idle
-time, never while a run holds it; ``tooleval server stop`` refuses while a run holds it; a keeper of another
-Prefect or Python is replaced; ``TOOLEVAL_KEEP_SERVER`` that is not minutes is bad input. Real processes:
-the keeper, its uvicorn server, ``tooleval run`` end to end."""
+time, never while a run holds it, and once its Prefect home is removed; ``tooleval server stop`` refuses while
+a run holds it; a server of another Prefect or Python is replaced; ``TOOLEVAL_KEEP_SERVER`` that is not
+minutes is bad input. Real processes: the uvicorn server, ``tooleval run`` end to end."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,17 +22,8 @@ from pathlib import Path
 import pytest
 
 from flows.exit_codes import EXIT_BAD_INPUT
-from flows.kept_server import (
-    KEEP_ENV,
-    KeepSettingError,
-    KeptServer,
-    KeptServerError,
-    KeptState,
-    keep_minutes,
-    state_dir,
-    stop_kept,
-)
-from flows.prefect_server import TemporaryServer, local_server
+from flows.kept_server import KeptState, state_dir, stop_kept
+from flows.prefect_server import KEEP_ENV, KeepSettingError, LocalServer, PrefectServerError, keep_minutes, local_server
 from tests.factories import ROOT
 
 
@@ -95,17 +87,21 @@ def test_a_run_naming_no_existing_file_starts_no_server(tmp_path):
 
 
 def test_a_kept_server_that_cannot_start_gives_way_to_a_temporary_one(home, monkeypatch, capsys):
-    def refuse(self):
-        raise KeptServerError("the keeper did not start: test")
+    spawn = LocalServer.spawn
 
-    monkeypatch.setattr(KeptServer, "spawn", refuse)
+    def refuse(self):
+        if self.kept:
+            raise PrefectServerError("the server did not start: test")
+        return spawn(self)
+
+    monkeypatch.setattr(LocalServer, "spawn", refuse)
     monkeypatch.setenv(KEEP_ENV, "5")
     server = local_server()
     try:
-        assert isinstance(server, TemporaryServer)
+        assert not server.kept and server.process is not None
     finally:
         server.stop()
-    assert "no kept Prefect server (the keeper did not start: test); starting one for this run" in capsys.readouterr().err
+    assert "no kept Prefect server (the server did not start: test); starting one for this run" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -125,7 +121,7 @@ def test_a_second_run_uses_the_server_the_first_kept_and_it_stops_when_unused(ho
     status = subprocess.run([sys.executable, "-m", "flows.launch", "server", "status"], capture_output=True,
                             text=True, cwd=ROOT, env=env, timeout=60)
     assert urls[0] in status.stdout and "no run is using it" in status.stdout
-    # no run for 12 s: the keeper stops the server and withdraws it
+    # no run for 12 s: the server stops and withdraws itself
     assert wait_until(lambda: not answers(urls[0]), 60)
     assert KeptState.read(state_dir()) is None
     status = subprocess.run([sys.executable, "-m", "flows.launch", "server", "status"], capture_output=True,
@@ -135,8 +131,8 @@ def test_a_second_run_uses_the_server_the_first_kept_and_it_stops_when_unused(ho
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from flows.kept_server import KeptServer
-    server = KeptServer(float(sys.argv[1])).spawn()
+    from flows.prefect_server import LocalServer
+    server = LocalServer(float(sys.argv[1])).spawn()
     print(server.wait_ready(), flush=True)
     time.sleep(600)
 """)
@@ -163,15 +159,15 @@ def test_a_run_holds_the_server_while_it_lives_and_a_killed_run_lets_go(home):
 
 
 @pytest.mark.slow
-def test_a_keeper_of_another_prefect_is_replaced_and_server_stop_ends_the_new_one(home):
+def test_a_server_of_another_prefect_is_replaced_and_server_stop_ends_the_new_one(home):
     stale = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
         folder = state_dir()
         folder.mkdir(parents=True)
         KeptState(pid=stale.pid, api_url="http://127.0.0.1:9/api", python=sys.executable, prefect="0.0",
                   keep_minutes=10, started_at=time.time()).write(folder)
-        server = KeptServer(1).spawn()
-        assert stale.wait(timeout=30) == -signal.SIGTERM  # the old keeper was told to stop
+        server = LocalServer(1).spawn()
+        assert stale.wait(timeout=30) == -signal.SIGTERM  # the old server was told to stop
         url = server.wait_ready()
         assert server.state.pid != stale.pid and server.started_here
         server.stop()  # this process lets go; the server stays for the next run
@@ -189,15 +185,15 @@ def test_a_keeper_of_another_prefect_is_replaced_and_server_stop_ends_the_new_on
 
 
 @pytest.mark.slow
-def test_two_runs_starting_at_once_share_one_keeper_which_is_given_no_secret(home):
+def test_two_runs_starting_at_once_share_one_server_which_is_given_no_secret(home):
     env = {**cli_env(home, "0.05"), "OPENAI_API_KEY": "sk-test-not-for-the-keeper-1234"}
     holders = [subprocess.Popen([sys.executable, "-c", HOLDER, "0.05"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
                                 env=env) for _ in range(2)]
     try:
         urls = {holder.stdout.readline().strip() for holder in holders}
         assert len(urls) == 1 and answers(next(iter(urls)))
-        keeper = KeptState.read(state_dir())
-        environ = Path(f"/proc/{keeper.pid}/environ").read_bytes()
+        kept = KeptState.read(state_dir())
+        environ = Path(f"/proc/{kept.pid}/environ").read_bytes()
         assert b"sk-test-not-for-the-keeper" not in environ and b"OPENAI_API_KEY" not in environ
     finally:
         for holder in holders:
@@ -209,7 +205,7 @@ def test_two_runs_starting_at_once_share_one_keeper_which_is_given_no_secret(hom
 @pytest.mark.slow
 def test_a_kept_server_started_before_a_profiles_api_was_read_is_not_left_waiting(home, monkeypatch):
     """The launcher starts the kept server before reading Prefect's profile (too slow to read first); a run
-    whose profile names an API uses that one, and the keeper it started for nothing is stopped."""
+    whose profile names an API uses that one, and the server it started for nothing is stopped."""
     import flows.prefect_server as prefect_server
 
     monkeypatch.setenv(KEEP_ENV, "5")
@@ -219,3 +215,12 @@ def test_a_kept_server_started_before_a_profiles_api_was_read_is_not_left_waitin
     monkeypatch.setattr(prefect_server, "configured_api_url", lambda: "http://127.0.0.1:4200/api")
     assert prefect_server.run_server() is None
     assert not started.state.alive() and KeptState.read(state_dir()) is None
+
+
+@pytest.mark.slow
+def test_a_kept_server_whose_home_is_removed_stops(home):
+    server = LocalServer(10).spawn()
+    url = server.wait_ready()
+    server.stop()
+    shutil.rmtree(home)  # server.json with it: the server no longer finds itself named
+    assert wait_until(lambda: not answers(url), 60)

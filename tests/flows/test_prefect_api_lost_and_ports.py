@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from flows.exit_codes import EXIT_CRASHED
-from flows.prefect_server import TemporaryServer
+from flows.prefect_server import LocalServer
 from flows.prefect_settings import apply_prefect_defaults
 from tests.drill.harness import drill_experiment
 from tests.factories import ROOT
@@ -38,7 +38,7 @@ TRY_PORT = textwrap.dedent("""
 def test_a_servers_port_is_held_from_the_start_and_two_servers_never_share_one(tmp_path, monkeypatch):
     apply_prefect_defaults()
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
-    first, second = TemporaryServer().spawn(), TemporaryServer().spawn()  # started at once
+    first, second = LocalServer().spawn(), LocalServer().spawn()  # started at once
     try:
         assert first.port != second.port
         for server in (first, second):  # another process cannot take the port, even before the server answers
@@ -121,7 +121,7 @@ def test_a_server_still_starting_at_the_timeout_is_waited_for_not_taken_for_a_cr
     working, is waited for (with one line saying so) instead of ending the run with exit 6."""
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
     apply_prefect_defaults()
-    server = TemporaryServer(timeout_s=0.3)  # no server answers in 0.3 s: it is still importing
+    server = LocalServer(timeout_s=0.3)  # no server answers in 0.3 s: it is still importing
     try:
         server.spawn()
         assert server.wait_ready().startswith("http://127.0.0.1:")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from flows import gc_pause
-from flows.prefect_server import BLOCK_REGISTRATION_OFF, TemporaryServer, blocks_already_registered
+from flows.prefect_server import BLOCK_REGISTRATION_OFF, LocalServer, blocks_already_registered
 from flows.prefect_settings import apply_prefect_defaults
 from tests.factories import ROOT
 
@@ -88,7 +88,7 @@ def test_a_fresh_home_registers_block_types_and_the_next_server_skips_it(tmp_pat
     monkeypatch.setenv("PREFECT_HOME", str(home))
     for key in BLOCK_REGISTRATION_OFF:
         monkeypatch.delenv(key, raising=False)
-    first = TemporaryServer().spawn()
+    first = LocalServer().spawn()
     try:
         registered = _block_types(first.wait_ready())
     finally:
@@ -98,7 +98,7 @@ def test_a_fresh_home_registers_block_types_and_the_next_server_skips_it(tmp_pat
     memo_written = (home / "memo_store.toml").stat().st_mtime
     site = Path(importlib.util.find_spec("prefect").origin).parent.parent
     assert blocks_already_registered(site)
-    second = TemporaryServer().spawn()
+    second = LocalServer().spawn()
     try:
         assert _block_types(second.wait_ready()) == registered
     finally:
