@@ -1,4 +1,4 @@
-"""Shared fixtures: one Prefect test harness per session, a private copy of the support task set, an
+"""Shared fixtures: one Prefect server per session, a private copy of the support task set, an
 in-memory warehouse; and the rule that puts a test in the slow tier (``make test`` runs every test,
 ``make test-fast`` leaves the slow ones out). Inputs are built with tests/factories/."""
 
@@ -14,12 +14,15 @@ import pytest
 
 from flows.prefect_settings import apply_prefect_defaults
 from tests.factories import SUPPORT
+from tests.factories.prefect_api import SHARED_SERVER_ENV
 from tests.factories.rows import memory_warehouse
 
 apply_prefect_defaults()
 os.environ.pop("TOOLEVAL_WAREHOUSE", None)
-# a server per run: nothing a test starts outlives it (tests/flows/test_kept_server.py keeps one on purpose)
+# a server per run: nothing a test starts outlives it (tests/flows/test_kept_server.py keeps one on purpose); the
+# runs share the session's one server where a test allows it (tests/factories/prefect_api.py)
 os.environ["TOOLEVAL_KEEP_SERVER"] = "0"
+os.environ[SHARED_SERVER_ENV] = "1"
 # What the tool writes to the temporary folder (crash tracebacks, MCP servers' state folders, what a killed run
 # leaves), in this process and its subprocesses, goes to a folder of this session, removed when it ends;
 # pytest's own tmp_path folders stay where they were (kept for a look after a failure).
@@ -31,7 +34,7 @@ atexit.register(shutil.rmtree, SESSION_TMP, ignore_errors=True)
 os.environ["TOOLEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tooleval-test-cache-")
 
 SLOW_FIXTURES = {
-    "prefect_harness": "runs flows through Prefect's engine and its temporary API server",
+    "prefect_harness": "runs flows through Prefect's engine and the session's Prefect server",
     "embedding_selector": "loads the MiniLM model (torch)",
 }
 """A test that asks for one of these (directly or through another fixture) is marked slow. Tests that start
@@ -46,11 +49,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def prefect_harness():
-    """A temporary Prefect API for the whole session (each harness start costs ~30 s)."""
-    from prefect.testing.utilities import prefect_test_harness  # only the slow tier pays for it
+    """The session's one Prefect server (tests/factories/prefect_api.py) for the flows a test runs in-process."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_DATABASE_CONNECTION_URL, temporary_settings
 
-    with prefect_test_harness(server_startup_timeout=180):
+    from flows.prefect_server import drain_prefect_client
+    from tests.factories.prefect_api import session_home, shared_prefect_api
+
+    database = f"sqlite+aiosqlite:///{session_home() / 'prefect.db'}"  # where the server keeps what it is sent
+    with temporary_settings({PREFECT_API_URL: shared_prefect_api(), PREFECT_SERVER_DATABASE_CONNECTION_URL: database}):
         yield
+        drain_prefect_client()
 
 
 @pytest.fixture

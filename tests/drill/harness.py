@@ -35,6 +35,7 @@ import duckdb
 
 from tests.factories import ROOT
 from tests.factories.criteria import criteria_text, gate
+from tests.factories.prefect_api import SHARED_SERVER_ENV, shared_prefect_api
 from tests.factories.taskset import write_experiment, write_taskset
 
 PHRASES = {
@@ -101,10 +102,12 @@ def drill_experiment(root: Path, copies: int = 2, batch_size: int = 4) -> DrillE
 # --------------------------------------------------------------------------------------------------
 
 
-def cli_env(prefect_home: Path | None = None, **extra: str) -> dict[str, str]:
-    """The user's environment with this checkout first on the path, no configured Prefect API and no kept
-    server (``TOOLEVAL_KEEP_SERVER=0``: each run starts its temporary server, which the drill checks dies
-    with it) and no leftover drill or warehouse settings."""
+
+def cli_env(prefect_home: Path | None = None, *, own_server: bool = False, **extra: str) -> dict[str, str]:
+    """The user's environment with this checkout first on the path and no leftover drill or warehouse settings.
+    Prefect: the test session's shared server (tests/factories/prefect_api.py) when the session offers one
+    (``SHARED_SERVER_ENV``) and ``own_server`` is False; else no configured API and no kept server
+    (``TOOLEVAL_KEEP_SERVER=0``: each run starts its temporary server, which the drill checks dies with it)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("TOOLEVAL_DRILL", "PREFECT_API_URL")) and k != "TOOLEVAL_WAREHOUSE"}
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -112,8 +115,15 @@ def cli_env(prefect_home: Path | None = None, **extra: str) -> dict[str, str]:
     env.setdefault("TOOLEVAL_KEEP_SERVER", "0")
     if prefect_home is not None:
         env["PREFECT_HOME"] = str(prefect_home)
+    if os.environ.get(SHARED_SERVER_ENV) and not own_server:
+        env["PREFECT_API_URL"] = shared_prefect_api()
     env.update(extra)
     return env
+
+
+def own_env(prefect_home: Path | None = None, **extra: str) -> dict[str, str]:
+    """``cli_env`` for a run that starts its own temporary Prefect server (the drill checks it dies with it)."""
+    return cli_env(prefect_home, own_server=True, **extra)
 
 
 @dataclass
@@ -337,7 +347,7 @@ def kill_and_resume(point: str, experiment: DrillExperiment, workdir: Path, pref
     warehouse = workdir / f"wh-{name}"
     log = workdir / f"{name}.points"
     args = ["run", str(experiment.path), "--warehouse", str(warehouse)]
-    killed = tooleval(args, cli_env(prefect_home, TOOLEVAL_DRILL_KILL_AT=point, TOOLEVAL_DRILL_LOG=str(log)),
+    killed = tooleval(args, own_env(prefect_home, TOOLEVAL_DRILL_KILL_AT=point, TOOLEVAL_DRILL_LOG=str(log)),
                       workdir, f"{name}-killed")
     orphaned = orphans(killed)
     reached = points_log(log)
@@ -345,7 +355,7 @@ def kill_and_resume(point: str, experiment: DrillExperiment, workdir: Path, pref
     started = {detail for p, detail in reached if p == "unit-selecting"}
     landed = {detail for p, detail in reached if p == "unit-landed"}
 
-    rerun = tooleval(args, cli_env(prefect_home), workdir, f"{name}-rerun")
+    rerun = tooleval(args, own_env(prefect_home), workdir, f"{name}-rerun")
     orphaned += orphans(rerun)
     after = census(warehouse)
     rerun_id = run_id_of(rerun)
@@ -473,7 +483,7 @@ def run_while_held(experiment: DrillExperiment, warehouse: Path, workdir: Path, 
     before = set(census(warehouse).registered)
     with Holder(warehouse / "tooleval.duckdb", read_only) as holder:
         running = Running(["run", str(experiment.path), "--warehouse", str(warehouse)],
-                          cli_env(prefect_home, TOOLEVAL_LOCK_WAIT_S="900"), workdir,
+                          own_env(prefect_home, TOOLEVAL_LOCK_WAIT_S="900"), workdir,
                           f"held-{'ro' if read_only else 'rw'}")
         running.wait_for(lambda: WAITING in running.stderr(), 1200, "message that the run waits for the file")
         holder.release()
@@ -490,14 +500,14 @@ def run_past_the_wait(experiment: DrillExperiment, warehouse: Path, workdir: Pat
     before = set(census(warehouse).registered)
     with Holder(warehouse / "tooleval.duckdb", read_only=True):
         held = tooleval(["run", str(experiment.path), "--warehouse", str(warehouse)],
-                        cli_env(prefect_home, TOOLEVAL_LOCK_WAIT_S="2"), workdir, "held-past-wait")
+                        own_env(prefect_home, TOOLEVAL_LOCK_WAIT_S="2"), workdir, "held-past-wait")
     problems = []
     if held.returncode != 5 or "tooleval register " not in held.stderr:
         problems.append(f"expected exit 5 and the register command, got exit {held.returncode}: {held.stderr[-1500:]}")
         run_id = "?"
     else:
         run_id = held.stderr.split("tooleval register ")[1].split()[0]
-    registered = tooleval(["register", run_id, "--warehouse", str(warehouse)], cli_env(prefect_home), workdir,
+    registered = tooleval(["register", run_id, "--warehouse", str(warehouse)], own_env(prefect_home), workdir,
                           "register-late")
     if registered.returncode not in FINISHED:
         problems.append(f"tooleval register ended with exit {registered.returncode}: {registered.stderr[-1500:]}")
@@ -518,7 +528,7 @@ def report_while_written(warehouse: Path, workdir: Path, prefect_home: Path) -> 
     for kept in [*(warehouse / "reports").glob(f"*/{STORED_FILE}"), warehouse / "reports" / LATEST_FILE]:
         kept.unlink(missing_ok=True)
     with Holder(warehouse / "tooleval.duckdb", read_only=False) as holder:
-        running = Running(["report", "--warehouse", str(warehouse)], cli_env(prefect_home, TOOLEVAL_LOCK_WAIT_S="900"),
+        running = Running(["report", "--warehouse", str(warehouse)], own_env(prefect_home, TOOLEVAL_LOCK_WAIT_S="900"),
                           workdir, "report-held")
         running.wait_for(lambda: WAITING in running.stderr(), 600, "message that the report waits for the file")
         holder.release()
@@ -535,7 +545,7 @@ def concurrent_runs(experiment: DrillExperiment, warehouse: Path, workdir: Path,
     """``n`` runs of the same experiment into one warehouse at once: every one lands and registers."""
     before = set(census(warehouse).registered)
     running = [Running(["run", str(experiment.path), "--warehouse", str(warehouse)],
-                       cli_env(prefect_home, TOOLEVAL_LOCK_WAIT_S="900"), workdir, f"concurrent-{i}")
+                       own_env(prefect_home, TOOLEVAL_LOCK_WAIT_S="900"), workdir, f"concurrent-{i}")
                for i in range(n)]
     results = [r.finish() for r in running]
     outcome = _check_shared(f"{n} runs into one warehouse at once", warehouse, experiment, results,
@@ -575,7 +585,7 @@ def lose_the_api(experiment: DrillExperiment, workdir: Path, prefect_home: Path,
 
     warehouse, log = workdir / "wh-lost-api", workdir / "lost-api.points"
     args = ["run", str(experiment.path), "--warehouse", str(warehouse)]
-    running = Running(args, cli_env(prefect_home, TOOLEVAL_DRILL_LOG=str(log)), workdir, "lost-api")
+    running = Running(args, own_env(prefect_home, TOOLEVAL_DRILL_LOG=str(log)), workdir, "lost-api")
     running.wait_for(lambda: any(p == at for p, _ in points_log(log)), 1200, f"the run reaching {at}")
     servers = [c for c in psutil.Process(running.process.pid).children(recursive=True)
                if "uvicorn" in " ".join(c.cmdline())]
@@ -584,7 +594,7 @@ def lose_the_api(experiment: DrillExperiment, workdir: Path, prefect_home: Path,
         server.kill()
     result = running.finish()
     seconds = time.monotonic() - lost_at
-    rerun = tooleval(args, cli_env(prefect_home), workdir, "lost-api-rerun")
+    rerun = tooleval(args, own_env(prefect_home), workdir, "lost-api-rerun")
     after = census(warehouse)
     lost = sum(max(0, experiment.planned_rows - n) for n in after.registered.values())
     problems = []
@@ -639,7 +649,7 @@ def freeze_the_warehouse(experiment: DrillExperiment, workdir: Path, prefect_hom
     duplicated."""
     warehouse, log = workdir / "wh-frozen", workdir / "frozen.points"
     args = ["run", str(experiment.path), "--warehouse", str(warehouse)]
-    running = Running(args, cli_env(prefect_home, TOOLEVAL_DRILL_LOG=str(log)), workdir, "frozen")
+    running = Running(args, own_env(prefect_home, TOOLEVAL_DRILL_LOG=str(log)), workdir, "frozen")
     try:
         point, _, nth = at.partition(":")
         running.wait_for(lambda: sum(p == point for p, _ in points_log(log)) >= int(nth or 1), 1200,
@@ -648,7 +658,7 @@ def freeze_the_warehouse(experiment: DrillExperiment, workdir: Path, prefect_hom
         result = running.finish()
     finally:
         subprocess.run(["chattr", "-R", "-i", str(warehouse)], capture_output=True)
-    rerun = tooleval(args, cli_env(prefect_home), workdir, "frozen-rerun")
+    rerun = tooleval(args, own_env(prefect_home), workdir, "frozen-rerun")
     after = census(warehouse)
     lost = sum(max(0, experiment.planned_rows - n) for n in after.registered.values())
     duplicated = after.duplicated_duckdb + after.duplicated_parquet
@@ -723,7 +733,7 @@ def hosted_kill_and_resume(experiment: DrillExperiment, workdir: Path, prefect_h
 
     warehouse = workdir / "wh-hosted"
     args = ["run", str(hosted.path), "--warehouse", str(warehouse)]
-    env = cli_env(prefect_home, OPENAI_API_KEY=FAKE_KEY)
+    env = own_env(prefect_home, OPENAI_API_KEY=FAKE_KEY)
     with ProviderServer(script, api_key=FAKE_KEY) as server:
         env["OPENAI_BASE_URL"] = server.openai_url
         running = Running(args, env, workdir, "hosted-killed")

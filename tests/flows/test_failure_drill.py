@@ -31,7 +31,7 @@ from tests.drill.harness import (
     report_while_written,
     run_while_held,
     tooleval,
-    cli_env,
+    own_env,
 )
 
 CLOSED_API = "http://127.0.0.1:9/api"
@@ -106,7 +106,7 @@ def test_a_hosted_run_killed_between_calls_repeats_only_the_calls_in_flight(dril
 def test_readers_and_a_second_run_never_cost_a_run_its_rows(drill):
     work, experiment, prefect_home = drill
     warehouse = work / "wh-shared"
-    first = tooleval(["run", str(experiment.path), "--warehouse", str(warehouse)], cli_env(prefect_home), work, "first")
+    first = tooleval(["run", str(experiment.path), "--warehouse", str(warehouse)], own_env(prefect_home), work, "first")
     assert first.returncode in (0, 1), first.stderr
     outcomes = [run_while_held(experiment, warehouse, work, prefect_home, read_only=False),
                 concurrent_runs(experiment, warehouse, work, prefect_home, n=2),
