@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.catalogue import Catalogue, ToolSpec, rule_of
+from schemas.catalogue import PARAMETERS_PASSED, Catalogue, ToolSpec, rule_of
 from schemas.surface.surface_file import SurfaceFile
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
@@ -137,15 +137,23 @@ def load_surface(taskset_dir: Path, name: str) -> ResolvedSurface:
 
         backend, identity = mcp_backend(taskset_dir, spec, str(path))
     tools_by_name = backend.tools()
+    from tasks.taskset.catalogue_memo import parameters_key, parameters_passed, remember_parameters
+
+    # argument schemas that passed their check before (the same schemas, the same rules) are not checked again
+    key = parameters_key([t.parameters for t in tools_by_name.values()])
+    context = {PARAMETERS_PASSED: True} if parameters_passed(key) else None
     underlying = []
     refused: list[Problem] = []
     for t in tools_by_name.values():
         try:
-            underlying.append(ToolSpec(name=t.name, description=t.description, parameters=t.parameters))
+            underlying.append(ToolSpec.model_validate(
+                {"name": t.name, "description": t.description, "parameters": t.parameters}, context=context))
         except ValidationError as error:
             refused.append(Problem(str(path), f"tool {t.name}", rule_of(error, "tool-name"), validation_message(error)))
     if refused:
         raise InputError(refused)
+    if context is None:
+        remember_parameters(key)
     problems = transform_problems([t.name for t in underlying], spec.transform)
     if problems:
         raise InputError([Problem(str(path), "transform", rule, message) for rule, message in problems])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
-from schemas.catalogue import Catalogue, ToolSpec
+from schemas.catalogue import PARAMETERS_PASSED, Catalogue, ToolSpec
 from schemas.surface.surface_file import SurfaceTransform
 
 
@@ -55,9 +55,10 @@ def transform_tools(tools: Sequence[ToolSpec], transform: SurfaceTransform) -> l
     for spec in tools:
         if transform.include is not None and spec.name not in transform.include:
             continue
-        offered = ToolSpec(name=offered_name(spec.name, transform),
-                           description=transform.describe.get(spec.name, spec.description),
-                           parameters=spec.parameters)
+        offered = ToolSpec.model_validate(  # the parameters are the checked tool's own: not checked again
+            {"name": offered_name(spec.name, transform),
+             "description": transform.describe.get(spec.name, spec.description), "parameters": spec.parameters},
+            context={PARAMETERS_PASSED: True})
         out.append((offered, spec.name))
     return out
 

@@ -96,6 +96,27 @@ def load_checked_catalogue(taskset_dir: Path, name: str) -> Catalogue:
     return _load_and_remember(taskset_dir, name, key)
 
 
+def parameters_key(parameters: list[dict]) -> str | None:
+    """The hash of the rules and of these argument schemas (a surface's tools, made by its backend's code);
+    None without jsonschema."""
+    rules = rules_parts()
+    if rules is None:
+        return None
+    texts = sorted(json.dumps(p, sort_keys=True) for p in parameters)
+    return sha256_hex(json.dumps(["parameters-checks", [list(part) for part in rules], texts]))
+
+
+def parameters_passed(key: str | None) -> bool:
+    """These schemas passed the argument-schema check under these rules before (``remember_parameters``)."""
+    return key is not None and recall(key, memo_dir()) is not None
+
+
+def remember_parameters(key: str | None) -> None:
+    """Keep a pass of the schemas ``key`` names (all of them passed: a failure is never kept)."""
+    if key is not None:
+        remember(key, {"parameters": True}, memo_dir())
+
+
 def _load_and_remember(taskset_dir: Path, name: str, key: str | None) -> Catalogue:
     from tasks.taskset.load_taskset import load_catalogue
 

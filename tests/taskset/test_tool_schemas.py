@@ -117,3 +117,28 @@ def test_a_remembered_catalogue_is_loaded_whole_without_checking_its_schemas_aga
         with pytest.raises(InputError) as refused:
             load_checked_catalogue(folder, "base")
         assert refused.value.problems[0].rule == PARAMETERS_RULE
+
+
+def test_a_surface_whose_tool_schemas_passed_is_loaded_without_checking_them_again(tmp_path, monkeypatch):
+    """A surface's argument schemas (made by its backend's code) are remembered by their text: the second load
+    checks none; a backend whose schemas changed, even to a broken one, is checked again and refused."""
+    import schemas.catalogue
+
+    monkeypatch.setenv("TOOLEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    checked: list[dict] = []
+    check = schemas.catalogue.parameters_problem
+    monkeypatch.setattr(schemas.catalogue, "parameters_problem", lambda p: checked.append(p) or check(p))
+    folder = write_desk(tmp_path)
+    first = load_surface(folder, "plain")
+    assert checked
+    checked.clear()
+    again = load_surface(folder, "plain")
+    assert checked == [] and [t.spec for t in again.tools] == [t.spec for t in first.tools]
+
+    backend = folder / "backend" / "desk.py"
+    bad_tool = ('    @tool\n    def weigh(self, grams: Annotated[int, Field(json_schema_extra={"type": "integr"})]) -> dict:\n'
+                '        """Weigh a parcel."""\n        return {"grams": grams}\n\n')
+    backend.write_text(backend.read_text().replace("    @tool\n    def get_ticket", bad_tool + "    @tool\n    def get_ticket", 1))
+    with pytest.raises(InputError) as refused:
+        load_surface(folder, "plain")
+    assert refused.value.problems[0].rule == PARAMETERS_RULE
