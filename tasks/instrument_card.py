@@ -46,7 +46,10 @@ class InstrumentCard:
     """Arm fields only this instrument has: how an experiment file that does not say ``instrument:`` is
     recognised (files written before it was required)."""
     views: Path | None = None
-    """Its folder of report views (``*.sql``, file name = view name), created after the shared ones."""
+    """Its folder of report views (``*.sql``, file name = view name)."""
+    trace_builder: Callable[[], Callable[..., None]] | None = None
+    """What builds a traced unit's spans and annotations in the trace process (tasks/tracing/trace_process.py),
+    imported when called; None: its runs are not traced."""
 
     def report_reader(self) -> ReportReader:
         return ReportReader(self.name, *self.report_parts())

@@ -1,9 +1,9 @@
 """What every instrument's cache keys are made of: a digest of canonical JSON, the options that change an
 answer (secrets left out) and the tools in the order they are offered.
 
-Options that only change how calls are made or costed (concurrency, timeouts, retries, key names, prices)
-are left out (tasks/selectors/arm_options.py: ``answer_options``), so changing them repeats no completed
-call. The digests are those of earlier versions, so existing caches keep answering.
+Which options change an answer is the instrument's to say (options that only change how calls are made or
+costed are left out, e.g. tasks/selectors/arm_options.py: ``answer_options``), so changing those repeats no
+completed call. The digests are those of earlier versions, so existing caches keep answering.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any, Iterable
 
 from schemas.catalogue import ToolSpec
 from tasks.files.content_hash import sha256_hex
-from tasks.selectors.arm_options import answer_options
 
 SECRET_OPTION_WORDS = ("key", "token", "secret", "password")
 
@@ -28,8 +27,9 @@ def digest(value: Any) -> str:
 
 
 def keyed_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The options that change an answer, without any whose name says it holds a secret."""
-    return {k: v for k, v in answer_options(options).items() if not _SECRET_OPTION_NAME.search(k)}
+    """An arm's options that change an answer (its instrument's choice), without any whose name says it
+    holds a secret."""
+    return {k: v for k, v in options.items() if not _SECRET_OPTION_NAME.search(k)}
 
 
 def tools_fingerprint(tools: Iterable[ToolSpec]) -> str:

@@ -25,6 +25,12 @@ def row_models() -> dict:
             "production_weights": WeightRecord}
 
 
+def trace_builder():
+    from tasks.selection.selection_trace import emit_selection_unit
+
+    return emit_selection_unit
+
+
 def report_parts() -> tuple:
     from tasks.selection.figures import load_figures
     from tasks.selection.tables import build_report_from
@@ -39,4 +45,5 @@ CARD = InstrumentCard(
         counts={"n_rows": "landed_rows"}, cache_file="selections.sqlite", records=("seed_orders",),
         shared={"offered_tools": ("tool_set_id",), "production_weights": ("taskset", "window_id")}),
     row_models=row_models, report_parts=report_parts, run_kind="selection run", report_command="tooleval report",
-    arm_marks=("catalogue", "selector"), views=Path(__file__).resolve().parent / "views")
+    arm_marks=("catalogue", "selector"), views=Path(__file__).resolve().parent / "views",
+    trace_builder=trace_builder)

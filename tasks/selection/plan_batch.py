@@ -15,6 +15,7 @@ from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.taskset import Message, labelled_answer
 from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
 from tasks.run.permute_tools import permute_tools, tool_set_id
+from tasks.selectors.arm_options import answer_options
 from tasks.selectors.routers.router_setup import SCORING_REVISIONS
 from tasks.taskset.request_table import as_request_table, parse_messages, parse_tools
 
@@ -34,7 +35,7 @@ def selector_fingerprint(arm: "SelectionArm") -> str:
     one, so other keys stay those of earlier versions). Options that only change how calls are made or
     costed (concurrency, timeouts, retries, key names, prices) are left out, so changing them repeats no
     completed call."""
-    parts = [arm.selector, arm.model_id, keyed_options(arm.selector_options), arm.prompt_text]
+    parts = [arm.selector, arm.model_id, keyed_options(answer_options(arm.selector_options)), arm.prompt_text]
     revisions = [SCORING_REVISIONS[kind] for kind in (arm.selector, arm.selector_options.get("router"))
                  if kind in SCORING_REVISIONS]
     return digest(parts + [{"scoring": revisions}] if revisions else parts)

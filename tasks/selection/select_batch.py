@@ -145,7 +145,7 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     rows = [build_row(unit, p, selection, p.cache_key in cached, ctx) for p, selection in zip(planned, selections)]
     path = ctx.land(unit, "landed_rows", to_arrow_table(SelectionRow, rows))
     if ctx.trace is not None:  # after the rows landed: tracing can never cost the run a row
-        from tasks.tracing.trace_unit import trace_selection_unit
+        from tasks.selection.traced_unit import trace_selection_unit
 
         trace_selection_unit(ctx.trace, unit, planned, selections, rows, selected_ns)
     return UnitResult(

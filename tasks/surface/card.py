@@ -17,6 +17,12 @@ def row_models() -> dict:
             "task_arms": SurfaceArmRecord, "task_comparisons": ComparisonRecord}
 
 
+def trace_builder():
+    from tasks.surface.surface_trace import emit_task_unit
+
+    return emit_task_unit
+
+
 def report_parts() -> tuple:
     from tasks.surface.figures import load_surface_figures
     from tasks.surface.tables import build_surface_report
@@ -31,4 +37,5 @@ CARD = InstrumentCard(
         landed={"task_runs": "task_runs", "task_calls": "task_calls"},
         counts={"n_runs": "task_runs", "n_calls": "task_calls"}, cache_file="task_outcomes.sqlite"),
     row_models=row_models, report_parts=report_parts, run_kind="task run", report_command="tooleval tasks report",
-    arm_marks=("surface", "agent"), views=Path(__file__).resolve().parent / "views")
+    arm_marks=("surface", "agent"), views=Path(__file__).resolve().parent / "views",
+    trace_builder=trace_builder)

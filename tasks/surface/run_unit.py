@@ -28,13 +28,11 @@ from tasks.run.permute_tools import permute_tools
 from tasks.run.prefix_lanes import NO_LANE, LaneHold, lane_for
 from tasks.run.result_cache import CacheSpec, ResultCache
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit
+from tasks.selectors.arm_options import answer_options
 from tasks.selectors.providers.call_budget import RunLedger
 from tasks.selectors.providers.chat_options import DEFAULT_CONCURRENCY
-from tasks.surface.agent_loop import run_task
-from tasks.surface.agent_types import Agent
+from tasks.surface.agent_types import BASELINE_FILLING, HOSTED_AGENT_WIRE, Agent
 from tasks.surface.arms import SurfaceArm
-from tasks.surface.baseline_agent import FILLING as BASELINE_FILLING, BaselineAgent
-from tasks.surface.chat_agent import HOSTED_AGENT_WIRE, ChatAgent
 from tasks.surface.load_tasks import TaskVersion
 from tasks.surface.transform_tools import label_as_offered
 from tasks.surface.tool_needs import forbidden_tools, needed_tools
@@ -72,7 +70,8 @@ def agent_fingerprint(arm: SurfaceArm) -> str:
     """What about the arm, besides its tools and the task, changes an outcome: the agent, its pinned model,
     its answer-changing options and, for agents that read it, the prompt. The baseline does not read the
     prompt, so two of its arms that differ only in the prompt share their outcomes."""
-    parts = [arm.agent, arm.model_id, keyed_options(arm.options), arm.prompt_text if arm.reads_prompt else None]
+    parts = [arm.agent, arm.model_id, keyed_options(answer_options(arm.options)),
+             arm.prompt_text if arm.reads_prompt else None]
     if arm.agent != "baseline":  # hosted agents: what they send and how replies are read
         parts.append(HOSTED_AGENT_WIRE)
     else:  # the baseline: how it fills arguments (outcomes cached before it read the fixtures are another agent's)
@@ -108,12 +107,20 @@ def plan_tasks(unit: WorkUnit) -> tuple[tuple[ToolSpec, ...], list[PlannedTask]]
 
 
 def make_agent(arm: SurfaceArm, ledger: RunLedger) -> Agent:
+    """The arm's agent; its module (the baseline's routers and numpy, the providers' clients) is imported here,
+    when a unit first runs a task, not by the commands that only read this module (``tooleval validate``)."""
     if arm.agent == "baseline":
+        from tasks.surface.baseline_agent import BaselineAgent
+
         return BaselineAgent(arm.model_id, arm.options)
+    from tasks.surface.chat_agent import ChatAgent
+
     return ChatAgent(arm.agent, arm.model_id, arm.options, ledger)
 
 
 def _guarded(agent: Agent, unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask) -> TaskOutcome:
+    from tasks.surface.agent_loop import run_task
+
     started = time.perf_counter()
     try:
         return run_task(agent, unit.arm.surface, planned.task, planned.fixtures, tools, unit.arm.prompt_text)
@@ -218,7 +225,7 @@ def run_task_unit(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     paths = (ctx.land(unit, "task_runs", to_arrow_table(TaskRunRow, rows)),
              ctx.land(unit, "task_calls", to_arrow_table(TaskCallRow, call_rows)))
     if ctx.trace is not None:  # after the rows landed: tracing can never cost the run a row
-        from tasks.tracing.trace_unit import trace_task_unit
+        from tasks.surface.traced_unit import trace_task_unit
 
         trace_task_unit(ctx.trace, unit, tools, planned, rows, call_rows, ran_ns)
     return UnitResult(

@@ -1,10 +1,5 @@
-"""The label check and the judge's verdict as Phoenix span annotations, on the span each one judges.
-
-- ``label_check`` (CODE): the row's outcome against the label, on the span whose choice the row scores
-  (the decision span of an offline selector or of a router that decided, else the chat model's span);
-- ``router_check`` (CODE): a routed row whose chat model chose (gated fallback, default, narrowed) also
-  gets the router's own pick checked against the label, on the decision span;
-- ``judge`` (LLM): the judge's majority and its votes, on the chat model's span.
+"""Span annotations (each instrument's checks of a row, e.g. tasks/selection/selection_trace.py), posted to
+Phoenix on the span each one judges.
 
 Posted with Phoenix's client (``sync=False``: Phoenix queues an annotation whose span is not stored yet).
 Filter in the UI: ``annotations['label_check'].label == 'wrong_tool'``.
@@ -15,40 +10,7 @@ from __future__ import annotations
 import atexit
 import queue
 import threading
-from typing import Any, Mapping
-
-from tasks.tracing.trace_ids import DECISION, LLM, TraceIds
-
-
-def selection_annotations(row: Mapping[str, Any], roles: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The annotations of one selection row (Phoenix's SpanAnnotationData shape)."""
-    ids = TraceIds.of(row["run_id"], row["arm"], row["seed"], row["request_id"])
-    scored = DECISION if (LLM not in roles or row.get("decided_by") == "router") else LLM
-    chosen = row["chosen"] if row["chosen"] is not None else "(no usable answer)"
-    records = [{
-        "name": "label_check", "annotator_kind": "CODE", "span_id": ids.span_hex(scored),
-        "result": {"label": row["outcome"], "score": 1.0 if row["correct"] else 0.0,
-                   "explanation": f"expected {row['expected']}, chose {chosen}"},
-        "metadata": {"expected": row["expected"], "chosen": row["chosen"]},
-    }]
-    if DECISION in roles and scored != DECISION and row.get("router_pick") is not None:
-        right = row["router_pick"] == row["expected"]
-        records.append({
-            "name": "router_check", "annotator_kind": "CODE", "span_id": ids.span_hex(DECISION),
-            "result": {"label": "right" if right else "wrong", "score": 1.0 if right else 0.0,
-                       "explanation": f"expected {row['expected']}, the router picked {row['router_pick']}"},
-            "metadata": {"expected": row["expected"], "router_pick": row["router_pick"]},
-        })
-    if row.get("judge_verdict") is not None and LLM in roles:
-        votes = list(row.get("judge_votes") or [])
-        records.append({
-            "name": "judge", "annotator_kind": "LLM", "span_id": ids.span_hex(LLM),
-            "result": {"label": row["judge_verdict"],
-                       "explanation": f"majority {row['judge_verdict']} of votes {', '.join(votes)}",
-                       **({"score": sum(v == "right" for v in votes) / len(votes)} if votes else {})},
-            "metadata": {"votes": votes},
-        })
-    return records
+from typing import Any
 
 
 class AnnotationPoster:

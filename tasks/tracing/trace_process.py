@@ -15,10 +15,10 @@ When it builds, at a lower CPU priority than the run:
     python -m tasks.tracing.trace_process HOST PORT PROJECT
 
 stdin: units, each framed by trace_sender.FRAME (its pickle's length and its rows) and a pickle of (kind,
-payload) (trace_unit.py). stdout: one JSON line per warning, ``{"warning": text, "spans_dropped": bool}``;
-anything else the process prints goes to stderr. It ends when stdin closes (the run finished, or its
-process died): it sends what it holds, then exits. A unit it cannot build turns tracing off for the run
-with one warning.
+payload), kind the unit's instrument (each instrument's traced_unit.py). stdout: one JSON line per warning,
+``{"warning": text, "spans_dropped": bool}``; anything else the process prints goes to stderr. It ends when
+stdin closes (the run finished, or its process died): it sends what it holds, then exits. A unit it cannot
+build turns tracing off for the run with one warning.
 """
 
 from __future__ import annotations
@@ -34,12 +34,10 @@ import time
 from collections import deque
 from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
+from tasks.instrument_registry import card
 from tasks.tracing.exporter import RunTracing
-from tasks.tracing.selection_trace import emit_selection_unit
-from tasks.tracing.surface_trace import emit_task_unit
 from tasks.tracing.trace_sender import FRAME
 from tasks.tracing.trace_target import TraceTarget
-from tasks.tracing.trace_unit import SELECTION, TASK
 
 HOLD_S = 5.0
 """A slow run's units are built and sent once the oldest has waited this long."""
@@ -53,9 +51,16 @@ TICK_S = 1.0
 NICENESS = 10
 """The trace process's CPU priority below the run's (``nice``)."""
 
-builders: dict[str, Callable[[RunTracing, Mapping[str, Any]], None]] = {
-    SELECTION: emit_selection_unit, TASK: emit_task_unit}
-"""Each kind of unit (trace_unit.py) and what builds its traces and annotations."""
+Builder = Callable[[RunTracing, Mapping[str, Any]], None]
+"""What builds the traces and annotations of one unit's payload (its instrument's traced_unit.py)."""
+
+
+def builder(kind: str) -> Builder:
+    """The trace builder of instrument ``kind`` (its card's ``trace_builder``)."""
+    found = card(kind).trace_builder
+    if found is None:
+        raise ValueError(f"instrument {kind} builds no traces")
+    return found()
 
 _END = None
 
@@ -127,7 +132,7 @@ def build(tracing: RunTracing, units: Iterator[tuple[str, Any]]) -> None:
         if not tracing.alive:
             continue  # read on: the hold is emptied all the same
         try:
-            builders[kind](tracing, payload)
+            builder(kind)(tracing, payload)
         except Exception as error:  # a bug here must not cost the run its rows
             tracing.give_up(f"could not build spans ({type(error).__name__}: {error})")
 

@@ -117,10 +117,12 @@ def test_a_trained_router_keys_its_scoring_revision_and_the_other_keys_stay_as_t
     from dataclasses import replace
 
     from tasks.run.cache_keys import digest, keyed_options
+    from tasks.selectors.arm_options import answer_options
     from tasks.selectors.routers import router_setup
 
     lexical = arm()
-    earlier = digest([lexical.selector, lexical.model_id, keyed_options(lexical.selector_options),
+    options = keyed_options(answer_options(lexical.selector_options))
+    earlier = digest([lexical.selector, lexical.model_id, options,
                       lexical.prompt_text])  # the key's formula before any router had a revision
     assert selector_fingerprint(lexical) == earlier
     trained = replace(lexical, selector="trained", model_id="tooleval-hybrid")

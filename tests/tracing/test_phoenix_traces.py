@@ -209,7 +209,7 @@ def test_every_task_run_reads_back_as_its_trace_with_a_tool_span_per_call(prefec
     an AGENT root and a TOOL span per call as the warehouse's task_calls rows have them, the task check as a
     CODE annotation on the root."""
     from flows.evaluate import evaluate
-    from tasks.tracing.surface_trace import call_role
+    from tasks.surface.surface_trace import call_role
     from tests.surface.tiny_desk import write_desk
 
     folder = write_desk(tmp_path)
@@ -259,7 +259,7 @@ def test_task_runs_on_mcp_servers_read_back_with_a_tool_span_per_call_naming_its
     """Tasks on a surface of the real MCP servers (memory and filesystem): every call a TOOL span under the
     task's AGENT root, with the server it went to."""
     from flows.evaluate import evaluate
-    from tasks.tracing.surface_trace import call_role
+    from tasks.surface.surface_trace import call_role
     from tests.surface.mcp_office import write_office
 
     folder = write_office(tmp_path)
@@ -291,7 +291,7 @@ def test_a_hosted_agents_task_runs_read_back_with_an_llm_span_per_turn_and_no_ke
     each task run's AGENT root, one LLM span per turn (the tools as offered in the seed's order, the turn's
     tool calls, the final reply on the last) beside the TOOL spans; the fake key is nowhere in Phoenix."""
     from flows.evaluate import evaluate
-    from tasks.tracing.surface_trace import call_role, turn_role
+    from tasks.surface.surface_trace import call_role, turn_role
     from tests.provider_server import ProviderServer
     from tests.surface.tiny_desk import close_ticket_script, hosted_desk_experiment, write_desk
 

@@ -34,7 +34,7 @@ unit = _lexical_unit()
 for index in range(2):
     select_and_land(unit, RunContext("run-tp", "exp", Path({rows!r}) / str(index), None, trace=target))
 loaded = sorted(m for m in sys.modules if m.startswith(("opentelemetry", "openinference", "phoenix",
-                                                        "tasks.tracing.exporter", "tasks.tracing.selection_trace")))
+                                                        "tasks.tracing.exporter", "tasks.selection.selection_trace")))
 print(json.dumps({{"loaded": loaded, "trace_pid": sender_for(target)._process.pid}}), flush=True)
 if {kill!r}:
     sender_for(target).close()  # every unit handed over, the trace process's input closed ...

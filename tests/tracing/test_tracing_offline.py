@@ -21,7 +21,6 @@ from tasks.files.input_errors import InputError
 from tasks.selection.plan_batch import plan_arm_seed
 from tasks.run.work_units import RunContext
 from tasks.selection.select_batch import select_and_land
-from tasks.tracing.annotations import selection_annotations
 from tasks.tracing.trace_ids import DECISION, LLM, ROOT, TraceIds
 from tasks.tracing.trace_target import parse_trace_target
 from tests.factories.catalogues import support_tools
@@ -64,6 +63,8 @@ def _row(**changes):
 
 
 def test_annotations_sit_on_the_span_they_judge():
+    from tasks.selection.selection_trace import selection_annotations  # OpenTelemetry: the other tests load none
+
     ids = TraceIds.of("run", "gated", 2, "r7")
     fallback = {a["name"]: a for a in selection_annotations(_row(), (DECISION, LLM))}
     assert fallback["label_check"]["span_id"] == ids.span_hex(LLM)  # the chat model chose: its span is judged
@@ -158,7 +159,7 @@ from tasks.selection.select_batch import RunContext, select_and_land
 import flows.evaluate  # the flow module too
 select_and_land(_lexical_unit(), RunContext("r", "e", __import__("pathlib").Path({str(tmp_path)!r}), None))
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("opentelemetry.sdk", "openinference",
-      "phoenix", "tasks.tracing.exporter", "tasks.tracing.selection_trace")))))
+      "phoenix", "tasks.tracing.exporter", "tasks.selection.selection_trace")))))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT_DIR)
     assert out.returncode == 0, out.stderr[-2000:]

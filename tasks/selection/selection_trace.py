@@ -8,6 +8,14 @@
   tools in the seed's order, the tool call, tokens, latency, the model as served; OpenInference's own
   attribute helpers).
 
+The row's checks are span annotations (``selection_annotations``):
+
+- ``label_check`` (CODE): the row's outcome against the label, on the span whose choice the row scores
+  (the decision span of an offline selector or of a router that decided, else the chat model's span);
+- ``router_check`` (CODE): a routed row whose chat model chose (gated fallback, default, narrowed) also
+  gets the router's own pick checked against the label, on the decision span;
+- ``judge`` (LLM): the judge's majority and its votes, on the chat model's span.
+
 A selection run executes no tool, so its traces have no TOOL span. Span times: each trace ends when its
 unit's answers were in hand and lasts the selection's recorded latency (the router's part first); a cache
 hit keeps the latency of the call it repeats (``tooleval.cache_hit`` says so).
@@ -25,7 +33,6 @@ from opentelemetry.trace import Status, StatusCode
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.selection.rows import Selection
-from tasks.tracing.annotations import selection_annotations
 from tasks.tracing.exporter import RunTracing, planned_ids
 from tasks.tracing.span_attributes import (
     PREFIX,
@@ -53,7 +60,7 @@ def selection_span_roles(row: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def emit_selection_unit(tracing: RunTracing, unit: Mapping[str, Any]) -> None:
-    """The traces and annotations of one landed unit, as trace_unit.py handed it over: ``items`` are
+    """The traces and annotations of one landed unit, as traced_unit.py handed it over: ``items`` are
     (row, Selection, messages JSON, tools in the seed's order), one per row."""
     records: list[dict[str, Any]] = []
     unit_tracer = None
@@ -191,3 +198,34 @@ def _end(span, row: Mapping[str, Any] | None, end_ns: int) -> None:
     if row is not None and row["outcome"] in FAILED:
         span.set_status(Status(StatusCode.ERROR, f"{row['outcome']}: {row.get('detail') or ''}"[:500]))
     span.end(end_time=end_ns)
+
+
+def selection_annotations(row: Mapping[str, Any], roles: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The annotations of one selection row (Phoenix's SpanAnnotationData shape)."""
+    ids = TraceIds.of(row["run_id"], row["arm"], row["seed"], row["request_id"])
+    scored = DECISION if (LLM not in roles or row.get("decided_by") == "router") else LLM
+    chosen = row["chosen"] if row["chosen"] is not None else "(no usable answer)"
+    records = [{
+        "name": "label_check", "annotator_kind": "CODE", "span_id": ids.span_hex(scored),
+        "result": {"label": row["outcome"], "score": 1.0 if row["correct"] else 0.0,
+                   "explanation": f"expected {row['expected']}, chose {chosen}"},
+        "metadata": {"expected": row["expected"], "chosen": row["chosen"]},
+    }]
+    if DECISION in roles and scored != DECISION and row.get("router_pick") is not None:
+        right = row["router_pick"] == row["expected"]
+        records.append({
+            "name": "router_check", "annotator_kind": "CODE", "span_id": ids.span_hex(DECISION),
+            "result": {"label": "right" if right else "wrong", "score": 1.0 if right else 0.0,
+                       "explanation": f"expected {row['expected']}, the router picked {row['router_pick']}"},
+            "metadata": {"expected": row["expected"], "router_pick": row["router_pick"]},
+        })
+    if row.get("judge_verdict") is not None and LLM in roles:
+        votes = list(row.get("judge_votes") or [])
+        records.append({
+            "name": "judge", "annotator_kind": "LLM", "span_id": ids.span_hex(LLM),
+            "result": {"label": row["judge_verdict"],
+                       "explanation": f"majority {row['judge_verdict']} of votes {', '.join(votes)}",
+                       **({"score": sum(v == "right" for v in votes) / len(votes)} if votes else {})},
+            "metadata": {"votes": votes},
+        })
+    return records

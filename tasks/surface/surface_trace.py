@@ -177,7 +177,7 @@ def task_annotations(row: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def emit_task_unit(tracing: RunTracing, unit: Mapping[str, Any]) -> None:
-    """The traces and task checks of one landed unit of a surface run, as trace_unit.py handed it over."""
+    """The traces and task checks of one landed unit of a surface run, as traced_unit.py handed it over."""
     by_task: dict[str, list[Mapping[str, Any]]] = {}
     for call in unit["calls"]:
         by_task.setdefault(call["task_id"], []).append(call)
