@@ -14,6 +14,17 @@ from schemas.catalogue import ToolSpec
 from schemas.surface.task import SurfaceTask
 from tasks.selectors.providers.text_tool_calls import TextCall
 
+HOSTED_AGENT_WIRE = "2026-12: tool_choice sent, text calls read, content \"\""
+"""What hosted task agents (chat_agent.py) send and how their replies are read, in the task cache key
+(``run_unit.agent_fingerprint``): outcomes cached before tool_choice reached the request and before a call
+written as text was read as one were measured under another request and another reading, so they
+are not served for the same arm now. Change it whenever either changes again."""
+
+BASELINE_FILLING = "2026-12 fixtures: repository paths and ids; no request text for a path"
+"""How the baseline (baseline_agent.py) fills arguments, in its task cache key (``run_unit.agent_fingerprint``):
+outcomes cached before it read the fixtures (a path parameter then got the request's text) were measured by
+another agent."""
+
 
 @dataclass(frozen=True)
 class ProposedCall:

@@ -73,9 +73,6 @@ TITLE_NAMES = ("subject", "title", "summary", "headline")
 TITLE_CHARS = 80
 GAVE_UP = "I could not complete this request with the tools offered."
 REPOSITORY_NAMES = ("repo_path", "repository", "repo", "repository_path", "repo_dir")
-FILLING = "2026-12 fixtures: repository paths and ids; no request text for a path"
-"""How the baseline fills arguments, in its task cache key (``run_unit.agent_fingerprint``): outcomes cached
-before it read the fixtures (a path parameter then got the request's text) were measured by another agent."""
 
 
 def fixture_repositories(fixtures: Mapping[str, Any] | None) -> list[str]:

@@ -39,13 +39,6 @@ from tasks.surface.conversation_wire import (
 )
 
 
-HOSTED_AGENT_WIRE = "2026-12: tool_choice sent, text calls read, content \"\""
-"""What hosted task agents send and how their replies are read, in the task cache key
-(``run_unit.agent_fingerprint``): outcomes cached before tool_choice reached the request and before a call
-written as text was read as one were measured under another request and another reading, so they
-are not served for the same arm now. Change it whenever either changes again."""
-
-
 class ConversationCaller(ProviderCaller):
     """The provider caller with conversation-speaking adapters."""
 
