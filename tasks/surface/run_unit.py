@@ -31,11 +31,8 @@ from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 from tasks.selectors.arm_options import answer_options
 from tasks.selectors.providers.call_budget import RunLedger
 from tasks.selectors.providers.chat_options import DEFAULT_CONCURRENCY
-from tasks.surface.agent_loop import run_task
-from tasks.surface.agent_types import Agent
+from tasks.surface.agent_types import BASELINE_FILLING, HOSTED_AGENT_WIRE, Agent
 from tasks.surface.arms import SurfaceArm
-from tasks.surface.baseline_agent import FILLING as BASELINE_FILLING, BaselineAgent
-from tasks.surface.chat_agent import HOSTED_AGENT_WIRE, ChatAgent
 from tasks.surface.load_tasks import TaskVersion
 from tasks.surface.transform_tools import label_as_offered
 from tasks.surface.tool_needs import forbidden_tools, needed_tools
@@ -110,12 +107,20 @@ def plan_tasks(unit: WorkUnit) -> tuple[tuple[ToolSpec, ...], list[PlannedTask]]
 
 
 def make_agent(arm: SurfaceArm, ledger: RunLedger) -> Agent:
+    """The arm's agent; its module (the baseline's routers and numpy, the providers' clients) is imported here,
+    when a unit first runs a task, not by the commands that only read this module (``tooleval validate``)."""
     if arm.agent == "baseline":
+        from tasks.surface.baseline_agent import BaselineAgent
+
         return BaselineAgent(arm.model_id, arm.options)
+    from tasks.surface.chat_agent import ChatAgent
+
     return ChatAgent(arm.agent, arm.model_id, arm.options, ledger)
 
 
 def _guarded(agent: Agent, unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask) -> TaskOutcome:
+    from tasks.surface.agent_loop import run_task
+
     started = time.perf_counter()
     try:
         return run_task(agent, unit.arm.surface, planned.task, planned.fixtures, tools, unit.arm.prompt_text)
