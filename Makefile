@@ -26,11 +26,11 @@ $(UV): requirements-uv.lock
 # Every package comes from a lock: pinned, with hashes; a file whose hash is not listed is refused. uv installs
 # it as locked (--no-deps: the lock is the resolution; `pip check` then proves it consistent); then the project
 # itself. Bytecode is compiled at install, as pip does: a fresh venv's first run (and CI's timing tests) must not
-# pay for it. `make install INSTALLER=pip` does the same with pip alone (the venv's pip and its resolver, ~2x).
+# pay for it. `make install INSTALLER=pip` does the same with the venv's pip alone, about twice as slow.
 # $(call install_lock,VENV,LOCK) installs LOCK into VENV.
 INSTALLER ?= uv
 ifeq ($(INSTALLER),pip)
-install_lock = $(1)/bin/python -m pip install -q --require-hashes -r $(2)
+install_lock = $(1)/bin/python -m pip install -q --no-deps --require-hashes -r $(2)
 LOCK_TOOL    =
 else
 install_lock = $(UV) pip install -q --python $(1)/bin/python --no-deps --require-hashes --compile-bytecode -r $(2)
