@@ -134,9 +134,10 @@ STOPPED_ON_SIGNAL = textwrap.dedent("""
 
     stop_on_signal.install()
     # a child that ignores SIGTERM holds the stop for its whole grace (1 s) while the watch polls every 0.05 s
-    stubborn = subprocess.Popen([sys.executable, "-c",
-                                 "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"])
-    time.sleep(0.5)
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+                                 "signal.SIG_IGN); print('ignoring', flush=True); time.sleep(60)"],
+                                stdout=subprocess.PIPE, text=True)
+    assert stubborn.stdout.readline().strip() == "ignoring"  # SIGTERM ignored from here on
     with ApiWatch("http://127.0.0.1:9/api", Server(), interval_s=0.05):
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(120)

@@ -68,6 +68,21 @@ def wait_for(condition, timeout_s: float, process: subprocess.Popen) -> None:
         time.sleep(0.05)
 
 
+def wait_for_exit(processes: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Those of ``processes`` still running (a zombie has ended) once all ended or ``timeout_s`` passed."""
+
+    def running(process: psutil.Process) -> bool:
+        try:
+            return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    deadline = time.monotonic() + timeout_s
+    while (left := [p for p in processes if running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 class SlowSecondUnit:
     """Tasks 'fast-*' answer at once; the first turn of tasks 'slow-*' takes a minute while ``slow`` is set.
     The endpoint's concurrency (4) leaves the fast unit room beside the slow unit's two calls."""
@@ -113,8 +128,7 @@ def test_a_signal_stops_a_run_at_once_keeping_what_landed_and_a_rerun_resumes(tm
         assert took < STOP_BOUND_S, (took, stderr[-3000:])
         assert f"stopped by {signum.name} after 1 of 2 work units landed (2 runs)" in stderr, stderr[-3000:]
         assert "Traceback" not in stderr
-        time.sleep(0.5)
-        assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+        assert wait_for_exit(children, 10) == []
         [partition] = landed()  # the landed unit's rows are kept
         assert sorted(pq.read_table(partition).column("task_id").to_pylist()) == ["fast-0", "fast-1"]
 
