@@ -18,7 +18,7 @@ offline selector and a tool-name check per row.
   Prefect runs as it would for a user: with no PREFECT_API_URL in the environment the first run starts the
   server kept between runs (flows/kept_server.py) and later runs use it, or with TOOLEVAL_KEEP_SERVER=0
   each run starts a temporary server (the header says which); PREFECT_HOME is the user's. The kept
-  server's CPU during each run (its keeper and server processes, from ``tooleval-server/server.json``) is
+  server's CPU during each run (its process and any children, from ``tooleval-server/server.json``) is
   added to tooleval's CPU and shown as its server's (its RSS is the server's, outside the tree). So is a
   server PREFECT_API_URL names (``prefect server start --background``: its pid in
   ``$PREFECT_HOME/server.pid``, or ``--server-pid PID``).
@@ -250,7 +250,7 @@ class Command:
 def kept_server_pid(explicit: int | None) -> int | None:
     """The pid of the Prefect server a run talks to outside tooleval's tree: ``--server-pid``; with
     PREFECT_API_URL, the one ``prefect server start --background`` wrote to ``$PREFECT_HOME/server.pid``; else
-    the keeper of tooleval's kept server (``$PREFECT_HOME/tooleval-server/server.json``; None until a run has
+    tooleval's kept server (``$PREFECT_HOME/tooleval-server/server.json``; None until a run has
     started it, or with TOOLEVAL_KEEP_SERVER=0)."""
     if explicit is not None:
         return explicit
@@ -266,7 +266,7 @@ def kept_server_pid(explicit: int | None) -> int | None:
 
 
 def _with_children(pid: int) -> list[int]:
-    """``pid`` and its children (a keeper and the server it runs)."""
+    """``pid`` and its children."""
     children = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
