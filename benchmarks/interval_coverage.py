@@ -3,7 +3,7 @@
     python benchmarks/interval_coverage.py [--replicates 2000] [--seed 20261201] [--markdown]
                                            [--only paired weighted interaction proportion]
 
-Scenarios and the data-generating model are in ``tasks/stats/coverage.py`` (request accuracy ~ Beta,
+Scenarios and the data-generating model are in ``benchmarks/simulations/coverage.py`` (request accuracy ~ Beta,
 3 seeds whose verdicts correlate by 0 / 0.5 / 1, changes in one direction, churn, shifts, a 2x2; each
 data set's true figure drawn within +-20% of the scenario's; seeds that disagree, with the two arms' seeds
 paired as a position-sensitive model's are, or not). Every interval is computed by the project's own
@@ -39,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tasks.stats.coverage import (  # noqa: E402
+from benchmarks.simulations.coverage import (  # noqa: E402
     Coverage,
     InteractionScenario,
     PairedScenario,

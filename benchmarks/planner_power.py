@@ -6,7 +6,7 @@
 
 For each cell (accuracy, requests, seeds, icc): the drop ``tooleval plan`` prints (80% power, 5% two-sided;
 ``tasks/stats/change_power.py``), then ``--replicates`` data sets drawn from the project's simulation
-model at exactly that drop (``tasks/stats/coverage.py``: request accuracy ~ Beta(accuracy, 4); seeds copy
+model at exactly that drop (``benchmarks/simulations/coverage.py``: request accuracy ~ Beta(accuracy, 4); seeds copy
 a shared verdict with probability sqrt(icc); icc < 1 a shift, icc 1 a deterministic router losing
 requests one way), and the share of them whose paired change interval, computed live by
 ``tasks.stats.paired.paired_change_interval``, lies wholly below 0. The goal: 78-82% in every cell.
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tasks.stats.change_power import planned_drop, seed_correlation  # noqa: E402
-from tasks.stats.coverage import PairedScenario, paired_key  # noqa: E402
+from benchmarks.simulations.coverage import PairedScenario, paired_key  # noqa: E402
 from tasks.stats.paired import paired_change_interval  # noqa: E402
 
 

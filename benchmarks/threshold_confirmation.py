@@ -2,7 +2,7 @@
 
     python benchmarks/threshold_confirmation.py [--replicates 1000] [--seed 20261201] [--requests 200]
 
-Model in ``tasks/stats/threshold_simulation.py``: confidences ~ Beta(6, 1.5), each request right with
+Model in ``benchmarks/simulations/threshold.py``: confidences ~ Beta(6, 1.5), each request right with
 exactly its confidence, the threshold fitted on the fit half for a 90% target and judged on the confirm
 half with the report's own ``find_threshold``. "Before": the confirm half's point estimate against the
 target (confirmed / not confirmed). "After": its 95% interval (confirmed when wholly at or above the
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tasks.stats.threshold_simulation import CalibratedRouter, simulate  # noqa: E402
+from benchmarks.simulations.threshold import CalibratedRouter, simulate  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

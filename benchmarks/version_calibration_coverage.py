@@ -3,7 +3,7 @@ two task-set versions' expected success (one arm on both, each version over its 
 
     python benchmarks/version_calibration_coverage.py [--replicates 2000] [--seed 20261201] [--markdown]
 
-Scenarios and the model are in ``tasks/stats/coverage_versions.py``: disjoint versions (e.g. 61% ->
+Scenarios and the model are in ``benchmarks/simulations/coverage_versions.py``: disjoint versions (e.g. 61% ->
 79%), a new version that keeps every old task and adds a few harder ones (v1 plus 5 harder
 tasks), and one that keeps half; 3 seeds correlated by 0.5, or a deterministic agent. Each cell also runs
 the same two intervals combined as if the versions shared nothing (plain MOVER), to show what the
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tasks.stats.coverage_versions import VersionScenario, run_version  # noqa: E402
+from benchmarks.simulations.coverage_versions import VersionScenario, run_version  # noqa: E402
 
 
 def grid() -> list[VersionScenario]:

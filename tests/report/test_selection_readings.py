@@ -105,7 +105,7 @@ def test_a_calibrated_router_whose_confirm_interval_straddles_the_target_reads_i
     import numpy as np
 
     from tasks.selection.tables import threshold_verdict
-    from tasks.stats.threshold_simulation import CalibratedRouter, point_reading
+    from benchmarks.simulations.threshold import CalibratedRouter, point_reading
 
     rng = np.random.default_rng(23)
     fits = [CalibratedRouter().fit(rng) for _ in range(60)]

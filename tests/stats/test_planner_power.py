@@ -10,7 +10,7 @@ import pytest
 
 from tasks.stats import change_power
 from tasks.stats.change_power import change_moments, change_power as power_of, change_variance, planned_drop
-from tasks.stats.coverage import KAPPA, PairedScenario
+from benchmarks.simulations.coverage import KAPPA, PairedScenario
 from tasks.stats.paired import paired_change_interval
 from tasks.stats.planner import plan
 

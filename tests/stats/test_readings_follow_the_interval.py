@@ -11,7 +11,7 @@ from tasks.report.format import p_value
 from tasks.report.version_calibration import _paired_reading
 from tasks.selection.figures import Change
 from tasks.selection.tables import reading
-from tasks.stats.coverage import PairedScenario
+from benchmarks.simulations.coverage import PairedScenario
 from tasks.stats.paired import paired_comparison
 
 

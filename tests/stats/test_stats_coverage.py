@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.stats.coverage import (
+from benchmarks.simulations.coverage import (
     InteractionScenario,
     PairedScenario,
     ProportionScenario,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.stats.coverage_versions import VersionScenario, run_version
+from benchmarks.simulations.coverage_versions import VersionScenario, run_version
 from tasks.stats.mover import mover_difference
 from tasks.stats.unpaired import shared_correlation, unpaired_change
 from tasks.stats.wilson import clustered_wilson_interval, wilson_interval

@@ -20,7 +20,7 @@ that was right before stays right unless the change takes it. Without it the arm
 
 Used by ``tests/stats/test_stats_coverage.py`` (a small grid, fixed seed) and
 ``benchmarks/interval_coverage.py`` (the full grid, the table in docs/numbers-coverage.md). numpy only; nothing here
-runs in the report.
+runs in the report (whose statistics, in tasks/stats, it reads).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Coverage of the version-calibration interval (``unpaired.py``) by simulation, with the model of
+"""Coverage of the version-calibration interval (tasks/stats/unpaired.py) by simulation, with the model of
 ``coverage.py``: task success ~ Beta (or 0/1 for a deterministic agent), 3 seeds whose verdicts correlate.
 
 A scenario is one arm run on an old and a new task-set version. The old version holds ``n_old`` tasks
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.stats.coverage import BAND, Coverage, _accuracies, _verdicts, simulate
+from benchmarks.simulations.coverage import BAND, Coverage, _accuracies, _verdicts, simulate
 from tasks.stats.estimate import Interval
 from tasks.stats.mover import mover_difference
 from tasks.stats.unpaired import unpaired_change
