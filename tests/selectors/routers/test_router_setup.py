@@ -19,7 +19,7 @@ from tasks.selectors.routers.lexical import LexicalSelector
 from tasks.selectors.routers.router_setup import router_setup
 from tasks.taskset.load_taskset import load_version
 
-BFCL = Path(__file__).parents[1] / "importers" / "fixtures" / "bfcl"
+BFCL = Path(__file__).parents[2] / "importers" / "fixtures" / "bfcl"
 QUESTIONS, ANSWERS = BFCL / "BFCL_v4_multiple.json", BFCL / "possible_answer" / "BFCL_v4_multiple.json"
 IRRELEVANCE = BFCL / "BFCL_v4_live_irrelevance.json"
 

@@ -20,7 +20,7 @@ from tests.factories.catalogues import selection_input as ask
 from tests.selectors.conftest import EMBEDDING_EXTRA
 
 pytestmark = pytest.mark.skipif(not EMBEDDING_EXTRA, reason="the 'embedding' extra is not installed")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
