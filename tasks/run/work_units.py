@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from tasks.drill_points import reached
 from tasks.experiment.resolve_experiment import ResolvedArm
 from tasks.instrument_registry import instrument
@@ -22,7 +20,9 @@ from tasks.run.item_counter import unit_done, unit_landed, unit_started
 from warehouse.parquet_store import write_partition
 from warehouse.stores import landed_folders
 
-if TYPE_CHECKING:  # tracing is imported only by a run that traces
+if TYPE_CHECKING:  # tracing is imported only by a run that traces; pyarrow only by a unit that lands rows
+    import pyarrow as pa
+
     from tasks.run.prepare_run import PreparedRun
     from tasks.tracing.trace_target import TraceTarget
 
