@@ -368,11 +368,14 @@ def case_report_empty_file(tmp):
 
 
 def case_report_half_created(tmp):
-    """A kill during the very first table creation left only ``landed_rows``."""
+    """A kill during the very first table creation left only ``landed_rows`` (whole: a CREATE TABLE is atomic)."""
+    from schemas.arrow import create_table_sql
+    from schemas.selection.rows import SelectionRow
+
     warehouse = tmp / "wh"
     warehouse.mkdir()
     con = duckdb.connect(str(warehouse / "tooleval.duckdb"))
-    con.execute("CREATE TABLE landed_rows (run_id VARCHAR)")
+    con.execute(create_table_sql(SelectionRow, "landed_rows"))
     con.close()
     return Built(["report", "--warehouse", str(warehouse)], warehouse)
 
