@@ -13,7 +13,7 @@ VALIDATE = ["flows.api", "flows.cli", "tasks.run.validate_experiment", "tasks.ta
 """What the validate commands import before they read a file: the API, both instruments and the checks."""
 
 
-HEAVY = {"polars", "duckdb", "jsonschema", "great_expectations", "pandas", "prefect"}
+HEAVY = {"polars", "duckdb", "pyarrow", "numpy", "jsonschema", "great_expectations", "pandas", "prefect"}
 
 
 def test_the_validate_commands_modules_import_no_heavy_library():
