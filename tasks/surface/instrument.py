@@ -23,7 +23,7 @@ from tasks.selectors.providers.call_budget import spent_in_run
 from tasks.selectors.providers.pinned_models import arm_unpinned
 from tasks.surface.arms import arm_record, fill_surface_arm, resolve_surface_arm
 from tasks.surface.card import CARD
-from tasks.surface.catalogue_drift import check_pinned_servers
+from tasks.surface.drift_check import check_pinned_servers
 from tasks.surface.figures import load_surface_figures
 from tasks.surface.gates import JUDGES, task_runs_not_carried_out
 from tasks.surface.mcp_backend import close_pools

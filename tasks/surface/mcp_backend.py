@@ -67,37 +67,17 @@ from schemas.surface.surface_file import (
     ResetCalls,
     SurfaceServer,
     ToolMarkOverride,
-    ToolMarks,
 )
 from tasks.files.owned_folders import owned_folder
 from tasks.mcp.connection import ServerConnection, ServerFailed
 from tasks.mcp.tool_listing import annotations_of, tool_spec
 from tasks.surface.surface_session import MAX_DETAIL, CallOutcome, SurfaceBroke
+from tasks.surface.tool_marks import marks_from_annotations
 from tasks.surface.toolkit import BackendTool
 
 INVALID_PARAMS = -32602
 """JSON-RPC's invalid params: the server's own validation rejected the arguments (an invalid call)."""
 FIXTURE_KEYS = ("files", "setup")
-
-
-def marks_from_annotations(annotations: McpAnnotations | None,
-                           override: ToolMarkOverride | None = None) -> tuple[ToolMarks, int]:
-    """(marks, upstream reads per executed call) of an MCP tool: see the module's docstring."""
-    a = annotations or McpAnnotations()
-    if override is not None and override.read_only is not None:
-        a = a.model_copy(update={"read_only": override.read_only})
-    read_only = bool(a.read_only)
-    writes = not read_only
-    destructive = True if a.destructive is None else a.destructive
-    open_world = True if a.open_world is None else a.open_world
-    marks = {"writes": writes, "irreversible": writes and destructive, "handoff": False,
-             "upstream_reads": 1 if (read_only or open_world) else 0}
-    if override is not None:
-        marks.update({k: v for k, v in override.model_dump(exclude={"read_only", "error_text"}).items()
-                      if v is not None})
-    reads = marks.pop("upstream_reads")
-    return ToolMarks(writes=marks["writes"] or marks["irreversible"], irreversible=marks["irreversible"],
-                     handoff=marks["handoff"]), reads
 
 
 def backend_tools(listed: Mapping[str, tuple[list[ToolSpec], dict[str, McpAnnotations]]],
