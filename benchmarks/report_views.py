@@ -19,7 +19,8 @@ as the default) does a fifth of the work.
    (``_clustered``: the sums in the same GROUP BY, then the small-sample correction, the t-quantile shrink
    and the bounds in three thin CTEs over the groups).
    With ``--compare-revision REV``, also that each view returns what the same view returned at git
-   revision REV (its ``warehouse/views/*.sql`` and ``warehouse/macros.sql`` if any) on ``--compare-rows``
+   revision REV (its views' .sql files, in ``warehouse/views/`` or the instruments' ``views/`` folders,
+   and ``warehouse/macros.sql`` if any) on ``--compare-rows``
    rows: same columns and types, same rows (floats to 1e-9 relative), all runs and (views with a run_id
    column) one run. ``--only-checks`` stops there.
 3. Times, best of ``--repeats``, each view in ``warehouse/views/`` (whatever is there when it runs:
@@ -316,6 +317,7 @@ group by run_id, arm, expected, answer""",
 
     "request_outcomes": """
 select run_id, arm, min(rung) as rung, request_id, min(slice) as slice, min(expected) as expected,
+       min(coalesce(label, expected)) as label,
        count(*) as trials, count(*) filter (where correct) as correct,
        count(*) filter (where correct) * 2 > count(*) as majority_right,
        count(*) filter (where outcome in ('invalid', 'error', 'empty')) as failed
@@ -325,16 +327,17 @@ group by run_id, arm, request_id""",
     "paired_requests": """
 with outcomes as materialized (
     select run_id, arm, request_id, min(slice) as slice, min(expected) as expected,
+           min(coalesce(label, expected)) as label,
            count(*) as trials, count(*) filter (where correct) as correct,
            count(*) filter (where correct) * 2 > count(*) as majority_right
     from {rows}
     group by run_id, arm, request_id
 )
 select c.run_id, c.baseline, c.arm, b.request_id, b.slice,
-       b.expected as expected_baseline, a.expected as expected_arm, b.expected = a.expected as label_stable,
+       b.expected as expected_baseline, a.expected as expected_arm, b.label = a.label as label_stable,
        b.trials as trials_baseline, b.correct as correct_baseline, a.trials as trials_arm, a.correct as correct_arm,
        b.majority_right as right_baseline, a.majority_right as right_arm,
-       b.majority_right and not a.majority_right as worse, a.majority_right and not b.majority_right as better
+       a.correct * b.trials < b.correct * a.trials as worse, b.correct * a.trials < a.correct * b.trials as better
 from comparisons c
 join outcomes b on b.run_id = c.run_id and b.arm = c.baseline
 join outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id""",
@@ -597,7 +600,8 @@ def sql_at_revision(revision: str) -> tuple[str | None, dict[str, str]]:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
 
-    paths = [line for line in git("ls-tree", "--name-only", revision, "warehouse/views/").splitlines()
+    folders = ("warehouse/views/", "tasks/selection/views/", "tasks/surface/views/")  # where a revision kept them
+    paths = [line for line in git("ls-tree", "--name-only", revision, *folders).splitlines()
              if line.endswith(".sql")]
     views = {Path(path).stem: git("show", f"{revision}:{path}") for path in paths}
     try:
