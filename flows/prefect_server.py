@@ -169,7 +169,8 @@ class LocalServer:
                 start_new_session=self.kept,
                 preexec_fn=None if self.kept or sys.platform != "linux" else _die_with_parent)
         return KeptState(pid=self.process.pid, api_url=f"http://127.0.0.1:{port}/api", python=sys.executable,
-                         prefect=prefect_version(), keep_minutes=self.minutes, started_at=time.time())
+                         prefect=prefect_version() if self.kept else "", keep_minutes=self.minutes,
+                         started_at=time.time())
 
     def wait_ready(self) -> str:
         """Block until the server answers; its API URL. A server still starting (alive and using CPU) at the
