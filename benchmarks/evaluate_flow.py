@@ -1,7 +1,7 @@
 """Per-row cost of the whole evaluate flow (lexical router) on a large synthetic task set.
 
     python benchmarks/evaluate_flow.py [--requests 4200] [--arms 4] [--seeds 3] [--batch-size 500]
-        [--workdir DIR] [--keep] [--no-breakdown] [--profile] [--cache-off-only]
+        [--units-per-arm-seed N] [--workdir DIR] [--keep] [--no-breakdown] [--profile] [--cache-off-only]
 
 Builds a task set in a temporary folder (``benchmarks/synthetic.py``: the support catalogues, prompt and
 weights; ``--requests`` requests derived from support v1 with perturbed, distinct texts; frozen with
@@ -19,7 +19,11 @@ process:
 4. (unless ``--no-breakdown``) times the plain functions the flow calls, without Prefect, on the same
    experiment: prepare (resolve, load, GE label checks), plan, select-and-land (split into planning the
    batch, cache, selector, row building, Arrow, Parquet write), registration, report; the rest of the
-   flow's time is Prefect's (task runs, state tracking, result handling).
+   flow's time is Prefect's (task runs, state tracking, result handling): its share of the cache-off run's
+   CPU (this process and the Prefect server) is printed as Prefect's bookkeeping.
+
+``--units-per-arm-seed N`` plans the runs with ``tasks.run.work_units.UNITS_PER_ARM_SEED = N`` (0: no
+limit, every unit ``--batch-size`` items), to compare unit sizes on the same task set.
 """
 
 from __future__ import annotations
@@ -269,6 +273,8 @@ def main() -> None:
     parser.add_argument("--arms", type=int, default=4, choices=[1, 2, 3, 4], help="rungs of the support ladder")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=500, help="requests per selection task")
+    parser.add_argument("--units-per-arm-seed", type=int, default=None,
+                        help="most units an arm x seed is cut into (0: no limit); default: the flow's own")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
@@ -300,6 +306,10 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     from synthetic import write_large_taskset
     from tasks.selectors import registry
 
+    if args.units_per_arm_seed is not None:
+        import tasks.run.work_units as work_units
+
+        work_units.UNITS_PER_ARM_SEED = args.units_per_arm_seed or 10**9
     import bm25s  # noqa: F401  (it sets its own logger to DEBUG on import, which Prefect's console prints)
     logging.getLogger("bm25s").setLevel(logging.WARNING)
 
@@ -337,6 +347,8 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
           f"{'<=0.5':>6s} {'CPU s (self+server)':>20s} {'peak RSS this run':>18s} {'ru_maxrss after':>16s}"
           "  load before",
           flush=True)
+    flow_cpu: dict[str, float] = {}
+    n_units = 0
     for label, warehouse, use_cache in runs:
         registry.clear_selectors()  # a fresh CLI process starts with no selector (no tokenizer/index caches)
         load = load_average()
@@ -345,10 +357,13 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         started = time.perf_counter()
         summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(warehouse), use_cache=use_cache)
         elapsed = time.perf_counter() - started
-        cpu = f"{time.process_time() - cpu_before:.1f}+{server_cpu_seconds() - server_before:.1f}"
+        own_cpu, server_cpu = time.process_time() - cpu_before, server_cpu_seconds() - server_before
+        flow_cpu[label] = own_cpu + server_cpu
+        cpu = f"{own_cpu:.1f}+{server_cpu:.1f}"
         peak = phase_peak_mib()
         ms = elapsed / summary.n_rows * 1000
         assert summary.n_rows == expected_rows, summary
+        n_units = n_units if label != "cache off" else summary.n_units
         print(f"{label:22s} {summary.n_rows:>8,d} {summary.n_units:>6d} {summary.n_cache_hits:>10,d} "
               f"{elapsed:8.2f} {ms:7.3f} {'yes' if ms <= TARGET_MS_PER_ROW else 'NO':>6s} {cpu:>20s} "
               f"{(f'{peak:.0f} MiB' if peak else '?'):>18s} {maxrss_mib():>12.0f} MiB  {load}", flush=True)
@@ -370,7 +385,13 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         flow_parts = ("prepare_run (all of the above)", "plan_units", "select_and_land, every unit (cache off)",
                       "registration_records", "register_run (DuckDB load)", "judge_and_publish (views -> md + html)")
         total = sum(parts[p] for p in flow_parts)
-        print(f"  {'sum of the flow steps (cache off)':62s} {total:7.2f}  {total / expected_rows * 1000:7.3f}")
+        plain_cpu = sum(cpu_parts[p] for p in flow_parts)
+        print(f"  {'sum of the flow steps (cache off)':62s} {total:7.2f}  {total / expected_rows * 1000:7.3f}  "
+              f"{plain_cpu:6.2f}")
+        bookkeeping = flow_cpu["cache off"] - plain_cpu
+        print(f"  Prefect's bookkeeping, cache off: {flow_cpu['cache off']:.1f} CPU s of the flow (self + server) - "
+              f"{plain_cpu:.1f} of the plain steps = {bookkeeping:.1f} s, {bookkeeping / flow_cpu['cache off']:.0%} "
+              f"of the run's CPU, {bookkeeping / n_units * 1000:.0f} ms a unit ({n_units} units)")
         print("  (indented lines: parts of the select_and_land pass above; the flow runs that pass in "
               f"{MAX_WORKERS} threads)")
         print(f"({load_average()})")

@@ -60,15 +60,30 @@ class WorkUnit:
         return len(self.batch)
 
 
+UNITS_PER_ARM_SEED = 16
+"""The most units one arm x seed is cut into: a version too large for ``batch_size`` items a unit to fit in
+this many gets larger units instead of more. Each unit costs Prefect's bookkeeping (a task run's states,
+its future, its parameters) whatever its size, so a unit count that grows with the run would make that cost
+grow with it; a fixed count per arm x seed keeps it a constant, small share of a large run, while the units
+stay enough to keep the flow's threads (or a few Dask workers) busy and to balance the slow arms."""
+
+
+def unit_size(n_items: int, batch_size: int) -> int:
+    """Items per unit for one arm x seed of ``n_items``: ``batch_size``, or more when that would cut it into
+    more than ``UNITS_PER_ARM_SEED`` units (the same count then, as evenly as whole items allow)."""
+    return max(batch_size, -(-n_items // UNITS_PER_ARM_SEED))
+
+
 def plan_units(prepared: "PreparedRun") -> list[WorkUnit]:
-    """Every work unit of the experiment: arms in ladder order, then seeds, then batches."""
+    """Every work unit of the experiment: arms in ladder order, then seeds, then batches (``unit_size``)."""
     kind, experiment = prepared.instrument, prepared.experiment
     units: list[WorkUnit] = []
     for arm in experiment.arms:
         version = prepared.versions[arm.version]
         items = kind.work_items(version)
+        size = unit_size(len(items), experiment.spec.batch_size)
         for seed in experiment.seeds:
-            units += arm_seed_units(arm, seed, items, version.taskset, experiment.spec.batch_size)
+            units += arm_seed_units(arm, seed, items, version.taskset, size)
     return units
 
 
