@@ -79,7 +79,8 @@ class ExperimentFile(BaseModel):
     taskset: str = Field(description="Path of the task-set folder, relative to the experiment file.")
     version: str = Field(description="Default task-set version for every arm.")
     seeds: list[int] = Field(description="Seeds: each one recorded permutation of the tool order.")
-    batch_size: int = Field(default=200, ge=1, description="Requests (or tasks) per unit of work.")
+    batch_size: int = Field(default=200, ge=1, description=(
+        "Requests (or tasks) per unit of work; more when an arm x seed would need over 16 units (then 16)."))
     criteria: str | None = Field(default=None, description="Acceptance-criteria file, relative to the experiment file.")
     defaults: ArmSpec | None = Field(default=None, description="Values every arm takes unless it sets its own.")
     arms: list[ArmSpec] = Field(min_length=1, description="The arms, in ladder order.")

@@ -49,7 +49,8 @@ class SurfaceComparison(Comparison):
 class SurfaceExperimentFile(ExperimentFile):
     """A task experiment file (YAML)."""
 
-    batch_size: int = Field(default=25, ge=1, description="Tasks per unit of work.")
+    batch_size: int = Field(default=25, ge=1, description=(
+        "Tasks per unit of work; more when an arm x seed would need over 16 units (then 16)."))
     defaults: SurfaceArmSpec | None = Field(default=None, description="Values every arm takes unless it sets its own.")
     arms: list[SurfaceArmSpec] = Field(min_length=1, description="The arms, in order (A, B, C, D, ...).")
     comparisons: Literal["ladder"] | list[SurfaceComparison] = Field(
