@@ -344,23 +344,22 @@ join outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.re
 
     "paired_tool_changes": """
 with outcomes as materialized (
-    select run_id, arm, request_id, min(slice) as slice, min(expected) as expected,
-           count(*) as trials, count(*) filter (where correct) as correct,
-           count(*) filter (where correct) * 2 > count(*) as majority_right
+    select run_id, arm, request_id, min(slice) as slice, min(coalesce(label, expected)) as label,
+           count(*) as trials, count(*) filter (where correct) as correct
     from {rows}
     group by run_id, arm, request_id
 )
-select c.run_id, c.baseline, c.arm, b.slice, b.expected as tool, count(*) as n_requests,
+select c.run_id, c.baseline, c.arm, b.slice, b.label as tool, count(*) as n_requests,
        sum(b.trials) as rows_baseline, sum(a.trials) as rows_arm,
        sum(b.correct) / sum(b.trials) as accuracy_baseline, sum(a.correct) / sum(a.trials) as accuracy_arm,
        sum(a.correct) / sum(a.trials) - sum(b.correct) / sum(b.trials) as change,
-       count(*) filter (where b.majority_right and not a.majority_right) as worse,
-       count(*) filter (where a.majority_right and not b.majority_right) as better
+       count(*) filter (where a.correct * b.trials < b.correct * a.trials) as worse,
+       count(*) filter (where b.correct * a.trials < a.correct * b.trials) as better
 from comparisons c
 join outcomes b on b.run_id = c.run_id and b.arm = c.baseline
 join outcomes a on a.run_id = c.run_id and a.arm = c.arm and a.request_id = b.request_id
-where b.expected = a.expected
-group by c.run_id, c.baseline, c.arm, b.slice, b.expected""",
+where b.label = a.label
+group by c.run_id, c.baseline, c.arm, b.slice, b.label""",
 
     "position_accuracy": f"""
 select run_id, arm, rung, slice, expected_position, position_third, n, n_requests, correct, correct / n as accuracy,
