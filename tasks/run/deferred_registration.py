@@ -31,7 +31,7 @@ def registered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> set
     con = connect(warehouse.db_path, read_only=True, wait_s=wait_s)
     try:
         present = {name for (name,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        return {run_id for store in stores().values() if store.run_table in present  # an older file may lack one
+        return {run_id for store in stores().values() if store.run_table in present  # a half-created file lacks some
                 for (run_id,) in con.execute(f"SELECT run_id FROM {store.run_table}").fetchall()}
     finally:
         con.close()

@@ -3,7 +3,7 @@ fail only after selections were paid for. Each problem is an InputError naming t
 
 - the run has work: at least one request (or task) under at least one seed;
 - what the run's instrument asks besides, once the checks above pass (``Instrument.check_before_run``:
-  selection refuses provisional labels unless the run allows them; the task instrument checks each MCP server
+  selection refuses provisional labels unless the run allows them; the surface instrument checks each MCP server
   pinned to a catalogue against the tools it lists now, tasks/surface/catalogue_drift.py);
 - the warehouse folder is a folder (or can be made) and is writable, and so are the folders and files a run
   writes inside it (the DuckDB file, the result caches and their SQLite journal files, the landed tables'
@@ -117,7 +117,7 @@ def warehouse_writable(warehouse: Warehouse) -> list[Problem]:
 def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect_server: bool,
                      allow_provisional: bool = False) -> int:
     """Raise InputError listing every problem; return the number of rows the run plans. The instrument's own
-    checks come last: they may take seconds (the task instrument starts pinned MCP servers to list their tools)."""
+    checks come last: they may take seconds (the surface instrument starts pinned MCP servers to list their tools)."""
     rows = prepared.planned_items
     problems: list[Problem] = []
     if rows == 0:

@@ -1,6 +1,6 @@
 """The selection instrument: which tool a model (or a router) picks for each labelled request of a frozen
-task-set version, per tool, per confused pair and weighted by production traffic (seed 000; routers with a
-confidence gate: seed 004). What it says to the core (tasks/instrument_api.py), each part from its own module:
+task-set version, per tool, per confused pair and weighted by production traffic (routers with a
+confidence gate among the selectors). What it says to the core (tasks/instrument_api.py), each part from its own module:
 
     arms.py           an arm: a catalogue and a selector with its pinned model (router cut-offs settled)
     versions.py       a version's labelled requests: loaded, label-checked, never scored by a model that saw them

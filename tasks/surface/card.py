@@ -1,4 +1,4 @@
-"""The task instrument's card (tasks/instrument_card.py): its store in a warehouse, its row models and its
+"""The surface instrument's card (tasks/instrument_card.py): its store in a warehouse, its row models and its
 report reader, read by the core without importing the instrument."""
 
 from __future__ import annotations

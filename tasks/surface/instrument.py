@@ -1,4 +1,4 @@
-"""The task instrument: tasks done by an agent on a tool surface (seed 001), each a request, fixtures, an
+"""The surface instrument: tasks done by an agent on a tool surface, each a request, fixtures, an
 outcome assertion and a budget, scored on the outcome; counted per call (invalid vs error vs retry) and per
 tool, with the counters a redesign may make worse. What it says to the core (tasks/instrument_api.py), each
 part from its own module:
