@@ -119,7 +119,7 @@ def fit_top_label(confidence: np.ndarray, right: np.ndarray) -> tuple[float, flo
     """(slope, shift) of P(right) = sigmoid(slope * logit(confidence) + shift), fitted by maximum likelihood
     (Newton's method) on held-out chosen options: a temperature rescales every option alike, so it cannot
     raise the low confidences and lower the high ones at once, which a model of many tools may need (the
-    MetaTool sample: right 29% of the time at confidence 0.15 and 95% at 0.97). Identity (1, 0) on fewer than
+    MetaTool sample's model is one: docs/measured/decision-models.md). Identity (1, 0) on fewer than
     ``MIN_TOP_LABEL_ROWS`` requests, on a single outcome, if the fit does not settle, or if it is no
     better than the identity beyond chance (``TOP_LABEL_ALPHA``)."""
     right = np.asarray(right, dtype=float)

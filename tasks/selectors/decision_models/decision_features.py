@@ -65,9 +65,9 @@ EXAMPLE_TOOL_FEATURES = ("knn1", "knn3", "knn_gap", "seen", *PROBE_TOOL_FEATURES
 EXAMPLE_NONE_FEATURES = ("knn1_max", *PROBE_NONE_FEATURES)
 """The 'none' features that come from the offered tools' examples: 0 where they have none (``probe_none`` too:
 where no offered tool is one of the probe's labels, its 'none' is a guess about another domain). ``none_knn1`` and
-``none_knn3`` are kept as computed: wherever the model runs, its own 'none' examples are there to look up
-(on BFCL live, zeroing them too gave 74.7% answerable / 85.7% irrelevant, keeping them 83.1% / 78.5%:
-docs/routing/decision-models.md)."""
+``none_knn3`` are kept as computed: wherever the model runs, its own 'none' examples are there to look up,
+and zeroing them too traded answerable requests for irrelevant ones on BFCL live
+(docs/measured/decision-models.md)."""
 
 _SPACES = re.compile(r"\s+")
 

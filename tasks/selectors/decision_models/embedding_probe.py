@@ -5,8 +5,8 @@ The kNN features say how close a request is to a tool's examples; they cannot sa
 embedding tell two sibling tools apart, since every example of both is close. A linear probe learns those
 directions from all the examples at once. Its log-probability of each offered tool, and of 'none', are
 features of the conditional logit (``decision_features.py``: ``probe``, ``probe_gap``, ``probe_seen``,
-``probe_none``). Measured on the public bench data (docs/routing/decision-models.md): cross-fitted accuracy
-of BFCL live 93.3 -> 93.9, the support set 67.0 -> 73.3; the pooled live set's irrelevant slice 79.7 -> 84.2.
+``probe_none``). The probe raised the cross-fitted accuracy on every public bench set it was measured on
+(docs/measured/decision-models.md, "The embedding probe").
 
 Fitted by scikit-learn's ``LogisticRegression`` (L-BFGS) on sum(negative log-likelihood) + |W|^2 / (2 C), the
 intercepts unpenalised, so a larger ``C`` fits the examples more closely. The probe is an example feature:

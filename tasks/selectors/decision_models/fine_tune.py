@@ -7,16 +7,15 @@ its offered tools' texts, the right tool the target. With ``learn_none`` one mor
 learned threshold tau (x ``SCALE``, the same for every request, its own learning rate ``TAU_LR``), the target
 of a request labelled 'none'. AdamW, batches of ``BATCH`` requests, shuffled per epoch by ``seed``.
 
-Measured on BFCL live_multiple (docs/routing/decision-models.md): fine-tuned on four folds, 2 epochs, lr 3e-5,
-the cosine of the fifth reads 94.97% held out (MiniLM 88.6%); 8-12 minutes a fold on 2 CPU cores.
+Fine-tuned on four folds, the cosine of the fifth reads well above MiniLM's own held out, at minutes of CPU a
+fold (docs/measured/decision-models.md, "A MiniLM fine-tuned on the set's own requests").
 
 Memory: a batch's texts are encoded together, padded to its longest (up to 256 tokens), and every layer's
-activations are kept for the backward pass, about 0.4 MB a padded token: BFCL live's batches hold 4,000-21,000
-padded tokens (75-104 texts), so the largest took about 8 GB. A batch above ``CHECKPOINT_ABOVE`` padded
+activations are kept for the backward pass, so memory grows with a batch's padded tokens and a batch of long
+texts dominates the peak. A batch above ``CHECKPOINT_ABOVE`` padded
 tokens is encoded with gradient checkpointing (each layer's activations computed again in the backward pass,
-dropout masks included): the same loss and gradients to the bit (a test trains both ways). One encoder on
-BFCL live's 1,053 requests, 2 epochs (``benchmarks/fine_tune_memory.py``, 2026-12-05): 23 of 132 batches
-checkpointed, peak RSS 12.20 -> 5.95 GB, 421 -> 464 s, the same weights.
+dropout masks included): the same loss and gradients to the bit (a test trains both ways), about half the
+peak memory for a little more time (docs/measured/decision-models.md, "Fine-tuning's memory").
 """
 
 from __future__ import annotations

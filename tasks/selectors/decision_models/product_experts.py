@@ -7,8 +7,8 @@ probability).
 q is the embedding router's own softmax (``abstain_softmax``) at the fine-tuning's scale (x 20), with the
 learned threshold tau as 'none' when the requests had 'none' labels (else q gives 'none' nothing and the
 product never picks it). The rule (equal weights, nothing fitted but the calibration) was fixed before it was
-first measured (``benchmarks/fine_tuned_encoder.py``): on BFCL live_multiple, held out, the product read 95.4%
-where the fine-tuned cosine alone read 94.97% and the logit 93.9%.
+first measured (``benchmarks/fine_tuned_encoder.py``): on BFCL live_multiple, held out, the product read above
+both the fine-tuned cosine alone and the logit (docs/measured/decision-models.md).
 
 Cross-fitting holds for the encoder as for the logit: fold model k's encoder is fine-tuned on every fold but k,
 so a request of the training version is scored by a logit and an encoder that never saw it. Each encoder is

@@ -19,8 +19,8 @@ calibrated utility scale) replaces the learned 'none' utility with a constant, a
 option. ``abstain_margin`` (a number, what ``tooleval fit`` writes for a model that learned 'none') keeps the
 learned 'none' utility and adds the margin to it: the model picks 'none' when its best tool beats the learned
 'none' by less than the margin (0 is the model as trained). A constant throws the learned 'none' away: on the
-pooled BFCL live set the best constant for both slices reads 85.6% / 85.6%, the best margin 87.5% / 87.5%
-(in-sample, docs/routing/decision-models.md).
+pooled BFCL live set the best margin beats the best constant on both slices (docs/measured/decision-models.md,
+"The fitted margin").
 
 A model trained with ``--fine-tune`` carries a fine-tuned encoder per fold model and one for the full model
 (``product_experts.py``): the model that scores a request (chosen as above) multiplies its p with the softmax of
