@@ -643,8 +643,8 @@ def can_freeze(folder: Path) -> bool:
 
 def freeze_the_warehouse(experiment: DrillExperiment, workdir: Path, prefect_home: Path,
                          at: str = "unit-landed:3") -> FrozenOutcome:
-    """``chattr -R +i`` the warehouse once the run reaches ``at`` (issue 26 item 16: it died of SIGBUS, exit
-    -7, with no message): the run must end with exit 6 and a message that the warehouse stopped accepting
+    """``chattr -R +i`` the warehouse once the run reaches ``at`` (a frozen warehouse once killed a run with
+    SIGBUS, exit -7, and no message): the run must end with exit 6 and a message that the warehouse stopped accepting
     writes, no traceback on the terminal; once writable again, the rerun completes with nothing lost or
     duplicated."""
     warehouse, log = workdir / "wh-frozen", workdir / "frozen.points"

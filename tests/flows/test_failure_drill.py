@@ -1,6 +1,6 @@
 """The failure drill, fast subset (the full drill: ``python benchmarks/failure_drill.py``).
 
-- Every bad input of tests/drill/bad_inputs.py (79, every command, among them the fixed findings of issue 26:
+- Every bad input of tests/drill/bad_inputs.py (79, every command, among them inputs that once failed badly:
   `tooleval sql` escapes, arm names that cannot be a folder, tool parameters that are no JSON Schema, unknown
   matchers, empty tasks files, one-label training sets, ``--warehouse ''``, a run id of the other instrument):
   its exit code, a message naming the file, the line or id and the rule, no traceback, the warehouse (or the

@@ -1,4 +1,4 @@
-"""Issue 25, items 4 and 5, through the ``tooleval`` console script as a real process against the loopback
+"""Stopping a run and its progress lines, through the ``tooleval`` console script as a real process against the loopback
 server: SIGTERM or SIGINT stops a run promptly while a hosted call is in flight (exit 143 / 130, the landed
 unit kept, the temporary Prefect server stopped, a rerun resuming from the cache); and on a pipe, progress
 lines come every TOOLEVAL_PROGRESS_EVERY_S seconds while a single unit is still running."""

@@ -23,11 +23,11 @@ def _sha(folder: Path) -> dict[str, str]:
 def _escapes(warehouse: Path, elsewhere: Path) -> list[tuple[str, str]]:
     db = warehouse / "tooleval.duckdb"
     return [
-        # item 1: the real file attached for writing, its runs deleted
+        # the real file attached for writing, its runs deleted
         (f"attach '{db}' as w (read_only false); delete from w.runs", "attach"),
         (f"attach '{db}' as w", "attach"),
         (f"attach '{elsewhere / 'new.duckdb'}' as n", "attach"),
-        # item 2: writes elsewhere, extensions, reads of any file
+        # writes elsewhere, extensions, reads of any file
         (f"copy (select * from runs) to '{elsewhere / 'out.csv'}'", "copy"),
         (f"copy runs to '{warehouse / 'out.parquet'}' (format parquet)", "copy"),
         (f"export database '{elsewhere / 'export'}'", "export database"),

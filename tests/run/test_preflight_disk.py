@@ -1,4 +1,4 @@
-"""The preflight counts what a run with probability maps needs on disk (issue 28): registration's memory is
+"""The preflight counts what a run with probability maps needs on disk: registration's memory is
 bounded whatever the run's size, so the one figure that grows is disk (landed Parquet, the DuckDB table and
 the spill files DuckDB writes while registering), and a run is refused before it selects when it does not fit."""
 
@@ -23,7 +23,7 @@ OFFICE = ROOT / "tasksets" / "mcp_office" / "experiments" / "four_arms.yaml"
 def test_each_probability_map_entry_adds_its_bytes(tmp_path):
     db = tmp_path / "tooleval.duckdb"
     assert disk_needed(1_000, db, map_entries=200_000) - disk_needed(1_000, db) == 200_000 * MAP_ENTRY_BYTES
-    # the MetaTool hold-out of issue 28: 166,113 rows x 200 entries -> about 1.5 GiB beside the rows
+    # a MetaTool hold-out run: 166,113 rows x 200 entries -> about 1.5 GiB beside the rows
     assert 1.4 * 2**30 < disk_needed(166_113, db, 166_113 * 200) < 1.7 * 2**30
 
 

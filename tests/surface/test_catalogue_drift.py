@@ -1,5 +1,5 @@
 """A server that drifted from the catalogue its surface is pinned to, and a server whose stdout
-is not JSON-RPC (item 6).
+is not JSON-RPC.
 
 On a real MCP server written with the official SDK (tests/surface/drifting_server.py: its tool list changes
 after a number of starts): drift found before the run is bad input (exit 2) naming what changed and the

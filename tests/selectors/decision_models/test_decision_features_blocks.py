@@ -31,7 +31,7 @@ FLOAT32_UNIT = 2.0 ** -23 * 2  # two float32 units at 1.0: a cosine's rounding i
 
 
 def reference_knn_by_label(query, query_hashes, examples, exclude_fold):
-    """The implementation before issue 28 item 4 (a full query x examples matrix), unchanged."""
+    """The kNN features computed the plain way (a full query x examples matrix), not in blocks."""
     if len(examples.labels) == 0 or len(query) == 0:
         return {}
     sims = query.astype(np.float32) @ examples.embeddings.astype(np.float32).T
@@ -57,8 +57,8 @@ def reference_knn_by_label(query, query_hashes, examples, exclude_fold):
 
 
 def reference_feature_arrays(scores: Sequence[RequestScores], query, query_hashes, examples, exclude_fold):
-    """The implementation before issue 28 item 4 (a Python loop over each request's tools), unchanged but for
-    the repeats added after it (item 6)."""
+    """The features computed the plain way (a Python loop over each request's tools), and the unseen-tool
+    and no-example repeats derived from them as the module derives them."""
     n = len(scores)
     width = max((len(s.tools) for s in scores), default=0)
     tool_x = np.zeros((n, max(width, 1), len(TOOL_FEATURES)))
@@ -93,7 +93,7 @@ def reference_feature_arrays(scores: Sequence[RequestScores], query, query_hashe
         none_x[i, 2] = ordered[0] - ordered[1] if t > 1 else 1.0
         none_x[i, 3] = np.log1p(top_b)
         none_x[i, 4] = x[:, 5].max()
-    # issue 28 item 6 added the unseen-tool and no-example repeats: derived from the features above
+    # the unseen-tool and no-example repeats: derived from the features above
     decision_features._unseen_features(tool_x, none_x, tool_x[..., 8] > 0, mask)
     return tool_x, mask, none_x
 
@@ -206,7 +206,7 @@ def test_memory_grows_with_the_examples_not_their_square():
 def test_the_held_out_folds_labels_never_reach_the_features(exclude):
     """Leakage: with fold k excluded, no feature of any request may depend on the labels of fold k's examples
     (the held-out requests' own labels among them). Relabelling them, shuffled among themselves or all to one
-    new label, leaves every array bit for bit as it was. A kernel-density kNN feature tried for issue 28 failed
+    new label, leaves every array bit for bit as it was. A kernel-density kNN feature once tried failed
     this way: a tool that is someone's label only in the held-out fold got a different value from a tool
     nobody labelled, and cross-fitted accuracy on BFCL live read 95.3% instead of the 93.4% it was."""
     scores, query, hashes, examples = random_problem(11)

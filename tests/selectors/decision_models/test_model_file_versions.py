@@ -1,4 +1,4 @@
-"""Model files written before transfer training and the far cut-off (issue 28 item 6) still load and score
+"""Model files written before transfer training and the far cut-off still load and score
 as they did: the new fields take their defaults, and the features added since are left out of their
 utilities. Hand-written files: the fast tier."""
 
@@ -19,7 +19,8 @@ OLD_NONE = ["bias", "cos_max", "cos_margin", "bm25_log_max", "knn1_max", "none_k
 
 
 def older_file_text() -> str:
-    """A model file as tooleval wrote it before item 6: the nine and seven features, no new field."""
+    """A model file as tooleval wrote it before transfer training and the far cut-off: the nine and seven
+    features, no new field."""
     data = json.loads(hand_written_model({"r1": "a flight", "r2": "the weather"}, ["flights", "weather"], 5)
                       .model_dump_json())
     for field in ("unseen_weight", "unseen_zeroed", "far_cutoff", "far_quantile"):

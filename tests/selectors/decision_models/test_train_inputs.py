@@ -36,7 +36,7 @@ def test_an_arm_naming_a_file_that_is_no_decision_model_is_bad_input(tmp_path, c
 
 
 def test_train_refuses_a_set_of_one_label(tmp_path, capsys):
-    """Issue 26, item 8: 30 requests all labelled refund_order trained to 'accuracy 100%, ECE 0.000', exit 0."""
+    """A set whose 30 requests all carry one label is refused: it once trained to 'accuracy 100%, ECE 0.000'."""
     from tests.factories.taskset import write_taskset
 
     def request(i: int, expected: str) -> dict:

@@ -1,4 +1,4 @@
-"""Issue 25, item 6: a judged arm keeps the chat call's answer before its judge is asked, so a run killed
+"""Resuming a judged arm: it keeps the chat call's answer before its judge is asked, so a run killed
 during the judge's calls repeats, on resume, only the judge: the server sees each chat request once."""
 
 from __future__ import annotations

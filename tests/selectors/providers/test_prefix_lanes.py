@@ -1,4 +1,4 @@
-"""Prefix-cache scheduling (issue 13): one (arm, seed) at a time per endpoint, Anthropic's tool list marked
+"""Prefix-cache scheduling: one (arm, seed) at a time per endpoint, Anthropic's tool list marked
 for caching, cached tokens recorded and priced; against the loopback server's model of a prefix cache."""
 
 from __future__ import annotations

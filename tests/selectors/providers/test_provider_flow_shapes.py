@@ -1,4 +1,4 @@
-"""Awkward reply shapes through the whole evaluate flow and the CLI (issue 13): tool calls written as text
+"""Awkward reply shapes through the whole evaluate flow and the CLI: tool calls written as text
 counted "as text" in the report's failure table, HTTP requests (retries included) on the rows, in the
 ledger and on the `model calls:` line, a reply without usage landing a NULL cost, the arguments as sent."""
 

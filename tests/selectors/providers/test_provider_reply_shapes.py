@@ -1,4 +1,4 @@
-"""Reply shapes real servers send (issue 13), each through the real openai / anthropic SDK against the loopback
+"""Reply shapes real servers send, each through the real openai / anthropic SDK against the loopback
 server: tool calls written as text, calls with no name, the legacy function_call, content as parts, error
 bodies and HTML pages in a 200, missing usage, Anthropic cache reads and writes, a tool_use input that is
 not an object, a reply with no model id; and the HTTP attempts a row records, bounded by max_calls."""

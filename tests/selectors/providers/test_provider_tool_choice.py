@@ -1,5 +1,5 @@
 """An arm's tool_choice (auto / required / none) and token-limit field, as sent through the real SDKs, and the
-checks made on them before any call (issue 13)."""
+checks made on them before any call."""
 
 from __future__ import annotations
 
