@@ -175,7 +175,7 @@ def with_unseen_copies(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray,
     only ``rows`` when given), then, when ``weight`` > 0, each of them again as if no labelled example existed
     (``as_unseen``) at ``weight``; row weights None when there are no copies. The copies are written straight
     into the array returned (no copy of the features is made and then concatenated: at MetaTool's 199 tools
-    the features of 14,000 requests are 0.4 GB a copy)."""
+    a copy is large, docs/measured/decision-models.md, "Training's memory")."""
     rows = np.ones(len(labels), dtype=bool) if rows is None else np.asarray(rows, dtype=bool)
     m = int(rows.sum())
     copies = 2 if weight > 0 else 1

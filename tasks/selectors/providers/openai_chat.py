@@ -61,8 +61,8 @@ class OpenAIChat:
         messages += [{"role": role, "content": content} for role, content in request.messages]
         # The conversation and the tools go in ``extra_body``, which the SDK merges over the typed fields
         # as is (its documented way to send fields verbatim): its typed-params transform walks every node of
-        # every message and JSON schema (~10 ms CPU a call with 30 tools, ~2 ms for the messages alone), a
-        # ceiling on calls per second on a small machine. The JSON on the wire is the same.
+        # every message and JSON schema, a CPU cost per call that grows with the tools and caps calls per
+        # second on a small machine. The JSON on the wire is the same.
         body: dict[str, Any] = {"model": request.model, "messages": []}
         extra: dict[str, Any] = {"messages": messages}
         if request.tools:
@@ -95,8 +95,8 @@ class OpenAIChat:
     def complete(self, request: ChatRequest, timeout_s: float) -> ChatReply:
         # ``client.post`` to the completions path, the SDK's documented way to send a body as is: the SDK still
         # authenticates, sends and raises its errors, but neither walks the typed params (``create`` transforms
-        # them: ~0.6 ms CPU a call, a tenth of a two-turn task's CPU per call) nor builds typed models of the
-        # reply, which is read as JSON (~1 ms CPU a call). The body is ``request_body``'s with ``extra_body``
+        # them, a share of a task's CPU per call: docs/measured/speed.md) nor builds typed models of the
+        # reply, which is read as JSON. The body is ``request_body``'s with ``extra_body``
         # merged over it, as ``create`` merges it: the same JSON on the wire.
         body = self.request_body(request)
         body.update(body.pop("extra_body"))

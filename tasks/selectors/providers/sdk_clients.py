@@ -2,8 +2,8 @@
 shared by every work unit and thread that calls that endpoint.
 
 A run builds its agents and selectors per work unit; each built its own client before, and building one loads
-the CA bundle and sets up a connection pool (~0.17 CPU s for openai's): on a 250-task unit of two-turn tasks,
-~0.35 ms of CPU per model call, and a fresh pool whose connections had to be opened again. The SDK clients
+the CA bundle and sets up a connection pool: CPU paid again by every unit (docs/measured/speed.md), and a
+fresh pool whose connections had to be opened again. The SDK clients
 are safe to share between threads (one pooled HTTP client); time-outs are passed with each request. The
 dictionary is keyed by a digest of the API key, never the key itself.
 """

@@ -1,9 +1,10 @@
 """Embeddings kept on disk by content, so no process encodes a text another one already encoded.
 
 A tool's text and a labelled request's text never change between runs, yet every ``make demo``, every
-``tooleval train``, each ``fit`` and each run encoded them again (MiniLM encoding was 44-53% of a run's CPU,
-and loading the model ~9 s of the demo). Here each unit vector is kept under (model fingerprint, sha256 of
-the text) in one SQLite file per model fingerprint in the user's cache folder
+``tooleval train``, each ``fit`` and each run encoded them again, and encoding and loading the model were
+most of a routers run's CPU (docs/measured/decision-models.md, "Embeddings kept by content"). Here each
+unit vector is kept under (model fingerprint, sha256 of the text) in one SQLite file per model fingerprint in
+the user's cache folder
 (``<cache>/embeddings/<fingerprint>.sqlite``; tasks/files/cache_folder.py). The fingerprint covers the
 model's files (every name and size, the bytes of its small configuration files and 16 blocks spread over
 each weights file, so a fine-tuned copy of a model is another model) and the versions of

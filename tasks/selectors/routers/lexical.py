@@ -167,7 +167,7 @@ class LexicalSelector(ScoreRouter):
       tool scores below it picks "none". BM25 scores are >= 0 and exactly 0 when no request word occurs in
       any tool, so such requests (gibberish, off-topic) always pick "none"; 0.1 is about what one word
       shared by every tool of a 4-tool catalogue scores (BM25's idf shrinks with fewer tools, so raw
-      scores on small catalogues are small: a threshold of 1.0 abstained on 22% of BFCL's requests).
+      scores on small catalogues are small: a threshold of 1.0 abstained on many of BFCL's requests).
       ``never``: never abstain. In a run the cut-off is settled per arm (``router_setup.py``): with no
       option and no fitted cut-off, a version without 'none' labels runs with ``never``.
     - ``k1`` (1.5), ``b`` (0.75), ``method`` ("lucene"): bm25s's BM25 parameters ("robertson" gives
