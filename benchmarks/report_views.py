@@ -37,14 +37,7 @@ Prints wall and CPU seconds (CPU: this process, every DuckDB thread; it barely m
 load, wall does), the ratios view / plain, the verdict against the 1.5x target on the CPU ratio, and the
 load average beside them.
 
-Last measured 2026-12-02 with ``--rows 2000000 --runs 40`` (not the 10M default) at load average 3.2-4.2 on
-2 cores, with the clustered interval's macros staged (table and verdicts: docs/measured/speed.md).
-On CPU the views using it (aggregate_accuracy, per_tool_accuracy, position_band_accuracy) were within 1.5x
-in every cell (0.93-1.31x) but per_tool_accuracy all runs on the Parquet (1.50x, 1.07x on a second
-reading); views left unchanged had short one-run cells above it once (confused_pairs 1.70x, paired_requests
-1.71-1.96x, selection_rows 1.58x) and paired_requests all runs 1.54x on the table, all within 1.5x on a
-second reading (paired_requests all runs 1.29-1.45x). Before, the one-run gap (3.3-4.7x) was binding: the
-macro the views used then expanded to ~440 ``sum(`` references, ~80 ms CPU per query before a row was read.
+Measured figures, with the command, date and load of each: docs/measured/speed.md.
 """
 
 from __future__ import annotations
