@@ -52,6 +52,9 @@ average at its start. Every run is checked to have done 1,620
 evaluations: tooleval's ``run ...: 1,620 rows`` line, promptfoo's ``1,620 passed`` summary and the rows in
 its results database, Inspect's printed sample count. A run that exits non-zero or fails the check is
 not counted: the benchmark says so, keeps its output and files, goes on, and exits 1 at the end.
+A timed tooleval run that started a new kept server instead of using the one kept (the pid in
+``server.json`` changed across it) is flagged RESTARTED, and the end says how many were: its figures
+include a server start.
 
 Prints one table per size: tool, wall min / median, CPU s (median), peak RSS tree / largest process (max),
 time to the first output line (median), the load at the runs' starts; the ratios tooleval / promptfoo and
@@ -632,6 +635,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[int, dict[str, list[Measured]]] = {}
     loads: dict[int, tuple[tuple[float, ...], tuple[float, ...]]] = {}
+    restarts: list[str] = []
     try:
         for size_no, size in enumerate(sizes):
             repeats = size // REQUESTS
@@ -644,9 +648,13 @@ def main(argv: list[str] | None = None) -> int:
                     scratch = Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=workdir))
                     if not api_url and keeps and args.server_pid is None:  # started by the first run
                         outside_server = kept_server_pid(None)
+                    watch = tool in ("tooleval", BEFORE) and keeps and not api_url and args.server_pid is None
+                    server_before = kept_server_pid(None) if watch else None
                     measured, out, err = timed(builders(repeats)[tool](scratch), args.isolate_network,
                                                outside_server if tool in ("tooleval", BEFORE) else None)
                     label = "warm-up" if round_no == 0 else f"run {round_no}"
+                    server_after = kept_server_pid(None) if watch else None
+                    restarted = bool(round_no) and watch and server_after != server_before
                     print(f"  {size:>6,} {label:<8} {tool:<15} wall {measured.wall:6.1f} s  cpu {measured.cpu:6.1f} s "
                           f"(rusage {measured.cpu_rusage:.1f}, sampled {measured.cpu_sampled:.1f})  "
                           f"rss tree {measured.peak_tree_mib:5.0f} MiB, largest {measured.peak_process_mib:5.0f} MiB, "
@@ -657,6 +665,10 @@ def main(argv: list[str] | None = None) -> int:
                           f"load {measured.load_at_start:.2f}  {measured.evaluations:,} evaluations", flush=True)
                     if measured.note:
                         print(f"           note: {measured.note}", flush=True)
+                    if restarted:
+                        restarts.append(f"{size:,} {label} {tool}")
+                        print(f"           RESTARTED the kept Prefect server (pid {server_before} -> {server_after}): "
+                              "this run's figures include a server start", flush=True)
                     if measured.failure:
                         kept = Path(tempfile.mkdtemp(prefix=f"startup-peers-failed-{tool}-"))
                         shutil.copytree(scratch, kept / "scratch", dirs_exist_ok=True)
@@ -692,6 +704,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{' '.join(f'{x:.2f}' for x in load_after)} (1, 5, 15 min; {os.cpu_count()} cores)")
     if args.import_breakdown and "tooleval" in tools:
         print(import_breakdown(args))
+    if restarts:
+        print(f"{len(restarts)} timed run(s) started a new kept server instead of using the one kept "
+              f"({', '.join(restarts)}): their wall and CPU include a server start (see RESTARTED above)")
     failed = sum(1 for by_tool in results.values() for runs in by_tool.values() for m in runs if m.failure)
     if failed:
         print(f"{failed} run(s) failed their check and were not counted (see FAILED above)")
