@@ -317,7 +317,7 @@ def test_validate_and_the_report_warn_of_the_unannotated_server(tmp_path):
     ran = tooleval(["tasks", "run", str(experiment), "--warehouse", str(warehouse)], env, tmp_path, "run")
     assert ran.returncode == 0, ran.output[-3000:]
     assert ("Warning: surface plain (arm P): MCP server 'db' gives no annotations on any of its 5 tools"
-            in ran.stdout), ran.stdout[:3000]
+            in " ".join(ran.stdout.split())), ran.stdout[:3000]
     assert "Warning: surface declared" not in ran.stdout
     con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
     try:

@@ -103,7 +103,7 @@ def test_a_version_no_run_can_complete_is_not_judged_end_to_end(tmp_path, capsys
     assert main(["tasks", "report", "--warehouse", str(tmp_path / "wh")]) == 0  # reading a report: done
     printed = capsys.readouterr().out
     assert printed.startswith("VERDICT: NOT JUDGED — 1 of 2 gates could not judge A, C (see below)")
-    assert "NOT JUDGED A: unwanted irreversible actions per 100 completed runs is undefined" in printed
+    assert "NOT JUDGED A: unwanted irreversible actions per 100 completed runs is undefined" in " ".join(printed.split())
     markdown = (tmp_path / "wh" / "reports" / published.verdict.run_id / "report.md").read_text()
     assert "- **NOT JUDGED** pages:" in markdown and "1 of 2 gates could not judge A, C" in markdown
 

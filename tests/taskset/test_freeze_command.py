@@ -42,7 +42,7 @@ def test_a_selection_version_is_frozen_checked_and_never_rewritten(support_copy,
     assert frozen.slices == ["existing", "new_tools"] and frozen.notes == "v1 again"  # as the lines name them
     assert f"wrote {manifest}" in out and "label expectations passed" in out
     code, out = run(capsys, "validate", str(v2))
-    assert code == 0 and out.startswith(f"OK {v2}: {frozen.n_requests} requests")
+    assert code == 0 and " ".join(out.split()).startswith(f"OK {v2}: {frozen.n_requests} requests")
 
     written = manifest.read_bytes()
     code, out = run(capsys, "freeze", str(v2))  # the same files: nothing to do
