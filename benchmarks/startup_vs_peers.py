@@ -649,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
                     if not api_url and keeps and args.server_pid is None:  # started by the first run
                         outside_server = kept_server_pid(None)
                     watch = tool in ("tooleval", BEFORE) and keeps and not api_url and args.server_pid is None
-                    server_before = kept_server_pid(None) if watch else None
+                    server_before = outside_server if watch else None  # read just above
                     measured, out, err = timed(builders(repeats)[tool](scratch), args.isolate_network,
                                                outside_server if tool in ("tooleval", BEFORE) else None)
                     label = "warm-up" if round_no == 0 else f"run {round_no}"
