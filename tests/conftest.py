@@ -19,6 +19,9 @@ from tests.factories.rows import memory_warehouse
 
 apply_prefect_defaults()
 os.environ.pop("TOOLEVAL_WAREHOUSE", None)
+# the report's width off a terminal is the tool's own default, whoever runs the suite: pytest-xdist's workers are
+# given COLUMNS=80, a shell may export its own; a test of folding sets COLUMNS itself
+os.environ.pop("COLUMNS", None)
 # a server per run: nothing a test starts outlives it (tests/flows/test_kept_server.py keeps one on purpose); the
 # runs share the session's one server where a test allows it (tests/factories/prefect_api.py)
 os.environ["TOOLEVAL_KEEP_SERVER"] = "0"
