@@ -8,6 +8,12 @@ lands the request as an error row with the detail ``budget reached`` (errors are
 call the estimate is replaced by the cost billed. Each reservation is one ``BEGIN IMMEDIATE`` transaction,
 so processes on one machine never both take the last call.
 
+A run with neither cap has nothing to refuse: each opener keeps its calls and spend in memory and adds them
+to the file in one transaction when it closes (or is asked for the summary), instead of two committed
+transactions (each a disk sync) around every call, which serialised a unit's calls behind the disk. The
+caps are the run's, set by its openers (every work unit passes the same) before the first call; an opener
+that finds the run capped works call by call as above.
+
 A call is one HTTP request to a provider: a turn reserves its first attempts (the LLM router's, the chat
 model's, the judge's votes), and each retry reserves one more call before it is sent, so ``max_calls`` bounds
 every request that leaves, retries included (a retry refused by the cap ends its row as ``budget reached``).
@@ -87,6 +93,18 @@ class Turn:
         return self.calls + self.retries
 
 
+@dataclass
+class Tally:
+    """Calls and spend of an uncapped run not yet added to the ledger's file."""
+
+    calls: int = 0
+    spend_usd: float = 0.0
+    unknown_cost_calls: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.calls or self.spend_usd or self.unknown_cost_calls)
+
+
 @dataclass(frozen=True)
 class LedgerSummary:
     run_id: str
@@ -126,6 +144,9 @@ class RunLedger:
             if max_calls is not None or max_spend_usd is not None:
                 con.execute("UPDATE run_budget SET max_calls = ?, max_spend_usd = ? WHERE run_id = ?",
                             [max_calls, max_spend_usd, run_id])
+            caps = con.execute("SELECT max_calls, max_spend_usd FROM run_budget WHERE run_id = ?", [run_id]).fetchone()
+        self._tally = None if any(cap is not None for cap in caps) else Tally()
+        """An uncapped run's counts, kept here and added to the file when the ledger closes (None: capped)."""
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -142,6 +163,10 @@ class RunLedger:
         """Take ``calls`` calls and ``estimate_usd`` from the budget; None (and one refusal counted) when a cap
         would be passed."""
         estimate_usd = max(float(estimate_usd), 0.0)
+        if self._tally is not None:
+            with self._lock:
+                self._tally.calls += calls
+            return Reservation(estimate_usd, calls)
         with self._transaction() as con:
             max_calls, max_spend, used, spend, reserved = con.execute(
                 "SELECT max_calls, max_spend_usd, calls, spend_usd, reserved_usd FROM run_budget WHERE run_id = ?",
@@ -163,6 +188,12 @@ class RunLedger:
         charged = max(cost_usd or 0.0, 0.0)
         if unknown_cost_calls:
             charged = max(charged, reservation.estimate_usd)
+        if self._tally is not None:
+            with self._lock:
+                self._tally.calls -= unused
+                self._tally.spend_usd += charged
+                self._tally.unknown_cost_calls += unknown_cost_calls
+            return
         with self._transaction() as con:
             con.execute("UPDATE run_budget SET reserved_usd = max(reserved_usd - ?, 0), spend_usd = spend_usd + ?, "
                         "calls = calls - ?, unknown_cost_calls = unknown_cost_calls + ? WHERE run_id = ?",
@@ -171,6 +202,10 @@ class RunLedger:
     def reserve_retry(self) -> bool:
         """One more HTTP request for a retry (its cost is in the turn's estimate); False when ``max_calls``
         would be passed."""
+        if self._tally is not None:
+            with self._lock:
+                self._tally.calls += 1
+            return True
         with self._transaction() as con:
             max_calls, used = con.execute("SELECT max_calls, calls FROM run_budget WHERE run_id = ?",
                                           [self.run_id]).fetchone()
@@ -190,7 +225,18 @@ class RunLedger:
                                     [self.run_id, model]).fetchone()
         return row[0] if row else None
 
+    def _add_tally(self) -> None:
+        """Add an uncapped run's counts kept here to the file (one transaction), and start them again."""
+        if self._tally is None or not self._tally:
+            return
+        with self._transaction() as con:
+            tally, self._tally = self._tally, Tally()
+            con.execute("UPDATE run_budget SET calls = calls + ?, spend_usd = spend_usd + ?, "
+                        "unknown_cost_calls = unknown_cost_calls + ? WHERE run_id = ?",
+                        [tally.calls, tally.spend_usd, tally.unknown_cost_calls, self.run_id])
+
     def summary(self) -> LedgerSummary:
+        self._add_tally()
         with self._lock:
             max_calls, max_spend, calls, spend, refused, unknown = self._con.execute(
                 "SELECT max_calls, max_spend_usd, calls, spend_usd, refused, unknown_cost_calls FROM run_budget "
@@ -200,7 +246,10 @@ class RunLedger:
         return LedgerSummary(self.run_id, calls, spend, refused, max_calls, max_spend, halts, unknown)
 
     def close(self) -> None:
-        self._con.close()
+        try:
+            self._add_tally()
+        finally:
+            self._con.close()
 
     def __enter__(self) -> "RunLedger":
         return self

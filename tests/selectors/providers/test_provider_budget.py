@@ -19,7 +19,7 @@ from tasks.run.work_units import RunContext
 from tasks.selection.select_batch import select_and_land
 from tasks.run.result_cache import ResultCache
 from tasks.selection.select_batch import SELECTIONS
-from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
+from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope, spent_in_run
 from tasks.selectors.providers.chat_selector import ChatSelector
 from tests.factories import ROOT
 from tests.factories.catalogues import selection_input, support_tools
@@ -56,6 +56,42 @@ def test_caps_are_shared_across_processes(tmp_path):
     with RunLedger(path, "shared-run") as ledger:
         summary = ledger.summary()
     assert sum(taken) == 30 and summary.calls == 30 and summary.max_calls == 30 and summary.refused == 30
+
+
+def test_an_uncapped_run_counts_in_memory_and_adds_to_the_file_when_each_opener_closes(tmp_path):
+    """Without caps nothing is refused, so no call waits on a committed transaction: every opener's counts
+    reach the shared file together, when it closes, and the openers' counts add up."""
+    path = tmp_path / "ledger.sqlite"
+
+    def calls(ledger: RunLedger, n: int) -> None:
+        for _ in range(n):
+            ledger.settle(ledger.reserve(0.01), 0.002, unknown_cost_calls=0)
+        ledger.settle(ledger.reserve(0.01, calls=2), None, calls_used=1, unknown_cost_calls=1)
+        assert ledger.reserve_retry()
+
+    first, second = RunLedger(path, "free"), RunLedger(path, "free")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: calls(first, 5), range(8)))
+    calls(second, 3)
+    with RunLedger(path, "other-reader") as reader:
+        before = spent_in_run(reader.path, "free")
+    first.close()
+    after_first = spent_in_run(path, "free")
+    second.close()
+    total = spent_in_run(path, "free")
+    assert (before.calls, before.spend_usd) == (0, 0.0)
+    assert after_first.calls == 8 * 7 and after_first.unknown_cost_calls == 8
+    assert total.calls == 8 * 7 + 5 and total.unknown_cost_calls == 9 and total.refused == 0
+    assert total.spend_usd == pytest.approx(0.002 * 43 + 0.01 * 9)
+
+
+def test_an_opener_without_caps_in_a_capped_run_still_refuses_at_the_cap(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    with RunLedger(path, "capped", max_calls=2):
+        pass
+    with RunLedger(path, "capped") as ledger:
+        assert ledger.reserve() and ledger.reserve() and ledger.reserve() is None
+        assert ledger.summary().refused == 1
 
 
 def test_spend_cap_counts_reservations_in_flight_and_settles_to_the_billed_cost(tmp_path):
