@@ -86,7 +86,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     install(command)  # SIGTERM / SIGINT stop the run at once (flows/stop_on_signal.py); idempotent
     from flows import api
-    from tasks.instrument_registry import instrument
+    from tasks.instrument_api import instrument
     from tasks.report.render import print_summary_line, render_terminal
 
     report_on_stderr()  # the flow's progress lines go to this command's stderr
@@ -144,7 +144,7 @@ def _warn_unpinned_cache(summary) -> None:
 
 def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
     """Calls and spend of hosted models, the resume hint when a cap stopped the run, and model halts."""
-    from tasks.instrument_registry import instrument
+    from tasks.instrument_api import instrument
 
     if summary.n_calls or summary.n_budget_stopped:
         caps = ", ".join(c for c in (f"max {summary.max_calls:,} calls" if summary.max_calls is not None else "",
@@ -168,7 +168,7 @@ def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
 
 def cmd_register(args: argparse.Namespace) -> int:
     from flows import api
-    from tasks.instrument_registry import instrument
+    from tasks.instrument_api import instrument
     from tasks.report.render import print_summary_line, render_terminal
 
     late = api.register(args.run_id, args.warehouse)

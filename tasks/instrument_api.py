@@ -1,7 +1,8 @@
 """What an instrument says to the core, as one typed record (``Instrument``): with its card
 (tasks/instrument_card.py), the only place the core and an instrument meet. Each instrument declares one
-(``INSTRUMENT`` in its package's instrument.py) from functions of its own modules; tasks/instrument_registry.py
-finds it by name.
+(``INSTRUMENT`` in its package's instrument.py) from functions of its own modules; ``instrument`` finds it
+by name in the registry (tasks/instrument_registry.py). The records both sides pass are
+tasks/core_records.py; the prepared run (``PreparedRun``) is here, since it knows its instrument.
 
 The core is the path every measurement takes: ``tasks/experiment`` (resolve the arms, the one-change rule,
 seeds and pinned ids, read the criteria), ``tasks/run`` (check before anything runs, plan work units, run and
@@ -13,6 +14,7 @@ it registers besides the run, its arms and comparisons, and its figures, gate ki
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
@@ -22,11 +24,11 @@ from pydantic import BaseModel
 from schemas.criteria import CriteriaFile, GateResult, Verdict
 from schemas.experiment import ExperimentFile
 from schemas.run_records import ArmRecord, RunRecord
-from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm, ResolvedExperiment
+from schemas.taskset import ProductionWeights
+from tasks.core_records import ArmContext, Loaded, ResolvedArm, ResolvedExperiment, RunContext, UnitResult, WorkUnit
 from tasks.instrument_card import InstrumentCard
+from tasks.instrument_registry import package
 from tasks.report.report_types import Report
-from tasks.run.prepare_run import Loaded, PreparedRun
-from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 from warehouse.stores import InstrumentStore
 
 if TYPE_CHECKING:
@@ -165,3 +167,39 @@ class Instrument:
     def store(self) -> InstrumentStore:
         """The tables, folders and cache it keeps in a warehouse (warehouse/stores.py)."""
         return self.card.store
+
+
+def instrument(name: str) -> Instrument:
+    """The ``Instrument`` called ``name`` (tasks/instrument_registry.py), its module imported on first use."""
+    return importlib.import_module(f"{package(name)}.instrument").INSTRUMENT
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run resolved, loaded and checked (tasks/run/prepare_run.py): what the core plans, runs and registers,
+    and what an instrument's run hooks are given."""
+
+    experiment: ResolvedExperiment
+    versions: dict[str, Any]
+    checks: dict[str, Any]
+    """What the instrument's checks found per version (the costly ones once ``checked``)."""
+    criteria: tuple[Path, CriteriaFile] | None
+    weights: ProductionWeights | None = None
+    checked: bool = True
+    """False until the checks that cost seconds ran (tasks/run/prepare_run.py ``check_prepared``)."""
+
+    @property
+    def instrument(self) -> Instrument:
+        """The experiment's ``Instrument``."""
+        return instrument(self.experiment.instrument)
+
+    @property
+    def taskset(self) -> str:
+        return next(iter(self.versions.values())).taskset
+
+    @property
+    def planned_items(self) -> int:
+        """Rows the run will land: each arm's work items under every seed."""
+        kind = self.instrument
+        return sum(len(kind.work_items(self.versions[arm.version])) for arm in self.experiment.arms) * len(
+            self.experiment.seeds)

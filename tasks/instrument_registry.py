@@ -4,9 +4,9 @@
 
 An instrument's package brings two modules: ``card.py`` (``CARD``, tasks/instrument_card.py: its store in a
 warehouse, its row models, its report reader, the words its runs are called by; cheap to read) and
-``instrument.py`` (``INSTRUMENT``, tasks/instrument_api.py: everything a run of it takes). Nothing else of
-the core names an instrument: it asks this registry, which imports a package's module when it is first
-asked for, so nothing of an instrument loads before it is used.
+``instrument.py`` (``INSTRUMENT``, tasks/instrument_api.py ``instrument``: everything a run of it takes).
+Nothing else of the core names an instrument: it asks this registry, which imports a package's module when
+it is first asked for, so nothing of an instrument loads before it is used.
 
 An experiment file says which instrument it is for (``instrument:``); a file written before that was
 required is recognised by the arm fields only one instrument has (``instrument_of``), with a note.
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 from tasks.files.input_errors import InputError
 
 if TYPE_CHECKING:
-    from tasks.instrument_api import Instrument
     from tasks.instrument_card import InstrumentCard, ReportReader
+    from warehouse.stores import InstrumentStore
 
 INSTRUMENTS: dict[str, str] = {
     "selection": "tasks.selection",
@@ -46,7 +46,7 @@ def names() -> list[str]:
 
 def card(name: str) -> InstrumentCard:
     """The ``InstrumentCard`` of instrument ``name``: its ``card.py`` alone is imported."""
-    return importlib.import_module(f"{_package(name)}.card").CARD
+    return importlib.import_module(f"{package(name)}.card").CARD
 
 
 def cards() -> dict[str, InstrumentCard]:
@@ -54,9 +54,18 @@ def cards() -> dict[str, InstrumentCard]:
     return {name: card(name) for name in INSTRUMENTS}
 
 
-def instrument(name: str) -> Instrument:
-    """The ``Instrument`` called ``name``, its module imported on first use."""
-    return importlib.import_module(f"{_package(name)}.instrument").INSTRUMENT
+def stores() -> dict[str, InstrumentStore]:
+    """Every instrument's store in a warehouse (its tables, folders and cache), by name."""
+    return {name: found.store for name, found in cards().items()}
+
+
+def store(name: str) -> InstrumentStore:
+    return card(name).store
+
+
+def landed_folders() -> dict[str, str]:
+    """Every landed table of every instrument -> its folder."""
+    return {table: folder for found in stores().values() for table, folder in found.landed.items()}
 
 
 def report_reader(name: str) -> ReportReader:
@@ -65,7 +74,8 @@ def report_reader(name: str) -> ReportReader:
     return card(name).report_reader()
 
 
-def _package(name: str) -> str:
+def package(name: str) -> str:
+    """The dotted name of instrument ``name``'s package."""
     try:
         return INSTRUMENTS[name]
     except KeyError:

@@ -16,9 +16,10 @@ from pydantic import BaseModel
 from schemas.arrow import to_arrow_table
 from tasks.drill_points import reached
 from tasks.files.atomic_write import write_atomic
+from tasks.instrument_registry import store
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
-from warehouse.stores import InstrumentStore, store
+from warehouse.stores import InstrumentStore
 from warehouse.tables import tables
 
 REGISTER_MEMORY_LIMIT = "128MB"

@@ -1,6 +1,7 @@
-"""What an instrument keeps in a warehouse (``InstrumentStore``), and every registered instrument's stores
-(``stores``): names only, so a reader finds a run's tables without importing the tables' pydantic models and
-pyarrow. Each instrument declares its store in its card (tasks/instrument_card.py)."""
+"""What an instrument keeps in a warehouse (``InstrumentStore``): names only, so a reader finds a run's tables
+without importing the tables' pydantic models and pyarrow. Each instrument declares its store in its card
+(tasks/instrument_card.py); every registered instrument's stores are tasks/instrument_registry.py
+``stores``."""
 
 from __future__ import annotations
 
@@ -31,20 +32,3 @@ class InstrumentStore:
         """Every table holding rows of a run: what registering it again replaces."""
         return (*self.landed, self.run_table, self.arm_table, self.comparison_table, *self.records)
 
-
-def stores() -> dict[str, InstrumentStore]:
-    """Every registered instrument's store, by instrument name (tasks/instrument_registry.py)."""
-    from tasks.instrument_registry import cards
-
-    return {name: card.store for name, card in cards().items()}
-
-
-def store(name: str) -> InstrumentStore:
-    from tasks.instrument_registry import card
-
-    return card(name).store
-
-
-def landed_folders() -> dict[str, str]:
-    """Every landed table of every instrument -> its folder."""
-    return {table: folder for found in stores().values() for table, folder in found.landed.items()}

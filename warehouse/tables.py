@@ -1,6 +1,6 @@
 """The warehouse tables, each derived from its pydantic model (additive columns migrate themselves): every
 registered instrument's row models (its card's ``row_models``); which tables, folders and cache each keeps is
-warehouse/stores.py (re-exported here)."""
+warehouse/stores.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import duckdb
 from pydantic import BaseModel
 
 from schemas.arrow import arrow_schema, create_table_sql, duckdb_type
-from warehouse.stores import InstrumentStore, landed_folders, store, stores  # noqa: F401 (re-exported)
 
 
 def tables() -> dict[str, type[BaseModel]]:

@@ -1,24 +1,21 @@
 """Load an experiment file and resolve its arms; refuse seeds that cannot be run and comparisons that change
 more than one thing. The same rules for every instrument: what an arm is made of is the instrument's
-(``Instrument.resolve_arm``), everything else is here."""
+(``Instrument.resolve_arm``), everything else is here; the records it builds are tasks/core_records.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
+from typing import Any
 
 from pydantic import ValidationError
 
 from schemas.experiment import ArmSpec, Comparison, ExperimentFile
+from tasks.core_records import ArmContext, ArmRefused, ResolvedArm, ResolvedComparison, ResolvedExperiment
 from tasks.files.content_hash import sha256_hex
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.yaml_files import load_yaml
-from tasks.instrument_registry import instrument, instrument_of
-from tasks.taskset.load_taskset import load_prompt
-
-if TYPE_CHECKING:
-    from tasks.instrument_api import Instrument
+from tasks.instrument_api import Instrument, instrument
+from tasks.instrument_registry import instrument_of
 
 SEED_LIMIT = 2 ** 63
 MIN_SEEDS = 3
@@ -27,102 +24,6 @@ NAME_MAX_BYTES = 100
 """Longest arm or experiment name, in UTF-8 bytes: an arm name is a folder of its rows (``arm=<name>``) and a
 cut-off file (``<arm>-<version>.json``), an experiment name a weekly file's name (``<name>-weekly-...``); a file
 system takes 255 bytes per path part, and the rest of the part needs room."""
-
-T = TypeVar("T")
-
-
-class ArmRefused(Exception):
-    """An arm that cannot run as written: (rule, message) pairs, placed by the core at the arm."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        super().__init__("; ".join(f"[{rule}] {message}" for rule, message in problems))
-        self.problems = problems
-
-
-@dataclass(frozen=True, kw_only=True)
-class ResolvedArm:
-    """An arm with every respect filled in and its prompt read; each instrument adds its artefact."""
-
-    instrument: ClassVar[str]
-    name: str
-    rung: int
-    prompt_name: str
-    prompt_text: str
-    model_id: str
-    version: str
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def prompt_hash(self) -> str:
-        return sha256_hex(self.prompt_text)
-
-    @property
-    def provider(self) -> str | None:
-        """The hosted-model API the arm's model answers through ('openai' / 'anthropic'); None when the arm
-        calls none (an offline selector or agent)."""
-        return None
-
-    def respect(self, respect: str) -> Any:
-        """What the arm is in one respect; two arms differ in a respect when these differ."""
-        common = {"prompt": self.prompt_hash, "model": self.model_id, "version": self.version}
-        return common[respect] if respect in common else self.own_respect(respect)
-
-    def own_respect(self, respect: str) -> Any:
-        raise KeyError(respect)
-
-
-@dataclass
-class ArmContext:
-    """Where an experiment's arms are resolved: its task set and folder, and what its arms share (a prompt,
-    a catalogue or a surface is read once however many arms name it)."""
-
-    taskset_dir: Path
-    experiment_dir: Path
-    _read: dict[tuple[str, str], Any] = field(default_factory=dict)
-
-    def once(self, kind: str, name: str, read: Callable[[], T]) -> T:
-        if (kind, name) not in self._read:
-            self._read[(kind, name)] = read()
-        return self._read[(kind, name)]
-
-    def prompt(self, name: str) -> str:
-        return self.once("prompt", name, lambda: load_prompt(self.taskset_dir, name))
-
-
-@dataclass(frozen=True)
-class ResolvedComparison:
-    baseline: str
-    arm: str
-    changed: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ResolvedExperiment:
-    path: Path
-    experiment_hash: str
-    spec: ExperimentFile
-    taskset_dir: Path
-    arms: tuple[ResolvedArm, ...]
-    comparisons: tuple[ResolvedComparison, ...]
-    instrument: str
-    """The instrument the experiment measures with (tasks/instrument_registry.py)."""
-    instrument_note: str | None = None
-    """Said when the file does not name its instrument and it was inferred from its arms."""
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def seeds(self) -> list[int]:
-        return self.spec.seeds
-
-    @property
-    def versions(self) -> list[str]:
-        return sorted({arm.version for arm in self.arms})
-
-    def arm(self, name: str) -> ResolvedArm:
-        return next(a for a in self.arms if a.name == name)
 
 
 def read_experiment(path: Path) -> tuple[Instrument, ExperimentFile, str | None]:

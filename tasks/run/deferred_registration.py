@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tasks.files.input_errors import InputError
+from tasks.instrument_registry import stores
 from tasks.report.publish import PublishedReport, judge_and_publish
 from warehouse.connect import WarehouseBusy, connect
 from warehouse.location import Warehouse
 from warehouse.register_run import load_registration, register_run, saved_run_ids
-from warehouse.stores import stores
 
 
 @dataclass(frozen=True)

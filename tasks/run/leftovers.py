@@ -30,12 +30,12 @@ from pathlib import Path
 
 from tasks.files.atomic_write import write_atomic
 from tasks.files.owned_folders import RemovedFolders, remove_orphaned_folders
+from tasks.instrument_registry import landed_folders
 from tasks.report.publish import judge_and_publish
 from tasks.run.deferred_registration import LateRegistration, register_waiting_runs, registered_run_ids
 from warehouse.connect import WarehouseBusy
 from warehouse.location import Warehouse
 from warehouse.register_run import RUN_RECORDS_FILE
-from warehouse.stores import landed_folders
 
 OWNER_FILE = "owner.json"
 STALE_TEMPORARY_S = 600.0

@@ -30,10 +30,10 @@ from pathlib import Path
 
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.write_probe import write_refusal
+from tasks.instrument_registry import landed_folders, stores
 from tasks.run.prepare_run import PreparedRun
 from warehouse.connect import WarehouseBusy, WarehouseUnreadable, connect
 from warehouse.location import Warehouse
-from warehouse.stores import landed_folders, stores
 
 BYTES_PER_ROW = 400
 """A generous bound on what one row costs on disk: Parquet (~10 B compressed), the DuckDB table, the cache."""

@@ -7,56 +7,13 @@ Everything here happens before any model call and writes nothing; a problem rais
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from schemas.criteria import CriteriaFile
-from schemas.taskset import ProductionWeights
+from tasks.core_records import Loaded
 from tasks.experiment.criteria import experiment_criteria
-from tasks.experiment.resolve_experiment import ResolvedExperiment, resolve_experiment
-from tasks.instrument_registry import instrument
-
-if TYPE_CHECKING:
-    from tasks.instrument_api import Instrument
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """What an instrument loads for a run: each version the arms use and what its checks found."""
-
-    versions: dict[str, Any]
-    checks: dict[str, Any]
-    weights: ProductionWeights | None = None
-    """The production weights window the experiment names (selection: the weighted figures)."""
-
-
-@dataclass(frozen=True)
-class PreparedRun:
-    experiment: ResolvedExperiment
-    versions: dict[str, Any]
-    checks: dict[str, Any]
-    """What the instrument's checks found per version (the costly ones once ``checked``)."""
-    criteria: tuple[Path, CriteriaFile] | None
-    weights: ProductionWeights | None = None
-    checked: bool = True
-    """False until the checks that cost seconds ran (``check_prepared``)."""
-
-    @property
-    def instrument(self) -> Instrument:
-        """The experiment's ``Instrument`` (tasks/instrument_api.py)."""
-        return instrument(self.experiment.instrument)
-
-    @property
-    def taskset(self) -> str:
-        return next(iter(self.versions.values())).taskset
-
-    @property
-    def planned_items(self) -> int:
-        """Rows the run will land: each arm's work items under every seed."""
-        kind = self.instrument
-        return sum(len(kind.work_items(self.versions[arm.version])) for arm in self.experiment.arms) * len(
-            self.experiment.seeds)
+from tasks.experiment.resolve_experiment import resolve_experiment
+from tasks.instrument_api import PreparedRun, instrument
 
 
 def prepare_run(experiment_path: Path | str, *, checked: bool = True) -> PreparedRun:

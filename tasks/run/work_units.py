@@ -9,55 +9,12 @@ order, the cache key) is worked out where the unit runs, and dropped with its ro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tasks.core_records import ResolvedArm, RunContext, UnitResult, WorkUnit
 from tasks.drill_points import reached
-from tasks.experiment.resolve_experiment import ResolvedArm
-from tasks.instrument_registry import instrument
+from tasks.instrument_api import PreparedRun, instrument
 from tasks.run.item_counter import unit_done, unit_landed, unit_started
-from warehouse.parquet_store import write_partition
-from warehouse.stores import landed_folders
-
-if TYPE_CHECKING:  # tracing is imported only by a run that traces; pyarrow only by a unit that lands rows
-    import pyarrow as pa
-
-    from tasks.run.prepare_run import PreparedRun
-    from tasks.tracing.trace_target import TraceTarget
-
-
-class WorkUnit:
-    """A batch of one arm's work items under one seed.
-
-    ``batch`` is a slice of the version's work items: in the planning process a zero-copy slice of the one
-    table (or tuple); pickled (Dask and Ray workers), only its own items.
-
-    A plain class on purpose, not a dataclass: Prefect walks dataclass and pydantic parameters field by
-    field looking for futures, twice per task; an instance is a leaf to that walk.
-    """
-
-    __slots__ = ("arm", "seed", "batch_index", "batch", "taskset", "taskset_version")
-
-    def __init__(self, *, arm: ResolvedArm, seed: int, batch_index: int, batch: Any, taskset: str,
-                 taskset_version: str) -> None:
-        self.arm = arm
-        self.seed = seed
-        self.batch_index = batch_index
-        self.batch = batch
-        self.taskset = taskset
-        self.taskset_version = taskset_version
-
-    def __repr__(self) -> str:
-        return f"WorkUnit({self.label}, {self.n_items} items)"
-
-    @property
-    def label(self) -> str:
-        return f"{self.arm.name}/seed={self.seed}/batch={self.batch_index}"
-
-    @property
-    def n_items(self) -> int:
-        return len(self.batch)
 
 
 UNITS_PER_ARM_SEED = 16
@@ -74,7 +31,7 @@ def unit_size(n_items: int, batch_size: int) -> int:
     return max(batch_size, -(-n_items // UNITS_PER_ARM_SEED))
 
 
-def plan_units(prepared: "PreparedRun") -> list[WorkUnit]:
+def plan_units(prepared: PreparedRun) -> list[WorkUnit]:
     """Every work unit of the experiment: arms in ladder order, then seeds, then batches (``unit_size``)."""
     kind, experiment = prepared.instrument, prepared.experiment
     units: list[WorkUnit] = []
@@ -95,53 +52,6 @@ def arm_seed_units(arm: ResolvedArm, seed: int, items: Any, taskset: str, batch_
 
 LEDGER_FILE = "run_ledger.sqlite"
 """The runs' budget ledger, in the warehouse's cache/ folder beside the result caches."""
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """What every unit of one run shares."""
-
-    run_id: str
-    experiment: str
-    warehouse: Path
-    """The warehouse folder: each landed table's partitions lie in its folder below it."""
-    cache_path: Path | None
-    """The instrument's per-item result cache; None: no caching."""
-    ledger_path: Path | None = None
-    """The run's budget ledger (tasks/selectors/providers/call_budget.py), shared by every process; None keeps it in memory."""
-    max_calls: int | None = None
-    """Call cap of the run (hosted models), None for no cap."""
-    max_spend_usd: float | None = None
-    """Spend cap of the run in US dollars, None for no cap."""
-    prefix_lanes: bool = True
-    """Hosted arms (selectors and task agents): one (arm, seed) at a time per endpoint (``prefix_lanes``); off only
-    to measure the difference (benchmarks/prefix_cache.py)."""
-    trace: "TraceTarget | None" = None
-    """Where the run's traces go (``--trace`` / the experiment's ``tracing:``); None: no tracing, no import."""
-
-    def land(self, unit: WorkUnit, table: str, rows: pa.Table) -> Path:
-        """Write one unit's rows of one landed table as its Parquet partition (atomic, named by the unit)."""
-        return write_partition(self.warehouse / landed_folders()[table], self.run_id, unit.arm.name, unit.seed,
-                               unit.batch_index, rows)
-
-
-@dataclass(frozen=True)
-class UnitResult:
-    """What a unit did, for the run's summary and its progress line."""
-
-    label: str
-    n_rows: int
-    """Items landed: selection rows, task runs."""
-    n_ok: int
-    """Of which good: correct selections, successful task runs."""
-    n_cache_hits: int
-    n_failures: int
-    """Of which failed: invalid, error or empty rows; task runs that could not be carried out (a provider
-    error, the run's budget, a failed surface)."""
-    n_budget_stopped: int = 0
-    """Of which not carried out because the run's spend or call cap was reached: rerun to resume."""
-    paths: tuple[str, ...] = ()
-    """The Parquet files landed."""
 
 
 def run_unit(unit: WorkUnit, ctx: RunContext) -> UnitResult:

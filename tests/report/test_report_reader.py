@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.instrument_registry import INSTRUMENTS, card, instrument, report_reader
+from tasks.instrument_api import instrument
+from tasks.instrument_registry import INSTRUMENTS, card, report_reader
 
 
 @pytest.mark.parametrize("name", sorted(INSTRUMENTS))
