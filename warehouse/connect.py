@@ -106,7 +106,14 @@ def connect(db_path: Path | str, read_only: bool = False, wait_s: float | None =
         return con
     from warehouse.tables import create_tables  # the tables' models: only a writer that migrates needs them
 
-    create_tables(con)
-    create_views(con)
-    write_stamp(con)
+    con.execute("BEGIN TRANSACTION")  # one commit (one sync of the file) for every table, macro and view
+    try:
+        create_tables(con)
+        create_views(con)
+        write_stamp(con)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        con.close()
+        raise
     return con

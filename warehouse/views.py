@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -102,23 +103,32 @@ def create_macros(con: duckdb.DuckDBPyConnection, temporary: bool = False) -> No
     con.execute(text)
 
 
+def views_in_order() -> list[tuple[str, str]]:
+    """Every view (name, SQL text), each after the views its text names: the order in which all of them
+    can be created in one pass, as one transaction needs (a failed statement ends it)."""
+    texts = {name: path.read_text() for name, path in view_files().items()}
+    uses = {name: [other for other in texts if other != name and re.search(rf"\b{re.escape(other)}\b", text)]
+            for name, text in texts.items()}
+    ordered: list[tuple[str, str]] = []
+    placed: set[str] = set()
+
+    def place(name: str) -> None:
+        if name in placed:
+            return
+        placed.add(name)
+        for other in uses[name]:
+            place(other)
+        ordered.append((name, texts[name]))
+
+    for name in texts:
+        place(name)
+    return ordered
+
+
 def create_views(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """CREATE OR REPLACE the shared macros, then every view; views that read other views are retried until
-    all resolve."""
+    """CREATE OR REPLACE the shared macros, then every view, each after the views it reads."""
     create_macros(con)
-    pending = view_files()
-    created: list[str] = []
-    while pending:
-        attempted = len(pending)
-        errors: dict[str, str] = {}
-        for name, path in list(pending.items()):
-            try:
-                con.execute(f"CREATE OR REPLACE VIEW {name} AS\n{path.read_text()}")
-            except duckdb.CatalogException as error:
-                errors[name] = str(error)
-                continue
-            created.append(name)
-            del pending[name]
-        if len(errors) == attempted:
-            raise RuntimeError(f"views that cannot be created: {errors}")
-    return created
+    ordered = views_in_order()
+    for name, text in ordered:
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS\n{text}")
+    return [name for name, _ in ordered]
