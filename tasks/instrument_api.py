@@ -28,7 +28,7 @@ from schemas.taskset import ProductionWeights
 from tasks.core_records import ArmContext, Loaded, ResolvedArm, ResolvedExperiment, RunContext, UnitResult, WorkUnit
 from tasks.instrument_card import InstrumentCard
 from tasks.instrument_registry import package
-from tasks.report.report_types import Report
+from tasks.report_types import Report
 from warehouse.stores import InstrumentStore
 
 if TYPE_CHECKING:

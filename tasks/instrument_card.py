@@ -14,7 +14,7 @@ from warehouse.stores import InstrumentStore
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from tasks.report.report_types import Report
+    from tasks.report_types import Report
 
 
 @dataclass(frozen=True)

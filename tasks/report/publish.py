@@ -21,7 +21,7 @@ from tasks.files.input_errors import InputError
 from tasks.instrument_api import instrument
 from tasks.instrument_registry import card, cards, report_reader, stores
 from tasks.report.read_only import open_read_only, require_warehouse  # noqa: F401 (re-exported)
-from tasks.report.report_types import Report
+from tasks.report_types import Report
 from warehouse.connect import WarehouseUnreadable
 from warehouse.location import Warehouse
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tasks.files.atomic_write import write_atomic
-from tasks.report.report_types import Report, ReportTable
 from tasks.report.terminal import MIN_WIDTH, Terminal, terminal_width, word_spans
 from tasks.report.text_table import layout_lines, wrap_text
+from tasks.report_types import Report, ReportTable
 
 if TYPE_CHECKING:  # a report read from its kept copy (tasks/report/stored_report.py) imports no pydantic
     from schemas.criteria import Verdict

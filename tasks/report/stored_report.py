@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from tasks.report.report_types import Report, ReportTable
+from tasks.report_types import Report, ReportTable
 from warehouse.location import Warehouse
 
 STORED_FILE = "report.json"

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from tasks.report.format import change_span, pct, points
-from tasks.report.report_types import ReportTable
 from tasks.report.unit_outcomes import UnitOutcomes, paired
+from tasks.report_types import ReportTable
 from tasks.stats.paired import PairedComparison
 from tasks.stats.unpaired import UnpairedChange, unpaired_change
 

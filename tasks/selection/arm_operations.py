@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tasks.report.format import pct, pct_with_fraction
-from tasks.report.report_types import ReportTable
+from tasks.report_types import ReportTable
 
 
 def _money(value: float | None, digits: int = 5) -> str:

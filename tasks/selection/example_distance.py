@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from tasks.report.format import pct
-from tasks.report.report_types import ReportTable
+from tasks.report_types import ReportTable
 
 FAR_SHARE_HIGH = 0.25
 """An arm with at least this share of far requests is called out of its domain (five times the share of the

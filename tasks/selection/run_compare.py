@@ -19,7 +19,7 @@ import duckdb
 from tasks.files.input_errors import InputError
 from warehouse.query import records
 from tasks.report.format import change_span, p_value, pct, points
-from tasks.report.report_types import ReportTable
+from tasks.report_types import ReportTable
 from tasks.stats.paired import PairedComparison, paired_comparison
 from tasks.stats.weighted import WeightedChange, weighted_change
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.report.report_types import ReportTable
+from tasks.report_types import ReportTable
 
 ECHO = "server echoes the request"
 NOT_REPORTED = "not reported"

@@ -29,9 +29,9 @@ from tasks.report.format import (
     fraction_if_small,
     span,
 )
+from tasks.report_types import Chart, Report, ReportTable
 from tasks.stats.change_power import planned_drop
 from tasks.report.render import figure_html
-from tasks.report.report_types import Chart, Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
 from tasks.run.unpinned_cache import report_notes
 from tasks.stats.estimate import Interval

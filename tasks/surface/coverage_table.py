@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tasks.report.judge import arms_not_carried_out
-from tasks.report.report_types import ReportTable
+from tasks.report_types import ReportTable
 from tasks.surface.figures import SurfaceFigures
 from tasks.surface.gates import task_runs_not_carried_out
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from schemas.criteria import Verdict
 from tasks.report.format import change_span, p_value, pct, pct_with_fraction, points, seeds_text
-from tasks.report.report_types import Report, ReportTable
 from tasks.report.version_calibration import version_calibration_table
+from tasks.report_types import Report, ReportTable
 from tasks.run.unpinned_cache import report_notes
 from tasks.surface.coverage_table import coverage_lines, coverage_tables
 from tasks.surface.figures import RESPECT_WORDS, SurfaceFigures

@@ -17,7 +17,7 @@ import duckdb
 from warehouse.query import records
 from tasks.report.format import pct, points
 from tasks.report.render import markdown_document
-from tasks.report.report_types import ReportTable
+from tasks.report_types import ReportTable
 from tasks.taskset.provisional_labels import provisional_notice
 
 

@@ -19,7 +19,7 @@ from tasks.files.atomic_write import write_atomic
 from warehouse.query import records
 from tasks.report.format import pct, points
 from tasks.report.render import markdown_document
-from tasks.report.report_types import ReportTable
+from tasks.report_types import ReportTable
 from tasks.taskset.label_checks import CheckReport
 from tasks.taskset.load_taskset import load_version
 from tasks.traffic.drift import MixDrift, eval_set_drift, window_drift

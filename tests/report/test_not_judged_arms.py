@@ -9,7 +9,7 @@ from schemas.criteria import GateResult, Verdict
 from schemas.selection.criteria import SelectionCriteria
 from tasks.report.judge import judge
 from tasks.report.render import render_html, render_markdown, render_text
-from tasks.report.report_types import Report
+from tasks.report_types import Report
 from tasks.selection.figures import load_figures
 from tasks.selection.gates import JUDGES, rows_not_carried_out
 from tests.factories.rows import KnownRun, selection_row

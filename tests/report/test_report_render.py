@@ -17,7 +17,7 @@ from schemas.selection.criteria import SelectionCriteria
 from tasks.selection.figures import load_figures
 from tasks.report.publish import open_read_only, read_report
 from tasks.report.render import markdown_document, render_markdown, render_terminal, write_report_files
-from tasks.report.report_types import ReportTable
+from tasks.report_types import ReportTable
 from tasks.selection.tables import build_report_from
 from tests.factories.rows import KnownRun, selection_row, tool_rows
 from warehouse.location import Warehouse

@@ -18,7 +18,7 @@ from tasks.report.render import _numeric, render_terminal, terminal_width
 from tasks.selection.tables import build_report_from
 from tasks.report.text_table import wrap_text
 from tasks.report.render import render_text
-from tasks.report.report_types import Report, ReportTable
+from tasks.report_types import Report, ReportTable
 from tests.factories.rows import KnownRun, selection_row, tool_rows
 from tasks.report.judge import judge as judge_with  # noqa: E402
 from tasks.selection.gates import JUDGES  # noqa: E402

@@ -13,7 +13,8 @@ from tasks.instrument_registry import INSTRUMENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ["tasks/experiment", "tasks/run", "tasks/report", "warehouse", "flows/evaluate.py",
-        "tasks/instrument_api.py", "tasks/instrument_card.py", "tasks/instrument_registry.py"]
+        "tasks/instrument_api.py", "tasks/instrument_card.py", "tasks/instrument_registry.py",
+        "tasks/core_records.py", "tasks/report_types.py"]
 FORBIDDEN = (*INSTRUMENTS.values(), "tasks.selectors")
 
 

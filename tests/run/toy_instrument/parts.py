@@ -14,7 +14,7 @@ from schemas.experiment import ArmSpec, ExperimentFile
 from schemas.run_records import ArmRecord, RunRecord, UnitRow
 from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm, ResolvedExperiment
 from tasks.files.content_hash import sha256_hex
-from tasks.report.report_types import Report, ReportTable
+from tasks.report_types import Report, ReportTable
 from tasks.run.prepare_run import Loaded
 from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 
