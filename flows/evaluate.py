@@ -28,7 +28,7 @@ from schemas.criteria import Verdict
 from tasks.drill_points import reached
 from tasks.experiment.criteria import register_criteria
 from tasks.report.publish import judge_and_publish
-from tasks.report.report_types import Report
+from tasks.report_types import Report
 from tasks.run.item_counter import in_flight
 from tasks.run.leftovers import Leftovers, mark_owner, tidy_after_run
 from tasks.run.prepare_run import CheckedRun, prepare_run
