@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # each function imports what it needs when called: ``import f
     from flows.evaluate import RunSummary
     from flows.prefect_server import LocalServer
     from tasks.importers.mcp_catalogue import McpImportSummary
-    from tasks.report.report_types import Report
     from tasks.report.sql_session import SqlSession
+    from tasks.report_types import Report
     from tasks.run.deferred_registration import LateRegistration
     from tasks.selection.fit_router_cutoff import FittedCutoff
     from tasks.selection.run_compare import ArmPairComparison
