@@ -14,6 +14,13 @@ transactions (each a disk sync) around every call, which serialised a unit's cal
 caps are the run's, set by its openers (every work unit passes the same) before the first call; an opener
 that finds the run capped works call by call as above.
 
+The ledger's commits are not synced to the disk (``synchronous=OFF``): a sync cost 3-10 ms here, and a
+capped run takes two transactions a call, under one lock per opener. Every other process still sees each
+commit at once (the locks are the same), and a process that dies loses nothing (the OS holds its writes);
+only an OS crash or a power cut in the middle of a commit can leave the file damaged. Its rows matter only
+while their run is going (its caps, its closing summary), so such a file holds nothing to keep: deleting it
+is the remedy.
+
 A call is one HTTP request to a provider: a turn reserves its first attempts (the LLM router's, the chat
 model's, the judge's votes), and each retry reserves one more call before it is sent, so ``max_calls`` bounds
 every request that leaves, retries included (a retry refused by the cap ends its row as ``budget reached``).
@@ -136,6 +143,7 @@ class RunLedger:
         self._lock = threading.Lock()
         self._con = (open_shared_sqlite(path, check_same_thread=False) if path is not None else
                      sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False))
+        self._con.execute("PRAGMA synchronous=OFF")  # commits handed to the OS, not synced: see the module
         for statement in _SCHEMA:
             self._con.execute(statement)
         add_column_if_missing(self._con, "run_budget", "unknown_cost_calls", "INTEGER NOT NULL DEFAULT 0")
