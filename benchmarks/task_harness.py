@@ -1,6 +1,7 @@
 """Speed of the task harness (tasks done on a tool surface).
 
     python benchmarks/task_harness.py [--latency-ms 200] [--concurrency 32] [--tasks 500] [--turns 2]
+                                      [--through-cli RUNS [--cli-checkout DIR ...] [--cli-max-calls N]]
 
 1. Harness cost per task step, offline: the bundled four-arm experiment (tasksets/support_tasks: 5 arms x
    3 seeds x 250 tasks) through the plain function the flow's task wraps (``run_unit``: agent loop,
@@ -12,7 +13,10 @@
    of 250 tasks run four at a time as the flow's thread runner runs them. The bound is
    concurrency / (turns x latency) tasks per second. As benchmarks/provider_throughput.py does, a warm-up
    unit of 8 tasks runs first, untimed (the SDK's import, ~1.5 CPU s, and its client set-up): its wall time is
-   printed apart.
+   printed apart. The server (benchmarks/timed_loopback.py) clocks every call: the first reading is from the
+   first call's arrival to the last answer, with the slots' use (the time calls spent in the server over
+   concurrency x that window) and the calls in flight each half second; the second is from the units'
+   start to their rows landed.
 3. Beside Inspect AI (``--inspect-python``: the Python of a venv with inspect_ai 0.3.285, e.g. the one
    benchmarks/startup_vs_peers.py --with-inspect installs into its cache folder, which this script looks for
    by default): the same scripted tasks with no network on either side. tooleval runs the agent arm of part 2
@@ -23,6 +27,14 @@
    (benchmarks/peers/inspect_agent_tasks.py: a mockllm scripted alike, ToolDefs running the same toolkit tools
    on a fresh state per sample, ``generate`` looping over calls, its log written). Reported per agent turn.
    Without an Inspect venv the Inspect line is skipped (this script never installs anything).
+4. Through the CLI (``--through-cli RUNS``): part 2's experiment (every seed of 250 tasks ``--tasks`` needs)
+   run by ``tooleval tasks run EXPERIMENT --no-cache`` as its own process, on the kept Prefect server, into a
+   scratch warehouse, RUNS times, against the same timed server. Read from the first call's arrival to the
+   last answer: the process's start-up (imports, the server, the checks) and its end (registration, report)
+   are a fixed cost measured by benchmarks/startup_vs_peers.py, printed here only as the start-to-exit time.
+   ``--cli-checkout DIR`` (twice: A, B, A, B) runs another tree of this project with this venv, for a
+   before/after; ``--cli-max-calls N`` gives the run a call cap (every call then reserves its place in the
+   run's ledger).
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,17 +95,53 @@ def offline(warehouse: Path) -> None:
     print(f"  per task run: {1000 * wall / len(rows):.2f} ms")
 
 
+class Loopback:
+    """The timed loopback server (benchmarks/timed_loopback.py) as its own process."""
+
+    def __init__(self, latency_ms: float, turns: int) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "benchmarks.timed_loopback", "--latency-ms",
+                                         str(latency_ms), "--turns", str(turns)], cwd=ROOT, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        self.url = f"http://127.0.0.1:{int(self.process.stdout.readline().split()[1])}/v1"
+
+    def window(self) -> dict:
+        """The calls answered since the last reading: count, first arrival to last answer, most in flight."""
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
+def of_bound(n_tasks: int, seconds: float, bound: float) -> str:
+    return f"{n_tasks / seconds:.1f} tasks/s, {100 * n_tasks / seconds / bound:.1f}% of the bound"
+
+
+def stops_of(rows: list[dict]) -> dict[str, int]:
+    return {s: sum(r["stop_reason"] == s for r in rows) for s in {r["stop_reason"] for r in rows}}
+
+
+def print_window(window: dict, n_tasks: int, bound: float, concurrency: int) -> None:
+    """The fair reading: from the first call's arrival to the last answer, with the slots' use in it."""
+    use = window["served_s"] / (window["window_s"] * concurrency)
+    print(f"  first call to last answer {window['window_s']:.2f} s: {of_bound(n_tasks, window['window_s'], bound)}; "
+          f"{window['calls']:,} calls, slot use {100 * use:.1f}% of {concurrency}, "
+          f"at most {window['most_in_flight']} in flight")
+    print(f"  in flight each 0.5 s: {' '.join(f'{n:.0f}' for n in window['in_flight'])}")
+
+
 def hosted(warehouse: Path, latency_ms: float, concurrency: int, n_tasks: int, turns: int) -> None:
-    server = subprocess.Popen([sys.executable, "-m", "tests.provider_server", "--latency-ms", str(latency_ms),
-                               "--turns", str(turns)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    server = Loopback(latency_ms, turns)
     try:
-        port = int(server.stdout.readline().split()[1])
-        experiment = hosted_experiment(warehouse, f"http://127.0.0.1:{port}/v1", concurrency, n_tasks)
+        experiment = hosted_experiment(warehouse, server.url, concurrency, n_tasks)
         units = exactly(plan_units(prepare_run(experiment)), n_tasks)
         started = time.perf_counter()
         run_unit(exactly(units, 8)[0], RunContext(run_id="bench-warm-up", experiment="bench",
                                                   warehouse=warehouse / "warm-up", cache_path=None))  # not measured
         print(f"hosted warm-up (8 tasks: SDK import, client set-up): {time.perf_counter() - started:.2f} s")
+        server.window()
         ctx = RunContext(run_id="bench-hosted", experiment="bench", warehouse=warehouse / "hosted", cache_path=None)
         started, cpu = time.perf_counter(), time.process_time()
         with ThreadPoolExecutor(max_workers=4) as pool:  # the flow's thread runner: four units at a time
@@ -100,15 +149,52 @@ def hosted(warehouse: Path, latency_ms: float, concurrency: int, n_tasks: int, t
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         rows = landed(warehouse / "hosted" / "task_runs")
         bound = concurrency / (turns * latency_ms / 1000)
-        stops = {s: sum(r["stop_reason"] == s for r in rows) for s in {r["stop_reason"] for r in rows}}
-        print(f"hosted: {len(rows):,} tasks x {turns} turns at {latency_ms:g} ms latency, concurrency {concurrency}: "
-              f"{wall:.2f} s, {len(rows) / wall:.1f} tasks/s against a bound of {bound:.1f} tasks/s "
-              f"({100 * len(rows) / wall / bound:.0f}%); stops {stops}")
+        print(f"hosted in process: {len(rows):,} tasks x {turns} turns at {latency_ms:g} ms latency, concurrency "
+              f"{concurrency}, bound {bound:.1f} tasks/s; stops {stops_of(rows)}")
+        print_window(server.window(), len(rows), bound, concurrency)
+        print(f"  units start to units landed {wall:.2f} s: {of_bound(len(rows), wall, bound)}")
         print(f"  client CPU {cpu:.2f} s: {1000 * cpu / (len(rows) * turns):.2f} ms per model call (SDK, HTTP, loop, "
               "backend, scoring, rows)")
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        server.close()
+
+
+def through_cli(warehouse: Path, latency_ms: float, concurrency: int, n_tasks: int, turns: int, runs: int,
+                checkouts: list[Path], max_calls: int | None = None) -> None:
+    """``tooleval tasks run`` as its own process (the kept Prefect server, a scratch warehouse per run, cache off)
+    against the timed loopback server: every seed of 250 tasks that ``n_tasks`` needs. With several
+    ``checkouts`` (trees of this project sharing this venv) their runs take turns: A, B, A, B. ``max_calls``:
+    the run's call cap (``--max-calls``), which makes every call reserve its place in the run's ledger."""
+    server = Loopback(latency_ms, turns)
+    try:
+        experiment = hosted_experiment(warehouse, server.url, concurrency, n_tasks, "-cli")
+        bound = concurrency / (turns * latency_ms / 1000)
+        for run in range(runs):
+            for checkout in checkouts:
+                env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(checkout)}
+                env.pop("TOOLEVAL_WAREHOUSE", None)
+                scratch = Path(tempfile.mkdtemp(prefix="cli-", dir=warehouse))
+                argv = [sys.executable, "-m", "flows.launch", "tasks", "run", str(experiment), "--no-cache",
+                        "--warehouse", str(scratch), *(["--max-calls", str(max_calls)] if max_calls else [])]
+                load = os.getloadavg()[0]
+                started = time.perf_counter()
+                done = subprocess.run(argv, cwd=checkout, env=env, capture_output=True, text=True)
+                wall = time.perf_counter() - started
+                window = server.window()
+                name = "" if len(checkouts) == 1 else f" {checkout}"
+                if done.returncode != 0:
+                    print(f"through the CLI{name}, run {run + 1}: exit {done.returncode}\n{done.stdout[-1500:]}"
+                          f"\n{done.stderr[-1500:]}")
+                    continue
+                rows = landed(scratch / "task_runs")
+                print(f"through the CLI{name}, run {run + 1} (load {load:.1f}): {len(rows):,} tasks x {turns} turns "
+                      f"at {latency_ms:g} ms, concurrency {concurrency}, bound {bound:.1f} tasks/s; "
+                      f"stops {stops_of(rows)}")
+                print_window(window, len(rows), bound, concurrency)
+                print(f"  the process, start to exit {wall:.2f} s (start-up, registration and report included)")
+                shutil.rmtree(scratch, ignore_errors=True)
+    finally:
+        server.close()
 
 
 def hosted_experiment(warehouse: Path, base_url: str, concurrency: int, n_tasks: int, tag: str = "") -> Path:
@@ -217,6 +303,13 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=2)
     parser.add_argument("--skip-offline", action="store_true")
     parser.add_argument("--skip-hosted", action="store_true")
+    parser.add_argument("--through-cli", type=int, default=0, metavar="RUNS",
+                        help="also run part 2's experiment RUNS times through `tooleval tasks run` (part 4)")
+    parser.add_argument("--cli-checkout", type=Path, action="append", default=None, metavar="DIR",
+                        help="a tree of this project whose `tooleval tasks run` part 4 runs (default: this one); "
+                        "given twice, the two take turns")
+    parser.add_argument("--cli-max-calls", type=int, default=None, metavar="N",
+                        help="part 4's call cap (tasks run --max-calls; default none)")
     parser.add_argument("--skip-inspect", action="store_true", help="skip part 3 (tooleval and Inspect AI scripted)")
     parser.add_argument("--scripted-tasks", type=int, default=250, help="tasks of part 3 (each side)")
     parser.add_argument("--inspect-python", type=Path, default=None,
@@ -228,6 +321,9 @@ def main() -> int:
             offline(Path(directory))
         if not args.skip_hosted:
             hosted(Path(directory), args.latency_ms, args.concurrency, args.tasks, args.turns)
+        if args.through_cli:
+            through_cli(Path(directory), args.latency_ms, args.concurrency, args.tasks, args.turns, args.through_cli,
+                        [c.resolve() for c in args.cli_checkout or [ROOT]], args.cli_max_calls)
         if not args.skip_inspect:
             beside_inspect(Path(directory), args.scripted_tasks, args.inspect_python or default_inspect_python())
     return 0
