@@ -184,17 +184,18 @@ def report(run_id: str | None = None, warehouse: str | Path | None = None, instr
 def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
     """The label checks on one task-set version file, or every check a run makes on an experiment file
     (``.yaml``; nothing is run); a summary, or InputError."""
-    from tasks.files.input_errors import InputError
-    from tasks.taskset.validate_version import validate_version_file
-
     path = Path(version_path)
     if path.suffix in (".yaml", ".yml"):
         if catalogues or weights:
+            from tasks.files.input_errors import InputError
+
             raise InputError.one(str(path), "", "validate-options", "--catalogue and --weights check a version "
                                  "file; an experiment names its own catalogues and weights")
         from tasks.run.validate_experiment import validate_experiment_file
 
         return "\n".join(validate_experiment_file(path))
+    from tasks.taskset.validate_version import validate_version_file
+
     return validate_version_file(path, catalogues, weights)
 
 
