@@ -12,10 +12,14 @@ from flows.run_cli import add_report_arguments, add_run_arguments
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
+    """A pass is remembered by every file it read (tasks/files/remembered_pass.py)."""
     from flows import api
     from flows.progress import fitted
+    from tasks.files.remembered_pass import remembered
 
-    print("\n".join(fitted(line) for line in api.validate_tasks(args.tasks_path, args.surface).splitlines()))
+    lines = remembered("tasks validate", [args.tasks_path, args.surface],
+                       lambda: api.validate_tasks(args.tasks_path, args.surface).splitlines())
+    print("\n".join(fitted(line) for line in lines))
     return EXIT_OK
 
 

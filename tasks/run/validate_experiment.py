@@ -1,18 +1,26 @@
 """`tooleval validate EXPERIMENT_FILE`: every check a run makes before its first model call (the experiment's
 arms and comparisons, its acceptance criteria, the task set and its label or task checks), with nothing
 selected, run or written. The run itself makes the same checks (``prepare_run``), so an experiment this
-passes is refused by no check a run makes before it starts."""
+passes is refused by no check a run makes before it starts. A pass is remembered by every file it read
+(tasks/files/remembered_pass.py): the same experiment, task set, catalogues and tooleval answer at once."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.run.prepare_run import prepare_run
+from tasks.files.remembered_pass import remembered
 
 
 def validate_experiment_file(path: Path) -> list[str]:
-    """The lines of a passed check of the experiment ``path``; InputError (naming the file, the arm or line and
-    the rule) when a run would refuse it."""
+    """The lines of a passed check of the experiment ``path`` (or of its remembered pass); InputError (naming
+    the file, the arm or line and the rule) when a run would refuse it."""
+    return remembered("validate", [str(path)], lambda: checked_experiment_lines(path))
+
+
+def checked_experiment_lines(path: Path) -> list[str]:
+    """The lines of a pass of every check a run makes on the experiment ``path``, all of them run."""
+    from tasks.run.prepare_run import prepare_run
+
     prepared = prepare_run(Path(path))
     experiment = prepared.experiment
     arms, seeds = experiment.arms, experiment.seeds

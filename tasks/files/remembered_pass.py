@@ -1,0 +1,210 @@
+"""A passed read-only check remembered by everything it read, so the same check of the same inputs answers at
+once: ``tooleval validate EXPERIMENT`` and ``tooleval tasks validate`` repeat their lines without loading the
+task set, the catalogues or the checks' libraries.
+
+While a check runs, ``remembered`` notes (through a Python audit hook and a recording view of ``os.environ``)
+every file it opened, every folder it listed and every environment variable it read. A pass is kept in the
+user's cache folder (tasks/files/cache_folder.py, ``passes``) under the command, its arguments and the
+working folder, with the sha256 of each file read, each folder's listing, each variable (hashed: a key is
+never written down), the source of every tooleval module loaded, the Python version and the installed
+distributions. It answers again only while all of these are unchanged, so an edited, added, removed or
+renamed input, another environment, another tooleval or another library version checks everything again.
+Failures are never kept: a broken input is checked, and its problems listed, every time.
+
+Files under the interpreter's prefix (its libraries: their versions are in the key) and the cache folder
+(what it holds is computed from the inputs) are not noted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from tasks.files.atomic_write import write_atomic
+from tasks.files.cache_folder import cache_folder
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+"""The checkout (or installed tree) whose modules' sources are part of every pass."""
+
+FORMAT = 1
+_recording: _Reads | None = None
+_hooked = False
+
+
+class _Reads:
+    """What one check read: files, listed folders, environment variables (None: unset; ``whole``: all of it)."""
+
+    def __init__(self) -> None:
+        self.files: set[str] = set()
+        self.folders: set[str] = set()
+        self.variables: dict[str, str | None] = {}
+        """Each variable's value (hashed) when the check first read it, unless the check had set it itself."""
+        self.written: set[str] = set()
+        self.whole_environment = False
+
+    def read(self, name: str, value: str | None) -> None:
+        if name not in self.variables and name not in self.written:
+            self.variables[name] = None if value is None else _sha256(value.encode())
+
+
+class _RecordingEnviron(MutableMapping):
+    """``os.environ`` as a check sees it: every name read is noted; reading all of it notes the whole."""
+
+    def __init__(self, real: MutableMapping[str, str], reads: _Reads) -> None:
+        self._real, self._reads = real, reads
+
+    def __getitem__(self, key: str) -> str:
+        self._reads.read(key, self._real.get(key))
+        return self._real[key]
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self._reads.written.add(key)
+        self._real[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        self._reads.written.add(key)
+        del self._real[key]
+
+    def __iter__(self) -> Iterator[str]:
+        self._reads.whole_environment = True
+        return iter(self._real)
+
+    def __len__(self) -> int:
+        self._reads.whole_environment = True
+        return len(self._real)
+
+    def copy(self) -> dict[str, str]:
+        return dict(self)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    reads = _recording
+    if reads is None:
+        return
+    if event == "open":
+        path, mode = args[0], args[1]
+        if isinstance(path, (str, bytes, os.PathLike)) and (mode is None or not set(str(mode)) & set("wax+")):
+            reads.files.add(os.path.abspath(os.fsdecode(path)))
+    elif event in ("os.listdir", "os.scandir"):
+        path = args[0]
+        if isinstance(path, (str, bytes, os.PathLike)):
+            reads.folders.add(os.path.abspath(os.fsdecode(path)))
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_hash(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return _sha256(handle.read())
+    except OSError:
+        return None
+
+
+def _listing_hash(path: str) -> str | None:
+    try:
+        return _sha256("\n".join(sorted(os.listdir(path))).encode())
+    except OSError:
+        return None
+
+
+def _installed() -> str:
+    """The interpreter and every installed distribution's name and version (the site folders' listings)."""
+    names = [sys.version, sys.executable]
+    for folder in sys.path:
+        if folder.endswith(("site-packages", "dist-packages")):
+            try:
+                names += sorted(name for name in os.listdir(folder) if name.endswith((".dist-info", ".egg-info")))
+            except OSError:
+                continue
+    return _sha256("\n".join(names).encode())
+
+
+def _environment(names: list[str] | None) -> dict[str, str | None]:
+    """Each variable's value now, hashed (None: unset); ``names`` None: the whole environment as one entry."""
+    if names is None:
+        return {"*": _sha256(json.dumps(sorted(os.environ.items())).encode())}
+    return {name: None if (value := os.environ.get(name)) is None else _sha256(value.encode()) for name in names}
+
+
+def _noted(path: str, skipped: tuple[str, ...]) -> bool:
+    return not path.startswith(skipped) and not path.endswith(".pyc") and "/__pycache__/" not in path
+
+
+def _sources() -> set[str]:
+    """The source file of every module loaded from the checkout (not from the interpreter's prefix)."""
+    root, prefixes = str(ROOT) + os.sep, (sys.prefix + os.sep, sys.base_prefix + os.sep)
+    files = set()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and file.endswith(".py") and file.startswith(root) and not file.startswith(prefixes):
+            files.add(file)
+    return files
+
+
+def _key(command: str, arguments: list[Any]) -> str:
+    return _sha256(json.dumps([FORMAT, command, arguments, os.getcwd()]).encode())
+
+
+def _fresh(kept: dict[str, Any]) -> bool:
+    """Every input of a kept pass is as it was."""
+    if kept.get("format") != FORMAT or kept.get("installed") != _installed():
+        return False
+    variables = kept["environment"]
+    if _environment(None if "*" in variables else sorted(variables)) != variables:
+        return False
+    return (all(_file_hash(path) == digest for path, digest in kept["files"].items())
+            and all(_listing_hash(path) == digest for path, digest in kept["folders"].items()))
+
+
+def remembered(command: str, arguments: list[Any], check: Callable[[], list[str]]) -> list[str]:
+    """The lines of ``check()`` (a read-only check of the inputs ``arguments`` name), or the lines of its pass
+    kept from an earlier call whose every input is unchanged (the last line then says so); ``arguments`` (as
+    JSON) tell one call's inputs from another's. What ``check``
+    raises is raised, and nothing is kept."""
+    global _recording, _hooked
+    folder = cache_folder("passes")
+    path = folder / f"{_key(command, arguments)}.json"
+    try:
+        kept = json.loads(path.read_text())
+        if _fresh(kept):
+            return [*kept["lines"], "(remembered: every file it read is as it was when it passed)"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    if _recording is not None:  # a check inside a check: the outer one notes what this one reads
+        return check()
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+    reads, real = _Reads(), os.environ
+    _recording, os.environ = reads, _RecordingEnviron(real, reads)  # type: ignore[assignment]
+    try:
+        lines = check()
+    finally:
+        _recording, os.environ = None, real  # type: ignore[assignment]
+    _keep(path, lines, reads)
+    return lines
+
+
+def _keep(path: Path, lines: list[str], reads: _Reads) -> None:
+    skipped = (sys.prefix + os.sep, sys.base_prefix + os.sep, str(path.parent.parent) + os.sep, "/proc/",
+               "/dev/", "/sys/")
+    files = {file for file in reads.files | _sources() if _noted(file, skipped)}
+    passed = {
+        "format": FORMAT, "lines": lines, "installed": _installed(),
+        "environment": _environment(None) if reads.whole_environment else reads.variables,
+        "files": {file: _file_hash(file) for file in sorted(files)},
+        "folders": {folder: _listing_hash(folder) for folder in sorted(reads.folders) if _noted(folder, skipped)},
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(passed))
+    except OSError:
+        pass

@@ -1,0 +1,81 @@
+"""A passed read-only check is remembered by everything it read (tasks/files/remembered_pass.py): the same
+inputs answer from the kept pass without running the check; an edited, added or removed input, a variable
+read with another value, or a failure runs it again; a failure is never kept."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tasks.files.remembered_pass import remembered
+
+NOTE = "(remembered: every file it read is as it was when it passed)"
+
+
+class Check:
+    """Reads ``data.txt``, lists the folder, reads ``CHECK_LEVEL``; counts its runs; fails on 'bad'."""
+
+    def __init__(self, folder):
+        self.folder, self.runs = folder, 0
+
+    def __call__(self) -> list[str]:
+        self.runs += 1
+        text = (self.folder / "data.txt").read_text()
+        if "bad" in text:
+            raise ValueError("bad data")
+        return [f"OK {text.strip()}", f"files {len(list(self.folder.iterdir()))}",
+                f"level {os.environ.get('CHECK_LEVEL')}"]
+
+
+@pytest.fixture
+def check(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOOLEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CHECK_LEVEL", raising=False)
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    (folder / "data.txt").write_text("one\n")
+    return Check(folder)
+
+
+def ask(check: Check) -> list[str]:
+    return remembered("test-check", [str(check.folder)], check)
+
+
+def test_the_same_inputs_answer_from_the_kept_pass(check):
+    first = ask(check)
+    assert first == ["OK one", "files 1", "level None"]
+    assert ask(check) == [*first, NOTE] and check.runs == 1
+    assert remembered("test-check", ["other arguments"], check) == first and check.runs == 2
+
+
+def test_an_edited_file_runs_the_check_again(check):
+    ask(check)
+    (check.folder / "data.txt").write_text("two\n")
+    assert ask(check) == ["OK two", "files 1", "level None"] and check.runs == 2
+
+
+def test_a_file_added_to_a_listed_folder_runs_the_check_again(check):
+    ask(check)
+    (check.folder / "more.txt").write_text("x")
+    assert ask(check)[1] == "files 2" and check.runs == 2
+
+
+def test_a_variable_read_with_another_value_runs_the_check_again(check, monkeypatch):
+    ask(check)
+    monkeypatch.setenv("CHECK_LEVEL", "3")
+    assert ask(check)[2] == "level 3" and check.runs == 2
+    monkeypatch.setenv("UNREAD_BY_THE_CHECK", "1")
+    assert ask(check)[-1] == NOTE and check.runs == 2
+
+
+def test_a_failure_is_never_kept(check):
+    ask(check)
+    (check.folder / "data.txt").write_text("bad\n")
+    for runs in (2, 3):
+        with pytest.raises(ValueError, match="bad data"):
+            ask(check)
+        assert check.runs == runs
+    (check.folder / "data.txt").write_text("one\n")
+    assert ask(check)[-1] == NOTE, "the pass of these very bytes is still kept"
+    assert os.environ.__class__.__name__ == "_Environ", "the recording view of the environment is gone"
