@@ -24,11 +24,13 @@ offline selector and a tool-name check per row.
   ``$PREFECT_HOME/server.pid``, or ``--server-pid PID``).
 - promptfoo 0.121.20 (the newest that runs on Node 20), installed with npm into the cache folder only when
   missing: ``promptfoo eval -c promptfooconfig.json --repeat 3 --no-cache`` with a config generated from
-  the same requests (benchmarks/peers/work.py: system prompt + conversation, the 30 tools in the provider
-  config, one test per request), the in-process JavaScript provider benchmarks/peers/instant_provider.js
-  (an OpenAI-style tool call to the expected tool at once) and a javascript assertion on the tool name.
-  Offline: telemetry, update checks and sharing off, cache off, results written to a fresh SQLite database
-  per run (PROMPTFOO_CONFIG_DIR in a temporary folder), as tooleval writes a fresh warehouse.
+  the same requests (benchmarks/peers/work.py: system prompt + conversation, the 30 tools offered to the
+  provider, one test per request), the in-process JavaScript provider benchmarks/peers/instant_provider.js
+  (an OpenAI-style tool call to the expected tool at once; it reads the 30 tools from a file, which keeps
+  promptfoo from copying and masking their schemas into every stored result) and a javascript assertion
+  on the tool name. Offline: telemetry, update checks, sharing and the debug log file off, cache off,
+  results written to a fresh SQLite database per run (PROMPTFOO_CONFIG_DIR in a temporary folder), as
+  tooleval writes a fresh warehouse.
   ``--isolate-network`` runs every tool in a new network namespace with only loopback (root only), which
   shows that none of them needs the network.
 - Inspect AI 0.3.285 (``--with-inspect``), pip-installed into its own venv in the cache folder when missing:
@@ -432,6 +434,8 @@ PROMPTFOO_OFFLINE_ENV = {
     "PROMPTFOO_DISABLE_TELEMETRY": "1",
     "PROMPTFOO_DISABLE_UPDATE": "1",
     "PROMPTFOO_DISABLE_SHARING": "1",
+    "PROMPTFOO_DISABLE_DEBUG_LOG": "1",  # its per-run debug log file: a diagnostic, and at its shutdown the
+    # closed file made it exit 1 ("write after end") after storing every result
     "PROMPTFOO_DISABLE_REMOTE_GENERATION": "1",
     "PROMPTFOO_CACHE_ENABLED": "false",
     "NODE_NO_WARNINGS": "1",

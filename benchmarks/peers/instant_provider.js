@@ -2,11 +2,15 @@
 // OpenAI-style tool call to the request's expected tool (plain text when the expected answer is "none"),
 // as an instant offline router would. A JavaScript file provider runs inside promptfoo's own Node process:
 // no per-call subprocess or IPC (a Python provider pays both), so the figure is promptfoo's own cost per
-// test -- a lower bound, which makes the comparison strict for tooleval.
+// test -- a lower bound, which makes the comparison strict for tooleval. The 30 tools it is offered are
+// read once from config.tools_file (benchmarks/peers/work.py says why they are not in the config itself).
+const fs = require('fs');
+
 class InstantToolCaller {
   constructor(options = {}) {
     this.providerId = options.id || 'instant-tool-caller';
     this.config = options.config || {};
+    this.tools = this.config.tools_file ? JSON.parse(fs.readFileSync(this.config.tools_file, 'utf8')) : [];
   }
 
   id() {
