@@ -14,7 +14,9 @@ process:
    warehouse, then cache ON into another fresh warehouse twice (cold fill, then warm: every selection a
    cache hit; ``--cache-off-only``: the first only). Before each run the selector registry is emptied, as
    in a fresh CLI process;
-3. prints ms per row against the 0.5 ms target, the peak memory (ru_maxrss of this process; the peak RSS
+3. prints ms per row against the 0.5 ms target, Prefect's bookkeeping measured in each run, per thread
+   (``InRunBookkeeping``: its task engine around each unit, the flow's main thread around the plain steps,
+   its client threads, its server), the peak memory (ru_maxrss of this process; the peak RSS
    during each run; the Prefect server subprocess apart: ru_maxrss does not count it);
 4. (unless ``--no-breakdown``) times the plain functions the flow calls, without Prefect, on the same
    experiment: prepare (resolve, load, GE label checks), plan, select-and-land (split into planning the
@@ -39,6 +41,7 @@ import resource
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -151,6 +154,99 @@ class Stopwatch:
     def restore(self) -> None:
         while self._undo:
             self._undo.pop()()
+
+
+class InRunBookkeeping:
+    """Prefect's share of one flow run's CPU, measured in that run, per thread.
+
+    The plain functions the flow calls (``PLAIN`` in flows/evaluate.py's namespace) are wrapped to add up
+    the CPU of the thread that runs them (``time.thread_time``); so is Prefect's task engine
+    (``prefect.task_engine.run_task_sync``, what its thread-pool runner hands each worker). Prefect's CPU
+    is then: in each worker, its engine's CPU minus the unit's; in the main thread, the flow call's CPU
+    minus the plain functions'; the CPU of Prefect's own Python threads (its API client's event loops,
+    events) across the run, from /proc/self/task; and its server's. What no Python thread names (the
+    native threads of DuckDB, Arrow, Polars) is the work's. tooleval's few lines in the flow body itself
+    (progress, sums) count as Prefect's: an upper bound.
+    """
+
+    PLAIN = ("prepare_run", "plan_units", "run_unit", "cache_use", "registration_records", "save_registration",
+             "register_run", "judge_and_publish", "tidy_after_run", "register_criteria", "mark_owner")
+
+    def __init__(self) -> None:
+        self.plain = {"main": 0.0, "workers": 0.0}
+        self.engine = 0.0
+        self.tasks = 0
+        self._lock = threading.Lock()
+        self._undo: list[Callable[[], None]] = []
+
+    def _add(self, key: str, seconds: float) -> None:
+        with self._lock:
+            self.plain[key] += seconds
+
+    def __enter__(self) -> "InRunBookkeeping":
+        import prefect.task_engine as task_engine
+
+        import flows.evaluate as evaluate_module
+
+        main = threading.main_thread()
+        for name in self.PLAIN:
+            original = getattr(evaluate_module, name)
+
+            def timed(*args: Any, __original: Callable = original, **kwargs: Any) -> Any:
+                started = time.thread_time()
+                try:
+                    return __original(*args, **kwargs)
+                finally:
+                    self._add("main" if threading.current_thread() is main else "workers",
+                              time.thread_time() - started)
+
+            setattr(evaluate_module, name, timed)
+            self._undo.append(lambda name=name, original=original: setattr(evaluate_module, name, original))
+        engine = task_engine.run_task_sync
+
+        def engine_timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return engine(*args, **kwargs)
+            finally:
+                if threading.current_thread() is not main:
+                    with self._lock:
+                        self.engine += time.thread_time() - started
+                        self.tasks += 1
+
+        task_engine.run_task_sync = engine_timed
+        self._undo.append(lambda: setattr(task_engine, "run_task_sync", engine))
+        self._threads_before = self._background_cpu()
+        self._main_before = time.thread_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.main_cpu = time.thread_time() - self._main_before
+        after = self._background_cpu()
+        self.background = sum(cpu - self._threads_before.get(tid, 0.0) for tid, cpu in after.items())
+        while self._undo:
+            self._undo.pop()()
+
+    @staticmethod
+    def _background_cpu() -> dict[int, float]:
+        """CPU seconds of each long-lived Python thread but the main one and the flow's workers (Prefect's
+        client threads), by native thread id."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        out = {}
+        for thread in threading.enumerate():
+            if thread is threading.main_thread() or thread.native_id is None or "ThreadPoolExecutor" in thread.name:
+                continue
+            try:
+                fields = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[thread.native_id] = (int(fields[11]) + int(fields[12])) / ticks
+        return out
+
+    def prefect_cpu(self, server_cpu: float) -> dict[str, float]:
+        return {"workers (engine - unit)": self.engine - self.plain["workers"],
+                "main thread (flow - plain steps)": self.main_cpu - self.plain["main"],
+                "Prefect's client threads": self.background, "Prefect server": server_cpu}
 
 
 def breakdown(experiment: Path, workdir: Path, profile: bool) -> tuple[dict[str, float], dict[str, float]]:
@@ -348,6 +444,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
           "  load before",
           flush=True)
     flow_cpu: dict[str, float] = {}
+    in_run: dict[str, tuple[InRunBookkeeping, float, float]] = {}
     n_units = 0
     for label, warehouse, use_cache in runs:
         registry.clear_selectors()  # a fresh CLI process starts with no selector (no tokenizer/index caches)
@@ -355,9 +452,11 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         reset_peak()
         cpu_before, server_before = time.process_time(), server_cpu_seconds()
         started = time.perf_counter()
-        summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(warehouse), use_cache=use_cache)
+        with InRunBookkeeping() as measured:
+            summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(warehouse), use_cache=use_cache)
         elapsed = time.perf_counter() - started
         own_cpu, server_cpu = time.process_time() - cpu_before, server_cpu_seconds() - server_before
+        in_run[label] = (measured, own_cpu + server_cpu, server_cpu)
         flow_cpu[label] = own_cpu + server_cpu
         cpu = f"{own_cpu:.1f}+{server_cpu:.1f}"
         peak = phase_peak_mib()
@@ -367,6 +466,14 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         print(f"{label:22s} {summary.n_rows:>8,d} {summary.n_units:>6d} {summary.n_cache_hits:>10,d} "
               f"{elapsed:8.2f} {ms:7.3f} {'yes' if ms <= TARGET_MS_PER_ROW else 'NO':>6s} {cpu:>20s} "
               f"{(f'{peak:.0f} MiB' if peak else '?'):>18s} {maxrss_mib():>12.0f} MiB  {load}", flush=True)
+
+    print("\nPrefect's bookkeeping, measured in each run (CPU s; an upper bound, see InRunBookkeeping):")
+    for label, (measured, total, server) in in_run.items():
+        parts = measured.prefect_cpu(server)
+        prefect = sum(parts.values())
+        print(f"  {label}: {prefect:.1f} of {total:.1f} CPU s = {prefect / total:.1%}, "
+              f"{prefect / max(measured.tasks, 1) * 1000:.0f} ms a task run ({measured.tasks} in workers); "
+              + ", ".join(f"{name} {seconds:.1f}" for name, seconds in parts.items()), flush=True)
 
     print(f"\npeak memory: ru_maxrss of this process {maxrss_mib():.0f} MiB (whole life, warm-ups included). "
           "The Prefect server is a subprocess and is NOT counted in it (RUSAGE_CHILDREN only counts children "
