@@ -86,14 +86,14 @@ def cmd_queue_import(args: argparse.Namespace) -> int:
 
 
 def cmd_server_status(args: argparse.Namespace) -> int:
-    from flows.kept_server import status_lines
+    from flows.prefect_server import status_lines
 
     print("\n".join(status_lines()))
     return EXIT_OK
 
 
 def cmd_server_stop(args: argparse.Namespace) -> int:
-    from flows.kept_server import state_dir, status_lines, stop_kept, unused
+    from flows.prefect_server import state_dir, status_lines, stop_kept, unused
 
     if not unused(state_dir()):
         print("tooleval server stop: a run is using the kept Prefect server; stop it when the run has ended",

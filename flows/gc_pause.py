@@ -1,10 +1,6 @@
-"""Python's cyclic garbage collector held off while a process imports its libraries, then resumed.
-
-Importing Prefect, pydantic models and the tool allocates a few hundred thousand long-lived objects and
-little garbage, which the collector would scan again and again as they are created. ``pause()`` stops it;
-``resume()`` moves every object alive by then into the permanent generation (``gc.freeze``: imported
-modules are never garbage) and starts it again. Standard library only: the launcher and the local Prefect
-server's app (flows/server_app.py) call it before anything heavy is imported."""
+"""Python's cyclic garbage collector held off while a process imports its libraries (a few hundred thousand
+long-lived objects and little garbage, which it would scan again and again), then resumed with everything
+alive by then frozen (``gc.freeze``: imported modules are never garbage). Standard library only."""
 
 from __future__ import annotations
 
@@ -27,4 +23,3 @@ def resume() -> None:
         _paused = False
         gc.freeze()
         gc.enable()
-

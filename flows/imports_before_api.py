@@ -1,6 +1,5 @@
-"""What a run's flow would import only after the Prefect API answers (Prefect's engines and parameter
-serialisation, pyarrow's pandas shim for landing, a lexical router's bm25s), imported while the local
-server is still starting, so that none of it lies between the server answering and the run ending."""
+"""What a run's flow would import only after the Prefect API answers (Prefect's engines, parameter
+serialisation, pyarrow's pandas shim, a lexical router's bm25s), imported while the local server starts."""
 
 from __future__ import annotations
 

@@ -1,20 +1,21 @@
-"""The Prefect API a run talks to: the one at ``PREFECT_API_URL`` (or a Prefect profile's) when configured,
-else a local server, kept between runs (flows/kept_server.py; it stops after ``TOOLEVAL_KEEP_SERVER``
-minutes, default 10, with no run) or with ``TOOLEVAL_KEEP_SERVER=0`` the run's own, which dies with it.
+"""The Prefect API a run talks to: the one ``PREFECT_API_URL`` (or a Prefect profile) names, else a local
+server: Prefect's app under uvicorn on a loopback socket this process binds and hands over (``--fd``: no
+other process can take the port), spawned before the heavy imports (standard library only here).
 
-The launcher spawns the local server before anything heavy is imported (standard library only here), so
-its start-up overlaps the run's checks. The server is Prefect's own app under uvicorn, serving a loopback
-socket the spawning process has bound and handed over (``uvicorn --fd``): no other process can take the
-port, and a health check reaches only that server. While a run talks to the API, ``ApiWatch`` ends it at
-once with exit 6 if the API goes away, instead of Prefect's client retrying every call for minutes.
-"""
+It is kept between runs unless ``TOOLEVAL_KEEP_SERVER=0`` (then it is the run's own and dies with it), one
+per Prefect home: ``$PREFECT_HOME/tooleval-server/server.json`` names it (pid, API URL, its Python and
+Prefect); each run holds a shared lock on ``runs.lock`` while its process lives (``kill -9`` included);
+runs find or start it under ``spawn.lock``. It ends itself after ``TOOLEVAL_KEEP_SERVER`` minutes (default
+10) with no run, or once ``server.json`` no longer names it (withdrawn, replaced, its home removed)."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import fcntl
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -24,40 +25,41 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
+from dataclasses import asdict, dataclass, fields
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import IO, Mapping
 from urllib.parse import urlsplit
 
+from flows import gc_pause
 from flows.exit_codes import EXIT_CRASHED
-from flows.kept_server import KeptState, health_answers, locked, prefect_home, prefect_version, state_dir, stop_kept
-from flows.server_app import MINUTES_ENV
-from flows.stop_on_signal import proc_stat, resume_advice, stopping
+from flows.stop_on_signal import alive, end_processes, proc_stat, resume_advice, stopping
 
 KEEP_ENV = "TOOLEVAL_KEEP_SERVER"
+MINUTES_ENV = "TOOLEVAL_KEPT_SERVER_MINUTES"  # the kept server's own idle time, set by the run starting it
 START_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 APP_DIR = Path(__file__).resolve().parent.parent
 BLOCK_REGISTRATION_OFF = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
                           "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
-PATIENCE_FACTOR = 4
-"""A server still starting (alive, using CPU) at the timeout is waited for up to this many times it."""
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
-"""Environment variables a kept server is not given: it needs no provider's key, and it outlives the run."""
+OWN_STORE = re.compile("DATABASE|MEMO_STORE")
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)  # not given to a kept server
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 class PrefectServerError(RuntimeError):
-    """The local Prefect server could not be started (the message says why and what to do)."""
+    """No Prefect API to be had (the message says why and what to do)."""
 
 
 class PrefectApiLost(PrefectServerError):
-    """The Prefect API refuses connections (before or during a run)."""
+    """The Prefect API refuses connections."""
 
 
 class KeepSettingError(PrefectServerError):
     """``TOOLEVAL_KEEP_SERVER`` is not a number of minutes (bad input)."""
 
 
-def keep_minutes(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> float:
-    """Minutes a kept server waits without a run before it stops; 0 = a server per run."""
+def keep_minutes(environ: Mapping[str, str] = os.environ) -> float:
     text = environ.get(KEEP_ENV, "").strip()
     try:
         return max(0.0, float(text)) if text else 10.0
@@ -65,9 +67,16 @@ def keep_minutes(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> f
         raise KeepSettingError(f"{KEEP_ENV}={text!r}: give minutes (e.g. 10), or 0 for a server per run") from None
 
 
+def prefect_home(environ: Mapping[str, str] = os.environ) -> Path:
+    return Path(environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+
+
+def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    return prefect_home(environ) / "tooleval-server"
+
+
 def configured_api_url() -> str | None:
-    """The API a user configured (environment, Prefect profile, or an active settings context such as a test
-    harness), without importing Prefect when nothing can have configured one."""
+    """The API the environment, a Prefect profile or a settings context names (Prefect imported only then)."""
     if url := os.environ.get("PREFECT_API_URL"):
         return url
     if "prefect.settings" not in sys.modules and not (prefect_home() / "profiles.toml").is_file():
@@ -77,40 +86,149 @@ def configured_api_url() -> str | None:
     return PREFECT_API_URL.value() or None
 
 
-def blocks_already_registered(site_packages: Path, environ: "os._Environ[str] | dict[str, str]" = os.environ) -> bool:
-    """Has this Prefect home's default SQLite database been given the block types of the installed Prefect and
-    its collections (``prefect*`` distributions)? Then the server can skip block auto-registration, which
-    imports every collection only to find the registry unchanged. True when Prefect's memo store records a
-    registration written after every such distribution was installed, and neither the environment nor the
-    profile names another database, memo store or registration setting."""
-    home = prefect_home(environ)
-    if any(key in environ for key in BLOCK_REGISTRATION_OFF) or any(
-            key.startswith("PREFECT_") and ("DATABASE" in key or "MEMO_STORE" in key) for key in environ):
-        return False
+def health_answers(api_url: str) -> bool:
     try:
-        profiles = home / "profiles.toml"
-        if profiles.is_file() and any(word in profiles.read_text() for word in ("DATABASE", "MEMO_STORE")):
-            return False
-        memo = home / "memo_store.toml"
+        with urllib.request.urlopen(f"{api_url}/health", timeout=1.0) as response:
+            return response.status == 200
+    except OSError:  # refused, reset, timed out, an HTTP error
+        return False
+
+
+def prefect_version() -> str:
+    with contextlib.suppress(PackageNotFoundError):
+        return version("prefect")
+    return "?"
+
+
+def blocks_already_registered(site_packages: Path, environ: Mapping[str, str] = os.environ) -> bool:
+    """May the server skip block registration (which imports every collection)? Yes once Prefect's memo store
+    records one after the last ``prefect*`` install, with no other database or memo store named."""
+    if any(key in BLOCK_REGISTRATION_OFF or key.startswith("PREFECT_") and OWN_STORE.search(key) for key in environ):
+        return False
+    profiles, memo = prefect_home(environ) / "profiles.toml", prefect_home(environ) / "memo_store.toml"
+    try:
         installed = [d.stat().st_mtime for d in site_packages.glob("prefect*.dist-info")]
-        return "block_auto_registration" in memo.read_text() and bool(installed) and \
-            memo.stat().st_mtime > max(installed)
+        return not (profiles.is_file() and OWN_STORE.search(profiles.read_text())) and bool(installed) and \
+            "block_auto_registration" in memo.read_text() and memo.stat().st_mtime > max(installed)
     except OSError:
         return False
+
+
+@dataclass
+class KeptState:  # server.json
+    pid: int
+    api_url: str
+    python: str
+    prefect: str
+    keep_minutes: float
+    started_at: float
+
+    @classmethod
+    def read(cls, folder: Path) -> "KeptState | None":
+        try:
+            data = json.loads((folder / "server.json").read_text())
+            return cls(**{field.name: data[field.name] for field in fields(cls)})
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def write(self, folder: Path) -> None:
+        partial = folder / f"server.json.{os.getpid()}"
+        partial.write_text(json.dumps(asdict(self)))
+        partial.replace(folder / "server.json")
+
+    def alive(self) -> bool:
+        return alive(self.pid)
+
+    def current(self) -> bool:
+        """Started by this Python and this Prefect (an upgrade replaces it)."""
+        return self.python == sys.executable and self.prefect == prefect_version()
+
+
+def locked(path: Path, mode: int) -> IO[str]:
+    """The file at ``path`` opened and flock-ed (LOCK_SH / LOCK_EX, maybe | LOCK_NB)."""
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle.fileno(), mode)
+    except OSError:
+        handle.close()
+        raise
+    return handle
+
+
+def unused(folder: Path) -> bool:
+    """No run holds the kept server."""
+    try:
+        locked(folder / "runs.lock", fcntl.LOCK_EX | fcntl.LOCK_NB).close()
+    except OSError:
+        return False
+    return True
+
+
+def watch_idle(minutes: float) -> None:
+    """In the kept server: SIGTERM itself once no run has held it for ``minutes`` (server.json withdrawn under
+    spawn.lock, where runs take their hold), or once server.json no longer names it."""
+    folder, last_used = state_dir(), time.monotonic()
+    named = lambda: getattr(KeptState.read(folder), "pid", None) == os.getpid()  # noqa: E731
+    while named():
+        if not unused(folder):
+            last_used = time.monotonic()
+        elif time.monotonic() - last_used >= minutes * 60:
+            with contextlib.suppress(OSError):  # not now if a run is finding or starting a server
+                with locked(folder / "spawn.lock", fcntl.LOCK_EX | fcntl.LOCK_NB):
+                    if unused(folder):
+                        if named():
+                            (folder / "server.json").unlink()
+                        print(f"no run for {minutes:g} min: stopping", file=sys.stderr, flush=True)
+                        break
+        time.sleep(2.0)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def create_app():
+    """The local server's app (uvicorn ``--factory``): Prefect's, built with the collector held off."""
+    gc_pause.pause()
+    try:
+        from prefect.server.api.server import create_app as prefect_app
+
+        app = prefect_app()
+    finally:
+        gc_pause.resume()
+    if minutes := os.environ.get(MINUTES_ENV):
+        threading.Thread(target=watch_idle, args=(float(minutes),), name="tooleval-idle", daemon=True).start()
+    return app
+
+
+def stop_kept(folder: Path | None = None, state: KeptState | None = None) -> KeptState | None:
+    """End the kept server of this Prefect home; the state it had, or None when none was running."""
+    folder = folder or state_dir()
+    state = state or KeptState.read(folder)
+    (folder / "server.json").unlink(missing_ok=True)
+    if state is None or not state.alive():
+        return None
+    end_processes([state.pid], grace_s=10.0)
+    return state
+
+
+def status_lines(folder: Path | None = None) -> list[str]:
+    folder = folder or state_dir()
+    state = KeptState.read(folder)
+    if state is None or not state.alive():
+        return [f"no kept Prefect server for {folder.parent} (the next `tooleval run` starts one)"]
+    return [f"kept Prefect server: {state.api_url} (pid {state.pid}, "
+            f"{'answering' if health_answers(state.api_url) else 'not answering yet'})",
+            f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(state.started_at))}; "
+            f"{'no run is using it' if unused(folder) else 'a run is using it'}; stops after "
+            f"{state.keep_minutes:g} min with no run; Prefect {state.prefect}"]
 
 
 def _die_with_parent() -> None:  # in the child between fork and exec
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 class LocalServer:
-    """A run's local Prefect server: kept between runs (``minutes`` > 0: found or started, held while this
-    process lives) or the run's own (0: it dies with this process; one that exits before answering, as when two
-    servers create one fresh database at once, is started once more). ``spawn()`` returns at once,
-    ``wait_ready()`` blocks until it answers (its API URL), ``stop()`` lets it go (and ends the run's own)."""
+    """A run's local Prefect server: kept (``minutes`` > 0: found or started, held while this process lives)
+    or the run's own (0). ``spawn()`` returns at once, ``wait_ready()`` blocks until it answers."""
 
     def __init__(self, minutes: float = 0, timeout_s: float | None = None) -> None:
         self.minutes, self.kept = minutes, minutes > 0
@@ -124,12 +242,7 @@ class LocalServer:
 
     @property
     def api_url(self) -> str:
-        assert self.state is not None
         return self.state.api_url
-
-    @property
-    def port(self) -> int:
-        return int(self.api_url.rsplit(":", 1)[1].split("/")[0])
 
     def spawn(self) -> "LocalServer":
         if not self.kept:
@@ -141,7 +254,6 @@ class LocalServer:
             state = KeptState.read(self.folder)
             if state is not None and state.alive() and not state.current():
                 stop_kept(self.folder, state)  # another Python or Prefect: replaced
-                state = None
             if state is None or not state.alive():
                 (state := self._start(open(self.folder / "server.log", "w+b"))).write(self.folder)
                 self.started_here = True
@@ -155,15 +267,14 @@ class LocalServer:
             raise PrefectServerError("Prefect is not installed in this environment: run `make install`")
         env = {name: value for name, value in os.environ.items() if not (self.kept and SECRET_NAME.search(name))}
         env.update({"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
-                    "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL",
-                    **({MINUTES_ENV: str(self.minutes)} if self.kept else {}),
+                    "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL", MINUTES_ENV: str(self.minutes) if self.kept else "",
                     **(BLOCK_REGISTRATION_OFF if blocks_already_registered(Path(spec.origin).parent.parent) else {})})
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # the server holds its own copy
             sock.bind(("127.0.0.1", 0))
             sock.listen(128)  # connections before it serves wait in the queue
             self._log, port = log, sock.getsockname()[1]
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "--app-dir", str(APP_DIR), "--factory", "flows.server_app:create_app",
+                [sys.executable, "-m", "uvicorn", "--app-dir", str(APP_DIR), "--factory", f"{__name__}:create_app",
                  "--fd", str(sock.fileno()), "--log-level", "critical", "--lifespan", "on"], cwd=APP_DIR,
                 env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(sock.fileno(),),
                 start_new_session=self.kept,
@@ -173,30 +284,29 @@ class LocalServer:
                          started_at=time.time())
 
     def wait_ready(self) -> str:
-        """Block until the server answers; its API URL. A server still starting (alive and using CPU) at the
-        timeout is waited for longer, with one line saying so."""
+        """Its API URL once it answers. A run's own server that exits first (two servers creating one database)
+        is started once more; one still starting (using CPU) at the timeout is waited for up to 4x as long."""
         if self.state is None:
             self.spawn()
-        started, extended, restarted = time.monotonic(), False, self.kept
+        started, restarted = time.monotonic(), self.kept
         deadline = started + self.timeout_s
         while not health_answers(self.api_url):
-            if (code := self.exited()) is not None and not restarted:  # e.g. two servers creating one database
+            if (code := self.exited()) is not None and not restarted:
                 restarted, self.state = True, self._start(self._log)
-                continue
-            if code is not None:
+            elif code is not None:
                 raise PrefectServerError(
                     f"the {self.what} exited with code {code} before answering{self._log_tail()}\nCheck that "
                     f"PREFECT_HOME ({prefect_home()}) is writable, or start a server (`prefect server start`) and "
                     f"set PREFECT_API_URL{f'; or set {KEEP_ENV}=0 for a server per run' if self.kept else ''}.")
-            if time.monotonic() >= deadline:
-                if extended or not self._still_starting():
+            elif time.monotonic() >= deadline:
+                if deadline > started + self.timeout_s or not self._still_starting():
                     self.stop()
                     raise PrefectServerError(
                         f"the {self.what} did not answer within {time.monotonic() - started:.0f} s "
                         f"({START_TIMEOUT_ENV}, {self.timeout_s:.0f} s, then longer while it was still starting); "
                         "the machine may be overloaded. Start a server (`prefect server start`) and set "
                         "PREFECT_API_URL.")
-                extended, deadline = True, started + max(self.timeout_s * PATIENCE_FACTOR, self.timeout_s + 60)
+                deadline = started + max(self.timeout_s * 4, self.timeout_s + 60)
                 print(f"tooleval: the {self.what} has not answered in {self.timeout_s:.0f} s but is still starting "
                       f"(a busy machine); waiting up to {deadline - time.monotonic():.0f} s more",
                       file=sys.stderr, flush=True)
@@ -211,35 +321,27 @@ class LocalServer:
         return f":\n{last}" if last else ""
 
     def _still_starting(self) -> bool:
-        """The server process is alive and used CPU in the last second."""
-        def ticks() -> int:
-            fields = proc_stat(self.state.pid)
-            return int(fields[11]) + int(fields[12]) if len(fields) > 12 else 0
+        ticks = lambda: sum(map(int, proc_stat(self.state.pid)[11:13]))  # noqa: E731 - utime + stime
         before = ticks()
         time.sleep(1.0)
         return self.exited() is None and ticks() > before
 
     def exited(self) -> int | None:
-        """The server's exit code once it has ended on its own (1 when not its parent); None while it runs
-        or after stop()."""
+        """The exit code of a server that ended on its own (1 when not its parent), else None."""
         if self.process is not None:
             return self.process.poll()
         return None if self.state is None or self.state.alive() else 1
 
     def stop(self) -> None:
-        """Let the server go: the kept one stays for the next run, the run's own is ended."""
+        """Let the server go: the kept one stays, the run's own is ended."""
         hold, process, self._hold, self.process = self._hold, self.process, None, None
         if hold is not None:
             hold.close()
         if not self.kept:
             self.state = None
             if process is not None and process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+                end_processes([process.pid], grace_s=5.0)
+                process.wait()
 
     def summary(self) -> str:
         how = "started by this run" if self.started_here else "already running"
@@ -251,8 +353,7 @@ _early: LocalServer | None = None
 
 
 def local_server() -> LocalServer:
-    """The kept server (found or started) unless ``TOOLEVAL_KEEP_SERVER=0``, else the run's own; a kept server
-    that cannot be started is said once and replaced by the run's own."""
+    """The kept server unless ``TOOLEVAL_KEEP_SERVER=0`` or it cannot be started (said), else the run's own."""
     if (minutes := keep_minutes()) > 0:
         try:
             return LocalServer(minutes).spawn()
@@ -263,16 +364,15 @@ def local_server() -> LocalServer:
 
 
 def spawn_early() -> None:
-    """Find or spawn the local server at process start (before the heavy imports) unless the environment
-    configures an API; ``run_server()`` hands it to the run."""
+    """Before the heavy imports, unless the environment names an API; ``run_server()`` hands it to the run."""
     global _early
     if _early is None and not os.environ.get("PREFECT_API_URL"):
         _early = local_server()
 
 
 def run_server() -> LocalServer | None:
-    """The server a run should use: None when an API is configured (a profile's too, which the launcher does
-    not read: a kept server it started for nothing is stopped), else the early one or a new one."""
+    """None when an API is configured (a kept server started early for nothing is stopped), else the early
+    server or a new one."""
     global _early
     server, _early = _early, None
     if configured_api_url():
@@ -285,7 +385,6 @@ def run_server() -> LocalServer | None:
 
 
 def stop_early() -> None:
-    """Stop a server spawned early that no run took (bad input, --help): called on the way out."""
     global _early
     server, _early = _early, None
     if server is not None:
@@ -293,17 +392,15 @@ def stop_early() -> None:
 
 
 def _refuses(api_url: str) -> bool:
-    """Does the API's address refuse a TCP connection? A slow server still accepts one (the kernel queues it):
-    only a server that is gone answers True."""
+    """Does the API's address refuse a TCP connection? (A slow server still accepts one: only a gone one does.)"""
     parts = urlsplit(api_url)
     try:
-        with socket.create_connection((parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)),
-                                      timeout=5):
-            return False
+        socket.create_connection((parts.hostname or "", parts.port or {"https": 443}.get(parts.scheme, 80)), 5).close()
     except ConnectionRefusedError:
         return True
     except (OSError, ValueError):
-        return False
+        pass
+    return False
 
 
 def check_api_answers(api_url: str) -> None:
@@ -314,10 +411,8 @@ def check_api_answers(api_url: str) -> None:
 
 
 class ApiWatch:
-    """While a run talks to Prefect: if the API goes away (its local server ends, or a local API refuses
-    connections twice in a row), end the process at once with one message and exit 6. Safe by construction:
-    a killed run resumes (landed rows kept, finished items cached, leftovers tidied by the next run). A remote
-    API is left to Prefect's retries."""
+    """While a run talks to Prefect: if its local server ends, or a local API refuses connections twice in a
+    row, end the process at once with exit 6 instead of Prefect's retries (a killed run resumes)."""
 
     def __init__(self, api_url: str, server: LocalServer | None = None, interval_s: float = 0.5) -> None:
         self.api_url, self.server, self.interval_s = api_url, server, interval_s
@@ -352,15 +447,12 @@ class ApiWatch:
 
 
 def drain_prefect_client() -> None:
-    """Send what Prefect's client still queues (events, API logs) while its server is up, so that stopping the
-    server afterwards leaves nothing to fail, or to print, at interpreter exit."""
+    """Send what Prefect's client still queues (events, logs) while its server is up: a quiet exit."""
     if "prefect" not in sys.modules:
         return
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
 
     for worker in (APILogWorker, EventsWorker):
-        try:
+        with contextlib.suppress(Exception):  # a worker that never started, or a server already gone
             worker.drain_all(timeout=10)
-        except Exception:  # noqa: BLE001 - a worker that never started, or a server already gone
-            pass

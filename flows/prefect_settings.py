@@ -1,9 +1,8 @@
-"""Quiet, offline defaults for Prefect and the embedding model, set before either is imported.
-
-A user's own environment wins: each is only set when absent."""
+"""Quiet, offline defaults for Prefect and the embedding model, each set only when the environment has none."""
 
 from __future__ import annotations
 
+import logging
 import os
 
 DEFAULTS = {
@@ -26,11 +25,10 @@ def apply_prefect_defaults() -> None:
         os.environ.setdefault(key, value)
 
 
-class _NoTraceback:
-    """A logging filter: Prefect's records keep their one-line message, never a traceback (a failed run says
-    so once and writes the traceback to a file: flows/crash.py)."""
+class _NoTraceback(logging.Filter):
+    """Prefect's records keep their one-line message, never a traceback (flows/crash.py writes that)."""
 
-    def filter(self, record) -> bool:
+    def filter(self, record: logging.LogRecord) -> bool:
         if record.name.startswith("prefect"):
             record.exc_info, record.exc_text, record.stack_info = None, None, None
             message = record.getMessage()
@@ -40,9 +38,7 @@ class _NoTraceback:
 
 
 def quiet_prefect_tracebacks() -> None:
-    """Add the filter to every handler that prints Prefect's records (call once Prefect is imported)."""
-    import logging
-
+    """Add the filter to every handler that prints Prefect's records (once Prefect is imported)."""
     loggers = [logging.getLogger(), logging.getLogger("prefect"), logging.getLogger("prefect._internal")]
     loggers += [logger for name, logger in logging.Logger.manager.loggerDict.items()
                 if name.startswith("prefect") and isinstance(logger, logging.Logger)]

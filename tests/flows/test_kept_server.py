@@ -1,4 +1,4 @@
-"""The local Prefect server kept between runs (flows/kept_server.py): the first run starts it and a later run
+"""The local Prefect server kept between runs (flows/prefect_server.py): the first run starts it and a later run
 uses it; a run holds it while its process lives (a ``kill -9`` lets go); it stops by itself after its idle
 time, never while a run holds it, and once its Prefect home is removed; ``tooleval server stop`` refuses while
 a run holds it; a server of another Prefect or Python is replaced; ``TOOLEVAL_KEEP_SERVER`` that is not
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from flows.exit_codes import EXIT_BAD_INPUT
-from flows.kept_server import KeptState, state_dir, stop_kept
-from flows.prefect_server import KEEP_ENV, KeepSettingError, LocalServer, PrefectServerError, keep_minutes, local_server
+from flows.prefect_server import (KEEP_ENV, KeepSettingError, KeptState, LocalServer, PrefectServerError,
+                                  keep_minutes, local_server, state_dir, stop_kept)
 from tests.factories import ROOT
 
 
