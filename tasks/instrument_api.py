@@ -26,10 +26,9 @@ from schemas.experiment import ExperimentFile
 from schemas.run_records import ArmRecord, RunRecord
 from schemas.taskset import ProductionWeights
 from tasks.core_records import ArmContext, Loaded, ResolvedArm, ResolvedExperiment, RunContext, UnitResult, WorkUnit
-from tasks.instrument_card import InstrumentCard
+from tasks.instrument_card import InstrumentCard, InstrumentStore
 from tasks.instrument_registry import package
 from tasks.report_types import Report
-from warehouse.stores import InstrumentStore
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
@@ -165,7 +164,7 @@ class Instrument:
 
     @property
     def store(self) -> InstrumentStore:
-        """The tables, folders and cache it keeps in a warehouse (warehouse/stores.py)."""
+        """The tables, folders and cache it keeps in a warehouse (its card's)."""
         return self.card.store
 
 

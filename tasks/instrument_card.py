@@ -1,20 +1,45 @@
-"""What the core reads of an instrument without importing it (``InstrumentCard``): its store in a warehouse,
-its row models, the words its runs are called by, its report reader and how an old experiment file that
-names no instrument is recognised as its own. Each instrument's ``card.py`` declares one (``CARD``); reading
-a card costs no import of the instrument's modules (their functions are imported when first called)."""
+"""What the core reads of an instrument without importing it (``InstrumentCard``): its store in a warehouse
+(``InstrumentStore``: names only, so a reader finds a run's tables without importing the tables' pydantic
+models and pyarrow), its row models, the words its runs are called by, its report reader and how an old
+experiment file that names no instrument is recognised as its own. Each instrument's ``card.py`` declares
+one (``CARD``); reading a card costs no import of the instrument's modules (their functions are imported
+when first called)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
-
-from warehouse.stores import InstrumentStore
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from tasks.report_types import Report
+
+
+@dataclass(frozen=True)
+class InstrumentStore:
+    """What one instrument keeps in a warehouse: registration writes these tables in one transaction."""
+
+    run_table: str
+    """One row per registered run (the run record)."""
+    arm_table: str
+    comparison_table: str
+    landed: dict[str, str]
+    """Tables of rows landed as Parquet by the work units -> the warehouse folder holding their partitions."""
+    counts: dict[str, str]
+    """Run-record columns filled at registration -> the landed table whose rows of the run they count."""
+    cache_file: str
+    """The per-item result cache under the warehouse's ``cache/`` folder (SQLite)."""
+    records: tuple[str, ...] = ()
+    """Other tables of a run's records, keyed by run (e.g. the seed orders)."""
+    shared: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Tables that are not keyed by run -> the columns a registration replaces them by."""
+
+    @property
+    def run_tables(self) -> tuple[str, ...]:
+        """Every table holding rows of a run: what registering it again replaces."""
+        return (*self.landed, self.run_table, self.arm_table, self.comparison_table, *self.records)
 
 
 @dataclass(frozen=True)
@@ -33,7 +58,7 @@ class InstrumentCard:
 
     name: str
     store: InstrumentStore
-    """Its tables, landed folders and result cache (warehouse/stores.py)."""
+    """Its tables, landed folders and result cache."""
     row_models: Callable[[], dict[str, type[BaseModel]]]
     """Table -> the pydantic model each of its store's tables is derived from (imported when called)."""
     report_parts: Callable[[], tuple[Callable[..., object], Callable[..., Report]]]

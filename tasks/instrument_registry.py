@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from tasks.files.input_errors import InputError
 
 if TYPE_CHECKING:
-    from tasks.instrument_card import InstrumentCard, ReportReader
-    from warehouse.stores import InstrumentStore
+    from tasks.instrument_card import InstrumentCard, InstrumentStore, ReportReader
 
 INSTRUMENTS: dict[str, str] = {
     "selection": "tasks.selection",

@@ -1,7 +1,7 @@
 """Register a run: load its landed Parquet and its records into the DuckDB file in one transaction.
 
 The same for every instrument: which tables a run's rows and records go to is its store
-(its card, warehouse/stores.py). Idempotent: registering the same run again replaces its rows, so nothing is
+(its card, tasks/instrument_card.py). Idempotent: registering the same run again replaces its rows, so nothing is
 duplicated.
 """
 
@@ -16,10 +16,10 @@ from pydantic import BaseModel
 from schemas.arrow import to_arrow_table
 from tasks.drill_points import reached
 from tasks.files.atomic_write import write_atomic
+from tasks.instrument_card import InstrumentStore
 from tasks.instrument_registry import store
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
-from warehouse.stores import InstrumentStore
 from warehouse.tables import tables
 
 REGISTER_MEMORY_LIMIT = "128MB"

@@ -1,6 +1,6 @@
 """The warehouse tables, each derived from its pydantic model (additive columns migrate themselves): every
 registered instrument's row models (its card's ``row_models``); which tables, folders and cache each keeps is
-warehouse/stores.py."""
+its card's store (tasks/instrument_card.py)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.instrument_card import InstrumentCard
-from warehouse.stores import InstrumentStore
+from tasks.instrument_card import InstrumentCard, InstrumentStore
 
 
 def row_models() -> dict:
