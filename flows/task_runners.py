@@ -23,8 +23,9 @@ single writing process.
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Any
+from typing import Any, Callable
 
 from tasks.files.input_errors import InputError
 
@@ -71,10 +72,25 @@ def task_runner_for(name: str | None = None) -> Any:
         })
 
 
-def evaluate_on(name: str | None = None):
-    """The evaluate flow with the chosen task runner."""
+def evaluate_on(name: str | None = None) -> Callable[..., Any]:
+    """The evaluate flow with the chosen task runner, called with the flow's parameters."""
     from flows.evaluate import evaluate  # Prefect: imported only to run
 
-    if runner_name(name) == "thread":
-        return evaluate
-    return evaluate.with_options(task_runner=task_runner_for(name))
+    chosen = evaluate if runner_name(name) == "thread" else evaluate.with_options(task_runner=task_runner_for(name))
+    return functools.partial(_without_heartbeat, chosen)
+
+
+def _without_heartbeat(flow: Any, **parameters: Any) -> Any:
+    """Run the flow; when it is the top-level flow (``tooleval run``, the API), without Prefect's flow-run
+    heartbeat. That heartbeat is a thread that sleeps in one-second steps and is joined when the flow
+    ends, so every run waited out the rest of a second for it; it serves a server that watches for
+    crashed runs of deployments. A subflow (a deployment's flow calling this one) keeps its settings."""
+    from prefect.context import FlowRunContext, SettingsContext, get_settings_context
+
+    if FlowRunContext.get() is not None:
+        return flow(**parameters)
+    current = get_settings_context()
+    settings = current.settings.model_copy(  # a copy without validation: temporary_settings takes 0.3 s
+        update={"flows": current.settings.flows.model_copy(update={"heartbeat_frequency": None})})
+    with SettingsContext(profile=current.profile, settings=settings):
+        return flow(**parameters)
