@@ -23,7 +23,7 @@ import os
 import sys
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from tasks.files.atomic_write import write_atomic
 from tasks.files.cache_folder import cache_folder
@@ -127,11 +127,13 @@ def _installed() -> str:
     return _sha256("\n".join(names).encode())
 
 
-def _environment(names: list[str] | None) -> dict[str, str | None]:
-    """Each variable's value now, hashed (None: unset); ``names`` None: the whole environment as one entry."""
+def _environment(names: list[str] | None, environment: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """Each variable's value in ``environment`` (default: now), hashed (None: unset); ``names`` None: the whole
+    environment as one entry."""
+    environment = os.environ if environment is None else environment
     if names is None:
-        return {"*": _sha256(json.dumps(sorted(os.environ.items())).encode())}
-    return {name: None if (value := os.environ.get(name)) is None else _sha256(value.encode()) for name in names}
+        return {"*": _sha256(json.dumps(sorted(environment.items())).encode())}
+    return {name: None if (value := environment.get(name)) is None else _sha256(value.encode()) for name in names}
 
 
 def _noted(path: str, skipped: tuple[str, ...]) -> bool:
@@ -184,22 +186,23 @@ def remembered(command: str, arguments: list[Any], check: Callable[[], list[str]
         sys.addaudithook(_audit)
         _hooked = True
     reads, real = _Reads(), os.environ
+    before = dict(real)  # what a check that reads the whole environment depends on: as it found it
     _recording, os.environ = reads, _RecordingEnviron(real, reads)  # type: ignore[assignment]
     try:
         lines = check()
     finally:
         _recording, os.environ = None, real  # type: ignore[assignment]
-    _keep(path, lines, reads)
+    _keep(path, lines, reads, before)
     return lines
 
 
-def _keep(path: Path, lines: list[str], reads: _Reads) -> None:
+def _keep(path: Path, lines: list[str], reads: _Reads, environment: Mapping[str, str]) -> None:
     skipped = (sys.prefix + os.sep, sys.base_prefix + os.sep, str(path.parent.parent) + os.sep, "/proc/",
                "/dev/", "/sys/")
     files = {file for file in reads.files | _sources() if _noted(file, skipped)}
     passed = {
         "format": FORMAT, "lines": lines, "installed": _installed(),
-        "environment": _environment(None) if reads.whole_environment else reads.variables,
+        "environment": _environment(None, environment) if reads.whole_environment else reads.variables,
         "files": {file: _file_hash(file) for file in sorted(files)},
         "folders": {folder: _listing_hash(folder) for folder in sorted(reads.folders) if _noted(folder, skipped)},
     }

@@ -79,3 +79,18 @@ def test_a_failure_is_never_kept(check):
     (check.folder / "data.txt").write_text("one\n")
     assert ask(check)[-1] == NOTE, "the pass of these very bytes is still kept"
     assert os.environ.__class__.__name__ == "_Environ", "the recording view of the environment is gone"
+
+
+def test_a_check_that_reads_the_whole_environment_depends_on_all_of_it(check, monkeypatch):
+    def whole() -> list[str]:
+        check.runs += 1
+        os.environ["SET_BY_THE_CHECK"] = "1"  # not an input: the environment as the check found it is
+        return [f"{len(dict(os.environ))} variables"]
+
+    monkeypatch.delenv("SET_BY_THE_CHECK", raising=False)
+    remembered("whole", [], whole)
+    monkeypatch.delenv("SET_BY_THE_CHECK")
+    assert remembered("whole", [], whole)[-1] == NOTE and check.runs == 1
+    monkeypatch.setenv("ANY_OTHER_VARIABLE", "1")
+    remembered("whole", [], whole)
+    assert check.runs == 2
