@@ -4,8 +4,9 @@
 
 prints ``port <n>``, then serves the ``--turns`` script (the first offered tool, then text) after
 ``--latency-ms``. Each line read on stdin is answered with one JSON line: the calls answered since the last
-such line, when the first of them arrived and the last answer left (seconds apart: the window a client's
-work filled), the time the calls spent inside the server summed, and the most in flight at once. A client
+such line, when the first of them arrived and the last answer left (``time.perf_counter``, the system's
+monotonic clock, which a client process on this machine reads alike) and the seconds between (the window
+a client's work filled), the time the calls spent inside the server summed, and the most in flight at once. A client
 process's start-up and its exit stay outside that window, which is what makes it a fair reading of the
 calls alone.
 """
@@ -54,7 +55,8 @@ class CallClock:
         if not spans:
             return {"calls": 0}
         first, last = min(s for s, _ in spans), max(e for _, e in spans)
-        return {"calls": len(spans), "window_s": last - first, "served_s": sum(e - s for s, e in spans),
+        return {"calls": len(spans), "first": first, "last": last, "window_s": last - first,
+                "served_s": sum(e - s for s, e in spans),
                 "most_in_flight": most, "in_flight": in_flight(spans, first, last)}
 
 
