@@ -191,8 +191,9 @@ def through_cli(warehouse: Path, latency_ms: float, concurrency: int, n_tasks: i
                       f"at {latency_ms:g} ms, concurrency {concurrency}, bound {bound:.1f} tasks/s; "
                       f"stops {stops_of(rows)}")
                 print_window(window, len(rows), bound, concurrency)
+                tail = started + wall - window["last"]
                 print(f"  the process, start to exit {wall:.2f} s: start to the first call "
-                      f"{window['first'] - started:.2f} s, the last answer to exit {started + wall - window['last']:.2f} s")
+                      f"{window['first'] - started:.2f} s, the last answer to exit {tail:.2f} s")
                 shutil.rmtree(scratch, ignore_errors=True)
     finally:
         server.close()
