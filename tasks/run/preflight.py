@@ -30,8 +30,8 @@ from pathlib import Path
 
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.write_probe import write_refusal
+from tasks.instrument_api import PreparedRun
 from tasks.instrument_registry import landed_folders, stores
-from tasks.run.prepare_run import PreparedRun
 from warehouse.connect import WarehouseBusy, WarehouseUnreadable, connect
 from warehouse.location import Warehouse
 

@@ -10,10 +10,10 @@ from importlib.metadata import version as package_version
 from typing import TYPE_CHECKING, Mapping
 
 from schemas.run_records import ComparisonRecord
+from tasks.core_records import WorkUnit
 from tasks.experiment.criteria import CriteriaRegistration
-from tasks.run.prepare_run import PreparedRun
+from tasks.instrument_api import PreparedRun
 from tasks.run.unpinned_cache import ArmCacheUse
-from tasks.run.work_units import WorkUnit
 from warehouse.register_run import RunRegistration
 
 if TYPE_CHECKING:

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 if TYPE_CHECKING:  # the report reads notes from records without loading the run's machinery
-    from tasks.experiment.resolve_experiment import ResolvedArm
-    from tasks.run.work_units import UnitResult, WorkUnit
+    from tasks.core_records import ResolvedArm, UnitResult, WorkUnit
 
 Unpinned = Callable[["ResolvedArm"], "str | None"]
 """Why an arm's model is not pinned, None when it is (``Instrument.unpinned``)."""

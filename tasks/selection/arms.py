@@ -11,7 +11,7 @@ from typing import Any
 
 from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.selection.experiment import PER_REQUEST_CATALOGUE
-from tasks.experiment.resolve_experiment import ArmContext, ArmRefused, ResolvedArm
+from tasks.core_records import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
 from tasks.selectors.arm_options import answer_options
 from tasks.selectors.providers.chat_options import HOSTED_KINDS, check_hosted_arm, check_offline_arm

@@ -3,7 +3,7 @@ starts counts them (tasks/run/preflight.py)."""
 
 from __future__ import annotations
 
-from tasks.run.prepare_run import PreparedRun
+from tasks.instrument_api import PreparedRun
 
 
 def probability_map_entries(prepared: PreparedRun) -> int:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from schemas.taskset import LabelledRequest
-    from tasks.run.work_units import WorkUnit
+    from tasks.core_records import WorkUnit
     from tasks.taskset.load_taskset import TaskSetVersion
     from tasks.selection.arms import SelectionArm
 

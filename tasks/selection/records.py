@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from schemas.selection.rows import OfferedTool, SeedOrder, SelectionArmRecord, WeightRecord
+from tasks.core_records import WorkUnit
+from tasks.instrument_api import PreparedRun
 from tasks.run.permute_tools import permute_tools, tool_set_id
-from tasks.run.prepare_run import PreparedRun
-from tasks.run.work_units import WorkUnit
 from tasks.selection.arms import SelectionArm
 from tasks.taskset.request_table import parse_tools
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 from schemas.arrow import to_arrow_table
 from schemas.selection.rows import HostedTurn, Selection, SelectionRow
+from tasks.core_records import RunContext, UnitResult, WorkUnit
 from tasks.drill_points import reached
 from tasks.run.item_counter import item_finished
 from tasks.run.result_cache import CacheSpec, ResultCache
-from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 from tasks.selection.plan_batch import PlannedRequest, plan_batch
 from tasks.run.prefix_lanes import lane_for
 from tasks.selection.score_selection import score_selection

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from schemas.catalogue import NONE_LABEL
 from schemas.taskset import effective_label
+from tasks.core_records import Loaded, ResolvedExperiment
 from tasks.drill_points import reached
-from tasks.experiment.resolve_experiment import ResolvedExperiment
 from tasks.files.input_errors import InputError, Problem
-from tasks.run.prepare_run import Loaded, PreparedRun
+from tasks.instrument_api import PreparedRun
 from tasks.taskset.label_checks import CheckReport, check_labels
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, load_weights
 from tasks.taskset.provisional_labels import refuse_provisional

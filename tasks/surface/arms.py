@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.surface.rows import SurfaceArmRecord
-from tasks.experiment.resolve_experiment import ArmContext, ArmRefused, ResolvedArm
+from tasks.core_records import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
 from tasks.selectors.arm_options import answer_options
 from tasks.selectors.providers.chat_options import HOSTED_KINDS, ROUTING_OPTIONS, check_hosted_arm

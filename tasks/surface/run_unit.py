@@ -22,12 +22,12 @@ from schemas.arrow import to_arrow_table
 from schemas.catalogue import ToolSpec
 from schemas.surface.rows import FAILED_STOPS, TaskCallRow, TaskOutcome, TaskRunRow
 from schemas.surface.task import SurfaceTask
+from tasks.core_records import RunContext, UnitResult, WorkUnit
 from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
 from tasks.run.item_counter import item_finished
 from tasks.run.permute_tools import permute_tools
 from tasks.run.prefix_lanes import NO_LANE, LaneHold, lane_for
 from tasks.run.result_cache import CacheSpec, ResultCache
-from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 from tasks.selectors.arm_options import answer_options
 from tasks.selectors.providers.call_budget import RunLedger
 from tasks.selectors.providers.chat_options import DEFAULT_CONCURRENCY

@@ -37,8 +37,7 @@ from tasks.surface.load_tasks import TaskVersion, _includes, fixture_path, load_
 from tasks.surface.wanted_actions import action_problems
 
 if TYPE_CHECKING:  # the run's machinery: `tooleval tasks validate` needs none of it
-    from tasks.experiment.resolve_experiment import ResolvedExperiment
-    from tasks.run.prepare_run import Loaded
+    from tasks.core_records import Loaded, ResolvedExperiment
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class TaskCheckReport:
 
 def load_surface_versions(experiment: ResolvedExperiment) -> Loaded:
     """Each version the arms use, its tasks checked against every surface the arms run them on."""
-    from tasks.run.prepare_run import Loaded
+    from tasks.core_records import Loaded
 
     versions, checks = {}, {}
     for version in experiment.versions:

@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from flows.cli import EXIT_OK, main
+from tasks.core_records import UnitResult
 from tasks.run.unpinned_cache import cache_use
-from tasks.run.work_units import UnitResult
 from tasks.selectors.providers.pinned_models import arm_unpinned
 from tests.factories.catalogues import support_tools
 from tests.provider_server import ProviderServer, Seen, oracle, text_reply

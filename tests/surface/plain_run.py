@@ -6,11 +6,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
+from tasks.core_records import RunContext
 from tasks.experiment.criteria import register_criteria
 from tasks.report.publish import PublishedReport, judge_and_publish
 from tasks.run.prepare_run import prepare_run
 from tasks.run.registration_records import registration_records
-from tasks.run.work_units import RunContext, plan_units, run_unit
+from tasks.run.work_units import plan_units, run_unit
 from warehouse.location import warehouse_at
 from warehouse.register_run import register_run
 

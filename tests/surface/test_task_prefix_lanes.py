@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from flows.evaluate import MAX_WORKERS
+from tasks.core_records import RunContext
 from tasks.run.prepare_run import prepare_run
-from tasks.run.work_units import RunContext, plan_units, run_unit
+from tasks.run.work_units import plan_units, run_unit
 from tests.provider_server import PrefixCache, ProviderServer
 from tests.selectors.providers.conftest import FAKE_KEY
 from tests.surface.tiny_desk import close_ticket_script, desk_task, write_desk

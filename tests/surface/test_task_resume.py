@@ -23,8 +23,9 @@ N_TASKS = 12
 RUN_UNITS = """
 import sys
 from pathlib import Path
+from tasks.core_records import RunContext
 from tasks.run.prepare_run import prepare_run
-from tasks.run.work_units import RunContext, plan_units, run_unit
+from tasks.run.work_units import plan_units, run_unit
 
 prepared = prepare_run(sys.argv[1])
 warehouse = Path(sys.argv[2])

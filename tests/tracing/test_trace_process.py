@@ -118,7 +118,7 @@ def test_a_collector_busy_for_longer_than_the_patience_drops_the_spans_with_one_
 def test_a_trace_process_that_falls_behind_drops_traces_with_one_warning_never_waits(tmp_path, monkeypatch, caplog):
     import logging
 
-    from tasks.run.work_units import RunContext
+    from tasks.core_records import RunContext
     from tasks.selection.select_batch import select_and_land
     from tasks.tracing import trace_sender
     from tasks.tracing.trace_target import parse_trace_target
@@ -156,7 +156,7 @@ def test_the_trace_process_gets_no_provider_key(monkeypatch):
 def test_a_slow_runs_traces_are_sent_while_it_runs(tmp_path):
     """A run landing few rows a second (hosted models) has its traces sent every HOLD_S seconds, not at
     its end: the spans are at the collector while the run still holds its sender open."""
-    from tasks.run.work_units import RunContext
+    from tasks.core_records import RunContext
     from tasks.selection.select_batch import select_and_land
     from tasks.tracing.trace_process import HOLD_S, TICK_S
     from tasks.tracing.trace_sender import finish_tracing

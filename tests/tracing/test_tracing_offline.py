@@ -19,7 +19,7 @@ from schemas.taskset import LabelledRequest, Message
 from tasks.selection.arms import SelectionArm
 from tasks.files.input_errors import InputError
 from tasks.selection.plan_batch import plan_arm_seed
-from tasks.run.work_units import RunContext
+from tasks.core_records import RunContext
 from tasks.selection.select_batch import select_and_land
 from tasks.tracing.trace_ids import DECISION, LLM, ROOT, TraceIds
 from tasks.tracing.trace_target import parse_trace_target

@@ -12,11 +12,9 @@ from schemas.arrow import to_arrow_table
 from schemas.criteria import Verdict
 from schemas.experiment import ArmSpec, ExperimentFile
 from schemas.run_records import ArmRecord, RunRecord, UnitRow
-from tasks.experiment.resolve_experiment import ArmContext, ResolvedArm, ResolvedExperiment
+from tasks.core_records import ArmContext, Loaded, ResolvedArm, ResolvedExperiment, RunContext, UnitResult, WorkUnit
 from tasks.files.content_hash import sha256_hex
 from tasks.report_types import Report, ReportTable
-from tasks.run.prepare_run import Loaded
-from tasks.run.work_units import RunContext, UnitResult, WorkUnit
 
 RULES = {"parity": lambda n: "even" if n % 2 == 0 else "odd", "always-even": lambda n: "even"}
 

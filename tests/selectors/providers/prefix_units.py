@@ -12,9 +12,8 @@ from flows.evaluate import MAX_WORKERS
 from schemas.catalogue import Catalogue, ToolSpec
 from schemas.taskset import LabelledRequest, Message
 from tasks.selection.arms import SelectionArm
-from tasks.run.work_units import WorkUnit
+from tasks.core_records import RunContext, UnitResult, WorkUnit
 from tasks.selection.plan_batch import plan_arm_seed
-from tasks.run.work_units import RunContext, UnitResult
 from tasks.selection.select_batch import select_and_land
 from tests.factories import SUPPORT
 from tests.factories.catalogues import support_tools

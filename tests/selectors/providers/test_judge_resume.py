@@ -22,7 +22,7 @@ from tests.selectors.providers.conftest import FAKE_KEY, MODELS, chat_options
 SELECT_UNITS = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from tasks.run.work_units import RunContext
+    from tasks.core_records import RunContext
     from tasks.selection.select_batch import select_and_land
     from tests.selectors.providers.prefix_units import hosted_units
 
