@@ -116,13 +116,14 @@ def _weights(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> dict[str, f
         [run["taskset"], run["weights_window"]]).fetchall()}
 
 
-ROW_COLUMNS = ("run_a", "arm_a", "run_b", "arm_b", "request_id", "slice", "expected_a", "expected_b", "label_a",
-               "label_stable", "trials_a", "correct_a", "trials_b", "correct_b")
-"""The ``run_comparison`` columns read for every request; the pair's own columns (SIDE_COLUMNS) are read once."""
-SIDE_COLUMNS = ("paired_on", "shared_seeds", "differs_in", "catalogue_a", "catalogue_b", "catalogue_hash_a",
-                "catalogue_hash_b", "prompt_a", "prompt_b", "prompt_hash_a", "prompt_hash_b", "model_a", "model_b",
-                "served_models_a", "served_models_b", "selector_a", "selector_b", "version_a", "version_b",
-                "version_hash_a", "version_hash_b")
+ROW_COLUMNS = ("arm_a", "arm_b", "slice", "label_a", "label_stable", "trials_a", "correct_a", "trials_b",
+               "correct_b")
+"""The ``run_comparison`` columns read for every request (those the changes are counted from); the pair's own
+columns (SIDE_COLUMNS) are read once."""
+SIDE_COLUMNS = ("run_a", "run_b", "paired_on", "shared_seeds", "differs_in", "catalogue_a", "catalogue_b",
+                "catalogue_hash_a", "catalogue_hash_b", "prompt_a", "prompt_b", "prompt_hash_a", "prompt_hash_b",
+                "model_a", "model_b", "served_models_a", "served_models_b", "selector_a", "selector_b", "version_a",
+                "version_b", "version_hash_a", "version_hash_b")
 _PAIR_SQL = (f"SELECT {', '.join(ROW_COLUMNS)}, CASE WHEN row_number() OVER (PARTITION BY arm_a, arm_b) = 1 THEN "
              f"struct_pack({', '.join(SIDE_COLUMNS)}) END AS side FROM run_comparison WHERE run_a = ? AND run_b = ? ")
 
