@@ -18,6 +18,11 @@ the last; ``make demo`` twice). Not a test: run it and read the figures (measure
 same warehouse; a warehouse written by another checkout's definitions is read through temporary views, so
 let the checkout measured write it last).
 
+The untimed first run of ``validate`` of an experiment and of ``tasks validate`` checks everything and keeps
+the pass (tasks/files/remembered_pass.py); the timed runs answer from it, as a repeated check of unchanged
+files does. A first check costs what its checks cost: time it with the cache folder's ``passes/`` removed
+before each run.
+
 The processes run with bytecode caching on (PYTHONDONTWRITEBYTECODE removed from their environment), as an
 installed tool runs: the untimed first run writes the checkout's .pyc files, else every run would compile
 the tool's modules from source again (~0.4 s of CPU for ``report``).
