@@ -24,25 +24,21 @@ def first_line(argv: list[str]) -> str:
 
 
 def main() -> int:
-    argv = sys.argv[1:]
-    if (argv[:1] == ["run"] or argv[:2] == ["tasks", "run"]) and not {"-h", "--help"} & set(argv):
+    argv, command = sys.argv[1:], _command(sys.argv[1:])
+    if command in (["run"], ["tasks", "run"]) and not {"-h", "--help"} & set(argv):
         announce(first_line(argv))  # at once, before the imports
-        from flows import gc_pause
+        from flows import gc_pause, prefect_server, prefect_settings, stop_on_signal  # standard library only
 
         gc_pause.pause()  # the imports without the cyclic collector; run_experiment resumes it
-        from flows.stop_on_signal import install
-
-        install(f"tooleval {' '.join(_command(argv))}")
-        from flows.prefect_server import KeepSettingError, PrefectServerError, keep_minutes, spawn_early
-        from flows.prefect_settings import apply_prefect_defaults
-
-        apply_prefect_defaults()
+        stop_on_signal.install(f"tooleval {' '.join(command)}")
+        prefect_settings.apply_prefect_defaults()
         try:  # no server for a typo'd experiment (bad input), but a bad keep setting is said first
-            names_a_file = any(not a.startswith("-") and os.path.isfile(a) for a in argv[len(_command(argv)):])
-            spawn_early() if names_a_file else keep_minutes()
-        except PrefectServerError as error:  # a bad TOOLEVAL_KEEP_SERVER (exit 2), or no server to be had (6)
+            if any(not a.startswith("-") and os.path.isfile(a) for a in argv[len(command):]):
+                prefect_server.spawn_early()
+            prefect_server.keep_minutes()
+        except prefect_server.PrefectServerError as error:  # a bad TOOLEVAL_KEEP_SERVER (exit 2), or no server (6)
             print(f"tooleval: {error}", file=sys.stderr, flush=True)
-            os._exit(2 if isinstance(error, KeepSettingError) else 6)
+            os._exit(2 if isinstance(error, prefect_server.KeepSettingError) else 6)
     from flows.cli import main as cli_main  # the whole tool: imported once the server is on its way
 
     code = 1
