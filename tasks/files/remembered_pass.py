@@ -2,8 +2,9 @@
 once: ``tooleval validate EXPERIMENT`` and ``tooleval tasks validate`` repeat their lines without loading the
 task set, the catalogues or the checks' libraries.
 
-While a check runs, ``remembered`` notes (through a Python audit hook and a recording view of ``os.environ``)
-every file it opened, every folder it listed and every environment variable it read. A pass is kept in the
+While a check runs, ``remembered`` notes (through a Python audit hook, a recording ``os.stat`` and a recording
+view of ``os.environ``) every file it opened or asked about (exists, is_file: a file that was missing must
+still be missing), every folder it listed and every environment variable it read. A pass is kept in the
 user's cache folder (tasks/files/cache_folder.py, ``passes``) under the command, its arguments and the
 working folder, with the sha256 of each file read, each folder's listing, each variable (hashed: a key is
 never written down), the source of every tooleval module loaded, the Python version and the installed
@@ -185,13 +186,19 @@ def remembered(command: str, arguments: list[Any], check: Callable[[], list[str]
     if not _hooked:
         sys.addaudithook(_audit)
         _hooked = True
-    reads, real = _Reads(), os.environ
+    reads, real, real_stat = _Reads(), os.environ, os.stat
     before = dict(real)  # what a check that reads the whole environment depends on: as it found it
-    _recording, os.environ = reads, _RecordingEnviron(real, reads)  # type: ignore[assignment]
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        if isinstance(path, (str, bytes, os.PathLike)):
+            reads.files.add(os.path.abspath(os.fsdecode(path)))
+        return real_stat(path, *args, **kwargs)
+
+    _recording, os.environ, os.stat = reads, _RecordingEnviron(real, reads), stat  # type: ignore[assignment]
     try:
         lines = check()
     finally:
-        _recording, os.environ = None, real  # type: ignore[assignment]
+        _recording, os.environ, os.stat = None, real, real_stat  # type: ignore[assignment]
     _keep(path, lines, reads, before)
     return lines
 

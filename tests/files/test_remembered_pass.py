@@ -24,8 +24,9 @@ class Check:
         text = (self.folder / "data.txt").read_text()
         if "bad" in text:
             raise ValueError("bad data")
+        optional = self.folder / "optional.txt"
         return [f"OK {text.strip()}", f"files {len(list(self.folder.iterdir()))}",
-                f"level {os.environ.get('CHECK_LEVEL')}"]
+                f"level {os.environ.get('CHECK_LEVEL')}", f"optional {optional.is_file()}"]
 
 
 @pytest.fixture
@@ -44,7 +45,7 @@ def ask(check: Check) -> list[str]:
 
 def test_the_same_inputs_answer_from_the_kept_pass(check):
     first = ask(check)
-    assert first == ["OK one", "files 1", "level None"]
+    assert first == ["OK one", "files 1", "level None", "optional False"]
     assert ask(check) == [*first, NOTE] and check.runs == 1
     assert remembered("test-check", ["other arguments"], check) == first and check.runs == 2
 
@@ -52,13 +53,26 @@ def test_the_same_inputs_answer_from_the_kept_pass(check):
 def test_an_edited_file_runs_the_check_again(check):
     ask(check)
     (check.folder / "data.txt").write_text("two\n")
-    assert ask(check) == ["OK two", "files 1", "level None"] and check.runs == 2
+    assert ask(check) == ["OK two", "files 1", "level None", "optional False"] and check.runs == 2
 
 
 def test_a_file_added_to_a_listed_folder_runs_the_check_again(check):
     ask(check)
     (check.folder / "more.txt").write_text("x")
     assert ask(check)[1] == "files 2" and check.runs == 2
+
+
+def test_a_file_that_was_missing_and_is_there_now_runs_the_check_again(check):
+    optional = check.folder / "optional.txt"
+
+    def asks_whether_it_is_there() -> list[str]:  # lists no folder and opens nothing
+        check.runs += 1
+        return [f"optional {optional.is_file()}"]
+
+    remembered("optional", [], asks_whether_it_is_there)
+    assert remembered("optional", [], asks_whether_it_is_there)[-1] == NOTE and check.runs == 1
+    optional.write_text("x")
+    assert remembered("optional", [], asks_whether_it_is_there) == ["optional True"] and check.runs == 2
 
 
 def test_a_variable_read_with_another_value_runs_the_check_again(check, monkeypatch):
