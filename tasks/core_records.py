@@ -1,6 +1,7 @@
 """The records the core and every instrument pass each other: the resolved experiment and its arms
 (``ResolvedExperiment``, ``ResolvedArm``, ``ArmContext``, ``ArmRefused``), what an instrument loads for a
-run (``Loaded``), and a run's work (``WorkUnit``, ``RunContext``, ``UnitResult``).
+run (``Loaded``), and a run's work (``WorkUnit``, ``RunContext`` with where its traces go: ``TraceTarget``,
+``UnitResult``).
 
 Records only: resolving an experiment is tasks/experiment/resolve_experiment.py, preparing a run
 tasks/run/prepare_run.py, planning and running its units tasks/run/work_units.py; what an instrument says
@@ -13,16 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
-from schemas.experiment import ExperimentFile
-from schemas.taskset import ProductionWeights
 from tasks.files.content_hash import sha256_hex
 from tasks.instrument_registry import landed_folders
 from warehouse.parquet_store import write_partition
 
-if TYPE_CHECKING:  # tracing is imported only by a run that traces; pyarrow only by a unit that lands rows
+if TYPE_CHECKING:  # pyarrow only by a unit that lands rows; the schemas' pydantic models by their readers
     import pyarrow as pa
 
-    from tasks.tracing.trace_target import TraceTarget
+    from schemas.experiment import ExperimentFile
+    from schemas.taskset import ProductionWeights
 
 T = TypeVar("T")
 
@@ -133,6 +133,36 @@ class Loaded:
     """The production weights window the experiment names (selection: the weighted figures)."""
 
 
+DEFAULT_PROJECT = "tooleval"
+"""Phoenix project the spans land in unless the tracing block names another."""
+
+
+@dataclass(frozen=True)
+class TraceTarget:
+    """An OTLP/HTTP collector (Phoenix serves OTLP and its REST API on one port)."""
+
+    host: str
+    port: int
+    project: str = DEFAULT_PROJECT
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def endpoint(self) -> str:
+        """As ``--trace`` takes it (and ``runs.trace_endpoint`` records it): otlp://HOST:PORT."""
+        return f"otlp://{self.host}:{self.port}"
+
+    @property
+    def traces_url(self) -> str:
+        """The OTLP/HTTP traces endpoint."""
+        return f"{self.base_url}/v1/traces"
+
+    def __str__(self) -> str:
+        return f"{self.endpoint} (project {self.project})"
+
+
 class WorkUnit:
     """A batch of one arm's work items under one seed.
 
@@ -185,7 +215,7 @@ class RunContext:
     prefix_lanes: bool = True
     """Hosted arms (selectors and task agents): one (arm, seed) at a time per endpoint (``prefix_lanes``); off only
     to measure the difference (benchmarks/prefix_cache.py)."""
-    trace: "TraceTarget | None" = None
+    trace: TraceTarget | None = None
     """Where the run's traces go (``--trace`` / the experiment's ``tracing:``); None: no tracing, no import."""
 
     def land(self, unit: WorkUnit, table: str, rows: pa.Table) -> Path:

@@ -17,7 +17,7 @@ from tasks.run.unpinned_cache import ArmCacheUse
 from warehouse.register_run import RunRegistration
 
 if TYPE_CHECKING:
-    from tasks.tracing.trace_target import TraceTarget
+    from tasks.core_records import TraceTarget
 
 
 def new_run_id(now: datetime | None = None) -> str:

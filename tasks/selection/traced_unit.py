@@ -9,9 +9,9 @@ import json
 from typing import Any, Mapping, Sequence
 
 from schemas.selection.rows import Selection
+from tasks.core_records import TraceTarget
 from tasks.selectors.arm_options import answer_options
 from tasks.tracing.trace_sender import sender_for
-from tasks.tracing.trace_target import TraceTarget
 
 
 def trace_selection_unit(target: TraceTarget, unit, planned: Sequence, selections: Sequence[Selection],

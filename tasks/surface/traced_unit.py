@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from tasks.core_records import TraceTarget
 from tasks.tracing.trace_sender import sender_for
-from tasks.tracing.trace_target import TraceTarget
 
 
 def trace_task_unit(target: TraceTarget, unit, tools: Sequence, planned: Sequence,

@@ -28,8 +28,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.trace import Tracer
 
+from tasks.core_records import TraceTarget
 from tasks.tracing.annotations import AnnotationPoster
-from tasks.tracing.trace_target import TraceTarget
 
 EXPORT_TIMEOUT_S = 10.0
 """Per export call (the SDK's exporter retries within it; its own default): a collector busy storing earlier

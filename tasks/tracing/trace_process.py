@@ -34,10 +34,10 @@ import time
 from collections import deque
 from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
+from tasks.core_records import TraceTarget
 from tasks.instrument_registry import card
 from tasks.tracing.exporter import RunTracing
 from tasks.tracing.trace_sender import FRAME
-from tasks.tracing.trace_target import TraceTarget
 
 HOLD_S = 5.0
 """A slow run's units are built and sent once the oldest has waited this long."""

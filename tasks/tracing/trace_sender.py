@@ -37,7 +37,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from tasks.tracing.trace_target import TraceTarget
+from tasks.core_records import TraceTarget
 
 log = logging.getLogger("tooleval.tracing")
 

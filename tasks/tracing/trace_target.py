@@ -1,43 +1,15 @@
-"""Where a run sends its traces: ``--trace otlp://HOST:PORT`` or an experiment's ``tracing:`` block.
+"""Where a run sends its traces (``TraceTarget``, tasks/core_records.py), read from ``--trace otlp://HOST:PORT``
+or an experiment's ``tracing:`` block.
 
 Plain Python (no OpenTelemetry import): a run that does not trace pays nothing for it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from tasks.core_records import DEFAULT_PROJECT, TraceTarget
 from tasks.files.input_errors import InputError
-
-DEFAULT_PROJECT = "tooleval"
-"""Phoenix project the spans land in unless the tracing block names another."""
-
-
-@dataclass(frozen=True)
-class TraceTarget:
-    """An OTLP/HTTP collector (Phoenix serves OTLP and its REST API on one port)."""
-
-    host: str
-    port: int
-    project: str = DEFAULT_PROJECT
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def endpoint(self) -> str:
-        """As ``--trace`` takes it (and ``runs.trace_endpoint`` records it): otlp://HOST:PORT."""
-        return f"otlp://{self.host}:{self.port}"
-
-    @property
-    def traces_url(self) -> str:
-        """The OTLP/HTTP traces endpoint."""
-        return f"{self.base_url}/v1/traces"
-
-    def __str__(self) -> str:
-        return f"{self.endpoint} (project {self.project})"
 
 
 def parse_trace_target(text: str, project: str | None = None, where: str = "--trace") -> TraceTarget:
