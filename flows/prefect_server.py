@@ -428,22 +428,17 @@ class ApiWatch:
         self._stop.set()
 
     def _watch(self) -> None:
-        refusals = 0
-        while not self._stop.wait(self.interval_s):
+        refusals, lost = 0, ""
+        while not lost and not self._stop.wait(self.interval_s):
             if (code := self.server.exited() if self.server is not None else None) is not None:
-                self._lost(f"the {self.server.what} exited with code {code} during the run")
-            refusals = refusals + 1 if _refuses(self.api_url) else 0
-            if refusals >= 2:
-                self._lost(f"the Prefect API at {self.api_url} stopped answering (connection refused) during the run")
-
-    def _lost(self, what: str) -> None:
-        if self._stop.is_set() or stopping():  # a signal's stop ends the server itself and says so (130/143)
-            self._stop.set()
-            return
-        try:
-            print(f"tooleval: failed: {what}.\n{resume_advice('lost')}", file=sys.stderr, flush=True)
-        finally:
-            os._exit(EXIT_CRASHED)
+                lost = f"the {self.server.what} exited with code {code} during the run"
+            elif (refusals := refusals + 1 if _refuses(self.api_url) else 0) >= 2:
+                lost = f"the Prefect API at {self.api_url} stopped answering (connection refused) during the run"
+        if lost and not self._stop.is_set() and not stopping():  # a signal's stop ends the server and says so
+            try:
+                print(f"tooleval: failed: {lost}.\n{resume_advice('lost')}", file=sys.stderr, flush=True)
+            finally:
+                os._exit(EXIT_CRASHED)
 
 
 def drain_prefect_client() -> None:
