@@ -129,7 +129,7 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
 
         evaluate = evaluate_on(task_runner)
         if server is not None:  # the server is still starting: import now what the flow imports after it answers
-            from flows.imports_before_api import import_before_api
+            from flows.prefect_server import import_before_api
 
             import_before_api(prepared)
         quiet_prefect_tracebacks()  # a failure is one message and a traceback file (flows/crash.py), not a log

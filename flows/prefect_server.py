@@ -14,6 +14,7 @@ import atexit
 import contextlib
 import ctypes
 import fcntl
+import importlib
 import importlib.util
 import json
 import os
@@ -45,6 +46,8 @@ BLOCK_REGISTRATION_OFF = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
 OWN_STORE = re.compile("DATABASE|MEMO_STORE")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)  # not given to a kept server
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+BEFORE_API = ("prefect.flow_engine", "prefect.task_engine", "fastapi.encoders", "pandas")
+BEFORE_API_BY_SELECTOR = {"lexical": ("bm25s", "bm25s.stopwords")}
 
 
 class PrefectServerError(RuntimeError):
@@ -451,3 +454,13 @@ def drain_prefect_client() -> None:
     for worker in (APILogWorker, EventsWorker):
         with contextlib.suppress(Exception):  # a worker that never started, or a server already gone
             worker.drain_all(timeout=10)
+
+
+def import_before_api(prepared) -> None:
+    """Import what the flow of ``prepared`` (tasks/run/prepare_run.py) would import after the API answers
+    (Prefect's engines, parameter serialisation, pyarrow's pandas shim, a lexical router's bm25s), while the
+    local server starts."""
+    selectors = sorted(filter(None, {getattr(arm, "selector", None) for arm in prepared.experiment.arms}))
+    for name in BEFORE_API + tuple(module for kind in selectors for module in BEFORE_API_BY_SELECTOR.get(kind, ())):
+        with contextlib.suppress(ImportError):  # an optional dependency: the run says so where it needs it
+            importlib.import_module(name)

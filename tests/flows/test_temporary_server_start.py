@@ -108,7 +108,7 @@ def test_a_fresh_home_registers_block_types_and_the_next_server_skips_it(tmp_pat
 
 IMPORTS_BEFORE_API = """
 import sys
-from flows.imports_before_api import import_before_api
+from flows.prefect_server import import_before_api
 from tasks.run import prepare_run
 prepared = prepare_run.prepare_run(sys.argv[1], checked=False)
 before = {name for name in ("pandas", "bm25s", "fastapi.encoders", "prefect.flow_engine") if name in sys.modules}
