@@ -1,6 +1,6 @@
 """The evaluate flow, for every instrument: extract -> check -> plan -> run and land -> register -> report.
 
-Its two Prefect tasks are thin wrappers over plain functions in tasks/ and warehouse/. Retries are for what
+Its Prefect tasks are thin wrappers over plain functions in tasks/ and warehouse/. Retries are for what
 a retry can mend: file and warehouse I/O (a full disk freed, a DuckDB file another process held for a
 moment, a network filesystem's hiccup). A deterministic failure (a bug, bad data) is not retried: it would
 fail the same way. Network retries of model calls live in the provider layer (tasks/selectors/providers/retry_policy.py),
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gc
 import sqlite3
+import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,6 +21,7 @@ from typing import Any, Callable, Iterator
 import duckdb
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -66,6 +69,61 @@ def retry_on_io(task: Any, task_run: Any, state: Any) -> bool:
 def run_unit_task(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     """Run one work unit (its instrument's per-item cache inside) and land its rows as Parquet."""
     return run_unit(unit, ctx)
+
+
+UNIT_RETRY_DELAYS_S = (2.0, 10.0)
+"""A unit that failed on I/O runs again after each of these delays (``run_unit_task``'s retries)."""
+
+
+class UnitQueue:
+    """The run's work units, handed out one at a time in plan order to the task runs of this process that
+    pull them (a plain class: a leaf to Prefect's walk of a task's parameters)."""
+
+    __slots__ = ("units", "_next", "_lock")
+
+    def __init__(self, units: list[WorkUnit]) -> None:
+        self.units, self._next, self._lock = units, 0, threading.Lock()
+
+    def take(self) -> tuple[int, WorkUnit] | None:
+        with self._lock:
+            if self._next >= len(self.units):
+                return None
+            self._next += 1
+            return self._next - 1, self.units[self._next - 1]
+
+
+def run_unit_retrying(unit: WorkUnit, ctx: RunContext, sleep: Callable[[float], None] = time.sleep) -> UnitResult:
+    """``run_unit``, run again after each of ``UNIT_RETRY_DELAYS_S`` while it fails on I/O."""
+    for delay in UNIT_RETRY_DELAYS_S:
+        try:
+            return run_unit(unit, ctx)
+        except Exception as error:  # noqa: BLE001 - anything but I/O is deterministic here: raised at once
+            if not is_io_failure(error):
+                raise
+        sleep(delay)
+    return run_unit(unit, ctx)
+
+
+@task(name="run-units", task_run_name="units-{worker}", cache_policy=NO_CACHE, log_prints=False)
+def run_units_task(worker: int, queue: UnitQueue, ctx: RunContext,
+                   progress: UnitProgress) -> list[tuple[int, UnitResult | Exception]]:
+    """Run the queue's units one after another until none is left, each counted in the progress as it
+    lands; a unit's failure is kept with its place in the plan, not raised, so the other units still run.
+
+    With the thread runner the flow runs ``MAX_WORKERS`` of these instead of a task run per unit: Prefect's
+    bookkeeping (its engine, the state events its server records) is paid per task run, not per unit, while
+    a unit stays the size its memory allows and the units still start in plan order (prefix lanes)."""
+    done: list[tuple[int, UnitResult | Exception]] = []
+    while (taken := queue.take()) is not None:
+        index, unit = taken
+        try:
+            result = run_unit_retrying(unit, ctx)
+        except Exception as error:  # noqa: BLE001 - raised by the flow once every unit has finished
+            done.append((index, error))
+            continue
+        progress.update(result.n_rows, result.n_cache_hits)
+        done.append((index, result))
+    return done
 
 
 @task(name="register-run", retries=3, retry_delay_seconds=[1, 5, 15], retry_condition_fn=retry_on_io,
@@ -210,17 +268,14 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                   if run.criteria else None)
 
     with _few_collections():
-        futures = run_unit_task.map(units, ctx=unmapped(ctx))
         progress = UnitProgress(len(units), sum(unit.n_items for unit in units), counted=kind.words.counted,
                                 doing=kind.words.doing, log=get_run_logger().info, in_flight=in_flight).start()
         watch_progress(progress)  # what a signal's message says landed
-        for future in as_completed(list(futures)):  # progress as units finish, in any order
-            done = future.result(raise_on_failure=False)
-            if isinstance(done, UnitResult):  # a failed unit raises below, after every unit has finished
-                progress.update(done.n_rows, done.n_cache_hits)
+        shares_memory = isinstance(FlowRunContext.get().task_runner, ThreadPoolTaskRunner)
+        collect = (_pulled_units if shares_memory else _task_run_per_unit)(units, ctx, progress)
         progress.finish()
         kind.units_done()  # what the units kept warm in this process (MCP server instances) is released
-        results: list[UnitResult] = futures.result()  # every unit has finished: the first failure raises, as before
+        results: list[UnitResult] = collect()  # every unit has finished: the first failure (in plan order) raises
 
     reached("all-landed")
     cached = cache_use(run.experiment.arms, units, results, kind.unpinned)
@@ -268,6 +323,33 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       registered=published is not None, late_registrations=[done.run_id for done in late],
                       leftovers=leftovers.lines(),
                       trace_target=trace_target, unpinned_cache=unpinned)
+
+
+def _pulled_units(units: list[WorkUnit], ctx: RunContext,
+                  progress: UnitProgress) -> Callable[[], list[UnitResult]]:
+    """Threads of this process: ``MAX_WORKERS`` task runs pull the units in plan order until every one ran."""
+    queue = UnitQueue(units)
+    futures = run_units_task.map(list(range(min(MAX_WORKERS, len(units)))), queue=unmapped(queue),
+                                 ctx=unmapped(ctx), progress=unmapped(progress))
+    outcomes = sorted((pair for pulled in futures.result() for pair in pulled), key=lambda pair: pair[0])
+
+    def collect() -> list[UnitResult]:
+        for _, outcome in outcomes:
+            if not isinstance(outcome, UnitResult):
+                raise outcome
+        return [outcome for _, outcome in outcomes]  # type: ignore[misc]
+    return collect
+
+
+def _task_run_per_unit(units: list[WorkUnit], ctx: RunContext,
+                       progress: UnitProgress) -> Callable[[], list[UnitResult]]:
+    """Other processes (Dask workers) share no queue: a task run per unit, counted as each finishes."""
+    futures = run_unit_task.map(units, ctx=unmapped(ctx))
+    for future in as_completed(list(futures)):  # progress as units finish, in any order
+        done = future.result(raise_on_failure=False)
+        if isinstance(done, UnitResult):  # a failed unit raises in collect, after every unit has finished
+            progress.update(done.n_rows, done.n_cache_hits)
+    return futures.result
 
 
 def _start_finishing_tracing(target: TraceTarget | None) -> None:
