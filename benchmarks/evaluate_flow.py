@@ -1,7 +1,8 @@
 """Per-row cost of the whole evaluate flow (lexical router) on a large synthetic task set.
 
     python benchmarks/evaluate_flow.py [--requests 4200] [--arms 4] [--seeds 3] [--batch-size 500]
-        [--units-per-arm-seed N] [--workdir DIR] [--keep] [--no-breakdown] [--profile] [--cache-off-only]
+        [--units-per-arm-seed N] [--task-run-per-unit] [--workdir DIR] [--keep] [--no-breakdown] [--profile]
+        [--cache-off-only]
 
 Builds a task set in a temporary folder (``benchmarks/synthetic.py``: the support catalogues, prompt and
 weights; ``--requests`` requests derived from support v1 with perturbed, distinct texts; frozen with
@@ -371,6 +372,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=500, help="requests per selection task")
     parser.add_argument("--units-per-arm-seed", type=int, default=None,
                         help="most units an arm x seed is cut into (0: no limit); default: the flow's own")
+    parser.add_argument("--task-run-per-unit", action="store_true",
+                        help="a Prefect task run per work unit, as with a Dask runner (default with threads: "
+                             "flows.evaluate.MAX_WORKERS task runs pull the units)")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--no-breakdown", dest="breakdown", action="store_false")
@@ -406,6 +410,10 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         import tasks.run.work_units as work_units
 
         work_units.UNITS_PER_ARM_SEED = args.units_per_arm_seed or 10**9
+    if args.task_run_per_unit:
+        import flows.evaluate as evaluate_module
+
+        evaluate_module._pulled_units = evaluate_module._task_run_per_unit
     import bm25s  # noqa: F401  (it sets its own logger to DEBUG on import, which Prefect's console prints)
     logging.getLogger("bm25s").setLevel(logging.WARNING)
 
