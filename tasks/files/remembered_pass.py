@@ -13,7 +13,8 @@ renamed input, another environment, another tooleval or another library version 
 Failures are never kept: a broken input is checked, and its problems listed, every time.
 
 Files under the interpreter's prefix (its libraries: their versions are in the key) and the cache folder
-(what it holds is computed from the inputs) are not noted.
+(what it holds is computed from the inputs) are not noted. A check that started a process or opened a
+network connection is not kept: what answered it is not all in files this process read.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class _Reads:
         """Each variable's value (hashed) when the check first read it, unless the check had set it itself."""
         self.written: set[str] = set()
         self.whole_environment = False
+        self.outside = False
+        """The check started a process or opened a connection: what it depends on is not all noted here."""
 
     def read(self, name: str, value: str | None) -> None:
         if name not in self.variables and name not in self.written:
@@ -83,11 +86,18 @@ class _RecordingEnviron(MutableMapping):
         return dict(self)
 
 
+OUTSIDE_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.fork",
+                            "os.forkpty", "pty.spawn", "socket.connect", "socket.getaddrinfo"})
+"""Audit events after which a pass is not kept: another process or a connection answered part of the check."""
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     reads = _recording
     if reads is None:
         return
-    if event == "open":
+    if event in OUTSIDE_EVENTS:
+        reads.outside = True
+    elif event == "open":
         path, mode = args[0], args[1]
         if isinstance(path, (str, bytes, os.PathLike)) and (mode is None or not set(str(mode)) & set("wax+")):
             reads.files.add(os.path.abspath(os.fsdecode(path)))
@@ -199,7 +209,8 @@ def remembered(command: str, arguments: list[Any], check: Callable[[], list[str]
         lines = check()
     finally:
         _recording, os.environ, os.stat = None, real, real_stat  # type: ignore[assignment]
-    _keep(path, lines, reads, before)
+    if not reads.outside:
+        _keep(path, lines, reads, before)
     return lines
 
 

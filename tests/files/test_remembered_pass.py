@@ -5,6 +5,8 @@ read with another value, or a failure runs it again; a failure is never kept."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -108,3 +110,13 @@ def test_a_check_that_reads_the_whole_environment_depends_on_all_of_it(check, mo
     monkeypatch.setenv("ANY_OTHER_VARIABLE", "1")
     remembered("whole", [], whole)
     assert check.runs == 2
+
+
+def test_a_check_that_started_a_process_is_not_kept(check):
+    def asks_another_process() -> list[str]:
+        check.runs += 1
+        done = subprocess.run([sys.executable, "-c", "print('OK')"], capture_output=True, text=True, check=True)
+        return [done.stdout.strip()]
+
+    assert remembered("process", [], asks_another_process) == ["OK"]
+    assert remembered("process", [], asks_another_process) == ["OK"] and check.runs == 2
