@@ -7,8 +7,8 @@ view of ``os.environ``) every file it opened or asked about (exists, is_file: a 
 still be missing), every folder it listed and every environment variable it read. A pass is kept in the
 user's cache folder (tasks/files/cache_folder.py, ``passes``) under the command, its arguments and the
 working folder, with the sha256 of each file read, each folder's listing, each variable (hashed: a key is
-never written down), the source of every tooleval module loaded, the Python version and the installed
-distributions. It answers again only while all of these are unchanged, so an edited, added, removed or
+never written down), the source of every module loaded that is not an installed library's (tooleval's,
+a plug-in's), the Python version and the installed distributions. It answers again only while all of these are unchanged, so an edited, added, removed or
 renamed input, another environment, another tooleval or another library version checks everything again.
 Failures are never kept: a broken input is checked, and its problems listed, every time.
 
@@ -29,9 +29,6 @@ from typing import Any, Callable, Iterator, Mapping
 
 from tasks.files.atomic_write import write_atomic
 from tasks.files.cache_folder import cache_folder
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-"""The checkout (or installed tree) whose modules' sources are part of every pass."""
 
 FORMAT = 1
 _recording: _Reads | None = None
@@ -152,13 +149,15 @@ def _noted(path: str, skipped: tuple[str, ...]) -> bool:
 
 
 def _sources() -> set[str]:
-    """The source file of every module loaded from the checkout (not from the interpreter's prefix)."""
-    root, prefixes = str(ROOT) + os.sep, (sys.prefix + os.sep, sys.base_prefix + os.sep)
+    """The source file of every module loaded that is not an installed library's: tooleval's, a plug-in's, a
+    task set's backend's (an installed distribution's version is in the key instead)."""
+    prefixes = (sys.prefix + os.sep, sys.base_prefix + os.sep)
     files = set()
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if file and file.endswith(".py") and file.startswith(root) and not file.startswith(prefixes):
-            files.add(file)
+        if (file and file.endswith(".py") and not file.startswith(prefixes)
+                and os.sep + "site-packages" + os.sep not in file and os.sep + "dist-packages" + os.sep not in file):
+            files.add(os.path.abspath(file))
     return files
 
 
