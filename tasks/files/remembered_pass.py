@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -33,6 +34,8 @@ from tasks.files.cache_folder import cache_folder
 FORMAT = 1
 _recording: _Reads | None = None
 _hooked = False
+_one_at_a_time = threading.Lock()
+"""One check is recorded at a time in a process (it swaps os.environ and os.stat)."""
 
 
 class _Reads:
@@ -179,9 +182,7 @@ def _fresh(kept: dict[str, Any]) -> bool:
 def remembered(command: str, arguments: list[Any], check: Callable[[], list[str]]) -> list[str]:
     """The lines of ``check()`` (a read-only check of the inputs ``arguments`` name), or the lines of its pass
     kept from an earlier call whose every input is unchanged (the last line then says so); ``arguments`` (as
-    JSON) tell one call's inputs from another's. What ``check``
-    raises is raised, and nothing is kept."""
-    global _recording, _hooked
+    JSON) tell one call's inputs from another's. What ``check`` raises is raised, and nothing is kept."""
     folder = cache_folder("passes")
     path = folder / f"{_key(command, arguments)}.json"
     try:
@@ -190,8 +191,17 @@ def remembered(command: str, arguments: list[Any], check: Callable[[], list[str]
             return [*kept["lines"], "(remembered: every file it read is as it was when it passed)"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
-    if _recording is not None:  # a check inside a check: the outer one notes what this one reads
-        return check()
+    if not _one_at_a_time.acquire(blocking=False):  # a check inside a check, or another thread's: the one
+        return check()  # recording notes what this one reads, and nothing of this one is kept
+    try:
+        return _recorded(path, check)
+    finally:
+        _one_at_a_time.release()
+
+
+def _recorded(path: Path, check: Callable[[], list[str]]) -> list[str]:
+    """``check()`` with what it reads noted, and its pass kept (os.environ and os.stat swapped meanwhile)."""
+    global _recording, _hooked
     if not _hooked:
         sys.addaudithook(_audit)
         _hooked = True

@@ -12,6 +12,7 @@ import pytest
 
 from tasks.files.remembered_pass import remembered
 
+REAL_STAT, REAL_ENVIRON = os.stat, os.environ
 NOTE = "(remembered: every file it read is as it was when it passed)"
 
 
@@ -120,3 +121,17 @@ def test_a_check_that_started_a_process_is_not_kept(check):
 
     assert remembered("process", [], asks_another_process) == ["OK"]
     assert remembered("process", [], asks_another_process) == ["OK"] and check.runs == 2
+
+
+def test_a_check_inside_a_check_is_noted_by_the_outer_one_and_not_kept_itself(check):
+    def outer() -> list[str]:
+        return [*remembered("inner", [], check), "outer"]
+
+    remembered("outer", [], outer)
+    assert check.runs == 1
+    assert remembered("outer", [], outer)[-1] == NOTE and check.runs == 1
+    remembered("inner", [], check)
+    assert check.runs == 2, "the inner check was run, not kept, inside the outer one"
+    (check.folder / "data.txt").write_text("two\n")
+    assert remembered("outer", [], outer)[0] == "OK two" and check.runs == 3
+    assert os.stat is REAL_STAT and os.environ is REAL_ENVIRON, "the recording os.stat and os.environ are gone"
