@@ -12,8 +12,8 @@ import flows.evaluate as evaluate_module
 from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, main, verdict_exit_code
 from flows.evaluate import evaluate
 from schemas.criteria import Verdict
+from tasks import core_records
 from tasks.files.content_hash import sha256_hex
-from tasks.run import work_units
 from tests.factories.criteria import criteria_text, gate
 from tests.factories.taskset import REQUESTS, write_experiment, write_taskset
 
@@ -49,7 +49,7 @@ def test_the_run_registers_its_criteria_before_selecting_and_fails_a_gate(prefec
         return call
 
     monkeypatch.setattr(evaluate_module, "register_criteria", recording("registered", evaluate_module.register_criteria))
-    monkeypatch.setattr(work_units, "write_partition", recording("landed", work_units.write_partition))
+    monkeypatch.setattr(core_records, "write_partition", recording("landed", core_records.write_partition))
     warehouse = tmp_path / "warehouse"
     summary = evaluate(experiment_path=str(experiment), warehouse_dir=str(warehouse))
 
