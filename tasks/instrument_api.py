@@ -27,7 +27,7 @@ from schemas.run_records import ArmRecord, RunRecord
 from schemas.taskset import ProductionWeights
 from tasks.core_records import ArmContext, Loaded, ResolvedArm, ResolvedExperiment, RunContext, UnitResult, WorkUnit
 from tasks.instrument_card import InstrumentCard, InstrumentStore
-from tasks.instrument_registry import package
+from tasks.instrument_registry import package_of
 from tasks.report_types import Report
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class Instrument:
 
 def instrument(name: str) -> Instrument:
     """The ``Instrument`` called ``name`` (tasks/instrument_registry.py), its module imported on first use."""
-    return importlib.import_module(f"{package(name)}.instrument").INSTRUMENT
+    return importlib.import_module(f"{package_of(name)}.instrument").INSTRUMENT
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def names() -> list[str]:
 
 def card(name: str) -> InstrumentCard:
     """The ``InstrumentCard`` of instrument ``name``: its ``card.py`` alone is imported."""
-    return importlib.import_module(f"{package(name)}.card").CARD
+    return importlib.import_module(f"{package_of(name)}.card").CARD
 
 
 def cards() -> dict[str, InstrumentCard]:
@@ -73,7 +73,7 @@ def report_reader(name: str) -> ReportReader:
     return card(name).report_reader()
 
 
-def package(name: str) -> str:
+def package_of(name: str) -> str:
     """The dotted name of instrument ``name``'s package."""
     try:
         return INSTRUMENTS[name]
