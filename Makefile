@@ -148,9 +148,12 @@ demo-git: $(STAMP)
 	exit $$status
 
 # The full suite (what CI runs), after the documentation site builds strict (a broken link, a page missing
-# from the nav or a stale generated page fails it); it ends with the 25 slowest tests and set-ups.
+# from the nav or a stale generated page fails it); it ends with the 25 slowest tests and set-ups. The tests run in
+# TEST_WORKERS processes (pytest-xdist; each takes the next test when it is free); TEST_WORKERS=0 runs them in this
+# one process, in file order.
+TEST_WORKERS ?= 2
 test: $(STAMP) $(PHOENIX_STAMP) $(MCP_SERVERS) docs
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
 # The documentation site (mkdocs-material, mkdocs.yml) into site/ (git-ignored), strict: warnings are errors.
 # The generated pages: python -m flows.cli_doc --write; python -m warehouse.schema_doc --write.
