@@ -145,6 +145,8 @@ class Instrument:
     """Records the run registers besides the run, its arms and its comparisons: table -> records."""
     run_fields: Callable[[PreparedRun], dict[str, Any]] = lambda prepared: {}
     """Fields of the run record that are the instrument's own (e.g. the weights window)."""
+    item_count: Callable[[Any], int] | None = None
+    """How many work items a loaded version has, counted without building them (None: ``len(work_items)``)."""
     units_done: Callable[[], None] = _nothing
     """Called once every unit of the run has finished (in the process that ran them): release what the units
     kept warm across tasks (e.g. MCP server instances)."""
@@ -200,5 +202,5 @@ class PreparedRun:
     def planned_items(self) -> int:
         """Rows the run will land: each arm's work items under every seed."""
         kind = self.instrument
-        return sum(len(kind.work_items(self.versions[arm.version])) for arm in self.experiment.arms) * len(
-            self.experiment.seeds)
+        count = kind.item_count or (lambda version: len(kind.work_items(version)))
+        return sum(count(self.versions[arm.version]) for arm in self.experiment.arms) * len(self.experiment.seeds)
