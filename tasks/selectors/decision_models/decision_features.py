@@ -38,14 +38,13 @@ model learned from (the out-of-domain signal).
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from schemas.catalogue import NONE_LABEL
+from tasks.selectors.decision_models.example_text import text_hash
 
 UNSEEN_TOOL_FEATURES = {"cos_unseen": "cos", "cos_gap_unseen": "cos_gap", "cos_z_unseen": "cos_z",
                         "bm25_rel_unseen": "bm25_rel", "bm25_log_unseen": "bm25_log"}
@@ -68,14 +67,6 @@ where no offered tool is one of the probe's labels, its 'none' is a guess about 
 ``none_knn3`` are kept as computed: wherever the model runs, its own 'none' examples are there to look up,
 and zeroing them too traded answerable requests for irrelevant ones on BFCL live
 (docs/measured/decision-models.md)."""
-
-_SPACES = re.compile(r"\s+")
-
-
-def text_hash(text: str) -> str:
-    """sha256 of the request text, trimmed, lower case, runs of white space as one space."""
-    return hashlib.sha256(_SPACES.sub(" ", text.strip().lower()).encode()).hexdigest()
-
 
 @dataclass(frozen=True)
 class Examples:

@@ -39,26 +39,20 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from schemas.catalogue import NONE_LABEL
 from schemas.decision_model import DecisionModelFile
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.decision_models.conditional_logit import softmax, top_label, utilities
-from tasks.selectors.decision_models.decision_features import (
-    Examples,
-    ProbeScores,
-    feature_arrays_with_nearest,
-    model_columns,
-    text_hash,
-)
-from tasks.selectors.decision_models.embedding_probe import Probe
-from tasks.selectors.decision_models.product_experts import expert_cosines, product_utilities
+from tasks.selectors.decision_models.example_text import text_hash
 from tasks.selectors.routers.router_setup import DEFAULT_MODELS, parse_margin, parse_threshold
-from tasks.selectors.decision_models.base_scores import embed_texts, router_scores
+
+if TYPE_CHECKING:  # the numerical stack is imported by the selector's methods: checking a run reads no numpy
+    import numpy as np
+
+    from tasks.selectors.decision_models.decision_features import Examples, ProbeScores
+    from tasks.selectors.decision_models.embedding_probe import Probe
 
 DEFAULT_MODEL_ID = DEFAULT_MODELS["trained"]
 LEAKED = "the decision model learned from this request (trained with one fold: no model that did not see it)"
@@ -115,6 +109,8 @@ class TrainedSelector:
         self._examples: Examples | None = None
         self._probes: dict[int | None, Probe | None] = {}
         self.fold_by_text = dict(zip(m.example_text_hashes, m.example_folds))
+        from tasks.selectors.decision_models.decision_features import model_columns
+
         self.columns = model_columns(m.tool_features, m.none_features)
         """The file's features among the computed ones (a file written before a feature was added has fewer)."""
 
@@ -122,6 +118,11 @@ class TrainedSelector:
     def examples(self) -> Examples:
         """The labelled examples with their embeddings (encoded on first use, once per process)."""
         if self._examples is None:
+            import numpy as np
+
+            from tasks.selectors.decision_models.base_scores import embed_texts
+            from tasks.selectors.decision_models.decision_features import Examples
+
             m = self.model
             self._examples = Examples(embed_texts(m.example_texts, m.embedding_model),
                                       np.asarray(m.example_labels, dtype=object),
@@ -131,6 +132,9 @@ class TrainedSelector:
     def probe_scores(self, which: int | None, query: np.ndarray) -> ProbeScores | None:
         """The probe features' input from the probe of the full model (None) or of fold model ``which`` (decoded
         once); None when the model has none (a file written before probes: the features are 0)."""
+        from tasks.selectors.decision_models.decision_features import ProbeScores
+        from tasks.selectors.decision_models.embedding_probe import Probe
+
         if which not in self._probes:
             weights = self.model.full_model if which is None else self.model.fold_models[which]
             self._probes[which] = None if weights.probe is None else Probe.decoded(**weights.probe.model_dump())
@@ -160,6 +164,13 @@ class TrainedSelector:
                ) -> list[tuple[np.ndarray, np.ndarray, float | None, float] | None]:
         """(probabilities over tools + 'none', calibrated tool utilities, nearest example's cosine or None, the
         calibrated 'none' utility as learned, before any cut-off) per input; None when refused/empty."""
+        import numpy as np
+
+        from tasks.selectors.decision_models.base_scores import router_scores
+        from tasks.selectors.decision_models.conditional_logit import softmax, top_label, utilities
+        from tasks.selectors.decision_models.decision_features import feature_arrays_with_nearest
+        from tasks.selectors.decision_models.product_experts import expert_cosines, product_utilities
+
         inputs = list(batch)
         scores, query = router_scores(inputs, self.model.embedding_model)
         hashes = [text_hash(item.text) for item in inputs]
@@ -204,6 +215,8 @@ class TrainedSelector:
         """One Selection per input, in order; latency is the batch's wall time split evenly."""
         if not batch:
             return []
+        import numpy as np
+
         started = time.perf_counter()
         scored = self._score(batch)
         latency = (time.perf_counter() - started) * 1000.0 / len(batch)
