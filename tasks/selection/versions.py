@@ -29,13 +29,12 @@ def refuse_unscored_labels(experiment: ResolvedExperiment, versions: dict[str, T
     spelled as the catalogue offers it: ``effective_label``) would expect 'none' of every request: its
     accuracy would measure a relabelling, not the arm. Refused here, naming the arm and the catalogue (a
     catalogue that offers the tools under other names without saying so, ``offered_as``, is the usual cause)."""
-    import polars as pl
-
     labels: dict[str, list[str]] = {}
     for version, loaded in versions.items():
-        shared = loaded.table.filter(pl.col("tools").is_null())
-        named = pl.concat([shared.get_column("expected"), shared.get_column("fallback").drop_nulls()])
-        labels[version] = sorted(set(named.to_list()) - {NONE_LABEL})
+        shared = [(expected, fallback) for tools, expected, fallback
+                  in zip(loaded.column("tools"), loaded.column("expected"), loaded.column("fallback")) if tools is None]
+        named = {expected for expected, _ in shared} | {fallback for _, fallback in shared if fallback is not None}
+        labels[version] = sorted(named - {NONE_LABEL})
     problems: list[Problem] = []
     for arm in experiment.arms:
         named = labels.get(arm.version) or []
@@ -90,7 +89,7 @@ def refuse_leakage(experiment: ResolvedExperiment, versions: dict[str, TaskSetVe
         # the task set as `tooleval train` names it (its folder) and the version's content hash: ids match
         # only inside the same task set
         leaked = leaked_requests(model, experiment.taskset_dir.resolve().name, version.manifest.content_hash,
-                                 version.table.get_column("id").to_list(), version.table.get_column("text").to_list())
+                                 version.column("id"), version.column("text"))
         if leaked:
             shown = ", ".join(leaked[:5]) + (f" and {len(leaked) - 5} more" if len(leaked) > 5 else "")
             problems.append(Problem(

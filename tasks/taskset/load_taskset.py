@@ -11,7 +11,8 @@ Layout of ``tasksets/<name>/``::
     experiments/*.yaml                 experiment files
 
 Every parse problem is an ``InputError`` naming the file, the line and the rule. The request table (polars,
-``request_table.py``) is imported when a version's requests are read: a remembered ``tooleval validate``
+``request_table.py``) is built when a loaded version's ``table`` is first read; ``TaskSetVersion.column``
+reads a column of a version of one chunk or less without it, and a remembered label check
 (tasks/taskset/check_cache.py) reads only the manifest and hashes the files.
 """
 
@@ -35,6 +36,8 @@ from tasks.files.json_lines import bom_problem
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from tasks.taskset.request_table import RequestRows
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -84,9 +87,14 @@ def read_jsonl_models(path: Path, model: type[M]) -> list[M]:
 def read_request_table(path: Path) -> pl.DataFrame:
     """A version's requests file as a request table (``request_table.py``): every line validated with
     ``LabelledRequest`` (bad lines reported with their numbers), only its columns kept."""
-    from tasks.taskset.request_table import numbered_request_table
+    return read_request_rows(path).frame
 
-    return numbered_request_table(iter_jsonl_models(Path(path), LabelledRequest))
+
+def read_request_rows(path: Path) -> RequestRows:
+    """``read_request_table``'s rows, the table built when first read (``RequestRows``)."""
+    from tasks.taskset.request_table import numbered_request_rows
+
+    return numbered_request_rows(iter_jsonl_models(Path(path), LabelledRequest))
 
 
 def load_catalogue(taskset_dir: Path, name: str, parameters_passed: bool = False) -> Catalogue:
@@ -164,6 +172,14 @@ class TaskSetVersion:
 
         return as_request_table(self.requests)
 
+    def column(self, name: str) -> list:
+        """One column of ``table`` as a list, without building the table when the version holds its rows."""
+        from tasks.taskset.request_table import RequestRows
+
+        if isinstance(self.requests, RequestRows):
+            return self.requests.column(name)
+        return self.table.get_column(name).to_list()
+
 
 def read_manifest(path: Path, model: type[M], version_file: Path) -> M:
     """A version's manifest; a missing one is a version not frozen yet, and the error says how to freeze it."""
@@ -183,11 +199,9 @@ def load_manifest(taskset_dir: Path, version: str) -> VersionManifest:
 def load_version(taskset_dir: Path, version: str, manifest: VersionManifest | None = None) -> TaskSetVersion:
     """Read a version's files; schema problems raise here, label rules are checked by ``label_checks``.
     ``manifest``: the one to check the files against instead of the version's file (one about to be frozen)."""
-    from tasks.taskset.request_table import RequestRows
-
     paths = version_paths(taskset_dir, version)
     manifest = manifest if manifest is not None else load_manifest(taskset_dir, version)
-    requests = read_request_table(paths["requests"])
+    requests = read_request_rows(paths["requests"])
     adjudications = (
         read_jsonl_models(paths["adjudications"], Adjudication) if paths["adjudications"].is_file() else []
     )
@@ -195,7 +209,7 @@ def load_version(taskset_dir: Path, version: str, manifest: VersionManifest | No
         taskset=manifest.taskset,
         version=version,
         directory=taskset_dir,
-        requests=RequestRows(requests),
+        requests=requests,
         adjudications=tuple(adjudications),
         manifest=manifest,
         actual_hash=content_hash(taskset_dir, version),

@@ -17,7 +17,9 @@ Columns (``request_schema()``):
 
 ``RequestRows`` is a read-only sequence over the table that builds a ``LabelledRequest`` on demand, so
 code written for a tuple of requests keeps working. polars is imported when a table is built or read,
-not with this module: a run's work units name ``parse_messages`` without loading a frame library.
+not with this module: a run's work units name ``parse_messages`` without loading a frame library, and a
+version of one chunk or less keeps its rows until its table is first read (``RequestRows.column`` reads them
+as they are, so a check that needs a column or two loads no frame library either).
 """
 
 from __future__ import annotations
@@ -102,13 +104,19 @@ class _Chunks:
         return pl.concat(self.frames, rechunk=False) if len(self.frames) > 1 else self.frames[0]
 
 
-def numbered_request_table(numbered: Iterable[tuple[int, LabelledRequest]]) -> pl.DataFrame:
-    """(line, request) pairs as a request table. Each request becomes a row as it comes, so a generator of
-    validated lines (``load_taskset.read_request_table``) never has more than one chunk of them alive."""
+def numbered_request_rows(numbered: Iterable[tuple[int, LabelledRequest]]) -> RequestRows:
+    """(line, request) pairs as the rows of a request table. Each request becomes a row as it comes, so a
+    generator of validated lines (``load_taskset.read_request_table``) never has more than one chunk of them
+    alive; requests that fill one chunk or less stay rows until the table is first read (``RequestRows.frame``)."""
     chunks = _Chunks()
     for line, request in numbered:
         chunks.add(_row(request, line))
-    return chunks.frame()
+    return RequestRows(chunks.frame()) if chunks.frames else RequestRows(rows=chunks.pending)
+
+
+def numbered_request_table(numbered: Iterable[tuple[int, LabelledRequest]]) -> pl.DataFrame:
+    """(line, request) pairs as a request table (``numbered_request_rows``)."""
+    return numbered_request_rows(numbered).frame
 
 
 def request_table(requests: Iterable[LabelledRequest]) -> pl.DataFrame:
@@ -147,14 +155,33 @@ class RequestRows(Sequence[LabelledRequest]):
     For code that reads requests one by one (labelling queue, resampling, weekly report); the run path
     reads the table's columns instead (``frame``)."""
 
-    __slots__ = ("frame",)
+    __slots__ = ("_frame", "_rows")
     _ITER_CHUNK = 4096
 
-    def __init__(self, frame: pl.DataFrame) -> None:
-        self.frame = frame
+    def __init__(self, frame: pl.DataFrame | None = None, *, rows: list[tuple] | None = None) -> None:
+        """Over ``frame``, or over ``rows`` (tuples in ``COLUMNS``' order) made into one frame when first read."""
+        if (frame is None) == (rows is None):
+            raise ValueError("RequestRows needs a frame or rows, not both")
+        self._frame = frame
+        self._rows = rows
+
+    @property
+    def frame(self) -> pl.DataFrame:
+        """The request table (built from the rows on first read, which are then dropped)."""
+        if self._frame is None:
+            self._frame = _frame(self._rows or [])
+            self._rows = None
+        return self._frame
+
+    def column(self, name: str) -> list[Any]:
+        """One column's values in row order, read from the rows while no frame is built (no polars)."""
+        if self._rows is not None:
+            index = COLUMNS.index(name)
+            return [row[index] for row in self._rows]
+        return self.frame.get_column(name).to_list()
 
     def __len__(self) -> int:
-        return self.frame.height
+        return len(self._rows) if self._rows is not None else self.frame.height
 
     @overload
     def __getitem__(self, index: int) -> LabelledRequest: ...

@@ -5,6 +5,12 @@ Expectations and no Prefect; each is imported by the function that uses it. A mo
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
+from tests.factories import ROOT
 from tests.stats.test_stats_imports import loaded_after_import
 
 VALIDATE = ["flows.api", "flows.cli", "tasks.run.validate_experiment", "tasks.taskset.validate_version",
@@ -18,3 +24,21 @@ HEAVY = {"polars", "duckdb", "pyarrow", "numpy", "jsonschema", "great_expectatio
 
 def test_the_validate_commands_modules_import_no_heavy_library():
     assert HEAVY & loaded_after_import(VALIDATE) == set()
+
+
+def test_an_experiments_check_reads_its_task_set_without_polars_or_numpy_once_its_labels_passed(tmp_path):
+    """A check of an experiment with a trained arm, whose version's label checks passed before: the labels,
+    ids and texts its checks read come from the requests as read, with no frame built and no model loaded."""
+    ladder = ROOT / "tasksets" / "support" / "experiments" / "ladder.yaml"
+    code = ("import sys, json\nfrom pathlib import Path\n"
+            "from tasks.run.validate_experiment import checked_experiment_lines\n"
+            f"lines = checked_experiment_lines(Path({str(ladder)!r}))\n"
+            "print(json.dumps([lines, sorted(sys.modules)]))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOOLEVAL_CACHE_DIR": str(tmp_path)}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                      cwd=ROOT, check=True).stdout) for _ in range(2)]
+    (first, _), (again, loaded) = runs
+    assert "    (remembered: this content passed before)" in again and first == [
+        line for line in again if line != "    (remembered: this content passed before)"]
+    assert "4 arm(s) x 3 seed(s): 6,480 rows planned" in "\n".join(again)
+    assert {"polars", "numpy"} & set(loaded) == set()

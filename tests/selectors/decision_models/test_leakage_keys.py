@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-import polars as pl
 import pytest
 
 from schemas.decision_model import DecisionModelFile
@@ -62,8 +61,8 @@ def experiment_with(tmp_path: Path, taskset: str) -> SimpleNamespace:
 
 
 def version_of(rows: dict[str, str], content_hash: str) -> SimpleNamespace:
-    return SimpleNamespace(table=pl.DataFrame({"id": list(rows), "text": list(rows.values())}),
-                           manifest=SimpleNamespace(content_hash=content_hash))
+    columns = {"id": list(rows), "text": list(rows.values())}
+    return SimpleNamespace(column=columns.__getitem__, manifest=SimpleNamespace(content_hash=content_hash))
 
 
 def test_a_run_on_another_task_set_with_the_same_ids_is_not_refused(tmp_path):
