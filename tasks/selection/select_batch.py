@@ -84,12 +84,15 @@ def _prefix_lane(selector: object, unit: WorkUnit, ctx: RunContext) -> ContextMa
     return lane_for((caller.kind, caller.endpoint)).hold((unit.arm.rung, unit.seed))
 
 
-def _keep(cache: ResultCache, key: str, answer: Selection, unit: WorkUnit,
-          stages: ResultCache | None = None) -> None:
+def _keep(ctx: RunContext, key: str, answer: Selection, unit: WorkUnit, judged: bool) -> None:
     """One answer, as it completes: cached at once (its chat stage, if one was kept, dropped), and counted
-    for the progress line."""
-    if cache.put_many([(key, answer)]) and stages is not None:
-        stages.discard_many([key])
+    for the progress line. Called in the endpoint's thread that received it: connections of its own, as
+    ``_keep_stage`` (SQLite connections stay in their thread)."""
+    with ResultCache(ctx.cache_path, SELECTIONS) as cache:
+        kept = cache.put_many([(key, answer)])
+    if kept and judged:
+        with ResultCache(ctx.cache_path, UNJUDGED) as stages:
+            stages.discard_many([key])
     item_finished(unit.label)
 
 
@@ -132,7 +135,7 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
             with RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger, \
                     _chat_stages(selector, ctx, keys) as (stages, earlier), \
                     batch_scope(BatchScope(
-                        ledger, lambda i, answer: _keep(cache, keys[i], answer, unit, stages),
+                        ledger, lambda i, answer: _keep(ctx, keys[i], answer, unit, stages is not None),
                         on_chat_stage=(lambda i, stage: _keep_stage(ctx, keys[i], stage)) if stages is not None else None,
                         chat_stages=earlier)), \
                     _prefix_lane(selector, unit, ctx):

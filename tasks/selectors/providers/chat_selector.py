@@ -267,21 +267,25 @@ class ChatSelector:
             routed = list(self.router.route_batch(batch))
         answers: list[Selection | None] = [None] * len(batch)
         pool = self.caller.gate.workers  # the endpoint's threads, shared with the process's other batches
-        futures = {pool.submit(self._safe_one, item, scope.ledger, routed[i], scope.chat_stages.get(i),
-                               _stage_keeper(scope, i)): i
-                   for i, item in enumerate(batch)}
+        futures = {pool.submit(self._answered, i, item, scope, routed[i]): i for i, item in enumerate(batch)}
         try:
             for future in as_completed(futures):
-                index = futures[future]
-                answers[index] = future.result()
-                if scope.on_answer is not None:
-                    scope.on_answer(index, answers[index])
+                answers[futures[future]] = future.result()  # a failure to keep an answer raises here
         finally:
             for future in futures:
                 future.cancel()  # an interrupted batch leaves nothing queued behind it
             if own_ledger is not None:
                 own_ledger.close()
         return [a for a in answers if a is not None]
+
+    def _answered(self, index: int, item: SelectionInput, scope: BatchScope, routed: RouterResult | None) -> Selection:
+        """One input's answer, handed to the scope's ``on_answer`` by the endpoint's thread that received it:
+        kept the moment it arrives, however far the batch's own thread lags (a kill then repeats only the
+        calls in flight, at most the endpoint's concurrency)."""
+        answer = self._safe_one(item, scope.ledger, routed, scope.chat_stages.get(index), _stage_keeper(scope, index))
+        if scope.on_answer is not None:
+            scope.on_answer(index, answer)
+        return answer
 
     def _safe_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None,
                   stage: Unjudged | None = None, on_stage: Callable[[Unjudged], None] | None = None) -> Selection:
