@@ -64,15 +64,16 @@ def retry_on_io(task: Any, task_run: Any, state: Any) -> bool:
     return False
 
 
-@task(name="run-unit", retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=retry_on_io,
-      task_run_name="{unit.label}", cache_policy=NO_CACHE, log_prints=False)
+UNIT_RETRY_DELAYS_S = (2.0, 10.0)
+"""A unit that failed on I/O runs again after each of these delays (``run_unit_task``'s retries, and
+``run_unit_retrying``'s for the units pulled by a task run)."""
+
+
+@task(name="run-unit", retries=len(UNIT_RETRY_DELAYS_S), retry_delay_seconds=list(UNIT_RETRY_DELAYS_S),
+      retry_condition_fn=retry_on_io, task_run_name="{unit.label}", cache_policy=NO_CACHE, log_prints=False)
 def run_unit_task(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     """Run one work unit (its instrument's per-item cache inside) and land its rows as Parquet."""
     return run_unit(unit, ctx)
-
-
-UNIT_RETRY_DELAYS_S = (2.0, 10.0)
-"""A unit that failed on I/O runs again after each of these delays (``run_unit_task``'s retries)."""
 
 
 class UnitQueue:
