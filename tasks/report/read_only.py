@@ -9,14 +9,13 @@ commands answer "no run is registered yet" instead of failing to bind a view.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import duckdb
 
 from tasks.files.input_errors import InputError
 from warehouse.connect import connect
-from warehouse.views import create_macros, stamp_found, view_files
+from warehouse.views import create_macros, stamp_found, views_in_order
 
 
 def require_warehouse(db_path: Path, first: str = "tooleval run EXPERIMENT_FILE") -> None:
@@ -51,18 +50,5 @@ def _create_missing_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 def _create_temp_views(con: duckdb.DuckDBPyConnection) -> None:
     create_macros(con, temporary=True)
-    files = view_files()
-    texts = {name: path.read_text() for name, path in files.items()}
-    done: set[str] = set()
-
-    def create(name: str) -> None:
-        if name in done:
-            return
-        done.add(name)
-        for other in texts:
-            if other != name and re.search(rf"\b{re.escape(other)}\b", texts[name]):
-                create(other)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS\n{texts[name]}")
-
-    for name in sorted(texts):
-        create(name)
+    for name, text in views_in_order():
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS\n{text}")
