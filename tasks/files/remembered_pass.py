@@ -19,7 +19,6 @@ network connection is not kept: what answered it is not all in files this proces
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -30,6 +29,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from tasks.files.atomic_write import write_atomic
 from tasks.files.cache_folder import cache_folder
+from tasks.files.content_hash import file_sha256, sha256_hex
 
 FORMAT = 1
 _recording: _Reads | None = None
@@ -53,7 +53,7 @@ class _Reads:
 
     def read(self, name: str, value: str | None) -> None:
         if name not in self.variables and name not in self.written:
-            self.variables[name] = None if value is None else _sha256(value.encode())
+            self.variables[name] = None if value is None else sha256_hex(value)
 
 
 class _RecordingEnviron(MutableMapping):
@@ -107,21 +107,16 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
             reads.folders.add(os.path.abspath(os.fsdecode(path)))
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _file_hash(path: str) -> str | None:
     try:
-        with open(path, "rb") as handle:
-            return _sha256(handle.read())
+        return file_sha256(Path(path))
     except OSError:
         return None
 
 
 def _listing_hash(path: str) -> str | None:
     try:
-        return _sha256("\n".join(sorted(os.listdir(path))).encode())
+        return sha256_hex("\n".join(sorted(os.listdir(path))))
     except OSError:
         return None
 
@@ -135,7 +130,7 @@ def _installed() -> str:
                 names += sorted(name for name in os.listdir(folder) if name.endswith((".dist-info", ".egg-info")))
             except OSError:
                 continue
-    return _sha256("\n".join(names).encode())
+    return sha256_hex("\n".join(names))
 
 
 def _environment(names: list[str] | None, environment: Mapping[str, str] | None = None) -> dict[str, str | None]:
@@ -143,8 +138,8 @@ def _environment(names: list[str] | None, environment: Mapping[str, str] | None 
     environment as one entry."""
     environment = os.environ if environment is None else environment
     if names is None:
-        return {"*": _sha256(json.dumps(sorted(environment.items())).encode())}
-    return {name: None if (value := environment.get(name)) is None else _sha256(value.encode()) for name in names}
+        return {"*": sha256_hex(json.dumps(sorted(environment.items())))}
+    return {name: None if (value := environment.get(name)) is None else sha256_hex(value) for name in names}
 
 
 def _noted(path: str, skipped: tuple[str, ...]) -> bool:
@@ -165,7 +160,7 @@ def _sources() -> set[str]:
 
 
 def _key(command: str, arguments: list[Any]) -> str:
-    return _sha256(json.dumps([FORMAT, command, arguments, os.getcwd()]).encode())
+    return sha256_hex(json.dumps([FORMAT, command, arguments, os.getcwd()]))
 
 
 def _fresh(kept: dict[str, Any]) -> bool:
