@@ -37,6 +37,7 @@ from tasks.importers.label_conflicts import REASON as LABEL_CONFLICT
 from tasks.importers.label_conflicts import drop_label_conflicts
 from tasks.importers.taskset_writer import (
     ImportSummary,
+    data_name,
     file_digest,
     offline_experiments,
     refuse_frozen,
@@ -311,6 +312,27 @@ def _read_source(source: BfclSource, problems: list[Problem], dropped_keywords: 
     return requests
 
 
+def _is_bfcl_file(path: Path) -> bool:
+    return re.match(r"BFCL_v\d+_", Path(path).name) is not None
+
+
+def experiment_name(sources: Sequence[BfclSource]) -> str:
+    """The imported experiments' name, after the data given: its slices, prefixed 'bfcl' only when every
+    questions file is one of BFCL's own (``BFCL_v4_<category>.json``); the importer reads BFCL's format,
+    whoever wrote the data."""
+    prefix = ("bfcl",) if all(_is_bfcl_file(source.questions) for source in sources) else ()
+    return data_name(*prefix, *(source.slice for source in sources), "offline")
+
+
+def experiment_description(sources: Sequence[BfclSource]) -> str:
+    """What the imported experiments read: each slice with its questions file."""
+    slices = ", ".join(f"{source.slice} ({source.questions.name}"
+                       + (", every label 'none')" if source.answers is None else ")") for source in sources)
+    origin = "BFCL v4" if all(_is_bfcl_file(source.questions) for source in sources) else "BFCL v4 format"
+    return (f"{slices}, imported as {origin} JSON Lines, read by the offline selectors, each request "
+            "offering its own functions.")
+
+
 def import_bfcl(questions: Path, answers: Path | None, out: Path, *, label_none: bool = False) -> ImportSummary:
     """Import one BFCL v4 category file as a new task-set folder ``out``; its slice is the category named
     in the file name ('multiple', 'live_multiple', ...). See ``import_bfcl_slices``."""
@@ -383,12 +405,8 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
             described += ": no answers file, --label-none given: every expected label is 'none'"
         lines.append(f"slice '{source.slice}': {count} requests from {described}.")
     notes = "\n".join([*lines, *conflicts, *notices])
-    label = "-".join(name.replace("_", "-") for name in names)
-    experiments = offline_experiments(
-        f"bfcl-{label}-offline",
-        f"BFCL v4 ({', '.join(names)}) read by the offline selectors, each request offering its own functions.",
-        PER_REQUEST_CATALOGUE,
-    )
+    experiments = offline_experiments(experiment_name(sources), experiment_description(sources),
+                                      PER_REQUEST_CATALOGUE)
     manifest = write_taskset(out, requests, slices=names, notes=notes, experiments=experiments)
     return ImportSummary(
         source="bfcl",

@@ -36,6 +36,7 @@ from schemas.catalogue import CatalogueFile, ToolSpec
 from schemas.taskset import LabelledRequest, Message
 from tasks.importers.taskset_writer import (
     ImportSummary,
+    data_name,
     file_digest,
     offline_experiments,
     refuse_frozen,
@@ -204,8 +205,9 @@ def import_metatool(plugin_des: Path, queries_csv: Path, out: Path) -> ImportSum
         *notices,
     ])
     experiments = offline_experiments(
-        "metatool-offline",
-        f"MetaTool ToolE single-tool queries over the shared {len(known)}-plugin catalogue, read by both offline selectors.",
+        data_name(queries_csv.stem, "offline"),
+        f"The Query,Tool rows of {queries_csv.name} over the {len(known)}-tool catalogue of {plugin_des.name} "
+        "(imported as MetaTool's ToolE format), read by the offline selectors.",
         CATALOGUE,
     )
     manifest = write_taskset(out, requests, slices=[SLICE], notes=notes, experiments=experiments, catalogues=(catalogue,))

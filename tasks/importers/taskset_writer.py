@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +118,12 @@ OFFLINE_EXPERIMENT = "offline.yaml"
 TRAINED_EXPERIMENT = "offline-trained.yaml"
 """The same experiment plus the ``trained`` arm: it runs once ``tooleval train`` has written ``MODEL_FILE``
 (before, ``tooleval run`` refuses it with ``[router-files]``, naming the command)."""
+
+
+def data_name(*stems: str) -> str:
+    """An experiment name made of the data it reads: ``('BFCL_v4_live_multiple',)`` -> ``bfcl-v4-live-multiple``;
+    lower case, runs of other characters as one '-'."""
+    return "-".join(filter(None, (re.sub(r"[^a-z0-9]+", "-", stem.lower()).strip("-") for stem in stems))) or "data"
 
 
 def offline_experiment_yaml(name: str, description: str, catalogue: str, *, trained: bool = False) -> str:

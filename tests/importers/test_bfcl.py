@@ -361,3 +361,34 @@ def test_a_merged_import_with_a_conflicting_text_passes_the_label_checks(tmp_pat
 
     out, _ = conflicting_merge(tmp_path, capsys)
     assert main(["validate", str(out / "v1.jsonl")]) == 0, capsys.readouterr().err
+
+
+def _experiment(out: Path, file_name: str = "offline.yaml") -> dict:
+    return yaml.safe_load((out / "experiments" / file_name).read_text())
+
+
+def test_experiments_are_named_and_described_after_the_files_given(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    other = Path(shutil.copy(QUESTIONS, src / "toolbench_g1.json"))  # BFCL's format, another set's data
+    answers = Path(shutil.copy(ANSWERS, src / "toolbench_g1_answers.json"))
+    import_bfcl(other, answers, tmp_path / "other")
+    for file_name in ("offline.yaml", "offline-trained.yaml"):
+        experiment = _experiment(tmp_path / "other", file_name)
+        assert "bfcl" not in experiment["name"].lower() and "toolbench-g1" in experiment["name"]
+        assert "toolbench_g1.json" in experiment["description"]
+        assert not experiment["description"].startswith("BFCL")
+
+    import_bfcl(QUESTIONS, ANSWERS, tmp_path / "bfcl")
+    experiment = _experiment(tmp_path / "bfcl")
+    assert experiment["name"] == "bfcl-multiple-offline"  # BFCL's own file: BFCL's name and category
+    assert QUESTIONS.name in experiment["description"]
+
+
+def test_a_label_none_slice_is_described_as_such(tmp_path):
+    sources = [BfclSource(slice="multiple", questions=QUESTIONS, answers=ANSWERS),
+               BfclSource(slice="irrelevant", questions=IRRELEVANCE, answers=None, label_none=True)]
+    import_bfcl_slices(sources, tmp_path / "out")
+    description = _experiment(tmp_path / "out")["description"]
+    assert f"irrelevant ({IRRELEVANCE.name}, every label 'none')" in description
+    assert f"multiple ({QUESTIONS.name})" in description

@@ -133,3 +133,17 @@ def test_a_tool_named_none_is_refused(tmp_path):
     with pytest.raises(InputError) as caught:
         import_metatool(plugins, QUERIES, tmp_path / "out")
     assert caught.value.problems[0].where == "tool 'none'"
+
+
+def test_experiments_are_named_and_described_after_the_files_given(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    queries = src / "support_requests.csv"
+    queries.write_bytes(QUERIES.read_bytes())
+    out = tmp_path / "out"
+    import_metatool(PLUGINS, queries, out)
+    for file_name in ("offline.yaml", "offline-trained.yaml"):
+        experiment = yaml.safe_load((out / "experiments" / file_name).read_text())
+        assert "support-requests" in experiment["name"] and "metatool" not in experiment["name"].lower()
+        assert "support_requests.csv" in experiment["description"] and PLUGINS.name in experiment["description"]
+        assert "4-tool" in experiment["description"]
