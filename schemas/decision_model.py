@@ -138,3 +138,7 @@ class DecisionModelFile(BaseModel):
         default=None, description="A local encoder's files hashed when the model was trained (names, sizes, "
         "small files whole, sampled blocks of the weights): a run refuses the model once the directory holds "
         "other weights. None for the packaged MiniLM (pinned by its package).")
+    context_turns: int = Field(
+        default=0, ge=0, description="Turns of the conversation read before its last user turn (the routers' "
+        "`context_turns`): the model learned from that text and scores with it. 0 (the last user turn alone) "
+        "in files written before it was recorded.")
