@@ -177,6 +177,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     trained = api.train(args.version_path, args.out, args.catalogue, args.folds, args.unseen_weight, args.encoder,
                         args.fine_tune, args.fine_tune_epochs, fine_tune_seed=args.fine_tune_seed,
+                        context_turns=args.context_turns,
                         progress=lambda line: print(line, file=sys.stderr, flush=True))
     print("\n".join(trained.lines()))
     return EXIT_OK
@@ -428,12 +429,14 @@ def build_parser() -> argparse.ArgumentParser:
     planner.set_defaults(func=cmd_plan)
 
     fit = commands.add_parser(
-        "fit", help="fit an arm's 'none' cut-off on half the labelled requests, confirm it on the other half",
-        description="Fit the 'none' cut-off of an arm's offline router (lexical, embedding or trained; or the router "
-        "of a routed arm) on one half of its task-set version (a sha256 hash split of the request ids), confirm "
-        "it on the other half and write it as a file the experiment names with `abstain_cutoff: FILE`. For a "
-        "trained model that learned 'none' the cut-off is a margin over that learned 'none' (0: the model as "
-        "trained).")
+        "fit", help="fit an arm's 'none' cut-off and temperature on half the labelled requests, confirm them "
+        "on the other half",
+        description="Fit the 'none' cut-off and the softmax temperature of an arm's offline router (lexical, "
+        "embedding or trained; or the router of a routed arm) on one half of its task-set version (a sha256 hash "
+        "split of the request ids), confirm both on the other half (accuracy; ECE with the router's own "
+        "temperature and the fitted one, beside the ECE a calibrated router would show) and write them as a file "
+        "the experiment names with `abstain_cutoff: FILE`: the run uses both. For a trained model that learned "
+        "'none' the cut-off is a margin over that learned 'none' (0: the model as trained).")
     fit.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE",
                      help="e.g. tasksets/support/experiments/routers.yaml")
     fit.add_argument("--arm", required=True, metavar="NAME", help="the arm whose router is fitted")
@@ -471,6 +474,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--fine-tune-seed", type=int, default=0, metavar="S",
                        help="which draw of the fine-tuning (default 0): another S tunes other encoders on the same "
                        "requests, to see how much one draw moves the figures")
+    train.add_argument("--context-turns", type=int, default=0, metavar="N",
+                       help="turns of each conversation read before its last user turn (default 0: the last user "
+                       "turn alone); recorded in the model file, which scores with the same")
     train.set_defaults(func=cmd_train)
 
     validate = commands.add_parser("validate", help="run the label checks on a task-set version, or every check "

@@ -1,8 +1,9 @@
-"""A fitted 'none' cut-off (``tooleval fit``): the score below which a router abstains, fitted on one half of
-a task-set version's labelled requests and confirmed on the other. For a trained decision model that learned
-'none' the score is its best tool's margin over the learned 'none' (``scale: margin``), for any other router the
-best tool's own score (``scale: score``). An experiment uses it with the arm option
-``abstain_cutoff: <file>`` (or ``router_options: {abstain_cutoff: <file>}`` for a routed arm's router)."""
+"""A fitted 'none' cut-off (``tooleval fit``): the score below which a router abstains, and the softmax
+temperature of its confidence, fitted on one half of a task-set version's labelled requests and confirmed on
+the other. For a trained decision model that learned 'none' the score is its best tool's margin over the
+learned 'none' (``scale: margin``), for any other router the best tool's own score (``scale: score``). An
+experiment uses it with the arm option ``abstain_cutoff: <file>`` (or ``router_options: {abstain_cutoff:
+<file>}`` for a routed arm's router)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,24 @@ class HalfAccuracy(BaseModel):
     ci_high: float = Field(description="95% Wilson interval of the accuracy with the cut-off: high end.")
 
 
+class TemperatureFit(BaseModel):
+    """The softmax temperature fitted beside the cut-off, and the ECE of the confidence in the pick on each
+    half, with the router's own temperature (before) and the fitted one (after)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    before: float = Field(description="The router's own temperature (its `temperature` option, or its default).")
+    fitted: bool = Field(description="False when the fit half had too few requests: the temperature is the "
+                         "router's own.")
+    fit_ece_before: float = Field(description="ECE on the fit half with the router's own temperature.")
+    fit_ece_after: float = Field(description="ECE on the fit half with the fitted temperature.")
+    confirm_ece_before: float = Field(description="ECE on the confirm half with the router's own temperature.")
+    confirm_ece_after: float = Field(description="ECE on the confirm half with the fitted temperature.")
+    confirm_ece_if_calibrated: float | None = Field(
+        description="The ECE a perfectly calibrated router would stay under on the confirm half (95th percentile "
+        "of simulated draws, the report's noise floor); null on an empty half.")
+
+
 class AbstainCutoff(BaseModel):
     """A fitted cut-off file: what router it belongs to, where it was fitted, and how it did on both halves."""
 
@@ -43,6 +62,13 @@ class AbstainCutoff(BaseModel):
         description="What the cut-off is compared with: `score`, the best tool's score (the run option "
         "`abstain_threshold`); `margin`, a trained model's best tool utility minus its learned 'none' utility "
         "(`abstain_margin`: 0 is the model as trained). Files written before this field are `score`.")
+    temperature: float | None = Field(
+        default=None,
+        description="The fitted softmax temperature, on the router's own `temperature` scale: the run sets the "
+        "router's `temperature` option to it (replacing one written in the options). Null in files written before "
+        "the field: the router keeps its own.")
+    temperature_fit: TemperatureFit | None = Field(
+        default=None, description="How the temperature was fitted and what it did to the ECE on each half.")
     taskset: str = Field(description="Task-set folder the cut-off was fitted on.")
     version: str = Field(description="Task-set version.")
     taskset_hash: str = Field(description="Content hash of that version.")

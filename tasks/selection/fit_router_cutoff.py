@@ -1,6 +1,12 @@
-"""``tooleval fit``: fit the 'none' cut-off of an arm's offline router (the arm's own lexical / embedding /
-trained selector, or the router of a routed hosted arm) on a hash split of the arm's task-set version, confirm
-it on the other half, and write it where the experiment can use it (``abstain_cutoff: <file>``).
+"""``tooleval fit``: fit the 'none' cut-off and the softmax temperature of an arm's offline router (the arm's
+own lexical / embedding / trained selector, or the router of a routed hosted arm) on a hash split of the arm's
+task-set version, confirm both on the other half, and write them where the experiment can use them
+(``abstain_cutoff: <file>``).
+
+The temperature is fitted after the cut-off, on the same half, from the router's probabilities with the fitted
+cut-off: the one that minimises the log loss of the confidence in the pick (``tasks/stats/calibration.py:
+fit_temperature``; it never changes a pick). The file holds it on the router's own ``temperature`` scale, and the
+fit prints the ECE with the router's own temperature and with the fitted one on both halves.
 
 Reads files only: no Prefect, no warehouse. The router runs with abstaining turned off; each request's best
 offered tool and its score decide every cut-off at once (``tasks/stats/abstain_cutoff.py``).
@@ -22,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas.catalogue import NONE_LABEL
-from schemas.cutoff import AbstainCutoff, HalfAccuracy
+from schemas.cutoff import AbstainCutoff, HalfAccuracy, TemperatureFit
 from tasks.experiment.resolve_experiment import resolve_experiment
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
@@ -43,6 +49,9 @@ from tasks.stats.wilson import wilson_interval
 from tasks.taskset.load_taskset import load_version
 
 DEFAULT_SALT = "tooleval-cutoff-v1"
+MIN_TEMPERATURE_REQUESTS = 30
+"""Fewer scored requests in the fit half and the router keeps its own temperature: a handful of requests
+would push the fitted one to the end of the range (every confidence near 0 or 1)."""
 
 
 @dataclass(frozen=True)
@@ -68,17 +77,65 @@ class FittedCutoff:
                     f"{pct(h.correct_never_abstaining, h.n_requests):>7}{pct(h.correct_default, h.n_requests):>8}"
                     f"{h.abstained:>7}")
         return [
-            f"fitted the 'none' cut-off of arm {self.arm} on {c.taskset} {c.version}",
+            f"fitted the 'none' cut-off and the temperature of arm {self.arm} on {c.taskset} {c.version}",
             f"  router: {c.selector} {c.model}",
             f"  cut-off: {shown}  (split: sha256(salt:id), salt {c.split_salt!r})",
             *scale,
             "  half     requests  none  with cut-off (95% CI) never default abstain",
             half(FIT, c.fit),
             half(CONFIRM, c.confirm),
+            *self.temperature_lines(),
             f"wrote {self.path}",
             f"use it: options: {{abstain_cutoff: {self.relative}}}",
             "  (in router_options for a routed arm's router)",
         ]
+
+
+    def temperature_lines(self) -> list[str]:
+        c, t = self.cutoff, self.cutoff.temperature_fit
+        if t is None or c.temperature is None:
+            return []
+        floor = "" if t.confirm_ece_if_calibrated is None else \
+            f" (noise floor < {t.confirm_ece_if_calibrated:.3f}, simulated)"
+        how = "(fit half: log loss of the confidence)" if t.fitted else \
+            f"(kept: under {MIN_TEMPERATURE_REQUESTS} requests in the fit half)"
+        return [f"  temperature: {t.before:.4g} -> {c.temperature:.4g}  {how}",
+                f"  ECE on the fit half:     {t.fit_ece_before:.3f} -> {t.fit_ece_after:.3f}",
+                f"  ECE on the confirm half: {t.confirm_ece_before:.3f} -> {t.confirm_ece_after:.3f}{floor}"]
+
+
+def _temperature_fit(router: Any, inputs: list[Any], labels: list[str], halves: list[str]
+                     ) -> tuple[float, TemperatureFit]:
+    """The fitted temperature on the router's own scale, and the ECE before and after on both halves, from
+    the router's selections with the fitted cut-off (a refused request is left out)."""
+    from tasks.stats.calibration import (ece_if_calibrated, expected_calibration_error, fit_temperature,
+                                         tempered_probabilities)
+
+    rows: dict[str, tuple[list[list[float]], list[bool], list[str]]] = {FIT: ([], [], []), CONFIRM: ([], [], [])}
+    for item, label, half, selection in zip(inputs, labels, halves, router.select(inputs)):
+        if selection.chosen is None or not selection.probabilities:
+            continue
+        probabilities, right, ids = rows[half]
+        probabilities.append(list(selection.probabilities.values()))
+        right.append(selection.chosen == label)
+        ids.append(item.request_id)
+    fitted = len(rows[FIT][0]) >= MIN_TEMPERATURE_REQUESTS
+    factor = fit_temperature(*rows[FIT][:2]) if fitted else 1.0
+
+    def ece(half: str, temperature: float) -> float:
+        probabilities, right, _ = rows[half]
+        if not probabilities:
+            return float("nan")
+        return expected_calibration_error(tempered_probabilities(probabilities, temperature).max(axis=1), right)
+
+    confirm_p, confirm_right, confirm_ids = rows[CONFIRM]
+    floor = ece_if_calibrated(tempered_probabilities(confirm_p, factor).max(axis=1), confirm_right, confirm_ids) \
+        if confirm_p else None
+    before = float(getattr(router, "temperature", 1.0))
+    return before * factor, TemperatureFit(
+        before=before, fitted=fitted, fit_ece_before=ece(FIT, 1.0), fit_ece_after=ece(FIT, factor),
+        confirm_ece_before=ece(CONFIRM, 1.0), confirm_ece_after=ece(CONFIRM, factor),
+        confirm_ece_if_calibrated=None if floor is None else floor.high)
 
 
 def _router_of(arm: SelectionArm, file: str) -> tuple[str, str, dict[str, Any]]:
@@ -126,12 +183,13 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
     default = router_setup(kind, model, base, has_none_labels=True, base_dir=experiment_path.parent).options
     router = offline_selector(kind, model, never)
     default_router = offline_selector(kind, model, default)
-    margin = isinstance(default_router, TrainedSelector) and default_router.model.full_model.none is not None
+    trained = getattr(default_router, "inner", default_router)  # a trained model with a temperature is wrapped
+    margin = isinstance(trained, TrainedSelector) and trained.model.full_model.none is not None
 
     catalogue = arm.catalogue.tools if arm.catalogue is not None else ()
     inputs, labels = labelled_inputs(table, catalogue, arm.prompt_text,
                                      arm.catalogue.offered_as if arm.catalogue is not None else None)
-    scores = default_router.none_margins(inputs) if margin else router.scores(inputs)
+    scores = trained.none_margins(inputs) if margin else router.scores(inputs)
     defaults = default_router.select(inputs)
 
     halves: dict[str, tuple[list[ScoredRequest], int]] = {FIT: ([], 0), CONFIRM: ([], 0)}
@@ -145,9 +203,16 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
         members.append(scored)
         halves[split_half(item.request_id, salt)] = (members, right + (chosen.chosen == label))
     threshold = fit_threshold(halves[FIT][0])
+    fitted = None if threshold == float("-inf") else threshold
+    cut = {"abstain_threshold": NEVER} if fitted is None else \
+        {"abstain_margin" if margin else "abstain_threshold": fitted}
+    fitted_router = offline_selector(kind, model, {**{k: v for k, v in never.items() if k not in CUTOFF_OPTIONS},
+                                                   **cut})
+    temperature, temperature_fit = _temperature_fit(fitted_router, inputs, labels,
+                                                    [split_half(item.request_id, salt) for item in inputs])
     cutoff = AbstainCutoff(
-        selector=kind, model=model, router_options=router_identity_options(never), threshold=None
-        if threshold == float("-inf") else threshold, scale="margin" if margin else "score",
+        selector=kind, model=model, router_options=router_identity_options(never), threshold=fitted,
+        scale="margin" if margin else "score", temperature=temperature, temperature_fit=temperature_fit,
         taskset=experiment.taskset_dir.name, version=arm.version,
         taskset_hash=version.manifest.content_hash, split_salt=salt,
         fit=_half(halves[FIT][0], halves[FIT][1], threshold),

@@ -125,6 +125,59 @@ def ece_if_calibrated(confidence: Sequence[float], correct: Sequence[bool], requ
                            p_value=float((values >= measured - 1e-12).mean()), draws=draws)
 
 
+TEMPERATURES = np.exp(np.linspace(np.log(0.02), np.log(50.0), 321))
+"""The temperatures ``fit_temperature`` weighs: log-spaced from 0.02 to 50, 2.5% apart."""
+
+
+def _padded(probabilities: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
+    """Rows of any width as one matrix, short rows padded with probability 0 (an option never offered)."""
+    if isinstance(probabilities, np.ndarray):
+        return np.asarray(probabilities, float)
+    width = max((len(row) for row in probabilities), default=0)
+    out = np.zeros((len(probabilities), width))
+    for i, row in enumerate(probabilities):
+        out[i, :len(row)] = row
+    return out
+
+
+def tempered_probabilities(probabilities: Sequence[Sequence[float]] | np.ndarray, temperature: float) -> np.ndarray:
+    """Each row's probabilities raised to ``1 / temperature`` and renormalised: the softmax of the log
+    probabilities over the temperature, so a softmax router's tempered probabilities are those of its
+    scores over (its temperature x ``temperature``). The order of the options, and so the pick, never
+    changes; above 1 the confidence falls towards uniform, below 1 it rises towards the pick."""
+    p = _padded(probabilities)
+    with np.errstate(divide="ignore"):
+        logs = np.log(p)
+    top = logs.max(axis=1, keepdims=True) if p.size else logs
+    top = np.where(np.isfinite(top), top, 0.0)
+    e = np.exp((logs - top) / temperature)
+    total = e.sum(axis=1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def fit_temperature(probabilities: Sequence[Sequence[float]] | np.ndarray, correct: Sequence[bool]) -> float:
+    """The temperature (of ``tempered_probabilities``) that minimises the log loss of the confidence in the
+    pick against whether the pick was right, over ``TEMPERATURES``: top-label temperature scaling, the
+    calibration the report's ECE measures. 1.0 when there is nothing to fit (no row with a choice to make)."""
+    p = _padded(probabilities)
+    y = np.asarray(correct, bool)
+    if not len(p):
+        return 1.0
+    with np.errstate(divide="ignore"):
+        logs = np.log(p)
+    gaps = logs - logs.max(axis=1, keepdims=True)  # <= 0; -inf for an option never offered
+    gaps = np.where(np.isfinite(gaps), gaps, -np.inf)
+    losses = []
+    for temperature in TEMPERATURES:
+        confidence = 1.0 / np.exp(gaps / temperature).sum(axis=1)
+        c = np.clip(confidence, 1e-12, 1.0 - 1e-12)
+        losses.append(-np.where(y, np.log(c), np.log1p(-c)).sum())
+    losses = np.asarray(losses)
+    if np.ptp(losses) < 1e-9:  # every confidence is 1 (or the same whatever the temperature)
+        return 1.0
+    return float(TEMPERATURES[int(np.argmin(losses))])
+
+
 def brier_score(confidence: Sequence[float], correct: Sequence[bool]) -> float:
     """Mean squared gap between the confidence in the pick and whether the pick was right (0 is perfect)."""
     c, y = np.asarray(confidence, float), np.asarray(correct, float)
