@@ -6,7 +6,8 @@ The cut-off (the score below which the router picks 'none') comes, in this order
    model that learned 'none' ``abstain_margin`` (a number added to its learned 'none' utility);
 2. ``abstain_cutoff: <file>``: a cut-off fitted by ``tooleval fit`` (``schemas/cutoff.py``), path relative to
    the experiment file; the file must have been fitted for the same router (kind, model, options); it sets
-   ``abstain_margin`` when fitted on the margin scale, else ``abstain_threshold``;
+   ``abstain_margin`` when fitted on the margin scale, else ``abstain_threshold``; a file that holds a fitted
+   ``temperature`` sets the router's ``temperature`` option too (replacing one written in the options);
 3. nothing written, and the arm's task-set version has no 'none' labels: the router **never abstains**
    (a fixed default cut-off would only turn right answers into 'none' there);
 4. nothing written, and the version has 'none' labels: the router's default cut-off.
@@ -15,6 +16,10 @@ A trained decision model (``selector: trained`` / ``router: trained``) names its
 (relative to the experiment file); it is read here to check it exists, and its sha256 goes with the run.
 
 The same rules apply to the offline router of a routed hosted arm (``router_options``).
+
+``context_turns`` (the turns read before the last user turn, ``routers/conversation.py``) must be a whole
+number >= 0 (rule ``context-turns``); a trained model reads the turns it learned from (its file's
+``context_turns``), and an option asking for other turns is refused.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from schemas.cutoff import AbstainCutoff
 from schemas.decision_model import DecisionModelFile
 from tasks.files.content_hash import file_sha256
 from tasks.selectors.arm_options import answer_options
+from tasks.selectors.routers.conversation import CONTEXT_OPTION, parse_context_turns
 
 OFFLINE_ROUTER_KINDS = ("lexical", "embedding", "trained")
 NEVER = "never"
@@ -63,9 +69,40 @@ class RouterSetup:
     its domain."""
 
 
+FITTED_OPTIONS = frozenset({"temperature"})
+"""Options a fitted file may set besides the cut-off: left out of the options it is matched on."""
+
+
+class RouterOptionError(ValueError):
+    """An option the router cannot run with; ``rule`` names the rule it breaks."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+def check_context_turns(kind: str, run: dict[str, Any], model: DecisionModelFile | None) -> None:
+    """RouterOptionError unless ``context_turns`` is a whole number >= 0 and, for a trained model, the turns its
+    file says it learned from; the trained model's is then dropped from ``run`` (its file holds it)."""
+    if CONTEXT_OPTION not in run:
+        return
+    try:
+        turns = parse_context_turns(run[CONTEXT_OPTION])
+    except ValueError as error:
+        raise RouterOptionError("context-turns", f"{kind} router: {error}") from None
+    if model is not None:
+        if turns != model.context_turns:
+            raise RouterOptionError("context-turns", f"the decision model {run['model_file']} learned from the last "
+                                    f"user turn after {model.context_turns} earlier turn(s) and scores the same; "
+                                    f"for {turns}, train one with `tooleval train --context-turns {turns}`")
+        del run[CONTEXT_OPTION]
+
+
 def router_identity_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options a fitted cut-off is matched on: answer options except the cut-off's own."""
-    return {k: v for k, v in answer_options(options).items() if k not in CUTOFF_OPTIONS and k != "model_file"}
+    """The options a fitted cut-off is matched on: answer options except the cut-off's own and the
+    temperature (which the fit sets; the scores the cut-off is fitted on do not depend on it)."""
+    return {k: v for k, v in answer_options(options).items()
+            if k not in CUTOFF_OPTIONS | FITTED_OPTIONS and k != "model_file"}
 
 
 def parse_threshold(value: Any) -> float:
@@ -140,7 +177,7 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
     """The options ``kind`` runs with in an arm whose version has (or has not) 'none' labels; ValueError for
     a cut-off or model file that cannot be used. Paths are relative to ``base_dir`` (the experiment's folder)."""
     run = dict(options)
-    model_hash, far = None, None
+    model_hash, far, model = None, None, None
     if kind == "trained":
         if not isinstance(run.get("model_file"), str):
             raise ValueError("a trained decision model needs `model_file: <path>` (written by `tooleval train`)")
@@ -159,6 +196,7 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         check_experts(model_path, model)
         run["model_file"] = str(model_path)
         model_hash = run["model_sha256"] = file_sha256(model_path)
+    check_context_turns(kind, run, model)
     given_cutoffs = sorted(CUTOFF_OPTIONS & set(run))
     if len(given_cutoffs) > 1:
         raise ValueError(f"give one of {', '.join(given_cutoffs)}, not both")
@@ -180,7 +218,8 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         cutoff = load_cutoff(path)
         router_model = model_id or DEFAULT_MODELS.get(kind, "")
         mine = router_identity_options(run)
-        if (cutoff.selector, cutoff.model, cutoff.router_options) != (kind, router_model, mine):
+        fitted_for = {k: v for k, v in cutoff.router_options.items() if k not in FITTED_OPTIONS}
+        if (cutoff.selector, cutoff.model, fitted_for) != (kind, router_model, mine):
             raise ValueError(
                 f"cut-off {given} was fitted for {cutoff.selector} {cutoff.model} with options "
                 f"{cutoff.router_options}, not for {kind} {router_model} with {mine}: fit one for this router")
@@ -191,6 +230,9 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         else:
             run["abstain_threshold"] = cutoff.threshold
         shown = f"margin {cutoff.threshold}" if "abstain_margin" in run else run["abstain_threshold"]
+        if cutoff.temperature is not None:
+            run["temperature"] = cutoff.temperature
+            shown = f"{shown}, temperature {cutoff.temperature:.4g}"
         return RouterSetup(run, f"fitted {given} (sha256 {file_sha256(path)[:12]}): {shown}", model_hash, far)
     if not has_none_labels:
         run["abstain_threshold"] = NEVER
