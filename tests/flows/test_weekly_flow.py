@@ -15,7 +15,6 @@ from flows.weekly import weekly
 from tasks.taskset.load_taskset import load_version
 from tests.factories import NOW
 from tests.factories import SUPPORT
-from tests.factories.criteria import criteria_text, gate
 from tests.factories.traffic import shrink_sampling
 
 pytestmark = pytest.mark.slow  # two weekly flow runs through Prefect: ~40 s after the session's harness
@@ -28,11 +27,8 @@ def weekly_run(prefect_harness, tmp_path_factory):
     shutil.copytree(SUPPORT, taskset)
     shrink_sampling(taskset)
     warehouse = root / "warehouse"
-    # a gate the production configuration fails (the lexical router is far below 90%): the flow run ends Failed
-    (taskset / "experiments" / "weekly_criteria.yaml").write_text(
-        criteria_text("weekly", gate("weighted-floor", "weighted_floor", min_accuracy=0.9)))
+    # the bundled weekly criteria (production_criteria.yaml): the offline stand-in router fails their floors
     production = taskset / "experiments" / "production.yaml"
-    production.write_text(production.read_text() + "criteria: weekly_criteria.yaml\n")
     state = weekly(taskset_dir=str(taskset), experiment=str(production), warehouse_dir=str(warehouse), now=NOW,
                    return_state=True)
     summary = stored_result(state)
@@ -105,7 +101,7 @@ def test_a_failed_gate_ends_the_weekly_flow_run_failed_and_its_reports_are_artif
         artifacts = {a.key: a for a in client.read_artifacts(  # key None: Prefect's own result record
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))}
     assert flow_run.state.type.value == "FAILED"
-    assert flow_run.state.message.startswith("weekly 2026-W44-W47 v2: FAIL — 1 of 1 gates failed: weighted-floor")
+    assert flow_run.state.message.startswith("weekly 2026-W44-W47 v2: FAIL — 2 of 3 gates failed: weighted-floor, existing-floor")
     assert flow_run.state.message.endswith("(exit 1)")
     assert set(artifacts) - {None} == {"weekly-support-report", "weekly-support-calibration", "weekly-support-run-report",
                               "weekly-support-run-gates"}
