@@ -49,7 +49,7 @@ $(STAMP): pyproject.toml requirements.lock | $(LOCK_TOOL)
 # PHOENIX, requirements-uv.lock from UV_VERSION. Pins already in a lock are kept where its input still allows
 # them; releases uploaded after LOCK_DATE are not considered, so the same inputs give the same locks (move
 # LOCK_DATE forward, or delete a lock, to take newer releases).
-LOCK_EXTRAS  := dask dev embedding mcp-servers tracing
+LOCK_EXTRAS  := analyst dask dev embedding mcp-servers tracing
 LOCK_DATE    := 2026-12-02T00:00:00Z
 PHOENIX      := arize-phoenix==20.26.1
 LOCK_TARGET  := --python-version 3.11 --python-platform x86_64-manylinux_2_28 --exclude-newer $(LOCK_DATE)

@@ -22,6 +22,11 @@ from typing import Callable
 import duckdb
 
 
+STORAGE_COMPATIBILITY = "v1.5.0"
+"""The storage format a new warehouse file is written in: the one the project's DuckDB shell (the ``analyst``
+extra's ``duckdb-cli``, the newest CLI on PyPI) reads, so an analyst can open the file in it. A file written
+before in a newer format keeps that format (the shell cannot open it; ``tooleval sql`` can)."""
+
 LOCK_WAIT_ENV = "TOOLEVAL_LOCK_WAIT_S"
 DEFAULT_LOCK_WAIT_S = 120.0
 
@@ -64,7 +69,8 @@ def open_file(db_path: Path | str, read_only: bool, wait_s: float | None = None,
     pause, told = 0.1, False
     while True:
         try:
-            return duckdb.connect(str(db_path), read_only=read_only)
+            return duckdb.connect(str(db_path), read_only=read_only, config={} if read_only else
+                                  {"storage_compatibility_version": STORAGE_COMPATIBILITY})
         except duckdb.Error as error:
             if _unreadable(db_path, error):
                 raise WarehouseUnreadable(f"{db_path}: {str(error).splitlines()[0][:200]}") from None
