@@ -118,8 +118,8 @@ def resolve_selection_arm(name: str, rung: int, merged: dict[str, Any], context:
         run_options, abstain_rule, model_hash, far_cutoff = settle_router(
             merged["selector"], merged["model"], options,
             version_has_none_labels(context.taskset_dir, merged["version"]), context.experiment_dir)
-    except ValueError as error:
-        raise ArmRefused([("router-files", str(error))]) from None
+    except ValueError as error:  # a router option's own rule (RouterOptionError), else its files'
+        raise ArmRefused([(getattr(error, "rule", "router-files"), str(error))]) from None
     return SelectionArm(
         name=name, rung=rung, catalogue_name=catalogue_name, catalogue=catalogue, prompt_name=merged["prompt"],
         prompt_text=prompt_text, model_id=merged["model"], selector=merged["selector"], version=merged["version"],

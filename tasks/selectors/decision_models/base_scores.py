@@ -1,6 +1,7 @@
 """What the trained decision model's features are made of: the two base routers' scores per offered tool and
 the requests' embeddings, under the model's encoder (``encoder``: MiniLM unless the model was trained with
-``tooleval train --encoder DIR``). The trained selector (trained.py) and its training (train_decision_model.py)
+``tooleval train --encoder DIR``), each reading the conversation's last user turn after ``context_turns``
+earlier turns (the model file's). The trained selector (trained.py) and its training (train_decision_model.py)
 read these; the routers' instances are routers/base_routers.py's."""
 
 from __future__ import annotations
@@ -10,26 +11,33 @@ import numpy as np
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.decision_models.decision_features import RequestScores
 from tasks.selectors.routers.base_routers import NEVER_ABSTAIN, base_router
+from tasks.selectors.routers.conversation import CONTEXT_OPTION
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID
 
 
-def router_scores(inputs: list[SelectionInput], encoder: str = DEFAULT_MODEL_ID
+def _options(context_turns: int) -> dict:
+    """The base routers' options: never abstain; the context only when there is one (the routers' instances
+    without it are those the plain arms share)."""
+    return {**NEVER_ABSTAIN, CONTEXT_OPTION: context_turns} if context_turns else NEVER_ABSTAIN
+
+
+def router_scores(inputs: list[SelectionInput], encoder: str = DEFAULT_MODEL_ID, context_turns: int = 0
                   ) -> tuple[list[RequestScores], np.ndarray]:
     """Cosine (under ``encoder``) and BM25 per offered tool, and the request embeddings, as the offline routers
     compute them."""
-    lexical = base_router("lexical", "bm25-okapi", NEVER_ABSTAIN)
-    embedding = base_router("embedding", encoder, NEVER_ABSTAIN)
+    lexical = base_router("lexical", "bm25-okapi", _options(context_turns))
+    embedding = base_router("embedding", encoder, _options(context_turns))
     cos, bm25 = embedding.scores(inputs), lexical.scores(inputs)
     scores = [RequestScores(tuple(t.name for t in item.tools),
                             np.asarray(c if c is not None else np.zeros(len(item.tools))),
                             np.asarray(b if b is not None else np.zeros(len(item.tools))))
               for item, c, b in zip(inputs, cos, bm25)]
-    return scores, embedding.embed(request_texts(inputs))
+    return scores, embedding.embed(request_texts(inputs, context_turns))
 
 
-def request_texts(inputs: list[SelectionInput]) -> list[str]:
-    """The request texts the embedding router encodes (the last user turn)."""
-    embedding = base_router("embedding", DEFAULT_MODEL_ID, NEVER_ABSTAIN)
+def request_texts(inputs: list[SelectionInput], context_turns: int = 0) -> list[str]:
+    """The request texts the embedding router encodes (the last user turn after ``context_turns`` earlier turns)."""
+    embedding = base_router("embedding", DEFAULT_MODEL_ID, _options(context_turns))
     return [embedding.request_text(item) for item in inputs]
 
 

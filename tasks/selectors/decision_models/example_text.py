@@ -1,10 +1,14 @@
-"""A request text's identity as a decision model's examples record it: what leakage and cross-fitting compare,
-readable without the numerical stack."""
+"""A request's text as a decision model reads it, and its identity as the model's examples record it: what
+leakage and cross-fitting compare, readable without the numerical stack."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from typing import Sequence
+
+from schemas.taskset import Message
+from tasks.selectors.routers.conversation import conversation_text
 
 _SPACES = re.compile(r"\s+")
 
@@ -12,3 +16,9 @@ _SPACES = re.compile(r"\s+")
 def text_hash(text: str) -> str:
     """sha256 of the request text, trimmed, lower case, runs of white space as one space."""
     return hashlib.sha256(_SPACES.sub(" ", text.strip().lower()).encode()).hexdigest()
+
+
+def example_text(messages: Sequence[Message], context_turns: int) -> str:
+    """The text a decision model learns from and scores for a conversation: its last user turn after the
+    ``context_turns`` turns before it (the model file's ``context_turns``), as the base routers read it."""
+    return conversation_text(messages, context_turns)

@@ -75,6 +75,7 @@ from tasks.selectors.decision_models.decision_features import (
     feature_arrays_with_nearest,
     text_hash,
 )
+from tasks.selectors.routers.conversation import parse_context_turns
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, encoder_id
 from tasks.selectors.decision_models.embedding_probe import PROBE_C, Probe, fit_probe
 from tasks.selectors.routers.embedding_store import files_fingerprint
@@ -136,6 +137,8 @@ class TrainedModel:
                                      if m.unseen_weight > 0 else "none"),
             *([f"  embedding probe: C {m.probe_c:g}, cross-fitted (no request's probe saw its fold)"]
               if m.probe_c is not None and m.full_model.probe is not None else []),
+            *([f"  context: the last user turn after {m.context_turns} earlier turn(s) of the conversation"]
+              if m.context_turns else []),
             *self.expert_lines(),
             "  far cut-off: " + ("none recorded" if m.far_cutoff is None else
                                  f"nearest-example cosine {m.far_cutoff:.3f} ({100 * (m.far_quantile or 0):g}% of "
@@ -251,7 +254,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                          unseen_weight: float = DEFAULT_UNSEEN_WEIGHT, encoder: str = DEFAULT_MODEL_ID,
                          fine_tune: bool = False, fine_tune_epochs: int = product_experts.DEFAULT_EPOCHS,
                          fine_tune_lr: float = product_experts.DEFAULT_LR, fine_tune_seed: int = 0,
-                         progress: Callable[[str], None] | None = None) -> TrainedModel:
+                         context_turns: int = 0, progress: Callable[[str], None] | None = None) -> TrainedModel:
     """Learn from ``<taskset>/<version>.jsonl`` and write the model file ``out``; InputError for bad input.
     ``encoder``: the sentence-embedding model of the cosine, kNN and probe features (the packaged MiniLM, or a
     local sentence-transformers directory, recorded in the file by its absolute path). ``fine_tune``: also
@@ -259,7 +262,8 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     file in ``<out without .json>.encoders/``; the model then scores by the product of the two experts.
     ``fine_tune_seed``: which draw of the fine-tuning (each encoder's shuffles and initial state; 0 is the
     default, another number trains other encoders on the same requests, to see how far a draw moves the
-    figures). ``progress`` hears a line before each fine-tuning (minutes each)."""
+    figures). ``context_turns``: the turns of each conversation read before its last user turn (the routers'
+    option; recorded in the file, and the model scores with the same). ``progress`` hears a line before each fine-tuning (minutes each)."""
     version_path, out = Path(version_path), Path(out)
     if version_path.suffix != ".jsonl" or not version_path.is_file():
         raise InputError.one(str(version_path), "", "file-exists", "give a task-set version file such as "
@@ -276,6 +280,13 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     if fine_tune and not (fine_tune_epochs >= 1 and fine_tune_lr > 0):
         raise InputError.one(str(version_path), "", "fine-tune", "--fine-tune-epochs must be 1 or more and "
                              "--fine-tune-lr above 0")
+    try:
+        parse_context_turns(context_turns)
+    except ValueError as error:
+        raise InputError.one(str(version_path), "", "context-turns", f"--context-turns: {error}") from None
+    if fine_tune and context_turns:
+        raise InputError.one(str(version_path), "", "context-turns", "--fine-tune reads the last user turn alone: "
+                             "leave --context-turns out with it")
     if fine_tune_seed < 0 or (fine_tune_seed and not fine_tune):
         raise InputError.one(str(version_path), "", "fine-tune", "--fine-tune-seed must be 0 or more, and it "
                              "needs --fine-tune")
@@ -309,9 +320,9 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                              f"to tell labels apart, so it needs at least two, with at least {MIN_OUTSIDE_MAJORITY} "
                              f"requests outside the most common one ({outside} are)")
 
-    scores, query = router_scores(inputs, encoder)
-    texts = request_texts(inputs)
-    hashes = [text_hash(item.text) for item in inputs]
+    scores, query = router_scores(inputs, encoder, context_turns)
+    texts = request_texts(inputs, context_turns)  # the text it learns from is the text it will score
+    hashes = [text_hash(text) for text in texts]
     cv = folds if folds > 1 else DEFAULT_FOLDS  # folds = 1 still calibrates on cross-fitted predictions
     fold = np.array([fold_of(h, cv, salt) for h in hashes])
     examples = Examples(query, label_names, np.asarray(hashes, dtype=object), fold)
@@ -441,6 +452,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         far_cutoff=far_cutoff,
         far_quantile=FAR_QUANTILE if far_cutoff is not None else None,
         encoder_files=None if encoder == DEFAULT_MODEL_ID else files_fingerprint(encoder),
+        context_turns=context_turns,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, model.model_dump_json().encode())

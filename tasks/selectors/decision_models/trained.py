@@ -44,8 +44,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from schemas.catalogue import NONE_LABEL
 from schemas.decision_model import DecisionModelFile
 from schemas.selection.rows import Selection
+from schemas.taskset import Message
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.decision_models.example_text import text_hash
+from tasks.selectors.decision_models.example_text import example_text, text_hash
 from tasks.selectors.routers.router_setup import DEFAULT_MODELS, parse_margin, parse_threshold
 
 if TYPE_CHECKING:  # the numerical stack is imported by the selector's methods: checking a run reads no numpy
@@ -65,7 +66,7 @@ def load_model_file(path: str, sha256: str | None = None) -> DecisionModelFile:
 
 
 def leaked_requests(model: DecisionModelFile, taskset: str, taskset_hash: str, ids: Sequence[str],
-                    texts: Sequence[str]) -> list[str]:
+                    texts: Sequence[str], messages: Sequence[Sequence[Message]] | None = None) -> list[str]:
     """Ids of the requests (of the task set ``taskset`` at content hash ``taskset_hash``) the model would have
     to score although it learned from them: the same request of the same task set (name and hash, then id),
     or the same normalised text. An id alone never matches: another task set's ids are another set's
@@ -75,6 +76,8 @@ def leaked_requests(model: DecisionModelFile, taskset: str, taskset_hash: str, i
     same_set = (model.taskset, model.taskset_hash) == (taskset, taskset_hash)
     known_ids = set(model.example_ids) if same_set else set()
     known_texts = set(model.example_text_hashes)
+    if model.context_turns and messages is not None:  # the model's examples are the conversations as it read them
+        texts = [example_text(conversation, model.context_turns) for conversation in messages]
     return [i for i, t in zip(ids, texts) if i in known_ids or text_hash(t) in known_texts]
 
 
@@ -172,8 +175,10 @@ class TrainedSelector:
         from tasks.selectors.decision_models.product_experts import expert_cosines, product_utilities
 
         inputs = list(batch)
-        scores, query = router_scores(inputs, self.model.embedding_model)
-        hashes = [text_hash(item.text) for item in inputs]
+        read = self.model.context_turns  # the turns the model learned from: it scores the same text
+        scores, query = router_scores(inputs, self.model.embedding_model, read)
+        texts = [example_text(item.messages, read) for item in inputs]
+        hashes = [text_hash(text) for text in texts]
         out: list[tuple[np.ndarray, np.ndarray, float | None] | None] = [None] * len(inputs)
         groups: dict[int | None, list[int]] = {}
         if self.columns is None:
@@ -182,7 +187,7 @@ class TrainedSelector:
         tool_cols, none_cols = self.columns
         for i, item in enumerate(inputs):
             which = self._which(item, hashes[i])
-            if which != LEAKED and item.text.strip():
+            if which != LEAKED and texts[i].strip():
                 groups.setdefault(which, []).append(i)  # type: ignore[arg-type]
         for which, group in groups.items():
             weights = self.model.full_model if which is None else self.model.fold_models[which]

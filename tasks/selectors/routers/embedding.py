@@ -22,6 +22,7 @@ import numpy as np
 
 from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
+from tasks.selectors.routers.conversation import CONTEXT_OPTION, conversation_text, parse_context_turns
 from tasks.selectors.routers.embedding_store import EmbeddingStore, is_model_folder
 from tasks.selectors.routers.identity_memo import IdentityMemo
 from tasks.selectors.routers.router_scores import ScoreRouter, tool_name_words
@@ -37,6 +38,9 @@ _VECTORS: dict[tuple[str, str], np.ndarray] = {}
 
 ENCODED_TEXTS = 0
 """Texts this process encoded with a model (not found in the process cache or on disk)."""
+
+DEFAULT_CONTEXT_TURNS = 0
+"""Earlier turns read before the last user turn unless ``context_turns`` says otherwise."""
 
 _LOCK = threading.Lock()
 _TOOL_KEY_CACHE_LIMIT = 20_000
@@ -128,14 +132,14 @@ class EmbeddingSelector(ScoreRouter):
         self.abstain_threshold = parse_threshold(options.pop("abstain_threshold", 0.25))
         self.threads = int(options.pop("threads", 1))
         self.batch_size = int(options.pop("batch_size", 32))
-        self.context_turns = int(options.pop("context_turns", 0))
+        self.context_turns = parse_context_turns(options.pop(CONTEXT_OPTION, DEFAULT_CONTEXT_TURNS))
         self.use_parameters = bool(options.pop("parameters", False))
         if options:
             raise ValueError(f"unknown EmbeddingSelector options: {sorted(options)}")
         if self.temperature <= 0:
             raise ValueError("temperature must be > 0")
-        if self.threads < 1 or self.batch_size < 1 or self.context_turns < 0:
-            raise ValueError("threads and batch_size must be >= 1, context_turns >= 0")
+        if self.threads < 1 or self.batch_size < 1:
+            raise ValueError("threads and batch_size must be >= 1")
         self._path = str(model_path(model_id))
         self._tool_text = IdentityMemo(self.document, _TOOL_KEY_CACHE_LIMIT)
         self._matrices: dict[tuple[str, ...], np.ndarray] = {}
@@ -157,11 +161,8 @@ class EmbeddingSelector(ScoreRouter):
         return tuple(self._tool_text(tool) for tool in tools)
 
     def request_text(self, item: SelectionInput) -> str:
-        """The last user turn, after ``context_turns`` earlier user turns if asked."""
-        if self.context_turns == 0:
-            return item.text
-        turns = [m.content for m in item.messages if m.role == "user" and m.content.strip()]
-        return "\n".join(turns[-(self.context_turns + 1) :])
+        """The text encoded for a request: the last user turn after ``context_turns`` earlier turns."""
+        return conversation_text(item.messages, self.context_turns)
 
     # encoding -------------------------------------------------------------------------------------
 

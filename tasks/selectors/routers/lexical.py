@@ -22,6 +22,7 @@ import numpy as np
 
 from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
+from tasks.selectors.routers.conversation import CONTEXT_OPTION, conversation_text, parse_context_turns
 from tasks.selectors.routers.identity_memo import IdentityMemo
 from tasks.selectors.routers.router_scores import CAMEL_BOUNDARY, ScoreRouter, tool_name_words
 from tasks.selectors.routers.router_setup import parse_threshold
@@ -156,6 +157,10 @@ class _Placed:
     columns: np.ndarray
 
 
+DEFAULT_CONTEXT_TURNS = 0
+"""Earlier turns read before the last user turn unless ``context_turns`` says otherwise."""
+
+
 class LexicalSelector(ScoreRouter):
     """BM25 over tool names and descriptions; a probability per offered tool and "none".
 
@@ -197,6 +202,7 @@ class LexicalSelector(ScoreRouter):
         self.use_parameters = bool(options.pop("parameters", True))
         stopwords = options.pop("stopwords", "english_plus_requests")
         stem = bool(options.pop("stem", True))
+        self.context_turns = parse_context_turns(options.pop(CONTEXT_OPTION, DEFAULT_CONTEXT_TURNS))
         if options:
             raise ValueError(f"unknown LexicalSelector options: {sorted(options)}")
         if self.temperature <= 0:
@@ -267,14 +273,19 @@ class LexicalSelector(ScoreRouter):
             self._placements[ordered_key] = placed
         return placed
 
+    def request_text(self, item: SelectionInput) -> str:
+        """The text BM25 scores for a request: the last user turn after ``context_turns`` earlier turns."""
+        return conversation_text(item.messages, self.context_turns)
+
     # selection ------------------------------------------------------------------------------------
 
     def scores(self, batch: Sequence[SelectionInput]) -> list[np.ndarray | None]:
         """BM25 score per offered tool (offered order) for each input; ``None`` for an empty request."""
         out: list[np.ndarray | None] = [None] * len(batch)
+        texts = [self.request_text(item) for item in batch]
         groups: dict[int, tuple[_Index, list[int], list[np.ndarray]]] = {}
         for i, item in enumerate(batch):
-            if not item.text.strip():
+            if not texts[i].strip():
                 continue
             if not item.tools:
                 out[i] = np.zeros(0)
@@ -286,7 +297,7 @@ class LexicalSelector(ScoreRouter):
             group[1].append(i)
             group[2].append(placed.columns)
         for index, members, columns in groups.values():
-            matrix = index.score([self._tokenize(batch[i].text) for i in members])
+            matrix = index.score([self._tokenize(texts[i]) for i in members])
             # each input's own offered order of the same tools
             matrix = np.take_along_axis(matrix, np.stack(columns), axis=1)
             for row, i in enumerate(members):
