@@ -1,16 +1,17 @@
-"""The task-set versions a selection run reads: loaded (parsed, each line's schema) and never scored by a
-decision model that learned from them; then, as the run's last check, label-checked (Great Expectations)
-against the arms' catalogues and the experiment's production weights. Before any model call; nothing is
+"""The task-set versions a selection run reads: loaded (parsed, each line's schema; ids, the manifest's hash
+and the weights checked) and never scored by a decision model that learned from them; then, as the run's last
+check, label-checked (Great Expectations) against the arms' catalogues. Before any model call; nothing is
 written."""
 
 from __future__ import annotations
 
 from schemas.catalogue import NONE_LABEL
-from schemas.taskset import effective_label
+from schemas.taskset import ProductionWeights, effective_label
 from tasks.core_records import Loaded, ResolvedExperiment
 from tasks.drill_points import reached
 from tasks.files.input_errors import InputError, Problem
 from tasks.instrument_api import PreparedRun
+from tasks.taskset.integrity_checks import version_problems, weight_problems
 from tasks.taskset.label_checks import CheckReport, check_labels
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, load_weights
 from tasks.taskset.provisional_labels import refuse_provisional
@@ -19,9 +20,23 @@ from tasks.taskset.provisional_labels import refuse_provisional
 def load_selection_versions(experiment: ResolvedExperiment) -> Loaded:
     weights = load_weights(experiment.taskset_dir, experiment.spec.weights) if experiment.spec.weights else None
     versions = {version: load_version(experiment.taskset_dir, version) for version in experiment.versions}
+    refuse_broken_versions(experiment, versions, weights)
     refuse_leakage(experiment, versions)
     refuse_unscored_labels(experiment, versions)
     return Loaded(versions=versions, checks={}, weights=weights)
+
+
+def refuse_broken_versions(experiment: ResolvedExperiment, versions: dict[str, TaskSetVersion],
+                           weights: ProductionWeights | None) -> None:
+    """Request ids used twice, a manifest the files no longer hash to, production weights that are negative, name
+    no tool of the arms' catalogues or do not sum to 1: refused as the versions load, not after the label checks."""
+    problems = [problem for version in versions.values() for problem in version_problems(version)]
+    if weights is not None:
+        tools = {name for arm in experiment.arms if arm.catalogue is not None for name in arm.catalogue.label_names}
+        problems += weight_problems(weights, experiment.taskset_dir / "weights" / f"{experiment.spec.weights}.json",
+                                    tools)
+    if problems:
+        raise InputError(problems)
 
 
 def refuse_unscored_labels(experiment: ResolvedExperiment, versions: dict[str, TaskSetVersion]) -> None:

@@ -1,15 +1,15 @@
 """Label checks on a task-set version, run with Great Expectations before any model call.
 
 Rules (each failure names the file, the line or id, and the rule):
-- ids-unique, request-non-empty, slice-declared: per request;
+- request-non-empty, slice-declared: per request;
 - label-offered / fallback-offered: the label is an offered tool (the request's own tools, else the
   catalogues in use) or 'none';
 - one-label-per-text: no request text (case- and space-insensitive) offered the same tools carries two different
   labels (requests with their own tools are compared only with requests offering the same tool names);
 - relabel-adjudicated: a request with a fallback label, or whose label differs from the parent
   version's, has an adjudication record;
-- manifest-hash: the version's files hash to the manifest's content_hash;
-- weights-non-negative, weights-in-catalogue, weights-sum-to-one: the production weights.
+- ids-unique, manifest-hash and the production weights' rules first, without Great Expectations
+  (tasks/taskset/integrity_checks.py).
 
 great_expectations is imported here only, and in a child process (``run_label_checks_apart``): its import
 costs seconds and memory that the run's own process would otherwise hold to its end (at 1M rows that
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -29,9 +29,8 @@ from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.taskset import ProductionWeights
 from tasks.files.input_errors import InputError, Problem
 from tasks.taskset.check_cache import CheckReport, check_key, recall_report, remember
+from tasks.taskset.integrity_checks import VERSION_RULES, WEIGHT_RULES, version_problems, weight_problems
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, version_paths
-
-WEIGHT_SUM_TOLERANCE = 1e-6
 
 
 @lru_cache(maxsize=1)
@@ -80,20 +79,6 @@ def _problems(failed: Iterable[Any], file: str) -> list[Problem]:
             value = index.get(meta.get("show", ""), "")
             problems.append(Problem(meta.get("file", file), where, rule, message + (f": {value}" if value != "" else "")))
     return problems
-
-
-def edit_explanation(requests_path: Path) -> str:
-    """Why a frozen version's files no longer hash to its manifest: an edit, or line endings a checkout
-    converted (git's core.autocrlf turns LF into CRLF on Windows)."""
-    try:
-        converted = b"\r\n" in requests_path.read_bytes()
-    except OSError:
-        converted = False
-    if converted:
-        return ("the file has Windows line endings (CRLF), so a checkout converted it (git core.autocrlf); "
-                "versions are frozen with LF: the repository's .gitattributes keeps task-set files LF, run "
-                "`git add --renormalize . && git checkout -- tasksets` or set core.autocrlf=false and check out again")
-    return "the version was edited after it was frozen"
 
 
 def request_frame(version: TaskSetVersion, catalogue_tools: set[str]) -> Any:
@@ -151,50 +136,49 @@ def check_labels(
     weights: ProductionWeights | None = None,
     weights_path: Path | None = None,
 ) -> CheckReport:
-    """Every rule, or the remembered pass of the very same content; raise InputError listing each failure."""
+    """Every rule, or the remembered pass of the very same content; raise InputError listing each failure (a
+    run refused those of tasks/taskset/integrity_checks.py already, as its versions loaded)."""
     catalogues = list(catalogues)
     key = check_key(version, catalogues, weights)
     if (passed := recall_report(key)) is not None:
         return passed
-    report = run_label_checks_apart(version, catalogues, weights, weights_path)
+    catalogue_tools = {name for catalogue in catalogues for name in catalogue.label_names}
+    problems = version_problems(version) + (weight_problems(weights, weights_path, catalogue_tools) if weights else [])
+    try:
+        report = run_label_checks_apart(version, catalogues)
+    except InputError as error:
+        raise InputError(problems + error.problems) from None
+    if problems:
+        raise InputError(problems)
+    report = replace(report, n_expectations=report.n_expectations + VERSION_RULES + (WEIGHT_RULES if weights else 0),
+                     n_weights=len(weights.weights) if weights else 0)
     remember(key, {"n_requests": report.n_requests, "n_expectations": report.n_expectations,
                    "n_weights": report.n_weights})
     return report
 
 
-def run_label_checks_apart(
-    version: TaskSetVersion,
-    catalogues: list[Catalogue],
-    weights: ProductionWeights | None = None,
-    weights_path: Path | None = None,
-) -> CheckReport:
+def run_label_checks_apart(version: TaskSetVersion, catalogues: list[Catalogue]) -> CheckReport:
     """``run_label_checks`` in a fresh child process (spawned, so no thread of this one is copied), which
     exits with Great Expectations and its frames; the same report, or the same InputError, comes back."""
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        outcome = pool.submit(_checked, version, catalogues, weights, weights_path).result()
+        outcome = pool.submit(_checked, version, catalogues).result()
     if isinstance(outcome, CheckReport):
         return outcome
     raise InputError(outcome)
 
 
-def _checked(version: TaskSetVersion, catalogues: list[Catalogue], weights: ProductionWeights | None,
-             weights_path: Path | None) -> CheckReport | list[Problem]:
+def _checked(version: TaskSetVersion, catalogues: list[Catalogue]) -> CheckReport | list[Problem]:
     """The child's side: the report, or the problems (an InputError's fields do not survive pickling)."""
     try:
-        return run_label_checks(version, catalogues, weights, weights_path)
+        return run_label_checks(version, catalogues)
     except InputError as error:
         return error.problems
 
 
-def run_label_checks(
-    version: TaskSetVersion,
-    catalogues: Iterable[Catalogue],
-    weights: ProductionWeights | None = None,
-    weights_path: Path | None = None,
-) -> CheckReport:
-    """Run every rule with Great Expectations; raise InputError listing each failure, or return what was checked."""
+def run_label_checks(version: TaskSetVersion, catalogues: Iterable[Catalogue]) -> CheckReport:
+    """Run the request rules with Great Expectations; raise InputError listing each failure, or return what was
+    checked."""
     import great_expectations.expectations as gxe
-    import pandas as pd
 
     catalogue_tools = {name for catalogue in catalogues for name in catalogue.label_names}
     file = str(version.requests_path)
@@ -205,7 +189,6 @@ def run_label_checks(
         return {"rule": rule, "message": message, "show": show, "file": on}
 
     request_expectations = [
-        gxe.ExpectColumnValuesToBeUnique(column="id", meta=meta("ids-unique", "id used more than once", "id")),
         gxe.ExpectColumnValueLengthsToBeBetween(
             column="text", min_value=1, meta=meta("request-non-empty", "the request text is empty")),
         gxe.ExpectColumnValuesToBeInSet(
@@ -229,37 +212,6 @@ def run_label_checks(
               if len(frame) else [])
     n_expectations = len(request_expectations)
 
-    manifest_file = str(version_paths(version.directory, version.version)["manifest"])
-    manifest_frame = pd.DataFrame([{"manifest_hash": version.manifest.content_hash, "actual_hash": version.actual_hash}])
-    manifest_expectations = [gxe.ExpectColumnPairValuesToBeEqual(
-        column_A="manifest_hash", column_B="actual_hash",
-        meta=meta("manifest-hash", f"the version's files hash to {version.actual_hash[:12]}, the manifest says "
-                  f"{version.manifest.content_hash[:12]}: " + edit_explanation(version.requests_path),
-                  on=manifest_file))]
-    failed += _validate("manifest", manifest_frame, manifest_expectations, ["manifest_hash"])
-    n_expectations += 1
-
-    n_weights = 0
-    if weights is not None:
-        wfile = str(weights_path or "weights")
-        weight_frame = pd.DataFrame([
-            {"tool": tool, "weight": share, "in_catalogue": tool in catalogue_tools or not catalogue_tools}
-            for tool, share in weights.weights.items()
-        ])
-        weight_expectations = [
-            gxe.ExpectColumnValuesToBeBetween(column="weight", min_value=0,
-                                              meta=meta("weights-non-negative", "negative share", "weight", wfile)),
-            gxe.ExpectColumnValuesToBeInSet(column="in_catalogue", value_set=[True],
-                                            meta=meta("weights-in-catalogue", "not a tool of the catalogues in use",
-                                                      "", wfile)),
-            gxe.ExpectColumnSumToBeBetween(column="weight", min_value=1 - WEIGHT_SUM_TOLERANCE,
-                                           max_value=1 + WEIGHT_SUM_TOLERANCE,
-                                           meta=meta("weights-sum-to-one", "shares must sum to 1", on=wfile)),
-        ]
-        failed += _validate("weights", weight_frame, weight_expectations, ["tool"])
-        n_expectations += len(weight_expectations)
-        n_weights = len(weight_frame)
-
     if failed:
         raise InputError(_problems(failed, file))
-    return CheckReport(n_requests=len(frame), n_expectations=n_expectations, n_weights=n_weights)
+    return CheckReport(n_requests=len(frame), n_expectations=n_expectations, n_weights=0)
