@@ -7,8 +7,8 @@
 
 ``run_experiment`` runs an experiment of any instrument (tasks/instrument_registry.py): it prepares the run once
 (resolve the arms, load and check the task-set versions, read the criteria) before Prefect is involved, so
-bad input fails fast and nothing is written; meanwhile a temporary Prefect server starts in its own process
-(unless ``PREFECT_API_URL`` names a running one). The evaluate flow then runs once, handed that prepared
+bad input fails fast and nothing is written; once the cheap checks pass, a Prefect server starts in its own
+process (unless ``PREFECT_API_URL`` names a running one, or a kept one answers) while the label checks run. The evaluate flow then runs once, handed that prepared
 run (a flow parameter), and returns the published report: nothing is loaded or checked twice. ``report``,
 ``validate`` and ``validate_tasks`` never import Prefect.
 """
@@ -111,18 +111,17 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     from warehouse.location import warehouse_at
 
     apply_prefect_defaults()
-    if not Path(experiment_path).is_file():  # a typo'd path: said now (exit 2), and no server started for it
-        prepare_run.prepare_run(experiment_path, checked=False)
-    server = run_server()  # spawned at process start by the console script, else now
+    # the cheap checks before any server starts (the experiment, its files' structure and hashes, the weights,
+    # the criteria, the trace target, the warehouse and the disk): bad input is refused in about a second,
+    # and no Prefect database is written for it
+    prepared = prepare_run.prepare_run(experiment_path, checked=False)
+    resolve_trace_target(trace, prepared.experiment)
+    check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=not configured_api_url(),
+                     allow_provisional=allow_provisional)
+    server = run_server()  # the kept server, or one of the run's own, starting while the label checks run
     try:
-        # fail fast on bad input, while the server starts: the cheap checks first (the experiment, its files'
-        # structure, the criteria, the trace target, the warehouse and the disk), then the label checks, which
-        # take seconds on a cold cache; bad input is named before a dead Prefect API
-        prepared = prepare_run.prepare_run(experiment_path, checked=False)
-        resolve_trace_target(trace, prepared.experiment)
-        check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=server is not None,
-                         allow_provisional=allow_provisional)
-        checked = prepare_run.CheckedRun(prepared)  # the label checks: the flow is handed the checked run
+        # the label checks take seconds on a cold cache; bad input is named before a dead Prefect API
+        checked = prepare_run.CheckedRun(prepared)  # the flow is handed the checked run
         if server is None and (url := configured_api_url()):
             check_api_answers(url)  # a dead PREFECT_API_URL is said now, not after a minute of Prefect's retries
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run

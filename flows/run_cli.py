@@ -81,7 +81,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``tooleval run`` and ``tooleval tasks run``: any experiment, by the instrument its arms name."""
     command = "tooleval tasks run" if getattr(args, "tasks_command", None) else "tooleval run"
-    announce(f"{command} {args.experiment}: checking the experiment and its task set, starting Prefect ...")
+    announce(f"{command} {args.experiment}: checking the experiment and its task set ...")
     from flows.stop_on_signal import install
 
     install(command)  # SIGTERM / SIGINT stop the run at once (flows/stop_on_signal.py); idempotent
