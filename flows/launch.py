@@ -1,5 +1,5 @@
-"""The ``tooleval`` console script: for ``tooleval run`` and ``tooleval tasks run`` it finds or spawns the
-local Prefect server first (flows/prefect_server.py), then imports the tool while the server starts. Every
+"""The ``tooleval`` console script: for ``tooleval run`` and ``tooleval tasks run`` it says its first line at
+once, then imports the tool (the run finds or starts its Prefect server once its cheap checks pass). Every
 command ends with ``os._exit`` once its output is flushed and what it started is stopped: its files are
 already written whole, and tearing down the interpreter's heap would cost seconds."""
 
@@ -19,8 +19,7 @@ def _command(argv: list[str]) -> list[str]:
 def first_line(argv: list[str]) -> str:
     """What ``tooleval run`` / ``tooleval tasks run`` say first (flows/cli.py prints the same line, once)."""
     experiment = next((a for a in argv[len(_command(argv)):] if not a.startswith("-")), "")
-    return (f"tooleval {' '.join(_command(argv))} {experiment}: checking the experiment and its task set, "
-            "starting Prefect ...")
+    return f"tooleval {' '.join(_command(argv))} {experiment}: checking the experiment and its task set ..."
 
 
 def main() -> int:
@@ -32,9 +31,7 @@ def main() -> int:
         gc_pause.pause()  # the imports without the cyclic collector; run_experiment resumes it
         stop_on_signal.install(f"tooleval {' '.join(command)}")
         prefect_settings.apply_prefect_defaults()
-        try:  # no server for a typo'd experiment (bad input), but a bad keep setting is said first
-            if any(not a.startswith("-") and os.path.isfile(a) for a in argv[len(command):]):
-                prefect_server.spawn_early()
+        try:  # a bad keep setting is said first; the server starts once the run's cheap checks pass (flows/api.py)
             prefect_server.keep_minutes()
         except prefect_server.PrefectServerError as error:  # a bad TOOLEVAL_KEEP_SERVER (exit 2), or no server (6)
             print(f"tooleval: {error}", file=sys.stderr, flush=True)

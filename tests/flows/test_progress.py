@@ -77,7 +77,7 @@ def test_durations_read_as_a_person_writes_them():
 
 def test_the_first_line_is_printed_before_the_heavy_imports():
     assert first_line(["run", "--no-cache", "x.yaml"]) == (
-        "tooleval run x.yaml: checking the experiment and its task set, starting Prefect ...")
+        "tooleval run x.yaml: checking the experiment and its task set ...")
     # the console script on a missing file: the first line comes first, then the bad-input message; the
     # launcher prints it before importing the tool (prefect, duckdb, polars are not loaded by then)
     code = ("import sys, flows.launch as l, flows.progress as p\n"
