@@ -64,7 +64,7 @@ def cmd_resample(args: argparse.Namespace) -> int:
     summary = resample_version(args.taskset, traffic=args.traffic, traffic_format=args.traffic_format,
                                traffic_table=args.traffic_table, window=args.window, weeks=args.weeks,
                                seed=args.seed, sampling=sampling or None, masking=masking)
-    print("\n".join(describe_resample(summary)))
+    print("\n".join(describe_resample(summary, args.taskset)))
     return EXIT_OK
 
 

@@ -337,8 +337,11 @@ def load_targets(path: Path | str) -> dict[str, int]:
     return data
 
 
-def describe_resample(summary: ResampleSummary) -> list[str]:
-    """What a resample did, as lines for the terminal."""
+def describe_resample(summary: ResampleSummary, taskset_dir: str | Path) -> list[str]:
+    """What a resample did, as lines for the terminal; paths under ``taskset_dir`` as the user gave it, so the
+    commands they end with can be pasted."""
+    at = Path(taskset_dir)
+    weights, queue = at / summary.weights_file, at / summary.queue_file
     head = "found an identical earlier draw:" if summary.reused else "wrote"
     lines = [
         f"{head} {summary.taskset} {summary.version} (parent {summary.parent or '-'}), provisional labels",
@@ -359,7 +362,8 @@ def describe_resample(summary: ResampleSummary) -> list[str]:
     if summary.unknown_tools:
         lines.append("WARNING: first tools in no catalogue (left out): "
                      + ", ".join(f"{t} ({n:,})" for t, n in summary.unknown_tools.items()))
-    lines += [f"weights:  {summary.weights_file}", f"queue:    {summary.queue_file}  <- label it (valid labels: "
-              f"{summary.queue_file.replace('.queue.jsonl', '.labels.csv')}; for a spreadsheet: `tooleval queue "
-              f"export <taskset>/{summary.queue_file}`), then `tooleval queue import <taskset>/{summary.queue_file}`"]
+    lines += [f"weights:  {weights}", f"queue:    {queue}  <- label it",
+              f"          valid labels: {at / summary.queue_file.replace('.queue.jsonl', '.labels.csv')}",
+              f"          for a spreadsheet: tooleval queue export {queue}",
+              f"          then: tooleval queue import {queue}"]
     return lines

@@ -68,6 +68,10 @@ def test_cli_resample_of_a_small_log(tmp_path, capsys, fmt):
     assert counts["none"] >= 4 and min(counts.values()) >= 3
     assert counts["refund_order"] == max(counts.values()) > counts["search_kb"]
     assert summary["source"] == ("turns.jsonl" if fmt == "jsonl" else "log.duckdb::agent_turns")
+    # the commands it ends with can be pasted: their paths are the task set's, as given
+    commands = [line.split(": ", 1)[1].split() for line in out.splitlines() if "tooleval queue" in line]
+    assert [c[:3] for c in commands] == [["tooleval", "queue", "export"], ["tooleval", "queue", "import"]]
+    assert all(Path(c[3]) == root / "queue" / "v2.queue.jsonl" and Path(c[3]).is_file() for c in commands)
 
 
 def test_cli_resample_bad_input_exits_2_writing_nothing(tmp_path, capsys):
