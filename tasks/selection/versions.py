@@ -98,13 +98,15 @@ def refuse_leakage(experiment: ResolvedExperiment, versions: dict[str, TaskSetVe
         options = arm.selector_options
         model_file = options.get("model_file") or (options.get("router_options") or {}).get("model_file")
         from tasks.selectors.decision_models.trained import leaked_requests, load_model_file
+        from tasks.taskset.request_table import parse_messages
 
         model = load_model_file(str(model_file), arm.decision_model_hash)
         version = versions[arm.version]
         # the task set as `tooleval train` names it (its folder) and the version's content hash: ids match
         # only inside the same task set
+        conversations = [parse_messages(m) for m in version.column("messages")] if model.context_turns else None
         leaked = leaked_requests(model, experiment.taskset_dir.resolve().name, version.manifest.content_hash,
-                                 version.column("id"), version.column("text"))
+                                 version.column("id"), version.column("text"), conversations)
         if leaked:
             shown = ", ".join(leaked[:5]) + (f" and {len(leaked) - 5} more" if len(leaked) > 5 else "")
             problems.append(Problem(
