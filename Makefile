@@ -90,13 +90,17 @@ $(PHOENIX_STAMP): requirements-phoenix.lock | $(LOCK_TOOL)
 
 phoenix: $(PHOENIX_STAMP)
 
-# Phoenix on http://$(PHOENIX_HOST):$(PHOENIX_PORT) (UI, OTLP/HTTP and REST on one port), its SQLite under
-# ~/.phoenix. Another port: `make phoenix-serve PHOENIX_PORT=6016`, then `--trace otlp://127.0.0.1:6016`.
+# Phoenix on http://$(PHOENIX_HOST):$(PHOENIX_PORT) (UI, OTLP/HTTP and REST on one port), its SQLite in
+# PHOENIX_WORKING_DIR (default .phoenix/ of the checkout, not Phoenix's ~/.phoenix). Another port:
+# `make phoenix-serve PHOENIX_PORT=6016`, then `--trace otlp://127.0.0.1:6016`.
 PHOENIX_HOST ?= 127.0.0.1
 PHOENIX_PORT ?= 6006
+PHOENIX_WORKING_DIR ?= $(CURDIR)/.phoenix
 
 phoenix-serve: $(PHOENIX_STAMP)
-	PHOENIX_HOST=$(PHOENIX_HOST) PHOENIX_PORT=$(PHOENIX_PORT) PHOENIX_TELEMETRY_ENABLED=false $(PHOENIX_VENV)/bin/phoenix serve
+	mkdir -p $(PHOENIX_WORKING_DIR)
+	PHOENIX_HOST=$(PHOENIX_HOST) PHOENIX_PORT=$(PHOENIX_PORT) PHOENIX_WORKING_DIR=$(PHOENIX_WORKING_DIR) \
+	  PHOENIX_TELEMETRY_ENABLED=false $(PHOENIX_VENV)/bin/phoenix serve
 
 # A long-lived Prefect server, the deployments and a process worker (docs/weekly/deploying.md), on any port:
 # `make prefect-server PREFECT_PORT=4300`, and the same PREFECT_PORT for prefect-deploy and prefect-worker.
