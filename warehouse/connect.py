@@ -73,7 +73,7 @@ def open_file(db_path: Path | str, read_only: bool, wait_s: float | None = None,
                                   {"storage_compatibility_version": STORAGE_COMPATIBILITY})
         except duckdb.Error as error:
             if _unreadable(db_path, error):
-                raise WarehouseUnreadable(f"{db_path}: {str(error).splitlines()[0][:200]}") from None
+                raise WarehouseUnreadable(f"damaged or not a DuckDB file: {str(error).splitlines()[0][:200]}") from None
             if not is_lock_conflict(error):
                 raise
             waited = time.monotonic() - started
@@ -90,6 +90,7 @@ def open_file(db_path: Path | str, read_only: bool, wait_s: float | None = None,
 def _unreadable(db_path: Path | str, error: BaseException) -> bool:
     text = str(error).lower()
     return Path(db_path).is_file() and ("not a valid duckdb" in text or "corrupt" in text
+                                        or "could not read enough bytes" in text  # truncated
                                         or "serialization" in type(error).__name__.lower())
 
 

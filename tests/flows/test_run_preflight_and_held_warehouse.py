@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import duckdb
 import pytest
 import yaml
@@ -11,6 +13,7 @@ from flows.exit_codes import EXIT_CRASHED, EXIT_NOT_REGISTERED
 from tests.factories.cli import run_cli
 from tests.factories.processes import hold
 from tests.factories.taskset import write_experiment, write_taskset
+from warehouse.connect import connect
 
 
 @pytest.mark.parametrize("seeds, rule", [([], "[seeds-given]"), ([1, 2, 2 ** 63], "[seed-range]")])
@@ -35,6 +38,21 @@ def test_a_warehouse_that_is_a_file_or_not_duckdb_is_bad_input(tmp_path, capsys)
     assert sorted(p.name for p in corrupt.iterdir()) == ["tooleval.duckdb"]  # nothing else written
     code, _, err = run_cli(capsys, "report", "--warehouse", str(corrupt))
     assert code == EXIT_BAD_INPUT and "[warehouse-readable]" in err and "Traceback" not in err
+
+
+def test_a_truncated_warehouse_file_is_called_damaged_and_refused_before_anything_runs(tmp_path, capsys):
+    experiment = write_experiment(write_taskset(tmp_path / "shop"))
+    truncated = tmp_path / "truncated"
+    truncated.mkdir()
+    db = truncated / "tooleval.duckdb"
+    connect(db).close()  # a real warehouse file (tables, views), then cut in half as a full disk or a copy would
+    os.truncate(db, db.stat().st_size // 2)
+    before = db.read_bytes()
+    for args in (("run", str(experiment)), ("report",), ("sql", "select 1")):
+        code, _, err = run_cli(capsys, *args, "--warehouse", str(truncated))
+        assert code == EXIT_BAD_INPUT, (args, err)
+        assert "[warehouse-readable]" in err and "damaged" in err and "run the command again" not in err, (args, err)
+    assert db.read_bytes() == before and sorted(p.name for p in truncated.iterdir()) == ["tooleval.duckdb"]
 
 
 def test_an_unwritable_prefect_home_is_bad_input(tmp_path, capsys, monkeypatch):
