@@ -83,8 +83,11 @@ def arm_name_problems(spec: ExperimentFile, file: str) -> list[Problem]:
     names = [arm.name for arm in spec.arms]
     problems = [Problem(file, f"arm {name}", "arm-names-unique", "two arms share this name")
                 for name in sorted({n for n in names if names.count(n) > 1})]
-    problems += [Problem(file, f"arm {name}", "arm-name-chars", "use letters, digits, '.', '_' or '-'")
-                 for name in names if not name or set(name) - ARM_NAME_CHARS]
+    problems += [Problem(file, f"arm {name}", "arm-name-chars",
+                         (f"{', '.join(repr(c) for c in sorted(set(name) - ARM_NAME_CHARS))} cannot be in an arm name: "
+                          if name else "the name is empty: ")
+                         + "use ASCII letters (a-z, A-Z), digits, '.', '_' or '-' (it names a folder of rows)")
+                 for name in dict.fromkeys(names) if not name or set(name) - ARM_NAME_CHARS]
     problems += [Problem(file, f"arm {name[:40]}...", "arm-name-length",
                          f"the name is {len(name.encode())} bytes; at most {NAME_MAX_BYTES} (it names the arm's folder "
                          "of rows, and a file system takes 255 bytes per folder name)")

@@ -49,3 +49,18 @@ def test_an_arm_a_run_would_refuse_is_named_with_its_rule(tmp_path, capsys):
 def test_catalogue_or_weights_options_with_an_experiment_are_bad_input(capsys):
     assert main(["validate", str(SUPPORT / "experiments" / "ladder.yaml"), "--weights", "2026-W36-W47"]) == 2
     assert "[validate-options]" in capsys.readouterr().err
+
+
+def test_an_arm_name_outside_the_rule_names_the_characters_and_the_rule(tmp_path, capsys):
+    spec = yaml.safe_load((SUPPORT / "experiments" / "production.yaml").read_text())
+    spec["taskset"] = str(SUPPORT)
+    spec.pop("criteria", None)
+    spec.pop("comparisons", None)
+    spec["arms"] = spec["arms"][:1]
+    spec["arms"][0]["name"] = "größe 30"
+    experiment = tmp_path / "production.yaml"
+    experiment.write_text(yaml.safe_dump(spec, allow_unicode=True))
+    assert main(["validate", str(experiment)]) == 2
+    err = capsys.readouterr().err
+    assert f"{experiment}:arm größe 30: [arm-name-chars]" in err
+    assert "' ', 'ß', 'ö' cannot be in an arm name" in err and "ASCII letters (a-z, A-Z)" in err
