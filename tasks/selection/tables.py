@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from schemas.criteria import Verdict
 from tasks.selection.arm_operations import arm_operations_table
 from tasks.selection.served_evidence import served_evidence_notice, served_evidence_table
+from tasks.selection.confidence_headline import confidence_headline
 from tasks.selection.example_distance import far_from_examples_notices, far_from_examples_table
 from tasks.selection.figures import Change, RunFigures, ToolLevel, load_figures
 from tasks.report.format import (
@@ -66,6 +67,7 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
         *figures.notices,
         *filter(None, [served_evidence_notice(figures.arm_operations)]),
         *far_from_examples_notices(figures.far_from_examples, lambda arm: arm_label(figures, arm)),
+        *confidence_headline(figures.calibration, figures.arms, lambda arm: arm_label(figures, arm)),
     ]
     report = Report(run_id=figures.run_id, headline=headline, verdict=verdict, figures=figures)
     report.tables.append(slice_table(figures))

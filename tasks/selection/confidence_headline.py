@@ -1,0 +1,35 @@
+"""The report's first screen on each arm's confidence: its ECE beside the ECE a perfectly calibrated router
+would stay under with the same confidences on as many requests (the 95th percentile of simulated draws,
+``tasks/stats/calibration.py: ece_if_calibrated``), whether the gap is more than that noise, and for an offline
+router what fits its temperature on this set. The calibration table later in the report has the rest."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:  # reading a kept report imports no figures library
+    from tasks.selection.figures import Calibration
+
+OFFLINE_ROUTERS = ("lexical", "embedding", "trained")
+"""Selectors whose temperature ``tooleval fit`` fits (the same kinds as tasks/selectors/routers/router_setup.py's
+OFFLINE_ROUTER_KINDS, named here so the report reads no selector code)."""
+
+
+def confidence_headline(calibration: Sequence[Calibration], arms: Sequence[dict[str, Any]],
+                        label: Callable[[str], str]) -> list[str]:
+    """One line for the arms with confidences, then one per arm; nothing when no arm gives one."""
+    measured = [c for c in calibration if c.ece_if_calibrated is not None]
+    if not measured:
+        return []
+    selector = {a["arm"]: a.get("selector") for a in arms}
+    lines = ["Confidence: each arm's ECE, beside the ECE a perfectly calibrated router stays under at this "
+             "number of requests (simulated: 95th percentile of its draws):"]
+    for cal in measured:
+        floor = cal.ece_if_calibrated.high
+        if cal.ece <= floor:
+            reading = "within its noise"
+        else:
+            reading = "miscalibrated here" + ("; `tooleval fit` fits its temperature on this set"
+                                              if selector.get(cal.arm) in OFFLINE_ROUTERS else "")
+        lines.append(f"  {label(cal.arm)}: ECE {cal.ece:.3f} (calibrated < {floor:.3f}): {reading}")
+    return lines
