@@ -43,6 +43,7 @@ from tasks.importers.taskset_writer import (
     refuse_frozen,
     write_taskset,
 )
+from tasks.selectors.routers.conversation import CONTEXT_OPTION, is_conversation
 from tasks.taskset.load_taskset import validation_message
 
 # --------------------------------------------------------------------------------------------------
@@ -324,13 +325,16 @@ def experiment_name(sources: Sequence[BfclSource]) -> str:
     return data_name(*prefix, *(source.slice for source in sources), "offline")
 
 
-def experiment_description(sources: Sequence[BfclSource]) -> str:
-    """What the imported experiments read: each slice with its questions file."""
+def experiment_description(sources: Sequence[BfclSource], multi_turn: int = 0) -> str:
+    """What the imported experiments read: each slice with its questions file, and how many requests are
+    conversations (earlier turns before the last user turn)."""
     slices = ", ".join(f"{source.slice} ({source.questions.name}"
                        + (", every label 'none')" if source.answers is None else ")") for source in sources)
     origin = "BFCL v4" if all(_is_bfcl_file(source.questions) for source in sources) else "BFCL v4 format"
+    kept = (f" {multi_turn} request(s) are whole conversations, kept as they are: the offline routers read "
+            f"the last user turn after {CONTEXT_OPTION} earlier turns." if multi_turn else "")
     return (f"{slices}, imported as {origin} JSON Lines, read by the offline selectors, each request "
-            "offering its own functions.")
+            f"offering its own functions.{kept}")
 
 
 def import_bfcl(questions: Path, answers: Path | None, out: Path, *, label_none: bool = False) -> ImportSummary:
@@ -389,6 +393,11 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
         notices.append(f"BFCL-only schema keywords left out of the JSON schemas: {kinds}")
     if no_tools:
         notices.append(f"{no_tools} request(s) offer no function at all (their right answer is 'none')")
+    multi_turn = sum(1 for request in requests if is_conversation(request.messages))
+    if multi_turn:
+        notices.append(f"{multi_turn} request(s) are whole conversations (turns before the last user turn), kept "
+                       f"as they are: the offline routers read the last user turn after {CONTEXT_OPTION} earlier "
+                       "turns (docs/routing/index.md)")
     lines = [f"Imported from BFCL v4 by tasks.importers.bfcl, {len(requests)} requests, each offering its own "
              f"functions ({len(tool_names)} distinct names, dots kept). "
              + (f"Dropped: {LABEL_CONFLICT} {dropped[LABEL_CONFLICT]} (every request of a text offered the same "
@@ -405,7 +414,7 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
             described += ": no answers file, --label-none given: every expected label is 'none'"
         lines.append(f"slice '{source.slice}': {count} requests from {described}.")
     notes = "\n".join([*lines, *conflicts, *notices])
-    experiments = offline_experiments(experiment_name(sources), experiment_description(sources),
+    experiments = offline_experiments(experiment_name(sources), experiment_description(sources, multi_turn),
                                       PER_REQUEST_CATALOGUE)
     manifest = write_taskset(out, requests, slices=names, notes=notes, experiments=experiments)
     return ImportSummary(

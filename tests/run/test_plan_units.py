@@ -121,14 +121,16 @@ def test_a_trained_router_keys_its_scoring_revision_and_the_other_keys_stay_as_t
     from tasks.selectors.routers import router_setup
 
     lexical = arm()
-    options = keyed_options(answer_options(lexical.selector_options))
-    earlier = digest([lexical.selector, lexical.model_id, options,
-                      lexical.prompt_text])  # the key's formula before any router had a revision
-    assert selector_fingerprint(lexical) == earlier
+    hosted = replace(lexical, selector="openai", model_id="gpt-x")
+    options = keyed_options(answer_options(hosted.selector_options))
+    earlier = digest([hosted.selector, hosted.model_id, options,
+                      hosted.prompt_text])  # the key's formula before any router had a revision
+    assert selector_fingerprint(hosted) == earlier
+    plain = selector_fingerprint(lexical)
     trained = replace(lexical, selector="trained", model_id="tooleval-hybrid")
     routed = replace(lexical, selector="openai", model_id="gpt-x", options={"router": "trained"})
     before = selector_fingerprint(trained), selector_fingerprint(routed)
     monkeypatch.setitem(router_setup.SCORING_REVISIONS, "trained", "a later scoring")
     after = selector_fingerprint(trained), selector_fingerprint(routed)
     assert before[0] != after[0] and before[1] != after[1]  # nothing the old code cached answers for the new
-    assert selector_fingerprint(lexical) == earlier
+    assert selector_fingerprint(hosted) == earlier and selector_fingerprint(lexical) == plain

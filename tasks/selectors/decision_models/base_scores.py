@@ -16,9 +16,8 @@ from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID
 
 
 def _options(context_turns: int) -> dict:
-    """The base routers' options: never abstain; the context only when there is one (the routers' instances
-    without it are those the plain arms share)."""
-    return {**NEVER_ABSTAIN, CONTEXT_OPTION: context_turns} if context_turns else NEVER_ABSTAIN
+    """The base routers' options: never abstain, and read the model's turns (never the routers' default)."""
+    return {**NEVER_ABSTAIN, CONTEXT_OPTION: context_turns}
 
 
 def router_scores(inputs: list[SelectionInput], encoder: str = DEFAULT_MODEL_ID, context_turns: int = 0

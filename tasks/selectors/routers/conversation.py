@@ -14,7 +14,7 @@ from schemas.taskset import Message
 
 CONTEXT_OPTION = "context_turns"
 CONTEXT_ROLES = ("user", "assistant")
-"""The roles whose turns count as context (a tool call's result or a system prompt is not a turn)."""
+"""The roles whose turns count as context (a system message is not a turn)."""
 
 
 def parse_context_turns(value: Any) -> int:

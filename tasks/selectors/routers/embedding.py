@@ -39,8 +39,9 @@ _VECTORS: dict[tuple[str, str], np.ndarray] = {}
 ENCODED_TEXTS = 0
 """Texts this process encoded with a model (not found in the process cache or on disk)."""
 
-DEFAULT_CONTEXT_TURNS = 0
-"""Earlier turns read before the last user turn unless ``context_turns`` says otherwise."""
+DEFAULT_CONTEXT_TURNS = 2
+"""Turns read before the last user turn unless ``context_turns`` says otherwise: the whole of a
+question-answer-confirmation exchange (docs/measured/decision-models.md, "Conversations")."""
 
 _LOCK = threading.Lock()
 _TOOL_KEY_CACHE_LIMIT = 20_000
@@ -116,7 +117,8 @@ class EmbeddingSelector(ScoreRouter):
     - ``threads`` (default 1): torch threads while encoding (set for the call, then restored). One thread
       held up best on a 2-core machine with another batch running.
     - ``batch_size`` (default 32): encoding batch size.
-    - ``context_turns`` (default 0): earlier user turns to prepend to the last one.
+    - ``context_turns`` (default 2): turns of the conversation (the user's and the assistant's) read before
+      the last user turn, one a line; 0 reads the last user turn alone (``routers/conversation.py``).
     - ``parameters`` (default False): add parameter names and descriptions to a tool's text.
 
     ``latency_ms`` of each Selection is the batch's wall time (encoding included) divided evenly over its

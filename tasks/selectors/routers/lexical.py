@@ -157,8 +157,9 @@ class _Placed:
     columns: np.ndarray
 
 
-DEFAULT_CONTEXT_TURNS = 0
-"""Earlier turns read before the last user turn unless ``context_turns`` says otherwise."""
+DEFAULT_CONTEXT_TURNS = 2
+"""Turns read before the last user turn unless ``context_turns`` says otherwise: the whole of a
+question-answer-confirmation exchange (docs/measured/decision-models.md, "Conversations")."""
 
 
 class LexicalSelector(ScoreRouter):
@@ -182,6 +183,8 @@ class LexicalSelector(ScoreRouter):
     - ``stem`` (True): Snowball English stemming (needs the ``pystemmer`` package).
     - ``name_weight`` (1): how many times the tool name's words count in its document.
     - ``parameters`` (True): add parameter names and descriptions to the document.
+    - ``context_turns`` (2): turns of the conversation (the user's and the assistant's) read before the last
+      user turn, one a line; 0 reads the last user turn alone (``routers/conversation.py``).
 
     ``latency_ms`` of each Selection is the batch's wall time divided evenly over its inputs.
     Indexes are cached per distinct set of tools (name + description [+ parameters]); one index serves

@@ -88,15 +88,19 @@ def test_torch_threads_are_restored(selector):
     assert torch.get_num_threads() == before
 
 
-def test_earlier_user_turns_only_when_asked(selector):
+def test_earlier_turns_as_many_as_asked():
     messages = [
         Message(role="user", content="I forgot my password"),
         Message(role="assistant", content="I can help with that."),
         Message(role="user", content="thanks"),
     ]
-    with_context = EmbeddingSelector(options={"context_turns": 1})
-    assert with_context.request_text(ask("", messages=messages)) == "I forgot my password\nthanks"
-    assert selector.request_text(ask("", messages=messages)) == "thanks"
+
+    def read(turns: int) -> str:
+        return EmbeddingSelector(options={"context_turns": turns}).request_text(ask("", messages=messages))
+
+    assert read(0) == "thanks"
+    assert read(1) == "I can help with that.\nthanks"
+    assert read(2) == read(5) == "I forgot my password\nI can help with that.\nthanks"
 
 
 def test_options_and_model_ids_are_checked():

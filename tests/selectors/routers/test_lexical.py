@@ -42,14 +42,16 @@ def test_a_conversation_without_a_user_turn_picks_none(selector):
     assert selection.chosen == NONE_LABEL
 
 
-def test_the_last_user_turn_is_the_request(selector):
+def test_the_last_user_turn_alone_with_context_turns_0(selector):
     messages = [
         Message(role="user", content="I need to reset my password"),
         Message(role="assistant", content="Done. Anything else?"),
         Message(role="user", content="yes, where is my parcel"),
     ]
-    (selection,) = selector.select([ask("", messages=messages)])
+    (selection,) = LexicalSelector(options={"context_turns": 0}).select([ask("", messages=messages)])
     assert selection.chosen == "track_shipment"
+    # by default the two turns before it are read too: a change of subject can pull the pick back
+    assert selector.request_text(ask("", messages=messages)) == "\n".join(m.content for m in messages)
 
 
 def test_parameters_count_as_tool_words():
