@@ -465,15 +465,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a local sentence-transformers model directory to compute the cosine, kNN and probe "
                        "features with (default: the packaged all-MiniLM-L6-v2); the model file records its path")
     train.add_argument("--fine-tune", action="store_true",
-                       help="also fine-tune the encoder on the requests, once per fold model and once on all (saved "
-                       "in FILE's .encoders folder, ~90 MB each), and score by the product of the logit and the "
-                       "fine-tuned cosine; slow: six encoders for 5 folds, 4-5 minutes each on BFCL live's 840-1,053 "
-                       "requests and 2 CPU cores")
+                       help="experimental (a checkout's experimental/ folder, not installed; no figure on data "
+                       "it was not tuned on): also fine-tune the encoder on the requests, once per fold model and "
+                       "once on all (saved in FILE's .encoders folder, ~90 MB each), and score by the product of the "
+                       "logit and the fine-tuned cosine; slow: six encoders for 5 folds, 4-5 minutes each on BFCL "
+                       "live's 840-1,053 requests and 2 CPU cores")
     train.add_argument("--fine-tune-epochs", type=int, default=2, metavar="N",
-                       help="epochs of each fine-tuning (default 2)")
+                       help="experimental: epochs of each fine-tuning (default 2)")
     train.add_argument("--fine-tune-seed", type=int, default=0, metavar="S",
-                       help="which draw of the fine-tuning (default 0): another S tunes other encoders on the same "
-                       "requests, to see how much one draw moves the figures")
+                       help="experimental: which draw of the fine-tuning (default 0): another S tunes other encoders "
+                       "on the same requests, to see how much one draw moves the figures")
     train.add_argument("--context-turns", type=int, default=0, metavar="N",
                        help="turns of each conversation read before its last user turn (default 0: the last user "
                        "turn alone); recorded in the model file, which scores with the same")
@@ -598,6 +599,10 @@ def _raised(error: BaseException, module: str, name: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "out", None):
+            from tasks.files.out_path import check_out_path
+
+            check_out_path(args.out)
         return args.func(args)
     except BrokenPipeError:  # `tooleval ... | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
