@@ -153,11 +153,13 @@ demo-git: $(STAMP)
 
 # The full suite (what CI runs), after the documentation site builds strict (a broken link, a page missing
 # from the nav or a stale generated page fails it); it ends with the 25 slowest tests and set-ups. The tests run in
-# TEST_WORKERS processes (pytest-xdist; each takes the next test when it is free); TEST_WORKERS=0 runs them in this
-# one process, in file order.
+# TEST_WORKERS processes (pytest-xdist): each takes the next module when it is free, the longest modules first
+# (tests/longest_first.py), a module never split (its module-scoped set-up is built once); TEST_WORKERS=0 runs
+# them in this one process, in that order.
 TEST_WORKERS ?= 2
 test: $(STAMP) $(PHOENIX_STAMP) $(MCP_SERVERS) docs
-	$(BIN)/python -m pytest -q --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
+	$(BIN)/python -m pytest -q --durations=25 \
+	  $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # The documentation site (mkdocs-material, mkdocs.yml) into site/ (git-ignored), strict: warnings are errors.
 # The generated pages: python -m flows.cli_doc --write; python -m warehouse.schema_doc --write.

@@ -16,6 +16,7 @@ from flows.prefect_settings import apply_prefect_defaults
 from tests.factories import SUPPORT
 from tests.factories.prefect_api import SHARED_SERVER_ENV
 from tests.factories.rows import memory_warehouse
+from tests.longest_first import module_rank
 
 apply_prefect_defaults()
 os.environ.pop("TOOLEVAL_WAREHOUSE", None)
@@ -45,9 +46,12 @@ real servers, workers or clusters, or run the CLI end to end, say ``pytest.mark.
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks the slow tier; then puts the longest modules first (tests/longest_first.py)."""
     for item in items:
         if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    has_slow_test = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: module_rank(item.nodeid, has_slow_test))  # stable: a module's tests keep their order
 
 
 @pytest.fixture(scope="session")
