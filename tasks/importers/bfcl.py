@@ -397,7 +397,7 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
     if multi_turn:
         notices.append(f"{multi_turn} request(s) are whole conversations (turns before the last user turn), kept "
                        f"as they are: the offline routers read the last user turn after {CONTEXT_OPTION} earlier "
-                       "turns (docs/routing/index.md)")
+                       "turns (docs/routing/decision-models.md)")
     lines = [f"Imported from BFCL v4 by tasks.importers.bfcl, {len(requests)} requests, each offering its own "
              f"functions ({len(tool_names)} distinct names, dots kept). "
              + (f"Dropped: {LABEL_CONFLICT} {dropped[LABEL_CONFLICT]} (every request of a text offered the same "

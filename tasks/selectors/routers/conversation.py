@@ -3,7 +3,7 @@ turns of the conversation (the user's and the assistant's, oldest first, one a l
 
 "yes, that's right" says nothing about a tool; the turns before it do. The lexical, embedding and trained
 routers read the same text, and a trained model records the ``context_turns`` it learned from so it scores
-with the same (docs/routing/index.md, "Conversations").
+with the same (docs/routing/decision-models.md, "Conversations").
 """
 
 from __future__ import annotations
