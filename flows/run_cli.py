@@ -174,7 +174,9 @@ def cmd_register(args: argparse.Namespace) -> int:
     late = api.register(args.run_id, args.warehouse)
     render_terminal(late.published.report)
     print()
-    print_summary_line("", f"run {late.run_id}: {late.n_rows:,} {instrument(late.instrument).words.items} registered; "
+    done = ("was registered and reported before: nothing was changed (its verdict is the one it was given); "
+            if late.already_registered else "registered; ")
+    print_summary_line("", f"run {late.run_id}: {late.n_rows:,} {instrument(late.instrument).words.items} {done}"
                            "reports: " + ", ".join(str(path) for path in late.published.paths.values()))
     return verdict_exit_code(late.published.verdict)
 

@@ -2,7 +2,8 @@
 bounded wait, or a process that died between landing and registering. Their records are kept in
 ``registrations/<run_id>/run-records.json`` (warehouse/register_run.py), with the instrument that ran
 them; ``tooleval register RUN_ID`` and every later run register them from there, run nothing again, then
-judge and publish them."""
+judge and publish them. A run already registered and reported is left as it is (its verdict was given when it
+registered): ``register`` says so and changes nothing."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from dataclasses import dataclass
 
 from tasks.files.input_errors import InputError
 from tasks.instrument_registry import stores
-from tasks.report.publish import PublishedReport, judge_and_publish
+from tasks.report.publish import PublishedReport, judge_and_publish, read_report
 from warehouse.connect import WarehouseBusy, connect
 from warehouse.location import Warehouse
-from warehouse.register_run import load_registration, register_run, saved_run_ids
+from warehouse.register_run import RunRegistration, load_registration, register_run, saved_run_ids
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class LateRegistration:
     published: PublishedReport
     instrument: str
     """The run's instrument (tasks/instrument_registry.py)."""
+    already_registered: bool = False
+    """The run was registered and reported before: nothing was registered, judged or written again."""
 
 
 def registered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> set[str]:
@@ -49,8 +52,31 @@ def register_saved_run(warehouse: Warehouse, run_id: str, wait_s: float | None =
     if registration is None:
         raise InputError.one(str(warehouse.registrations_dir / run_id), f"run {run_id}", "run-landed",
                              "no saved registration for this run id in this warehouse")
+    reports = {"markdown": warehouse.reports_dir / run_id / "report.md",
+               "html": warehouse.reports_dir / run_id / "report.html"}
+    held = registered_items(warehouse, registration, wait_s)
+    if held is not None and all(path.is_file() for path in reports.values()):
+        published = PublishedReport(read_report(warehouse, run_id, registration.instrument), reports)
+        return LateRegistration(run_id, held, published, registration.instrument, already_registered=True)
     n_rows = register_run(warehouse.root, registration, wait_s=wait_s)
     return LateRegistration(run_id, n_rows, judge_and_publish(warehouse, run_id), registration.instrument)
+
+
+def registered_items(warehouse: Warehouse, registration: RunRegistration, wait_s: float | None = None) -> int | None:
+    """The rows (task runs) the warehouse holds for the run, from its run record; None when it is not registered."""
+    if not warehouse.db_path.is_file():
+        return None
+    store = registration.store
+    con = connect(warehouse.db_path, read_only=True, wait_s=wait_s)
+    try:
+        if not con.execute("SELECT 1 FROM information_schema.tables WHERE table_name = ?",
+                           [store.run_table]).fetchall():
+            return None
+        found = con.execute(f"SELECT {next(iter(store.counts))} FROM {store.run_table} WHERE run_id = ?",
+                            [registration.run_id]).fetchall()
+        return int(found[0][0]) if found else None
+    finally:
+        con.close()
 
 
 def register_waiting_runs(warehouse: Warehouse, wait_s: float | None = None) -> list[LateRegistration]:

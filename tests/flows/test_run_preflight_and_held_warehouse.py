@@ -111,8 +111,12 @@ def test_a_held_warehouse_ends_the_run_with_exit_5_and_register_finishes_it(
     counts = dict(con.execute("select run_id, count(*) from selection_rows group by run_id").fetchall())
     con.close()
     assert len(counts) == 2 and counts[run_id] == max(counts.values())  # registered once, nothing duplicated
-    # registering again replaces, never duplicates
-    assert run_cli(capsys, "register", run_id, "--warehouse", str(warehouse))[0] in (EXIT_OK, EXIT_GATE_FAILED)
+    # registering a registered, reported run again changes nothing (no second judging) and says so
+    report = warehouse / "reports" / run_id / "report.md"
+    before = (report.stat().st_mtime_ns, (warehouse / "tooleval.duckdb").read_bytes())
+    again, out, _ = run_cli(capsys, "register", run_id, "--warehouse", str(warehouse))
+    assert again == code and "was registered and reported before: nothing was changed" in out
+    assert (report.stat().st_mtime_ns, (warehouse / "tooleval.duckdb").read_bytes()) == before
     con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
     assert con.execute("select count(*) from selection_rows where run_id = ?", [run_id]).fetchall()[0][0] == counts[run_id]
     con.close()
