@@ -38,6 +38,16 @@ def _nothing(*args: Any) -> None:
     return None
 
 
+def on_call(module: str, name: str) -> Callable[..., Any]:
+    """``module.name``, imported when first called: what only a run (its units, its report) calls is not
+    imported with the instrument, so a check of an experiment (``tooleval validate``) does without it."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
 class Spending(Protocol):
     """What a run spent on hosted models, as the run's summary says it."""
 

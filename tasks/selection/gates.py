@@ -9,7 +9,7 @@ comparison it is in; so is an arm or comparison whose weighted figure is undefin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from schemas.criteria import ArmSelection, GateResult
 from schemas.selection.criteria import (
@@ -23,8 +23,10 @@ from schemas.selection.criteria import (
 )
 from tasks.report.format import change_span, interval_text, p_value, pct, pct_with_fraction, points
 from tasks.report.judge import RULE_WORDS, TOLERANCE_WORDS, arms_not_carried_out, beyond, gate_result, select_arms
-from tasks.selection.figures import Change, RunFigures
 from tasks.stats.estimate import Interval
+
+if TYPE_CHECKING:  # the figures' module (polars, intervals) is imported by a run's report, not by a check
+    from tasks.selection.figures import Change, RunFigures
 
 
 @dataclass(frozen=True)

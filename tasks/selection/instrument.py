@@ -15,35 +15,19 @@ confidence gate among the selectors). What it says to the core (tasks/instrument
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any, Callable
-
 from schemas.selection.criteria import SelectionCriteria
 from schemas.selection.experiment import RESPECTS, SelectionExperimentFile
 from schemas.selection.rows import SelectionRunRecord
-from tasks.instrument_api import Instrument, Words
+from tasks.instrument_api import Instrument, Words, on_call
 from tasks.selection.arms import resolve_selection_arm
 from tasks.selection.card import CARD
-from tasks.selection.figures import load_figures
 from tasks.selection.gates import JUDGES, rows_not_carried_out
 from tasks.selection.map_entries import probability_map_entries
 from tasks.selection.plan_batch import request_batches
 from tasks.selection.records import arm_record, selection_records, weights_window
-from tasks.selection.tables import build_report_from
 from tasks.selection.validate_lines import label_check_lines
 from tasks.selection.versions import check_selection_labels, load_selection_versions, refuse_provisional_labels
-from tasks.selectors.providers.call_budget import spent_in_run
 from tasks.selectors.providers.pinned_models import arm_unpinned
-
-
-def _on_call(module: str, name: str) -> Callable[..., Any]:
-    """``module.name``, imported when first called: the code of a run's units, which a check of an experiment
-    never calls, is not imported with the instrument."""
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(import_module(module), name)(*args, **kwargs)
-
-    call.__name__ = call.__qualname__ = name
-    return call
 
 
 INSTRUMENT = Instrument(
@@ -54,9 +38,10 @@ INSTRUMENT = Instrument(
     resolve_arm=resolve_selection_arm, load=load_selection_versions, check_loaded=check_selection_labels,
     check_before_run=refuse_provisional_labels,
     work_items=request_batches, item_count=lambda version: len(version.requests),
-    run_unit=_on_call("tasks.selection.select_batch", "select_and_land"), arm_record=arm_record,
-    records=selection_records, run_fields=weights_window, load_figures=load_figures, judges=JUDGES,
-    build_report=build_report_from,
+    run_unit=on_call("tasks.selection.select_batch", "select_and_land"), arm_record=arm_record,
+    records=selection_records, run_fields=weights_window, judges=JUDGES,
+    load_figures=on_call("tasks.selection.figures", "load_figures"),
+    build_report=on_call("tasks.selection.tables", "build_report_from"),
     not_carried_out=rows_not_carried_out, check_lines=label_check_lines,
     extra_disk_entries=probability_map_entries,
-    unpinned=arm_unpinned, spent=spent_in_run)
+    unpinned=arm_unpinned, spent=on_call("tasks.selectors.providers.call_budget", "spent_in_run"))

@@ -19,7 +19,7 @@ comparison with such an arm on either side is not judged, never read as a measur
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from schemas.criteria import ArmSelection, GateResult
 from schemas.surface.rows import FAILED_STOPS
@@ -34,7 +34,9 @@ from schemas.surface.criteria import (
 from tasks.report.format import change_span, pct, points
 from tasks.report.judge import EVIDENCE_LINES, RULE_WORDS, arms_not_carried_out, beyond, gate_result, select_arms
 from tasks.stats.intervals import Interval
-from tasks.surface.figures import SurfaceFigures
+
+if TYPE_CHECKING:  # the figures' module (intervals, calibration) is imported by a run's report, not by a check
+    from tasks.surface.figures import SurfaceFigures
 
 
 def judged_arms(figures: SurfaceFigures, selection: ArmSelection) -> list[str]:

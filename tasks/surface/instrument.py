@@ -18,17 +18,12 @@ from __future__ import annotations
 from schemas.surface.criteria import SurfaceCriteria
 from schemas.surface.experiment import SURFACE_RESPECTS, SurfaceExperimentFile
 from schemas.surface.rows import SurfaceRunRecord
-from tasks.instrument_api import Instrument, Words
-from tasks.selectors.providers.call_budget import spent_in_run
+from tasks.instrument_api import Instrument, Words, on_call
 from tasks.selectors.providers.pinned_models import arm_unpinned
 from tasks.surface.arms import arm_record, fill_surface_arm, resolve_surface_arm
 from tasks.surface.card import CARD
 from tasks.surface.drift_check import check_pinned_servers
-from tasks.surface.figures import load_surface_figures
 from tasks.surface.gates import JUDGES, task_runs_not_carried_out
-from tasks.surface.mcp_backend import close_pools
-from tasks.surface.run_unit import run_task_unit, task_inputs
-from tasks.surface.tables import build_surface_report
 from tasks.surface.task_checks import load_surface_versions
 from tasks.surface.validate_lines import surface_notes, task_check_lines
 
@@ -38,8 +33,11 @@ INSTRUMENT = Instrument(
     arm_fields=("surface", "prompt", "agent", "model"), fill_arm=fill_surface_arm, run_record=SurfaceRunRecord,
     words=Words(items="task runs", ok="succeeded", failed="could not be carried out (provider, budget, surface)",
                 counted="runs", doing="running tasks"),
-    resolve_arm=resolve_surface_arm, load=load_surface_versions, work_items=task_inputs, run_unit=run_task_unit,
-    arm_record=arm_record, load_figures=load_surface_figures, judges=JUDGES, build_report=build_surface_report,
-    units_done=close_pools, not_carried_out=task_runs_not_carried_out, check_before_run=check_pinned_servers,
-    check_lines=task_check_lines, validate_notes=surface_notes,
-    unpinned=arm_unpinned, spent=spent_in_run)
+    resolve_arm=resolve_surface_arm, load=load_surface_versions, item_count=lambda version: len(version.tasks),
+    work_items=on_call("tasks.surface.run_unit", "task_inputs"),
+    run_unit=on_call("tasks.surface.run_unit", "run_task_unit"), arm_record=arm_record,
+    load_figures=on_call("tasks.surface.figures", "load_surface_figures"), judges=JUDGES,
+    build_report=on_call("tasks.surface.tables", "build_surface_report"),
+    units_done=on_call("tasks.surface.mcp_backend", "close_pools"), not_carried_out=task_runs_not_carried_out,
+    check_before_run=check_pinned_servers, check_lines=task_check_lines, validate_notes=surface_notes,
+    unpinned=arm_unpinned, spent=on_call("tasks.selectors.providers.call_budget", "spent_in_run"))

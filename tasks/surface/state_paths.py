@@ -25,6 +25,7 @@ import datetime
 import decimal
 import difflib
 import enum
+import functools
 import types
 import typing
 import uuid
@@ -60,6 +61,13 @@ SCALARS = (str, int, float, bool, bytes, datetime.date, datetime.time, datetime.
 
 def _kind(annotation: Any) -> tuple[str, Any]:
     """('model', cls) / ('mapping', value type) / ('list', item type) / ('scalar', name) / ('unknown', None)."""
+    try:
+        return _kind_of_type(annotation)  # a task set's paths walk the same few types again and again
+    except TypeError:  # an annotation that cannot be hashed (Annotated with unhashable metadata)
+        return _kind_of(annotation)
+
+
+def _kind_of(annotation: Any) -> tuple[str, Any]:
     annotation = _strip(annotation)
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
@@ -84,8 +92,13 @@ def _kind(annotation: Any) -> tuple[str, Any]:
     return "unknown", None
 
 
+_kind_of_type = functools.lru_cache(maxsize=None)(_kind_of)
+
+
+@functools.lru_cache(maxsize=None)
 def _fields(model: type[BaseModel]) -> dict[str, Any]:
-    """The keys a model's JSON dump has (``model_dump``: field names, computed fields too) -> their types."""
+    """The keys a model's JSON dump has (``model_dump``: field names, computed fields too) -> their types (the
+    same dict for every call: read it, never change it)."""
     found = {name: info.annotation for name, info in model.model_fields.items()}
     found.update({name: info.return_type for name, info in model.model_computed_fields.items()})
     return found

@@ -66,6 +66,13 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
     problems: list[Problem] = []
     ids = Counter(line.task.id for line in version.lines)
     backends = list({id(s.backend): s.backend for s in surfaces}.values())
+    present: dict[str, bool] = {}
+
+    def included(name: str) -> bool:  # tasks share their fixture files: each is looked for once
+        if name not in present:
+            present[name] = fixture_path(version.directory, name).is_file()
+        return present[name]
+
     for line in version.lines:
         task = line.task
         where = f"line {line.line} (id {task.id})"
@@ -79,7 +86,7 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
             problem("request-non-empty", "the request text is empty")
         if task.slice not in version.manifest.slices:
             problem("slice-declared", f"slice '{task.slice}' not among the manifest's {version.manifest.slices}")
-        missing = [n for n in _includes(task.fixtures) if not fixture_path(version.directory, n).is_file()]
+        missing = [n for n in _includes(task.fixtures) if not included(n)]
         fixtures: dict = {}
         starts: dict[tuple, Any] = {}  # state key -> the fixtures read once as that state (starting_state.py)
 
