@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.taskset import Message, labelled_answer
@@ -35,10 +35,21 @@ def selector_fingerprint(arm: "SelectionArm") -> str:
     one, so other keys stay those of earlier versions). Options that only change how calls are made or
     costed (concurrency, timeouts, retries, key names, prices) are left out, so changing them repeats no
     completed call."""
-    parts = [arm.selector, arm.model_id, keyed_options(answer_options(arm.selector_options)), arm.prompt_text]
+    options = keyed_options(answer_options(arm.selector_options))
+    if arm.decision_model_hash is not None:
+        options = _model_file_by_content(options, arm.decision_model_hash)
+    parts = [arm.selector, arm.model_id, options, arm.prompt_text]
     revisions = [SCORING_REVISIONS[kind] for kind in (arm.selector, arm.selector_options.get("router"))
                  if kind in SCORING_REVISIONS]
     return digest(parts + [{"scoring": revisions}] if revisions else parts)
+
+
+def _model_file_by_content(options: dict[str, Any], model_hash: str) -> dict[str, Any]:
+    """``model_file`` (a path, absolute once resolved), at any depth, as the file's sha256: where the task set
+    lies changes no answer, so a copied folder keeps its cache; another model file is another key."""
+    return {name: ("sha256:" + model_hash if name == "model_file"
+                   else _model_file_by_content(value, model_hash) if isinstance(value, dict) else value)
+            for name, value in options.items()}
 
 
 def cache_key(selector_fp: str, tools_fp: str, messages_json: str) -> str:
