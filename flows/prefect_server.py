@@ -1,12 +1,12 @@
 """The Prefect API a run talks to: the one ``PREFECT_API_URL`` (or a Prefect profile) names, else a local
 server: Prefect's app under uvicorn on a loopback socket this process binds and hands over (``--fd``: no
-other process can take the port), spawned before the heavy imports (standard library only here).
+other process can take the port). Standard library only.
 
 It is kept between runs unless ``TOOLEVAL_KEEP_SERVER=0`` (then it is the run's own and dies with it), one
-per Prefect home: ``$PREFECT_HOME/tooleval-server/server.json`` names it (pid, API URL, its Python and
-Prefect); each run holds a shared lock on ``runs.lock`` while its process lives (``kill -9`` included);
-runs find or start it under ``spawn.lock``. It ends itself after ``TOOLEVAL_KEEP_SERVER`` minutes (default
-10) with no run, or once ``server.json`` no longer names it (withdrawn, replaced, its home removed)."""
+per Prefect home: ``$PREFECT_HOME/tooleval-server/server.json`` names it; each run holds a shared lock on
+``runs.lock`` while its process lives; runs find or start it under ``spawn.lock``. It ends itself after
+``TOOLEVAL_KEEP_SERVER`` minutes (default 10) with no run, or once ``server.json`` no longer names it
+(withdrawn, replaced, its home removed), within ``STOP_GRACE_S`` whatever holds uvicorn's graceful stop."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ from flows.stop_on_signal import alive, end_processes, proc_stat, resume_advice,
 KEEP_ENV = "TOOLEVAL_KEEP_SERVER"
 MINUTES_ENV = "TOOLEVAL_KEPT_SERVER_MINUTES"  # the kept server's own idle time, set by the run starting it
 START_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+STOP_GRACE_S = 20.0  # a kept server still up this long after it stopped itself (a client holding a request) ends
 APP_DIR = Path(__file__).resolve().parent.parent
 BLOCK_REGISTRATION_OFF = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
                           "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
@@ -139,9 +140,6 @@ class KeptState:  # server.json
         partial.write_text(json.dumps(asdict(self)))
         partial.replace(folder / "server.json")
 
-    def alive(self) -> bool:
-        return alive(self.pid)
-
     def current(self) -> bool:
         """Started by this Python and this Prefect (an upgrade replaces it)."""
         return self.python == sys.executable and self.prefect == prefect_version()
@@ -159,32 +157,34 @@ def locked(path: Path, mode: int) -> IO[str]:
 
 
 def unused(folder: Path) -> bool:
-    """No run holds the kept server."""
+    """No run holds the kept server (none can without its folder)."""
     try:
         locked(folder / "runs.lock", fcntl.LOCK_EX | fcntl.LOCK_NB).close()
-    except OSError:
-        return False
+    except OSError as error:
+        return isinstance(error, FileNotFoundError)
     return True
 
 
 def watch_idle(minutes: float) -> None:
-    """In the kept server: SIGTERM itself once no run has held it for ``minutes`` (server.json withdrawn under
-    spawn.lock, where runs take their hold), or once server.json no longer names it."""
+    """In the kept server: stop once no run has held it for ``minutes`` (server.json withdrawn under
+    spawn.lock, where runs take their hold), once server.json no longer names it, or if this watch fails."""
     folder, last_used = state_dir(), time.monotonic()
     named = lambda: getattr(KeptState.read(folder), "pid", None) == os.getpid()  # noqa: E731
-    while named():
-        if not unused(folder):
-            last_used = time.monotonic()
-        elif time.monotonic() - last_used >= minutes * 60:
-            with contextlib.suppress(OSError):  # not now if a run is finding or starting a server
-                with locked(folder / "spawn.lock", fcntl.LOCK_EX | fcntl.LOCK_NB):
-                    if unused(folder):
+    try:
+        while named():
+            if not unused(folder):
+                last_used = time.monotonic()
+            elif time.monotonic() - last_used >= minutes * 60:
+                with contextlib.suppress(OSError), locked(folder / "spawn.lock", fcntl.LOCK_EX | fcntl.LOCK_NB):
+                    if unused(folder):  # else a run took it while this waited for the lock
                         if named():
                             (folder / "server.json").unlink()
-                        print(f"no run for {minutes:g} min: stopping", file=sys.stderr, flush=True)
                         break
-        time.sleep(2.0)
-    os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(2.0)
+    finally:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(STOP_GRACE_S)
+        os._exit(0)
 
 
 def create_app():
@@ -206,7 +206,7 @@ def stop_kept(folder: Path | None = None, state: KeptState | None = None) -> Kep
     folder = folder or state_dir()
     state = state or KeptState.read(folder)
     (folder / "server.json").unlink(missing_ok=True)
-    if state is None or not state.alive():
+    if state is None or not alive(state.pid):
         return None
     end_processes([state.pid], grace_s=10.0)
     return state
@@ -215,7 +215,7 @@ def stop_kept(folder: Path | None = None, state: KeptState | None = None) -> Kep
 def status_lines(folder: Path | None = None) -> list[str]:
     folder = folder or state_dir()
     state = KeptState.read(folder)
-    if state is None or not state.alive():
+    if state is None or not alive(state.pid):
         return [f"no kept Prefect server for {folder.parent} (the next `tooleval run` starts one)"]
     return [f"kept Prefect server: {state.api_url} (pid {state.pid}, "
             f"{'answering' if health_answers(state.api_url) else 'not answering yet'})",
@@ -255,9 +255,9 @@ class LocalServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         with locked(self.folder / "spawn.lock", fcntl.LOCK_EX):
             state = KeptState.read(self.folder)
-            if state is not None and state.alive() and not state.current():
+            if state is not None and alive(state.pid) and not state.current():
                 stop_kept(self.folder, state)  # another Python or Prefect: replaced
-            if state is None or not state.alive():
+            if state is None or not alive(state.pid):
                 (state := self._start(open(self.folder / "server.log", "w+b"))).write(self.folder)
                 self.started_here = True
             self._hold = locked(self.folder / "runs.lock", fcntl.LOCK_SH)  # held until this process ends
@@ -294,11 +294,11 @@ class LocalServer:
         started, restarted = time.monotonic(), self.kept
         deadline = started + self.timeout_s
         while not health_answers(self.api_url):
-            if (code := self.exited()) is not None and not restarted:
+            if (how := self.exited()) is not None and not restarted:
                 restarted, self.state = True, self._start(self._log)
-            elif code is not None:
+            elif how is not None:
                 raise PrefectServerError(
-                    f"the {self.what} exited with code {code} before answering{self._log_tail()}\nCheck that "
+                    f"the {self.what} {how} before answering{self._log_tail()}\nCheck that "
                     f"PREFECT_HOME ({prefect_home()}) is writable, or start a server (`prefect server start`) and "
                     f"set PREFECT_API_URL{f'; or set {KEEP_ENV}=0 for a server per run' if self.kept else ''}.")
             elif time.monotonic() >= deadline:
@@ -329,11 +329,11 @@ class LocalServer:
         time.sleep(1.0)
         return self.exited() is None and ticks() > before
 
-    def exited(self) -> int | None:
-        """The exit code of a server that ended on its own (1 when not its parent), else None."""
+    def exited(self) -> str | None:
+        """How the server ended, if it did ('exited with code N' when this process started it), else None."""
         if self.process is not None:
-            return self.process.poll()
-        return None if self.state is None or self.state.alive() else 1
+            return None if (code := self.process.poll()) is None else f"exited with code {code}"
+        return None if self.state is None or alive(self.state.pid) else "ended"
 
     def stop(self) -> None:
         """Let the server go: the kept one stays, the run's own is ended."""
@@ -433,8 +433,8 @@ class ApiWatch:
     def _watch(self) -> None:
         refusals, lost = 0, ""
         while not lost and not self._stop.wait(self.interval_s):
-            if (code := self.server.exited() if self.server is not None else None) is not None:
-                lost = f"the {self.server.what} exited with code {code} during the run"
+            if (how := self.server.exited() if self.server is not None else None) is not None:
+                lost = f"the {self.server.what} {how} during the run (pid {self.server.state.pid}, {self.api_url})"
             elif (refusals := refusals + 1 if _refuses(self.api_url) else 0) >= 2:
                 lost = f"the Prefect API at {self.api_url} stopped answering (connection refused) during the run"
         if lost and not self._stop.is_set() and not stopping():  # a signal's stop ends the server and says so

@@ -130,7 +130,7 @@ STOPPED_ON_SIGNAL = textwrap.dedent("""
         what = "temporary Prefect server"
 
         def exited(self):
-            return -15 if stop_on_signal._stopping else None
+            return "exited with code -15" if stop_on_signal._stopping else None
 
     stop_on_signal.install()
     # a child that ignores SIGTERM holds the stop for its whole grace (1 s) while the watch polls every 0.05 s

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -18,12 +19,14 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
-from flows.exit_codes import EXIT_BAD_INPUT
+from flows.exit_codes import EXIT_BAD_INPUT, EXIT_CRASHED
 from flows.prefect_server import (KEEP_ENV, KeepSettingError, KeptState, LocalServer, PrefectServerError,
                                   keep_minutes, local_server, state_dir, stop_kept)
+from flows.stop_on_signal import alive
 from tests.factories import ROOT
 
 
@@ -214,7 +217,7 @@ def test_a_kept_server_started_before_a_profiles_api_was_read_is_not_left_waitin
     assert started is not None and started.kept and started.started_here
     monkeypatch.setattr(prefect_server, "configured_api_url", lambda: "http://127.0.0.1:4200/api")
     assert prefect_server.run_server() is None
-    assert not started.state.alive() and KeptState.read(state_dir()) is None
+    assert not alive(started.state.pid) and KeptState.read(state_dir()) is None
 
 
 @pytest.mark.slow
@@ -224,3 +227,63 @@ def test_a_kept_server_whose_home_is_removed_stops(home):
     server.stop()
     shutil.rmtree(home)  # server.json with it: the server no longer finds itself named
     assert wait_until(lambda: not answers(url), 60)
+
+
+@pytest.mark.slow
+def test_a_kept_server_whose_home_a_script_removes_after_the_run_is_gone_within_a_minute_of_its_keep(home):
+    """A script's run with a temporary Prefect home, removed after the run, while a client (a stalled
+    worker) holds a request to the server open: the server ends within its keep plus a minute."""
+    env = cli_env(home, "0.05")  # 3 s without a run
+    done = subprocess.run([sys.executable, "-m", "flows.launch", "run", str(ROOT / "benchmarks/peers/one_arm.yaml"),
+                           "--no-cache", "--warehouse", str(home.parent / "wh")], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    kept = KeptState.read(state_dir())
+    assert kept is not None and alive(kept.pid)
+    port = urlsplit(kept.api_url).port
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as stalled:  # a request whose body never comes
+        stalled.sendall(b"POST /api/flow_runs/filter HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        removed = time.monotonic()
+        shutil.rmtree(home)
+        assert wait_until(lambda: not alive(kept.pid), 3 + 60), \
+            f"pid {kept.pid} still running {time.monotonic() - removed:.0f} s after its home was removed"
+
+
+def test_server_stop_with_no_kept_server_says_there_is_none(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "flows.launch", "server", "stop"], capture_output=True, text=True,
+                          cwd=ROOT, env=cli_env(tmp_path / "never-used-home", "10"), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("no kept Prefect server") and "a run is using" not in done.stderr
+
+
+KILLED_WHILE_WATCHED = textwrap.dedent("""
+    import sys, time
+    from flows.prefect_server import ApiWatch, LocalServer
+    server = LocalServer(5).spawn()
+    print(server.wait_ready(), server.state.pid, server.started_here, flush=True)
+    with ApiWatch(server.api_url, server, interval_s=0.05):
+        time.sleep(120)  # the watch ends the process long before this
+    print("not ended")
+""")
+
+
+@pytest.mark.slow
+def test_a_kept_server_killed_during_a_run_is_named_as_the_kept_one_without_an_invented_code(home):
+    env = cli_env(home, "5")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, "5"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                              env=env)
+    try:
+        holder.stdout.readline()
+        run = subprocess.Popen([sys.executable, "-c", KILLED_WHILE_WATCHED], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+        url, pid, started_here = run.stdout.readline().split()
+        assert started_here == "False"  # the holder's server: not a child of the run
+        os.kill(int(pid), signal.SIGKILL)
+        out, err = run.communicate(timeout=60)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert run.returncode == EXIT_CRASHED and "not ended" not in out, err
+    assert f"the kept Prefect server ended during the run (pid {pid}, {url})" in err, err
+    assert "temporary" not in err and "code 1" not in err
