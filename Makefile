@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-tasks demo-mcp demo-git test test-fast docs install lock bench bench-tracing clean-warehouse phoenix phoenix-serve \
+.PHONY: demo demo-tasks demo-mcp demo-git test test-fast test-experimental docs install lock bench bench-tracing clean-warehouse phoenix phoenix-serve \
         prefect-server prefect-deploy prefect-worker
 
 # torch is the machine's CPU build, a wheel file in TORCH_WHEELS: PyPI's torch would pull a multi-GB CUDA build.
@@ -170,6 +170,11 @@ docs: $(STAMP)
 # whole-window reads of the bundled production log): `pytest -m slow` is that tier alone.
 test-fast: $(STAMP) $(MCP_SERVERS)
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The experimental code's tests (experimental/: fine-tuning and the product of experts, `tooleval train
+# --fine-tune`), outside `make test`: minutes of MiniLM fine-tuning.
+test-experimental: $(STAMP)
+	$(BIN)/python -m pytest -q experimental/tests
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/evaluate_flow.py

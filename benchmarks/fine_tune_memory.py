@@ -1,4 +1,4 @@
-"""Peak memory and time of fine-tuning one encoder (``tasks/selectors/decision_models/fine_tune.py``, what ``tooleval train
+"""Peak memory and time of fine-tuning one encoder (``experimental/fine_tuning/fine_tune.py``, what ``tooleval train
 --fine-tune`` does once per fold model), with gradient checkpointing above each budget of padded tokens.
 
     PYTHONPATH=. .venv/bin/python benchmarks/fine_tune_memory.py TASKSET_VERSION_PATH [--limit N] \
@@ -30,10 +30,10 @@ def one(version_path: Path, limit: int | None, epochs: int, budget: float) -> di
     from transformers import PreTrainedModel
 
     from schemas.catalogue import NONE_LABEL
-    from tasks.selectors.decision_models import fine_tune as ft
+    from experimental.fine_tuning import fine_tune as ft
     from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, load_model
     from tasks.selectors.decision_models.labelled_inputs import catalogue_union, labelled_inputs
-    from tasks.selectors.decision_models.product_experts import tuning_examples
+    from experimental.fine_tuning.product_experts import tuning_examples
     from tasks.taskset.load_taskset import load_version
 
     version = load_version(version_path.parent, version_path.stem)

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.selectors.decision_models.decision_features import text_hash
     from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, load_model
     from tasks.selectors.routers.embedding_store import is_model_folder
-    from tasks.selectors.decision_models.fine_tune import SCALE, TuningExample, encode, fine_tune
+    from experimental.fine_tuning.fine_tune import SCALE, TuningExample, encode, fine_tune
     from tasks.selectors.decision_models.labelled_inputs import labelled_inputs
     from tasks.selectors.routers.router_scores import abstain_softmax
     from tasks.selectors.decision_models.train_decision_model import DEFAULT_SALT, fold_of, train_decision_model

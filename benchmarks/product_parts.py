@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     from schemas.decision_model import DecisionModelFile
     from tasks.selectors.decision_models.decision_features import text_hash
     from tasks.selectors.decision_models.labelled_inputs import catalogue_union, labelled_inputs
-    from tasks.selectors.decision_models.product_experts import expert_cosines, logit_only, product_utilities
+    from experimental.fine_tuning.product_experts import expert_cosines, logit_only, product_utilities
     from tasks.selectors.decision_models.trained import TrainedSelector
     from tasks.taskset.load_taskset import load_version
 

@@ -303,9 +303,9 @@ def train(version_path: str | Path, out: str | Path, catalogues: list[str] | Non
           fine_tune_seed: int = 0, context_turns: int = 0) -> "TrainedModel":
     """Learn a decision model from a task-set version's labelled requests (cross-fitted on ``folds`` folds,
     with transfer copies at ``unseen_weight``, its features under ``encoder``: MiniLM unless a local model
-    directory is given) and write its file; ``fine_tune``: with a fine-tuned encoder per fold model beside it,
-    scoring by the product of the two (``tasks/selectors/decision_models/product_experts.py``); ``fine_tune_seed``: which draw
-    of that fine-tuning (0 by default); ``context_turns``: the turns read before each conversation's last user
+    directory is given) and write its file; ``fine_tune`` (experimental: ``experimental/fine_tuning``): with a
+    fine-tuned encoder per fold model beside it, scoring by the product of the two; ``fine_tune_seed``: which
+    draw of that fine-tuning (0 by default); ``context_turns``: the turns read before each conversation's last user
     turn (recorded in the file; the model scores with the same)."""
     from tasks.selectors.decision_models.train_decision_model import DEFAULT_MODEL_ID, train_decision_model
 

@@ -40,7 +40,7 @@ class ProbeWeights(BaseModel):
 class ExpertWeights(BaseModel):
     """A second expert beside the logit (``tooleval train --fine-tune``): a sentence encoder fine-tuned on the
     same requests as the weights, whose cosine softmax q is multiplied with the logit's probabilities p
-    (``tasks/selectors/decision_models/product_experts.py``), and the product's own calibration."""
+    (experimental: ``experimental/fine_tuning/product_experts.py``), and the product's own calibration."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -31,7 +31,8 @@ request against the examples of the other folds): a request whose nearest exampl
 is far from what the model learned from (the report counts them).
 
 Fine-tuned experts (``fine_tune=True``, ``tooleval train --fine-tune``): after the logit, the encoder is
-fine-tuned once per fold (on every fold but k, as model k) and once on every request (``product_experts.py``);
+fine-tuned once per fold (on every fold but k, as model k) and once on every request (experimental:
+``experimental/fine_tuning/product_experts.py``, in a checkout only);
 each request's held-out product is fold k's calibrated p with fold k's fine-tuned cosine, and the product's
 own calibration (temperature, top label) is fitted on those the way the logit's is. ``cross_fitted`` is then
 the product's, ``cross_fitted_logit`` the logit's. Reads files only: no Prefect, no warehouse.
@@ -79,8 +80,6 @@ from tasks.selectors.routers.conversation import parse_context_turns
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, encoder_id
 from tasks.selectors.decision_models.embedding_probe import PROBE_C, Probe, fit_probe
 from tasks.selectors.routers.embedding_store import files_fingerprint
-from tasks.selectors.decision_models import product_experts
-from tasks.selectors.decision_models.fine_tune import SCALE
 from tasks.selectors.decision_models.labelled_inputs import catalogue_union, labelled_inputs
 from tasks.selectors.decision_models.base_scores import request_texts, router_scores
 from tasks.stats.calibration import expected_calibration_error
@@ -105,6 +104,9 @@ MIN_OUTSIDE_MAJORITY = 2
 train-classes): on one label every figure (accuracy, ECE) is trivially perfect and the model learns nothing."""
 SEEDS_PER_DRAW = 1000
 """Encoder k of fine-tuning draw d is seeded 1000 d + k: draws never share a seed while a file has < 1,000."""
+FINE_TUNE_EPOCHS = 2
+FINE_TUNE_LR = 3e-5
+"""Epochs and learning rate of each fine-tuning (experimental, ``--fine-tune``)."""
 
 
 def fold_of(hashed_text: str, folds: int, salt: str) -> int:
@@ -252,13 +254,13 @@ def _label_index(tools: tuple[ToolSpec, ...], label: str) -> int:
 def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str] | None = None,
                          folds: int = DEFAULT_FOLDS, salt: str = DEFAULT_SALT, l2: float = DEFAULT_L2,
                          unseen_weight: float = DEFAULT_UNSEEN_WEIGHT, encoder: str = DEFAULT_MODEL_ID,
-                         fine_tune: bool = False, fine_tune_epochs: int = product_experts.DEFAULT_EPOCHS,
-                         fine_tune_lr: float = product_experts.DEFAULT_LR, fine_tune_seed: int = 0,
+                         fine_tune: bool = False, fine_tune_epochs: int = FINE_TUNE_EPOCHS,
+                         fine_tune_lr: float = FINE_TUNE_LR, fine_tune_seed: int = 0,
                          context_turns: int = 0, progress: Callable[[str], None] | None = None) -> TrainedModel:
     """Learn from ``<taskset>/<version>.jsonl`` and write the model file ``out``; InputError for bad input.
     ``encoder``: the sentence-embedding model of the cosine, kNN and probe features (the packaged MiniLM, or a
     local sentence-transformers directory, recorded in the file by its absolute path). ``fine_tune``: also
-    fine-tune that encoder per fold model and for the full model (``product_experts.py``), saved beside the
+    fine-tune that encoder per fold model and for the full model (``experimental/fine_tuning``), saved beside the
     file in ``<out without .json>.encoders/``; the model then scores by the product of the two experts.
     ``fine_tune_seed``: which draw of the fine-tuning (each encoder's shuffles and initial state; 0 is the
     default, another number trains other encoders on the same requests, to see how far a draw moves the
@@ -397,7 +399,10 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     cross, cross_logit = figures(p), None
     full_expert = None
     encoders_dir = out.resolve().with_suffix(".encoders")
-    if fine_tune:
+    if fine_tune:  # experimental: a checkout's experimental/fine_tuning, not part of the installed package
+        from experimental.fine_tuning import product_experts
+        from experimental.fine_tuning.fine_tune import SCALE
+
         targets = np.where(y == NONE_INDEX, [len(item.tools) for item in inputs], y)
         settings = {"epochs": fine_tune_epochs, "lr": fine_tune_lr, "seed": fine_tune_seed}
 
@@ -456,7 +461,9 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, model.model_dump_json().encode())
-    # an earlier training's encoders (or none now): the file just written names the ones to keep
-    product_experts.remove_unlisted(encoders_dir, [out.parent / w.expert.encoder
-                                                   for w in [*model.fold_models, model.full_model] if w.expert])
+    if encoders_dir.is_dir():  # an earlier training's encoders (or none now): the file names the ones to keep
+        from experimental.fine_tuning.product_experts import remove_unlisted
+
+        remove_unlisted(encoders_dir, [out.parent / w.expert.encoder
+                                       for w in [*model.fold_models, model.full_model] if w.expert])
     return TrainedModel(model, out)

@@ -23,8 +23,9 @@ pooled BFCL live set the best margin beats the best constant on both slices (doc
 "The fitted margin").
 
 A model trained with ``--fine-tune`` carries a fine-tuned encoder per fold model and one for the full model
-(``product_experts.py``): the model that scores a request (chosen as above) multiplies its p with the softmax of
-its own encoder's cosines, and the product, calibrated on held-out products, is what the selection records.
+(experimental: ``experimental/fine_tuning/product_experts.py``, in a checkout only): the model that scores a
+request (chosen as above) multiplies its p with the softmax of its own encoder's cosines, and the product,
+calibrated on held-out products, is what the selection records.
 Its 'none' is the two experts' together (the logit's learned 'none' and the encoder's threshold tau), and a
 cut-off applies to that: a margin shifts the product's 'none' utility, a constant replaces it, ``never`` removes
 it; the logit inside the product always keeps its learned 'none'.
@@ -172,7 +173,6 @@ class TrainedSelector:
         from tasks.selectors.decision_models.base_scores import router_scores
         from tasks.selectors.decision_models.conditional_logit import softmax, top_label, utilities
         from tasks.selectors.decision_models.decision_features import feature_arrays_with_nearest
-        from tasks.selectors.decision_models.product_experts import expert_cosines, product_utilities
 
         inputs = list(batch)
         read = self.model.context_turns  # the turns the model learned from: it scores the same text
@@ -200,6 +200,8 @@ class TrainedSelector:
             calibration = weights
             expert = weights.expert
             if expert is not None:  # the product of the logit as learned and the fold's fine-tuned encoder
+                from experimental.fine_tuning.product_experts import expert_cosines, product_utilities
+
                 cosines = expert_cosines([inputs[i] for i in group], str(self.folder / expert.encoder))
                 p = top_label(softmax(u), weights.confidence_slope, weights.confidence_shift)
                 u = product_utilities(p, cosines, expert.tau, expert.scale, expert.weight) / expert.temperature

@@ -1,6 +1,6 @@
 """`tooleval train --fine-tune`: a decision model that carries a fine-tuned encoder per fold model and one for
-the full model, and scores by the product of its logit and the fine-tuned cosine (tasks/selectors/
-product_experts.py). Trains on 36 requests of the bundled support set, 2 folds, 1 epoch (the slow tier)."""
+the full model, and scores by the product of its logit and the fine-tuned cosine
+(experimental/fine_tuning/product_experts.py). Trains on 36 requests of the bundled support set, 2 folds, 1 epoch (the slow tier)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tasks.selectors.decision_models.conditional_logit import softmax, top_label
 from tasks.selectors.decision_models.decision_features import text_hash
 from tasks.selectors.routers.embedding_store import files_fingerprint
 from tasks.selectors.decision_models.labelled_inputs import labelled_inputs
-from tasks.selectors.decision_models.product_experts import expert_cosines, logit_only, product_utilities
+from experimental.fine_tuning.product_experts import expert_cosines, logit_only, product_utilities
 from tasks.selectors.routers.router_setup import router_setup
 from tasks.selectors.decision_models.trained import TrainedSelector
 from tasks.stats.abstain_cutoff import CONFIRM, split_half

@@ -1,4 +1,4 @@
-"""``tasks/selectors/decision_models/fine_tune.py``: MiniLM fine-tuned on a few requests learns them, the base model is left as it
+"""``experimental/fine_tuning/fine_tune.py``: MiniLM fine-tuned on a few requests learns them, the base model is left as it
 was, and a 'none' target needs the learned threshold."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, load_model
-from tasks.selectors.decision_models.fine_tune import TAU_START, TuningExample, batch_loss, fine_tune
+from experimental.fine_tuning.fine_tune import TAU_START, TuningExample, batch_loss, fine_tune
 
 pytestmark = pytest.mark.slow  # loads MiniLM and trains it
 

@@ -34,8 +34,6 @@ from tasks.selectors.routers.router_scores import abstain_softmax
 
 WEIGHT = 0.5
 """The logit's share of the product (the encoder's is the rest)."""
-DEFAULT_EPOCHS = 2
-DEFAULT_LR = 3e-5
 
 
 def expert_cosines(inputs: Sequence[SelectionInput], encoder: str) -> list[np.ndarray]:
@@ -86,7 +84,7 @@ class TunedEncoder:
 def tuning_examples(base_encoder: str, inputs: Sequence[SelectionInput], targets: Sequence[int]) -> list:
     """The fine-tuning examples of ``inputs``: the embedding router's request and tool texts and the target (the
     label's position among the offered tools, or their count for 'none'); inputs without tools are skipped."""
-    from tasks.selectors.decision_models.fine_tune import TuningExample
+    from experimental.fine_tuning.fine_tune import TuningExample
 
     router = base_router("embedding", base_encoder, NEVER_ABSTAIN)
     return [TuningExample(router.request_text(item), tuple(router.document(t) for t in item.tools), int(target))
@@ -99,7 +97,7 @@ def fine_tune_encoder(base_encoder: str, inputs: Sequence[SelectionInput], targe
     ``folder/<name>-<fingerprint>``."""
     from tasks.selectors.routers.embedding import load_model
     from tasks.selectors.routers.embedding_store import files_fingerprint
-    from tasks.selectors.decision_models.fine_tune import fine_tune
+    from experimental.fine_tuning.fine_tune import fine_tune
 
     examples = tuning_examples(base_encoder, inputs, targets)
     model, tau = fine_tune(load_model(base_encoder), examples, epochs=epochs, lr=lr, seed=seed,
