@@ -127,6 +127,12 @@ class DecisionModelFile(BaseModel):
         default=None, description="A request whose nearest labelled example (any label) has a cosine below this "
         "is far from what the model learned from (out of its domain): the `far_quantile` quantile of the "
         "held-out training requests' nearest-example cosines. Null in files written before it was recorded.")
+    far_slope: float | None = Field(
+        default=None, description="Below `far_cutoff`, the 'none' utility (before the temperature) rises by "
+        "far_slope x (far_cutoff - the nearest example's cosine): the model abstains on requests unlike its "
+        "examples. The steepest rise (at most 200) that cost at most one point of held-out answerable accuracy "
+        "and 0.03 of held-out log-loss in training (tasks/selectors/decision_models/far_abstention.py); 0 when "
+        "the model learned no 'none'. Null (no rise) in files written before it.")
     probe_c: float | None = Field(
         default=None, description="Inverse L2 strength the embedding probes were fitted with (null: no probes).")
     far_quantile: float | None = Field(

@@ -79,6 +79,7 @@ from tasks.selectors.decision_models.decision_features import (
 from tasks.selectors.routers.conversation import parse_context_turns
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, encoder_id
 from tasks.selectors.decision_models.embedding_probe import PROBE_C, Probe, fit_probe
+from tasks.selectors.decision_models.far_abstention import far_boost, fit_far_slope
 from tasks.selectors.routers.embedding_store import files_fingerprint
 from tasks.selectors.decision_models.labelled_inputs import catalogue_union, labelled_inputs
 from tasks.selectors.decision_models.base_scores import request_texts, router_scores
@@ -145,6 +146,8 @@ class TrainedModel:
             "  far cut-off: " + ("none recorded" if m.far_cutoff is None else
                                  f"nearest-example cosine {m.far_cutoff:.3f} ({100 * (m.far_quantile or 0):g}% of "
                                  "held-out requests below)"),
+            *([f"  far from the examples: 'none' rises {m.far_slope:.1f} per unit of cosine below the cut-off"]
+              if m.far_slope else []),
             f"wrote {self.path}",
             "use it: selector: trained, model: tooleval-hybrid,",
             "  options: {model_file: <this file, relative to the experiment>}",
@@ -358,6 +361,8 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     far_cutoff = float(np.quantile(found, FAR_QUANTILE)) if len(found) else None
 
     column_of = np.where(y == NONE_INDEX, width, y)
+    far_slope = fit_far_slope(held_out_u, held_out_nearest, column_of, usable, far_cutoff)
+    held_out_u[:, -1] += far_boost(held_out_nearest, far_cutoff, far_slope)  # calibrated with the rise
 
     def calibration(rows: np.ndarray, held_out: np.ndarray = held_out_u) -> dict:
         """Temperature, then top-label slope and shift, fitted on the held-out predictions of ``rows``."""
@@ -454,7 +459,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         example_texts=texts,
         cross_fitted=cross, cross_fitted_logit=cross_logit, unseen_weight=unseen_weight,
         unseen_zeroed=[*EXAMPLE_TOOL_FEATURES, *EXAMPLE_NONE_FEATURES] if unseen_weight > 0 else [],
-        far_cutoff=far_cutoff,
+        far_cutoff=far_cutoff, far_slope=far_slope,
         far_quantile=FAR_QUANTILE if far_cutoff is not None else None,
         encoder_files=None if encoder == DEFAULT_MODEL_ID else files_fingerprint(encoder),
         context_turns=context_turns,

@@ -173,6 +173,7 @@ class TrainedSelector:
         from tasks.selectors.decision_models.base_scores import router_scores
         from tasks.selectors.decision_models.conditional_logit import softmax, top_label, utilities
         from tasks.selectors.decision_models.decision_features import feature_arrays_with_nearest
+        from tasks.selectors.decision_models.far_abstention import far_boost
 
         inputs = list(batch)
         read = self.model.context_turns  # the turns the model learned from: it scores the same text
@@ -195,8 +196,9 @@ class TrainedSelector:
                 [scores[i] for i in group], query[group], [hashes[i] for i in group], self.examples, which,
                 self.probe_scores(which, query[group]))
             w_none = None if weights.none is None else np.asarray(weights.none)
-            u = utilities(tool_x[..., tool_cols], mask, none_x[:, none_cols], np.asarray(weights.tool),
-                          w_none) / weights.temperature
+            u = utilities(tool_x[..., tool_cols], mask, none_x[:, none_cols], np.asarray(weights.tool), w_none)
+            u[:, -1] += far_boost(nearest, self.model.far_cutoff, self.model.far_slope)
+            u /= weights.temperature
             calibration = weights
             expert = weights.expert
             if expert is not None:  # the product of the logit as learned and the fold's fine-tuned encoder

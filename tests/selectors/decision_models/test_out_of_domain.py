@@ -1,0 +1,74 @@
+"""A decision model trained on one task set's catalogue abstains on another domain's requests offered that
+catalogue at least as often as the plain embedding router (its 'none' rises far from its examples:
+``far_abstention.py``), and its own set's requests are still answered. Trains on 150 requests of the bundled
+support set; the other domain's requests are written here (MiniLM runs offline: the slow tier)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schemas.catalogue import NONE_LABEL
+from tasks.selectors.decision_models.trained import TrainedSelector
+from tasks.taskset.load_taskset import load_catalogue
+from tests.factories.catalogues import selection_input
+from tests.factories.decision_model import small_support_set, trained_model
+
+pytestmark = pytest.mark.slow
+
+OTHER_DOMAIN = (
+    "Calculate the area of a triangle with sides 3, 4 and 5 units.",
+    "What is the boiling point of ethanol at sea level?",
+    "Find me a vegetarian lasagna recipe that serves six.",
+    "Translate 'good morning' into Japanese.",
+    "Who won the 1998 FIFA World Cup?",
+    "Plot the function y = x squared from -5 to 5.",
+    "What is the population density of Mongolia?",
+    "Suggest a three-day itinerary for Kyoto in autumn.",
+    "Convert 150 pounds to kilograms.",
+    "Give me the derivative of sin(x) times e to the x.",
+    "Recommend some science fiction novels like Dune.",
+    "What are the symptoms of vitamin D deficiency?",
+    "Book a table for two at an Italian restaurant in Boston tonight.",
+    "Find the cheapest flights from Madrid to Lisbon next Friday.",
+    "Write a Python function that reverses a linked list.",
+    "What is the half-life of carbon-14?",
+    "Compute the compound interest on 10,000 dollars at 5% for 10 years.",
+    "List the moons of Jupiter discovered by Galileo.",
+    "Generate a workout plan for building upper body strength.",
+    "What is the weather forecast for Nairobi tomorrow?",
+    "Identify the key themes in Shakespeare's Macbeth.",
+    "How many protons does a gold atom have?",
+    "Find hiking trails near Denver rated as moderate.",
+    "Get the latest stock price of Tesla.",
+    "Solve the quadratic equation 2x^2 + 3x - 5 = 0.",
+    "What time is sunset in Reykjavik on June 21?",
+    "Show me the lyrics of a famous Beatles song.",
+    "Estimate the carbon footprint of a transatlantic flight.",
+    "Find the genome sequence of the BRCA1 gene.",
+    "What are the rules of cricket's LBW decision?",
+)
+"""Requests of other domains (arithmetic, science, travel, cooking, code): none is for a support agent."""
+
+
+@pytest.fixture(scope="module")
+def support_model(tmp_path_factory) -> tuple[Path, Path]:
+    root = small_support_set(tmp_path_factory.mktemp("ood") / "support-small")
+    return root, trained_model(root)
+
+
+def abstained(selections) -> float:
+    return sum(s.chosen == NONE_LABEL for s in selections) / len(selections)
+
+
+def test_a_model_abstains_on_another_domain_at_least_as_often_as_the_embedding_router(
+        support_model, embedding_selector):
+    root, model = support_model
+    tools = load_catalogue(root, "giftcards").tools
+    batch = [selection_input(text, tools, f"other-{i}", "") for i, text in enumerate(OTHER_DOMAIN)]
+    trained = TrainedSelector(options={"model_file": str(model)})
+    assert trained.model.far_slope and trained.model.far_slope > 0  # training chose a rise
+    embedding_share, trained_share = abstained(embedding_selector.select(batch)), abstained(trained.select(batch))
+    assert embedding_share >= 0.5  # the requests are plainly out of the domain
+    assert trained_share >= embedding_share
