@@ -436,7 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
         "split of the request ids), confirm both on the other half (accuracy; ECE with the router's own "
         "temperature and the fitted one, beside the ECE a calibrated router would show) and write them as a file "
         "the experiment names with `abstain_cutoff: FILE`: the run uses both. For a trained model that learned "
-        "'none' the cut-off is a margin over that learned 'none' (0: the model as trained).")
+        "'none' the cut-off is a margin over that learned 'none' (0: the model as trained). On a version where "
+        "no request expects 'none' it fits the temperature alone: the router never abstains there.")
     fit.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE",
                      help="e.g. tasksets/support/experiments/routers.yaml")
     fit.add_argument("--arm", required=True, metavar="NAME", help="the arm whose router is fitted")

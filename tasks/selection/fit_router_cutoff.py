@@ -6,7 +6,9 @@ task-set version, confirm both on the other half, and write them where the exper
 The temperature is fitted after the cut-off, on the same half, from the router's probabilities with the fitted
 cut-off: the one that minimises the log loss of the confidence in the pick (``tasks/stats/calibration.py:
 fit_temperature``; it never changes a pick). The file holds it on the router's own ``temperature`` scale, and the
-fit prints the ECE with the router's own temperature and with the fitted one on both halves.
+fit prints the ECE with the router's own temperature and with the fitted one on both halves. On a version where
+no request expects 'none' there is no cut-off to fit: the file says never abstain (as a run without one does)
+and holds the fitted temperature.
 
 Reads files only: no Prefect, no warehouse. The router runs with abstaining turned off; each request's best
 offered tool and its score decide every cut-off at once (``tasks/stats/abstain_cutoff.py``).
@@ -80,6 +82,8 @@ class FittedCutoff:
             f"fitted the 'none' cut-off and the temperature of arm {self.arm} on {c.taskset} {c.version}",
             f"  router: {c.selector} {c.model}",
             f"  cut-off: {shown}  (split: sha256(salt:id), salt {c.split_salt!r})",
+            *(["  no request expects 'none': the router never abstains on this version"]
+              if c.fit.n_none + c.confirm.n_none == 0 else []),
             *scale,
             "  half     requests  none  with cut-off (95% CI) never default abstain",
             half(FIT, c.fit),
@@ -173,14 +177,11 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
     version = load_version(experiment.taskset_dir, arm.version)
     table = version.table
     expected = table.get_column("expected").to_list()
-    if NONE_LABEL not in expected:
-        raise InputError.one(str(version.requests_path), "", "fit-needs-none",
-                             f"no request of {arm.version} expects 'none': there is no cut-off to fit (without one "
-                             "the router never abstains on this version)")
+    has_none = NONE_LABEL in expected  # without, no cut-off to fit: never abstaining is right, as runs do
     base = {k: v for k, v in written.items() if k not in CUTOFF_OPTIONS}
     never = router_setup(kind, model, {**base, "abstain_threshold": NEVER}, has_none_labels=True,
                          base_dir=experiment_path.parent).options
-    default = router_setup(kind, model, base, has_none_labels=True, base_dir=experiment_path.parent).options
+    default = router_setup(kind, model, base, has_none_labels=has_none, base_dir=experiment_path.parent).options
     router = offline_selector(kind, model, never)
     default_router = offline_selector(kind, model, default)
     trained = getattr(default_router, "inner", default_router)  # a trained model with a temperature is wrapped
@@ -202,7 +203,7 @@ def fit_router_cutoff(experiment_path: Path, arm_name: str, out: Path | None = N
         members, right = halves[split_half(item.request_id, salt)]
         members.append(scored)
         halves[split_half(item.request_id, salt)] = (members, right + (chosen.chosen == label))
-    threshold = fit_threshold(halves[FIT][0])
+    threshold = fit_threshold(halves[FIT][0]) if has_none else float("-inf")
     fitted = None if threshold == float("-inf") else threshold
     cut = {"abstain_threshold": NEVER} if fitted is None else \
         {"abstain_margin" if margin else "abstain_threshold": fitted}

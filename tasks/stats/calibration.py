@@ -125,8 +125,8 @@ def ece_if_calibrated(confidence: Sequence[float], correct: Sequence[bool], requ
                            p_value=float((values >= measured - 1e-12).mean()), draws=draws)
 
 
-TEMPERATURES = np.exp(np.linspace(np.log(0.02), np.log(50.0), 321))
-"""The temperatures ``fit_temperature`` weighs: log-spaced from 0.02 to 50, 2.5% apart."""
+TEMPERATURES = np.exp(np.linspace(np.log(1e-3), np.log(1e3), 461))
+"""The temperatures ``fit_temperature`` weighs: log-spaced from 0.001 to 1000, 3% apart."""
 
 
 def _padded(probabilities: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:

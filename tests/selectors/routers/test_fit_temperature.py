@@ -79,3 +79,23 @@ def test_a_tempered_selector_is_a_warmer_softmax_and_keeps_its_picks(experiment)
         assert a.chosen == b.chosen and a.confidence == pytest.approx(b.confidence)
     with pytest.raises(ValueError, match="temperature"):
         TemperedSelector(plain, 0)
+
+
+def test_a_version_without_none_labels_gets_its_temperature_and_never_abstains(tmp_path, capsys):
+    from tasks.importers.metatool import import_metatool
+
+    metatool = Path(__file__).parents[2] / "importers" / "fixtures" / "metatool"
+    import_metatool(metatool / "plugin_des.json", metatool / "queries.csv", tmp_path / "m")
+    experiment = plain_routers(tmp_path / "m")
+    assert main(["fit", str(experiment), "--arm", "lexical"]) == 0
+    out = capsys.readouterr().out
+    assert "no request expects 'none': the router never abstains on this version" in out
+    written = json.loads((experiment.parent / "cutoffs" / "lexical-v1.json").read_text())
+    assert written["threshold"] is None and written["temperature_fit"] is not None
+    assert written["fit"]["abstained"] == written["confirm"]["abstained"] == 0
+    spec = yaml.safe_load(experiment.read_text())
+    spec["arms"][0]["options"] = {"abstain_cutoff": "cutoffs/lexical-v1.json"}
+    experiment.write_text(yaml.safe_dump(spec))
+    lexical = resolve_experiment(experiment).arms[0]
+    assert lexical.selector_options["abstain_threshold"] == "never"
+    assert lexical.selector_options["temperature"] == written["temperature"]

@@ -111,11 +111,9 @@ def test_fit_checks_its_own_arm_only_so_an_arm_may_name_the_file_before_it_is_fi
     assert fitted.abstain_rule.startswith("fitted cutoffs/lexical-v1.json (sha256 ")
 
 
-def test_fit_needs_none_labels_and_a_known_arm(tmp_path, capsys):
-    import_bfcl(QUESTIONS, ANSWERS, tmp_path / "s")
+def test_fit_needs_a_known_arm(tmp_path, capsys):
+    import_bfcl(QUESTIONS, ANSWERS, tmp_path / "s")  # no 'none' label: fit fits the temperature alone
     path = plain_routers(tmp_path / "s")
-    assert main(["fit", str(path), "--arm", "lexical"]) == 2
-    assert "[fit-needs-none]" in capsys.readouterr().err
     assert main(["fit", str(path), "--arm", "nope"]) == 2
     assert "[fit-arm]" in capsys.readouterr().err
     assert not (path.parent / "cutoffs").exists()
