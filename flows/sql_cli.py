@@ -2,7 +2,7 @@
 installable here cannot read its file), never holding the file a run registers into.
 
 With a QUERY: run it, print the result, exit (2 when DuckDB or the session's confinement refuses it:
-tasks/report/sql_session.py). Without: read statements from
+tasks/report/sql_session.py, or when its time or memory limit stops it: tasks/report/sql_limits.py). Without: read statements from
 standard input, each ending with ``;`` (over as many lines as it takes); dot commands ``.help``,
 ``.tables``, ``.refresh``, ``.quit``. Piped into, it runs every statement and exits 2 if any failed.
 """
@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Iterator, TextIO
 
 from flows.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from flows.run_cli import warehouse_arg
+from tasks.report.sql_limits import (DEFAULT_MEMORY_LIMIT, DEFAULT_TIME_LIMIT_S, SPILL_FACTOR, QueryLimits,
+                                     parse_size, size_text)
 
 if TYPE_CHECKING:
     from tasks.report.sql_session import SqlSession
@@ -25,7 +27,8 @@ HELP = """Statements end with ';' and may span lines. The views and tables of th
 (`.tables` lists them; docs/reference/warehouse.md documents them). The session reads a snapshot taken when it
 started, so it never blocks a run; runs registered since are not in it until `.refresh`. It is read-only and
 confined: writes, ATTACH, COPY, EXPORT, INSTALL/LOAD, reads of other files and SET are refused (temporary
-tables and views work; --format csv and a redirect export a result).
+tables and views work; --format csv and a redirect export a result). A statement past --time-limit, or
+taking the session past --memory-limit, is stopped and the session goes on.
   .tables    views and tables        .refresh   take a new snapshot
   .help      this text               .quit      leave (or Ctrl-D)"""
 
@@ -46,7 +49,33 @@ def add_sql_parser(commands: argparse._SubParsersAction) -> None:
                      help="table (aligned; one record per block when wider than the terminal) or csv")
     sql.add_argument("--max-rows", type=int, default=1000, metavar="N",
                      help="rows shown per result in table format (default 1000; csv prints all)")
+    sql.add_argument("--time-limit", type=_seconds, default=DEFAULT_TIME_LIMIT_S, metavar="SECONDS",
+                     help=f"stop a statement that runs longer (default {DEFAULT_TIME_LIMIT_S:g}; 0: none)")
+    sql.add_argument("--memory-limit", type=_memory, default=DEFAULT_MEMORY_LIMIT, metavar="SIZE",
+                     help="stop a statement that takes the session past this memory, e.g. 4GB (default "
+                     f"{size_text(DEFAULT_MEMORY_LIMIT)}; it may spill {SPILL_FACTOR}x that to disk)")
     sql.set_defaults(func=cmd_sql)
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}")
+    return value
+
+
+MIN_MEMORY = 256 * 1000**2
+"""Below this the session itself (Python, DuckDB, the views) would pass the limit before a query runs."""
+
+
+def _memory(text: str) -> int:
+    try:
+        value = parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if value < MIN_MEMORY:
+        raise argparse.ArgumentTypeError(f"at least {size_text(MIN_MEMORY)}: {text!r}")
+    return value
 
 
 def _print(session: SqlSession, text: str, args: argparse.Namespace) -> bool:
@@ -95,6 +124,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from flows import api
 
     session = api.sql_session(args.warehouse)
+    session.limits = QueryLimits(args.time_limit or None, args.memory_limit)
     try:
         return _session(session, args)
     finally:

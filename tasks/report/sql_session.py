@@ -26,6 +26,7 @@ import duckdb
 
 from tasks.files.input_errors import InputError
 from tasks.report.read_only import open_read_only, require_warehouse
+from tasks.report.sql_limits import QueryLimits, StatementWatch
 from warehouse.connect import WarehouseUnreadable
 from warehouse.location import Warehouse
 from warehouse.snapshot import Snapshot, SnapshotDir, take_snapshot
@@ -73,6 +74,8 @@ class SqlSession:
     snapshots: SnapshotDir = field(default_factory=SnapshotDir)
     snapshot: Snapshot | None = None
     con: duckdb.DuckDBPyConnection | None = None
+    limits: QueryLimits = field(default_factory=QueryLimits)
+    """Each statement's time and the session's memory (tasks/report/sql_limits.py)."""
 
     def refresh(self) -> Snapshot:
         """Take a new snapshot of the warehouse file and read from it from now on."""
@@ -81,7 +84,7 @@ class SqlSession:
         try:
             snapshot = take_snapshot(db, self.snapshots.next_dir())
             con = open_read_only(snapshot.path)
-            confine(con, snapshot.path.parent)
+            confine(con, snapshot.path.parent, self.limits)
         except WarehouseUnreadable as error:
             raise InputError.one(str(db), "", "warehouse-readable",
                                  f"not a DuckDB file this tooleval can read ({error})") from None
@@ -96,6 +99,7 @@ class SqlSession:
             self.refresh()
         assert self.con is not None
         results = []
+        watch = StatementWatch(self.limits)
         try:
             statements = duckdb.extract_statements(sql)
             for statement in statements:  # all checked before any runs
@@ -103,19 +107,26 @@ class SqlSession:
                     raise SqlError(f"{RULE}.\nRefused: {_quote(statement.query)} ({statement.type.name}: "
                                    f"{REFUSED_TYPES[statement.type.name]})")
             for statement in statements:
-                cursor = self.con.execute(statement.query)
-                if cursor.description is None:
-                    continue
-                columns = [d[0] for d in cursor.description]
-                if statement.type.name != "SELECT" and columns in STATUS_COLUMNS:
-                    cursor.fetchall()
-                    continue  # CREATE, SET, ...: DuckDB answers with a 'Count' column nobody asked for
-                rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows + 1)
-                truncated = max_rows is not None and len(rows) > max_rows
-                results.append(Result(columns, rows[:max_rows] if truncated else rows, truncated))
+                with watch.watching(self.con.interrupt):
+                    result = self._one(statement, max_rows)
+                if result is not None:
+                    results.append(result)
         except duckdb.Error as error:
-            raise SqlError(_first_line(error, statement.query)) from None
+            raise SqlError(watch.stopped_by or _first_line(error, statement.query, self.limits)) from None
         return results
+
+    def _one(self, statement: Any, max_rows: int | None) -> Result | None:
+        assert self.con is not None
+        cursor = self.con.execute(statement.query)
+        if cursor.description is None:
+            return None
+        columns = [d[0] for d in cursor.description]
+        if statement.type.name != "SELECT" and columns in STATUS_COLUMNS:
+            cursor.fetchall()
+            return None  # CREATE, SET, ...: DuckDB answers with a 'Count' column nobody asked for
+        rows = cursor.fetchall() if max_rows is None else cursor.fetchmany(max_rows + 1)
+        truncated = max_rows is not None and len(rows) > max_rows
+        return Result(columns, rows[:max_rows] if truncated else rows, truncated)
 
     def relations(self) -> list[tuple[str, str]]:
         """(name, 'view' or 'table') of everything an analyst can query, views first."""
@@ -132,14 +143,15 @@ class SqlSession:
         self.snapshots.__exit__()
 
 
-def confine(con: duckdb.DuckDBPyConnection, scratch: Path) -> None:
+def confine(con: duckdb.DuckDBPyConnection, scratch: Path, limits: QueryLimits | None = None) -> None:
     """Close ``con`` off from everything but what it already has open: no file reads or writes outside it, no
     ATTACH of a file, no extension installs or loads (so no network), no settings changed from now on.
-    Temporary tables that outgrow memory spill into ``scratch`` (the snapshot's own folder)."""
+    Temporary tables that outgrow memory spill into ``scratch`` (the snapshot's own folder), as far as
+    ``limits`` allow; DuckDB's memory and threads are set from them before the settings are locked."""
     spill = scratch / "spill"
     spill.mkdir(exist_ok=True)
     con.execute("SET temp_directory = ?", [str(spill)])
-    for setting in CONFINEMENT:
+    for setting in (limits or QueryLimits()).settings() + list(CONFINEMENT):
         con.execute(setting)
 
 
@@ -152,8 +164,10 @@ REFUSALS = ("Permission Error", "the configuration has been locked", "disabled b
 """What DuckDB says when the confinement stops a statement."""
 
 
-def _first_line(error: BaseException, query: str = "") -> str:
+def _first_line(error: BaseException, query: str = "", limits: QueryLimits | None = None) -> str:
     text = str(error).strip()
+    if isinstance(error, duckdb.OutOfMemoryException) and limits is not None:
+        return limits.memory_message(spilled="max_temp_directory_size" in text)
     if any(mark in text for mark in REFUSALS):
         return f"{RULE}.\nRefused: {_quote(query)} ({text.splitlines()[0]})"
     if "read-only mode" in text or "read only" in text.lower():
