@@ -94,7 +94,6 @@ class FittedCutoff:
             "  (in router_options for a routed arm's router)",
         ]
 
-
     def temperature_lines(self) -> list[str]:
         c, t = self.cutoff, self.cutoff.temperature_fit
         if t is None or c.temperature is None:
