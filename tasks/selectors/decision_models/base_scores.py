@@ -2,7 +2,8 @@
 the requests' embeddings, under the model's encoder (``encoder``: MiniLM unless the model was trained with
 ``tooleval train --encoder DIR``), each reading the conversation's last user turn after ``context_turns``
 earlier turns (the model file's). The trained selector (trained.py) and its training (train_decision_model.py)
-read these; the routers' instances are routers/base_routers.py's."""
+read these; the routers' instances are routers/base_routers.py's. A model that reads earlier turns also gets
+each router's scores of the last user turn alone (``RequestScores.last_turn``)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,19 @@ def router_scores(inputs: list[SelectionInput], encoder: str = DEFAULT_MODEL_ID,
     lexical = base_router("lexical", "bm25-okapi", _options(context_turns))
     embedding = base_router("embedding", encoder, _options(context_turns))
     cos, bm25 = embedding.scores(inputs), lexical.scores(inputs)
-    scores = [RequestScores(tuple(t.name for t in item.tools),
-                            np.asarray(c if c is not None else np.zeros(len(item.tools))),
-                            np.asarray(b if b is not None else np.zeros(len(item.tools))))
-              for item, c, b in zip(inputs, cos, bm25)]
+    last: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(inputs)
+    if context_turns:  # the last user turn alone too: the model weighs it against the whole text read
+        last_cos = base_router("embedding", encoder, _options(0)).scores(inputs)
+        last_bm25 = base_router("lexical", "bm25-okapi", _options(0)).scores(inputs)
+        last = [(_or_zeros(c, item), _or_zeros(b, item)) for item, c, b in zip(inputs, last_cos, last_bm25)]
+    scores = [RequestScores(tuple(t.name for t in item.tools), _or_zeros(c, item), _or_zeros(b, item), turn)
+              for item, c, b, turn in zip(inputs, cos, bm25, last)]
     return scores, embedding.embed(request_texts(inputs, context_turns))
+
+
+def _or_zeros(scores: np.ndarray | None, item: SelectionInput) -> np.ndarray:
+    """A router's scores of one request, zeros for each offered tool when it gave none (an empty text)."""
+    return np.asarray(scores if scores is not None else np.zeros(len(item.tools)))
 
 
 def request_texts(inputs: list[SelectionInput], context_turns: int = 0) -> list[str]:

@@ -14,6 +14,11 @@ Per (request, tool), from the two offline routers and the labelled examples:
   cosine and BM25 features for a tool without examples, 0 for a tool with: weights of their own for unseen
   tools, learned from the transfer copies (below) without bending the weights that score seen tools.
 
+- ``cos_last``, ``cos_last_gap``, ``bm25_last_rel``: for a model that reads earlier turns (``context_turns``
+  above 0), the cosine, its gap to the best offered tool's and the BM25 share of the **last user turn alone**
+  beside the features of the whole text read: the weights of the two say how much the earlier turns count
+  (a learned weighting of the conversation); 0 for a model that reads the last turn alone.
+
 - ``probe``, ``probe_gap``, ``probe_seen``: the embedding probe's log-probability of the tool
   (``embedding_probe.py``: a multinomial logistic regression from the request's embedding to the labels it
   learned from), its gap to the best offered tool's, and whether the tool is one of the probe's labels (0, 0,
@@ -54,8 +59,9 @@ NO_EXAMPLES_NONE_FEATURES = {"no_examples": "bias", "cos_max_no_examples": "cos_
 """'none' feature -> the feature it repeats where no offered tool has an example (0 elsewhere)."""
 PROBE_TOOL_FEATURES = ("probe", "probe_gap", "probe_seen")
 PROBE_NONE_FEATURES = ("probe_none",)
+LAST_TURN_TOOL_FEATURES = ("cos_last", "cos_last_gap", "bm25_last_rel")
 TOOL_FEATURES = ("cos", "cos_gap", "cos_z", "bm25_rel", "bm25_log", "knn1", "knn3", "knn_gap", "seen",
-                 *UNSEEN_TOOL_FEATURES, *PROBE_TOOL_FEATURES)
+                 *UNSEEN_TOOL_FEATURES, *PROBE_TOOL_FEATURES, *LAST_TURN_TOOL_FEATURES)
 NONE_FEATURES = ("bias", "cos_max", "cos_margin", "bm25_log_max", "knn1_max", "none_knn1", "none_knn3",
                  *NO_EXAMPLES_NONE_FEATURES, *PROBE_NONE_FEATURES)
 KNN_TOP = 3
@@ -87,6 +93,8 @@ class RequestScores:
     tools: tuple[str, ...]
     cos: np.ndarray
     bm25: np.ndarray
+    last_turn: tuple[np.ndarray, np.ndarray] | None = None
+    """(cosine, BM25) of the last user turn alone, when ``cos`` and ``bm25`` read earlier turns too."""
 
 
 KNN_BLOCK = 1024
@@ -227,6 +235,8 @@ def feature_arrays_with_nearest(scores: Sequence[RequestScores], query: np.ndarr
         none_x[i, 1] = ordered[0]
         none_x[i, 2] = ordered[0] - ordered[1] if t > 1 else 1.0
         none_x[i, 3] = np.log1p(top_b)
+        if s.last_turn is not None:
+            _last_turn_features(x, *s.last_turn)
     knn = knn_by_label(query, query_hashes, examples, exclude_fold)
     nearest = np.full(n, np.nan)
     for top1, _ in knn.values():
@@ -256,6 +266,15 @@ def feature_arrays_with_nearest(scores: Sequence[RequestScores], query: np.ndarr
         _probe_features(tool_x, none_x, mask, scores, probe)
     _unseen_features(tool_x, none_x, seen, mask)
     return tool_x, mask, none_x, nearest
+
+
+def _last_turn_features(x: np.ndarray, cos: np.ndarray, bm25: np.ndarray) -> None:
+    """Fill one request's last-turn features (offered tools x features) in place."""
+    first = TOOL_FEATURES.index(LAST_TURN_TOOL_FEATURES[0])
+    bm = np.maximum(bm25, 0.0)
+    x[:, first] = cos
+    x[:, first + 1] = cos - cos.max()
+    x[:, first + 2] = bm / bm.max() if bm.max() > 0 else 0.0
 
 
 def _label_columns(scores: Sequence[RequestScores], index: dict[str, int], shape: tuple[int, int]) -> np.ndarray:

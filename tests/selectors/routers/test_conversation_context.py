@@ -137,3 +137,26 @@ def test_a_trained_model_learns_and_scores_with_the_turns_its_file_records(tmp_p
     (alone,) = TrainedSelector(options={"model_file": str(last_turn)}).select([confirmed(tools)])
     assert alone.probabilities["track_shipment"] < picked.probabilities["track_shipment"]
     assert alone.chosen != "track_shipment"
+
+
+def test_a_model_reading_earlier_turns_sees_the_last_turn_alone_beside_them():
+    import numpy as np
+
+    from tasks.selectors.decision_models.decision_features import (
+        LAST_TURN_TOOL_FEATURES,
+        TOOL_FEATURES,
+        Examples,
+        RequestScores,
+        feature_arrays,
+    )
+
+    whole_text = (np.array([0.9, 0.2]), np.array([3.0, 0.0]))  # cosine and BM25 of the text read, per tool
+    with_last = RequestScores(("a", "b"), *whole_text, last_turn=(np.array([0.1, 0.4]), np.array([0.0, 2.0])))
+    query = np.eye(2, dtype=np.float32)
+    examples = Examples(query.copy(), np.array(["a", "b"], dtype=object), np.array(["x", "y"], dtype=object),
+                        np.array([0, 1]))
+    tool_x, _, _ = feature_arrays([with_last, RequestScores(("a", "b"), *whole_text)], query, ["h1", "h2"],
+                                  examples, None)
+    columns = [TOOL_FEATURES.index(f) for f in LAST_TURN_TOOL_FEATURES]
+    assert tool_x[0][:, columns].round(6).tolist() == [[0.1, -0.3, 0.0], [0.4, 0.0, 1.0]]
+    assert not tool_x[1][:, columns].any()  # a model that reads the last turn alone: no second reading
