@@ -7,6 +7,7 @@ experiment uses it with the arm option ``abstain_cutoff: <file>`` (or ``router_o
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -76,3 +77,12 @@ class AbstainCutoff(BaseModel):
     fit: HalfAccuracy = Field(description="The half the cut-off was chosen on.")
     confirm: HalfAccuracy = Field(description="The other half, where it is confirmed.")
     fitted_at: datetime = Field(description="When it was fitted (UTC).")
+
+
+FITTED_ON = re.compile(r"fitted on (?P<taskset>\S+) (?P<version>\S+), hash (?P<hash>[0-9a-f]{12})")
+"""How an arm's abstain rule names the task-set version its cut-off file was fitted on (``fitted_on``)."""
+
+
+def fitted_on(cutoff: AbstainCutoff) -> str:
+    """'fitted on <taskset> <version>, hash <first 12 hex of its content hash>', for the arm's abstain rule."""
+    return f"fitted on {cutoff.taskset} {cutoff.version}, hash {cutoff.taskset_hash[:12]}"

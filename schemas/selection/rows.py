@@ -171,9 +171,10 @@ class SelectionArmRecord(ArmRecord):
     abstain_rule: str | None = Field(
         default=None,
         description="How the offline router's 'none' cut-off was set: 'default', 'option: <t>', 'fitted <file> "
-        "(sha256 <12 hex>): <t>' ('margin <t>' in place of '<t>': a trained model's margin over its learned "
-        "'none'), or 'never ...' (no cut-off on a version without 'none' labels); null for arms without an "
-        "offline router.")
+        "(sha256 <12 hex>; fitted on <taskset> <version>, hash <12 hex of its content hash>): <t>' ('margin <t>' "
+        "in place of '<t>': a trained model's margin over its learned 'none'; ', temperature <T>' after it when "
+        "the file holds a fitted temperature), or 'never ...' (no cut-off on a version without 'none' labels); "
+        "null for arms without an offline router.")
     decision_model_hash: str | None = Field(
         default=None, description="sha256 of the trained decision model's file the arm (or its router) used.")
     far_cutoff: float | None = Field(

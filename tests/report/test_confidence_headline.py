@@ -42,3 +42,16 @@ def test_a_run_without_confidences_has_no_such_line():
     run = KnownRun(arms=("a",), seeds=1)
     run.add([selection_row(f"q{i}", "refund", True, arm="a") for i in range(5)])
     assert "ECE" not in "\n".join(render_text(build_report(run.finish(), RUN), width=80).splitlines()[:FIRST_SCREEN])
+
+
+def test_an_arm_whose_fit_was_made_on_another_version_says_so_on_the_first_screen():
+    run = KnownRun(arms=("bm25", "embedding"), seeds=1)
+    run.add(confident("bm25", 1, 200, 10, 0.9, "lexical")).add(confident("embedding", 2, 200, 10, 0.9, "embedding"))
+    elsewhere = "fitted cutoffs/a.json (sha256 aaaaaaaaaaaa; fitted on support v1, hash 0123456789ab): 0.3"
+    here = "fitted cutoffs/b.json (sha256 bbbbbbbbbbbb; fitted on known v1, hash 111111111111): 0.3"
+    run.arm_respects("bm25", selector="lexical", abstain_rule=elsewhere, taskset_hash="1111111111112222")
+    run.arm_respects("embedding", selector="embedding", abstain_rule=here, taskset_hash="1111111111112222")
+    first = render_text(build_report(run.finish(), RUN), width=80).splitlines()[:FIRST_SCREEN]
+    screen = "\n".join(first)
+    assert "1. bm25: its cut-off and temperature were fitted on support v1, not on this" in screen
+    assert "2. embedding: its cut-off" not in screen

@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from schemas.cutoff import AbstainCutoff
+from schemas.cutoff import AbstainCutoff, fitted_on
 from schemas.decision_model import DecisionModelFile
 from tasks.files.content_hash import file_sha256
 from tasks.selectors.arm_options import answer_options
@@ -237,7 +237,8 @@ def router_setup(kind: str, model_id: str | None, options: Mapping[str, Any], *,
         if cutoff.temperature is not None:
             run["temperature"] = cutoff.temperature
             shown = f"{shown}, temperature {cutoff.temperature:.4g}"
-        return RouterSetup(run, f"fitted {given} (sha256 {file_sha256(path)[:12]}): {shown}", model_hash, far)
+        return RouterSetup(run, f"fitted {given} (sha256 {file_sha256(path)[:12]}; {fitted_on(cutoff)}): {shown}",
+                           model_hash, far)
     if not has_none_labels:
         run["abstain_threshold"] = NEVER
         return RouterSetup(run, f"{NEVER} (no fitted cut-off and no 'none' label in the version)", model_hash, far)

@@ -66,6 +66,8 @@ def test_an_arm_naming_the_file_runs_with_its_temperature_over_a_written_one(exp
     experiment.write_text(yaml.safe_dump(spec))
     lexical = resolve_experiment(experiment).arms[0]
     assert lexical.selector_options["temperature"] == 0.33 and "temperature 0.33" in lexical.abstain_rule
+    manifest = load_version(experiment.parent.parent, "v1").manifest
+    assert f"fitted on s v1, hash {manifest.content_hash[:12]}" in lexical.abstain_rule  # the report compares it
     assert offline_selector("lexical", lexical.model_id, lexical.selector_options).temperature == 0.33
 
 
