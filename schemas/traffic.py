@@ -137,6 +137,10 @@ class ResampleSummary(BaseModel):
     version: str = Field(description="The version written.")
     parent: str | None = Field(description="The version it follows (the newest adjudicated one when drawn).")
     reused: bool = Field(default=False, description="An identical earlier draw was found: no new version was written.")
+    drawn_as: str | None = Field(default=None, description=(
+        "When an earlier draw was found and labels were imported from its queue since: the version it was drawn "
+        "as; ``version`` is then the newest version those imports made, ``queue_file`` that version's queue of "
+        "what is still provisional ('' when nothing is)."))
     source: str = Field(description="The production log read.")
     window: Window = Field(description="The production window sampled.")
     weights_file: str = Field(description="The production weights written for the window (path in the task set).")

@@ -34,7 +34,7 @@ from tasks.files.atomic_write import write_exclusive
 from tasks.files.yaml_files import load_yaml
 from tasks.files.input_errors import InputError
 from tasks.taskset.load_taskset import load_version
-from tasks.traffic.labelling_queue import queue_items, queue_path, write_queue
+from tasks.traffic.labelling_queue import last_partial_import, queue_items, queue_path, write_queue
 from tasks.traffic.mask_personal_data import Masker
 from tasks.traffic.near_duplicates import NearDuplicateIndex, conversation_text, normalise
 from tasks.traffic.production_weights import (
@@ -200,8 +200,20 @@ def previous_resample(taskset_dir: Path | str, settings: ResampleSettings) -> Re
         if (summary.source == settings.source.name and summary.window.id == settings.window.id
                 and summary.plan == settings.plan and summary.masking == settings.masking
                 and (Path(taskset_dir) / f"{summary.version}.manifest.json").is_file()):
-            return summary.model_copy(update={"reused": True})
+            return _after_queue_imports(Path(taskset_dir), summary.model_copy(update={"reused": True}))
     return None
+
+
+def _after_queue_imports(taskset_dir: Path, summary: ResampleSummary) -> ResampleSummary:
+    """A found draw as it stands now: the newest version imports of its queue made (each the child of the one
+    before), with that version's queue of what is still provisional, so a weekly run measures the labels people
+    decided and points labellers at what is left."""
+    newest = last_partial_import(taskset_dir, summary.version).version
+    if newest == summary.version:
+        return summary
+    rest = queue_path(taskset_dir, newest)
+    return summary.model_copy(update={"drawn_as": summary.version, "version": newest,
+                                      "queue_file": str(rest.relative_to(taskset_dir)) if rest.is_file() else ""})
 
 
 def draw_resample(taskset_dir: Path | str, settings: ResampleSettings) -> ResampleDraft:
@@ -343,8 +355,10 @@ def describe_resample(summary: ResampleSummary, taskset_dir: str | Path) -> list
     at = Path(taskset_dir)
     weights, queue = at / summary.weights_file, at / summary.queue_file
     head = "found an identical earlier draw:" if summary.reused else "wrote"
+    labels = (f"drawn as {summary.drawn_as}, labels imported since" if summary.drawn_as
+              else "provisional labels")
     lines = [
-        f"{head} {summary.taskset} {summary.version} (parent {summary.parent or '-'}), provisional labels",
+        f"{head} {summary.taskset} {summary.version} (parent {summary.parent or '-'}), {labels}",
         f"window {summary.window.id} ({summary.window.start:%Y-%m-%d}..{summary.window.end:%Y-%m-%d}) of "
         f"{summary.source}: {summary.n_turns:,} turns, {summary.n_distinct:,} distinct masked requests; "
         f"{summary.n_earlier_duplicates_removed:,} already in earlier versions, "
@@ -362,7 +376,10 @@ def describe_resample(summary: ResampleSummary, taskset_dir: str | Path) -> list
     if summary.unknown_tools:
         lines.append("WARNING: first tools in no catalogue (left out): "
                      + ", ".join(f"{t} ({n:,})" for t, n in summary.unknown_tools.items()))
-    lines += [f"weights:  {weights}", f"queue:    {queue}  <- label it",
+    lines.append(f"weights:  {weights}")
+    if not summary.queue_file:
+        return lines + [f"queue:    none: every label of {summary.version} is decided"]
+    lines += [f"queue:    {queue}  <- label it",
               f"          valid labels: {at / summary.queue_file.replace('.queue.jsonl', '.labels.csv')}",
               f"          for a spreadsheet: tooleval queue export {queue}",
               f"          then: tooleval queue import {queue}"]

@@ -86,11 +86,14 @@ def build_weekly_report(
     n_provisional = sum(r.label_status == "provisional" for r in new.requests)
     headline = [
         f"Task set {summary.taskset}: {'found the earlier draw' if summary.reused else 'new version'} "
-        f"{summary.version} (parent {summary.parent or '-'}) from window {summary.window.id} of {summary.source}; "
+        f"{summary.version}"
+        + (f" (drawn as {summary.drawn_as}, labels imported from its queue since)" if summary.drawn_as else "")
+        + f" (parent {summary.parent or '-'}) from window {summary.window.id} of {summary.source}; "
         f"{len(new.requests)} requests, {n_provisional} with provisional labels; content hash "
         f"{new.manifest.content_hash[:12]}.",
-        f"Labelling queue: {summary.queue_file} — import it with `tooleval queue import` to adjudicate "
-        f"(a new child version).",
+        (f"Labelling queue: {summary.queue_file} — import it with `tooleval queue import` to adjudicate "
+         f"(a new child version)." if summary.queue_file else
+         f"Labelling queue: none — every label of {summary.version} is decided."),
     ]
     if summary.newest_turn is not None:
         lag = (now - summary.newest_turn).total_seconds() / 86400

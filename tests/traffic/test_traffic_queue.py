@@ -12,6 +12,8 @@ import pytest
 from flows.cli import main
 from tasks.files.input_errors import InputError
 from tasks.traffic.labelling_queue import CONFIRMED, export_csv, import_queue
+from tasks.traffic.resample_version import describe_resample, resample_version
+from tests.factories import NOW
 from tasks.taskset.load_taskset import content_hash, load_version
 from tasks.taskset.validate_version import validate_version_file
 
@@ -198,6 +200,25 @@ def test_partial_imports_chain_each_a_child_of_the_last_with_a_queue_for_the_res
     v5 = load_version(resampled, "v5")
     assert all(r.label_status == "adjudicated" for r in v5.requests) and len(v5.adjudications) == total
     assert import_queue(v2_queue, partial=True).reused  # nothing new: already in the chain
+
+
+def test_the_same_window_resampled_again_is_the_newest_version_its_queue_imports_made(resampled):
+    """The weekly run after partial imports measures the labels people decided and points at what is left."""
+    lines = queue_lines(resampled)
+    decide_all(lines[:10])
+    assert import_queue(write_queue(resampled, lines), partial=True).version == "v3"
+    again = resample_version(resampled, now=NOW)
+    assert (again.reused, again.drawn_as, again.version, again.queue_file) == (True, "v2", "v3", "queue/v3.queue.jsonl")
+    said = "\n".join(describe_resample(again, resampled))
+    assert "found an identical earlier draw: support v3" in said and "drawn as v2, labels imported since" in said
+    assert f"tooleval queue import {resampled / 'queue' / 'v3.queue.jsonl'}" in said
+    rest = resampled / "queue" / "v3.queue.jsonl"
+    rest.write_text("".join(json.dumps(line) + "\n" for line in decide_all(
+        [json.loads(line) for line in rest.read_text().splitlines()])))
+    assert import_queue(rest).version == "v4"
+    done = resample_version(resampled, now=NOW)
+    assert (done.drawn_as, done.version, done.queue_file) == ("v2", "v4", "")
+    assert "queue:    none: every label of v4 is decided" in describe_resample(done, resampled)
 
 
 def test_an_old_sheet_imported_again_does_not_undo_a_later_decision_of_someone_else(resampled):
