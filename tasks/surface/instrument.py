@@ -38,6 +38,6 @@ INSTRUMENT = Instrument(
     run_unit=on_call("tasks.surface.run_unit", "run_task_unit"), arm_record=arm_record,
     load_figures=on_call("tasks.surface.figures", "load_surface_figures"), judges=JUDGES,
     build_report=on_call("tasks.surface.tables", "build_surface_report"),
-    units_done=on_call("tasks.surface.mcp_backend", "close_pools"), not_carried_out=task_runs_not_carried_out,
+    units_done=on_call("tasks.surface.run_unit", "units_done"), not_carried_out=task_runs_not_carried_out,
     check_before_run=check_pinned_servers, check_lines=task_check_lines, validate_notes=surface_notes,
     unpinned=arm_unpinned, spent=on_call("tasks.selectors.providers.call_budget", "spent_in_run"))
