@@ -8,6 +8,9 @@
 - a toolkit raises anything else: an error call too (its type and message go back), so a bug in a
   backend is a row, never a crashed run;
 - otherwise the result goes back: a toolkit's as compact JSON, an MCP server's text as it gave it;
+- a call that times out (the surface's ``call_timeout_s``) raises ``CallTimedOut``, and a tool that timed out
+  ``GIVE_UP_AFTER`` times in the run is not called again (``tasks/surface/hung_tools.py``): both stop the
+  task with ``surface_error``, the call an error call;
 - a call written as text in a reply (``text_call``): *invalid* and ``as_text``, never executed;
 - a call the agent made without a required argument it had no value for (``ProposedCall.unfilled``): invalid,
   its reason starting "the agent could not fill argument NAME" (the report counts these per argument).
@@ -23,7 +26,8 @@ from pydantic_core import to_jsonable_python
 from tasks.selectors.providers.text_tool_calls import TextCall, text_call_detail
 from tasks.surface.agent_types import ProposedCall, ToolResult, unfilled_reason
 from tasks.surface.load_surface import ResolvedSurface
-from tasks.surface.surface_session import MAX_DETAIL, SurfaceSession
+from tasks.surface.hung_tools import check_not_given_up, timed_out
+from tasks.surface.surface_session import MAX_DETAIL, CallTimedOut, SurfaceSession
 from tasks.surface.toolkit import BackendTool
 
 
@@ -65,7 +69,14 @@ def execute_call(surface: ResolvedSurface, session: SurfaceSession,
         reason = check.detail or "invalid arguments"
         return _invalid(call, backend, check.arguments_json,
                         unfilled_reason(call.unfilled, reason) if call.unfilled else reason)
-    outcome = session.call(backend, json.loads(check.arguments_json or "{}"))
+    hung_tool = (surface.name, f"{backend.server or ''}/{backend.name}")
+    check_not_given_up(*hung_tool, backend.name)  # a tool that hung GIVE_UP_AFTER times in the run: not called
+    try:
+        outcome = session.call(backend, json.loads(check.arguments_json or "{}"))
+    except CallTimedOut as timeout:
+        if not timeout.wall:  # the tool's own timeout, not the task's wall budget running out
+            timed_out(*hung_tool)
+        raise
     if outcome.invalid is not None:  # the backend's own validation rejected it: never executed
         return _invalid(call, backend, check.arguments_json, outcome.invalid, outcome.content, outcome.backend_ms)
     error = outcome.refused

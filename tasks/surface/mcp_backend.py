@@ -71,7 +71,7 @@ from schemas.surface.surface_file import (
 from tasks.files.owned_folders import owned_folder
 from tasks.mcp.connection import ServerConnection, ServerFailed
 from tasks.mcp.tool_listing import annotations_of, tool_spec
-from tasks.surface.surface_session import MAX_DETAIL, CallOutcome, SurfaceBroke
+from tasks.surface.surface_session import MAX_DETAIL, CallOutcome, CallTimedOut, SurfaceBroke
 from tasks.surface.tool_marks import marks_from_annotations
 from tasks.surface.toolkit import BackendTool
 
@@ -300,6 +300,8 @@ class McpSession:
         try:
             result = connection.call(tool.name, arguments, self.backend.spec.call_timeout_s)
         except ServerFailed as failure:
+            if str(failure).startswith(f"hung: no answer to tools/call {tool.name} "):  # counted per tool
+                raise CallTimedOut(f"MCP server '{server}' {failure}", wall=False) from None
             raise SurfaceBroke(f"MCP server '{server}' {failure}") from None
         except Exception as answered:  # an MCP error answer to this call (the server is fine)
             elapsed = (time.perf_counter() - started) * 1000

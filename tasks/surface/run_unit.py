@@ -196,6 +196,7 @@ def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, 
         "output_tokens": outcome.output_tokens, "cost_usd": outcome.cost_usd, "price_version": outcome.price_version,
         "wall_ms": outcome.wall_ms, "agent_ms": outcome.agent_ms, "provider_retries": outcome.provider_retries,
         "served_model_id": outcome.served_model_id, "cache_hit": cache_hit,
+        "results_unseen_turns": outcome.results_unseen_turns,
     }
     call_rows = [{"run_id": ctx.run_id, "arm": arm.name, "seed": unit.seed, "taskset_version": unit.taskset_version,
                   "task_id": task.id, "slice": task.slice, "intent": intent, **c.model_dump(),
@@ -232,3 +233,13 @@ def run_task_unit(unit: WorkUnit, ctx: RunContext) -> UnitResult:
         label=unit.label, n_rows=len(rows), n_ok=sum(r["success"] for r in rows), n_cache_hits=len(planned) - len(todo),
         n_failures=sum(r["stop_reason"] in FAILED_STOPS for r in rows),
         n_budget_stopped=sum(r["stop_reason"] == "run_budget" for r in rows), paths=tuple(map(str, paths)))
+
+
+def units_done() -> None:
+    """A run's units are done: its warm MCP server instances stop, and the tools it gave up on
+    (tasks/surface/hung_tools.py) are called again by the next run."""
+    from tasks.surface.hung_tools import forget
+    from tasks.surface.mcp_backend import close_pools
+
+    close_pools()
+    forget()

@@ -27,5 +27,6 @@ def run_plain(experiment: Path, warehouse_dir: Path, run_id: str = "plain-1") ->
     units = plan_units(prepared)
     for unit in units:
         run_unit(unit, ctx)
+    kind.units_done()  # as the evaluate flow: warm MCP servers stopped, given-up tools forgotten
     register_run(warehouse.root, registration_records(prepared, units, run_id, started, registered))
     return judge_and_publish(warehouse, run_id)

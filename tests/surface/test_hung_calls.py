@@ -13,6 +13,7 @@ import time
 import duckdb
 import pytest
 
+from tasks.surface import hung_tools
 from tasks.surface.agent_loop import run_task
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import freeze_task_version, load_task_version
@@ -34,15 +35,33 @@ SPIN = '''    @tool
 STARS = desk_task("stars-1", "Count the stars in the sky.", {"reply": {"contains": "stars"}}, intent="stars")
 
 
-def hung_desk(tmp_path, timeout: float | None = 1.0, tasks=None):
+def hung_desk(tmp_path, timeout: float | None = 1.0, tasks=None, spin: str = SPIN):
+    """The tiny desk with a tool that never returns (``spin``); the tools given up so far are forgotten."""
+    hung_tools.forget()
     folder = write_desk(tmp_path, freeze=False, tasks=tasks if tasks is not None else [*DEFAULT_TASKS, STARS])
     backend = folder / "backend" / "desk.py"
-    backend.write_text(backend.read_text().replace("    @tool\n    def get_ticket", SPIN + "    @tool\n    def get_ticket", 1))
+    backend.write_text(backend.read_text().replace("    @tool\n    def get_ticket", spin + "    @tool\n    def get_ticket", 1))
     if timeout is not None:
         plain = folder / "surfaces" / "plain.yaml"
         plain.write_text(plain.read_text() + f"call_timeout_s: {timeout}\n")
     freeze_task_version(folder, "t1", ["tickets", "questions"])
     return folder
+
+
+def hung_experiment(folder):
+    """A one-arm, one-seed experiment of the baseline agent over the hung desk's plain surface."""
+    experiment = folder / "experiments" / "one.yaml"
+    experiment.write_text(textwrap.dedent("""\
+        name: desk-hung
+        taskset: ..
+        version: t1
+        seeds: [1]
+        declared: {few_seeds: a hung tool}
+        defaults: {agent: baseline}
+        arms:
+          - {name: A, surface: plain, prompt: default}
+        """))
+    return experiment
 
 
 def play(folder, task_id, turns, **budget):
@@ -105,18 +124,7 @@ def test_a_timeout_on_an_mcp_surface_belongs_under_mcp(tmp_path):
 
 
 def test_a_run_with_a_hung_tool_ends_and_every_task_lands(tmp_path):
-    folder = hung_desk(tmp_path, timeout=0.5)
-    experiment = folder / "experiments" / "one.yaml"
-    experiment.write_text(textwrap.dedent("""\
-        name: desk-hung
-        taskset: ..
-        version: t1
-        seeds: [1]
-        declared: {few_seeds: a hung tool}
-        defaults: {agent: baseline}
-        arms:
-          - {name: A, surface: plain, prompt: default}
-        """))
+    experiment = hung_experiment(hung_desk(tmp_path, timeout=0.5))
     started = time.perf_counter()
     run_plain(experiment, tmp_path / "wh", run_id="hung-1")
     assert time.perf_counter() - started < 60
