@@ -28,7 +28,7 @@ class HostedTurn(BaseModel):
     """What a hosted model's turn adds to a selection and its row (routing and the judge; reply shapes, HTTP
     attempts, prompt caches, served-model evidence). Offline selectors leave every field null."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
 
     stop_reason: str | None = Field(
         default=None, description="The provider's finish/stop reason (tool_calls, stop, length, end_turn, ...).")
@@ -81,7 +81,7 @@ class HostedTurn(BaseModel):
 class ExampleDistance(BaseModel):
     """How far a request is from the labelled examples a kNN-using selector or router (``trained``) looks up."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
 
     nearest_example_cos: float | None = Field(
         default=None, description="Cosine of the request to its most similar labelled example (any label) that "
@@ -186,7 +186,7 @@ class SelectionArmRecord(ArmRecord):
 class OfferedTool(BaseModel):
     """Membership of a tool in an offered tool set: the table ``offered_tools``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
 
     tool_set_id: str = Field(description="Id of the tool set (sha256 of its sorted names, shortened).")
     tool: str = Field(description="A tool in the set.")
@@ -202,7 +202,7 @@ class SeedOrder(UnitKey):
 class WeightRecord(BaseModel):
     """A tool's share of live traffic in a window: the table ``production_weights``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
 
     taskset: str = Field(description="Task-set name.")
     window_id: str = Field(description="Window id (the weights file stem).")
