@@ -109,6 +109,20 @@ def published(warehouse: Warehouse, run_id: str) -> bool:
     return (folder / "report.md").is_file() and (folder / "report.html").is_file()
 
 
+def only_this_run(warehouse: Warehouse, run_id: str) -> bool:
+    """Are the landed rows, temporary files and saved records in the warehouse all ``run_id``'s (nothing of
+    another run to register, finish or clean)?"""
+    runs: set[str] = set()
+    for folder in (warehouse.root / name for name in landed_folders().values()):
+        if folder.is_dir():
+            if next(folder.rglob(".tmp-*"), None) is not None:
+                return False
+            runs.update(run_folder.name.removeprefix("run_id=") for run_folder in folder.glob("run_id=*"))
+    if warehouse.registrations_dir.is_dir():
+        runs.update(records.name for records in warehouse.registrations_dir.iterdir())
+    return runs <= {run_id}
+
+
 def clean_leftovers(warehouse: Warehouse, registered: set[str], own_run_id: str | None = None,
                     now: float | None = None) -> Leftovers:
     """Remove or finish what crashed runs left; ``registered`` are the run ids DuckDB holds (every instrument's)."""
@@ -157,7 +171,10 @@ def clean_leftovers(warehouse: Warehouse, registered: set[str], own_run_id: str 
 
 def tidy_after_run(warehouse: Warehouse, run_id: str) -> tuple[list[LateRegistration], Leftovers]:
     """After a run registered: register earlier runs that landed without registering, then clean what
-    crashed runs left. Skipped quietly while another process holds the DuckDB file (the next run retries)."""
+    crashed runs left. Skipped quietly while another process holds the DuckDB file (the next run retries),
+    and without opening it when the warehouse holds no other run's files."""
+    if only_this_run(warehouse, run_id):
+        return [], Leftovers(scratch=remove_orphaned_folders())
     late = register_waiting_runs(warehouse, wait_s=0)
     scratch = remove_orphaned_folders()
     try:

@@ -92,3 +92,22 @@ def test_registered_runs_without_reports_are_published_when_their_process_is_gon
 
     assert published == ["killed-after-verdict", "killed-before-report"] == found.published_runs
     assert all("died before its report" in line for line in found.lines())
+
+
+def test_a_warehouse_that_holds_only_this_run_needs_no_tidying(tmp_path):
+    from tasks.run.leftovers import only_this_run
+
+    warehouse = Warehouse(tmp_path)
+    assert only_this_run(warehouse, "mine")  # nothing at all yet
+    make_rows(warehouse, "mine")
+    mark_owner(warehouse, "mine")
+    assert only_this_run(warehouse, "mine")
+    temporary = warehouse.rows_dir / "run_id=mine" / "arm=a" / "seed=1" / ".tmp-abc-part-00001.parquet"
+    temporary.write_bytes(b"x")
+    assert not only_this_run(warehouse, "mine")  # a temporary file may be stale: cleaned by the tidying
+    temporary.unlink()
+    make_rows(warehouse, "earlier")
+    assert not only_this_run(warehouse, "mine")  # another run's rows: registered or cleaned by the tidying
+    other = Warehouse(tmp_path / "other")
+    (other.registrations_dir / "waiting").mkdir(parents=True)
+    assert not only_this_run(other, "mine")  # another run's saved records
