@@ -6,20 +6,11 @@ from __future__ import annotations
 
 import gc
 
-_paused = False
-
-
-def pause() -> None:
-    global _paused
-    if gc.isenabled():
-        gc.disable()
-        _paused = True
+pause = gc.disable
 
 
 def resume() -> None:
-    """Start the collector again if ``pause()`` stopped it (a caller that never paused is left alone)."""
-    global _paused
-    if _paused:
-        _paused = False
+    """Start the collector again if it is held off, with everything alive by then frozen."""
+    if not gc.isenabled():
         gc.freeze()
         gc.enable()

@@ -31,12 +31,12 @@ def main() -> int:
         gc_pause.pause()  # the imports without the cyclic collector; run_experiment resumes it
         stop_on_signal.install(f"tooleval {' '.join(command)}")
         prefect_settings.apply_prefect_defaults()
-        try:  # a bad keep setting is said first; the server starts once the run's cheap checks pass (flows/api.py)
+        try:  # a bad keep setting is bad input, said before anything starts
             prefect_server.keep_minutes()
-        except prefect_server.PrefectServerError as error:  # a bad TOOLEVAL_KEEP_SERVER (exit 2), or no server (6)
+        except prefect_server.KeepSettingError as error:
             print(f"tooleval: {error}", file=sys.stderr, flush=True)
-            os._exit(2 if isinstance(error, prefect_server.KeepSettingError) else 6)
-    from flows.cli import main as cli_main  # the whole tool: imported once the server is on its way
+            os._exit(2)
+    from flows.cli import main as cli_main  # the whole tool
 
     code = 1
     try:
@@ -46,8 +46,6 @@ def main() -> int:
         if stop.code is not None and not isinstance(stop.code, int):
             print(stop.code, file=sys.stderr)
     finally:
-        if "flows.prefect_server" in sys.modules:  # a server spawned early that no run took (bad input)
-            sys.modules["flows.prefect_server"].stop_early()
         logging.shutdown()
         from flows.stop_on_signal import flush_std_streams
 

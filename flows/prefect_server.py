@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import IO, Mapping
@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from flows import gc_pause
 from flows.exit_codes import EXIT_CRASHED
-from flows.stop_on_signal import alive, end_processes, proc_stat, resume_advice, stopping
+from flows.stop_on_signal import alive, end_processes, resume_advice, stopping
 
 KEEP_ENV = "TOOLEVAL_KEEP_SERVER"
 MINUTES_ENV = "TOOLEVAL_KEPT_SERVER_MINUTES"  # the kept server's own idle time, set by the run starting it
@@ -48,7 +48,6 @@ OWN_STORE = re.compile("DATABASE|MEMO_STORE")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)  # not given to a kept server
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 BEFORE_API = ("prefect.flow_engine", "prefect.task_engine", "fastapi.encoders", "pandas")
-BEFORE_API_BY_SELECTOR = {"lexical": ("bm25s", "bm25s.stopwords")}
 
 
 class PrefectServerError(RuntimeError):
@@ -130,9 +129,8 @@ class KeptState:  # server.json
     @classmethod
     def read(cls, folder: Path) -> "KeptState | None":
         try:
-            data = json.loads((folder / "server.json").read_text())
-            return cls(**{field.name: data[field.name] for field in fields(cls)})
-        except (OSError, ValueError, KeyError, TypeError):
+            return cls(**json.loads((folder / "server.json").read_text()))
+        except (OSError, ValueError, TypeError):  # none, half written, or not of this version
             return None
 
     def write(self, folder: Path) -> None:
@@ -140,13 +138,8 @@ class KeptState:  # server.json
         partial.write_text(json.dumps(asdict(self)))
         partial.replace(folder / "server.json")
 
-    def current(self) -> bool:
-        """Started by this Python and this Prefect (an upgrade replaces it)."""
-        return self.python == sys.executable and self.prefect == prefect_version()
-
 
 def locked(path: Path, mode: int) -> IO[str]:
-    """The file at ``path`` opened and flock-ed (LOCK_SH / LOCK_EX, maybe | LOCK_NB)."""
     handle = open(path, "a+")
     try:
         fcntl.flock(handle.fileno(), mode)
@@ -234,14 +227,12 @@ class LocalServer:
     or the run's own (0). ``spawn()`` returns at once, ``wait_ready()`` blocks until it answers."""
 
     def __init__(self, minutes: float = 0, timeout_s: float | None = None) -> None:
-        self.minutes, self.kept = minutes, minutes > 0
+        self.minutes, self.kept, self.folder = minutes, minutes > 0, state_dir()
         self.what = "kept Prefect server" if self.kept else "temporary Prefect server"
         self.timeout_s = timeout_s or float(os.environ.get(START_TIMEOUT_ENV, "120"))
-        self.folder = state_dir()
         self.state: KeptState | None = None
         self.process: subprocess.Popen | None = None
-        self.started_here = False
-        self._hold = self._log = None
+        self.started_here, self._hold, self._log = False, None, None
 
     @property
     def api_url(self) -> str:
@@ -255,8 +246,9 @@ class LocalServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         with locked(self.folder / "spawn.lock", fcntl.LOCK_EX):
             state = KeptState.read(self.folder)
-            if state is not None and alive(state.pid) and not state.current():
-                stop_kept(self.folder, state)  # another Python or Prefect: replaced
+            if state is not None and alive(state.pid) and (state.python, state.prefect) != (sys.executable,
+                                                                                            prefect_version()):
+                stop_kept(self.folder, state)  # another Python or Prefect (an upgrade): replaced
             if state is None or not alive(state.pid):
                 (state := self._start(open(self.folder / "server.log", "w+b"))).write(self.folder)
                 self.started_here = True
@@ -288,11 +280,10 @@ class LocalServer:
 
     def wait_ready(self) -> str:
         """Its API URL once it answers. A run's own server that exits first (two servers creating one database)
-        is started once more; one still starting (using CPU) at the timeout is waited for up to 4x as long."""
+        is started once more; one still starting at the timeout (a busy machine) is waited for up to 4x as long."""
         if self.state is None:
             self.spawn()
-        started, restarted = time.monotonic(), self.kept
-        deadline = started + self.timeout_s
+        started, restarted, patience = time.monotonic(), self.kept, self.timeout_s
         while not health_answers(self.api_url):
             if (how := self.exited()) is not None and not restarted:
                 restarted, self.state = True, self._start(self._log)
@@ -301,18 +292,17 @@ class LocalServer:
                     f"the {self.what} {how} before answering{self._log_tail()}\nCheck that "
                     f"PREFECT_HOME ({prefect_home()}) is writable, or start a server (`prefect server start`) and "
                     f"set PREFECT_API_URL{f'; or set {KEEP_ENV}=0 for a server per run' if self.kept else ''}.")
-            elif time.monotonic() >= deadline:
-                if deadline > started + self.timeout_s or not self._still_starting():
+            elif time.monotonic() - started >= patience:
+                if patience > self.timeout_s:
                     self.stop()
                     raise PrefectServerError(
-                        f"the {self.what} did not answer within {time.monotonic() - started:.0f} s "
-                        f"({START_TIMEOUT_ENV}, {self.timeout_s:.0f} s, then longer while it was still starting); "
-                        "the machine may be overloaded. Start a server (`prefect server start`) and set "
-                        "PREFECT_API_URL.")
-                deadline = started + max(self.timeout_s * 4, self.timeout_s + 60)
+                        f"the {self.what} did not answer within {patience:.0f} s ({START_TIMEOUT_ENV}, then longer "
+                        "while it ran): the machine may be overloaded. Start a server (`prefect server start`) and "
+                        "set PREFECT_API_URL.")
+                patience = max(self.timeout_s * 4, self.timeout_s + 60)
                 print(f"tooleval: the {self.what} has not answered in {self.timeout_s:.0f} s but is still starting "
-                      f"(a busy machine); waiting up to {deadline - time.monotonic():.0f} s more",
-                      file=sys.stderr, flush=True)
+                      f"(a busy machine); waiting up to {patience - self.timeout_s:.0f} s more", file=sys.stderr,
+                      flush=True)
             time.sleep(0.05)
         return self.api_url
 
@@ -322,12 +312,6 @@ class LocalServer:
         self._log.seek(0)
         last = "\n".join(self._log.read().decode(errors="replace").strip().splitlines()[-5:])
         return f":\n{last}" if last else ""
-
-    def _still_starting(self) -> bool:
-        ticks = lambda: sum(map(int, proc_stat(self.state.pid)[11:13]))  # noqa: E731 - utime + stime
-        before = ticks()
-        time.sleep(1.0)
-        return self.exited() is None and ticks() > before
 
     def exited(self) -> str | None:
         """How the server ended, if it did ('exited with code N' when this process started it), else None."""
@@ -352,11 +336,11 @@ class LocalServer:
                 f"stop` ends it now, {KEEP_ENV}=0 starts a server per run)")
 
 
-_early: LocalServer | None = None
-
-
-def local_server() -> LocalServer:
-    """The kept server unless ``TOOLEVAL_KEEP_SERVER=0`` or it cannot be started (said), else the run's own."""
+def run_server() -> LocalServer | None:
+    """None when an API is configured, else the kept server (unless ``TOOLEVAL_KEEP_SERVER=0`` or it cannot be
+    started: said), else the run's own."""
+    if configured_api_url():
+        return None
     if (minutes := keep_minutes()) > 0:
         try:
             return LocalServer(minutes).spawn()
@@ -364,34 +348,6 @@ def local_server() -> LocalServer:
             print(f"tooleval: no kept Prefect server ({error}); starting one for this run", file=sys.stderr,
                   flush=True)
     return LocalServer(0).spawn()
-
-
-def spawn_early() -> None:
-    """Before the heavy imports, unless the environment names an API; ``run_server()`` hands it to the run."""
-    global _early
-    if _early is None and not os.environ.get("PREFECT_API_URL"):
-        _early = local_server()
-
-
-def run_server() -> LocalServer | None:
-    """None when an API is configured (a kept server started early for nothing is stopped), else the early
-    server or a new one."""
-    global _early
-    server, _early = _early, None
-    if configured_api_url():
-        if server is not None:
-            server.stop()
-            if server.kept and server.started_here:
-                stop_kept(state=server.state)
-        return None
-    return server or local_server()
-
-
-def stop_early() -> None:
-    global _early
-    server, _early = _early, None
-    if server is not None:
-        server.stop()
 
 
 def _refuses(api_url: str) -> bool:
@@ -419,11 +375,10 @@ class ApiWatch:
 
     def __init__(self, api_url: str, server: LocalServer | None = None, interval_s: float = 0.5) -> None:
         self.api_url, self.server, self.interval_s = api_url, server, interval_s
-        self.local = server is not None or urlsplit(api_url).hostname in LOOPBACK
         self._stop = threading.Event()
 
     def __enter__(self) -> "ApiWatch":
-        if self.local:
+        if self.server is not None or urlsplit(self.api_url).hostname in LOOPBACK:
             threading.Thread(target=self._watch, name="tooleval-api-watch", daemon=True).start()
         return self
 
@@ -460,7 +415,7 @@ def import_before_api(prepared) -> None:
     """Import what the flow of ``prepared`` (tasks/run/prepare_run.py) would import after the API answers
     (Prefect's engines, parameter serialisation, pyarrow's pandas shim, a lexical router's bm25s), while the
     local server starts."""
-    selectors = sorted(filter(None, {getattr(arm, "selector", None) for arm in prepared.experiment.arms}))
-    for name in BEFORE_API + tuple(module for kind in selectors for module in BEFORE_API_BY_SELECTOR.get(kind, ())):
+    lexical = any(getattr(arm, "selector", None) == "lexical" for arm in prepared.experiment.arms)
+    for name in BEFORE_API + (("bm25s", "bm25s.stopwords") if lexical else ()):
         with contextlib.suppress(ImportError):  # an optional dependency: the run says so where it needs it
             importlib.import_module(name)

@@ -14,8 +14,6 @@ import threading
 import time
 from typing import Any
 
-from flows.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
-
 CHILD_GRACE_S = 1.0
 HARD_STOP_S = 5.0
 
@@ -43,12 +41,10 @@ def install(command: str = "tooleval run") -> None:
 def retake() -> None:
     """Take SIGTERM back from Prefect's handler and SIGINT from polars' (set in C by its import, which
     ``signal.getsignal`` does not show: polars is imported first), once ``install`` ran in this process."""
-    if not _installed or threading.current_thread() is not threading.main_thread():
-        return
-    with contextlib.suppress(ImportError):
-        import polars  # noqa: F401
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _on_signal)
+    if _installed:
+        with contextlib.suppress(ImportError):
+            import polars  # noqa: F401
+        install(_command)
 
 
 def stopping() -> bool:
@@ -136,7 +132,7 @@ def stopped_message(signum: int) -> str:
 
 def _on_signal(signum: int, frame: object) -> None:
     global _stopping
-    code = {signal.SIGINT: EXIT_INTERRUPTED, signal.SIGTERM: EXIT_TERMINATED}.get(signum, 128 + signum)
+    code = 128 + signum  # 130 for SIGINT, 143 for SIGTERM (flows/exit_codes.py)
     if _stopping:  # a second signal while stopping: now
         os._exit(code)
     _stopping = True

@@ -20,7 +20,7 @@ import pytest
 import flows.crash as crash
 from flows.cli import main
 from flows.exit_codes import EXIT_CRASHED
-from flows.prefect_settings import _NoTraceback
+from flows.prefect_settings import no_traceback
 from schemas.selection.rows import Selection
 from tasks.run.result_cache import ResultCache
 from tasks.selection.select_batch import SELECTIONS
@@ -157,7 +157,7 @@ def test_a_server_ended_by_the_signal_stop_is_not_reported_lost():
 def test_prefect_log_records_print_their_message_without_the_traceback():
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
-    handler.addFilter(_NoTraceback())
+    handler.addFilter(no_traceback)
     logger = logging.getLogger("prefect.task_runs.drill")
     logger.addHandler(handler)
     try:

@@ -25,7 +25,7 @@ import pytest
 
 from flows.exit_codes import EXIT_BAD_INPUT, EXIT_CRASHED
 from flows.prefect_server import (KEEP_ENV, KeepSettingError, KeptState, LocalServer, PrefectServerError,
-                                  keep_minutes, local_server, state_dir, stop_kept)
+                                  keep_minutes, run_server, state_dir, stop_kept)
 from flows.stop_on_signal import alive
 from tests.factories import ROOT
 
@@ -98,8 +98,9 @@ def test_a_kept_server_that_cannot_start_gives_way_to_a_temporary_one(home, monk
         return spawn(self)
 
     monkeypatch.setattr(LocalServer, "spawn", refuse)
+    monkeypatch.setattr("flows.prefect_server.configured_api_url", lambda: None)
     monkeypatch.setenv(KEEP_ENV, "5")
-    server = local_server()
+    server = run_server()
     try:
         assert not server.kept and server.process is not None
     finally:
@@ -205,19 +206,10 @@ def test_two_runs_starting_at_once_share_one_server_which_is_given_no_secret(hom
     assert wait_until(lambda: not answers(next(iter(urls))), 60)
 
 
-@pytest.mark.slow
-def test_a_kept_server_started_before_a_profiles_api_was_read_is_not_left_waiting(home, monkeypatch):
-    """The launcher starts the kept server before reading Prefect's profile (too slow to read first); a run
-    whose profile names an API uses that one, and the server it started for nothing is stopped."""
-    import flows.prefect_server as prefect_server
-
+def test_a_run_given_an_api_starts_no_server(home, monkeypatch):
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")
     monkeypatch.setenv(KEEP_ENV, "5")
-    prefect_server.spawn_early()
-    started = prefect_server._early
-    assert started is not None and started.kept and started.started_here
-    monkeypatch.setattr(prefect_server, "configured_api_url", lambda: "http://127.0.0.1:4200/api")
-    assert prefect_server.run_server() is None
-    assert not alive(started.state.pid) and KeptState.read(state_dir()) is None
+    assert run_server() is None and not state_dir().exists()
 
 
 @pytest.mark.slow
