@@ -17,6 +17,8 @@ Quirks of servers nobody here wrote, reproduced on request (``ProviderServer`` o
   no ``tool_choice`` is rendered with no tools: the script sees none (``Seen.tools`` empty);
 - ``refuse_null_content`` (llama-cpp-python): an assistant message with ``"content": null`` is answered
   HTTP 500 with the pydantic validation error naming ``messages.N.content``, as its server does;
+- ``drop_tool_results`` (llama-cpp-python's chatml-function-calling template has no branch for ``role:
+  tool``): the results are not rendered, so the prompt tokens it reports grow only by the assistant's call;
 - ``functions_text(name)``: the reply ``functions.NAME:`` as text, no tool call (what llama-cpp-python's
   chatml-function-calling returns when it does not parse the model's call).
 
@@ -283,12 +285,16 @@ class ProviderServer:
 
     def __init__(self, script: Script = first_tool, api_key: str | None = None, latency_s: float = 0.0,
                  port: int = 0, record: bool = True, prefix_cache: PrefixCache | None = None,
-                 tools_need_choice: bool = False, refuse_null_content: bool = False):
+                 tools_need_choice: bool = False, refuse_null_content: bool = False,
+                 drop_tool_results: bool = False):
         self.script, self.api_key, self.latency_s, self.record = script, api_key, latency_s, record
         self.tools_need_choice = tools_need_choice
         """llama-cpp-python's quirk: without tool_choice in the request, the prompt holds no tools."""
         self.refuse_null_content = refuse_null_content
         """llama-cpp-python's quirk: an assistant message with content null is an HTTP 500."""
+        self.drop_tool_results = drop_tool_results
+        """llama-cpp-python's chatml-function-calling template: ``role: tool`` messages are not rendered, so the
+        prompt (and its token count) never holds the tool results."""
         self.prefix_cache = prefix_cache
         """When set, replies take the time and report the cached tokens its model of a prefix cache gives."""
         self.seen: list[Seen] = []
@@ -420,7 +426,9 @@ class ProviderServer:
 
     def openai_body(self, seen: Seen, reply: Reply) -> dict[str, Any]:
         model = reply.served_model or seen.model
-        prompt_tokens = _tokens(json.dumps(seen.body))
+        rendered = seen.body if not self.drop_tool_results else {
+            **seen.body, "messages": [m for m in seen.body.get("messages", []) if m.get("role") != "tool"]}
+        prompt_tokens = _tokens(json.dumps(rendered))
         message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
         finish = "stop"
         if reply.tool is not None:
@@ -443,10 +451,12 @@ class ProviderServer:
                              "bytes": list(token.encode())} for token, p in reply.logprobs]
             choice["logprobs"] = {"content": [{**alternatives[0], "top_logprobs": alternatives[: seen.top_logprobs or 1]}],
                                   "refusal": None}
+        # a server that renders its own replies (llama-cpp-python) counts the call it wrote as it renders it back
+        completion = _tokens(json.dumps({**message, "content": ""})) if self.drop_tool_results else 12
         return {"id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()), "model": model,
                 "choices": [] if reply.no_choices else [choice], "system_fingerprint": "fp_loopback",
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 12,
-                          "total_tokens": prompt_tokens + 12,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                          "total_tokens": prompt_tokens + completion,
                           "prompt_tokens_details": {"cached_tokens": 0}}}
 
     def anthropic_body(self, seen: Seen, reply: Reply) -> dict[str, Any]:

@@ -91,6 +91,9 @@ class TaskOutcome(BaseModel):
     agent_ms: float = Field(default=0.0, description="Of which waiting for the agent's turns (model calls or the baseline).")
     provider_retries: int = Field(default=0, description="Retried provider requests (429, 5xx, time-outs) over the run.")
     served_model_id: str | None = Field(default=None, description="Model id as the provider reported it.")
+    results_unseen_turns: int = Field(default=0, description=(
+        "Turns whose prompt did not grow by the tool results fed before them: the server may drop tool "
+        "results (tasks/surface/chat_agent.py)."))
 
 
 class TaskRunRow(UnitRow):
@@ -143,6 +146,9 @@ class TaskRunRow(UnitRow):
     agent_ms: float = Field(description="Of which the agent's turns.")
     provider_retries: int = Field(description="Retried provider requests over the run.")
     served_model_id: str | None = Field(description="Model id as served.")
+    results_unseen_turns: int = Field(default=0, description=(
+        "Turns whose prompt did not grow by the tool results fed before them (the server may drop tool results: "
+        "the model answered without them)."))
     cache_hit: bool = Field(description="The outcome came from the task cache: no agent turn was run again.")
 
 

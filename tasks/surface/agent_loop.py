@@ -67,7 +67,7 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
     output_tokens: int | None = None
     cost: float | None = None
     price_version = served = final_reply = detail = None
-    provider_retries, agent_ms = 0, 0.0
+    provider_retries, agent_ms, unseen = 0, 0.0, 0
     stop: str | None = None
     session = None
     broken = False
@@ -101,6 +101,7 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
             price_version = turn.price_version or price_version
             served = turn.served_model or served
             provider_retries += turn.provider_retries
+            unseen += turn.results_unseen
             if turn.failed is not None:
                 stop, detail = turn.failed, turn.detail
                 break
@@ -165,7 +166,7 @@ def run_task(agent: Agent, surface: ResolvedSurface, task: SurfaceTask, fixtures
         task_id=task.id, success=success, failed_assertions=failed, stop_reason=stop, detail=detail, n_turns=turns,
         calls=calls, final_reply=final_reply, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
         price_version=price_version, wall_ms=(time.perf_counter() - started) * 1000, agent_ms=agent_ms,
-        provider_retries=provider_retries, served_model_id=served)
+        provider_retries=provider_retries, served_model_id=served, results_unseen_turns=unseen)
 
 
 def read_probes(surface: ResolvedSurface, session: SurfaceSession, task: SurfaceTask) -> list[CallOutcome | str]:

@@ -74,6 +74,9 @@ class AgentTurn:
     price_version: str | None = None
     served_model: str | None = None
     provider_retries: int = 0
+    results_unseen: bool = False
+    """The prompt of this turn did not grow by the tool results fed after the last one (the server's template
+    may drop them: ``tasks/surface/chat_agent.py`` ``RESULT_CHARS_PER_TOKEN``)."""
 
 
 class AgentSession(Protocol):

@@ -10,6 +10,12 @@ reasoning_effort: the adapters read them from the arm's options, as for selectio
 call of the reply. A reply with no structured call whose text holds tool-call markup (``functions.NAME:``,
 ``<tool_call>{...}``: ``text_tool_calls``) carries that markup as the turn's ``text_call``: the loop records
 it as an invalid call written as text and stops with ``text_call``.
+A turn whose prompt grew by less than the previous reply plus the tool results fed since (at
+``RESULT_CHARS_PER_TOKEN`` characters a token, half the usual density, over results of at least
+``MIN_RESULT_CHARS``) is marked ``results_unseen``: the server rendered the conversation without them (a chat
+template with no branch for ``role: tool``, as llama-cpp-python's ``chatml-function-calling``), so the model
+answered without the results and a multi-step task measures nothing. A server that reports no usage is not
+judged.
 A turn fails, and the run stops with it, when the provider errs after its retries (``error``), the reply is
 empty or cut short (``empty_reply``), or the run's budget refuses the call (``run_budget``).
 """
@@ -39,6 +45,14 @@ from tasks.surface.conversation_wire import (
 )
 
 
+RESULT_CHARS_PER_TOKEN = 8
+"""Characters of tool results counted as one prompt token when checking that they reached the prompt: half the
+~4 of English text and JSON, so a template's own compaction does not read as results dropped."""
+
+MIN_RESULT_CHARS = 80
+"""Results shorter than this are too small to tell apart from a template's overhead: not judged."""
+
+
 class ConversationCaller(ProviderCaller):
     """The provider caller with conversation-speaking adapters."""
 
@@ -60,6 +74,10 @@ class ChatSession:
         self.names, self.tools, self.tool_choice = wired.names, wired.tools, wired.tool_choice
         self.system = prompt
         self.events: list[Event] = [Said(m.role, m.content) for m in task.messages]
+        self._last_usage: tuple[int | None, int | None] = (None, None)
+        """The last reply's prompt and completion tokens."""
+        self._fed_chars = 0
+        """Characters of tool results fed since the last reply."""
 
     def next_turn(self) -> AgentTurn:
         agent = self.agent
@@ -73,6 +91,8 @@ class ChatSession:
         if reply is not None:
             turn.input_tokens, turn.output_tokens = reply.input_tokens, reply.output_tokens
             turn.served_model = reply.served_model
+            turn.results_unseen = self._results_unseen(reply.input_tokens)
+            self._last_usage, self._fed_chars = (reply.input_tokens, reply.output_tokens), 0
         if result.detail is not None:
             turn.failed = "run_budget" if result.detail == BUDGET_REACHED else "error"
             turn.detail = result.detail
@@ -98,6 +118,13 @@ class ChatSession:
 
     def feed(self, results: Sequence[ToolResult]) -> None:
         self.events.append(Answered(tuple((r.call_id, r.content, r.is_error) for r in results)))
+        self._fed_chars += sum(len(r.content) for r in results)
+
+    def _results_unseen(self, prompt_tokens: int | None) -> bool:
+        before, replied = self._last_usage
+        if prompt_tokens is None or before is None or self._fed_chars < MIN_RESULT_CHARS:
+            return False
+        return prompt_tokens - before < (replied or 0) + self._fed_chars // RESULT_CHARS_PER_TOKEN
 
 
 class ChatAgent:

@@ -332,6 +332,16 @@ def _calls_counted(figures: SurfaceFigures) -> str:
     return f"{calls:,} calls" + (f" ({skipped:,} more skipped: over budget)" if skipped else "")
 
 
+def results_unseen_lines(figures: SurfaceFigures) -> list[str]:
+    """A 'Warning:' line per arm some of whose task runs had a prompt that did not grow by the tool results fed
+    to it (task_arm_success.runs_results_unseen)."""
+    return [f"Warning: arm {a['arm']} ({a['taskset_version']}): in {a['runs_results_unseen']:,} of {a['n']:,} task "
+            "runs a prompt did not grow by the tool results sent before it: the server seems to drop tool results "
+            "(a chat template with no role: tool branch), so the model answered without them and multi-step "
+            "figures measure nothing (docs/selection/hosted-models.md)"
+            for a in figures.arm_success if a.get("runs_results_unseen")]
+
+
 def surface_warning_lines(arms: list[dict[str, Any]]) -> list[str]:
     """A 'Warning:' line per surface warning (an MCP server without annotations), naming the arms it concerns."""
     by_warning: dict[tuple[str, str], list[str]] = {}
@@ -361,6 +371,7 @@ def build_surface_report(figures: SurfaceFigures, verdict: Verdict | None) -> Re
         headline.append("Note: " + BASELINE_NOTE.format(arms=", ".join(baseline), s="" if len(baseline) > 1 else "s",
                                                         pairs=", ".join(pairs) or "none here"))
     headline += surface_warning_lines(figures.arms)
+    headline += results_unseen_lines(figures)
     headline += unfilled_lines(figures)
     headline += drift_lines(figures)
     tables = [success_table(figures), arm_success_table(figures), comparison_table(figures),

@@ -318,3 +318,16 @@ def test_hosted_outcomes_cached_under_another_request_form_are_not_served(desk, 
     # the baseline's key holds how it fills arguments (it reads the task's fixtures)
     assert before[1] == run_unit.digest(["baseline", "bm25", {}, None, run_unit.BASELINE_FILLING])
     assert before[1] != run_unit.digest(["baseline", "bm25", {}, None])
+
+
+@pytest.mark.parametrize("drops", [False, True], ids=["renders-results", "drops-results"])
+def test_a_server_whose_prompt_does_not_grow_by_the_tool_results_is_caught(serve, desk, drops):
+    """llama-cpp-python's chatml-function-calling template has no branch for role: tool: the results never
+    reach the model, and its prompt grows only by the assistant's call (``drop_tool_results``)."""
+    chain = by_turn(tool_call("list_tickets", {"owner": "ana@acme.example"}),
+                    tool_call("list_tickets", {"owner": "ana@acme.example", "cursor": "page:2"}),
+                    tool_call("close_ticket", {"ticket_id": "T-1003"}), text_reply("I closed T-1003 for you."))
+    outcome = play(desk, serve(chain, drop_tool_results=drops), "openai", "close-2")
+    assert outcome.success and outcome.n_turns == 4  # the scripted replies do not need the results
+    # three turns follow results: two pages of tickets, then close_ticket's short reply (too short to judge)
+    assert outcome.results_unseen_turns == (2 if drops else 0)

@@ -217,3 +217,17 @@ def test_the_header_counts_the_calls_the_per_tool_tables_total():
     assert report.headline[0].endswith("10 task runs, 29 calls (3 more skipped: over budget)")
     tools = next(t for t in report.tables if t.title == "Per-tool counters, arm A")
     assert tools.rows[-1][:2] == ["(all tools)", "29"]
+
+
+def test_runs_whose_prompt_did_not_grow_by_the_tool_results_are_counted_and_warned_of():
+    """A server that drops tool results (llama-cpp-python's chatml-function-calling): the arm's row counts the
+    runs, and the report's first lines say so; an arm without such runs gets no line."""
+    run = KnownTaskRun(arms={"A": {}, "B": {}})
+    run.runs = ([{**run_row(f"t{i}", n_turns=3), "results_unseen_turns": 2 if i < 3 else 0} for i in range(4)]
+                + [run_row(f"t{i}", arm="B", rung=2, n_turns=3) for i in range(4)])
+    con = run.finish()
+    assert con.execute("SELECT arm, runs_results_unseen FROM task_arm_success ORDER BY arm").fetchall() == [
+        ("A", 3), ("B", 0)]
+    report = build_surface_report(load_surface_figures(con, RUN), None)
+    warned = [line for line in report.headline if "did not grow by the tool results" in line]
+    assert len(warned) == 1 and warned[0].startswith("Warning: arm A (t1): in 3 of 4 task runs")

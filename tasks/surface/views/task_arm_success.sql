@@ -7,7 +7,8 @@
 -- spread (the noise floor). Tokens and cost as billed over every turn (task_runs.input_tokens, output_tokens,
 -- cost_usd; null for an agent billed nothing, the offline baseline): totals, per run, input tokens per turn
 -- (a prompt trimmed by 680 tokens shows here), cost per run and per completed task; runs_billed /
--- runs_costed: runs that carry token counts / a cost.
+-- runs_costed: runs that carry token counts / a cost. runs_results_unseen: runs with a turn whose prompt did not
+-- grow by the tool results fed before it (task_runs.results_unseen_turns: the server may drop them).
 with per_seed as (
     select run_id, arm, taskset_version, seed,
            count(*) filter (where success) / count(*) as seed_success
@@ -35,7 +36,8 @@ totals as (
            sum(output_tokens)::bigint as output_tokens,
            sum(n_turns) filter (where input_tokens is not null) as billed_turns,
            count(cost_usd) as runs_costed,
-           sum(cost_usd) as cost_usd
+           sum(cost_usd) as cost_usd,
+           count(*) filter (where results_unseen_turns > 0) as runs_results_unseen
     from task_runs
     group by run_id, arm, taskset_version
 ),
@@ -57,7 +59,8 @@ select t.run_id, t.arm, t.rung, t.taskset_version, t.n, t.n_tasks, t.n_slices, t
        t.input_tokens / nullif(t.billed_turns, 0) as input_tokens_per_turn,
        t.output_tokens / nullif(t.runs_billed, 0) as output_tokens_per_run,
        t.cost_usd / nullif(t.runs_costed, 0) as cost_usd_per_run,
-       case when t.successes > 0 then t.cost_usd / t.successes end as cost_usd_per_completed
+       case when t.successes > 0 then t.cost_usd / t.successes end as cost_usd_per_completed,
+       t.runs_results_unseen
 from totals t
 join effective e using (run_id, arm, taskset_version)
 join seed_spread s using (run_id, arm, taskset_version)
