@@ -246,9 +246,9 @@ class LocalServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         with locked(self.folder / "spawn.lock", fcntl.LOCK_EX):
             state = KeptState.read(self.folder)
-            if state is not None and alive(state.pid) and (state.python, state.prefect) != (sys.executable,
-                                                                                            prefect_version()):
-                stop_kept(self.folder, state)  # another Python or Prefect (an upgrade): replaced
+            current = (sys.executable, prefect_version())  # another Python or Prefect (an upgrade) is replaced
+            if state is not None and alive(state.pid) and (state.python, state.prefect) != current:
+                stop_kept(self.folder, state)
             if state is None or not alive(state.pid):
                 (state := self._start(open(self.folder / "server.log", "w+b"))).write(self.folder)
                 self.started_here = True
@@ -355,10 +355,8 @@ def _refuses(api_url: str) -> bool:
     parts = urlsplit(api_url)
     try:
         socket.create_connection((parts.hostname or "", parts.port or {"https": 443}.get(parts.scheme, 80)), 5).close()
-    except ConnectionRefusedError:
-        return True
-    except (OSError, ValueError):
-        pass
+    except (OSError, ValueError) as error:
+        return isinstance(error, ConnectionRefusedError)
     return False
 
 
