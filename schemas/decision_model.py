@@ -128,11 +128,15 @@ class DecisionModelFile(BaseModel):
         "is far from what the model learned from (out of its domain): the `far_quantile` quantile of the "
         "held-out training requests' nearest-example cosines. Null in files written before it was recorded.")
     far_slope: float | None = Field(
-        default=None, description="Below `far_cutoff`, the 'none' utility (before the temperature) rises by "
-        "far_slope x (far_cutoff - the nearest example's cosine): the model abstains on requests unlike its "
-        "examples. The steepest rise (at most 200) that cost at most one point of held-out answerable accuracy "
-        "and 0.03 of held-out log-loss in training (tasks/selectors/decision_models/far_abstention.py); 0 when "
-        "the model learned no 'none'. Null (no rise) in files written before it.")
+        default=None, description="The 'none' utility (before the temperature) rises by far_slope x max(0, "
+        "far_cutoff - the nearest example's cosine) x max(0, far_tool_cosine - the best offered tool's cosine): "
+        "the model abstains on requests unlike both its examples and the tools. The steepest rise (at most "
+        "2000) that cost at most one point of held-out answerable accuracy and 0.02 of held-out log-loss in "
+        "training (tasks/selectors/decision_models/far_abstention.py); 0 when the model learned no 'none'. "
+        "Null (no rise) in files written before it.")
+    far_tool_cosine: float | None = Field(
+        default=None, description="The median best-tool cosine of the answerable training requests: below it a "
+        "far request's 'none' rises (see far_slope). Null in files written before it.")
     probe_c: float | None = Field(
         default=None, description="Inverse L2 strength the embedding probes were fitted with (null: no probes).")
     far_quantile: float | None = Field(

@@ -76,10 +76,11 @@ from tasks.selectors.decision_models.decision_features import (
     feature_arrays_with_nearest,
     text_hash,
 )
+from tasks.selectors.decision_models.example_text import DEFAULT_CONTEXT_TURNS
 from tasks.selectors.routers.conversation import parse_context_turns
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, encoder_id
 from tasks.selectors.decision_models.embedding_probe import PROBE_C, Probe, fit_probe
-from tasks.selectors.decision_models.far_abstention import far_boost, fit_far_slope
+from tasks.selectors.decision_models.far_abstention import far_boost, fit_far_slope, typical_tool_cosine
 from tasks.selectors.routers.embedding_store import files_fingerprint
 from tasks.selectors.decision_models.labelled_inputs import catalogue_union, labelled_inputs
 from tasks.selectors.decision_models.base_scores import request_texts, router_scores
@@ -146,8 +147,9 @@ class TrainedModel:
             "  far cut-off: " + ("none recorded" if m.far_cutoff is None else
                                  f"nearest-example cosine {m.far_cutoff:.3f} ({100 * (m.far_quantile or 0):g}% of "
                                  "held-out requests below)"),
-            *([f"  far from the examples: 'none' rises {m.far_slope:.1f} per unit of cosine below the cut-off"]
-              if m.far_slope else []),
+            *([f"  far from the examples and the tools: 'none' rises {m.far_slope:.0f} x the gap below the",
+               f"  cut-off x the gap below best-tool cosine {m.far_tool_cosine:.3f}"]
+              if m.far_slope and m.far_tool_cosine is not None else []),
             f"wrote {self.path}",
             "use it: selector: trained, model: tooleval-hybrid,",
             "  options: {model_file: <this file, relative to the experiment>}",
@@ -259,7 +261,8 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                          unseen_weight: float = DEFAULT_UNSEEN_WEIGHT, encoder: str = DEFAULT_MODEL_ID,
                          fine_tune: bool = False, fine_tune_epochs: int = FINE_TUNE_EPOCHS,
                          fine_tune_lr: float = FINE_TUNE_LR, fine_tune_seed: int = 0,
-                         context_turns: int = 0, progress: Callable[[str], None] | None = None) -> TrainedModel:
+                         context_turns: int | None = None, progress: Callable[[str], None] | None = None
+                         ) -> TrainedModel:
     """Learn from ``<taskset>/<version>.jsonl`` and write the model file ``out``; InputError for bad input.
     ``encoder``: the sentence-embedding model of the cosine, kNN and probe features (the packaged MiniLM, or a
     local sentence-transformers directory, recorded in the file by its absolute path). ``fine_tune``: also
@@ -268,7 +271,8 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     ``fine_tune_seed``: which draw of the fine-tuning (each encoder's shuffles and initial state; 0 is the
     default, another number trains other encoders on the same requests, to see how far a draw moves the
     figures). ``context_turns``: the turns of each conversation read before its last user turn (the routers'
-    option; recorded in the file, and the model scores with the same). ``progress`` hears a line before each fine-tuning (minutes each)."""
+    option; recorded in the file, and the model scores with the same; default ``DEFAULT_CONTEXT_TURNS``, 0 with
+    ``fine_tune``). ``progress`` hears a line before each fine-tuning (minutes each)."""
     version_path, out = Path(version_path), Path(out)
     if version_path.suffix != ".jsonl" or not version_path.is_file():
         raise InputError.one(str(version_path), "", "file-exists", "give a task-set version file such as "
@@ -285,6 +289,8 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     if fine_tune and not (fine_tune_epochs >= 1 and fine_tune_lr > 0):
         raise InputError.one(str(version_path), "", "fine-tune", "--fine-tune-epochs must be 1 or more and "
                              "--fine-tune-lr above 0")
+    if context_turns is None:  # the measured default (docs/measured/conversations.md); fine-tuning reads one turn
+        context_turns = 0 if fine_tune else DEFAULT_CONTEXT_TURNS
     try:
         parse_context_turns(context_turns)
     except ValueError as error:
@@ -361,8 +367,11 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     far_cutoff = float(np.quantile(found, FAR_QUANTILE)) if len(found) else None
 
     column_of = np.where(y == NONE_INDEX, width, y)
-    far_slope = fit_far_slope(held_out_u, held_out_nearest, column_of, usable, far_cutoff)
-    held_out_u[:, -1] += far_boost(held_out_nearest, far_cutoff, far_slope)  # calibrated with the rise
+    best_cosine = np.array([s.cos.max() if len(s.cos) else 0.0 for s in scores])
+    far_tool_cosine = typical_tool_cosine(best_cosine, usable & (y != NONE_INDEX))
+    far_slope = fit_far_slope(held_out_u, held_out_nearest, best_cosine, column_of, usable, far_cutoff,
+                              far_tool_cosine)
+    held_out_u[:, -1] += far_boost(held_out_nearest, best_cosine, far_cutoff, far_tool_cosine, far_slope)
 
     def calibration(rows: np.ndarray, held_out: np.ndarray = held_out_u) -> dict:
         """Temperature, then top-label slope and shift, fitted on the held-out predictions of ``rows``."""
@@ -459,7 +468,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         example_texts=texts,
         cross_fitted=cross, cross_fitted_logit=cross_logit, unseen_weight=unseen_weight,
         unseen_zeroed=[*EXAMPLE_TOOL_FEATURES, *EXAMPLE_NONE_FEATURES] if unseen_weight > 0 else [],
-        far_cutoff=far_cutoff, far_slope=far_slope,
+        far_cutoff=far_cutoff, far_slope=far_slope, far_tool_cosine=far_tool_cosine,
         far_quantile=FAR_QUANTILE if far_cutoff is not None else None,
         encoder_files=None if encoder == DEFAULT_MODEL_ID else files_fingerprint(encoder),
         context_turns=context_turns,

@@ -172,7 +172,7 @@ class TrainedSelector:
 
         from tasks.selectors.decision_models.base_scores import router_scores
         from tasks.selectors.decision_models.conditional_logit import softmax, top_label, utilities
-        from tasks.selectors.decision_models.decision_features import feature_arrays_with_nearest
+        from tasks.selectors.decision_models.decision_features import NONE_FEATURES, feature_arrays_with_nearest
         from tasks.selectors.decision_models.far_abstention import far_boost
 
         inputs = list(batch)
@@ -197,7 +197,8 @@ class TrainedSelector:
                 self.probe_scores(which, query[group]))
             w_none = None if weights.none is None else np.asarray(weights.none)
             u = utilities(tool_x[..., tool_cols], mask, none_x[:, none_cols], np.asarray(weights.tool), w_none)
-            u[:, -1] += far_boost(nearest, self.model.far_cutoff, self.model.far_slope)
+            u[:, -1] += far_boost(nearest, none_x[:, NONE_FEATURES.index("cos_max")], self.model.far_cutoff,
+                                  self.model.far_tool_cosine, self.model.far_slope)
             u /= weights.temperature
             calibration = weights
             expert = weights.expert

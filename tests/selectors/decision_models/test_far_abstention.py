@@ -7,40 +7,50 @@ import numpy as np
 import pytest
 
 from tasks.selectors.decision_models import far_abstention
-from tasks.selectors.decision_models.far_abstention import MAX_SLOPE, far_boost, fit_far_slope
+from tasks.selectors.decision_models.far_abstention import MAX_SLOPE, far_boost, fit_far_slope, typical_tool_cosine
 
 
-def test_the_rise_is_zero_above_the_cutoff_and_grows_linearly_below_it():
-    nearest = np.array([0.9, 0.4, 0.35, 0.2, np.nan])
-    assert far_boost(nearest, 0.4, 10.0) == pytest.approx([0.0, 0.0, 0.5, 2.0, 0.0])
-    assert not far_boost(nearest, None, 10.0).any()  # a file without a cut-off
-    assert not far_boost(nearest, 0.4, None).any() and not far_boost(nearest, 0.4, 0.0).any()
+def test_the_rise_grows_with_both_gaps_and_is_zero_near_the_examples_or_a_fitting_tool():
+    nearest = np.array([0.9, 0.4, 0.35, 0.2, 0.2, np.nan])
+    best = np.array([0.1, 0.1, 0.1, 0.1, 0.5, 0.1])
+    assert far_boost(nearest, best, 0.4, 0.3, 100.0) == pytest.approx([0.0, 0.0, 1.0, 4.0, 0.0, 0.0])
+    assert not far_boost(nearest, best, None, 0.3, 100.0).any()  # a file without a cut-off
+    assert not far_boost(nearest, best, 0.4, None, 100.0).any()
+    assert not far_boost(nearest, best, 0.4, 0.3, None).any() and not far_boost(nearest, best, 0.4, 0.3, 0.0).any()
+
+
+def test_the_tool_cosine_is_the_median_of_the_answerable_requests():
+    best = np.array([0.1, 0.2, 0.3, 0.9, 0.05])
+    assert typical_tool_cosine(best, np.array([True, True, True, False, False])) == pytest.approx(0.2)
+    assert typical_tool_cosine(best, np.zeros(5, dtype=bool)) is None
 
 
 def held_out(far_kind: str, n: int = 400, seed: int = 3) -> tuple[np.ndarray, ...]:
-    """Held-out utilities of three tools and 'none': near requests (nearest 0.5-0.9) answered right with a
-    margin of 2 over 'none'; 5% far ones (nearest 0.3) labelled 'none' but scored as tool 0 by 1, and 5% far
-    answerable ones, "right", "wrong" (another tool by 2), or "absent" (near like the rest)."""
+    """Held-out utilities of three tools and 'none', and the best tool's cosine: near requests (nearest
+    0.5-0.9, a tool at 0.5) answered right with a margin of 2 over 'none'; 5% far ones (nearest 0.3, no tool
+    above 0.1) labelled 'none' but scored as tool 0 by 1, and 5% far answerable ones (as far, as unlike the
+    tools), "right", "wrong" (another tool by 2), or "absent" (near like the rest)."""
     rng = np.random.default_rng(seed)
     u = np.zeros((n, 4))
     labels = rng.integers(0, 3, n)
     u[np.arange(n), labels] = 2.0
     nearest = rng.uniform(0.5, 0.9, n)
     far_none, far_answerable = np.arange(20), np.arange(20, 40)
-    nearest[far_none] = 0.3
+    best = np.full(n, 0.5)
+    nearest[far_none], best[far_none] = 0.3, 0.1
     if far_kind != "absent":
-        nearest[far_answerable] = 0.3
+        nearest[far_answerable], best[far_answerable] = 0.3, 0.1
     labels[far_none] = 3
     u[far_none] = [1.0, 0.0, 0.0, 0.0]
     if far_kind == "wrong":
         u[far_answerable] = 0.0
         u[far_answerable, (labels[far_answerable] + 1) % 3] = 2.0
-    return u, nearest, labels, np.ones(n, dtype=bool)
+    return u, nearest, best, labels, np.ones(n, dtype=bool)
 
 
 def test_the_steepest_slope_is_chosen_when_every_far_request_is_none():
-    u, nearest, labels, rows = held_out("absent")
-    assert fit_far_slope(u, nearest, labels, rows, 0.4) == MAX_SLOPE
+    u, nearest, best, labels, rows = held_out("absent")
+    assert fit_far_slope(u, nearest, best, labels, rows, 0.4, 0.4) == MAX_SLOPE
 
 
 def log_loss(u: np.ndarray, labels: np.ndarray) -> float:
@@ -50,37 +60,37 @@ def log_loss(u: np.ndarray, labels: np.ndarray) -> float:
 
 
 def test_the_slope_stops_where_far_answerable_requests_would_be_too_sure_of_none():
-    u, nearest, labels, rows = held_out("wrong")  # wrong anyway: only the log-loss budget holds the slope
-    slope = fit_far_slope(u, nearest, labels, rows, 0.4)
+    u, nearest, best, labels, rows = held_out("wrong")  # wrong anyway: only the log-loss budget holds the slope
+    slope = fit_far_slope(u, nearest, best, labels, rows, 0.4, 0.4)
     assert 0 < slope < MAX_SLOPE
     losses = {}
     for s in (0.0, slope, slope * 1.01):
         boosted = u.copy()
-        boosted[:, -1] += far_boost(nearest, 0.4, s)
+        boosted[:, -1] += far_boost(nearest, best, 0.4, 0.4, s)
         losses[s] = log_loss(boosted, labels)
     assert losses[slope] <= losses[0.0] + far_abstention.FAR_NLL_BUDGET < losses[slope * 1.01]
     # a little noise in the utilities moves the slope a little, never to another grid value
     noisy = u + np.random.default_rng(0).normal(0.0, 1e-7, u.shape)
-    assert fit_far_slope(noisy, nearest, labels, rows, 0.4) == pytest.approx(slope, rel=1e-4)
+    assert fit_far_slope(noisy, nearest, best, labels, rows, 0.4, 0.4) == pytest.approx(slope, rel=1e-4)
 
 
 def test_the_slope_stops_where_it_would_cost_answerable_accuracy():
-    u, nearest, labels, rows = held_out("right")
-    slope = fit_far_slope(u, nearest, labels, rows, 0.4)
-    # a far answerable request loses to 'none' once slope x 0.1 > 2: up to slope 20 keeps them (5% of the
-    # requests, over the one-point budget)
-    assert 0 < slope <= 20.0 + 1e-6
+    u, nearest, best, labels, rows = held_out("right")
+    slope = fit_far_slope(u, nearest, best, labels, rows, 0.4, 0.4)
+    # a far answerable request loses to 'none' once slope x 0.1 x 0.3 > 2: up to slope 66.7 keeps them (5%
+    # of the requests, over the one-point budget)
+    assert 0 < slope <= 2 / 0.03 + 1e-6
     boosted = u.copy()
-    boosted[:, -1] += far_boost(nearest, 0.4, slope)
+    boosted[:, -1] += far_boost(nearest, best, 0.4, 0.4, slope)
     answerable = labels != 3
     before, after = (u.argmax(axis=1) == labels)[answerable].mean(), (boosted.argmax(axis=1) == labels)[answerable].mean()
     assert after >= before - far_abstention.FAR_BUDGET
 
 
 def test_no_rise_without_a_learned_none_or_a_cutoff():
-    u, nearest, labels, rows = held_out("absent")
-    assert fit_far_slope(u, nearest, labels, rows, None) == 0.0
+    u, nearest, best, labels, rows = held_out("absent")
+    assert fit_far_slope(u, nearest, best, labels, rows, None, 0.4) == 0.0
     no_none = u.copy()
     no_none[:, -1] = -np.inf
     answerable_only = np.where(labels == 3, 0, labels)
-    assert fit_far_slope(no_none, nearest, answerable_only, rows, 0.4) == 0.0
+    assert fit_far_slope(no_none, nearest, best, answerable_only, rows, 0.4, 0.4) == 0.0
