@@ -360,6 +360,30 @@ def case_report_corrupt(tmp):
     return Built(["report", "--warehouse", str(warehouse)], warehouse)
 
 
+def truncated_warehouse(tmp: Path) -> Path:
+    """A real warehouse file cut in half (a disk that filled, an interrupted copy)."""
+    warehouse = tmp / "wh"
+    warehouse.mkdir()
+    connect(warehouse / "tooleval.duckdb").close()
+    db = warehouse / "tooleval.duckdb"
+    os.truncate(db, db.stat().st_size // 2)
+    return warehouse
+
+
+def case_warehouse_truncated(tmp):
+    return run(shop(tmp), tmp, warehouse=truncated_warehouse(tmp))
+
+
+def case_report_truncated(tmp):
+    return Built(["report", "--warehouse", str(truncated_warehouse(tmp))], tmp / "wh")
+
+
+def case_out_under_a_file(tmp):
+    (tmp / "afile").write_text("x")
+    surface = write_desk(tmp / "desk") / "surfaces" / "plain.yaml"
+    return Built(["tasks", "catalogue", str(surface), "--out", str(tmp / "afile" / "c.json")], tmp / "afile")
+
+
 def case_report_empty_file(tmp):
     warehouse = tmp / "wh"
     warehouse.mkdir()
@@ -650,6 +674,10 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     BadInput("report before any run", case_report_no_run_yet, 2, ("[run-registered]", "no run")),
     BadInput("report on a corrupt file", case_report_corrupt, 2, ("tooleval.duckdb: [warehouse-readable]",)),
     BadInput("report on an empty file", case_report_empty_file, 2, ("tooleval.duckdb", "[warehouse-readable]")),
+    BadInput("truncated tooleval.duckdb", case_warehouse_truncated, 2, ("tooleval.duckdb: [warehouse-readable]",
+                                                                       "damaged")),
+    BadInput("report on a truncated file", case_report_truncated, 2, ("[warehouse-readable]", "damaged")),
+    BadInput("--out under a file", case_out_under_a_file, 2, ("c.json:--out: [out-writable]", "is a file")),
     BadInput("report on a half-created file", case_report_half_created, 2, ("tooleval.duckdb: [run-registered]",
                                                                         "no run is registered yet")),
     BadInput("register an unknown run", case_register_unknown, 2, ("run nosuchrun: [run-landed]",)),
