@@ -300,13 +300,13 @@ def fit_cutoff(experiment_path: str | Path, arm: str, out: str | Path | None = N
 def train(version_path: str | Path, out: str | Path, catalogues: list[str] | None = None,
           folds: int = 5, unseen_weight: float = 1.0, encoder: str | None = None, fine_tune: bool = False,
           fine_tune_epochs: int = 2, progress: Callable[[str], None] | None = None,
-          fine_tune_seed: int = 0, context_turns: int = 0) -> "TrainedModel":
+          fine_tune_seed: int = 0, context_turns: int | None = None) -> "TrainedModel":
     """Learn a decision model from a task-set version's labelled requests (cross-fitted on ``folds`` folds,
     with transfer copies at ``unseen_weight``, its features under ``encoder``: MiniLM unless a local model
     directory is given) and write its file; ``fine_tune`` (experimental: ``experimental/fine_tuning``): with a
     fine-tuned encoder per fold model beside it, scoring by the product of the two; ``fine_tune_seed``: which
     draw of that fine-tuning (0 by default); ``context_turns``: the turns read before each conversation's last user
-    turn (recorded in the file; the model scores with the same)."""
+    turn (recorded in the file; the model scores with the same; None: the training's default)."""
     from tasks.selectors.decision_models.train_decision_model import DEFAULT_MODEL_ID, train_decision_model
 
     return train_decision_model(Path(version_path), Path(out), catalogues=catalogues, folds=folds,

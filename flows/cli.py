@@ -476,9 +476,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--fine-tune-seed", type=int, default=0, metavar="S",
                        help="experimental: which draw of the fine-tuning (default 0): another S tunes other encoders "
                        "on the same requests, to see how much one draw moves the figures")
-    train.add_argument("--context-turns", type=int, default=0, metavar="N",
-                       help="turns of each conversation read before its last user turn (default 0: the last user "
-                       "turn alone); recorded in the model file, which scores with the same")
+    train.add_argument("--context-turns", type=int, default=None, metavar="N",
+                       help="turns of each conversation read before its last user turn, the last turn alone read "
+                       "beside them (default 2, 0 with --fine-tune; 0: the last user turn alone); recorded in the "
+                       "model file, which scores with the same")
     train.set_defaults(func=cmd_train)
 
     validate = commands.add_parser("validate", help="run the label checks on a task-set version, or every check "

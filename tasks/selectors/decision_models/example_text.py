@@ -12,6 +12,11 @@ from tasks.selectors.routers.conversation import conversation_text
 
 _SPACES = re.compile(r"\s+")
 
+DEFAULT_CONTEXT_TURNS = 2
+"""The turns ``tooleval train`` reads before each conversation's last user turn unless told otherwise (the last
+turn is also read alone beside them: ``decision_features.LAST_TURN_TOOL_FEATURES``); docs/measured/
+conversations.md."""
+
 
 def text_hash(text: str) -> str:
     """sha256 of the request text, trimmed, lower case, runs of white space as one space."""
