@@ -182,6 +182,10 @@ def _label_of(ground_truth: Any) -> str:
     return next(iter(call))
 
 
+LATER_TURNS = "(later turns)"
+"""How ``_read_source`` counts records whose ``question`` holds turns after the first (not imported)."""
+
+
 def _messages(record: dict[str, Any]) -> tuple[Message, ...]:
     question = record.get("question")
     if not isinstance(question, list) or not question or not isinstance(question[0], list) or not question[0]:
@@ -279,6 +283,8 @@ def _read_source(source: BfclSource, problems: list[Problem], dropped_keywords: 
         read_here.add(request_id)
         try:
             messages = _messages(record)
+            if isinstance(record.get("question"), list) and len(record["question"]) > 1:
+                dropped_keywords[LATER_TURNS] += 1  # counted beside the schema keywords, said apart
             tools = _tools(record, dropped_keywords)
         except ValueError as error:
             problems.append(Problem(str(questions), where, "bfcl-record", str(error)))
@@ -385,12 +391,16 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
         raise InputError.one(str(out), "", "not-empty", "every request is in a label conflict: "
                              + "; ".join(conflicts[:3]))
 
+    later = dropped_keywords.pop(LATER_TURNS, 0)
     tool_names = {tool.name for request in requests for tool in request.tools or ()}
     no_tools = sum(1 for request in requests if not request.tools)
     notices = []
     if dropped_keywords:
         kinds = ", ".join(f"{key} ({count})" for key, count in sorted(dropped_keywords.items()))
         notices.append(f"BFCL-only schema keywords left out of the JSON schemas: {kinds}")
+    if later:
+        notices.append(f"{later} record(s) hold later turns in 'question' (a multi-turn task): each was imported "
+                       "as its first turn, the later turns left out")
     if no_tools:
         notices.append(f"{no_tools} request(s) offer no function at all (their right answer is 'none')")
     multi_turn = sum(1 for request in requests if is_conversation(request.messages))

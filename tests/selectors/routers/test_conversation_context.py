@@ -111,7 +111,13 @@ def test_the_bfcl_importer_says_it_keeps_conversations(tmp_path):
     description = yaml.safe_load((tmp_path / "s" / "experiments" / "offline.yaml").read_text())["description"]
     assert "1 request(s) are whole conversations, kept as they are" in description
     single = import_bfcl(QUESTIONS, ANSWERS, tmp_path / "t")
-    assert not any("conversations" in n for n in single.notices)
+    assert not any("conversations" in n or "later turns" in n for n in single.notices)
+    records[1]["question"].append([{"role": "user", "content": "and the next one?"}])  # a multi-turn task
+    questions.write_text("".join(json.dumps(r) + "\n" for r in records))
+    later = import_bfcl(questions, ANSWERS, tmp_path / "u")
+    assert "1 record(s) hold later turns in 'question' (a multi-turn task): each was imported as its first " \
+           "turn, the later turns left out" in later.notices
+    assert not any("(later turns)" in n for n in later.notices)  # not listed as a schema keyword
 
 
 @pytest.mark.slow
