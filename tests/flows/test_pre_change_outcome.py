@@ -5,6 +5,7 @@ artifacts; a run without criteria ends Completed. Read back from the API, as an 
 from __future__ import annotations
 
 import logging
+import shutil
 
 import pytest
 
@@ -38,27 +39,39 @@ class Lines(logging.Handler):
         self.lines.append((record.levelname, record.getMessage()))
 
 
+def bm25_ladder(root) -> str:
+    """The demo ladder on a copy of the support set with BM25 in place of the decision model: it fails gates."""
+    shutil.copytree(SUPPORT, root / "support")
+    ladder = root / "support" / "experiments" / LADDER.name
+    text = ladder.read_text()
+    trained = "  selector: trained\n  model: tooleval-hybrid\n  options: {model_file: ../models/hybrid.json}\n"
+    assert trained in text
+    ladder.write_text(text.replace(trained, "  selector: lexical\n  model: bm25-okapi\n"))
+    return str(ladder)
+
+
 @pytest.fixture(scope="module")
 def failed_gate(prefect_harness, tmp_path_factory):
     warehouse = tmp_path_factory.mktemp("warehouse")
+    experiment = bm25_ladder(tmp_path_factory.mktemp("bm25"))
     logger, lines = logging.getLogger("prefect.flow_runs"), Lines()
     logger.addHandler(lines)  # what the flow run logs (a worker prints it and sends it to the API)
     try:
-        state = pre_change(experiment_path=str(LADDER), warehouse_dir=str(warehouse), return_state=True)
+        state = pre_change(experiment_path=experiment, warehouse_dir=str(warehouse), return_state=True)
     finally:
         logger.removeHandler(lines)
     return state, read_back(state.state_details.flow_run_id), lines.lines
 
 
-FAILED = ["weighted-no-drop", "weighted-floor", "slice-floors"]
-"""The demo ladder's failed gates (docs/get-started.md, "What the demo prints")."""
+FAILED = ["busy-tools-hold", "weighted-no-drop", "weighted-floor", "slice-floors"]
+"""The gates the ladder fails with BM25 as its selector."""
 
 
 def test_a_failed_gate_ends_the_flow_run_failed_with_the_verdict_line(failed_gate):
     state, (flow_run, _), _ = failed_gate
     assert state.is_failed() and flow_run.state.type.value == "FAILED" and flow_run.state.name == "Failed"
     message = flow_run.state.message
-    assert message == f"FAIL — 3 of 7 gates failed: {', '.join(FAILED)} (exit {EXIT_GATE_FAILED})"
+    assert message == f"FAIL — 4 of 7 gates failed: {', '.join(FAILED)} (exit {EXIT_GATE_FAILED})"
 
 
 def test_the_result_is_stored_and_says_what_ci_needs(failed_gate):
@@ -74,7 +87,7 @@ def test_the_result_is_stored_and_says_what_ci_needs(failed_gate):
 
 def test_the_verdict_line_is_logged(failed_gate):
     _, _, logs = failed_gate
-    assert any(level == "ERROR" and "FAIL — 3 of 7 gates failed: weighted-no-drop" in line and "(exit 1)" in line
+    assert any(level == "ERROR" and "FAIL — 4 of 7 gates failed: busy-tools-hold" in line and "(exit 1)" in line
                for level, line in logs), logs
 
 
@@ -84,16 +97,16 @@ def test_the_report_and_the_gates_are_artifacts(failed_gate):
     assert key == "pre-change-support-ladder"
     report, gates = artifacts[artifact_key(key, "report")], artifacts[artifact_key(key, "gates")]
     assert report.type == "markdown" and report.data.startswith("## tooleval: ✘ FAIL — run `")
-    assert "busy-tools-hold" in report.data and "FAIL — 3 of 7 gates failed" in report.description
+    assert "busy-tools-hold" in report.data and "FAIL — 4 of 7 gates failed" in report.description
     assert gates.type == "table"
     import json
 
     rows = json.loads(gates.data) if isinstance(gates.data, str) else gates.data
     assert [(r["gate"], r["status"]) for r in rows] == [
-        ("busy-tools-hold", "PASS"), ("no-dominant-confusion", "PASS"), ("weighted-no-drop", "FAIL"),
+        ("busy-tools-hold", "FAIL"), ("no-dominant-confusion", "PASS"), ("weighted-no-drop", "FAIL"),
         ("weighted-floor", "FAIL"), ("slice-floors", "FAIL"), ("router-confidence-separates", "PASS"),
         ("clean-replies", "PASS")]
-    assert "refund_order" in rows[0]["evidence"]  # the closest call of a passing gate
+    assert "closest: none -> update_payment_method" in rows[1]["evidence"]  # the closest call of a passing gate
 
 
 def test_a_run_without_criteria_ends_completed(prefect_harness, support_copy, tmp_path):
