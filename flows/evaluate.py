@@ -25,6 +25,7 @@ from prefect.context import FlowRunContext
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from flows.crash import stops_the_run
 from flows.progress import UnitProgress, done_for_good
 from flows.stop_on_signal import retake, watch_progress
 from schemas.criteria import Verdict
@@ -51,8 +52,9 @@ SQLite file (a result cache, the budget ledger) locked by another process for lo
 
 
 def is_io_failure(error: BaseException) -> bool:
-    return isinstance(error, IO_ERRORS) or (isinstance(error, sqlite3.OperationalError)
-                                            and "locked" in str(error).lower())
+    """An I/O failure a retry may mend: not a full disk (``stops_the_run``)."""
+    return (isinstance(error, IO_ERRORS) or (isinstance(error, sqlite3.OperationalError)
+                                             and "locked" in str(error).lower())) and not stops_the_run(error)
 
 
 def retry_on_io(task: Any, task_run: Any, state: Any) -> bool:
@@ -84,6 +86,11 @@ class UnitQueue:
 
     def __init__(self, units: list[WorkUnit]) -> None:
         self.units, self._next, self._lock = units, 0, threading.Lock()
+
+    def stop(self) -> None:
+        """No unit is handed out any more (a full disk: the run stops at its first failed write)."""
+        with self._lock:
+            self._next = len(self.units)
 
     def take(self) -> tuple[int, WorkUnit] | None:
         with self._lock:
@@ -121,6 +128,8 @@ def run_units_task(worker: int, queue: UnitQueue, ctx: RunContext,
             result = run_unit_retrying(unit, ctx)
         except Exception as error:  # noqa: BLE001 - raised by the flow once every unit has finished
             done.append((index, error))
+            if stops_the_run(error):
+                queue.stop()
             continue
         progress.update(result.n_rows, result.n_cache_hits)
         done.append((index, result))
