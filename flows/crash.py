@@ -64,6 +64,17 @@ def disk_full(error: BaseException, paths: Iterable[str | Path] = ()) -> str | N
     return None
 
 
+def stops_the_run(error: BaseException) -> bool:
+    """A failed write that no retry mends (a full disk): the run stops at the first one, no other unit starts
+    and the unit is not retried; its landed rows and cached work stay for the rerun."""
+    return disk_full(error) is not None
+
+
+def _unwritten_file(error: BaseException) -> str | None:
+    """The file a failed write named, if any cause in the chain says."""
+    return next((str(c.filename) for c in _chain(error) if isinstance(c, OSError) and c.filename), None)
+
+
 AFTER_PUBLISH = "what was published stays; publishing again adds only what is missing"
 """What to do after `tooleval phoenix` failed: it is not a run, and there are no rows to resume."""
 AFTER_READING = "nothing was changed: run the command again"
@@ -129,6 +140,11 @@ def report_crash(error: BaseException, paths: Iterable[str | Path] = (), resumes
         where = f"; the traceback is in {path}"
     except OSError:
         where = ""
+    if full := disk_full(error, paths):  # one line: what, where, what to do
+        file = _unwritten_file(error)
+        print(f"tooleval: stopped: the disk is full ({full}){f' writing {file}' if file else ''}: free space where "
+              f"the warehouse and the cache live, then rerun ({resumes}){where}", file=sys.stderr)
+        return EXIT_CRASHED
     message = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
     print(f"tooleval: failed: {message}\n{_hint(error, paths, resumes)}{where}", file=sys.stderr)
     return EXIT_CRASHED

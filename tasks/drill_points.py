@@ -8,16 +8,22 @@ SIGKILL: nothing is flushed, no ``finally`` or ``atexit`` runs, exactly as with 
 but at a moment that does not depend on the machine's speed. ``TOOLEVAL_DRILL_LOG=FILE`` appends one line
 per point reached (``point<TAB>detail``, flushed to disk before any kill) so the drill can tell which
 selections completed before the kill and which were still in flight.
+
+``TOOLEVAL_DRILL_DISK_FULL_AFTER=unit-landed:3`` fills the disk instead: once the process has reached the
+point (the N-th time), every landing of rows (``check_space``, called before a Parquet partition is written)
+fails as a full disk does (ENOSPC), so the drill can check where a run stops without a small file system.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import threading
 
 KILL_ENV = "TOOLEVAL_DRILL_KILL_AT"
 LOG_ENV = "TOOLEVAL_DRILL_LOG"
+FULL_ENV = "TOOLEVAL_DRILL_DISK_FULL_AFTER"
 
 POINTS = {
     "label-checks": "the label checks of a task-set version are about to run (before Prefect is used)",
@@ -43,7 +49,7 @@ def reached(point: str, detail: str = "") -> None:
     """Log the point (when asked) and kill this process if the drill chose it."""
     wanted = os.environ.get(KILL_ENV)
     log = os.environ.get(LOG_ENV)
-    if not wanted and not log:
+    if not wanted and not log and not os.environ.get(FULL_ENV):
         return
     with _lock:
         _counts[point] = count = _counts.get(point, 0) + 1
@@ -54,3 +60,16 @@ def reached(point: str, detail: str = "") -> None:
                 os.fsync(handle.fileno())
         if wanted and wanted in (point, f"{point}:{count}"):
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+def check_space(path: object) -> None:
+    """Raise ENOSPC for a write to ``path`` once the point ``TOOLEVAL_DRILL_DISK_FULL_AFTER`` names has been
+    reached (``POINT`` or ``POINT:N``); nothing when it is unset."""
+    wanted = os.environ.get(FULL_ENV)
+    if not wanted:
+        return
+    point, _, nth = wanted.partition(":")
+    with _lock:
+        count = _counts.get(point, 0)
+    if count >= int(nth or 1):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))

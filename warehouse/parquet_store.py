@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tasks.drill_points import check_space
 from tasks.files.atomic_write import write_atomic
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ def write_partition(rows_dir: Path, run_id: str, arm: str, seed: int, batch_inde
     directory = partition_dir(rows_dir, run_id, arm, seed)
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"part-{batch_index:05d}.parquet"
+    check_space(final)  # the failure drill's full disk (tasks/drill_points.py); nothing otherwise
     return write_atomic(final, lambda temporary: pq.write_table(table, temporary, compression="zstd"))
 
 
