@@ -41,7 +41,7 @@ ENCODED_TEXTS = 0
 
 DEFAULT_CONTEXT_TURNS = 2
 """Turns read before the last user turn unless ``context_turns`` says otherwise: the whole of a
-question-answer-confirmation exchange (docs/measured/decision-models.md, "Conversations")."""
+question-answer-confirmation exchange (docs/measured/conversations.md)."""
 
 _LOCK = threading.Lock()
 _TOOL_KEY_CACHE_LIMIT = 20_000

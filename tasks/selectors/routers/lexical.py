@@ -159,7 +159,7 @@ class _Placed:
 
 DEFAULT_CONTEXT_TURNS = 2
 """Turns read before the last user turn unless ``context_turns`` says otherwise: the whole of a
-question-answer-confirmation exchange (docs/measured/decision-models.md, "Conversations")."""
+question-answer-confirmation exchange (docs/measured/conversations.md)."""
 
 
 class LexicalSelector(ScoreRouter):
