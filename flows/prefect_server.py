@@ -14,7 +14,6 @@ import atexit
 import contextlib
 import ctypes
 import fcntl
-import importlib
 import importlib.util
 import json
 import os
