@@ -40,8 +40,8 @@ from tasks.run.registration_records import new_run_id, registration_records
 from tasks.run.unpinned_cache import cache_use, start_warnings
 from tasks.run.work_units import LEDGER_FILE, RunContext, UnitResult, WorkUnit, plan_units, run_unit
 from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
-from warehouse.connect import WarehouseBusy, connect
-from warehouse.location import Warehouse, warehouse_at
+from warehouse.connect import WarehouseBusy
+from warehouse.location import warehouse_at
 from warehouse.register_run import RunRegistration, register_run, save_registration
 
 MAX_WORKERS = 4
@@ -271,7 +271,6 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                      trace=trace_target)
 
     mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
-    made = _make_warehouse_meanwhile(warehouse)
     for line in start_warnings(run.experiment.arms, use_cache, cache_path.is_file(), kind.unpinned):
         get_run_logger().warning("run %s: %s", run_id, line)
     # acceptance criteria: hashed and timestamped before the first model call, judged after registration
@@ -294,8 +293,6 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     save_registration(warehouse.registrations_dir, registration)  # registrable later if the file stays held
     reached("records-saved")
     logger = get_run_logger()
-    if made is not None:
-        made.join()
     n_rows = register_run_task(str(warehouse.root), registration)
     if isinstance(n_rows, WarehouseBusy):
         logger.warning("run %s: not registered yet: %s", run_id, n_rows)
@@ -336,24 +333,6 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       registered=published is not None, late_registrations=[done.run_id for done in late],
                       leftovers=leftovers.lines(),
                       trace_target=trace_target, unpinned_cache=unpinned)
-
-
-def _make_warehouse_meanwhile(warehouse: Warehouse) -> threading.Thread | None:
-    """A new warehouse's DuckDB file (its tables and views) made by a thread while the units run (DuckDB works
-    without holding the interpreter), so that registering opens a file already made; None when the file is
-    there. A failure is the registration's to meet and say: it makes the file itself."""
-    if warehouse.db_path.exists():
-        return None
-
-    def make() -> None:
-        try:
-            connect(warehouse.db_path, wait_s=0).close()
-        except Exception:  # noqa: BLE001 - registration makes the file and says why it could not
-            pass
-
-    thread = threading.Thread(target=make, name="tooleval-new-warehouse", daemon=True)
-    thread.start()
-    return thread
 
 
 def _pulled_units(units: list[WorkUnit], ctx: RunContext,
