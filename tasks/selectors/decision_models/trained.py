@@ -16,9 +16,11 @@ its top one then calibrated by the model's slope and shift) and a confidence (th
 
 'none': learned when the model's examples had 'none' labels; ``abstain_threshold`` (a number on the
 calibrated utility scale) replaces the learned 'none' utility with a constant, and ``never`` removes the
-option. ``abstain_margin`` (a number, what ``tooleval fit`` writes for a model that learned 'none') keeps the
-learned 'none' utility and adds the margin to it: the model picks 'none' when its best tool beats the learned
-'none' by less than the margin (0 is the model as trained). A constant throws the learned 'none' away: on the
+option. The learned 'none' includes its rise far from the examples and the tools (``far_abstention.py``):
+a margin keeps the rise, a constant replaces it with the rest. ``abstain_margin`` (a number, what ``tooleval
+fit`` writes for a model that learned 'none') keeps the learned 'none' utility and adds the margin to it:
+the model picks 'none' when its best tool beats the learned 'none' by less than the margin (0 is the model
+as trained). A constant throws the learned 'none' away: on the
 pooled BFCL live set the best margin beats the best constant on both slices (docs/measured/decision-models.md,
 "The fitted margin").
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from schemas.catalogue import NONE_LABEL
+from schemas.catalogue import NONE_LABEL, ToolSpec
 from tasks.selectors.decision_models.trained import TrainedSelector
 from tasks.taskset.load_taskset import load_catalogue
 from tests.factories.catalogues import selection_input
@@ -72,3 +72,29 @@ def test_a_model_abstains_on_another_domain_at_least_as_often_as_the_embedding_r
     embedding_share, trained_share = abstained(embedding_selector.select(batch)), abstained(trained.select(batch))
     assert embedding_share >= 0.5  # the requests are plainly out of the domain
     assert trained_share >= embedding_share
+
+
+FITTING_TOOLS = (
+    ToolSpec(name="triangle_area", description="Calculate the area of a triangle from the lengths of its three "
+             "sides."),
+    ToolSpec(name="find_recipe", description="Find a cooking recipe for a dish, with a diet and a number of "
+             "servings."),
+    ToolSpec(name="search_flights", description="Find flights between two cities on a date, cheapest first."),
+    ToolSpec(name="convert_units", description="Convert a quantity from one unit of measurement to another, "
+             "e.g. pounds to kilograms."),
+)
+FITTING = {"Calculate the area of a triangle with sides 3, 4 and 5 units.": "triangle_area",
+           "Find me a vegetarian lasagna recipe that serves six.": "find_recipe",
+           "Find the cheapest flights from Madrid to Lisbon next Friday.": "search_flights",
+           "Convert 150 pounds to kilograms.": "convert_units"}
+"""Four of the other domain's requests, each with the offered tool that fits it."""
+
+
+def test_another_domain_s_request_that_fits_an_offered_tool_keeps_its_pick(support_model):
+    """Far from every example but close to a tool: the rise needs both, so the tool is chosen, not 'none'."""
+    _, model = support_model
+    trained = TrainedSelector(options={"model_file": str(model)})
+    batch = [selection_input(text, FITTING_TOOLS, f"fits-{i}", "") for i, text in enumerate(FITTING)]
+    selections = trained.select(batch)
+    assert all(s.nearest_example_cos < trained.model.far_cutoff for s in selections)  # all far from the examples
+    assert [s.chosen for s in selections] == list(FITTING.values())
