@@ -11,7 +11,10 @@ The sets (MetaTool and BFCL from ``--bench``, imported with ``tooleval import``)
 - ``metatool -> support`` / ``bfcl -> support``: the same requests offered the support catalogue instead:
   no tool fits, every one should be 'none' (irrelevant).
 
-The arms, each a selector as a run builds it (offline routers are deterministic and order-blind: one seed):
+The arms, each a selector with its default 'none' cut-off (offline routers are deterministic and order-blind:
+one seed); a run keeps those defaults on a version with 'none' labels and sets ``never`` on one without, so
+on the answerable-only sets a run's arms would not abstain at all: the figures there show what the defaults
+do to requests of another domain that a tool fits:
 ``lexical`` (BM25) and ``embedding`` (MiniLM cosine) with their default cut-offs; ``trained on set``: the
 model ``tooleval train`` writes now from the set whose catalogue is offered (the support set's for the
 support rows; MetaTool's and BFCL's own, cross-fitted on 5 folds, for theirs), scoring its own requests with
@@ -165,6 +168,8 @@ same requests on their own tools and the support set's own requests. Generated b
 intervals; beside each ECE, the ECE a perfectly calibrated router with the same confidences would show on
 as many requests (median, and 95% at or below: the noise floor); offline routers are deterministic, so one
 seed.
+Every arm keeps its default 'none' cut-off, as a router meets unlabelled traffic (a run on a version
+without 'none' labels, such as the two answerable-only sets, would set `never`, and no arm would abstain).
 "Trained on set" is the model `tooleval train` writes from the set whose catalogue is offered (the support
 set's on the support rows), scoring its own requests with the fold models that never saw them. An `--also`
 arm is a model file named on the command line: "shipped before retraining" below is the file as shipped
