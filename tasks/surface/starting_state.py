@@ -33,6 +33,9 @@ class ToolkitStart:
 
     def state_path_problem(self, parts: Sequence[str]) -> str | None:
         """Why a state assertion's path can name no value of this state (tasks/surface/state_paths.py), or None."""
-        from tasks.surface.state_paths import state_path_problem
+        from tasks.surface.state_paths import TYPES_FIRST, NeedsStart, state_path_problem
 
-        return state_path_problem(self.model, self.start, parts)
+        try:  # most paths are answered by the state model's types: the state's JSON is not needed for them
+            return state_path_problem(self.model, TYPES_FIRST, parts)
+        except NeedsStart:
+            return state_path_problem(self.model, self.start, parts)

@@ -123,6 +123,15 @@ def _record_in(records: Any, part: str) -> Any:
     return _NOTHING
 
 
+TYPES_FIRST = object()
+"""``start`` for a walk of the types alone: ``state_path_problem`` raises ``NeedsStart`` at the first part the
+types cannot answer, so the state a task starts from is dumped only for the paths that read it."""
+
+
+class NeedsStart(Exception):
+    """A walk given ``TYPES_FIRST`` reached a part only the fixtures can answer: walk again with the state."""
+
+
 def state_path_problem(model: type[BaseModel], start: Any, parts: Sequence[str]) -> str | None:
     """Why the dotted path ``parts`` can name no value of a state of ``model`` (None: it can, or it cannot be
     told before the run). ``start``: the state the task starts from as JSON (``model_dump(mode="json")`` of the
@@ -160,6 +169,8 @@ def state_path_problem(model: type[BaseModel], start: Any, parts: Sequence[str])
         elif kind == "scalar":
             return (f"{at}{here} is a single value ({inner}): nothing lies below it (the path ends at {here})")
         else:  # the type says nothing: the fixtures say what they can
+            if start is TYPES_FIRST:
+                raise NeedsStart
             collection = f"'{'.'.join(parts[:index - 1])}'"
             problem, value, siblings = _fixture_step(value, siblings, part, here, at, collection)
             if problem:
