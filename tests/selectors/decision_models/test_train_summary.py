@@ -27,3 +27,14 @@ def test_a_one_fold_model_does_not_claim_cross_fitting():
     assert "; cross-fitted" not in text and "never saw it" not in text
     assert "1 fold: one model learned from every request, not cross-fitted" in text
     assert f"held out in a {DEFAULT_FOLDS}-fold check: accuracy 90.0%" in text
+
+
+def test_the_far_rise_is_printed_with_its_slope_and_tool_cosine_and_only_when_there_is_one():
+    model = hand_written_model(EXAMPLES, ["flights", "weather"], 5)
+    with_rise = model.model_copy(update={"far_cutoff": 0.391, "far_slope": 240.7, "far_tool_cosine": 0.3935})
+    text = "\n".join(TrainedModel(with_rise, Path("models/hybrid.json")).lines())
+    assert "'none' rises 241 x the gap below the\n  cut-off x the gap below best-tool cosine 0.394" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    for no_rise in ({"far_slope": 0.0, "far_tool_cosine": 0.39}, {"far_slope": None, "far_tool_cosine": None}):
+        text = "\n".join(TrainedModel(model.model_copy(update=no_rise), Path("m.json")).lines())
+        assert "rises" not in text
