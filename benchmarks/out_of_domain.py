@@ -153,7 +153,8 @@ def row(arm: str, scored: Scored) -> list[str]:
 def tables(results: dict[str, dict[str, Scored]]) -> list[str]:
     lines = []
     for set_name, arms in results.items():
-        lines += [f"### {set_name}", "", "| arm | answerable accuracy | irrelevant caught | ECE (a calibrated router's) |", "|---|---|---|---|"]
+        lines += [f"### {set_name}", "", "| arm | answerable accuracy | irrelevant caught | ECE (a calibrated "
+                  "router's) |", "|---|---|---|---|"]
         lines += ["| " + " | ".join(row(arm, scored)) + " |" for arm, scored in arms.items()]
         lines.append("")
     return lines
