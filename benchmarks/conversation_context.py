@@ -16,8 +16,9 @@ Dialogues, built offline from each set's single-turn requests (label: the reques
 Read as: the last user turn after N earlier turns, joined (``concat``: what the routers do), with the
 earlier turns' roles ``user+assistant`` (the routers' rule) or ``user`` only; and a decay weighting: the
 router's score of each turn alone, the k-th earlier weighted w^k, summed (BM25 and the cosine are linear in
-the query, so this is a per-turn weighting of the query). Accuracy over answerable requests, no
-abstaining. The support set (``support-real``) is read as it is: its multi-turn requests apart.
+the query, so this is a per-turn weighting of the query); and a ``fallback``: the last turn alone where
+its best tool reaches the router's default 'none' cut-off, else the N earlier turns too. Accuracy over
+answerable requests, no abstaining. The support set (``support-real``) is read as it is: its multi-turn requests apart.
 """
 
 from __future__ import annotations
@@ -100,8 +101,18 @@ def accuracy(scores: Sequence[np.ndarray | None], inputs: Sequence[SelectionInpu
 def concat_scores(kind: str, turns: int, roles: tuple[str, ...], inputs: Sequence[SelectionInput]) -> list:
     conversation.CONTEXT_ROLES = roles
     options = {"abstain_threshold": "never", "context_turns": turns}
-    router = LexicalSelector(options=options) if kind == "lexical" else EmbeddingSelector(options=options)
+    router = (LexicalSelector(options=options) if kind == "lexical"
+              else EmbeddingSelector(options={**options, "context_below": None}))
     return router.scores(inputs)
+
+
+def fallback_scores(kind: str, turns: int, inputs: Sequence[SelectionInput]) -> list:
+    """The last user turn alone where its best tool reaches the router's default 'none' cut-off, else the
+    last turn after ``turns`` earlier turns: earlier turns read only when the last one says too little."""
+    conversation.CONTEXT_ROLES = ("user", "assistant")
+    alone, read = (concat_scores(kind, n, ("user", "assistant"), inputs) for n in (0, turns))
+    cutoff = (LexicalSelector if kind == "lexical" else EmbeddingSelector)().abstain_threshold  # 0.1, 0.25
+    return [a if a is not None and len(a) and a.max() >= cutoff else r for a, r in zip(alone, read)]
 
 
 def decay_scores(kind: str, turns: int, weight: float, roles: tuple[str, ...], inputs: Sequence[SelectionInput],
@@ -238,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         rows.append((f"decay {w:g}, {shown}", [
                             accuracy(decay_scores(router, n, w, roles, items, base.scores), items, group_labels[tag])
                             for n in turn_counts]))
+                rows.append(("fallback, user+assistant", [accuracy(fallback_scores(router, n, items), items,
+                                                                   group_labels[tag]) for n in turn_counts]))
                 for read_as, figures in rows:
                     cells = [f"{a:.1f}" for a in figures]
                     print(f"| {name} | {tag} | {len(items)} | {router} | {read_as} | " + " | ".join(cells) + " |",

@@ -16,9 +16,11 @@ from tasks.selectors.routers.conversation import CONTEXT_OPTION
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID
 
 
-def _options(context_turns: int) -> dict:
-    """The base routers' options: never abstain, and read the model's turns (never the routers' default)."""
-    return {**NEVER_ABSTAIN, CONTEXT_OPTION: context_turns}
+def _options(context_turns: int, kind: str = "lexical") -> dict:
+    """The base routers' options: never abstain, and read the model's turns (never the routers' default), the
+    whole text always (the model weighs the last turn alone against it itself)."""
+    always = {"context_below": None} if kind == "embedding" else {}
+    return {**NEVER_ABSTAIN, CONTEXT_OPTION: context_turns, **always}
 
 
 def router_scores(inputs: list[SelectionInput], encoder: str = DEFAULT_MODEL_ID, context_turns: int = 0
@@ -26,11 +28,11 @@ def router_scores(inputs: list[SelectionInput], encoder: str = DEFAULT_MODEL_ID,
     """Cosine (under ``encoder``) and BM25 per offered tool, and the request embeddings, as the offline routers
     compute them."""
     lexical = base_router("lexical", "bm25-okapi", _options(context_turns))
-    embedding = base_router("embedding", encoder, _options(context_turns))
+    embedding = base_router("embedding", encoder, _options(context_turns, "embedding"))
     cos, bm25 = embedding.scores(inputs), lexical.scores(inputs)
     last: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(inputs)
     if context_turns:  # the last user turn alone too: the model weighs it against the whole text read
-        last_cos = base_router("embedding", encoder, _options(0)).scores(inputs)
+        last_cos = base_router("embedding", encoder, _options(0, "embedding")).scores(inputs)
         last_bm25 = base_router("lexical", "bm25-okapi", _options(0)).scores(inputs)
         last = [(_or_zeros(c, item), _or_zeros(b, item)) for item, c, b in zip(inputs, last_cos, last_bm25)]
     scores = [RequestScores(tuple(t.name for t in item.tools), _or_zeros(c, item), _or_zeros(b, item), turn)
@@ -45,7 +47,7 @@ def _or_zeros(scores: np.ndarray | None, item: SelectionInput) -> np.ndarray:
 
 def request_texts(inputs: list[SelectionInput], context_turns: int = 0) -> list[str]:
     """The request texts the embedding router encodes (the last user turn after ``context_turns`` earlier turns)."""
-    embedding = base_router("embedding", DEFAULT_MODEL_ID, _options(context_turns))
+    embedding = base_router("embedding", DEFAULT_MODEL_ID, _options(context_turns, "embedding"))
     return [embedding.request_text(item) for item in inputs]
 
 

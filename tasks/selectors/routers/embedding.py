@@ -43,6 +43,11 @@ DEFAULT_CONTEXT_TURNS = 2
 """Turns read before the last user turn unless ``context_turns`` says otherwise: the whole of a
 question-answer-confirmation exchange (docs/measured/conversations.md)."""
 
+DEFAULT_CONTEXT_BELOW = 0.25
+"""Earlier turns are read only when the last user turn alone leaves every tool below this cosine (the default
+'none' cut-off): a last turn that names its tool is read alone, so a change of subject is not pulled back
+(docs/measured/conversations.md)."""
+
 _LOCK = threading.Lock()
 _TOOL_KEY_CACHE_LIMIT = 20_000
 
@@ -119,6 +124,8 @@ class EmbeddingSelector(ScoreRouter):
     - ``batch_size`` (default 32): encoding batch size.
     - ``context_turns`` (default 2): turns of the conversation (the user's and the assistant's) read before
       the last user turn, one a line; 0 reads the last user turn alone (``routers/conversation.py``).
+    - ``context_below`` (default 0.25): the earlier turns are read only when the last user turn alone leaves
+      every offered tool below this cosine; null reads them always.
     - ``parameters`` (default False): add parameter names and descriptions to a tool's text.
 
     ``latency_ms`` of each Selection is the batch's wall time (encoding included) divided evenly over its
@@ -136,6 +143,10 @@ class EmbeddingSelector(ScoreRouter):
         self.batch_size = int(options.pop("batch_size", 32))
         self.context_turns = parse_context_turns(options.pop(CONTEXT_OPTION, DEFAULT_CONTEXT_TURNS))
         self.use_parameters = bool(options.pop("parameters", False))
+        self.context_below = options.pop("context_below", DEFAULT_CONTEXT_BELOW)
+        if self.context_below is not None and (isinstance(self.context_below, bool)
+                                               or not isinstance(self.context_below, (int, float))):
+            raise ValueError(f"context_below must be a cosine or null, got {self.context_below!r}")
         if options:
             raise ValueError(f"unknown EmbeddingSelector options: {sorted(options)}")
         if self.temperature <= 0:
@@ -231,8 +242,16 @@ class EmbeddingSelector(ScoreRouter):
     # selection ------------------------------------------------------------------------------------
 
     def scores(self, batch: Sequence[SelectionInput]) -> list[np.ndarray | None]:
-        """Cosine per offered tool (offered order) for each input; ``None`` for an empty request."""
-        requests = [self.request_text(item) for item in batch]
+        """Cosine per offered tool (offered order) for each input; ``None`` for an empty request. With
+        ``context_below``, the last user turn's own cosines wherever its best tool reaches it."""
+        read = self._cosines(batch, [self.request_text(item) for item in batch])
+        if self.context_below is None or not self.context_turns:
+            return read
+        alone = self._cosines(batch, [conversation_text(item.messages, 0) for item in batch])
+        return [a if a is not None and len(a) and a.max() >= self.context_below else r for a, r in zip(alone, read)]
+
+    def _cosines(self, batch: Sequence[SelectionInput], requests: list[str]) -> list[np.ndarray | None]:
+        """Cosine per offered tool of each input's text in ``requests``; ``None`` for an empty text."""
         tool_texts = [self._tool_texts_of(item.tools) for item in batch]
         wanted = [text for text in requests if text.strip()]
         for texts in tool_texts:

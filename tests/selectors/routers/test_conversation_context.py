@@ -61,6 +61,22 @@ def test_the_embedding_router_routes_a_confirmation_from_the_earlier_turns(embed
     assert picked.chosen == "track_shipment"
 
 
+@pytest.mark.skipif(not EMBEDDING_EXTRA, reason="the 'embedding' extra is not installed")
+def test_the_embedding_router_reads_a_last_turn_that_names_its_tool_alone(embedding_selector):
+    changed_subject = SelectionInput("q-changed", (
+        Message(role="user", content="I need to reset my password, I forgot it"),
+        Message(role="assistant", content="Done. Anything else?"),
+        Message(role="user", content="yes, where is my parcel? it has not been delivered yet")), SUPPORT_TOOLS, "")
+    (picked,) = embedding_selector.select([changed_subject])
+    assert picked.chosen == "track_shipment"
+    from tasks.selectors.routers.embedding import EmbeddingSelector
+
+    always = EmbeddingSelector(options={"context_below": None})
+    assert always.scores([changed_subject])[0].tolist() != embedding_selector.scores([changed_subject])[0].tolist()
+    with pytest.raises(ValueError, match="context_below"):
+        EmbeddingSelector(options={"context_below": "high"})
+
+
 @pytest.mark.parametrize("value", [-1, 1.5, "2", True])
 def test_a_context_that_is_not_a_whole_number_of_turns_is_refused_with_its_file_arm_and_rule(tmp_path, value):
     import_bfcl(QUESTIONS, ANSWERS, tmp_path / "s")
