@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Collection, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
+from schemas.expected_arguments import ExpectedArgument
 
 
 class Message(BaseModel):
@@ -73,6 +74,19 @@ class LabelledRequest(BaseModel):
         default="adjudicated",
         description="'provisional' labels come from production hints and are not yet decided by a person.",
     )
+    expected_arguments: dict[str, ExpectedArgument] | None = Field(
+        default=None,
+        description=(
+            "What the `expected` tool's call must hold, per parameter (schemas/expected_arguments.py); "
+            "parameters not named are free. Absent: the arguments are not scored."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _arguments_need_a_tool(self) -> "LabelledRequest":
+        if self.expected_arguments is not None and self.expected == NONE_LABEL:
+            raise ValueError("expected_arguments on a request labelled 'none': no call to compare them with")
+        return self
 
     @property
     def text(self) -> str:

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
+from schemas.expected_arguments import ExpectedArgument
 from schemas.taskset import Message, labelled_answer
 from tasks.run.cache_keys import digest, keyed_options, tools_fingerprint
 from tasks.run.permute_tools import permute_tools, tool_set_id
 from tasks.selectors.arm_options import answer_options
 from tasks.selectors.routers.router_setup import SCORING_REVISIONS
-from tasks.taskset.request_table import as_request_table, parse_messages, parse_tools
+from tasks.taskset.request_table import as_request_table, parse_expected_arguments, parse_messages, parse_tools
 
 if TYPE_CHECKING:
     import polars as pl
@@ -81,13 +82,16 @@ class PlannedRequest:
     """The same answer as the version labels it (differs from ``expected`` under a catalogue's ``offered_as``)."""
     expected_position: int | None
     cache_key: str
+    expected_arguments: dict[str, ExpectedArgument] | None = None
+    """What the right tool's call must hold (the version's label only: a fallback's arguments are not known)."""
 
     @property
     def messages(self) -> tuple[Message, ...]:
         return parse_messages(self.messages_json)
 
 
-BATCH_COLUMNS = ("id", "messages", "expected", "fallback", "slice", "intent", "label_status", "tools")
+BATCH_COLUMNS = ("id", "messages", "expected", "fallback", "slice", "intent", "label_status", "tools",
+                 "expected_arguments")
 """The request-table columns a selection work unit carries."""
 
 
@@ -120,7 +124,7 @@ def plan_batch(unit: "WorkUnit") -> tuple[PlannedRequest, ...]:
     offered_as = unit.arm.catalogue.offered_as if unit.arm.catalogue is not None else None
     planned = []
     columns = [unit.batch.get_column(name).to_list() for name in BATCH_COLUMNS]
-    for request_id, messages, expected, fallback, slice_, intent, status, own_tools in zip(*columns):
+    for request_id, messages, expected, fallback, slice_, intent, status, own_tools, arguments in zip(*columns):
         if own_tools is not None:
             offered = _OfferedTools.of(parse_tools(own_tools) or (), unit.seed)
             label, spelled = labelled_answer(expected, fallback, offered.name_set)
@@ -133,6 +137,7 @@ def plan_batch(unit: "WorkUnit") -> tuple[PlannedRequest, ...]:
             tools=offered.tools, offered=offered.name_set, tool_set_id=offered.set_id, expected=spelled, label=label,
             expected_position=offered.names.index(spelled) + 1 if spelled != NONE_LABEL else None,
             cache_key=cache_key(selector_fp, offered.fingerprint, messages),
+            expected_arguments=parse_expected_arguments(arguments) if label == expected else None,
         ))
     return tuple(planned)
 

@@ -28,7 +28,7 @@ from tasks.taskset.load_taskset import TaskSetVersion, content_hash, version_pat
 if TYPE_CHECKING:
     from schemas.catalogue import Catalogue
 
-RULES_SOURCES = ("label_checks.py", "check_cache.py", "load_taskset.py", "request_table.py")
+RULES_SOURCES = ("label_checks.py", "argument_checks.py", "check_cache.py", "load_taskset.py", "request_table.py")
 
 
 @dataclass(frozen=True)

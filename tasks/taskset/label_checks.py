@@ -8,6 +8,8 @@ Rules (each failure names the file, the line or id, and the rule):
   labels (requests with their own tools are compared only with requests offering the same tool names);
 - relabel-adjudicated: a request with a fallback label, or whose label differs from the parent
   version's, has an adjudication record;
+- argument-parameter: expected arguments name only parameters of the expected tool
+  (tasks/taskset/argument_checks.py);
 - ids-unique, manifest-hash and the production weights' rules first, without Great Expectations
   (tasks/taskset/integrity_checks.py).
 
@@ -28,6 +30,7 @@ from typing import Any, Iterable
 from schemas.catalogue import NONE_LABEL, Catalogue
 from schemas.taskset import ProductionWeights
 from tasks.files.input_errors import InputError, Problem
+from tasks.taskset.argument_checks import ARGUMENT_RULES, argument_problems
 from tasks.taskset.check_cache import CheckReport, check_key, recall_report, remember
 from tasks.taskset.integrity_checks import VERSION_RULES, WEIGHT_RULES, version_problems, weight_problems
 from tasks.taskset.load_taskset import TaskSetVersion, load_version, version_paths
@@ -143,14 +146,16 @@ def check_labels(
     if (passed := recall_report(key)) is not None:
         return passed
     catalogue_tools = {name for catalogue in catalogues for name in catalogue.label_names}
-    problems = version_problems(version) + (weight_problems(weights, weights_path, catalogue_tools) if weights else [])
+    problems = (version_problems(version) + argument_problems(version, catalogues)
+                + (weight_problems(weights, weights_path, catalogue_tools) if weights else []))
     try:
         report = run_label_checks_apart(version, catalogues)
     except InputError as error:
         raise InputError(problems + error.problems) from None
     if problems:
         raise InputError(problems)
-    report = replace(report, n_expectations=report.n_expectations + VERSION_RULES + (WEIGHT_RULES if weights else 0),
+    report = replace(report, n_expectations=report.n_expectations + VERSION_RULES + ARGUMENT_RULES
+                     + (WEIGHT_RULES if weights else 0),
                      n_weights=len(weights.weights) if weights else 0)
     remember(key, {"n_requests": report.n_requests, "n_expectations": report.n_expectations,
                    "n_weights": report.n_weights})

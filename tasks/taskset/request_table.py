@@ -13,7 +13,9 @@ Columns (``request_schema()``):
 - ``text``: the last user turn (``LabelledRequest.text``);
 - ``messages``: the conversation as canonical JSON (``messages_json``: sorted keys, not ASCII-escaped),
   the very string the selection cache key digests;
-- ``tools``: the request's own tools as JSON (``tools_json``), null when the arm's catalogue is offered.
+- ``tools``: the request's own tools as JSON (``tools_json``), null when the arm's catalogue is offered;
+- ``expected_arguments``: what the right tool's call must hold, as JSON (``expected_arguments_json``), null
+  when the arguments are not scored.
 
 ``RequestRows`` is a read-only sequence over the table that builds a ``LabelledRequest`` on demand, so
 code written for a tuple of requests keeps working. polars is imported when a table is built or read,
@@ -25,23 +27,26 @@ as they are, so a check that needs a column or two loads no frame library either
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, overload
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, overload
 
 from pydantic import TypeAdapter
 
 from schemas.catalogue import ToolSpec
+from schemas.expected_arguments import ExpectedArgument
 from schemas.taskset import LabelledRequest, Message
 
 if TYPE_CHECKING:
     import polars as pl
 
-COLUMNS = ("line", "id", "text", "messages", "expected", "fallback", "slice", "intent", "label_status", "tools")
+COLUMNS = ("line", "id", "text", "messages", "expected", "fallback", "slice", "intent", "label_status", "tools",
+           "expected_arguments")
 """The table's columns, in order: ``line`` an integer, every other one a string."""
 CHUNK_ROWS = 16_384
 """Lines gathered as Python values before they become one polars chunk: bounds the loader's transient memory."""
 
 _MESSAGES = TypeAdapter(tuple[Message, ...])
 _TOOLS = TypeAdapter(tuple[ToolSpec, ...])
+_EXPECTED_ARGUMENTS = TypeAdapter(dict[str, ExpectedArgument])
 
 
 def messages_json(messages: Iterable[Message]) -> str:
@@ -56,6 +61,18 @@ def tools_json(tools: Iterable[ToolSpec] | None) -> str | None:
     return json.dumps([t.model_dump(mode="json") for t in tools], ensure_ascii=False)
 
 
+def expected_arguments_json(expected: Mapping[str, ExpectedArgument] | None) -> str | None:
+    """A request's expected arguments as JSON, as the request file writes them."""
+    if expected is None:
+        return None
+    return json.dumps({name: argument.model_dump(mode="json") for name, argument in expected.items()},
+                      ensure_ascii=False)
+
+
+def parse_expected_arguments(text: str | None) -> dict[str, ExpectedArgument] | None:
+    return None if text is None else _EXPECTED_ARGUMENTS.validate_json(text)
+
+
 def parse_messages(text: str) -> tuple[Message, ...]:
     return _MESSAGES.validate_json(text)
 
@@ -66,7 +83,8 @@ def parse_tools(text: str | None) -> tuple[ToolSpec, ...] | None:
 
 def _row(request: LabelledRequest, line: int) -> tuple:
     return (line, request.id, request.text, messages_json(request.messages), request.expected, request.fallback,
-            request.slice, request.intent, request.label_status, tools_json(request.tools))
+            request.slice, request.intent, request.label_status, tools_json(request.tools),
+            expected_arguments_json(request.expected_arguments))
 
 
 def request_schema() -> dict[str, Any]:
@@ -146,6 +164,8 @@ def row_request(row: dict[str, Any]) -> LabelledRequest:
             fields[name] = row[name]
     if row["tools"] is not None:
         fields["tools"] = json.loads(row["tools"])
+    if row.get("expected_arguments") is not None:
+        fields["expected_arguments"] = json.loads(row["expected_arguments"])
     return LabelledRequest.model_validate(fields)
 
 
