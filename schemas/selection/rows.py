@@ -20,6 +20,22 @@ Outcome = Literal["correct", "wrong_tool", "no_tool", "invalid", "error", "empty
 - empty: the reply was empty or unfinished.
 """
 
+ArgumentOutcomeKind = Literal["right", "wrong_value", "missing_required", "missing_expected_optional",
+                              "extra_allowed", "hallucinated", "wrong_type"]
+"""What happened to one parameter of a call of the right tool, scored against the request's expected arguments.
+
+- right: sent, of the schema's type, and it passes its matcher;
+- wrong_value: sent, of the schema's type, and it fails its matcher (an ``absent`` one included);
+- missing_required: the schema requires it and it was not sent;
+- missing_expected_optional: optional in the schema, expected (not ``may_be_omitted``) and not sent;
+- extra_allowed: sent, in the schema, not named by the expected arguments (free: does not make the call wrong);
+- hallucinated: sent, and the tool's schema has no such parameter;
+- wrong_type: sent, and its JSON type is not the schema's.
+"""
+
+ARGUMENT_OUTCOMES_RIGHT: tuple[str, ...] = ("right", "extra_allowed")
+"""Parameter outcomes that leave a call's arguments right; any other makes ``arguments_correct`` false."""
+
 RouteDesign = Literal["default", "forced", "gated", "narrowed"]
 """How a routed arm uses its decision model (see tasks/selectors/providers/routed.py)."""
 
@@ -151,7 +167,31 @@ class _ScoredSelection(UnitRow):
     retries: int = Field(description="Retries spent on this request.")
 
 
-class SelectionRow(ExampleDistance, HostedTurn, _ScoredSelection):
+class ArgumentOutcome(BaseModel):
+    """One parameter's outcome in a scored call."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+
+    parameter: str = Field(description="The parameter, as the tool's schema (or the call) names it.")
+    outcome: ArgumentOutcomeKind = Field(description="right / wrong_value / missing_required / "
+                                         "missing_expected_optional / extra_allowed / hallucinated / wrong_type.")
+
+
+class ScoredArguments(BaseModel):
+    """How a row's arguments scored against the request's expected arguments."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+
+    arguments_correct: bool | None = Field(
+        default=None, description="Every parameter outcome is right or extra_allowed. Null = not scored (the "
+        "tool was wrong, the selector gives no arguments, or the request has no expected arguments): never "
+        "counted right.")
+    argument_outcomes: list[ArgumentOutcome] | None = Field(
+        default=None, description="One outcome per parameter sent or expected (a parameter that may be "
+        "omitted and was, or is expected absent and was, is not listed); null when not scored.")
+
+
+class SelectionRow(ScoredArguments, ExampleDistance, HostedTurn, _ScoredSelection):
     """One row per (run, arm, seed, request): the grain every report is a GROUP BY over."""
 
 

@@ -15,7 +15,7 @@ from tasks.run.item_counter import item_finished
 from tasks.run.result_cache import CacheSpec, ResultCache
 from tasks.selection.plan_batch import PlannedRequest, plan_batch
 from tasks.run.prefix_lanes import lane_for
-from tasks.selection.score_selection import score_selection
+from tasks.selection.row_scoring import score_row
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.providers.judge import Unjudged
 from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
@@ -42,24 +42,22 @@ def selector_for(kind: str, model_id: str, options: dict[str, Any]) -> Selector:
 
 def build_row(unit: WorkUnit, planned: PlannedRequest, selection: Selection, cache_hit: bool, ctx: RunContext) -> dict:
     arm = unit.arm
-    score = score_selection(planned.expected, selection, planned.offered)
+    scored = score_row(planned, selection)
     return {
         "run_id": ctx.run_id, "experiment": ctx.experiment, "arm": arm.name, "rung": arm.rung, "seed": unit.seed,
         "taskset": unit.taskset, "taskset_version": unit.taskset_version, "request_id": planned.request_id,
         "slice": planned.slice, "intent": planned.intent, "label_status": planned.label_status,
         "catalogue": arm.catalogue_name, "tool_set_id": planned.tool_set_id, "n_tools": len(planned.tools),
         "expected": planned.expected, "label": planned.label, "expected_position": planned.expected_position,
-        "chosen": score.chosen, "correct": score.correct, "outcome": score.outcome, "pair": score.pair,
-        "invalid": score.outcome == "invalid", "error": score.outcome == "error", "empty": score.outcome == "empty",
         "confidence": selection.confidence,
         "probabilities": list(selection.probabilities.items()) if selection.probabilities is not None else None,
-        "detail": score.detail, "input_tokens": selection.input_tokens, "output_tokens": selection.output_tokens,
+        "input_tokens": selection.input_tokens, "output_tokens": selection.output_tokens,
         "cost_usd": selection.cost_usd, "latency_ms": selection.latency_ms, "model_id": arm.model_id,
         "served_model_id": selection.served_model_id, "selector": arm.selector, "prompt": arm.prompt_name,
         "cache_hit": cache_hit, "retries": selection.retries,
         "http_attempts": 0 if cache_hit and selection.http_attempts is not None else selection.http_attempts,
         "nearest_example_cos": selection.nearest_example_cos,
-        **routing_columns(selection),
+        **routing_columns(selection), **scored,
     }
 
 
