@@ -29,10 +29,12 @@ from typing import Any, Iterator, Sequence
 from pydantic import ValidationError
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
+from schemas.expected_arguments import ExpectedArgument
 from schemas.selection.experiment import PER_REQUEST_CATALOGUE
 from schemas.taskset import LabelledRequest, Message
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.json_lines import read_json_objects, refuse_non_json_lines
+from tasks.importers.bfcl_answers import expected_arguments
 from tasks.importers.label_conflicts import REASON as LABEL_CONFLICT
 from tasks.importers.label_conflicts import drop_label_conflicts
 from tasks.importers.taskset_writer import (
@@ -186,6 +188,14 @@ LATER_TURNS = "(later turns)"
 """How ``_read_source`` counts records whose ``question`` holds turns after the first (not imported)."""
 
 
+def _arguments_of(ground_truth: Any, label: str, tools: Sequence[ToolSpec]) -> dict[str, ExpectedArgument] | None:
+    """The expected arguments of the answer's one call (bfcl_answers.py); None for a 'none' label."""
+    if label == NONE_LABEL:
+        return None
+    parameters = next(tool.parameters for tool in tools if tool.name == label)
+    return expected_arguments(ground_truth[0][label], parameters, label)
+
+
 def _messages(record: dict[str, Any]) -> tuple[Message, ...]:
     question = record.get("question")
     if not isinstance(question, list) or not question or not isinstance(question[0], list) or not question[0]:
@@ -290,6 +300,7 @@ def _read_source(source: BfclSource, problems: list[Problem], dropped_keywords: 
             problems.append(Problem(str(questions), where, "bfcl-record", str(error)))
             continue
 
+        arguments = None
         if expected_by_id is None:
             expected = NONE_LABEL
         elif request_id not in expected_by_id:
@@ -307,8 +318,13 @@ def _read_source(source: BfclSource, problems: list[Problem], dropped_keywords: 
                 problems.append(Problem(str(answers), where, "label-offered",
                                         f"expected {expected!r} is not among the record's functions: {offered}"))
                 continue
+            try:
+                arguments = _arguments_of(expected_by_id[request_id][1], expected, tools)
+            except ValueError as error:
+                problems.append(Problem(str(answers), where, "answer-arguments", str(error)))
+                continue
         requests.append(LabelledRequest(id=request_id, messages=messages, expected=expected, slice=source.slice,
-                                        tools=tools))
+                                        tools=tools, expected_arguments=arguments))
     if expected_by_id is not None:
         for request_id, (number, _) in expected_by_id.items():
             if request_id not in read_here:
@@ -359,6 +375,7 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
     - tools = the record's own functions (possibly none), parameters converted to JSON schema;
     - expected = the single function in the answer's ``ground_truth`` (which must be one of the record's
       functions), 'none' for an empty ``ground_truth``; with ``label_none`` and no answers file, 'none';
+    - expected_arguments = that call's acceptable values per parameter (``bfcl_answers.expected_arguments``);
     - a label conflict (the same text offered the same tools with different labels, e.g. a live_multiple
       request and its live_irrelevance copy labelled 'none') drops every request of it, listed in the
       summary and the manifest notes (``label_conflicts``): the run's label check would refuse the set.
@@ -419,7 +436,8 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
         if source.answers is not None:
             described += (f" and {source.answers.parent.name}/{source.answers.name} "
                           f"(sha256 {file_digest(source.answers)}): expected = the single function in each "
-                          "answer's ground_truth ('none' where it is empty)")
+                          "answer's ground_truth ('none' where it is empty), its acceptable values per parameter "
+                          "kept as the expected arguments")
         else:
             described += ": no answers file, --label-none given: every expected label is 'none'"
         lines.append(f"slice '{source.slice}': {count} requests from {described}.")
