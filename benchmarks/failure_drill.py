@@ -1,11 +1,13 @@
 """The full failure drill: every bad input of tests/drill/bad_inputs.py (79, a review's fixed
 findings among them) as a real ``tooleval`` process, kill -9 at every named point of a run followed by a
 rerun, readers and a second writer on the warehouse, a Prefect API lost mid-run, and the warehouse made
-immutable mid-run (root and chattr). Prints one line per case and the figures quoted in
+immutable mid-run (root and chattr), a runaway `tooleval sql` query, a toolkit tool that never returns, and
+the warehouse's disk filling mid-run. Prints one line per case and the figures quoted in
 docs/reliability/index.md.
 
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py                 # everything (~25 min on 2 cores)
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --only kills --points records-saved,registered
+    PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --only sql --only hung --only disk
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --json drill.json
 
 Kills are placed with the environment hook TOOLEVAL_DRILL_KILL_AT (tasks/drill_points.py): the run
@@ -43,6 +45,7 @@ from tests.drill.harness import (  # noqa: E402
     run_while_held,
     tooleval,
 )
+from tests.drill.operator_cases import fill_the_disk, hung_tool_run, runaway_sql  # noqa: E402
 
 
 def bad_inputs(work: Path, prefect_home: Path) -> list[dict]:
@@ -74,14 +77,49 @@ def bad_inputs(work: Path, prefect_home: Path) -> list[dict]:
     return results
 
 
+PARTS = ["bad", "kills", "shared", "api", "frozen", "sql", "hung", "disk"]
+
+
+def said(problems: list[str], text: str) -> int:
+    """Print one case's line (held or FAIL, its figures, its problems); 1 when it did not hold."""
+    print(f"  {'held' if not problems else 'FAIL'}  {text}" + (f"  {problems}" if problems else ""), flush=True)
+    return int(bool(problems))
+
+
+def operator_cases(parts: set[str], work: Path, prefect_home: Path, experiment, report: dict) -> int:
+    """The runaway query, the tool that never returns, the disk that fills: the number that did not hold."""
+    failed = 0
+    if "sql" in parts:
+        print("a runaway `tooleval sql` query:", flush=True)
+        report["sql"] = [asdict(o) for o in runaway_sql(work)]
+        for o in report["sql"]:
+            failed += said(o["problems"], f"{o['case']}: exit {o['exit_code']} after {o['seconds']:.1f} s, peak "
+                                          f"{o['peak_mib']:.0f} MiB: {o['message'][:100]}")
+    if "hung" in parts:
+        print("a toolkit tool that never returns, called by every task:", flush=True)
+        hung = hung_tool_run(work, prefect_home)
+        report["hung"] = asdict(hung)
+        failed += said(hung.problems, f"{hung.tasks} tasks: exit {hung.exit_code} in {hung.seconds:.1f} s; "
+                                      f"{hung.timed_out_calls} calls timed out, {hung.given_up_calls} given up; "
+                                      f"{hung.stop_reasons}")
+    if "disk" in parts:
+        print("the warehouse's disk fills mid-run:", flush=True)
+        full = fill_the_disk(experiment, work, prefect_home)
+        report["disk"] = asdict(full)
+        failed += said(full.problems, f"{full.how}: exit {full.exit_code} {full.seconds_after_full:.1f} s after, "
+                                      f"{full.units_landed} units landed, {full.message}; rerun exit "
+                                      f"{full.rerun_exit}, lost {full.rows_lost}, duplicated {full.duplicated}")
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=["bad", "kills", "shared", "api", "frozen"], action="append", default=None)
+    parser.add_argument("--only", choices=PARTS, action="append", default=None)
     parser.add_argument("--points", default=",".join(KILL_POINTS), help="comma-separated kill points (POINT[:N])")
     parser.add_argument("--workdir", default=None, help="keep the drill's files here (default: a temporary folder)")
     parser.add_argument("--json", default=None, metavar="FILE", help="write every outcome as JSON")
     args = parser.parse_args(argv)
-    parts = set(args.only or ["bad", "kills", "shared", "api", "frozen"])
+    parts = set(args.only or PARTS)
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="tooleval-drill-"))
     work.mkdir(parents=True, exist_ok=True)
     prefect_home = work / "prefect-home"
@@ -167,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'held' if not outcome.problems else 'FAIL'}  exit {outcome.exit_code}: {outcome.message}; rerun "
                   f"exit {outcome.rerun_exit}, lost {outcome.rows_lost}, duplicated {outcome.duplicated}"
                   + (f"  {outcome.problems}" if outcome.problems else ""), flush=True)
+
+    failed += operator_cases(parts, work, prefect_home, experiment, report)
 
     print("\nfigures:")
     if "bad_inputs" in report:

@@ -141,9 +141,11 @@ def report_crash(error: BaseException, paths: Iterable[str | Path] = (), resumes
     except OSError:
         where = ""
     if full := disk_full(error, paths):  # one line: what, where, what to do
+        paths = list(paths)
         file = _unwritten_file(error)
-        print(f"tooleval: stopped: the disk is full ({full}){f' writing {file}' if file else ''}: free space where "
-              f"the warehouse and the cache live, then rerun ({resumes}){where}", file=sys.stderr)
+        place = f"writing {file}" if file else _nearly_full(paths) or full
+        print(f"tooleval: stopped: the disk is full ({place}): free space where the warehouse and the cache live, "
+              f"then rerun ({resumes}){where}", file=sys.stderr)
         return EXIT_CRASHED
     message = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
     print(f"tooleval: failed: {message}\n{_hint(error, paths, resumes)}{where}", file=sys.stderr)

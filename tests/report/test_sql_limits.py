@@ -23,7 +23,7 @@ BIG_LIST = "select list(range) from range(200000000)"
 """Refused by DuckDB's buffer manager (its memory_limit) before the watch sees it."""
 
 
-def _sql(warehouse: Path, *args: str, stdin: str | None = None) -> tuple[subprocess.CompletedProcess, float, int]:
+def run_sql(warehouse: Path, *args: str, stdin: str | None = None) -> tuple[subprocess.CompletedProcess, float, int]:
     """Run `tooleval sql` in its own process: the result, its wall seconds and its peak resident MiB."""
     script = ("import resource, subprocess, sys\n"
               "p = subprocess.run(sys.argv[1:], input=sys.stdin.read() if not sys.stdin.isatty() else None, "
@@ -41,7 +41,7 @@ def _sql(warehouse: Path, *args: str, stdin: str | None = None) -> tuple[subproc
 
 
 def test_the_cross_join_stops_at_its_time_limit_naming_the_limit(warehouse):
-    done, wall, _ = _sql(warehouse, CROSS_JOIN, "--time-limit", "2")
+    done, wall, _ = run_sql(warehouse, CROSS_JOIN, "--time-limit", "2")
     assert done.returncode == 2, done.stderr
     assert "stopped by the time limit" in done.stderr and "2 s" in done.stderr and "--time-limit" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
@@ -49,7 +49,7 @@ def test_the_cross_join_stops_at_its_time_limit_naming_the_limit(warehouse):
 
 
 def test_a_statement_growing_past_the_memory_limit_is_stopped_naming_that_limit(warehouse):
-    done, _, peak_mib = _sql(warehouse, BIG_STRINGS, "--memory-limit", "400MB", "--time-limit", "0")
+    done, _, peak_mib = run_sql(warehouse, BIG_STRINGS, "--memory-limit", "400MB", "--time-limit", "0")
     assert done.returncode == 2, done.stderr
     assert "stopped by the memory limit" in done.stderr and "--memory-limit" in done.stderr
     assert "Traceback" not in done.stderr
@@ -58,7 +58,7 @@ def test_a_statement_growing_past_the_memory_limit_is_stopped_naming_that_limit(
 
 def test_stopped_statements_leave_the_session_answering_the_next(warehouse):
     statements = f"{CROSS_JOIN};\n{BIG_LIST};\n{BIG_STRINGS};\nselect count(*) as n from runs;\n"
-    done, _, _ = _sql(warehouse, "--time-limit", "2", "--memory-limit", "400MB", stdin=statements)
+    done, _, _ = run_sql(warehouse, "--time-limit", "2", "--memory-limit", "400MB", stdin=statements)
     assert done.returncode == 2  # piped: a statement failed
     assert done.stderr.count("stopped by the time limit") == 1
     assert done.stderr.count("stopped by the memory limit") == 2  # DuckDB's own refusal says so too
