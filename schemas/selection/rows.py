@@ -183,9 +183,10 @@ class ScoredArguments(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
 
     arguments_correct: bool | None = Field(
-        default=None, description="Every parameter outcome is right or extra_allowed. Null = not scored (the "
-        "tool was wrong, the selector gives no arguments, or the request has no expected arguments): never "
-        "counted right.")
+        default=None, description="Every parameter outcome is right or extra_allowed. Scored when the expected "
+        "tool was called, also when its arguments broke its schema (outcome 'invalid'). Null = not scored (another "
+        "tool or none, the selector gives no arguments, or the request has no expected arguments): never counted "
+        "right.")
     argument_outcomes: list[ArgumentOutcome] | None = Field(
         default=None, description="One outcome per parameter sent or expected (a parameter that may be "
         "omitted and was, or is expected absent and was, is not listed); null when not scored.")

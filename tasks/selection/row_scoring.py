@@ -2,8 +2,9 @@
 each given the planned request, the selection and the columns scored so far, each returning more columns.
 
 - ``tool_columns``: the chosen tool against the label (``score_selection``: outcome, correct, pair);
-- ``argument_columns``: when the tool is right, its call's arguments against the request's expected
-  arguments (``score_arguments``: arguments_correct, argument_outcomes).
+- ``argument_columns``: when the right tool was called (its arguments may have broken its schema: an
+  ``invalid`` row), its call's arguments against the request's expected arguments (``score_arguments``:
+  arguments_correct, argument_outcomes).
 """
 
 from __future__ import annotations
@@ -28,8 +29,12 @@ def tool_columns(planned: PlannedRequest, selection: Selection, scored: dict[str
 
 
 def argument_columns(planned: PlannedRequest, selection: Selection, scored: dict[str, Any]) -> dict[str, Any]:
-    """Not scored (nulls) unless the right tool was chosen and the request has expected arguments."""
-    tool = next((t for t in planned.tools if t.name == planned.expected), None) if scored["correct"] else None
+    """Not scored (nulls) unless the right tool was called and the request has expected arguments. A call of
+    the right tool whose arguments break its schema is ``invalid`` for tool accuracy (``tool_columns``) and its
+    parameters are scored here all the same: a missing required id, a wrong type or an invented enum value is
+    where an argument goes wrong."""
+    right_tool = scored["outcome"] in ("correct", "invalid") and scored["chosen"] == planned.expected
+    tool = next((t for t in planned.tools if t.name == planned.expected), None) if right_tool else None
     score = (score_arguments(planned.expected_arguments, tool.parameters, selection.arguments)
              if tool is not None else NOT_SCORED)
     outcomes = (None if score.outcomes is None

@@ -196,4 +196,4 @@ def test_not_scored_when_the_tool_is_wrong_or_no_arguments_came(scored):
     from tasks.selection.row_scoring import argument_columns
 
     unscored = {"arguments_correct": None, "argument_outcomes": None}
-    assert argument_columns(None, None, {"correct": False}) == unscored
+    assert argument_columns(None, None, {"outcome": "wrong_tool", "chosen": "other", "correct": False}) == unscored

@@ -110,6 +110,18 @@ def test_the_row_scoring_plug_in(chosen, arguments, expected, correct):
         assert {"parameter": "count", "outcome": "wrong_value"} in table.column("argument_outcomes").to_pylist()[0]
 
 
+def test_a_call_of_the_right_tool_breaking_its_schema_is_invalid_and_its_arguments_scored():
+    selection = Selection(request_id="r1", chosen="refund_order", latency_ms=1.0, outcome_hint="invalid",
+                          arguments=json.dumps({**RIGHT, "count": "3"}),
+                          detail="arguments break the schema of refund_order at count: '3' is not of type 'integer'")
+    row = score_row(planned(EXPECTED), selection)
+    assert (row["outcome"], row["correct"], row["arguments_correct"]) == ("invalid", False, False)
+    assert {"parameter": "count", "outcome": "wrong_type"} in row["argument_outcomes"]
+    other = Selection(request_id="r1", chosen="track_shipment", latency_ms=1.0, outcome_hint="invalid",
+                      arguments="{}", detail="arguments break the schema of track_shipment")
+    assert score_row(planned(EXPECTED), other)["arguments_correct"] is None
+
+
 def test_a_scorer_can_be_swapped():
     def always_unscored(planned, selection, scored):
         return {"arguments_correct": None, "argument_outcomes": None}
