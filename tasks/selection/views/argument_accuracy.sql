@@ -1,8 +1,9 @@
 -- argument_accuracy: one row per (run, arm, slice).
--- Argument accuracy over the rows whose arguments were scored (arguments_correct not null: the tool was right,
--- the selector sent arguments and the request has expected arguments); rows not scored are counted apart
--- (not_scored), never as right. scored, arguments_right and accuracy = arguments_right / scored over every
--- seed of the arm; tool_right_arguments_wrong: rows with the right tool and wrong arguments; n_requests:
+-- Argument accuracy over the rows whose arguments were scored (arguments_correct not null: the expected tool
+-- was called, also by a call breaking its schema (outcome invalid), with arguments, and the request has
+-- expected arguments); rows not scored are counted apart (not_scored), never as right. scored,
+-- arguments_right and accuracy = arguments_right / scored over every seed of the arm;
+-- tool_right_arguments_wrong: calls of the expected tool with wrong arguments; n_requests:
 -- requests with a scored row. ci_low / ci_high: 95% interval with the request as the unit, as
 -- aggregate_accuracy computes it (Wilson's interval on n_effective from the macros clustered_sums,
 -- clustered_moments, clustered_n_star_from). Accuracy and its interval are null where nothing was scored.
