@@ -77,3 +77,16 @@ def test_a_parameter_the_tool_does_not_have_is_bad_input(tmp_path):
 def test_expected_arguments_naming_the_tools_parameters_pass(tmp_path):
     root = write_taskset(tmp_path / "t", requests=with_arguments(ARGUMENTS), tools=TOOLS)
     assert validate_version_file(Path(root) / "v1.jsonl", weights_window="w1").startswith("OK")
+
+
+def test_a_request_with_its_own_tools_is_checked_against_them(tmp_path):
+    own = [{"name": "get_weather", "description": "Weather.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    request = {"id": "b1", "messages": [{"role": "user", "content": "weather in Paris?"}], "expected": "get_weather",
+               "slice": "existing", "tools": own, "expected_arguments": {"city": "Paris", "units": "metric"}}
+    root = write_taskset(tmp_path / "t", requests=[*REQUESTS, request], tools=TOOLS)
+    with pytest.raises(InputError) as caught:
+        validate_version_file(Path(root) / "v1.jsonl", weights_window="w1")
+    (problem,) = caught.value.problems
+    assert (problem.rule, problem.where) == ("argument-parameter", "line 6 (id b1)")
+    assert "units" in str(problem) and "the request's own tools" in str(problem)
