@@ -33,6 +33,7 @@ from tests.drill.harness import (
     tooleval,
     own_env,
 )
+from tests.factories.prefect_api import migrated_home
 
 CLOSED_API = "http://127.0.0.1:9/api"
 """No run case may reach Prefect: an API that refuses connections makes any that does end with exit 6."""
@@ -74,7 +75,7 @@ def test_bad_input_is_named_and_leaves_the_warehouse_untouched(case, tmp_path, m
 @pytest.fixture(scope="module")
 def drill(tmp_path_factory):
     work = tmp_path_factory.mktemp("drill")
-    return work, drill_experiment(work / "shop"), work / "prefect-home"
+    return work, drill_experiment(work / "shop"), migrated_home(work / "prefect-home")
 
 
 @pytest.mark.slow

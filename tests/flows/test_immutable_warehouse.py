@@ -17,6 +17,7 @@ import pytest
 from flows.crash import _hint
 from tests.drill.harness import can_freeze
 from tests.factories import ROOT
+from tests.factories.prefect_api import migrated_home
 
 
 @pytest.fixture
@@ -97,6 +98,7 @@ def test_a_run_whose_warehouse_is_frozen_mid_run_ends_with_a_message_and_the_rer
 
     if not can_freeze(tmp_path):
         pytest.skip("needs root and chattr on a file system with the immutable attribute")
-    outcome = freeze_the_warehouse(drill_experiment(tmp_path / "shop"), tmp_path, tmp_path / "prefect-home")
+    outcome = freeze_the_warehouse(drill_experiment(tmp_path / "shop"), tmp_path,
+                                   migrated_home(tmp_path / "prefect-home"))
     assert outcome.exit_code == 6 and outcome.rerun_exit in (0, 1), outcome.problems
     assert outcome.rows_lost == 0 and outcome.duplicated == 0 and not outcome.problems, outcome.problems

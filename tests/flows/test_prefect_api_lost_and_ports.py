@@ -21,6 +21,7 @@ from flows.prefect_server import LocalServer
 from flows.prefect_settings import apply_prefect_defaults
 from tests.drill.harness import drill_experiment
 from tests.factories import ROOT
+from tests.factories.prefect_api import migrated_home
 
 pytestmark = pytest.mark.slow  # real Prefect servers: ~20-60 s
 
@@ -82,7 +83,7 @@ def test_a_run_that_loses_its_api_after_registering_ends_at_once_and_says_its_ro
     experiment = drill_experiment(tmp_path / "shop")
     warehouse = tmp_path / "wh"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
-    env.update(PYTHONPATH=str(ROOT), PREFECT_HOME=str(tmp_path / "prefect-home"))
+    env.update(PYTHONPATH=str(ROOT), PREFECT_HOME=str(migrated_home(tmp_path / "prefect-home")))
     done = subprocess.run([sys.executable, "-c", KILL_AFTER_REGISTRATION, str(experiment.path), str(warehouse)],
                           capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
     ended = time.monotonic()

@@ -22,6 +22,7 @@ from flows.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
 from tasks.drill_points import LOG_ENV
 from tests.drill.harness import own_env
 from tests.factories import ROOT
+from tests.factories.prefect_api import migrated_home
 from tests.provider_server import ProviderServer, Reply, Seen, text_reply, tool_call
 from tests.selectors.providers.conftest import FAKE_KEY
 from tests.surface.tiny_desk import desk_task, write_desk
@@ -106,7 +107,7 @@ def test_a_signal_stops_a_run_at_once_keeping_what_landed_and_a_rerun_resumes(tm
         warehouse = tmp_path / "wh"
         args = ["tasks", "run", str(folder / "experiments" / "four.yaml"), "--warehouse", str(warehouse)]
         points = tmp_path / "points.log"  # the run logs "unit-landed" once a unit's rows are landed and counted
-        env = own_env(tmp_path / "prefect-home", OPENAI_API_KEY=FAKE_KEY, **{LOG_ENV: str(points)})
+        env = own_env(migrated_home(tmp_path / "prefect-home"), OPENAI_API_KEY=FAKE_KEY, **{LOG_ENV: str(points)})
         run = tooleval(args, env)
         # not the Parquet file alone: it appears before the unit returns and is counted as landed
         counted = lambda: points.is_file() and "unit-landed\t" in points.read_text()  # noqa: E731
@@ -151,7 +152,7 @@ def test_on_a_pipe_progress_lines_come_on_a_timer_while_one_unit_runs(tmp_path):
     with ProviderServer(script, api_key=FAKE_KEY, latency_s=0.6) as server:
         names = [f"task-{n}" for n in range(6)]
         folder = write_desk(tmp_path, closing_tasks(names), experiment=experiment(server.openai_url, batch_size=6))
-        env = own_env(tmp_path / "prefect-home", OPENAI_API_KEY=FAKE_KEY, TOOLEVAL_PROGRESS_EVERY_S="1")
+        env = own_env(migrated_home(tmp_path / "prefect-home"), OPENAI_API_KEY=FAKE_KEY, TOOLEVAL_PROGRESS_EVERY_S="1")
         run = tooleval(["tasks", "run", str(folder / "experiments" / "four.yaml"), "--warehouse",
                         str(tmp_path / "wh")], env)
         out, err = run.communicate(timeout=600)
