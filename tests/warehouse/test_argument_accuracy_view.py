@@ -45,3 +45,26 @@ def test_argument_accuracy_scores_only_scored_rows_with_the_clustered_interval(c
     s2 = by_slice["s2"]  # nothing scored: no accuracy, never a right
     assert (s2["scored"], s2["not_scored"], s2["arguments_right"]) == (0, 1, 0)
     assert (s2["accuracy"], s2["ci_low"], s2["ci_high"]) == (None, None, None)
+
+
+def test_argument_outcome_counts_per_tool_parameter_and_outcome(con):
+    def scored(request_id, seed, outcomes, expected="refund"):
+        return selection_row(request_id, expected, True, seed=seed, arm="a", slice_="s1",
+                             arguments_correct=all(o == "right" for _, o in outcomes),
+                             argument_outcomes=[{"parameter": p, "outcome": o} for p, o in outcomes])
+
+    rows = [scored("q1", 1, [("order_id", "right"), ("reason", "wrong_value")]),
+            scored("q1", 2, [("order_id", "right"), ("reason", "right")]),
+            scored("q2", 1, [("order_id", "missing_required"), ("reason", "right"), ("code", "hallucinated")]),
+            scored("q3", 1, [("order_id", "right"), ("reason", "wrong_value")]),
+            scored("t1", 1, [("tracking", "right")], expected="track"),
+            selection_row("q4", "refund", True, arm="a", slice_="s1")]  # not scored: in no count
+    insert(con, "landed_rows", SelectionRow, rows)
+    found = {(r["tool"], r["parameter"], r["outcome"]): (r["rows"], r["n_requests"], r["share"])
+             for r in records(con, "select * from argument_outcome_counts")}
+    assert found == {("refund", "order_id", "right"): (3, 2, 0.75),
+                     ("refund", "order_id", "missing_required"): (1, 1, 0.25),
+                     ("refund", "reason", "right"): (2, 2, 0.5),
+                     ("refund", "reason", "wrong_value"): (2, 2, 0.5),
+                     ("refund", "code", "hallucinated"): (1, 1, 0.25),
+                     ("track", "tracking", "right"): (1, 1, 1.0)}
