@@ -128,23 +128,34 @@ def mutations(function: dict, answer: dict, call: dict) -> list[tuple[str, dict]
     return found
 
 
-@pytest.fixture(scope="module")
-def scored(tmp_path_factory):
-    """Each record's planned request (the instrument's plan of an imported BFCL multiple), its raw function and
-    answer, and a scorer of a call."""
-    out = tmp_path_factory.mktemp("bfcl") / "multiple"
+def planned_requests(folder: Path) -> list:
+    """BFCL multiple imported into ``folder`` and planned as one unit of an arm offering each request's own
+    functions (seed 0)."""
+    out = folder / "multiple"
     import_bfcl(QUESTIONS, ANSWERS, out)
     version = load_version(out, "v1")
     arm = SelectionArm(name="a", rung=1, catalogue_name="per_request", catalogue=None, prompt_name="default",
                        prompt_text="Pick a tool.", model_id="bm25-okapi", selector="lexical", version="v1",
                        options={})
     (unit,) = plan_arm_seed(arm, 0, version.table, "bfcl", batch_size=1000)
-    planned = {p.request_id: p for p in plan_batch(unit)}
+    return list(plan_batch(unit))
+
+
+def raw_records() -> dict[str, tuple[dict, dict]]:
+    """Record id -> (the expected function as BFCL describes it, its answer's acceptable values)."""
     raw = {}
     for question, answer in zip(QUESTIONS.open(), ANSWERS.open()):
         q, a = json.loads(question), json.loads(answer)
         name, arguments = next(iter(a["ground_truth"][0].items()))
         raw[q["id"]] = (next(f for f in q["function"] if f["name"] == name), arguments)
+    return raw
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    """Each record's raw function and answer, and a scorer of a call through the instrument's row scoring."""
+    planned = {p.request_id: p for p in planned_requests(tmp_path_factory.mktemp("bfcl"))}
+    raw = raw_records()
 
     def score(request_id: str, call: dict) -> dict:
         p = planned[request_id]

@@ -45,3 +45,45 @@ def test_each_argument_fault_is_counted_where_it_belongs(serve, kind, arguments,
     assert (row["outcome"], row["arguments_correct"]) == (outcome, correct), (row["detail"], row["argument_outcomes"])
     found = {o["parameter"]: o["outcome"] for o in row["argument_outcomes"]}
     assert {p: o for p, o in found.items() if o != "right"} == wrong
+
+
+def bfcl_replayed(serve, planned: list, call_of: dict) -> list[dict]:
+    """BFCL requests answered by a hosted arm (openai SDK, loopback server) replaying ``call_of[id]`` as the
+    expected function's call; each selection scored by the instrument's row scoring."""
+    from tasks.selectors.base import SelectionInput
+    from tasks.selectors.providers.tool_names import wire_name
+
+    by_text = {(p.messages[-1].content.strip(), frozenset(wire_name(t.name) for t in p.tools)):
+               (wire_name(p.expected), call_of[p.request_id]) for p in planned}
+    assert len(by_text) == len(planned)  # a text and its functions name one record
+    server = serve(lambda seen: tool_call(*by_text[seen.user_text.strip(), frozenset(seen.tools)]))
+    selector = ChatSelector("openai", MODELS["openai"], chat_options(server, "openai"))
+    selections = selector.select([SelectionInput(request_id=p.request_id, messages=p.messages, tools=p.tools,
+                                                 prompt="Call the one function that fits.") for p in planned])
+    return [score_row(p, selection) for p, selection in zip(planned, selections)]
+
+
+def test_bfcl_multiple_replayed_through_a_hosted_arm(serve, tmp_path):
+    """Each record's first acceptable answer: every call's arguments right; one mutation per record (cycling
+    through each record's mutations): the category BFCL's checker gives it."""
+    from tests.importers.test_bfcl_arguments import (
+        ANSWERS, BFCL_TO_OURS, QUESTIONS, bfcl_verdict, first_answer, mutations, planned_requests, raw_records)
+
+    if not QUESTIONS.is_file():
+        pytest.skip("public bench data not found")
+    planned = planned_requests(tmp_path)
+    raw = raw_records()
+    firsts = {i: first_answer(a, f["parameters"]["properties"]) for i, (f, a) in raw.items()}
+    rows = bfcl_replayed(serve, planned, firsts)
+    assert len(rows) == 200 and all(r["outcome"] == "correct" and r["arguments_correct"] for r in rows)
+    mutated, expected = {}, {}
+    for n, (request_id, (function, answer)) in enumerate(raw.items()):
+        found = mutations(function, answer, firsts[request_id])
+        _, mutated[request_id] = found[n % len(found)]
+        expected[request_id] = BFCL_TO_OURS[bfcl_verdict(function, answer, mutated[request_id])]
+    rows = bfcl_replayed(serve, planned, mutated)
+    for p, row in zip(planned, rows):
+        wrong = [o["outcome"] for o in row["argument_outcomes"] if o["outcome"] != "right"]
+        assert wrong == ([] if expected[p.request_id] == "right" else [expected[p.request_id]]), (
+            p.request_id, mutated[p.request_id], row["outcome"], row["argument_outcomes"])
+    assert len(set(expected.values())) >= 5, expected
