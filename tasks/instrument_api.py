@@ -45,7 +45,14 @@ def on_call(module: str, name: str) -> Callable[..., Any]:
         return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
+    call.target = (module, name)  # type: ignore[attr-defined]
     return call
+
+
+def called(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The function ``function`` calls: itself, or what an ``on_call`` stands for (imported now)."""
+    target = getattr(function, "target", None)
+    return getattr(importlib.import_module(target[0]), target[1]) if target else function
 
 
 class Spending(Protocol):
