@@ -2,7 +2,8 @@
 report and the per-gate table as artifacts, and a final state CI and Prefect automations can act on.
 
 A run whose exit code would be non-zero (a gate failed, not judged, a model served other than its pin, the
-rows landed but not registered yet) ends **Failed** with the verdict line as the state's message; a run
+rows landed but not registered yet) ends **Failed** with the verdict line as the state's message (its log
+says it as a WARNING: no ERROR record, no traceback); a run
 that passes (or has no criteria) ends **Completed**. The states keep Prefect's own names, so an automation
 on ``prefect.flow-run.Failed`` sees a failed gate. The flow's result (``RunResult``) is stored.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.exceptions import Abort
 from prefect.logging import get_run_logger
 from prefect.states import Completed, Failed, State
 
@@ -84,7 +86,8 @@ def publish_run(summary, key: str, what: str = "run") -> RunResult:
     logger = get_run_logger()
     code = run_exit_code(summary)
     line, status, failed = verdict_line(summary)
-    (logger.info if code == EXIT_OK else logger.error)("%s %s: %s (exit %d)", what, summary.run_id, line, code)
+    # a Failed run's log holds no ERROR record: the verdict is a finding, said as a warning and the state's message
+    (logger.info if code == EXIT_OK else logger.warning)("%s %s: %s (exit %d)", what, summary.run_id, line, code)
     if summary.report is not None:
         create_markdown_artifact(render_markdown(summary.report, summary.reports.get("html")), key=artifact_key(key, "report"),
                                  description=f"tooleval {what} {summary.run_id}: {line}")
@@ -98,11 +101,17 @@ def publish_run(summary, key: str, what: str = "run") -> RunResult:
                      n_rows=summary.n_rows, reports=dict(summary.reports), warehouse=summary.warehouse)
 
 
-class RunFailed(Exception):
+class RunFailed(Abort):
     """A Failed flow run's stored result: Prefect resolves a Failed state's data into an exception (anything
     else makes its engine log a TypeError traceback after the run has ended), so the run's RunResult travels
     inside one. ``state.result(raise_on_failure=False).result`` is the RunResult; ``state.result()`` raises
-    this, with the verdict line as its message."""
+    this, with the verdict line as its message.
+
+    It is one of Prefect's signals (``Abort``), not an ``Exception``: a worker's engine raises the Failed
+    run's result once the run has ended, and logs any ``Exception`` it gets as an ERROR record with a
+    traceback ("Engine execution exited with unexpected exception") in the run's log; a signal it passes on
+    without one, and the worker's process exits 0. The verdict and its reason stay the state's message, the
+    run's log line and its artifacts."""
 
     def __init__(self, message: str, result: Any):
         super().__init__(message)

@@ -85,10 +85,11 @@ def test_the_result_is_stored_and_says_what_ci_needs(failed_gate):
     assert result.reports["markdown"].endswith("report.md")
 
 
-def test_the_verdict_line_is_logged(failed_gate):
+def test_the_verdict_line_is_logged_as_a_warning_and_nothing_as_an_error(failed_gate):
     _, _, logs = failed_gate
-    assert any(level == "ERROR" and "FAIL — 4 of 7 gates failed: busy-tools-hold" in line and "(exit 1)" in line
+    assert any(level == "WARNING" and "FAIL — 4 of 7 gates failed: busy-tools-hold" in line and "(exit 1)" in line
                for level, line in logs), logs
+    assert [line for level, line in logs if level in ("ERROR", "CRITICAL")] == []
 
 
 def test_the_report_and_the_gates_are_artifacts(failed_gate):
@@ -138,3 +139,35 @@ def test_a_failed_state_resolves_into_its_exception_not_a_type_error(prefect_har
     assert str(raised.value) == "FAIL — 1 of 1 gates failed (exit 1)" and raised.value.result == result
     state = ends_failed(return_state=True)
     assert state.is_failed() and state.result(raise_on_failure=False).result == result
+
+
+def test_a_failed_run_leaves_no_error_record_or_traceback_in_the_engine_s_log(prefect_harness):
+    """A worker runs a flow through ``prefect.flow_engine.run_flow`` with the run's logger as its error logger,
+    and that logs any Exception the finished run's result raises, with its traceback: a Failed pre-change
+    run's log ended in ~40 lines of `flows.run_outcome.RunFailed`. The verdict is the state's message only."""
+
+    from prefect import flow
+    from prefect.flow_engine import run_flow
+
+    result = RunResult(run_id="r2", exit_code=EXIT_GATE_FAILED, verdict_line="FAIL — 1 of 1 gates failed",
+                       status="FAIL", failed_gates=["g"])
+
+    @flow(persist_result=True)
+    def ends_failed():
+        return final_state(result, result.verdict_line, result.exit_code)
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    engine_log = logging.getLogger("tooleval.test.engine-errors")
+    engine_log.addHandler(Keep())
+    try:
+        with pytest.raises(RunFailed) as raised:  # as the worker's engine calls it
+            run_flow(ends_failed, error_logger=engine_log)
+    finally:
+        engine_log.handlers.clear()
+    assert raised.value.result == result
+    assert [r for r in records if r.levelno >= logging.ERROR or r.exc_info] == []
