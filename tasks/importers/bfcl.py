@@ -187,6 +187,10 @@ def _label_of(ground_truth: Any) -> str:
 LATER_TURNS = "(later turns)"
 """How ``_read_source`` counts records whose ``question`` holds turns after the first (not imported)."""
 
+UNSCORED_ARGUMENTS = "(answers not scored)"
+"""How ``_read_source`` counts answers whose arguments cannot be expected of their function (BFCL's live data
+has a few naming a parameter the function does not have): the request keeps its tool label, unscored."""
+
 
 def _arguments_of(ground_truth: Any, label: str, tools: Sequence[ToolSpec]) -> dict[str, ExpectedArgument] | None:
     """The expected arguments of the answer's one call (bfcl_answers.py); None for a 'none' label."""
@@ -320,9 +324,9 @@ def _read_source(source: BfclSource, problems: list[Problem], dropped_keywords: 
                 continue
             try:
                 arguments = _arguments_of(expected_by_id[request_id][1], expected, tools)
-            except ValueError as error:
-                problems.append(Problem(str(answers), where, "answer-arguments", str(error)))
-                continue
+            except ValueError:
+                arguments = None  # the tool label stands; its arguments are not scored (said in the notices)
+                dropped_keywords[UNSCORED_ARGUMENTS] += 1
         requests.append(LabelledRequest(id=request_id, messages=messages, expected=expected, slice=source.slice,
                                         tools=tools, expected_arguments=arguments))
     if expected_by_id is not None:
@@ -409,6 +413,7 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
                              + "; ".join(conflicts[:3]))
 
     later = dropped_keywords.pop(LATER_TURNS, 0)
+    unscored = dropped_keywords.pop(UNSCORED_ARGUMENTS, 0)
     tool_names = {tool.name for request in requests for tool in request.tools or ()}
     no_tools = sum(1 for request in requests if not request.tools)
     notices = []
@@ -418,6 +423,9 @@ def import_bfcl_slices(sources: Sequence[BfclSource], out: Path) -> ImportSummar
     if later:
         notices.append(f"{later} record(s) hold later turns in 'question' (a multi-turn task): each was imported "
                        "as its first turn, the later turns left out")
+    if unscored:
+        notices.append(f"{unscored} answer(s) name arguments their function cannot take (e.g. a parameter it does "
+                       "not have): imported with their tool label, their arguments not scored")
     if no_tools:
         notices.append(f"{no_tools} request(s) offer no function at all (their right answer is 'none')")
     multi_turn = sum(1 for request in requests if is_conversation(request.messages))

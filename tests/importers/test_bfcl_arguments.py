@@ -208,3 +208,21 @@ def test_not_scored_when_the_tool_is_wrong_or_no_arguments_came(scored):
 
     unscored = {"arguments_correct": None, "argument_outcomes": None}
     assert argument_columns(None, None, {"outcome": "wrong_tool", "chosen": "other", "correct": False}) == unscored
+
+
+def test_an_answer_naming_a_parameter_its_function_lacks_keeps_its_tool_label_unscored(tmp_path):
+    """BFCL's live data has such answers (live_multiple_862-181-3 answers journey_start_time to a function
+    without it): the import goes on, the request keeps its label, its arguments are not scored, and it says so."""
+    lines = [json.loads(line) for line in QUESTIONS.open()][:3]
+    answers = [json.loads(line) for line in ANSWERS.open()][:3]
+    name, arguments = next(iter(answers[1]["ground_truth"][0].items()))
+    answers[1]["ground_truth"][0][name] = {**arguments, "no_such_parameter": ["x"]}
+    questions, answer_file = tmp_path / "BFCL_v4_multiple.json", tmp_path / "answers.json"
+    questions.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    answer_file.write_text("".join(json.dumps(r) + "\n" for r in answers))
+    summary = import_bfcl(questions, answer_file, tmp_path / "set")
+    assert any("1 answer(s) name arguments their function cannot take" in n for n in summary.notices)
+    requests = {r.id: r for r in load_version(tmp_path / "set", "v1").requests}
+    assert len(requests) == 3 and requests[lines[1]["id"]].expected == name
+    assert requests[lines[1]["id"]].expected_arguments is None
+    assert requests[lines[0]["id"]].expected_arguments is not None
