@@ -21,6 +21,13 @@ support rows; MetaTool's and BFCL's own, cross-fitted on 5 folds, for theirs), s
 the fold models that never saw them; ``shipped``: ``--shipped`` (tasksets/support/models/hybrid.json);
 ``--also NAME=FILE`` adds a model file as another arm (e.g. the shipped file before a retraining).
 
+``--confirm DIR``: a confirmation on data none of the above was chosen on, BFCL v4's live files (real users'
+requests; not in ``--bench``: a folder with ``BFCL_v4_live_multiple.json``, ``BFCL_v4_live_irrelevance.json``
+and ``possible_answer/BFCL_v4_live_multiple.json`` from ShishirPatil/gorilla,
+berkeley-function-call-leaderboard/bfcl_eval/data/), imported as one set with an ``answerable`` and an
+``irrelevant`` slice: ``bfcl live`` on each request's own tools (answerable accuracy, irrelevant caught),
+with a model trained on it, and ``bfcl live -> support`` offered the support catalogue (all 'none').
+
 Per set and arm: accuracy on the answerable requests and the share of irrelevant requests answered 'none',
 each with its 95% Wilson interval, and the ECE of the chosen option's probability over every request,
 beside the ECE a perfectly calibrated router with the same confidences would show on as many requests
@@ -74,6 +81,20 @@ def import_sets(bench: Path, workdir: Path) -> dict[str, Path]:
     return out
 
 
+def import_live(live: Path, workdir: Path) -> Path:
+    """BFCL v4 live multiple (answerable) and live irrelevance ('none') as two slices of one task set."""
+    from flows.cli import main
+
+    out = workdir / "bfcl-live"
+    if not (out / "v1.jsonl").exists():
+        assert main(["import", "bfcl", "--out", str(out),
+                     "--slice", f"answerable={live / 'BFCL_v4_live_multiple.json'},"
+                                f"{live / 'possible_answer' / 'BFCL_v4_live_multiple.json'}",
+                     "--slice", f"irrelevant={live / 'BFCL_v4_live_irrelevance.json'}",
+                     "--label-none", "irrelevant"]) == 0
+    return out
+
+
 def trained_models(sets: dict[str, Path], workdir: Path) -> dict[str, Path]:
     """The model ``tooleval train`` writes from each set's own version (5 folds), trained once per workdir."""
     from tasks.selectors.decision_models.train_decision_model import train_decision_model
@@ -107,7 +128,9 @@ def evaluation_sets(sets: dict[str, Path]) -> dict[str, tuple[list, list[str], s
     out = {"support": (*labelled(SUPPORT, support_tools), "support")}
     out["metatool"] = (*labelled(sets["metatool"], metatool_tools), "metatool")
     out["bfcl"] = (*labelled(sets["bfcl"]), "bfcl")
-    for name in ("metatool", "bfcl"):
+    if "bfcl live" in sets:
+        out["bfcl live"] = (*labelled(sets["bfcl live"]), "bfcl live")
+    for name in [n for n in ("metatool", "bfcl", "bfcl live") if n in out]:
         inputs = [SelectionInput(i.request_id, i.messages, support_tools, i.prompt) for i in out[name][0]]
         out[f"{name} -> support"] = (inputs, [NONE_LABEL] * len(inputs), "support")
     return out
@@ -175,6 +198,10 @@ without 'none' labels, such as the two answerable-only sets, would set `never`, 
 set's on the support rows), scoring its own requests with the fold models that never saw them. An `--also`
 arm is a model file named on the command line: "shipped before retraining" below is the file as shipped
 until 2026-12-07 (`git show c967d4d^:tasksets/support/models/hybrid.json > hybrid-before.json`).
+The `bfcl live` sets (`--confirm`, when shown) are the confirmation: BFCL v4's live multiple and live
+irrelevance files, real users' requests that no setting of the routers or of the decision model's abstention
+was chosen on (they are not in the project's bench data): on their own tools with a model trained on them
+(cross-fitted), and offered the support catalogue.
 """
 
 
@@ -185,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shipped", type=Path, default=SHIPPED)
     parser.add_argument("--also", action="append", default=[], metavar="NAME=FILE", help="another model file as an arm")
     parser.add_argument("--write", type=Path, default=None, help="the markdown page to write")
+    parser.add_argument("--confirm", type=Path, default=None, metavar="DIR",
+                        help="BFCL v4 live files: a confirmation on data nothing here was chosen on")
     args = parser.parse_args(argv)
 
     from tasks.selectors.decision_models.trained import TrainedSelector
@@ -195,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     started_wall, started_cpu = time.perf_counter(), time.process_time()
     sets = import_sets(args.bench, workdir)
+    if args.confirm:
+        sets["bfcl live"] = import_live(args.confirm, workdir)
     fresh = not (workdir / "models").exists()
     models = trained_models(sets, workdir)
     routers = {"lexical": LexicalSelector(), "embedding": EmbeddingSelector()}
@@ -214,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     print(cost, file=sys.stderr)
     if args.write:
         also = [f"--also '{name}={Path(path).name}'" for name, path in (spec.split("=", 1) for spec in args.also)]
-        shown = " ".join(["PYTHONPATH=. .venv/bin/python benchmarks/out_of_domain.py", *also, "--write",
+        confirm = ["--confirm", "BFCL_LIVE_DIR"] if args.confirm else []
+        shown = " ".join(["PYTHONPATH=. .venv/bin/python benchmarks/out_of_domain.py", *also, *confirm, "--write",
                           str(args.write)])
         when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         args.write.write_text(PAGE_HEAD + f"\nMeasured {when} ({cost}):\n\n```sh\n{shown}\n```\n\n"
