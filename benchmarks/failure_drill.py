@@ -1,13 +1,13 @@
 """The full failure drill: every bad input of tests/drill/bad_inputs.py (79, a review's fixed
 findings among them) as a real ``tooleval`` process, kill -9 at every named point of a run followed by a
 rerun, readers and a second writer on the warehouse, a Prefect API lost mid-run, and the warehouse made
-immutable mid-run (root and chattr), a runaway `tooleval sql` query, a toolkit tool that never returns, and
-the warehouse's disk filling mid-run. Prints one line per case and the figures quoted in
+immutable mid-run (root and chattr), a runaway `tooleval sql` query, a toolkit tool that never returns,
+the warehouse's disk filling mid-run, and a Failed pre-change deployment run's log (a real process worker). Prints one line per case and the figures quoted in
 docs/reliability/index.md.
 
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py                 # everything (~25 min on 2 cores)
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --only kills --points records-saved,registered
-    PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --only sql --only hung --only disk
+    PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --only sql --only hung --only disk --only deployed
     PYTHONPATH=. .venv/bin/python benchmarks/failure_drill.py --json drill.json
 
 Kills are placed with the environment hook TOOLEVAL_DRILL_KILL_AT (tasks/drill_points.py): the run
@@ -45,7 +45,7 @@ from tests.drill.harness import (  # noqa: E402
     run_while_held,
     tooleval,
 )
-from tests.drill.operator_cases import fill_the_disk, hung_tool_run, runaway_sql  # noqa: E402
+from tests.drill.operator_cases import failed_deployment, fill_the_disk, hung_tool_run, runaway_sql  # noqa: E402
 
 
 def bad_inputs(work: Path, prefect_home: Path) -> list[dict]:
@@ -77,7 +77,7 @@ def bad_inputs(work: Path, prefect_home: Path) -> list[dict]:
     return results
 
 
-PARTS = ["bad", "kills", "shared", "api", "frozen", "sql", "hung", "disk"]
+PARTS = ["bad", "kills", "shared", "api", "frozen", "sql", "hung", "disk", "deployed"]
 
 
 def said(problems: list[str], text: str) -> int:
@@ -109,6 +109,13 @@ def operator_cases(parts: set[str], work: Path, prefect_home: Path, experiment, 
         failed += said(full.problems, f"{full.how}: exit {full.exit_code} {full.seconds_after_full:.1f} s after, "
                                       f"{full.units_landed} units landed, {full.message}; rerun exit "
                                       f"{full.rerun_exit}, lost {full.rows_lost}, duplicated {full.duplicated}")
+    if "deployed" in parts:
+        print("a pre-change deployment failing its gates on a process worker:", flush=True)
+        deployed = failed_deployment(work)
+        report["deployed"] = asdict(deployed)
+        failed += said(deployed.problems, f"{deployed.state} in {deployed.seconds:.0f} s ({deployed.message[:60]}); "
+                                          f"{deployed.error_records} ERROR records, {deployed.traceback_lines} "
+                                          "tracebacks in its log read through the API")
     return failed
 
 

@@ -8,16 +8,19 @@ from __future__ import annotations
 import os
 import re
 import time
+from pathlib import Path
 
 import httpx
 
-from tests.deployments.test_deploy_local_server import (PREFECT, PREFECT_YAML, TERMINAL, Processes, prefect_cli,
-                                                        wait_until)
+from tests.deployments.test_deploy_local_server import (PREFECT, TERMINAL, Processes, prefect_cli,
+                                                        serve_and_deploy, wait_until)
 from tests.factories.ports import free_port
 from tests.flows.test_pre_change_outcome import FAILED, bm25_ladder
 
 
-def test_a_failed_pre_change_run_on_a_worker_logs_no_error_and_no_traceback(tmp_path):
+def run_failed_deployment(tmp_path: Path) -> tuple[dict, list[dict], list[int], str]:
+    """Deploy, trigger the pre-change deployment on the BM25 ladder (it fails 4 gates), let a process worker run
+    it: the run's final state, its log as the API gives it, the processes left alive, the worker's output."""
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TOOLEVAL_"))}
@@ -31,19 +34,7 @@ def test_a_failed_pre_change_run_on_a_worker_logs_no_error_and_no_traceback(tmp_
     experiment = bm25_ladder(tmp_path / "bm25")
     processes = Processes(tmp_path)
     try:
-        server = processes.start("server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                                 env)
-
-        def healthy() -> bool:
-            assert server.poll() is None, processes.log("server")
-            try:
-                return httpx.get(f"{api}/health", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(healthy, 180, "the local Prefect server answering /api/health", lambda: processes.log("server"))
-        prefect_cli(["work-pool", "create", "tooleval-process", "--type", "process"], env, 120)
-        prefect_cli(["--no-prompt", "deploy", "--all", "--prefect-file", str(PREFECT_YAML)], env, 300)
+        serve_and_deploy(processes, env, port)
         out = prefect_cli(["deployment", "run", "pre-change/pre-change", "--param", f"experiment_path={experiment}",
                            "--param", f"warehouse_dir={tmp_path / 'warehouse'}"], env, 120)
         flow_run_id = re.search(r"UUID: ([0-9a-f-]{36})", out)[1]
@@ -65,10 +56,15 @@ def test_a_failed_pre_change_run_on_a_worker_logs_no_error_and_no_traceback(tmp_
         logs = run_log()
     finally:
         processes.stop_all()
-    assert state["type"] == "FAILED", processes.log("worker")
+    return state, logs, processes.alive(), processes.log("worker")
+
+
+def test_a_failed_pre_change_run_on_a_worker_logs_no_error_and_no_traceback(tmp_path):
+    state, logs, alive, worker = run_failed_deployment(tmp_path)
+    assert state["type"] == "FAILED", worker
     assert state["message"].startswith("FAIL — 4 of 7 gates failed") and FAILED[0] in state["message"]
     errors = [(r["level"], r["message"][:300]) for r in logs if r["level"] >= 40]
     assert errors == [], errors
     assert not any("Traceback" in r["message"] or "RunFailed" in r["message"] for r in logs)
     assert any(r["level"] == 30 and "FAIL — 4 of 7 gates failed" in r["message"] for r in logs)
-    assert processes.alive() == []
+    assert alive == []

@@ -100,6 +100,25 @@ def wait_until(check, timeout: float, what: str, on_fail=lambda: ""):
     pytest.fail(f"{what} within {timeout:.0f} s\n{on_fail()}")
 
 
+def serve_and_deploy(processes: Processes, env: dict[str, str], port: int) -> None:
+    """A local Prefect server on ``port``, answering; the process work pool; both deployments of
+    deployments/prefect.yaml deployed to it."""
+    api = f"http://127.0.0.1:{port}/api"
+    server = processes.start("server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env)
+
+    def healthy() -> bool:
+        if server.poll() is not None:
+            pytest.fail(f"the Prefect server exited:\n{processes.log('server')}")
+        try:
+            return httpx.get(f"{api}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(healthy, 180, "the local Prefect server answering /api/health", lambda: processes.log("server"))
+    prefect_cli(["work-pool", "create", "tooleval-process", "--type", "process"], env, 120)
+    prefect_cli(["--no-prompt", "deploy", "--all", "--prefect-file", str(PREFECT_YAML)], env, 300)
+
+
 def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(support_copy, tmp_path):
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
@@ -119,19 +138,7 @@ def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(suppo
     processes = Processes(tmp_path)
     analyst = Holder(warehouse / "tooleval.duckdb", read_only=True)
     try:
-        server = processes.start("server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)], env)
-
-        def healthy() -> bool:
-            if server.poll() is not None:
-                pytest.fail(f"the Prefect server exited:\n{processes.log('server')}")
-            try:
-                return httpx.get(f"{api}/health", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(healthy, 180, "the local Prefect server answering /api/health", lambda: processes.log("server"))
-        prefect_cli(["work-pool", "create", "tooleval-process", "--type", "process"], env, 120)
-        prefect_cli(["--no-prompt", "deploy", "--all", "--prefect-file", str(PREFECT_YAML)], env, 300)
+        serve_and_deploy(processes, env, port)
 
         weekly = httpx.get(f"{api}/deployments/name/weekly/weekly-support", timeout=10).json()
         assert [s["schedule"]["cron"] for s in weekly["schedules"]] == ["0 6 * * 1"]

@@ -184,3 +184,31 @@ def fill_the_disk(experiment: DrillExperiment, workdir: Path, prefect_home: Path
     return FullDiskOutcome(result.returncode, said, rerun.returncode, lost, duplicated, problems,
                            how="a tmpfs filled to its last block" if real else "the drill's ENOSPC hook",
                            seconds_after_full=seconds, units_landed=landed)
+
+
+@dataclass
+class FailedDeploymentOutcome:
+    state: str
+    message: str
+    error_records: int
+    traceback_lines: int
+    seconds: float
+    problems: list[str] = field(default_factory=list)
+
+
+def failed_deployment(workdir: Path) -> FailedDeploymentOutcome:
+    """The pre-change deployment, run by a process worker against a local server, failing its gates: Failed
+    with the verdict as its message, and no ERROR record and no traceback in its log read through the API."""
+    from tests.deployments.test_deploy_failed_run import run_failed_deployment
+
+    started = time.monotonic()
+    (workdir / "deployed").mkdir(parents=True, exist_ok=True)
+    state, logs, alive, worker = run_failed_deployment(workdir / "deployed")
+    errors = sum(r["level"] >= 40 for r in logs)
+    tracebacks = sum("Traceback" in r["message"] or "RunFailed" in r["message"] for r in logs)
+    problems = [] if state["type"] == "FAILED" else [f"ended {state['type']}: {worker[-1500:]}"]
+    problems += [f"{errors} ERROR records"] if errors else []
+    problems += [f"{tracebacks} records with a traceback"] if tracebacks else []
+    problems += [f"processes {alive} outlived the test's stop"] if alive else []
+    return FailedDeploymentOutcome(state["type"], state.get("message") or "", errors, tracebacks,
+                                   time.monotonic() - started, problems)
