@@ -80,13 +80,11 @@ class QueryLimits:
                 "SET allocator_background_threads = true", "SET allocator_flush_threshold = '32MiB'"]
 
     def time_message(self) -> str:
-        return (f"stopped by the time limit: the statement ran past {self.time_s:g} s "
-                "(--time-limit SECONDS raises it; 0 means none)")
+        return f"stopped by the time limit ({self.time_s:g} s): raise --time-limit, 0 for none"
 
     def memory_message(self, spilled: bool = False) -> str:
-        needed = (f"more than the {size_text(self.memory_bytes * SPILL_FACTOR)} it may spill to disk" if spilled
-                  else f"more memory than the session's {size_text(self.memory_bytes)}")
-        return f"stopped by the memory limit: the statement needed {needed} (--memory-limit SIZE raises both)"
+        what = f"spill {size_text(self.memory_bytes * SPILL_FACTOR)}" if spilled else size_text(self.memory_bytes)
+        return f"stopped by the memory limit ({what}): raise --memory-limit"
 
 
 @dataclass
