@@ -30,15 +30,16 @@ class SqlOutcome:
 
 
 def runaway_sql(workdir: Path) -> list[SqlOutcome]:
-    """The cross join under a 5 s time limit, and memory-hungry strings under a 400 MB memory limit: each must
-    stop at its limit with exit 2 and a message naming it."""
+    """The cross join with the default limits and with a 5 s time limit, and memory-hungry strings under a
+    400 MB memory limit: each must stop at a limit with exit 2 and a message naming it."""
     from tests.factories.rows import KnownRun, tool_rows
     from tests.report.test_sql_limits import BIG_STRINGS, CROSS_JOIN, run_sql
 
     warehouse = workdir / "wh-sql"
     warehouse.mkdir(parents=True, exist_ok=True)
     KnownRun(warehouse / "tooleval.duckdb").add(tool_rows("refund", 4, [1, 1, 1, 0])).finish().close()
-    cases = [("cross join, --time-limit 5", [CROSS_JOIN, "--time-limit", "5"], "stopped by the time limit", 5 + 30),
+    cases = [("cross join, the default limits", [CROSS_JOIN], "stopped by the", 300),
+             ("cross join, --time-limit 5", [CROSS_JOIN, "--time-limit", "5"], "stopped by the", 5 + 30),
              ("150 kB strings a row, --memory-limit 400MB", [BIG_STRINGS, "--memory-limit", "400MB"],
               "stopped by the memory limit", 120)]
     outcomes = []
