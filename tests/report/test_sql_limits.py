@@ -59,13 +59,12 @@ def test_a_statement_growing_past_the_memory_limit_is_stopped_naming_that_limit(
 
 
 def test_stopped_statements_leave_the_session_answering_the_next(warehouse):
-    statements = f"{LONG_SUM};\n{BIG_LIST};\n{BIG_STRINGS};\nselect count(*) as n from runs;\n"
+    statements = f"{LONG_SUM};\n{BIG_LIST};\nselect count(*) as n from runs;\n"
     done, _, _ = run_sql(warehouse, "--time-limit", "5", "--memory-limit", "400MB", stdin=statements)
     assert done.returncode == 2  # piped: a statement failed
     stops = done.stderr.splitlines()
-    assert len(stops) == 3 and stops[0].startswith("tooleval sql: stopped by the time limit (5 s)")
+    assert len(stops) == 2 and stops[0].startswith("tooleval sql: stopped by the time limit (5 s)")
     assert stops[1].startswith("tooleval sql: stopped by the memory limit")  # DuckDB's own refusal says so too
-    assert "stopped by the" in stops[2]  # the memory limit, or the time limit on a machine too busy to get there
     assert done.stdout.split()[:3] == ["n", "─", "1"]
 
 

@@ -19,7 +19,7 @@ def test_an_experiment_passes_with_its_arms_checks_and_criteria_and_nothing_is_w
     assert out[0] == f"OK {SUPPORT / 'experiments' / 'ladder.yaml'}"
     body = "\n".join(out[1:])
     for words in ("experiment support-ladder, task set support", "4 arm(s) x 3 seed(s): 6,480 rows planned",
-                  "arm giftcards-30: version v1", "v1: 540 requests, 30 weights: 11 label expectations passed",
+                  "arm giftcards-30: version v1", "v1: 540 requests, 30 weights: 12 label expectations passed",
                   "comparisons: 3", "criteria: 7 gate(s) from criteria.yaml (support-catalogue-growth)",
                   "nothing was run or written"):
         assert words in body, words

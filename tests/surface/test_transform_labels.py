@@ -136,7 +136,7 @@ def test_a_version_whose_labels_the_arm_offers_passes_validate(tmp_path, capsys)
     folder = selection_desk(tmp_path, {"plain": "plain", "prefixed": "prefixed"})
     capsys.readouterr()
     assert main(["validate", str(folder / "experiments" / "labels.yaml")]) == 0
-    assert "v1: 6 requests, 4 weights: 11 label expectations passed" in capsys.readouterr().out
+    assert "v1: 6 requests, 4 weights: 12 label expectations passed" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("surface, first_tool", [("plain", "close_ticket"), ("prefixed", "desk.close_ticket")])
