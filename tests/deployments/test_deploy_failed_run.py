@@ -5,14 +5,13 @@ in `flows.run_outcome.RunFailed`, "Engine execution exited with unexpected excep
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
 
 import httpx
 
-from tests.deployments.test_deploy_local_server import (PREFECT, TERMINAL, Processes, prefect_cli,
+from tests.deployments.test_deploy_local_server import (PREFECT, TERMINAL, Processes, deployment_env, prefect_cli,
                                                         serve_and_deploy, wait_until)
 from tests.factories.ports import free_port
 from tests.flows.test_pre_change_outcome import FAILED, bm25_ladder
@@ -23,14 +22,7 @@ def run_failed_deployment(tmp_path: Path) -> tuple[dict, list[dict], list[int], 
     it: the run's final state, its log as the API gives it, the processes left alive, the worker's output."""
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TOOLEVAL_"))}
-    env.update({
-        "PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_API_URL": api,
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_UI_ENABLED": "false",
-        "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false", "PREFECT_WORKER_QUERY_SECONDS": "1",
-        "PREFECT_SERVER_LOGGING_LEVEL": "WARNING", "PREFECT_LOGGING_LEVEL": "INFO",
-        "PREFECT_LOGGING_TO_API_ENABLED": "true",  # the run's log is read back from the API
-    })
+    env = deployment_env(tmp_path, port, PREFECT_LOGGING_TO_API_ENABLED="true")  # the log is read back from the API
     experiment = bm25_ladder(tmp_path / "bm25")
     processes = Processes(tmp_path)
     try:

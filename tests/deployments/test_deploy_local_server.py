@@ -119,18 +119,25 @@ def serve_and_deploy(processes: Processes, env: dict[str, str], port: int) -> No
     prefect_cli(["--no-prompt", "deploy", "--all", "--prefect-file", str(PREFECT_YAML)], env, 300)
 
 
-def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(support_copy, tmp_path):
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api"
+def deployment_env(tmp_path: Path, port: int, **settings: str) -> dict[str, str]:
+    """The environment of a local server, a deploy and a worker on ``port``: none of this process's Prefect or
+    tooleval settings, a Prefect home of the test's own, no scheduled runs, then ``settings``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TOOLEVAL_"))}
     env.update({
-        "PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_API_URL": api,
+        "PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_UI_ENABLED": "false",
         "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",  # no weekly runs scheduled during the test
         "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
-        "PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_LOGGING_TO_API_ENABLED": "false",
-        "TOOLEVAL_LOCK_WAIT_S": "900",  # the registration waits for the analyst's session (released below)
+        "PREFECT_LOGGING_LEVEL": "INFO", **settings,
     })
+    return env
+
+
+def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(support_copy, tmp_path):
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = deployment_env(tmp_path, port, PREFECT_LOGGING_TO_API_ENABLED="false",
+                         TOOLEVAL_LOCK_WAIT_S="900")  # the registration waits for the analyst's session (below)
     arms = [{"name": "base-18", "catalogue": "base"}, {"name": "giftcards-30", "catalogue": "giftcards"}]
     experiment = write_support_experiment(support_copy, "pre-change-check", arms, "pre_change.yaml")
     warehouse = tmp_path / "warehouse"
