@@ -272,9 +272,14 @@ def render_html(report: Report) -> str:
     return "\n".join(parts)
 
 
+def report_files(directory: Path) -> dict[str, Path]:
+    """Where a run's reports are (``reports/<run_id>``): format -> file."""
+    return {"markdown": directory / "report.md", "html": directory / "report.html"}
+
+
 def write_report_files(report: Report, directory: Path) -> dict[str, Path]:
     """``report.html`` and ``report.md`` in ``directory``, each replaced whole (a reader never sees a part)."""
-    paths = {"markdown": directory / "report.md", "html": directory / "report.html"}
+    paths = report_files(directory)
     write_atomic(paths["html"], render_html(report))
     write_atomic(paths["markdown"], render_markdown(report, str(paths["html"])))
     return paths

@@ -52,8 +52,9 @@ def register_saved_run(warehouse: Warehouse, run_id: str, wait_s: float | None =
     if registration is None:
         raise InputError.one(str(warehouse.registrations_dir / run_id), f"run {run_id}", "run-landed",
                              "no saved registration for this run id in this warehouse")
-    reports = {"markdown": warehouse.reports_dir / run_id / "report.md",
-               "html": warehouse.reports_dir / run_id / "report.html"}
+    from tasks.report.render import report_files
+
+    reports = report_files(warehouse.reports_dir / run_id)
     held = registered_items(warehouse, registration, wait_s)
     if held is not None and all(path.is_file() for path in reports.values()):
         published = PublishedReport(read_report(warehouse, run_id, registration.instrument), reports)

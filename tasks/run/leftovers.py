@@ -105,8 +105,9 @@ def _owner_gone(records: Path, now: float) -> bool:
 
 def published(warehouse: Warehouse, run_id: str) -> bool:
     """Were the run's reports written (the last thing a run does with its own data)?"""
-    folder = warehouse.reports_dir / run_id
-    return (folder / "report.md").is_file() and (folder / "report.html").is_file()
+    from tasks.report.render import report_files
+
+    return all(path.is_file() for path in report_files(warehouse.reports_dir / run_id).values())
 
 
 def only_this_run(warehouse: Warehouse, run_id: str) -> bool:
