@@ -10,6 +10,10 @@ none), Anthropic's cache writes at 1.25x the input price for the 5-minute lifeti
 (its pricing page; ``cache_write`` / ``cache_write_1h`` override them). A call whose reply gave no token
 counts has an unknown cost: ``cost_or_none`` returns None, never 0.
 
+A model's entry may carry a ``batch`` price: the same request sent through the provider's batch API
+(OpenAI's Batch API, Anthropic's Message Batches), about half the standard price. ``price_for(..., batch=True)``
+returns it; a model with no batch price in the file is refused for batch, never priced at the standard rate.
+
 An arm can state its own price instead (``options.prices: {input: .., output: ..}``, e.g. 0 for a
 self-hosted server behind ``base_url``). A model with no price is refused before any call: the spend cap
 cannot work without one.
@@ -17,7 +21,7 @@ cannot work without one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -42,6 +46,8 @@ class ModelPrice:
     """Per million prompt tokens written to a 5-minute cache; None: 1.25x ``input``."""
     cache_write_1h: float | None = None
     """Per million prompt tokens written to a 1-hour cache; None: 2x ``input``."""
+    tier: str = "standard"
+    """'standard' (a synchronous call) or 'batch' (the provider's batch API)."""
 
     def cost(self, input_tokens: int | None, output_tokens: int | None, cached_input_tokens: int | None = 0,
              cache_write_tokens: int | None = 0, cache_write_1h_tokens: int | None = 0) -> float:
@@ -70,9 +76,11 @@ class PriceFile:
     path: Path
     effective: str
     models: Mapping[str, ModelPrice]
+    batch_models: Mapping[str, ModelPrice] = field(default_factory=dict)
+    """The batch price of the models whose entry gives one."""
 
 
-def _price(raw: Any, version: str, where: str) -> ModelPrice:
+def _price(raw: Any, version: str, where: str, tier: str = "standard") -> ModelPrice:
     if not isinstance(raw, Mapping) or "input" not in raw or "output" not in raw:
         raise ValueError(f"{where}: a price needs 'input' and 'output' (USD per million tokens)")
     values = {k: raw.get(k) for k in ("input", "output", "cached_input", "cache_write", "cache_write_1h")}
@@ -83,7 +91,13 @@ def _price(raw: Any, version: str, where: str) -> ModelPrice:
                       cached_input=None if values["cached_input"] is None else float(values["cached_input"]),
                       cache_write=None if values["cache_write"] is None else float(values["cache_write"]),
                       cache_write_1h=None if values["cache_write_1h"] is None else float(values["cache_write_1h"]),
-                      version=version)
+                      version=version, tier=tier)
+
+
+def _batch_price(raw: Any, version: str, where: str) -> ModelPrice | None:
+    if not isinstance(raw, Mapping) or raw.get("batch") is None:
+        return None
+    return _price(raw["batch"], version, f"{where}: batch", tier="batch")
 
 
 @lru_cache(maxsize=None)
@@ -92,8 +106,11 @@ def load_price_file(path: Path) -> PriceFile:
     effective = str(data.get("effective", ""))
     if effective != Path(path).stem:
         raise ValueError(f"{path}: 'effective' ({effective}) must equal the file's name (its date)")
-    models = {str(model): _price(raw, effective, f"{path}: {model}") for model, raw in (data.get("models") or {}).items()}
-    return PriceFile(path=Path(path), effective=effective, models=models)
+    raw_models = data.get("models") or {}
+    models = {str(model): _price(raw, effective, f"{path}: {model}") for model, raw in raw_models.items()}
+    batch = {str(model): _batch_price(raw, effective, f"{path}: {model}") for model, raw in raw_models.items()}
+    return PriceFile(path=Path(path), effective=effective, models=models,
+                     batch_models={model: price for model, price in batch.items() if price is not None})
 
 
 def price_files(directory: Path = PRICES_DIR) -> list[Path]:
@@ -109,13 +126,22 @@ def current_price_file(on: date | None = None, directory: Path = PRICES_DIR) -> 
     return load_price_file(eligible[-1])
 
 
-def price_for(model_id: str, options: Mapping[str, Any] | None = None, directory: Path = PRICES_DIR) -> ModelPrice:
+def price_for(model_id: str, options: Mapping[str, Any] | None = None, batch: bool = False,
+              directory: Path = PRICES_DIR) -> ModelPrice:
     """The price of ``model_id`` for an arm: ``options.prices`` if stated, else the price file's.
 
-    Raises KeyError (model not priced) or FileNotFoundError (price file named but missing)."""
+    ``batch``: the price of the provider's batch API (``options.prices.batch`` when the arm states its price).
+    Raises KeyError (model not priced, or no batch price) or FileNotFoundError (price file named but missing)."""
     options = options or {}
     if options.get("prices") is not None:
-        return _price(options["prices"], "arm options", f"options.prices of {model_id}")
+        stated = options["prices"]
+        if not batch:
+            return _price(stated, "arm options", f"options.prices of {model_id}")
+        price = _batch_price(stated, "arm options", f"options.prices of {model_id}")
+        if price is None:
+            raise KeyError(f"{model_id} has no batch price: set options.prices.batch: "
+                           "{input: <USD per 1M>, output: <USD per 1M>}")
+        return price
     if options.get("price_file"):
         path = directory / f"{options['price_file']}.yaml"
         if not path.is_file():
@@ -126,4 +152,9 @@ def price_for(model_id: str, options: Mapping[str, Any] | None = None, directory
     if model_id not in prices.models:
         raise KeyError(f"{model_id} has no price in {prices.path.name}; add it to a new dated price file or set "
                        "options.prices: {input: <USD per 1M>, output: <USD per 1M>}")
-    return prices.models[model_id]
+    if not batch:
+        return prices.models[model_id]
+    if model_id not in prices.batch_models:
+        raise KeyError(f"{model_id} has no batch price in {prices.path.name}; add it to a new dated price file "
+                       "or send it synchronously")
+    return prices.batch_models[model_id]

@@ -15,6 +15,7 @@ import duckdb
 import pytest
 
 from flows.cli import EXIT_MODEL_MISMATCH, EXIT_OK, main
+from tasks.selectors.providers.pricing import current_price_file
 from tasks.taskset.load_taskset import freeze_version
 from tests.factories.catalogues import support_tools
 from tests.provider_server import ProviderServer, oracle, tool_call
@@ -92,7 +93,7 @@ def test_models_experiment_runs_through_prefect_and_no_artifact_holds_the_key(
             from selection_rows""").fetchall()
         for arm, route, router, decided_by, fallback, confidence, served, price_version, cost, stop in rows:
             assert served in ("gpt-4.1-mini-2025-04-14", "claude-haiku-4-5-20251001")
-            assert price_version == "2026-11-01" and cost > 0 and stop is not None
+            assert price_version == current_price_file().effective and cost > 0 and stop is not None
             if arm.startswith("gpt-") and arm != "gpt-default":
                 assert route in ("forced", "gated", "narrowed") and router and decided_by in ("router", "chat")
                 assert 0 < confidence <= 1 and fallback is not None

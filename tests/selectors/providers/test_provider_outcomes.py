@@ -9,6 +9,7 @@ import pytest
 from schemas.catalogue import ToolSpec
 from tasks.selection.score_selection import score_selection
 from tasks.selectors.providers.chat_selector import ChatSelector
+from tasks.selectors.providers.pricing import current_price_file
 from tests.factories.catalogues import selection_input, support_tools
 from tests.provider_server import Reply, Seen, status_reply, text_reply, tool_call
 from tests.selectors.providers.conftest import FAKE_KEY, MODELS, InFlight, chat_options
@@ -35,7 +36,7 @@ def test_right_tool_with_valid_arguments_is_correct(serve, kind):
     assert json.loads(selection.arguments) == VALID["lookup_order"]
     assert selection.served_model_id == MODELS[kind]
     assert selection.input_tokens > 0 and selection.output_tokens == 12
-    assert selection.cost_usd > 0 and selection.price_version == "2026-11-01"
+    assert selection.cost_usd > 0 and selection.price_version == current_price_file().effective
     assert selection.latency_ms > 0 and selection.retries == 0
     assert selection.stop_reason in ("tool_calls", "tool_use")
     [seen] = server.requests()

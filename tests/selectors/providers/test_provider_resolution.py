@@ -11,7 +11,8 @@ from tasks.experiment.resolve_experiment import resolve_experiment
 from tasks.files.input_errors import InputError
 from tasks.selectors.providers.chat_options import check_hosted_arm
 from tasks.selectors.providers.pinned_models import pinned_problem, served_problem
-from tasks.selectors.providers.pricing import ModelPrice, current_price_file, load_price_file, price_for
+from tasks.selectors.providers.pricing import (ModelPrice, current_price_file, load_price_file, price_files,
+                                               price_for)
 from tests.factories import SUPPORT
 from tests.factories.taskset import write_experiment, write_taskset
 from tests.selectors.providers.conftest import FAKE_KEY
@@ -177,11 +178,38 @@ def test_cost_per_call_from_tokens():
 
 def test_the_price_file_is_dated_and_versioned():
     current = current_price_file()
-    assert current.effective == current.path.stem == "2026-11-01"
-    assert price_for("gpt-4.1-mini-2025-04-14").version == "2026-11-01"
+    assert current.effective == current.path.stem == max(p.stem for p in price_files())
+    assert price_for("gpt-4.1-mini-2025-04-14").version == current.effective
+    assert price_for("gpt-4.1-mini-2025-04-14", {"price_file": "2026-11-01"}).version == "2026-11-01"
     assert price_for("my-model", {"prices": {"input": 0, "output": 0}}).version == "arm options"
     with pytest.raises(KeyError, match="no price"):
         price_for("gpt-unknown-2030-01-01")
+
+
+def test_the_batch_price_is_half_the_standard_price_in_the_dated_file():
+    for model in ("gpt-4.1-mini-2025-04-14", "claude-haiku-4-5-20251001"):
+        standard, batch = price_for(model), price_for(model, batch=True)
+        assert (standard.tier, batch.tier) == ("standard", "batch") and batch.version == standard.version
+        assert batch.cost(10_000, 500, cached_input_tokens=4_000) == pytest.approx(
+            standard.cost(10_000, 500, cached_input_tokens=4_000) / 2)
+        # Anthropic's cache-write multipliers stack on the batch input price
+        assert batch.cost(10_000, 0, cache_write_tokens=10_000) == pytest.approx(10_000 * 1.25 * batch.input / 1e6)
+    with pytest.raises(KeyError, match="no batch price"):
+        price_for("gpt-4.1-mini-2025-04-14", {"price_file": "2026-11-01"}, batch=True)
+
+
+def test_an_arm_states_its_batch_price_or_has_none(tmp_path):
+    stated = {"prices": {"input": 1, "output": 2, "batch": {"input": 0.5, "output": 1}}}
+    assert price_for("my-model", stated, batch=True) == ModelPrice(input=0.5, output=1.0, version="arm options",
+                                                                   tier="batch")
+    assert price_for("my-model", stated).input == 1.0
+    with pytest.raises(KeyError, match="no batch price"):
+        price_for("my-model", {"prices": {"input": 0, "output": 0}}, batch=True)
+    path = tmp_path / "2026-12-01.yaml"
+    path.write_text(yaml.safe_dump({"effective": "2026-12-01", "models": {"m": {
+        "input": 1, "output": 2, "batch": {"input": -1, "output": 1}}}}))
+    with pytest.raises(ValueError, match="m: batch: input must be a number >= 0"):
+        load_price_file(path)
 
 
 def test_a_price_file_whose_date_does_not_match_its_name_is_refused(tmp_path):
