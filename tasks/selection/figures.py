@@ -215,6 +215,8 @@ class RunFigures:
     """Lines the headline must carry (e.g. provisional labels measured with --allow-provisional)."""
     arm_operations: list[dict[str, Any]] = field(default_factory=list)
     """Rows of the arm_operations view: accuracy, latency, cost, routing, judge per arm (hosted arms)."""
+    judge_arguments: list[dict[str, Any]] = field(default_factory=list)
+    """Rows of the judge_argument_check view: per judged arm, the judge's verdict x the argument check."""
     version_calibrations: list[VersionCalibration] = field(default_factory=list)
     """Comparisons that change only the version: each version's own requests (unpaired) and the shared ones."""
     far_from_examples: list[dict[str, Any]] = field(default_factory=list)
@@ -333,6 +335,7 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         failures=_failures(con, run_id, outcomes.clustered_rates(["arm", "slice"], "failed")),
         notices=provisional_notice(con, run_id),
         arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id]),
+        judge_arguments=records(con, "SELECT * FROM judge_argument_check WHERE run_id = ?", [run_id]),
         version_calibrations=version_calibrations(outcomes, arms, comparisons),
         far_from_examples=records(con, "SELECT f.* FROM far_from_examples f JOIN arms a USING (run_id, arm) "
                                        "WHERE run_id = ? ORDER BY a.rung, arm", [run_id]),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from schemas.criteria import Verdict
 from tasks.selection.arm_operations import arm_operations_table
+from tasks.selection.judge_arguments import judge_arguments_table
 from tasks.selection.served_evidence import served_evidence_notice, served_evidence_table
 from tasks.selection.confidence_headline import confidence_headline
 from tasks.selection.example_distance import far_from_examples_notices, far_from_examples_table
@@ -97,6 +98,9 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     operations = arm_operations_table(figures.arm_operations)
     if operations is not None:
         report.tables.append(operations)
+    judged = judge_arguments_table(figures.judge_arguments)  # the judge's verdict beside the argument check
+    if judged is not None:
+        report.tables.append(judged)
     evidence = served_evidence_table(figures.arm_operations)
     if evidence is not None:
         report.tables.append(evidence)
