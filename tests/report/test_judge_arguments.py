@@ -64,3 +64,17 @@ def test_no_table_when_no_judged_turn_had_its_arguments_scored(con):
     insert(con, "landed_rows", SelectionRow, [row(1, 1, "right", None), row(2, 1, None, True)])
     assert judge_arguments_table(records(con, "select * from judge_argument_check")) is None
     assert judge_arguments_table([]) is None
+
+
+def test_the_report_of_a_judged_run_carries_the_table_and_an_unjudged_one_does_not():
+    from tasks.report.render import render_text
+    from tasks.selection.tables import build_report
+    from tests.factories.rows import RUN, KnownRun
+
+    judged = KnownRun(arms=("judged",)).add([row(i, 1, verdict, args, rung=1)
+                                             for i, seed, verdict, args in KNOWN if seed == 1]).finish()
+    text = render_text(build_report(judged, RUN), width=80)
+    assert "the judge's verdict on the choice beside the argument check" in text
+    assert [t.key for t in build_report(judged, RUN).tables].count("judge_arguments") == 1
+    plain = KnownRun(arms=("judged",)).add([row(i, 1, None, True, rung=1) for i in range(3)]).finish()
+    assert "judge_arguments" not in [t.key for t in build_report(plain, RUN).tables]
