@@ -96,10 +96,12 @@ def _nothing() -> Iterator[None]:
 
 def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None = None, use_cache: bool = True,
                    allow_provisional: bool = False, task_runner: str | None = None, max_calls: int | None = None,
-                   max_spend_usd: float | None = None, trace: str | None = None) -> RunOutcome:
+                   max_spend_usd: float | None = None, trace: str | None = None, batch: bool = False
+                   ) -> RunOutcome:
     """Check, run, land, register and report one experiment (either instrument). Raises InputError on bad
     input, before any model call and with nothing written. ``trace`` (otlp://HOST:PORT) exports the run's
-    OpenInference traces (default: the experiment's ``tracing:`` block, else none)."""
+    OpenInference traces (default: the experiment's ``tracing:`` block, else none). ``batch`` sends hosted arms'
+    chat requests through the providers' batch APIs (default: the experiment's ``batch:``)."""
     from flows import gc_pause
     from flows.prefect_server import check_api_answers, configured_api_url, run_server
     from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks
@@ -138,7 +140,8 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
             summary = evaluate(experiment_path=str(experiment_path),
                                warehouse_dir=str(warehouse) if warehouse is not None else None,
                                use_cache=use_cache, max_calls=max_calls, max_spend_usd=max_spend_usd,
-                               allow_provisional=allow_provisional, trace=trace, prepared=checked)
+                               allow_provisional=allow_provisional, trace=trace, prepared=checked,
+                               batch=batch)
     finally:
         if server is not None:
             server.stop()

@@ -239,8 +239,8 @@ def _few_collections() -> Iterator[None]:
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
 def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str | None = None,
              use_cache: bool = True, max_calls: int | None = None, max_spend_usd: float | None = None,
-             allow_provisional: bool = False, trace: str | None = None, prepared: CheckedRun | None = None
-             ) -> RunSummary:
+             allow_provisional: bool = False, trace: str | None = None, prepared: CheckedRun | None = None,
+             batch: bool = False) -> RunSummary:
     """Run every arm x seed of an experiment (of either instrument) and register its rows in the warehouse.
 
     ``max_calls`` / ``max_spend_usd`` cap the run's hosted-model calls (default: the experiment's budget).
@@ -248,7 +248,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     then says so. ``trace`` (otlp://HOST:PORT) sends the run's OpenInference traces, overriding the
     experiment's ``tracing:`` block. ``prepared``: the experiment at ``experiment_path``, prepared and checked
     by the caller (the CLI, before Prefect started); without it the flow prepares its own. The task runner is
-    set with ``evaluate.with_options(task_runner=...)``, see ``flows/task_runners.py``."""
+    set with ``evaluate.with_options(task_runner=...)``, see ``flows/task_runners.py``. ``batch``: hosted arms'
+    chat requests go through the providers' batch APIs (also when the experiment says ``batch: true``)."""
     retake()  # the tooleval command's prompt stop on SIGTERM, not Prefect's wait for the calls in flight
     started_at = datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
@@ -268,7 +269,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                      max_calls=max_calls if max_calls is not None else (budget.max_calls if budget else None),
                      max_spend_usd=max_spend_usd if max_spend_usd is not None else (
                          budget.max_spend_usd if budget else None),
-                     trace=trace_target)
+                     trace=trace_target, batch=batch or bool(getattr(run.experiment.spec, "batch", False)))
 
     mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
     for line in start_warnings(run.experiment.arms, use_cache, cache_path.is_file(), kind.unpinned):

@@ -66,6 +66,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-calls", type=count_at_least(0), default=None, metavar="N",
                         help="stop after N HTTP requests to hosted models, retries included (default: the "
                              "experiment's budget); rerun to resume from the cache")
+    parser.add_argument("--batch", action="store_true",
+                        help="selection runs: send hosted arms' chat requests through the providers' batch APIs (about half "
+                             "the price, results within 24 hours; routed and judged arms keep their calls); "
+                             "a rerun picks up the batches a stopped run submitted")
     parser.add_argument("--allow-provisional", action="store_true",
                         help="measure versions whose labels are still provisional (production hints); the report "
                              "says so")
@@ -92,7 +96,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     report_on_stderr()  # the flow's progress lines go to this command's stderr
     outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
-                                 max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace)
+                                 max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace,
+                                 batch=args.batch)
     summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
     words = instrument(summary.instrument).words
     landed = [warehouse.root / folder / f"run_id={summary.run_id}"

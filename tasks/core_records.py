@@ -217,6 +217,9 @@ class RunContext:
     to measure the difference (benchmarks/prefix_cache.py)."""
     trace: TraceTarget | None = None
     """Where the run's traces go (``--trace`` / the experiment's ``tracing:``); None: no tracing, no import."""
+    batch: bool = False
+    """Hosted chat requests go through the providers' batch APIs unless an arm says otherwise (``--batch`` / the
+    experiment's ``batch:``)."""
 
     def land(self, unit: WorkUnit, table: str, rows: pa.Table) -> Path:
         """Write one unit's rows of one landed table as its Parquet partition (atomic, named by the unit)."""

@@ -27,6 +27,10 @@ class SelectionArmSpec(ArmSpec):
 
     catalogue: str | None = Field(default=None, description="Catalogue name, or 'per_request'.")
     selector: SelectorKind | None = Field(default=None, description="Which selector implementation runs the arm.")
+    batch: bool | None = Field(default=None, description=(
+        "Send the arm's chat requests through the provider's batch API (openai, anthropic; about half the "
+        "price, results within 24 hours); unset: the experiment's `batch`. Routed and judged arms send "
+        "synchronous calls whatever it says."))
 
 
 class SelectionComparison(Comparison):
@@ -42,6 +46,9 @@ class SelectionExperimentFile(ExperimentFile):
     weights: str | None = Field(default=None, description="Production weights window id: weights/<id>.json.")
     defaults: SelectionArmSpec | None = Field(default=None, description="Values every arm takes unless it sets its own.")
     arms: list[SelectionArmSpec] = Field(min_length=1, description="The arms, in ladder order.")
+    batch: bool = Field(default=False, description=(
+        "Send every hosted arm's chat requests through the provider's batch API (an arm's own `batch` wins; "
+        "`tooleval run --batch` turns it on for the run)."))
     comparisons: Literal["ladder"] | list[SelectionComparison] = Field(
         default="ladder",
         description="'ladder' compares each arm with the one before it; or an explicit list of pairs.",

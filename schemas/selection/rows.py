@@ -40,6 +40,10 @@ RouteDesign = Literal["default", "forced", "gated", "narrowed"]
 """How a routed arm uses its decision model (see tasks/selectors/providers/routed.py)."""
 
 
+SentAs = Literal["call", "batch", "call_after_batch"]
+"""How a hosted chat request was sent: alone, in a provider batch, or alone after its batch request failed."""
+
+
 class HostedTurn(BaseModel):
     """What a hosted model's turn adds to a selection and its row (routing and the judge; reply shapes, HTTP
     attempts, prompt caches, served-model evidence). Offline selectors leave every field null."""
@@ -88,6 +92,14 @@ class HostedTurn(BaseModel):
     cache_write_tokens: int | None = Field(
         default=None, description="Prompt tokens written to the provider's cache (within input_tokens; Anthropic, "
         "billed 1.25x for 5 minutes, 2x for 1 hour).")
+    sent_as: SentAs | None = Field(
+        default=None, description="How the chat request went to the provider: 'call' (a synchronous call), "
+        "'batch' (a request of a provider batch, costed at the batch price) or 'call_after_batch' (its batch "
+        "request errored or expired, so it was sent again as a call; that attempt counts in retries); null for "
+        "offline selectors and rows not sent.")
+    batch_id: str | None = Field(
+        default=None, description="The provider's id of the batch the request was sent in ('batch' and "
+        "'call_after_batch' rows), else null.")
     served_model_evidence: Literal["reported", "not_reported", "echoes_request"] | None = Field(
         default=None, description="What the reply proves about the model that answered: 'reported' (an id the "
         "pin check compared), 'not_reported' (no model in the reply), 'echoes_request' (a self-hosted server "

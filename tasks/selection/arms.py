@@ -99,6 +99,8 @@ def resolve_selection_arm(name: str, rung: int, merged: dict[str, Any], context:
     tasks/selectors/providers/chat_options.py), answer-changing defaults filled in; offline arms: known options. Then
     the catalogue and prompt are read and the offline router settled. Nothing is called."""
     options = dict(merged.get("options") or {})
+    if merged.get("batch") is not None and merged["selector"] in HOSTED_KINDS:
+        options["batch"] = merged["batch"]  # a transport option: out of cache keys and the one-change rule
     if merged["selector"] in HOSTED_KINDS:
         options, problems = check_hosted_arm(merged["selector"], merged["model"], options)
     else:

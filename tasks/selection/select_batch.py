@@ -113,6 +113,20 @@ def _chat_stages(selector: object, ctx: RunContext, keys: list[str]) -> Iterator
         yield stages, {i: found[key] for i, key in enumerate(keys) if key in found}
 
 
+def _batch_send(unit: WorkUnit, ctx: RunContext, keys: list[str]) -> Any:
+    """How a hosted arm's unit may send its requests as a provider batch (the arm's ``batch`` option, else the
+    run's), or None: as calls."""
+    if not unit.arm.selector_options.get("batch", ctx.batch):
+        return None
+    from tasks.selectors.providers.batch_selection import JOURNAL_FILE, BatchSend
+
+    folder = ctx.cache_path.parent if ctx.cache_path is not None else (
+        ctx.ledger_path.parent if ctx.ledger_path is not None else None)
+    return BatchSend(journal_path=folder / JOURNAL_FILE if folder is not None else None,
+                     run=ctx.experiment if ctx.cache_path is not None else ctx.run_id,
+                     arm=unit.arm.name, seed=unit.seed, keys=keys)
+
+
 def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     """The plain function: tested with no Prefect engine. The batch is planned here, where it runs
     (``plan_batch``): its per-request objects live as long as this call."""
@@ -135,7 +149,7 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
                     batch_scope(BatchScope(
                         ledger, lambda i, answer: _keep(ctx, keys[i], answer, unit, stages is not None),
                         on_chat_stage=(lambda i, stage: _keep_stage(ctx, keys[i], stage)) if stages is not None else None,
-                        chat_stages=earlier)), \
+                        chat_stages=earlier, batch=_batch_send(unit, ctx, keys))), \
                     _prefix_lane(selector, unit, ctx):
                 answers = selector.select(inputs)
             reached("unit-selected", unit.label)

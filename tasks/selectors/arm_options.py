@@ -9,7 +9,10 @@ LOAD_OPTIONS = frozenset({"concurrency", "timeout_s", "max_retries", "retry_base
                           "max_retry_after_s"})
 KEY_OPTIONS = frozenset({"api_key_env", "api_key_file"})
 BOOKKEEPING_OPTIONS = frozenset({"prices", "price_file"})
-TRANSPORT_OPTIONS = LOAD_OPTIONS | KEY_OPTIONS | BOOKKEEPING_OPTIONS
+SEND_OPTIONS = frozenset({"batch"})
+"""How requests travel: ``batch`` sends a hosted arm's chat requests through the provider's batch API (the same
+request, the same answer, another price)."""
+TRANSPORT_OPTIONS = LOAD_OPTIONS | KEY_OPTIONS | BOOKKEEPING_OPTIONS | SEND_OPTIONS
 """Options that change how calls are made or costed, never an answer: left out of the cache key and of
 the 'selector' respect of the one-change rule."""
 

@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from tasks.files.sqlite_files import add_column_if_missing, open_shared_sqlite
 
@@ -281,6 +281,8 @@ class BatchScope:
     asked: the caller caches it apart, so a crash during the judge's calls repeats only those."""
     chat_stages: Mapping[int, object] = field(default_factory=dict)
     """Inputs whose chat call an earlier run already made (input index -> judge.Unjudged): only the judge runs."""
+    batch: Any = None
+    """How the inputs' chat requests may go as a provider batch (``batch_selection.BatchSend``); None: as calls."""
 
 
 _SCOPE: ContextVar[BatchScope | None] = ContextVar("tooleval_batch_scope", default=None)

@@ -21,6 +21,8 @@ Arm options (all optional unless said):
   ``model_revision`` / ``unpinned_reason`` (self-hosted ids without a date), ``prices``, ``price_file``;
 - load: ``concurrency`` (8 calls in flight per endpoint and process), ``timeout_s`` (60), ``max_retries``
   (4), ``retry_base_delay_s`` (0.5), ``retry_max_delay_s`` (30), ``max_retry_after_s`` (120);
+- send: ``batch`` (true: the chat requests go through the provider's batch API, ``batch_selection.py``; the
+  arm's ``batch:`` field, else the experiment's or ``tooleval run --batch``, sets it);
 - routing (see ``routed.py``): ``route`` (default / forced / gated / narrowed), ``router`` (lexical /
   embedding / trained / llm), ``router_model``, ``router_options``, ``threshold`` (gated), ``narrow_k`` (narrowed, 1);
 - ``judge``: ``{model, selector (openai|anthropic), votes (3), temperature, ...chat options}``.
@@ -168,6 +170,13 @@ def check_hosted_arm(kind: str, model_id: str, options: Mapping[str, Any],
     options = dict(options)
     filled, problems = _check_provider(kind, model_id, options, CHAT_OPTIONS, f"{kind} model", environ)
 
+    if "batch" in options and not isinstance(options["batch"], bool):
+        problems.append(("option-value", "batch must be true or false"))
+    elif options.get("batch"):
+        try:
+            price_for(model_id, options, batch=True)
+        except (KeyError, FileNotFoundError, ValueError) as error:
+            problems.append(("price-known", f"batch: {error.args[0] if error.args else error}"))
     if "tool_choice" in options and options["tool_choice"] not in TOOL_CHOICES:
         problems.append(("option-value", f"tool_choice '{options['tool_choice']}' is not one of "
                                          f"{', '.join(TOOL_CHOICES)} (a forced tool comes from route: forced)"))

@@ -25,6 +25,10 @@ caller can cache it at once. On a judged arm the chat call's answer is handed ov
 asked (``BatchScope.on_chat_stage``), and a batch scope can hand back chat calls an earlier run made
 (``chat_stages``): then only the judge is asked, and a run killed during the judge's calls never repeats
 the chat call on resume.
+
+A batch scope may ask for a provider batch (``BatchScope.batch``, the arm's or the run's ``batch``): a plain
+arm's chat requests are then built the same way and sent through the provider's batch API, and their replies
+read the same way (``batch_selection.py``); routed and judged arms keep their calls, with a note.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, Turn, current_scope
+from tasks.selectors.providers.batch_selection import note_calls, select_batched, why_calls
 from tasks.selectors.providers.chat_options import DEFAULT_CONCURRENCY, is_custom_server, provider_defaults
 from tasks.selectors.providers.chat_types import ChatReply, ChatRequest, WireTool
 from tasks.drill_points import reached
@@ -231,7 +236,7 @@ class ChatSelector:
                 fields["detail"] = fields.get("detail") or routed.detail
         selection = Selection(
             request_id=item.request_id, latency_ms=result.latency_ms + router_latency, cost_usd=total_cost,
-            price_version=self.caller.price.version, **router_fields, **fields,
+            price_version=self.caller.price.version, sent_as="call", **router_fields, **fields,
         )
         if self.judge is not None and selection.chosen is not None and selection.outcome_hint != "error":
             reply_text = result.reply.text if result.reply else ""
@@ -262,6 +267,16 @@ class ChatSelector:
         if scope is None:
             own_ledger = RunLedger(None, "unscoped")
             scope = BatchScope(own_ledger)
+        send = scope.batch
+        if send is not None and (reason := why_calls(self)) is not None:
+            note_calls(self, reason)  # routed and judged arms keep their calls (batch_selection.py)
+            send = None
+        if send is not None:
+            try:
+                return select_batched(self, batch, scope, send)
+            finally:
+                if own_ledger is not None:
+                    own_ledger.close()
         routed: list[RouterResult | None] = [None] * len(batch)
         if isinstance(self.router, OfflineRouter):
             routed = list(self.router.route_batch(batch))

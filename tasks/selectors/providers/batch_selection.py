@@ -1,0 +1,201 @@
+"""A plain hosted arm's unit sent through the provider's batch API instead of one call per request.
+
+Every request is built exactly as its synchronous call would be (``ChatSelector._request``), reserved in the
+run's ledger at the batch price before anything is submitted (a request the caps refuse lands as ``budget
+reached`` and is not submitted), and handed to ``batch.run_batches``, which writes each batch's intent and id
+to the journal around its submission, so a rerun of the same command picks the batch up instead of submitting
+it again. The journal lies beside the selection cache (``batch_journal.sqlite``).
+
+Each outcome becomes a Selection through the same reading as a call's reply (``read_reply``: the outcome
+taxonomy, the served-model check, tokens), costed at the batch price of the dated price file, with
+``sent_as='batch'`` and the batch id. A request whose batch request errored, expired or was canceled at the
+provider is sent again as an ordinary call (``sent_as='call_after_batch'``, the failed batch attempt counted in
+``retries``); a request canceled because the run is stopping lands as an error row (never cached).
+
+A custom id is the same on a rerun of the same command: it is made of the experiment, the arm, the seed and
+the request's cache key (everything that changes its answer), so a rerun's requests are the ones its journal
+holds (with ``--no-cache`` the run id takes the experiment's place: such a run never resumes another's
+batches). The unit waits for its batches inside its task.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from schemas.selection.rows import Selection
+from tasks.selectors.base import SelectionInput
+from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, Reservation, RunLedger
+from tasks.selectors.providers.chat_options import DEFAULT_KEY_ENV, is_custom_server
+from tasks.selectors.providers.pinned_models import served_evidence, served_problem
+from tasks.selectors.providers.pricing import ModelPrice, price_for
+from tasks.selectors.providers.provider_calls import CHARS_PER_TOKEN_BOUND, CallResult
+
+if TYPE_CHECKING:
+    from tasks.selectors.providers.chat_selector import ChatSelector
+
+JOURNAL_FILE = "batch_journal.sqlite"
+"""The batch journal's file, beside the selection cache and the run ledger."""
+STOPPED = "batch canceled: the run was stopped"
+"""The detail of a row whose batch request was canceled because the run stopped (an error: never cached)."""
+RETRIED_STATUSES = frozenset({"errored", "expired", "canceled"})
+
+_stop = threading.Event()
+
+
+def cancel_waiting_batches() -> None:
+    """Ask every unit of this process that waits on a batch to cancel it at the provider (a stopping run)."""
+    _stop.set()
+
+
+def stop_requested() -> bool:
+    return _stop.is_set()
+
+
+@dataclass(frozen=True)
+class BatchSend:
+    """What a unit tells a hosted selector so it can send its requests as a batch (``BatchScope.batch``)."""
+
+    journal_path: Path | None
+    """The journal's file (None: a temporary one, for a ledger kept in memory)."""
+    run: str
+    """The custom ids' run part: the experiment's name (or the run id when nothing is cached)."""
+    arm: str
+    seed: int
+    keys: Sequence[str]
+    """Per input of the batch: its cache key (what makes a request the same request on a rerun)."""
+    should_cancel: Callable[[], bool] = field(default=stop_requested)
+
+
+def batch_price(selector: "ChatSelector") -> ModelPrice:
+    return price_for(selector.model_id, selector.options, batch=True)
+
+
+def why_calls(selector: "ChatSelector") -> str | None:
+    """Why an arm asked to batch sends calls instead (None: it batches). A batch carries the chat call alone:
+    routed and judged arms keep their synchronous calls; a model with no batch price is not batched (the
+    cost could not be stated)."""
+    if selector.router is not None or selector.judge is not None:
+        return "routed and judged arms send synchronous calls (a batch carries the chat call alone)"
+    try:
+        batch_price(selector)
+    except (KeyError, FileNotFoundError, ValueError):
+        return f"{selector.model_id} has no batch price: sent as synchronous calls"
+    return None
+
+
+_noted: set[tuple[str, str]] = set()
+_noted_lock = threading.Lock()
+
+
+def note_calls(selector: "ChatSelector", reason: str) -> None:
+    """Say once per process and model why an arm asked to batch sends calls."""
+    with _noted_lock:
+        if (selector.model_id, reason) in _noted:
+            return
+        _noted.add((selector.model_id, reason))
+    logging.getLogger("tooleval.batch").warning("batch: %s", reason)
+
+
+def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], scope: BatchScope,
+                   send: BatchSend) -> list[Selection]:
+    """The selections of a unit's inputs, their chat requests sent as provider batches (see the module)."""
+    caller, ledger = selector.caller, scope.ledger
+    answers: list[Selection | None] = [None] * len(batch)
+
+    def answer(index: int, selection: Selection) -> None:
+        answers[index] = selection
+        if scope.on_answer is not None:
+            scope.on_answer(index, selection)
+
+    def not_sent(detail: str) -> list[Selection]:
+        for i, item in enumerate(batch):
+            answer(i, Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=detail,
+                                latency_ms=0.0, http_attempts=0))
+        return [a for a in answers if a is not None]
+
+    halted = ledger.halted(caller.halt_key)
+    if halted:
+        return not_sent(f"not sent: {halted}")
+    if caller.provider() is None:
+        return not_sent(f"not sent: no API key in ${caller.options.get('api_key_env') or DEFAULT_KEY_ENV[caller.kind]}")
+    price = batch_price(selector)
+    from tasks.selectors.providers.batch.items import BatchItem, custom_id_for
+
+    waiting: dict[str, tuple[int, SelectionInput, Any, Reservation]] = {}
+    items: list[BatchItem] = []
+    for i, item in enumerate(batch):
+        offered = selector._offered(item.tools)
+        request = selector._request(item, item.tools, None, offered)
+        reservation = ledger.reserve(price.cost(request.prompt_chars // CHARS_PER_TOKEN_BOUND + 1,
+                                                request.max_tokens))
+        if reservation is None:  # the caps hold at submission: this request is not submitted
+            answer(i, Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=BUDGET_REACHED,
+                                latency_ms=0.0, http_attempts=0))
+            continue
+        custom_id = custom_id_for(send.run, send.arm, send.seed, send.keys[i])
+        waiting[custom_id] = (i, item, offered, reservation)
+        items.append(BatchItem(custom_id=custom_id, request=request,
+                               label=f"{send.run}/{send.arm}/{send.seed}/{item.request_id}"))
+    if items:
+        started = time.perf_counter()
+        outcomes = _run(selector, items, send, ledger)
+        waited_ms = (time.perf_counter() - started) * 1000
+        for custom_id, (i, item, offered, reservation) in waiting.items():
+            outcome = outcomes.get(custom_id)
+            answer(i, _landed(selector, item, offered, reservation, outcome, price, waited_ms, scope, send))
+    return [a for a in answers if a is not None]
+
+
+def _run(selector: "ChatSelector", items: list, send: BatchSend, ledger: RunLedger) -> dict:
+    from tasks.selectors.providers.batch.journal import BatchJournal
+    from tasks.selectors.providers.batch.run_batches import run_batches
+
+    caller = selector.caller
+    path = send.journal_path or Path(tempfile.mkdtemp(prefix="tooleval-batch-")) / JOURNAL_FILE
+    journal = BatchJournal(path)
+    try:
+        return run_batches(caller.kind, items, journal=journal, base_url=caller.endpoint,
+                           api_key=caller._key or "", options=caller.options,
+                           should_cancel=lambda: send.should_cancel() or bool(ledger.halted(caller.halt_key)))
+    finally:
+        close = getattr(journal, "close", None)
+        if close is not None:
+            close()
+
+
+def _landed(selector: "ChatSelector", item: SelectionInput, offered: Any, reservation: Reservation,
+            outcome: Any, price: ModelPrice, waited_ms: float, scope: BatchScope, send: BatchSend) -> Selection:
+    """One request's Selection from its batch outcome: read as a call's reply, or sent again as a call."""
+    from tasks.selectors.providers.chat_selector import read_reply
+
+    caller, ledger = selector.caller, scope.ledger
+    batch_id = getattr(outcome, "batch_id", None)
+    if outcome is None or outcome.status != "succeeded" or outcome.reply is None:
+        ledger.settle(reservation, 0.0, 0)  # a failed batch request is not billed; a call reserves its own
+        status = "missing" if outcome is None else outcome.status
+        if status == "canceled" and send.should_cancel():
+            return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=STOPPED,
+                             latency_ms=waited_ms, batch_id=batch_id, sent_as="batch", http_attempts=1)
+        again = selector._safe_one(item, ledger, None)
+        return again.model_copy(update={"sent_as": "call_after_batch", "batch_id": batch_id,
+                                        "retries": again.retries + 1,
+                                        "http_attempts": (again.http_attempts or 0) + 1})
+    reply = outcome.reply
+    cost = price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
+                              reply.cache_write_tokens, reply.cache_write_1h_tokens)
+    mismatch = served_problem(selector.model_id, reply.served_model, caller.options)
+    if mismatch:
+        ledger.halt(caller.halt_key, mismatch)
+    ledger.settle(reservation, cost, 1, int(cost is None))
+    result = CallResult(reply, mismatch, 0, waited_ms, cost)
+    evidence = served_evidence(selector.model_id, reply.served_model, is_custom_server(caller.endpoint))
+    fields = read_reply(result, item.tools, offered.names, offered.by_name, evidence)
+    fields["chat_n_tools"] = len(item.tools)
+    return Selection(request_id=item.request_id, latency_ms=waited_ms, cost_usd=cost, price_version=price.version,
+                     sent_as="batch", batch_id=batch_id, http_attempts=1, **fields)
