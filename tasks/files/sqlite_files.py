@@ -19,8 +19,11 @@ used as it is. A column added by a newer tooleval is added in place by whichever
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 BUSY_TIMEOUT_S = 60.0
 JOURNAL_MODE = "truncate"
@@ -62,3 +65,17 @@ def add_column_if_missing(connection: sqlite3.Connection, table: str, column: st
     except sqlite3.OperationalError as error:
         if "duplicate column name" not in str(error):
             raise
+
+
+@contextmanager
+def immediate_transaction(connection: sqlite3.Connection, lock: threading.Lock) -> Iterator[sqlite3.Connection]:
+    """One ``BEGIN IMMEDIATE`` transaction on an autocommit connection, under the opener's thread lock:
+    committed when the block ends, rolled back when it raises."""
+    with lock:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield connection
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
