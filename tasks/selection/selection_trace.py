@@ -14,7 +14,11 @@ The row's checks are span annotations (``selection_annotations``):
   (the decision span of an offline selector or of a router that decided, else the chat model's span);
 - ``router_check`` (CODE): a routed row whose chat model chose (gated fallback, default, narrowed) also
   gets the router's own pick checked against the label, on the decision span;
-- ``judge`` (LLM): the judge's majority and its votes, on the chat model's span.
+- ``judge`` (LLM): the judge's majority and its votes, on the chat model's span;
+- ``argument_check`` (CODE): on a request with expected arguments, the call's arguments against them
+  (right / wrong, every parameter's outcome in the explanation; not_scored with the reason when another
+  tool or no usable answer came back), on the chat model's span: the model whose call holds the arguments
+  (a router picks a tool, never its arguments), beside the judge's verdict on the choice.
 
 A selection run executes no tool, so its traces have no TOOL span. Span times: each trace ends when its
 unit's answers were in hand and lasts the selection's recorded latency (the router's part first); a cache
@@ -61,10 +65,11 @@ def selection_span_roles(row: Mapping[str, Any]) -> tuple[str, ...]:
 
 def emit_selection_unit(tracing: RunTracing, unit: Mapping[str, Any]) -> None:
     """The traces and annotations of one landed unit, as traced_unit.py handed it over: ``items`` are
-    (row, Selection, messages JSON, tools in the seed's order), one per row."""
+    (row, Selection, messages JSON, tools in the seed's order, whether the request has expected arguments),
+    one per row."""
     records: list[dict[str, Any]] = []
     unit_tracer = None
-    for row, selection, messages_json, tools in unit["items"]:
+    for row, selection, messages_json, tools, expects_arguments in unit["items"]:
         # a unit is one arm under one seed: every request is offered the same tools, unless the task set
         # gives each request its own (BFCL style), when the unit's constants are made per request
         if unit_tracer is None or unit_tracer.tools is not tools:  # one tuple per unit, pickled once
@@ -73,7 +78,7 @@ def emit_selection_unit(tracing: RunTracing, unit: Mapping[str, Any]) -> None:
         unit_tracer.emit(row, selection, messages_json, unit["ended_ns"])
         roles = selection_span_roles(row)
         tracing.built(len(roles))
-        records.extend(selection_annotations(row, roles))
+        records.extend(selection_annotations(row, roles, expects_arguments))
     tracing.annotations.post(records)
 
 
@@ -200,8 +205,10 @@ def _end(span, row: Mapping[str, Any] | None, end_ns: int) -> None:
     span.end(end_time=end_ns)
 
 
-def selection_annotations(row: Mapping[str, Any], roles: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The annotations of one selection row (Phoenix's SpanAnnotationData shape)."""
+def selection_annotations(row: Mapping[str, Any], roles: tuple[str, ...],
+                          expects_arguments: bool = False) -> list[dict[str, Any]]:
+    """The annotations of one selection row (Phoenix's SpanAnnotationData shape); ``expects_arguments``: the
+    request has expected arguments (its argument check is annotated, scored or not)."""
     ids = TraceIds.of(row["run_id"], row["arm"], row["seed"], row["request_id"])
     scored = DECISION if (LLM not in roles or row.get("decided_by") == "router") else LLM
     chosen = row["chosen"] if row["chosen"] is not None else "(no usable answer)"
@@ -228,4 +235,29 @@ def selection_annotations(row: Mapping[str, Any], roles: tuple[str, ...]) -> lis
                        **({"score": sum(v == "right" for v in votes) / len(votes)} if votes else {})},
             "metadata": {"votes": votes},
         })
+    if expects_arguments and LLM in roles:
+        records.append(argument_annotation(row, ids.span_hex(LLM)))
     return records
+
+
+def argument_annotation(row: Mapping[str, Any], span_id: str) -> dict[str, Any]:
+    """The row's argument check (``arguments_correct``, ``argument_outcomes``) as a CODE annotation: right /
+    wrong with each parameter's outcome, or not_scored with the reason."""
+    outcomes = [(o["parameter"], o["outcome"]) for o in row.get("argument_outcomes") or []]
+    correct = row.get("arguments_correct")
+    if correct is None:
+        result = {"label": "not_scored", "explanation": f"not scored: {_not_scored_reason(row)}"}
+    else:
+        listed = "; ".join(f"{name}: {outcome}" for name, outcome in outcomes)
+        result = {"label": "right" if correct else "wrong", "score": 1.0 if correct else 0.0,
+                  "explanation": listed or "no parameter sent or expected"}
+    return {"name": "argument_check", "annotator_kind": "CODE", "span_id": span_id, "result": result,
+            "metadata": {"expected": row["expected"], "chosen": row["chosen"], "outcomes": dict(outcomes)}}
+
+
+def _not_scored_reason(row: Mapping[str, Any]) -> str:
+    if row["chosen"] is None:
+        return f"no usable answer ({row['outcome']})"
+    if row["chosen"] != row["expected"]:
+        return f"chose {row['chosen']}, expected {row['expected']}"
+    return "the call's arguments are not a JSON object"

@@ -26,6 +26,6 @@ def trace_selection_unit(target: TraceTarget, unit, planned: Sequence, selection
         "invocation_parameters": json.dumps(answer_options(options), sort_keys=True, default=str),
         "ended_ns": ended_ns,
         # the tools are one tuple for the whole unit (pickled once), or one per request (BFCL style)
-        "items": [(row, selection, request.messages_json, request.tools)
+        "items": [(row, selection, request.messages_json, request.tools, request.expected_arguments is not None)
                   for request, selection, row in zip(planned, selections, rows)],
     }, len(rows))
