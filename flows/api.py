@@ -244,14 +244,17 @@ def write_catalogue(surface_path: str | Path, out: str | Path) -> str:
 
 
 def import_mcp(name: str, taskset: str | Path, *, command: Sequence[str] = (), url: str | None = None,
-               cwd: str | None = None, env: Mapping[str, str] | None = None) -> "McpImportSummary":
+               cwd: str | None = None, env: Mapping[str, str] | None = None,
+               expected_arguments: str | Path | None = None) -> "McpImportSummary":
     """List the tools of an MCP server (``command`` and its args over stdio, or ``url``) and write them as the
     next version of catalogue ``name`` in the task-set folder ``taskset`` (``catalogues/NAME-vN.json``), or
-    nothing when they equal the latest version's. InputError, with nothing written, on bad input or a server
-    that cannot start or list its tools."""
+    nothing when they equal the latest version's; with ``expected_arguments`` (a JSON Lines file of request id
+    and expected arguments, checked against the listed tools) also the set's next version of requests carrying
+    them. InputError, with nothing written, on bad input or a server that cannot start or list its tools."""
     from tasks.importers.mcp_catalogue import import_mcp_catalogue
 
-    return import_mcp_catalogue(name, Path(taskset), command=command, url=url, cwd=cwd, env=env)
+    return import_mcp_catalogue(name, Path(taskset), command=command, url=url, cwd=cwd, env=env,
+                                expected_arguments=Path(expected_arguments) if expected_arguments else None)
 
 
 def publish_to_phoenix(run_id: str | None = None, warehouse: str | Path | None = None, *,

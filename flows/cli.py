@@ -255,7 +255,7 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
     from tasks.importers.mcp_catalogue import parse_env_options
 
     summary = api.import_mcp(args.name, args.taskset, command=args.server_command, url=args.url, cwd=args.cwd,
-                             env=parse_env_options(args.env or []))
+                             env=parse_env_options(args.env or []), expected_arguments=args.expected_arguments)
     print("\n".join(summary.lines()))
     return EXIT_OK
 
@@ -584,6 +584,9 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--env", action="append", metavar="KEY=VALUE",
                      help="an environment variable for the command (repeatable; KEY='$NAME' reads NAME from "
                      "this environment); never written to the catalogue")
+    mcp.add_argument("--expected-arguments", default=None, metavar="FILE",
+                     help="JSON Lines of {id, expected_arguments}: checked against the listed tools and written as "
+                     "the set's next version of requests (the newest one with these expected arguments)")
     mcp.set_defaults(func=cmd_import_mcp, server_command=[])
 
     add_sql_parser(commands)  # SQL over a snapshot of the warehouse (flows/sql_cli.py)

@@ -18,7 +18,9 @@ equals the latest version's (a moved ``serverInfo.version`` is said), else ``NAM
 
 Bad input is an ``InputError`` before anything is written: a name that is not plain, a missing task-set
 folder, a malformed env pair, neither or both of a command and a URL, a server that cannot start or list its
-tools (``ServerFailed``'s reason quoted), a server with no tools, a tool name given twice or not allowed.
+tools (``ServerFailed``'s reason quoted), a server with no tools, a tool name given twice or not allowed, a
+bad line of the ``expected_arguments`` file (tasks/importers/argument_file.py: its rules, and the label
+checks of the version it makes, against the listed tools).
 ``{state_dir}`` in a command, its env values or ``cwd`` is an empty temporary folder for the import.
 """
 
@@ -35,7 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.catalogue import CatalogueFile, ToolSpec, rule_of
+from schemas.catalogue import Catalogue, CatalogueFile, ToolSpec, rule_of
 from schemas.mcp import McpAnnotations, McpServer, McpSource
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError, Problem
@@ -195,6 +197,8 @@ class McpImportSummary:
     """The previous version's ``serverInfo.version``."""
     seconds: float = 0.0
     """Starting (or reaching) the server, listing its tools and stopping it."""
+    arguments: str | None = None
+    """What ``--expected-arguments`` wrote (``ArgumentVersion.line``)."""
 
     @property
     def path(self) -> Path:
@@ -211,7 +215,7 @@ class McpImportSummary:
             if moved:
                 lines.append(f"  server version moved: {self.server_version_before} -> {self.source.server_version} "
                              "(its tools are the same)")
-            return lines
+            return lines + ([self.arguments] if self.arguments else [])
         replacing = f", replacing {self.source.previous}" if self.source.previous else ""
         lines = [f"wrote: {where} in {self.taskset} ({self.n_tools} tools, hash {short}){replacing}"]
         lines += [f"  {change}" for change in self.changes]
@@ -227,16 +231,21 @@ class McpImportSummary:
                          "executed call the server does not refuse a write, an irreversible action and one upstream "
                          "read, until the surface file marks it (mcp.marks: {TOOL: {read_only: true}}); see "
                          "docs/surface/mcp.md")
+        if self.arguments:
+            lines.append(self.arguments)
         lines.append(f"next: `catalogue: {self.version}` in an experiment of {self.taskset}")
         return lines
 
 
 def import_mcp_catalogue(name: str, taskset_dir: Path, *, command: Sequence[str] = (), url: str | None = None,
                          cwd: str | None = None, env: Mapping[str, str] | None = None, base_dir: Path | None = None,
-                         start_timeout_s: float = START_TIMEOUT_S) -> McpImportSummary:
+                         start_timeout_s: float = START_TIMEOUT_S,
+                         expected_arguments: Path | None = None) -> McpImportSummary:
     """List the tools of an MCP server (``command`` over stdio, or ``url``) and write them as the next version
     of catalogue ``name`` in ``taskset_dir``, unless they are the latest version's (see the module docstring).
-    A relative command path and ``cwd`` are read from ``base_dir`` (default: this process's working folder)."""
+    A relative command path and ``cwd`` are read from ``base_dir`` (default: this process's working folder).
+    ``expected_arguments``: a file of expected arguments (tasks/importers/argument_file.py) checked against the
+    listed tools, written as the set's next version of requests once the catalogue is."""
     taskset_dir = Path(taskset_dir)
     check_name(name)
     if not taskset_dir.is_dir():
@@ -253,6 +262,10 @@ def import_mcp_catalogue(name: str, taskset_dir: Path, *, command: Sequence[str]
     latest = (read_json_model(catalogues_dir / f"{version_name(name, numbers[-1])}.json", CatalogueFile)
               if numbers else None)
 
+    if expected_arguments is not None:  # a file of expected arguments needs a version of requests: before a server starts
+        from tasks.importers.argument_file import argument_version, latest_version
+
+        latest_version(taskset_dir, expected_arguments)
     started = time.perf_counter()
     info, listed = list_server_tools(server, Path(base_dir) if base_dir is not None else Path.cwd(), start_timeout_s)
     seconds = time.perf_counter() - started
@@ -266,11 +279,16 @@ def import_mcp_catalogue(name: str, taskset_dir: Path, *, command: Sequence[str]
               "n_read_only": sum(1 for a in annotations.values() if a.read_only),
               "n_destructive": sum(1 for a in annotations.values() if a.destructive and not a.read_only)}
     version_before = latest.source.server_version if latest is not None and latest.source is not None else None
-    if latest is not None and tools_hash(latest.tools, latest.annotations) == content_hash:
-        return McpImportSummary(taskset_dir, previous or "", False, source, **counts,
-                                server_version_before=version_before, seconds=seconds)
+    unchanged = latest is not None and tools_hash(latest.tools, latest.annotations) == content_hash
+    version = (previous or "") if unchanged else version_name(name, numbers[-1] + 1 if numbers else 1)
+    arguments = (argument_version(taskset_dir, expected_arguments, [Catalogue(name=version, tools=tuple(tools))],
+                                  f"Expected arguments from {Path(expected_arguments).name}, checked against "
+                                  f"catalogue {version}.")
+                 if expected_arguments is not None else None)
+    if unchanged:
+        return McpImportSummary(taskset_dir, version, False, source, **counts, server_version_before=version_before,
+                                seconds=seconds, arguments=arguments and arguments.line(*arguments.publish()))
 
-    version = version_name(name, numbers[-1] + 1 if numbers else 1)
     server_label = " ".join(part for part in (info.name, info.version) if part) or server.describe()
     file = CatalogueFile(name=version, description=f"The {len(tools)} tools MCP server {server_label} lists.",
                          tools=tools, source=source, annotations=annotations or None)
@@ -281,4 +299,5 @@ def import_mcp_catalogue(name: str, taskset_dir: Path, *, command: Sequence[str]
                              "overwritten): run the import again")
     changes = catalogue_changes(latest.tools, tools, latest.annotations, annotations) if latest is not None else []
     return McpImportSummary(taskset_dir, version, True, source, **counts, changes=tuple(changes),
-                            server_version_before=version_before, seconds=seconds)
+                            server_version_before=version_before, seconds=seconds,
+                            arguments=arguments and arguments.line(*arguments.publish()))

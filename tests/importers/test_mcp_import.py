@@ -66,6 +66,17 @@ def only_memory_v1(taskset: Path, target: Path) -> Path:
     return target
 
 
+def memory_requests_v1(taskset: Path) -> None:
+    """A frozen v1 of three requests for the memory server's tools (ids m-0, m-1, m-2), slice 'memory'."""
+    requests = [LabelledRequest(id=f"m-{n}", messages=(Message(role="user", content=text),), expected=label,
+                                slice="memory")
+                for n, (text, label) in enumerate([("What do you remember about me?", "read_graph"),
+                                                   ("Forget everything about Bob.", "delete_entities"),
+                                                   ("Note that Alice likes tea.", "add_observations")])]
+    write_jsonl(taskset / "v1.jsonl", requests)
+    freeze_version(taskset, "v1", ["memory"])
+
+
 @pytest.fixture(scope="module")
 def memory_versions(tmp_path_factory) -> tuple[Path, object, object, bytes]:
     """A task set with memory-v1 (the installed server) and memory-v2 (the edited copy): the folder, both
@@ -161,13 +172,7 @@ def test_an_edited_description_is_a_new_version_naming_the_tool(memory_versions)
 def test_versions_serve_as_selection_catalogues_and_pass_the_label_checks(memory_versions, tmp_path):
     """An experiment's arms can name memory-v1 and memory-v2; the label checks read both files."""
     taskset = Path(shutil.copytree(memory_versions[0], tmp_path / "office"))
-    requests = [LabelledRequest(id=f"m-{n}", messages=(Message(role="user", content=text),), expected=label,
-                                slice="memory")
-                for n, (text, label) in enumerate([("What do you remember about me?", "read_graph"),
-                                                   ("Forget everything about Bob.", "delete_entities"),
-                                                   ("Note that Alice likes tea.", "add_observations")])]
-    write_jsonl(taskset / "v1.jsonl", requests)
-    freeze_version(taskset, "v1", ["memory"])
+    memory_requests_v1(taskset)
     (taskset / "prompts").mkdir()
     (taskset / "prompts" / "default.md").write_text("Call the one tool that fits.\n")
     (taskset / "experiments").mkdir()
