@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from schemas.criteria import Verdict
 from tasks.selection.arm_operations import arm_operations_table
 from tasks.selection.judge_arguments import judge_arguments_table
+from tasks.selection.argument_tables import argument_headline, argument_tables, tool_arguments_tables
 from tasks.selection.served_evidence import served_evidence_notice, served_evidence_table
 from tasks.selection.confidence_headline import confidence_headline
 from tasks.selection.example_distance import far_from_examples_notices, far_from_examples_table
@@ -69,6 +70,7 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
         *filter(None, [served_evidence_notice(figures.arm_operations)]),
         *far_from_examples_notices(figures.far_from_examples, lambda arm: arm_label(figures, arm)),
         *confidence_headline(figures.calibration, figures.arms, lambda arm: arm_label(figures, arm)),
+        *argument_headline(figures.argument_breakdown),
     ]
     report = Report(run_id=figures.run_id, headline=headline, verdict=verdict, figures=figures)
     report.tables.append(slice_table(figures))
@@ -79,6 +81,9 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     report.tables += per_tool_tables(figures)
     report.tables += tool_changes_tables(figures)
     report.tables.append(pairs_table(figures))
+    label = lambda arm: arm_label(figures, arm)  # noqa: E731
+    report.tables += tool_arguments_tables(figures.argument_breakdown, label)  # beside the pairs: a schema fix, not a description fix
+    report.tables += argument_tables(figures.argument_breakdown, label)
     if figures.weighted:
         report.tables.append(weighted_table(figures))
     if figures.weighted_changes:

@@ -34,13 +34,22 @@ WIDTHS = (60, 80, 200)
 FIGURE = re.compile(r"[-+<]?\d[\d,.]*(?:%|×\d+)?")
 
 
+def with_arguments(rows: list[dict]) -> list[dict]:
+    """The right calls' arguments scored: every fifth wrong in a long-named parameter (the argument tables)."""
+    for k, row in enumerate(r for r in rows if r["correct"]):
+        outcome = "wrong_value" if k % 5 == 0 else "right"
+        row.update(arguments_correct=outcome == "right", argument_outcomes=[
+            {"parameter": "base_length_in_centimetres_of_the_triangle", "outcome": outcome}])
+    return rows
+
+
 @pytest.fixture(scope="module")
 def report():
     run = KnownRun(arms=ARMS, comparisons=list(zip(ARMS, ARMS[1:])), weights=WEIGHTS, seeds=3)
     patterns = {ARMS[0]: [3] * 14, ARMS[1]: [3] * 7 + [1] * 4 + [0] * 3, ARMS[2]: [2] * 14, ARMS[3]: [0] * 9 + [3] * 5}
     for rung, arm in enumerate(ARMS, start=1):
         run.add(tool_rows(LONG[0], 14, patterns[arm], seeds=3, arm=arm, rung=rung))
-        run.add(tool_rows(LONG[1], 51, [3] * 48 + [0] * 3, seeds=3, arm=arm, rung=rung))
+        run.add(with_arguments(tool_rows(LONG[1], 51, [3] * 48 + [0] * 3, seeds=3, arm=arm, rung=rung)))
         run.add(tool_rows(LONG[2], 9, [3] * 5 + [0] * 4, seeds=3, arm=arm, rung=rung))
         run.add([selection_row(f"none-{i}", "none", i % 3 == 0, arm=arm, rung=rung, seed=s, slice_="irrelevance")
                  for i in range(12) for s in (1, 2, 3)])

@@ -1,0 +1,140 @@
+"""The report's breakdown of a run's scored arguments: argument accuracy per arm x slice (the view
+argument_accuracy), how each parameter of each expected tool went wrong (the view argument_outcome_counts)
+and, per tool, the calls of the right tool whose arguments were wrong beside the rows that chose another tool
+(the confused pairs). Every share carries its 95% interval with the request as the unit (clustered Wilson, as
+tool accuracy's).
+
+Only rows whose arguments were scored count (``arguments_correct`` not null: the expected tool was called with
+arguments and the request has expected arguments); an arm x slice with none is not judged, never 0%.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from schemas.selection.rows import ARGUMENT_OUTCOMES_RIGHT
+from tasks.stats.estimate import Interval
+from tasks.stats.wilson import clustered_wilson_interval
+from warehouse.query import records
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+@dataclass(frozen=True)
+class SliceArguments:
+    """Argument accuracy of an arm x slice over its scored rows (a row of the view argument_accuracy)."""
+
+    arm: str
+    rung: int
+    slice: str
+    n: int
+    scored: int
+    not_scored: int
+    n_requests: int
+    right: int
+    accuracy: Interval | None
+    """None: no row scored (not judged)."""
+
+
+@dataclass(frozen=True)
+class ParameterOutcome:
+    """How often one parameter of one expected tool had one outcome in an arm x slice's scored calls of it."""
+
+    arm: str
+    rung: int
+    slice: str
+    tool: str
+    parameter: str
+    outcome: str
+    rows: int
+    n_requests: int
+    scored_rows: int
+    """Scored calls of the tool in the arm x slice: the share's denominator."""
+    share: Interval
+
+
+@dataclass(frozen=True)
+class ToolArguments:
+    """Of the rows expecting a tool in an arm x slice: another tool or none chosen (a confused pair), and the
+    calls of the tool whose arguments were scored and wrong."""
+
+    arm: str
+    rung: int
+    slice: str
+    tool: str
+    rows: int
+    wrong_tool: int
+    """Rows with a confused pair (another tool or 'none' chosen)."""
+    scored: int
+    arguments_wrong: int
+    wrong_share: Interval | None
+    """arguments_wrong / scored, clustered on requests; None when nothing was scored."""
+
+
+@dataclass
+class ArgumentBreakdown:
+    slices: list[SliceArguments] = field(default_factory=list)
+    parameters: list[ParameterOutcome] = field(default_factory=list)
+    tools: list[ToolArguments] = field(default_factory=list)
+
+    @property
+    def scored_any(self) -> bool:
+        return any(level.scored for level in self.slices)
+
+
+def is_wrong(outcome: str) -> bool:
+    """A parameter outcome that makes a call's arguments wrong (``extra_allowed`` is free)."""
+    return outcome not in ARGUMENT_OUTCOMES_RIGHT
+
+
+def _share(per_request: dict[str, tuple[int, int]]) -> Interval:
+    """Clustered Wilson interval of sum(k) / sum(m) from per-request (k, m)."""
+    counts = list(per_request.values())
+    return clustered_wilson_interval([k for k, _ in counts], [m for _, m in counts])
+
+
+def load_argument_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> ArgumentBreakdown:
+    slices = [SliceArguments(arm=r["arm"], rung=r["rung"], slice=r["slice"], n=r["n"], scored=r["scored"],
+                             not_scored=r["not_scored"], n_requests=r["n_requests"], right=r["arguments_right"],
+                             accuracy=None if not r["scored"] else Interval(
+                                 r["accuracy"], r["ci_low"], r["ci_high"], "clustered wilson", r["n_effective"]))
+              for r in records(con, "SELECT * FROM argument_accuracy WHERE run_id = ? ORDER BY rung, slice",
+                               [run_id])]
+    if not any(level.scored for level in slices):
+        return ArgumentBreakdown(slices=slices)
+    rung = {level.arm: level.rung for level in slices}
+    # per (arm, slice, tool): per request, [scored calls with wrong arguments, scored calls]
+    calls: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    # per (arm, slice, tool, parameter, outcome): per request, the scored calls with that outcome
+    hits: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in records(con, "SELECT arm, slice, expected AS tool, request_id, arguments_correct, argument_outcomes "
+                          "FROM selection_rows WHERE run_id = ? AND arguments_correct IS NOT NULL", [run_id]):
+        key = (r["arm"], r["slice"], r["tool"])
+        calls[key][r["request_id"]][0] += not r["arguments_correct"]
+        calls[key][r["request_id"]][1] += 1
+        for o in r["argument_outcomes"] or []:
+            hits[key + (o["parameter"], o["outcome"])][r["request_id"]] += 1
+    parameters = []
+    for c in records(con, "SELECT * FROM argument_outcome_counts WHERE run_id = ?", [run_id]):
+        key = (c["arm"], c["slice"], c["tool"])
+        found = hits[key + (c["parameter"], c["outcome"])]
+        per_request = {request: (found.get(request, 0), m) for request, (_, m) in calls[key].items()}
+        parameters.append(ParameterOutcome(
+            arm=c["arm"], rung=rung[c["arm"]], slice=c["slice"], tool=c["tool"], parameter=c["parameter"],
+            outcome=c["outcome"], rows=c["rows"], n_requests=c["n_requests"],
+            scored_rows=sum(m for _, m in per_request.values()), share=_share(per_request)))
+    parameters.sort(key=lambda p: (p.rung, p.slice, -p.rows, p.tool, p.parameter, p.outcome))
+    tools = []
+    for t in records(con, "SELECT arm, slice, expected AS tool, count(*) AS n, count(pair) AS wrong_tool "
+                          "FROM selection_rows WHERE run_id = ? AND expected <> 'none' GROUP BY ALL", [run_id]):
+        per_request = {r: (k, m) for r, (k, m) in calls.get((t["arm"], t["slice"], t["tool"]), {}).items()}
+        tools.append(ToolArguments(
+            arm=t["arm"], rung=rung[t["arm"]], slice=t["slice"], tool=t["tool"], rows=t["n"],
+            wrong_tool=t["wrong_tool"], scored=sum(m for _, m in per_request.values()),
+            arguments_wrong=sum(k for k, _ in per_request.values()),
+            wrong_share=_share(per_request) if per_request else None))
+    tools.sort(key=lambda t: (t.rung, t.slice, -t.arguments_wrong, -t.wrong_tool, t.tool))
+    return ArgumentBreakdown(slices=slices, parameters=parameters, tools=tools)

@@ -1,0 +1,150 @@
+"""The report's argument tables, laid out to fit 80 columns: argument accuracy per slice and rung, the
+per-parameter errors (which parameter of which tool goes wrong, and how), and, beside the confused pairs, the
+calls of the right tool with wrong arguments per tool: a pair is fixed in the descriptions, wrong arguments
+in the tool's schema (its parameters' names, types, enums and their descriptions).
+
+A run where no row's arguments were scored gets one headline line and no table; an arm x slice with nothing
+scored reads NOT JUDGED, never 0%.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from tasks.report.format import interval_text, pct_with_fraction
+from tasks.report_types import ReportTable
+from tasks.selection.argument_breakdown import ArgumentBreakdown, ParameterOutcome, ToolArguments, is_wrong
+
+NOT_SCORED_LINE = ("arguments not scored: no expected arguments met a call of the expected tool (the set has "
+                   "none, or no arm sends arguments)")
+NOT_JUDGED = "NOT JUDGED"
+TOP_PARAMETERS = 10
+"""Parameter errors listed per rung and slice (the most frequent first)."""
+TOP_TOOLS = 8
+"""Tools listed per rung and slice in the tool-right, arguments-wrong table."""
+
+OUTCOME_TEXT = {"wrong_value": "wrong value", "missing_required": "missing required",
+                "missing_expected_optional": "missing optional", "hallucinated": "hallucinated",
+                "wrong_type": "wrong type", "extra_allowed": "extra allowed", "right": "right"}
+
+
+def argument_headline(arguments: ArgumentBreakdown) -> list[str]:
+    """The one line a run without any scored arguments gets, else nothing."""
+    return [] if arguments.scored_any else [NOT_SCORED_LINE]
+
+
+def _share_cell(k: int, n: int, interval) -> str:
+    return f"{pct_with_fraction(k, n)}\n{interval_text(interval)}"
+
+
+def argument_accuracy_table(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> ReportTable:
+    rows, sections, last = [], [], None
+    for level in sorted(arguments.slices, key=lambda x: (x.slice, x.rung)):
+        if level.slice != last and rows:
+            sections.append(len(rows))
+        last = level.slice
+        judged = level.accuracy is not None
+        rows.append([level.slice, label(level.arm), str(level.scored), str(level.n_requests),
+                     pct_with_fraction(level.right, level.scored) if judged else NOT_JUDGED,
+                     interval_text(level.accuracy) if judged else "", str(level.not_scored)])
+    return ReportTable(
+        title="Argument accuracy by slice and rung (calls of the expected tool)",
+        columns=["slice", "rung", "scored", "req", "args right", "95% CI", "not scored"],
+        rows=rows, sections=sections, key="arguments", summary=True, wrap=["slice", "rung"],
+        note="scored = rows that called the expected tool with arguments, on a request with expected arguments "
+             "(also a call breaking the tool's schema: 'invalid' for tool accuracy); args right = every "
+             "parameter right (an extra parameter the schema allows is free); 95% CI: Wilson with the request "
+             "as the unit; not scored = the other rows (another tool, no arguments, none expected), never "
+             "counted right. NOT JUDGED: nothing scored.")
+
+
+def _errors(arguments: ArgumentBreakdown, slice_: str) -> list[ParameterOutcome]:
+    return [p for p in arguments.parameters if p.slice == slice_ and is_wrong(p.outcome)]
+
+
+def parameter_error_tables(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> list[ReportTable]:
+    """Per slice: each rung's most frequent parameter errors, with their share of the tool's scored calls."""
+    tables = []
+    judged = {(x.arm, x.slice): x for x in arguments.slices if x.accuracy is not None}
+    for slice_ in sorted({s for _, s in judged}):
+        errors = _errors(arguments, slice_)
+        rows, sections, notes = [], [], []
+        for arm in sorted({a for a, s in judged if s == slice_}, key=lambda a: judged[(a, slice_)].rung):
+            level, mine = judged[(arm, slice_)], [p for p in errors if p.arm == arm]
+            if rows:
+                sections.append(len(rows))
+            if not mine:
+                rows.append([str(level.rung), f"no parameter went wrong in {level.scored} scored calls",
+                             "", "", "", "", ""])
+                continue
+            for k, p in enumerate(mine[:TOP_PARAMETERS]):
+                rows.append([str(level.rung) if k == 0 else "", p.tool, p.parameter, OUTCOME_TEXT[p.outcome],
+                             str(p.rows), _share_cell(p.rows, p.scored_rows, p.share), str(p.n_requests)])
+            if len(mine) > TOP_PARAMETERS:
+                notes.append(f"rung {level.rung}: {len(mine) - TOP_PARAMETERS} more not listed")
+        tables.append(ReportTable(
+            title=f"Per-parameter errors, slice {slice_}: which parameter of which tool goes wrong, and how",
+            columns=["rung", "tool", "parameter", "error", "rows", "of tool's calls", "req"],
+            rows=rows, sections=sections, key=f"parameter-errors-{slice_}", summary=True,
+            wrap=["tool", "parameter", "error"],
+            note=_rungs(judged, slice_, label) + " rows = scored calls of the tool with that error in the "
+                 "parameter; of tool's calls = their share of the tool's scored calls (95% CI: Wilson, the "
+                 "request as the unit); req = requests among them. wrong value: fails its matcher; missing "
+                 "required / missing optional: not sent (the optional one was expected); hallucinated: the "
+                 "schema has no such parameter; wrong type: not the schema's type. Most frequent first, "
+                 f"{TOP_PARAMETERS} per rung" + (f" ({'; '.join(notes)})." if notes else ".")))
+    return tables
+
+
+def _rungs(judged: dict, slice_: str, label: Callable[[str], str]) -> str:
+    arms = sorted({a for a, s in judged if s == slice_}, key=lambda a: judged[(a, slice_)].rung)
+    return "rungs: " + " · ".join(label(a) for a in arms) + "."
+
+
+def _top_parameter(arguments: ArgumentBreakdown, t: ToolArguments) -> str:
+    errors = [p for p in arguments.parameters if (p.arm, p.slice, p.tool) == (t.arm, t.slice, t.tool)
+              and is_wrong(p.outcome)]
+    if not errors:
+        return ""
+    top = errors[0]
+    return f"{top.parameter}: {OUTCOME_TEXT[top.outcome]} {top.rows}"
+
+
+def tool_arguments_tables(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> list[ReportTable]:
+    """Per slice, beside the confused pairs: per tool, the rows that chose another tool and the calls of the
+    tool whose arguments were wrong."""
+    tables = []
+    judged = {(x.arm, x.slice): x for x in arguments.slices if x.accuracy is not None}
+    for slice_ in sorted({s for _, s in judged}):
+        rows, sections, last = [], [], None
+        for arm in sorted({a for a, s in judged if s == slice_}, key=lambda a: judged[(a, slice_)].rung):
+            shown = [t for t in arguments.tools if (t.arm, t.slice) == (arm, slice_)
+                     and (t.wrong_tool or t.arguments_wrong)][:TOP_TOOLS]
+            for k, t in enumerate(shown):
+                if k == 0 and last is not None:
+                    sections.append(len(rows))
+                last = arm
+                rows.append([str(t.rung) if k == 0 else "", t.tool, str(t.rows),
+                             pct_with_fraction(t.wrong_tool, t.rows),
+                             _share_cell(t.arguments_wrong, t.scored, t.wrong_share) if t.scored else NOT_JUDGED,
+                             _top_parameter(arguments, t)])
+        if not rows:
+            continue
+        tables.append(ReportTable(
+            title=f"Tool right, arguments wrong, slice {slice_}: beside the confused pairs",
+            columns=["rung", "tool", "rows", "wrong tool", "right tool, args wrong", "most frequent error"],
+            rows=rows, sections=sections, key=f"tool-arguments-{slice_}", summary=True,
+            wrap=["tool", "most frequent error"],
+            note=_rungs(judged, slice_, label) + " rows = rows expecting the tool; wrong tool = another tool or "
+                 "none chosen (the confused pairs: a description fix); right tool, args wrong = of the tool's "
+                 "scored calls, those with a parameter wrong (95% CI: Wilson, the request as the unit; a schema "
+                 f"fix). Tools with neither are not listed; at most {TOP_TOOLS} per rung, most wrong arguments "
+                 "first. NOT JUDGED: no call of the tool was scored."))
+    return tables
+
+
+def argument_tables(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> list[ReportTable]:
+    """Argument accuracy and the per-parameter errors (none when nothing was scored)."""
+    if not arguments.scored_any:
+        return []
+    return [argument_accuracy_table(arguments, label), *parameter_error_tables(arguments, label)]

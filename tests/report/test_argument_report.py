@@ -1,0 +1,123 @@
+"""The report's argument section on a known run: argument accuracy per slice and rung (NOT JUDGED where nothing
+was scored), the per-parameter errors with their shares of the tool's scored calls, and, beside the confused
+pairs, the calls of the right tool with wrong arguments per tool; a run with no scored arguments gets one line
+and no argument table. The tables fit 80 columns without being split into panels."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.report.render import render_html, render_markdown, render_text
+from tasks.selection.tables import build_report
+from tasks.stats.wilson import clustered_wilson_interval
+from tests.factories.rows import RUN, KnownRun, records, selection_row
+
+RIGHT = [("order_id", "right"), ("reason", "right")]
+
+
+def scored(request_id: str, seed: int, outcomes, arm: str, rung: int, tool: str = "refund") -> dict:
+    return selection_row(request_id, tool, True, arm=arm, rung=rung, seed=seed,
+                         arguments_correct=all(o in ("right", "extra_allowed") for _, o in outcomes),
+                         argument_outcomes=[{"parameter": p, "outcome": o} for p, o in outcomes])
+
+
+def arm_rows(arm: str, rung: int) -> list[dict]:
+    """refund: q0 right twice; q1 reason wrong once; q2 order_id missing and a hallucinated code once, the
+    other seed another tool; q3 reason wrong twice. track_shipment: t0 right twice, t1 another tool twice;
+    an extra parameter the schema allows (t0, seed 2) is free."""
+    return [scored("q0", 1, RIGHT, arm, rung), scored("q0", 2, RIGHT, arm, rung),
+            scored("q1", 1, [("order_id", "right"), ("reason", "wrong_value")], arm, rung),
+            scored("q1", 2, RIGHT, arm, rung),
+            scored("q2", 1, [("order_id", "missing_required"), ("reason", "right"), ("code", "hallucinated")],
+                   arm, rung),
+            selection_row("q2", "refund", False, arm=arm, rung=rung, seed=2),
+            scored("q3", 1, [("order_id", "right"), ("reason", "wrong_value")], arm, rung),
+            scored("q3", 2, [("order_id", "right"), ("reason", "wrong_value")], arm, rung),
+            scored("t0", 1, [("tracking_number", "right")], arm, rung, "track_shipment"),
+            scored("t0", 2, [("tracking_number", "right"), ("carrier", "extra_allowed")], arm, rung,
+                   "track_shipment"),
+            selection_row("t1", "track_shipment", False, arm=arm, rung=rung, seed=1),
+            selection_row("t1", "track_shipment", False, arm=arm, rung=rung, seed=2)]
+
+
+@pytest.fixture(scope="module")
+def known():
+    run = KnownRun(arms=("hosted", "offline"), seeds=2)
+    run.add(arm_rows("hosted", 1))
+    # an arm that sends no arguments: right tools, nothing scored
+    run.add([selection_row(r, "refund", True, arm="offline", rung=2, seed=s) for r in ("q0", "q1") for s in (1, 2)])
+    return run.finish()
+
+
+def test_the_figures_count_what_the_rows_hold(known):
+    from tasks.selection.figures import load_figures
+
+    breakdown = load_figures(known, RUN).argument_breakdown
+    hosted, offline = sorted(breakdown.slices, key=lambda x: x.rung)
+    assert (hosted.scored, hosted.right, hosted.not_scored, hosted.n_requests) == (9, 5, 3, 5)
+    assert (offline.scored, offline.not_scored, offline.accuracy) == (4 - 4, 4, None)
+    tools = {t.tool: t for t in breakdown.tools if t.arm == "hosted"}
+    refund = tools["refund"]
+    assert (refund.rows, refund.wrong_tool, refund.scored, refund.arguments_wrong) == (8, 1, 7, 4)
+    # per request (wrong-argument calls, scored calls): q0 (0, 2), q1 (1, 2), q2 (1, 1), q3 (2, 2)
+    assert refund.wrong_share == clustered_wilson_interval([0, 1, 1, 2], [2, 2, 1, 2])
+    track = tools["track_shipment"]
+    assert (track.rows, track.wrong_tool, track.scored, track.arguments_wrong) == (4, 2, 2, 0)
+    reason = next(p for p in breakdown.parameters if (p.tool, p.parameter, p.outcome) == ("refund", "reason",
+                                                                                          "wrong_value"))
+    assert (reason.rows, reason.n_requests, reason.scored_rows) == (3, 2, 7)
+    assert reason.share == clustered_wilson_interval([0, 1, 0, 2], [2, 2, 1, 2])
+    view = {(r["tool"], r["parameter"], r["outcome"]): r["share"]
+            for r in records(known, "select * from argument_outcome_counts where arm = 'hosted'")}
+    for p in breakdown.parameters:  # the share the view gives, with its interval around it
+        assert p.share.estimate == pytest.approx(view[(p.tool, p.parameter, p.outcome)])
+        assert p.share.low <= p.share.estimate <= p.share.high
+
+
+def test_the_report_shows_the_argument_tables_within_80_columns(known):
+    report = build_report(known, RUN)
+    keys = [t.key for t in report.tables]
+    assert keys.index("pairs") + 1 == keys.index("tool-arguments-existing")  # beside the confused pairs
+    assert {"arguments", "parameter-errors-existing"} <= set(keys)
+    text = render_text(report, width=80)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # one panel each: every column header on the header line
+    assert any(all(c in line for c in ("slice", "rung", "scored", "req", "args right", "95% CI", "not scored"))
+               for line in lines)
+    assert any(all(c in line for c in ("rung", "tool", "parameter", "error", "rows", "of tool's calls", "req"))
+               for line in lines)
+    table = {t.key: t for t in report.tables}
+    accuracy = {row[1]: row for row in table["arguments"].rows}
+    assert accuracy["1. hosted"][2:5] == ["9", "5", "55.6% (5/9)"]
+    assert accuracy["2. offline"][4:6] == ["NOT JUDGED", ""]  # nothing scored: never 0%
+    errors = [row[1:6] for row in table["parameter-errors-existing"].rows]
+    assert errors[0] == ["refund", "reason", "wrong value", "3", "42.9% (3/7)\n" + span_of(3, 7, [0, 1, 0, 2])]
+    assert {(r[0], r[1], r[2]) for r in errors} == {("refund", "reason", "wrong value"),
+                                                   ("refund", "order_id", "missing required"),
+                                                   ("refund", "code", "hallucinated")}  # extra_allowed is free
+    tools = {row[1]: row for row in table["tool-arguments-existing"].rows}
+    assert tools["refund"][2:6] == ["8", "12.5% (1/8)", "57.1% (4/7)\n" + span_of(4, 7, [0, 1, 1, 2]),
+                                    "reason: wrong value 3"]
+    assert tools["track_shipment"][3:5] == ["50.0% (2/4)", "0.0% (0/2)\n" + span_of(0, 2, [0], [2])]
+    assert "arguments not scored" not in text
+    markdown, page = render_markdown(report), render_html(report)
+    for title in ("Argument accuracy by slice and rung", "Per-parameter errors, slice existing",
+                  "Tool right, arguments wrong, slice existing"):
+        assert title in markdown and title in page
+
+
+def span_of(k: int, n: int, per_request: list[int], trials: list[int] | None = None) -> str:
+    trials = trials or [2, 2, 1, 2]
+    interval = clustered_wilson_interval(per_request, trials)
+    assert sum(per_request) == k and sum(trials) == n
+    return f"{100 * interval.low:.1f}–{100 * interval.high:.1f}"
+
+
+def test_a_run_without_scored_arguments_says_so_once_and_prints_no_argument_table():
+    run = KnownRun(arms=("offline",), seeds=2)
+    run.add([selection_row(r, "refund", True, arm="offline", seed=s) for r in ("q0", "q1") for s in (1, 2)])
+    report = build_report(run.finish(), RUN)
+    assert not [t for t in report.tables if t.key == "arguments" or "argument" in t.title.lower()]
+    for text in (render_text(report, width=80), render_markdown(report), render_html(report)):
+        assert text.count("arguments not scored") == 1
