@@ -65,18 +65,24 @@ def unit(server: ProviderServer):
     return planned
 
 
-def test_each_argument_check_reaches_the_chat_models_span_beside_the_judge(tmp_path, monkeypatch):
+def traced_run(otlp: str, tmp_path, project: str = "tooleval") -> int:
+    """The judged unit selected, landed and traced to ``otlp``; its number of rows."""
     from tasks.tracing.trace_sender import finish_tracing
     from tasks.tracing.trace_target import parse_trace_target
 
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    with ProviderServer(script, api_key=FAKE_KEY) as server, RecordingCollector() as collector:
-        target = parse_trace_target(collector.otlp)
+    with ProviderServer(script, api_key=FAKE_KEY) as server:
+        target = parse_trace_target(otlp, project)
         result = select_and_land(unit(server), RunContext("run-args", "exp", tmp_path / "rows", None,
                                                           tmp_path / "ledger.sqlite", trace=target))
         assert finish_tracing(target) == []
+    return result.n_rows
+
+
+def test_each_argument_check_reaches_the_chat_models_span_beside_the_judge(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with RecordingCollector() as collector:
+        assert traced_run(collector.otlp, tmp_path) == 6
         _wait_for(collector, 2 * 6, 6 + 6 + 5)  # root + chat span per row; label check, judge, argument check
-    assert result.n_rows == 6
     notes = {(a["span_id"], a["name"]): a for a in collector.annotations}
     assert len(notes) == len(collector.annotations) == 6 + 6 + 5
     for i, (_, label, explanation) in enumerate(CALLS.values()):
@@ -109,3 +115,25 @@ def test_an_argument_check_not_scored_says_why(changes, reason):
     assert check["result"] == {"label": "not_scored", "explanation": reason}
     assert [a["name"] for a in selection_annotations(row, ("root", LLM), False)] == ["label_check"]
     assert [a["name"] for a in selection_annotations(row, ("decision",), True)] == ["label_check"]  # offline
+
+
+@pytest.mark.slow  # a real Phoenix server
+def test_phoenix_finds_the_choices_that_held_with_calls_that_did_not(tmp_path, monkeypatch):
+    """The filter docs/routing/phoenix.md gives: judge right and argument check wrong, on one span."""
+    from phoenix.client.types.spans import SpanQuery
+
+    from tests.tracing.phoenix_server import PhoenixServer
+    from tests.tracing.test_phoenix_traces import _read_back
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with PhoenixServer(tmp_path / "phoenix") as phoenix:
+        assert traced_run(phoenix.otlp, tmp_path, "tooleval-arguments") == 6
+        client, spans, annotations = _read_back(phoenix, 2 * 6, 6 + 6 + 5, "tooleval-arguments")
+        assert len(spans) == 12 and len(annotations) == 17
+        found = client.spans.get_spans_dataframe(
+            query=SpanQuery().where("annotations['judge'].label == 'right' and "
+                                    "annotations['argument_check'].label == 'wrong'"),
+            project_identifier="tooleval-arguments", limit=100_000)
+    wrong = {TraceIds.of("run-args", "judged", 1, f"r{i}").span_hex(LLM)
+             for i, (_, label, _) in enumerate(CALLS.values()) if label == "wrong"}
+    assert len(wrong) == 3 and set(found.index) == wrong
