@@ -1,0 +1,219 @@
+"""The batch transport against the loopback Files/Batches server, through both official SDKs: every line
+status lands as an outcome, batches split by the per-batch limits, cancellation, refusals, no secret in
+the journal or the errors, and a process killed with SIGKILL while waiting (or during the create call)
+whose rerun submits no request twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tasks.selectors.providers.batch.items import BatchLimits, custom_id_for
+from tasks.selectors.providers.batch.journal import BatchJournal
+from tasks.selectors.providers.batch.run_batches import PollPolicy, run_batches
+from tasks.selectors.providers.anthropic_messages import AnthropicMessages
+from tasks.selectors.providers.openai_chat import OpenAIChat
+from tests.batch_child import items
+from tests.batch_server import BatchServer
+from tests.provider_server import Seen, status_reply, text_reply, tool_call
+from tests.selectors.providers.conftest import FAKE_KEY
+
+PROVIDERS = ("openai", "anthropic")
+FAST = PollPolicy(first_s=0.01, max_s=0.05)
+REPO = Path(__file__).resolve().parents[3]
+
+
+def url(server: BatchServer, provider: str) -> str:
+    return server.openai_url if provider == "openai" else server.anthropic_url
+
+
+def mixed(seen: Seen) -> Any:
+    """Request 1 fails with a 500, request 2 answers in text, request 3 answers 200 with an error body; the
+    rest call the first tool."""
+    number = seen.user_text.rsplit(" ", 1)[-1]
+    if number == "1":
+        return status_reply(500, error_message="overloaded")
+    if number == "2":
+        return text_reply("Which city?")
+    if number == "3":
+        return tool_call(seen.tools[0], reshape=lambda body: {"error": {"type": "server_error", "message": "boom"}})
+    return tool_call(seen.tools[0])
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[BatchJournal]:
+    with BatchJournal(tmp_path / "batch_journal.sqlite") as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_outcomes_match_the_synchronous_replies(provider: str, journal: BatchJournal) -> None:
+    batch_items = items(provider, 6)
+    with BatchServer(mixed, api_key=FAKE_KEY, polls_to_end=3) as server:
+        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
+                               api_key=FAKE_KEY, poll=FAST)
+        chat = (OpenAIChat if provider == "openai" else AnthropicMessages)(FAKE_KEY, url(server, provider), {})
+        sync = {item.custom_id: chat.complete(item.request, timeout_s=5) for i, item in enumerate(batch_items)
+                if i not in (1, 3)}
+    assert list(outcomes) == [item.custom_id for item in batch_items]
+    statuses = [outcomes[item.custom_id].status for item in batch_items]
+    assert statuses == ["succeeded", "errored", "succeeded", "errored", "succeeded", "succeeded"]
+    for cid, reply in sync.items():  # the same reply, tokens and served model as the synchronous call
+        assert outcomes[cid].reply == reply
+    assert outcomes[batch_items[2].custom_id].reply.tool_name is None
+    assert "overloaded" in outcomes[batch_items[1].custom_id].error
+    assert "error body" in outcomes[batch_items[3].custom_id].error
+    assert len(server.batches) == 1 and set(server.submissions.values()) == {1}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_expiry_keeps_the_partial_results(provider: str, journal: BatchJournal) -> None:
+    batch_items = items(provider, 8)
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=4, expire_at_poll=3) as server:
+        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
+                               api_key=FAKE_KEY, poll=FAST)
+    statuses = [outcomes[item.custom_id].status for item in batch_items]
+    assert statuses == ["succeeded"] * 4 + ["expired"] * 4
+    assert all(outcomes[item.custom_id].reply.tool_name == "get_weather" for item in batch_items[:4])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cancelling_cancels_at_the_provider(provider: str, journal: BatchJournal) -> None:
+    batch_items = items(provider, 6)
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=3) as server:
+        def should_cancel() -> bool:  # once the first poll ran a share of the lines
+            return any(batch.polls for batch in server.batches.values())
+
+        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
+                               api_key=FAKE_KEY, poll=FAST, should_cancel=should_cancel)
+        [batch] = server.batches.values()
+    assert batch.cancel_requested
+    statuses = [outcomes[item.custom_id].status for item in batch_items]
+    assert statuses == ["succeeded"] * 2 + ["canceled"] * 4
+    chunk = journal.chunk(next(iter(journal.chunk_keys(f"{provider} {url(server, provider)}",
+                                                        [batch_items[0].custom_id]))))
+    assert chunk is not None and chunk.cancel_requested and chunk.state == "ended"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_batches_split_by_request_count_and_bytes(provider: str, journal: BatchJournal) -> None:
+    batch_items = items(provider, 7)
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=1, max_requests=3) as server:
+        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
+                               api_key=FAKE_KEY, poll=FAST, limits=BatchLimits(max_requests=3, max_bytes=10**6))
+        by_count = sorted(len(b.lines) for b in server.batches.values())
+    assert by_count == [1, 3, 3]
+    assert {o.status for o in outcomes.values()} == {"succeeded"}
+
+    line_bytes = 2 * 1024  # each line is well under 1 KiB: two fit, three do not
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
+        run_batches(provider, items(provider, 5, run_id="run-bytes"), journal=journal,
+                    base_url=url(server, provider), api_key=FAKE_KEY, poll=FAST,
+                    limits=BatchLimits(max_requests=100, max_bytes=line_bytes))
+        sizes = sorted(len(b.lines) for b in server.batches.values())
+    assert sum(sizes) == 5 and max(sizes) < 5 and len(sizes) >= 2
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_batch_over_the_providers_limit_lands_as_errors(provider: str, journal: BatchJournal) -> None:
+    batch_items = items(provider, 4)
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=1, max_requests=2) as server:
+        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
+                               api_key=FAKE_KEY, poll=FAST)
+    assert {o.status for o in outcomes.values()} == {"errored"}
+    assert all("more than 2" in (o.error or "") for o in outcomes.values())
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_refused_key_is_scrubbed_and_not_journaled(provider: str, tmp_path: Path) -> None:
+    path = tmp_path / "batch_journal.sqlite"
+    with BatchServer(api_key=FAKE_KEY) as server, BatchJournal(path) as journal:
+        outcomes = run_batches(provider, items(provider, 2), journal=journal, base_url=url(server, provider),
+                               api_key="sk-wrong-key-0123456789abcdef", poll=FAST)
+        assert not journal.chunk_keys(f"{provider} {url(server, provider)}", list(outcomes))
+    for outcome in outcomes.values():
+        assert outcome.status == "errored" and outcome.batch_id == ""
+        assert "401" in outcome.error and "0123456789abcdef" not in outcome.error
+    assert FAKE_KEY.encode() not in path.read_bytes()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_rerun_answers_from_the_journal(provider: str, journal: BatchJournal) -> None:
+    batch_items = items(provider, 3)
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
+        first = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
+                            api_key=FAKE_KEY, poll=FAST)
+        again = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
+                            api_key=FAKE_KEY, poll=FAST)
+    assert again == first and len(server.batches) == 1
+
+
+def test_custom_ids_are_deterministic_and_anthropic_safe() -> None:
+    first = custom_id_for("run/1", "arm a", 2, "req:7")
+    assert first == custom_id_for("run/1", "arm a", 2, "req:7")
+    assert first != custom_id_for("run/1", "arm a", 2, "req:7", attempt=1)
+    assert len(first) <= 64 and first.replace("-", "").replace("_", "").isalnum()
+
+
+# -- a killed process ---------------------------------------------------------------------------------------
+
+def start_child(provider: str, server: BatchServer, journal: Path, n: int) -> subprocess.Popen[str]:
+    env = {**os.environ, "BATCH_CHILD_KEY": FAKE_KEY, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "tests.batch_child", provider, url(server, provider),
+                             str(journal), str(n)], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def finish_child(provider: str, server: BatchServer, journal: Path, n: int) -> tuple[list[str], dict[str, Any]]:
+    child = start_child(provider, server, journal, n)
+    out, _ = child.communicate(timeout=120)
+    assert child.returncode == 0, out
+    lines = out.splitlines()
+    return [line for line in lines if line.startswith("submitted ")], json.loads(lines[-1])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_kill_9_while_waiting_then_rerun_submits_nothing_twice(provider: str, tmp_path: Path) -> None:
+    journal = tmp_path / "batch_journal.sqlite"
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=2) as server:
+        server.hold_batches.set()  # the batch waits until the child is dead
+        child = start_child(provider, server, journal, 5)
+        assert child.stdout is not None
+        assert child.stdout.readline().startswith("submitted ")
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        server.hold_batches.clear()
+        submitted, outcomes = finish_child(provider, server, journal, 5)
+    assert submitted == []  # the rerun found the batch in the journal
+    assert len(server.batches) == 1 and set(server.submissions.values()) == {1}
+    assert len(server.submissions) == len(outcomes) == 5
+    assert {status for status, _, _ in outcomes.values()} == {"succeeded"}
+    assert FAKE_KEY.encode() not in journal.read_bytes()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_kill_9_during_the_create_call_then_rerun_adopts_the_batch(provider: str, tmp_path: Path) -> None:
+    journal = tmp_path / "batch_journal.sqlite"
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=2) as server:
+        server.hold_creates.set()  # the batch exists at the provider; the child never hears its id
+        child = start_child(provider, server, journal, 4)
+        assert server.create_arrived.wait(60)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        server.hold_creates.clear()
+        server.release_creates.set()
+        with BatchJournal(journal) as opened:  # the intent is journaled, the batch id is not
+            [key] = opened.chunk_keys(f"{provider} {url(server, provider)}",
+                                      [item.custom_id for item in items(provider, 4)])
+            chunk = opened.chunk(key)
+            assert chunk is not None and chunk.batch_id is None and chunk.state == "intent"
+        submitted, outcomes = finish_child(provider, server, journal, 4)
+    assert submitted == []  # found at the provider, not sent again
+    assert len(server.batches) == 1 and set(server.submissions.values()) == {1}
+    assert {status for status, _, _ in outcomes.values()} == {"succeeded"} and len(outcomes) == 4
