@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tasks.selection.argument_figures import ArgumentFigures, load_argument_figures
 from tasks.selection.argument_breakdown import ArgumentBreakdown, load_argument_breakdown
 from tasks.taskset.provisional_labels import provisional_notice
 from warehouse.query import frame, records
@@ -222,6 +223,8 @@ class RunFigures:
     """Comparisons that change only the version: each version's own requests (unpaired) and the shared ones."""
     far_from_examples: list[dict[str, Any]] = field(default_factory=list)
     """Rows of the far_from_examples view: per trained arm, the share of requests far from its examples."""
+    arguments: ArgumentFigures = field(default_factory=ArgumentFigures)
+    """Argument accuracy per tool, its paired changes and the hallucinated parameters' shares."""
     argument_breakdown: ArgumentBreakdown = field(default_factory=ArgumentBreakdown)
     """Argument accuracy per arm x slice, per-parameter outcomes and per-tool wrong arguments (the report's)."""
 
@@ -342,6 +345,7 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         version_calibrations=version_calibrations(outcomes, arms, comparisons),
         far_from_examples=records(con, "SELECT f.* FROM far_from_examples f JOIN arms a USING (run_id, arm) "
                                        "WHERE run_id = ? ORDER BY a.rung, arm", [run_id]),
+        arguments=load_argument_figures(con, run_id),
         argument_breakdown=load_argument_breakdown(con, run_id),
     )
 
