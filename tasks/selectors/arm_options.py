@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 LOAD_OPTIONS = frozenset({"concurrency", "timeout_s", "max_retries", "retry_base_delay_s", "retry_max_delay_s",
-                          "max_retry_after_s"})
+                          "max_retry_after_s", "batch_poll_s"})
 KEY_OPTIONS = frozenset({"api_key_env", "api_key_file"})
 BOOKKEEPING_OPTIONS = frozenset({"prices", "price_file"})
 SEND_OPTIONS = frozenset({"batch"})

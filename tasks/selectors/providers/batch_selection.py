@@ -24,7 +24,7 @@ import logging
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -43,18 +43,51 @@ JOURNAL_FILE = "batch_journal.sqlite"
 """The batch journal's file, beside the selection cache and the run ledger."""
 STOPPED = "batch canceled: the run was stopped"
 """The detail of a row whose batch request was canceled because the run stopped (an error: never cached)."""
-RETRIED_STATUSES = frozenset({"errored", "expired", "canceled"})
+CANCELED_POLL_S = 5.0
+"""The longest wait between polls of a batch once its cancel was sent."""
 
 _stop = threading.Event()
+_waiters: set["_Waiter"] = set()
+_waiters_lock = threading.Lock()
 
 
-def cancel_waiting_batches() -> None:
-    """Ask every unit of this process that waits on a batch to cancel it at the provider (a stopping run)."""
+def cancel_waiting_batches(timeout_s: float = 3.0) -> int:
+    """Have every unit of this process that waits on a batch cancel it at the provider (a stopping run), and
+    wait up to ``timeout_s`` for their cancel calls to return; how many waited."""
     _stop.set()
+    with _waiters_lock:
+        waiting = list(_waiters)
+    deadline = time.monotonic() + timeout_s
+    for waiter in waiting:
+        waiter.cancel_sent.wait(max(deadline - time.monotonic(), 0.0))
+    return len(waiting)
 
 
 def stop_requested() -> bool:
     return _stop.is_set()
+
+
+class _Waiter:
+    """One unit's wait on its batches: asked to cancel by the run's stop or the model's halt, and woken at
+    once from a poll's sleep when the run stops."""
+
+    def __init__(self, send: "BatchSend", halted: Callable[[], object]):
+        self.send, self.halted = send, halted
+        self.asked = False
+        self.cancel_sent = threading.Event()
+        """Set at the first sleep after the cancel was asked for: the cancel calls have returned by then."""
+
+    def should_cancel(self) -> bool:
+        if not self.asked and (_stop.is_set() or self.send.should_cancel() or self.halted()):
+            self.asked = True
+        return self.asked
+
+    def sleep(self, seconds: float) -> None:
+        if self.asked:
+            self.cancel_sent.set()
+            time.sleep(min(seconds, CANCELED_POLL_S))  # the provider ends a canceled batch soon
+        else:
+            _stop.wait(seconds)
 
 
 @dataclass(frozen=True)
@@ -69,7 +102,8 @@ class BatchSend:
     seed: int
     keys: Sequence[str]
     """Per input of the batch: its cache key (what makes a request the same request on a rerun)."""
-    should_cancel: Callable[[], bool] = field(default=stop_requested)
+    should_cancel: Callable[[], bool] = lambda: False
+    """Besides the process's stop (``cancel_waiting_batches``): cancel the unit's batches when this says so."""
 
 
 def batch_price(selector: "ChatSelector") -> ModelPrice:
@@ -159,14 +193,30 @@ def _run(selector: "ChatSelector", items: list, send: BatchSend, ledger: RunLedg
     caller = selector.caller
     path = send.journal_path or Path(tempfile.mkdtemp(prefix="tooleval-batch-")) / JOURNAL_FILE
     journal = BatchJournal(path)
+    waiter = _Waiter(send, lambda: ledger.halted(caller.halt_key))
+    with _waiters_lock:
+        _waiters.add(waiter)
     try:
         return run_batches(caller.kind, items, journal=journal, base_url=caller.endpoint,
                            api_key=caller._key or "", options=caller.options,
-                           should_cancel=lambda: send.should_cancel() or bool(ledger.halted(caller.halt_key)))
+                           poll=poll_policy(caller.options, waiter.sleep), should_cancel=waiter.should_cancel)
     finally:
+        waiter.cancel_sent.set()
+        with _waiters_lock:
+            _waiters.discard(waiter)
         close = getattr(journal, "close", None)
         if close is not None:
             close()
+
+
+def poll_policy(options: Any, sleep: Callable[[float], None]) -> Any:
+    """The arm's poll policy: ``batch_poll_s`` the first wait (default the transport's), sleeping with ``sleep``."""
+    from tasks.selectors.providers.batch.run_batches import PollPolicy
+
+    first = options.get("batch_poll_s")
+    if first is None:
+        return PollPolicy(sleep=sleep)
+    return PollPolicy(first_s=float(first), max_s=max(float(first), 300.0), sleep=sleep)
 
 
 def _landed(selector: "ChatSelector", item: SelectionInput, offered: Any, reservation: Reservation,
@@ -179,7 +229,7 @@ def _landed(selector: "ChatSelector", item: SelectionInput, offered: Any, reserv
     if outcome is None or outcome.status != "succeeded" or outcome.reply is None:
         ledger.settle(reservation, 0.0, 0)  # a failed batch request is not billed; a call reserves its own
         status = "missing" if outcome is None else outcome.status
-        if status == "canceled" and send.should_cancel():
+        if status == "canceled" and (stop_requested() or send.should_cancel()):
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=STOPPED,
                              latency_ms=waited_ms, batch_id=batch_id, sent_as="batch", http_attempts=1)
         again = selector._safe_one(item, ledger, None)

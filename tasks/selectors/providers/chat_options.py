@@ -22,7 +22,8 @@ Arm options (all optional unless said):
 - load: ``concurrency`` (8 calls in flight per endpoint and process), ``timeout_s`` (60), ``max_retries``
   (4), ``retry_base_delay_s`` (0.5), ``retry_max_delay_s`` (30), ``max_retry_after_s`` (120);
 - send: ``batch`` (true: the chat requests go through the provider's batch API, ``batch_selection.py``; the
-  arm's ``batch:`` field, else the experiment's or ``tooleval run --batch``, sets it);
+  arm's ``batch:`` field, else the experiment's or ``tooleval run --batch``, sets it), ``batch_poll_s`` (10:
+  the first wait before asking whether a batch ended, growing 1.5x a poll up to 300);
 - routing (see ``routed.py``): ``route`` (default / forced / gated / narrowed), ``router`` (lexical /
   embedding / trained / llm), ``router_model``, ``router_options``, ``threshold`` (gated), ``narrow_k`` (narrowed, 1);
 - ``judge``: ``{model, selector (openai|anthropic), votes (3), temperature, ...chat options}``.
@@ -170,6 +171,9 @@ def check_hosted_arm(kind: str, model_id: str, options: Mapping[str, Any],
     options = dict(options)
     filled, problems = _check_provider(kind, model_id, options, CHAT_OPTIONS, f"{kind} model", environ)
 
+    poll = options.get("batch_poll_s", 1)
+    if not isinstance(poll, (int, float)) or isinstance(poll, bool) or poll <= 0:
+        problems.append(("option-value", "batch_poll_s must be a number of seconds > 0"))
     if "batch" in options and not isinstance(options["batch"], bool):
         problems.append(("option-value", "batch must be true or false"))
     elif options.get("batch"):

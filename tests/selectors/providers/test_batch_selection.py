@@ -1,0 +1,146 @@
+"""A plain hosted arm's units sent as provider batches (``batch_selection.py``), against the loopback server's
+batch endpoints (tests/batch_server.py, the same script as its synchronous endpoints): the same rows as calls
+at half the cost, failed batch requests sent again as calls, the caps held at submission, the cache honoured,
+a stopping run's batch cancelled at the provider."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.core_records import RunContext
+from tasks.selection.select_batch import select_and_land
+from tasks.selectors.providers import batch_selection
+from tasks.selectors.providers.call_budget import BUDGET_REACHED
+from tests.batch_server import BatchServer
+from tests.provider_server import Reply, Seen, status_reply, text_reply, tool_call
+from tests.selectors.providers.conftest import FAKE_KEY, MODELS, chat_options
+from tests.selectors.providers.prefix_units import hosted_units
+
+N = 6
+COMPARED = ("request_id", "seed", "chosen", "outcome", "correct", "invalid", "empty", "error", "detail", "arguments",
+            "input_tokens", "output_tokens", "served_model_id", "stop_reason", "n_tool_calls", "chat_n_tools",
+            "arguments_correct", "served_model_evidence")
+
+
+def mixed(seen: Seen) -> Reply:
+    """Each request its own kind of reply: a valid call, text ('none'), an unknown tool, arguments that break
+    the schema, a cut-off reply, a valid call of another tool."""
+    number = int(seen.user_text.split("NW-12")[1][:5])
+    replies = [tool_call("lookup_order", {"order_id": "NW-1234567"}), text_reply("Could you say more?"),
+               tool_call("no_such_tool", {}), tool_call("lookup_order", "{not json"),
+               Reply(text="cut", finish="length" if seen.api == "openai" else "max_tokens"), tool_call("track_shipment", {"order_id": "NW-1234567"})]
+    return replies[number % len(replies)]
+
+
+def run_units(kind: str, server: BatchServer, tmp: Path, name: str, batch: bool, seeds=(1, 2), cache: bool = True,
+              max_calls: int | None = None, **options: Any) -> list[dict]:
+    options = {"batch_poll_s": 0.02, **options}
+    units = hosted_units(kind, MODELS[kind], chat_options(server, kind, **options),
+                         n_requests=N, seeds=list(seeds), batch_size=N)
+    ctx = RunContext(name, "exp", tmp / name / "rows", tmp / "cache" / "selections.sqlite" if cache else None,
+                     tmp / "ledger.sqlite", max_calls=max_calls, batch=batch)
+    for unit in units:
+        select_and_land(unit, ctx)
+    return [row for path in sorted((tmp / name / "rows").rglob("*.parquet")) for row in pq.read_table(path).to_pylist()]
+
+
+def by_key(rows: list[dict]) -> dict[tuple, dict]:
+    return {(row["seed"], row["request_id"]): row for row in rows}
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_batch_gives_the_rows_of_calls_at_half_the_cost(kind, tmp_path):
+    with BatchServer(mixed, api_key=FAKE_KEY, polls_to_end=2) as server:
+        calls = run_units(kind, server, tmp_path, "sync", batch=False, cache=False)
+        assert not server.batches and len(server.requests()) == 2 * N
+        batched = run_units(kind, server, tmp_path, "batch", batch=True, cache=False)
+        assert len(server.batches) == 2 and sorted(server.submissions.values()) == [1] * (2 * N)  # a batch per unit
+        assert len(server.requests()) == 4 * N  # the batch lines ran through the same script, once each
+    calls, batched = by_key(calls), by_key(batched)
+    assert calls.keys() == batched.keys() and len(calls) == 2 * N
+    outcomes = {row["outcome"] for row in calls.values()}
+    assert {"correct", "no_tool", "invalid", "empty", "wrong_tool"} <= outcomes
+    for key, call in calls.items():
+        sent = batched[key]
+        assert {c: sent[c] for c in COMPARED} == {c: call[c] for c in COMPARED}, key
+        assert call["sent_as"] == "call" and call["batch_id"] is None
+        assert sent["sent_as"] == "batch" and sent["batch_id"] in server.batches and sent["retries"] == 0
+        assert sent["http_attempts"] == call["http_attempts"] == 1
+        assert call["cost_usd"] > 0 and sent["cost_usd"] == pytest.approx(call["cost_usd"] / 2, rel=1e-9)
+        assert sent["price_version"] == call["price_version"]
+
+
+def test_a_request_whose_batch_line_failed_or_expired_is_sent_again_as_a_call(tmp_path):
+    def script(seen: Seen) -> Reply:
+        if "NW-1200000" in seen.user_text and seen.attempt == 0:
+            return status_reply(500)  # its batch line errors; the call after it answers
+        return tool_call("lookup_order", {"order_id": "NW-1234567"})
+
+    # two polls run half the lines each; the batch expires at the second: the other half is expired
+    with BatchServer(script, api_key=FAKE_KEY, polls_to_end=2, expire_at_poll=2) as server:
+        rows = run_units("openai", server, tmp_path, "run", batch=True, seeds=(1,))
+        [batch_id] = server.batches
+        assert sorted(server.submissions.values()) == [1] * N
+        sync = [s for s in server.requests() if s.attempt or "NW-1200000" not in s.user_text]
+    again = [row for row in rows if row["sent_as"] == "call_after_batch"]
+    assert len(again) == 1 + N // 2 and all(row["batch_id"] == batch_id for row in again)
+    assert all(row["correct"] and row["retries"] == 1 and row["http_attempts"] == 2 for row in again)
+    assert {row["request_id"] for row in rows if row["sent_as"] == "batch"} == {
+        f"r{i}" for i in range(1, N // 2)}
+    assert all(row["correct"] for row in rows) and len(rows) == N
+    assert len(sync) == len(server.requests()) - 1  # the errored line ran once; everything else answered
+
+
+def test_the_caps_hold_at_submission_and_a_rerun_submits_only_what_the_cache_lacks(tmp_path):
+    with BatchServer(mixed, api_key=FAKE_KEY) as server:
+        rows = run_units("anthropic", server, tmp_path, "capped", batch=True, seeds=(1,), max_calls=4)
+        assert sum(server.submissions.values()) == 4  # reserved before submission: two never left
+        assert sum(row["detail"] == BUDGET_REACHED and row["error"] for row in rows) == 2
+        rows = run_units("anthropic", server, tmp_path, "resumed", batch=True, seeds=(1,))
+        assert sum(server.submissions.values()) == N and set(server.submissions.values()) == {1}
+        assert sum(row["cache_hit"] for row in rows) == 4 and not any(row["error"] for row in rows)
+        run_units("anthropic", server, tmp_path, "cached", batch=True, seeds=(1,))
+        assert sum(server.submissions.values()) == N  # every row cached: nothing submitted
+
+
+@pytest.fixture
+def stop_cleared():
+    yield
+    batch_selection._stop.clear()  # the process's stop, set by the test as a signal would
+
+
+def test_a_stopping_run_cancels_its_batch_at_the_provider(tmp_path, stop_cleared):
+    with BatchServer(mixed, api_key=FAKE_KEY) as server:
+        server.hold_batches.set()  # nothing runs until the cancel
+        done: list[list[dict]] = []
+        worker = threading.Thread(target=lambda: done.append(
+            run_units("openai", server, tmp_path, "run", batch=True, seeds=(1,), batch_poll_s=30.0)))
+        worker.start()
+        while not server.batches:
+            worker.join(0.02)
+        time.sleep(0.2)  # the unit is asleep between polls: the stop wakes it
+        started = time.monotonic()
+        assert batch_selection.cancel_waiting_batches(timeout_s=10.0) == 1
+        [batch] = server.batches.values()
+        assert batch.cancel_requested and time.monotonic() - started < 5.0  # not the 30 s poll interval
+        server.hold_batches.clear()
+        worker.join(60)
+        assert batch.status == "cancelled"
+    [rows] = done
+    assert all(row["error"] and row["detail"] == batch_selection.STOPPED for row in rows)
+    assert len(rows) == N and not server.requests()  # not one line ran, and none was sent as a call
+
+
+def test_routed_and_judged_arms_keep_their_calls(tmp_path, caplog):
+    with BatchServer(mixed, api_key=FAKE_KEY) as server:
+        judge = {"model": MODELS["openai"], "selector": "openai", "base_url": server.openai_url, "votes": 1}
+        rows = run_units("openai", server, tmp_path, "judged", batch=True, seeds=(1,), judge=judge)
+        assert not server.batches
+    assert {row["sent_as"] for row in rows} == {"call"}
+    assert "routed and judged arms send synchronous calls" in caplog.text
