@@ -130,6 +130,19 @@ def stopped_message(signum: int) -> str:
             f"into the run; the calls in flight were abandoned.\n{resume_advice('signal')}")
 
 
+BATCH_CANCEL_S = 2.0
+"""How long a stopping run waits for its units to cancel the provider batches they wait on."""
+
+
+def cancel_batches() -> None:
+    """Cancel at the provider the batches this process waits on (tasks/selectors/providers/batch_selection.py),
+    if it sent any: a stopped run leaves no batch running on the bill."""
+    module = sys.modules.get("tasks.selectors.providers.batch_selection")
+    if module is not None:
+        with contextlib.suppress(Exception):
+            module.cancel_waiting_batches(BATCH_CANCEL_S)
+
+
 def _on_signal(signum: int, frame: object) -> None:
     global _stopping
     code = 128 + signum  # 130 for SIGINT, 143 for SIGTERM (flows/exit_codes.py)
@@ -141,6 +154,7 @@ def _on_signal(signum: int, frame: object) -> None:
         flush_std_streams()
         with contextlib.suppress(Exception):  # the message is a courtesy; the stop is what matters
             print(stopped_message(signum), file=sys.stderr, flush=True)
+        cancel_batches()
         stop_children()
     finally:
         flush_std_streams()
