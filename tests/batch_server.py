@@ -15,6 +15,7 @@ run them all), so a batch cancelled or expired part way has partial results. Beh
 - per-line errors: a scripted ``Reply(status=...)`` or a schema the real service refuses is an errored line;
 - ``max_requests`` / ``max_bytes``: a batch over them fails (OpenAI: status ``failed`` with its errors;
   Anthropic: HTTP 413 on create), as the services refuse it;
+- ``fail_retrieves=k``: the first k retrieves of each batch answer HTTP 503 (Retry-After 0);
 - ``hold_batches``: no retrieve runs lines while set (a run waits on its batch for as long as a test needs);
 - ``hold_creates``: a create registers the batch, sets ``create_arrived`` and answers only once
   ``release_creates`` is set (a client killed in between never learns the batch id);
@@ -74,8 +75,10 @@ class BatchServer(ProviderServer):
 
     def __init__(self, script: Script = first_tool, api_key: str | None = None, polls_to_end: int = 2,
                  expire_at_poll: int | None = None, max_requests: int | None = None, max_bytes: int | None = None,
-                 **kwargs: Any):
+                 fail_retrieves: int = 0, **kwargs: Any):
         super().__init__(script, api_key=api_key, **kwargs)
+        self.fail_retrieves = fail_retrieves
+        self.failed_retrieves: Counter[str] = Counter()
         self.polls_to_end, self.expire_at_poll = max(polls_to_end, 1), expire_at_poll
         self.max_requests, self.max_bytes = max_requests, max_bytes
         self.files: dict[str, bytes] = {}
@@ -353,6 +356,10 @@ class BatchServer(ProviderServer):
                     lines = [batch.results[c] for c, _ in batch.lines if c in batch.results]
                     self._send_bytes(200, "".join(json.dumps(line) + "\n" for line in lines).encode(),
                                      "application/binary")
+                    return
+                if server.failed_retrieves[batch.id] < server.fail_retrieves:
+                    server.failed_retrieves[batch.id] += 1
+                    self._error(api, 503, "overloaded", "overloaded_error", {"Retry-After": "0"})
                     return
                 server._advance(batch)
                 self._send(200, server.render(batch, host))

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tasks.selectors.providers.batch.items import BatchLimits, custom_id_for
+from tasks.selectors.providers.batch.items import BatchItem, BatchLimits, BatchOutcome, custom_id_for
 from tasks.selectors.providers.batch.journal import BatchJournal
 from tasks.selectors.providers.batch.run_batches import PollPolicy, run_batches
 from tasks.selectors.providers.anthropic_messages import AnthropicMessages
@@ -32,6 +32,13 @@ REPO = Path(__file__).resolve().parents[3]
 
 def url(server: BatchServer, provider: str) -> str:
     return server.openai_url if provider == "openai" else server.anthropic_url
+
+
+def send(provider: str, server: BatchServer, journal: BatchJournal, batch_items: list[BatchItem],
+         **kwargs: Any) -> dict[str, BatchOutcome]:
+    """``run_batches`` against the loopback server with the test key and quick polls."""
+    return run_batches(provider, batch_items, journal=journal, base_url=url(server, provider), api_key=FAKE_KEY,
+                       poll=FAST, **kwargs)
 
 
 def mixed(seen: Seen) -> Any:
@@ -57,8 +64,7 @@ def journal(tmp_path: Path) -> Iterator[BatchJournal]:
 def test_outcomes_match_the_synchronous_replies(provider: str, journal: BatchJournal) -> None:
     batch_items = items(provider, 6)
     with BatchServer(mixed, api_key=FAKE_KEY, polls_to_end=3) as server:
-        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
-                               api_key=FAKE_KEY, poll=FAST)
+        outcomes = send(provider, server, journal, batch_items)
         chat = (OpenAIChat if provider == "openai" else AnthropicMessages)(FAKE_KEY, url(server, provider), {})
         sync = {item.custom_id: chat.complete(item.request, timeout_s=5) for i, item in enumerate(batch_items)
                 if i not in (1, 3)}
@@ -77,8 +83,7 @@ def test_outcomes_match_the_synchronous_replies(provider: str, journal: BatchJou
 def test_expiry_keeps_the_partial_results(provider: str, journal: BatchJournal) -> None:
     batch_items = items(provider, 8)
     with BatchServer(api_key=FAKE_KEY, polls_to_end=4, expire_at_poll=3) as server:
-        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
-                               api_key=FAKE_KEY, poll=FAST)
+        outcomes = send(provider, server, journal, batch_items)
     statuses = [outcomes[item.custom_id].status for item in batch_items]
     assert statuses == ["succeeded"] * 4 + ["expired"] * 4
     assert all(outcomes[item.custom_id].reply.tool_name == "get_weather" for item in batch_items[:4])
@@ -91,8 +96,7 @@ def test_cancelling_cancels_at_the_provider(provider: str, journal: BatchJournal
         def should_cancel() -> bool:  # once the first poll ran a share of the lines
             return any(batch.polls for batch in server.batches.values())
 
-        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
-                               api_key=FAKE_KEY, poll=FAST, should_cancel=should_cancel)
+        outcomes = send(provider, server, journal, batch_items, should_cancel=should_cancel)
         [batch] = server.batches.values()
     assert batch.cancel_requested
     statuses = [outcomes[item.custom_id].status for item in batch_items]
@@ -106,17 +110,15 @@ def test_cancelling_cancels_at_the_provider(provider: str, journal: BatchJournal
 def test_batches_split_by_request_count_and_bytes(provider: str, journal: BatchJournal) -> None:
     batch_items = items(provider, 7)
     with BatchServer(api_key=FAKE_KEY, polls_to_end=1, max_requests=3) as server:
-        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
-                               api_key=FAKE_KEY, poll=FAST, limits=BatchLimits(max_requests=3, max_bytes=10**6))
+        outcomes = send(provider, server, journal, batch_items, limits=BatchLimits(max_requests=3, max_bytes=10**6))
         by_count = sorted(len(b.lines) for b in server.batches.values())
     assert by_count == [1, 3, 3]
     assert {o.status for o in outcomes.values()} == {"succeeded"}
 
     line_bytes = 2 * 1024  # each line is well under 1 KiB: two fit, three do not
     with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
-        run_batches(provider, items(provider, 5, run_id="run-bytes"), journal=journal,
-                    base_url=url(server, provider), api_key=FAKE_KEY, poll=FAST,
-                    limits=BatchLimits(max_requests=100, max_bytes=line_bytes))
+        send(provider, server, journal, items(provider, 5, run_id="run-bytes"),
+             limits=BatchLimits(max_requests=100, max_bytes=line_bytes))
         sizes = sorted(len(b.lines) for b in server.batches.values())
     assert sum(sizes) == 5 and max(sizes) < 5 and len(sizes) >= 2
 
@@ -125,8 +127,7 @@ def test_batches_split_by_request_count_and_bytes(provider: str, journal: BatchJ
 def test_a_batch_over_the_providers_limit_lands_as_errors(provider: str, journal: BatchJournal) -> None:
     batch_items = items(provider, 4)
     with BatchServer(api_key=FAKE_KEY, polls_to_end=1, max_requests=2) as server:
-        outcomes = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
-                               api_key=FAKE_KEY, poll=FAST)
+        outcomes = send(provider, server, journal, batch_items)
     assert {o.status for o in outcomes.values()} == {"errored"}
     assert all("more than 2" in (o.error or "") for o in outcomes.values())
 
@@ -148,11 +149,20 @@ def test_a_refused_key_is_scrubbed_and_not_journaled(provider: str, tmp_path: Pa
 def test_a_rerun_answers_from_the_journal(provider: str, journal: BatchJournal) -> None:
     batch_items = items(provider, 3)
     with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
-        first = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
-                            api_key=FAKE_KEY, poll=FAST)
-        again = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
-                            api_key=FAKE_KEY, poll=FAST)
+        first = send(provider, server, journal, batch_items)
+        again = send(provider, server, journal, batch_items)
     assert again == first and len(server.batches) == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_without_blocking_each_call_lands_what_ended(provider: str, journal: BatchJournal) -> None:
+    batch_items = items(provider, 4)
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=2, fail_retrieves=1) as server:
+        calls = [send(provider, server, journal, batch_items, block=False) for _ in range(4)]
+    # the first call's poll is refused (503), retried at once and runs half the lines; the next ends the batch
+    assert [len(outcomes) for outcomes in calls] == [0, 4, 4, 4]
+    assert calls[1] == calls[3] and {o.status for o in calls[1].values()} == {"succeeded"}
+    assert len(server.batches) == 1 and set(server.submissions.values()) == {1}
 
 
 def test_custom_ids_are_deterministic_and_anthropic_safe() -> None:

@@ -13,6 +13,10 @@
    synchronous call reads a reply. ``should_cancel()`` cancels the batches at the provider; the lines
    that had not run come back 'canceled'.
 
+With ``block=False`` it submits, polls each batch once and returns the outcomes landed so far (items
+still waiting are absent): a caller that must not hold a worker for hours calls again later with the same
+items, and the journal carries everything between the calls.
+
 It never raises for a failed item or batch: the outcome says what happened, with errors scrubbed of the
 key. A batch the provider refused to create is forgotten (a rerun may send its items again); a batch that
 could not be polled keeps its journal rows (a rerun picks it up).
@@ -63,8 +67,8 @@ class _Run:
 
     def __init__(self, wire: BatchWire, items: Sequence[BatchItem], journal: BatchJournal, api_key: str,
                  poll: PollPolicy, should_cancel: Callable[[], bool],
-                 on_submitted: Callable[[str, int], None] | None):
-        self.wire, self.journal, self.key, self.poll = wire, journal, api_key, poll
+                 on_submitted: Callable[[str, int], None] | None, block: bool = True):
+        self.wire, self.journal, self.key, self.poll, self.block = wire, journal, api_key, poll, block
         self.should_cancel, self.on_submitted = should_cancel, on_submitted
         self.endpoint = f"{wire.provider} {wire.base_url}"
         self.items = {item.custom_id: item for item in items}
@@ -108,6 +112,9 @@ class _Run:
                 continue
             if chunk.batch_id is None:
                 chunk = self.await_owner(chunk)
+            if chunk.batch_id is None and chunk.owner_alive():  # not blocking: the owner may yet record it
+                fresh.difference_update(chunk.custom_ids)
+                continue
             if chunk.batch_id is None:
                 found = self.wire.find(chunk.chunk_key, len(chunk.custom_ids), chunk.intent_at,
                                        self.journal.batch_ids(self.endpoint))
@@ -129,7 +136,7 @@ class _Run:
     def await_owner(self, chunk: Chunk) -> Chunk:
         """Wait while the live process that wrote the intent may still record the batch id."""
         delay = self.poll.first_s
-        while chunk.batch_id is None and chunk.owner_alive():
+        while self.block and chunk.batch_id is None and chunk.owner_alive():
             self.poll.sleep(delay)
             delay = min(delay * self.poll.factor, self.poll.max_s)
             chunk = self.journal.chunk(chunk.chunk_key) or chunk
@@ -196,6 +203,8 @@ class _Run:
                         self.fail(chunk.custom_ids if chunk else [], f"batch {batch_id} could not be polled: "
                                   f"{classify(error).detail}: {error}", batch_id)
                         del self.active[chunk_key]
+            if self.active and not self.block:
+                return
             if self.active:
                 self.poll.sleep(delay)
                 delay = min(delay * self.poll.factor, self.poll.max_s)
@@ -233,13 +242,14 @@ def run_batches(provider: str, items: Sequence[BatchItem], *, journal: BatchJour
                 api_key: str, options: Mapping[str, Any] | None = None, poll: PollPolicy = PollPolicy(),
                 should_cancel: Callable[[], bool] = lambda: False,
                 on_submitted: Callable[[str, int], None] | None = None,
-                limits: BatchLimits | None = None) -> dict[str, BatchOutcome]:
-    """One outcome per item, by custom id (see the module). ``provider``: 'openai' | 'anthropic'; the
-    items are of one model; ``limits`` replaces the provider's per-batch limits (``items.LIMITS``)."""
+                limits: BatchLimits | None = None, block: bool = True) -> dict[str, BatchOutcome]:
+    """One outcome per item, by custom id, in the items' order (see the module). ``provider``: 'openai' |
+    'anthropic'; the items are of one model; ``limits`` replaces the provider's per-batch limits
+    (``items.LIMITS``); ``block=False`` returns without waiting for the batches to end."""
     if provider not in WIRES:
         raise ValueError(f"no batch API for provider {provider!r}")
     wire = WIRES[provider](api_key, base_url, dict(options or {}), sleep=poll.sleep)
-    run = _Run(wire, items, journal, api_key, poll, should_cancel, on_submitted)
+    run = _Run(wire, items, journal, api_key, poll, should_cancel, on_submitted, block)
     run.take_landed()
     fresh = run.resume()
     if fresh and not should_cancel():
@@ -247,8 +257,8 @@ def run_batches(provider: str, items: Sequence[BatchItem], *, journal: BatchJour
     elif fresh:
         run.fail(fresh, "not submitted: the run was cancelled")
     run.wait()
-    for cid in run.items:  # nothing may be left without an outcome
+    for cid in run.items if block else ():  # nothing may be left without an outcome
         if cid not in run.outcomes:
             run.fail([cid], "no outcome: the batch holding this request was not found")
-    return {cid: run.outcomes[cid] for cid in run.items}
+    return {cid: run.outcomes[cid] for cid in run.items if cid in run.outcomes}
 
