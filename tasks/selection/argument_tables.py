@@ -1,4 +1,4 @@
-"""The report's argument tables, laid out to fit 80 columns: argument accuracy per slice and rung, the
+"""The report's argument tables, laid out to fit 80 columns (the tool first: a long name wraps there): argument accuracy per slice and rung, the
 per-parameter errors (which parameter of which tool goes wrong, and how), and, beside the confused pairs, the
 calls of the right tool with wrong arguments per tool: a pair is fixed in the descriptions, wrong arguments
 in the tool's schema (its parameters' names, types, enums and their descriptions).
@@ -74,19 +74,19 @@ def parameter_error_tables(arguments: ArgumentBreakdown, label: Callable[[str], 
             if rows:
                 sections.append(len(rows))
             if not mine:
-                rows.append([str(level.rung), f"no parameter went wrong in {level.scored} scored calls",
-                             "", "", "", "", ""])
+                rows.append([f"no parameter went wrong in {level.scored} scored calls", str(level.rung),
+                             "", "", "", ""])
                 continue
             for k, p in enumerate(mine[:TOP_PARAMETERS]):
-                rows.append([str(level.rung) if k == 0 else "", p.tool, p.parameter, OUTCOME_TEXT[p.outcome],
+                rows.append([f"{p.tool}: {p.parameter}", str(level.rung) if k == 0 else "", OUTCOME_TEXT[p.outcome],
                              str(p.rows), _share_cell(p.rows, p.scored_rows, p.share), str(p.n_requests)])
             if len(mine) > TOP_PARAMETERS:
                 notes.append(f"rung {level.rung}: {len(mine) - TOP_PARAMETERS} more not listed")
         tables.append(ReportTable(
             title=f"Per-parameter errors, slice {slice_}: which parameter of which tool goes wrong, and how",
-            columns=["rung", "tool", "parameter", "error", "rows", "of tool's calls", "req"],
+            columns=["tool: parameter", "rung", "error", "rows", "of tool's calls", "req"],
             rows=rows, sections=sections, key=f"parameter-errors-{slice_}", summary=True,
-            wrap=["tool", "parameter", "error"],
+            wrap=["tool: parameter", "error"],
             note=_rungs(judged, slice_, label) + " rows = scored calls of the tool with that error in the "
                  "parameter; of tool's calls = their share of the tool's scored calls (95% CI: Wilson, the "
                  "request as the unit); req = requests among them. wrong value: fails its matcher; missing "
@@ -99,15 +99,6 @@ def parameter_error_tables(arguments: ArgumentBreakdown, label: Callable[[str], 
 def _rungs(judged: dict, slice_: str, label: Callable[[str], str]) -> str:
     arms = sorted({a for a, s in judged if s == slice_}, key=lambda a: judged[(a, slice_)].rung)
     return "rungs: " + " · ".join(label(a) for a in arms) + "."
-
-
-def _top_parameter(arguments: ArgumentBreakdown, t: ToolArguments) -> str:
-    errors = [p for p in arguments.parameters if (p.arm, p.slice, p.tool) == (t.arm, t.slice, t.tool)
-              and is_wrong(p.outcome)]
-    if not errors:
-        return ""
-    top = errors[0]
-    return f"{top.parameter}: {OUTCOME_TEXT[top.outcome]} {top.rows}"
 
 
 def tool_arguments_tables(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> list[ReportTable]:
@@ -124,22 +115,21 @@ def tool_arguments_tables(arguments: ArgumentBreakdown, label: Callable[[str], s
                 if k == 0 and last is not None:
                     sections.append(len(rows))
                 last = arm
-                rows.append([str(t.rung) if k == 0 else "", t.tool, str(t.rows),
+                rows.append([t.tool, str(t.rung) if k == 0 else "", str(t.rows),
                              pct_with_fraction(t.wrong_tool, t.rows),
-                             _share_cell(t.arguments_wrong, t.scored, t.wrong_share) if t.scored else NOT_JUDGED,
-                             _top_parameter(arguments, t)])
+                             _share_cell(t.arguments_wrong, t.scored, t.wrong_share) if t.scored else NOT_JUDGED])
         if not rows:
             continue
         tables.append(ReportTable(
             title=f"Tool right, arguments wrong, slice {slice_}: beside the confused pairs",
-            columns=["rung", "tool", "rows", "wrong tool", "right tool, args wrong", "most frequent error"],
-            rows=rows, sections=sections, key=f"tool-arguments-{slice_}", summary=True,
-            wrap=["tool", "most frequent error"],
+            columns=["tool", "rung", "rows", "wrong tool", "right tool, args wrong"],
+            rows=rows, sections=sections, key=f"tool-arguments-{slice_}", summary=True, wrap=["tool"],
             note=_rungs(judged, slice_, label) + " rows = rows expecting the tool; wrong tool = another tool or "
                  "none chosen (the confused pairs: a description fix); right tool, args wrong = of the tool's "
                  "scored calls, those with a parameter wrong (95% CI: Wilson, the request as the unit; a schema "
-                 f"fix). Tools with neither are not listed; at most {TOP_TOOLS} per rung, most wrong arguments "
-                 "first. NOT JUDGED: no call of the tool was scored."))
+                 f"fix; which parameter, in the per-parameter errors below). Tools with neither are not listed; "
+                 f"at most {TOP_TOOLS} per rung, most wrong arguments first. NOT JUDGED: no call of the tool was "
+                 "scored."))
     return tables
 
 
