@@ -137,6 +137,12 @@ class DecisionModelFile(BaseModel):
     far_tool_cosine: float | None = Field(
         default=None, description="The median best-tool cosine of the answerable training requests: below it a "
         "far request's 'none' rises (see far_slope). Null in files written before it.")
+    far_none_base: float | None = Field(
+        default=None, description="A model that learned no 'none' (its examples had no 'none' label): its 'none' "
+        "utility before the far rise and the temperature, so the rise can lift it (the utility at which 'none', "
+        "never a label in the n training requests, has a mean held-out probability of 1 / (n + 2)). Null: "
+        "'none' is learned, or there is no rise (far_slope 0), or the file was written before it; a model that "
+        "learned no 'none' then never abstains.")
     probe_c: float | None = Field(
         default=None, description="Inverse L2 strength the embedding probes were fitted with (null: no probes).")
     far_quantile: float | None = Field(
