@@ -1,6 +1,6 @@
 """The report's breakdown of a run's scored arguments: argument accuracy per arm x slice (the view
-argument_accuracy), how each parameter of each expected tool went wrong (the view argument_outcome_counts)
-and, per tool, the calls of the right tool whose arguments were wrong beside the rows that chose another tool
+argument_accuracy), how each parameter of each expected tool went wrong (the view argument_outcome_counts),
+the calls with each kind of error and, per tool, the calls of the right tool whose arguments were wrong beside the rows that chose another tool
 (the confused pairs). Every share carries its 95% interval with the request as the unit (clustered Wilson, as
 tool accuracy's).
 
@@ -10,7 +10,7 @@ arguments and the request has expected arguments); an arm x slice with none is n
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -74,11 +74,26 @@ class ToolArguments:
     """arguments_wrong / scored, clustered on requests; None when nothing was scored."""
 
 
+@dataclass(frozen=True)
+class ErrorKind:
+    """Of an arm x slice's scored calls, those with at least one parameter of one wrong outcome."""
+
+    arm: str
+    rung: int
+    slice: str
+    outcome: str
+    calls: int
+    n_requests: int
+    scored: int
+    share: Interval
+
+
 @dataclass
 class ArgumentBreakdown:
     slices: list[SliceArguments] = field(default_factory=list)
     parameters: list[ParameterOutcome] = field(default_factory=list)
     tools: list[ToolArguments] = field(default_factory=list)
+    kinds: list[ErrorKind] = field(default_factory=list)
 
     @property
     def scored_any(self) -> bool:
@@ -110,6 +125,8 @@ def load_argument_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> Argu
     calls: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     # per (arm, slice, tool, parameter, outcome): per request, the scored calls with that outcome
     hits: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    # per (arm, slice): per request, [calls with each wrong outcome, scored calls]
+    kinds: dict[tuple, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
     for r in records(con, "SELECT arm, slice, expected AS tool, request_id, arguments_correct, argument_outcomes "
                           "FROM selection_rows WHERE run_id = ? AND arguments_correct IS NOT NULL", [run_id]):
         key = (r["arm"], r["slice"], r["tool"])
@@ -117,6 +134,9 @@ def load_argument_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> Argu
         calls[key][r["request_id"]][1] += 1
         for o in r["argument_outcomes"] or []:
             hits[key + (o["parameter"], o["outcome"])][r["request_id"]] += 1
+        per_call = kinds[(r["arm"], r["slice"])][r["request_id"]]
+        per_call.update({o["outcome"] for o in r["argument_outcomes"] or [] if is_wrong(o["outcome"])})
+        per_call[""] += 1
     parameters = []
     for c in records(con, "SELECT * FROM argument_outcome_counts WHERE run_id = ?", [run_id]):
         key = (c["arm"], c["slice"], c["tool"])
@@ -137,4 +157,16 @@ def load_argument_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> Argu
             arguments_wrong=sum(k for k, _ in per_request.values()),
             wrong_share=_share(per_request) if per_request else None))
     tools.sort(key=lambda t: (t.rung, t.slice, -t.arguments_wrong, -t.wrong_tool, t.tool))
-    return ArgumentBreakdown(slices=slices, parameters=parameters, tools=tools)
+    return ArgumentBreakdown(slices=slices, parameters=parameters, tools=tools, kinds=_kinds(kinds, rung))
+
+
+def _kinds(kinds: dict[tuple, dict[str, Counter]], rung: dict[str, int]) -> list[ErrorKind]:
+    out = []
+    for (arm, slice_), per_request in kinds.items():
+        found = {outcome for counts in per_request.values() for outcome in counts if outcome}
+        for outcome in found:
+            share = _share({r: (c[outcome], c[""]) for r, c in per_request.items()})
+            out.append(ErrorKind(arm, rung[arm], slice_, outcome, sum(c[outcome] for c in per_request.values()),
+                                 sum(1 for c in per_request.values() if c[outcome]),
+                                 sum(c[""] for c in per_request.values()), share))
+    return sorted(out, key=lambda k: (k.slice, k.rung, -k.calls, k.outcome))

@@ -58,6 +58,25 @@ def argument_accuracy_table(arguments: ArgumentBreakdown, label: Callable[[str],
              "counted right. NOT JUDGED: nothing scored.")
 
 
+def error_kinds_table(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> ReportTable:
+    """Per slice and rung: the scored calls with each kind of parameter error, most frequent first."""
+    rows, sections, last = [], [], None
+    for kind in arguments.kinds:
+        if (kind.slice, kind.arm) != last and rows:
+            sections.append(len(rows))
+        first = (kind.slice, kind.arm) != last
+        last = (kind.slice, kind.arm)
+        rows.append([kind.slice if first else "", label(kind.arm) if first else "", OUTCOME_TEXT[kind.outcome],
+                     _share_cell(kind.calls, kind.scored, kind.share), str(kind.n_requests)])
+    return ReportTable(
+        title="Kinds of argument error by slice and rung (of the scored calls)",
+        columns=["slice", "rung", "error", "calls with it", "req"],
+        rows=rows, sections=sections, key="argument-errors", summary=True, wrap=["slice", "rung", "error"],
+        note="calls with it = scored calls with at least one parameter of that kind, and their share of the "
+             "rung's scored calls in the slice (95% CI: Wilson, the request as the unit; a call with two kinds "
+             "counts under each); req = requests among them. A rung and slice with no error is not listed.")
+
+
 def _errors(arguments: ArgumentBreakdown, slice_: str) -> list[ParameterOutcome]:
     return [p for p in arguments.parameters if p.slice == slice_ and is_wrong(p.outcome)]
 
@@ -134,7 +153,8 @@ def tool_arguments_tables(arguments: ArgumentBreakdown, label: Callable[[str], s
 
 
 def argument_tables(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> list[ReportTable]:
-    """Argument accuracy and the per-parameter errors (none when nothing was scored)."""
+    """Argument accuracy, the kinds of error and the per-parameter errors (none when nothing was scored)."""
     if not arguments.scored_any:
         return []
-    return [argument_accuracy_table(arguments, label), *parameter_error_tables(arguments, label)]
+    kinds = [error_kinds_table(arguments, label)] if arguments.kinds else []
+    return [argument_accuracy_table(arguments, label), *kinds, *parameter_error_tables(arguments, label)]

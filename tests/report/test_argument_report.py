@@ -67,6 +67,11 @@ def test_the_figures_count_what_the_rows_hold(known):
                                                                                           "wrong_value"))
     assert (reason.rows, reason.n_requests, reason.scored_rows) == (3, 2, 7)
     assert reason.share == clustered_wilson_interval([0, 1, 0, 2], [2, 2, 1, 2])
+    kinds = {k.outcome: k for k in breakdown.kinds if k.arm == "hosted"}
+    assert {o: (k.calls, k.n_requests, k.scored) for o, k in kinds.items()} == {
+        "wrong_value": (3, 2, 9), "missing_required": (1, 1, 9), "hallucinated": (1, 1, 9)}
+    # per request (calls with a wrong value, scored calls): q0 (0, 2), q1 (1, 2), q2 (0, 1), q3 (2, 2), t0 (0, 2)
+    assert kinds["wrong_value"].share == clustered_wilson_interval([0, 1, 0, 2, 0], [2, 2, 1, 2, 2])
     view = {(r["tool"], r["parameter"], r["outcome"]): r["share"]
             for r in records(known, "select * from argument_outcome_counts where arm = 'hosted'")}
     for p in breakdown.parameters:  # the share the view gives, with its interval around it
@@ -78,7 +83,12 @@ def test_the_report_shows_the_argument_tables_within_80_columns(known):
     report = build_report(known, RUN)
     keys = [t.key for t in report.tables]
     assert keys.index("pairs") + 1 == keys.index("tool-arguments-existing")  # beside the confused pairs
-    assert {"arguments", "parameter-errors-existing"} <= set(keys)
+    assert keys.index("arguments") + 1 == keys.index("argument-errors")
+    assert keys.index("argument-errors") + 1 == keys.index("parameter-errors-existing")
+    assert [row[2:4] for row in table_rows(report, "argument-errors")] == [
+        ["wrong value", "33.3% (3/9)\n" + span_of(3, 9, [0, 1, 0, 2, 0], [2, 2, 1, 2, 2])],
+        ["hallucinated", "11.1% (1/9)\n" + span_of(1, 9, [0, 0, 1, 0, 0], [2, 2, 1, 2, 2])],
+        ["missing required", "11.1% (1/9)\n" + span_of(1, 9, [0, 0, 1, 0, 0], [2, 2, 1, 2, 2])]]
     text = render_text(report, width=80)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 80
@@ -102,8 +112,13 @@ def test_the_report_shows_the_argument_tables_within_80_columns(known):
     assert "arguments not scored" not in text
     markdown, page = render_markdown(report), render_html(report)
     for title in ("Argument accuracy by slice and rung", "Per-parameter errors, slice existing",
+                  "Kinds of argument error by slice and rung",
                   "Tool right, arguments wrong, slice existing"):
         assert title in markdown and title in page
+
+
+def table_rows(report, key: str) -> list[list[str]]:
+    return next(t for t in report.tables if t.key == key).rows
 
 
 def span_of(k: int, n: int, per_request: list[int], trials: list[int] | None = None) -> str:
