@@ -1,5 +1,5 @@
 """Acceptance criteria of a selection experiment: the gate kinds over per-tool, per-pair, weighted, slice,
-calibration and failure figures (schemas/criteria.py: the file, the rules and the verdict)."""
+calibration, failure and argument figures (schemas/criteria.py: the file, the rules and the verdict)."""
 
 from __future__ import annotations
 
@@ -69,9 +69,35 @@ class FailureRateGate(GateSpec):
     arms: ArmSelection = Field(default="all", description="Arms judged.")
 
 
+class ArgumentDropGate(GateSpec):
+    """No tool's argument accuracy drops more than ``max_drop_points`` in any declared comparison, paired on the
+    requests labelled with the tool in both arms whose arguments were scored in both (argument accuracy counts
+    only calls of the right tool on requests with expected arguments). A tool whose arguments were scored in
+    one arm only is NOT JUDGED, and so is a run in which no row's arguments were scored."""
+
+    kind: Literal["argument_drop"] = Field(description="Gate kind.")
+    max_drop_points: float = Field(gt=0, le=100, description="Largest allowed drop, in percentage points.")
+    min_volume_share: float | None = Field(
+        default=None, ge=0, le=1, description="Only tools with at least this share of traffic (needs the run's "
+        "production weights); default: every tool with scored arguments.")
+    slices: list[str] | None = Field(default=None, description="Slices judged (default: every slice).")
+
+
+class HallucinatedParameterGate(GateSpec):
+    """No parameter a tool's schema does not have is sent in more than ``max_share`` of the tool's scored calls
+    (per arm x slice x tool; a tool with none is judged at 0 with its interval). An arm judged in which no row's
+    arguments were scored is NOT JUDGED."""
+
+    kind: Literal["hallucinated_parameter_share"] = Field(description="Gate kind.")
+    max_share: float = Field(ge=0, le=1, description="Largest share of a tool's scored calls one hallucinated "
+                             "parameter may appear in (0.05 = 5%).")
+    arms: ArmSelection = Field(default="candidates", description="Arms judged.")
+    slices: list[str] | None = Field(default=None, description="Slices judged (default: every slice).")
+
+
 Gate = Annotated[
     Union[ToolDropGate, ConfusedPairGate, WeightedFloorGate, WeightedDropGate, SliceFloorGate,
-          ConfidenceGapGate, FailureRateGate],
+          ConfidenceGapGate, FailureRateGate, ArgumentDropGate, HallucinatedParameterGate],
     Field(discriminator="kind"),
 ]
 

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Callable
 
 from schemas.criteria import ArmSelection, GateResult
 from schemas.selection.criteria import (
+    ArgumentDropGate,
     ConfidenceGapGate,
     ConfusedPairGate,
     FailureRateGate,
+    HallucinatedParameterGate,
     SliceFloorGate,
     ToolDropGate,
     WeightedDropGate,
@@ -26,6 +28,7 @@ from tasks.report.judge import RULE_WORDS, TOLERANCE_WORDS, arms_not_carried_out
 from tasks.stats.estimate import Interval
 
 if TYPE_CHECKING:  # the figures' module (polars, intervals) is imported by a run's report, not by a check
+    from tasks.selection.argument_figures import ArgumentChange
     from tasks.selection.figures import Change, RunFigures
 
 
@@ -83,7 +86,7 @@ def _result(gate, statement: str, cases: list[Case], bad_below: bool, limit: flo
                        skip_reason=skip_reason, unjudged_reason=unjudged_reason, unjudged=unjudged)
 
 
-def _change_line(c: Change, figures: RunFigures, what: str) -> str:
+def _change_line(c: Change | ArgumentChange, figures: RunFigures, what: str) -> str:
     p = c.paired
     weight = figures.weights.get(c.tool) if c.tool else None
     share = f", {pct(weight)} of traffic" if weight is not None else ""
@@ -209,6 +212,71 @@ def judge_failure_rate(gate: FailureRateGate, figures: RunFigures) -> GateResult
     return _result(gate, statement, cases, False, gate.max_rate)
 
 
+NO_SCORED_ARGUMENTS = ("no row's arguments were scored: no request carries expected arguments, or no arm's "
+                       "selector sends arguments")
+
+
+def judge_argument_drop(gate: ArgumentDropGate, figures: RunFigures) -> GateResult:
+    volume = (f" with >= {pct(gate.min_volume_share, 0)} of traffic" if gate.min_volume_share is not None else "")
+    statement = (f"no tool{volume} has its argument accuracy drop more than {gate.max_drop_points:g} points in a "
+                 "comparison (paired on requests scored in both arms)")
+    if not figures.arguments.scored:
+        return _result(gate, statement, [], True, unjudged_reason=NO_SCORED_ARGUMENTS)
+    if gate.min_volume_share is not None and not figures.weights:
+        return _result(gate, statement, [], True, unjudged_reason="the run has no production weights: "
+                       "which tools carry the volume is unknown")
+    cases = []
+    unjudged: dict[str, str] = {}
+    unpaired: dict[tuple[str, str], list[str]] = {}
+    for c in figures.arguments.changes:
+        if gate.min_volume_share is not None and figures.weights.get(c.tool, 0.0) < gate.min_volume_share:
+            continue
+        if gate.slices is not None and c.slice not in gate.slices:
+            continue
+        if not _compared(figures, c.baseline, c.arm, unjudged):
+            continue
+        if c.paired is None:
+            unpaired.setdefault((c.baseline, c.arm), []).append(f"{c.tool} ({c.slice})")
+            continue
+        line = _change_line(c, figures, f"{c.tool} arguments")
+        cases.append(Case(c.paired.change, line + (f"; {c.one_side} requests scored in one arm only, left out"
+                                                   if c.one_side else "")))
+    for (base, arm), tools in unpaired.items():
+        unjudged[f"{base} -> {arm}"] = ("no request scored in both arms for " + ", ".join(tools[:4])
+                                        + (f" and {len(tools) - 4} more" if len(tools) > 4 else ""))
+    return _result(gate, statement, cases, True, -gate.max_drop_points / 100,
+                   skip_reason="no comparison has a tool with scored arguments", unjudged=unjudged)
+
+
+def judge_hallucinated_parameter(gate: HallucinatedParameterGate, figures: RunFigures) -> GateResult:
+    from tasks.selection.argument_figures import no_scored_share
+
+    statement = (f"no parameter outside a tool's schema is sent in more than {pct(gate.max_share, 1)} of the "
+                 "tool's scored calls")
+    arguments = figures.arguments
+    if not arguments.scored:
+        return _result(gate, statement, [], False, unjudged_reason=NO_SCORED_ARGUMENTS)
+    unjudged: dict[str, str] = {}
+    arms = _judgeable(figures, gate.arms, unjudged)
+    unjudged.update({arm: "no row's arguments were scored in this arm" for arm in sorted(arms)
+                     if not arguments.scored_in(arm)})
+    cases = []
+    for level in arguments.tools:
+        if level.arm not in arms or not level.scored or (gate.slices is not None and level.slice not in gate.slices):
+            continue
+        found = [h for h in arguments.hallucinations
+                 if (h.arm, h.slice, h.tool) == (level.arm, level.slice, level.tool)]
+        cases += [Case(h.share, f"{h.tool}.{h.parameter} in {h.arm} ({h.slice}): sent in "
+                                f"{pct_with_fraction(h.hallucinated, h.scored)} of scored calls "
+                                f"(95% CI {interval_text(h.share)})") for h in found]
+        if not found:
+            share = no_scored_share(level)
+            cases.append(Case(share, f"{level.tool} in {level.arm} ({level.slice}): no hallucinated parameter in "
+                                     f"{level.scored:,} scored calls (95% CI {interval_text(share)})"))
+    return _result(gate, statement, cases, False, gate.max_share,
+                   skip_reason="no judged arm has scored arguments in these slices", unjudged=unjudged)
+
+
 JUDGES: dict[str, Callable[..., GateResult]] = {
     "tool_drop": judge_tool_drop,
     "confused_pair_share": judge_confused_pair,
@@ -217,4 +285,6 @@ JUDGES: dict[str, Callable[..., GateResult]] = {
     "slice_floor": judge_slice_floor,
     "confidence_gap": judge_confidence_gap,
     "failure_rate": judge_failure_rate,
+    "argument_drop": judge_argument_drop,
+    "hallucinated_parameter_share": judge_hallucinated_parameter,
 }
