@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -162,6 +163,31 @@ def test_without_blocking_each_call_lands_what_ended(provider: str, journal: Bat
     # the first call's poll is refused (503), retried at once and runs half the lines; the next ends the batch
     assert [len(outcomes) for outcomes in calls] == [0, 4, 4, 4]
     assert calls[1] == calls[3] and {o.status for o in calls[1].values()} == {"succeeded"}
+    assert len(server.batches) == 1 and set(server.submissions.values()) == {1}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_two_callers_of_the_same_items_share_one_batch(provider: str, tmp_path: Path) -> None:
+    batch_items = items(provider, 3)
+    results: dict[str, dict[str, BatchOutcome]] = {}
+
+    def call(name: str) -> None:
+        with BatchJournal(tmp_path / "batch_journal.sqlite") as journal:
+            results[name] = send(provider, server, journal, batch_items)
+
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
+        server.hold_creates.set()  # the first caller is inside its create call when the second starts
+        first = threading.Thread(target=call, args=("first",))
+        first.start()
+        assert server.create_arrived.wait(30)
+        second = threading.Thread(target=call, args=("second",))
+        second.start()
+        second.join(0.5)
+        assert second.is_alive()  # waiting on the first caller's batch, not submitting its own
+        server.release_creates.set()
+        first.join(60)
+        second.join(60)
+    assert results["first"] == results["second"] and len(results["first"]) == 3
     assert len(server.batches) == 1 and set(server.submissions.values()) == {1}
 
 

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from tasks.selectors.providers.anthropic_messages import AnthropicMessages
 from tasks.selectors.providers.batch.anthropic_wire import AnthropicBatches
@@ -56,6 +58,31 @@ class PollPolicy:
     factor: float = 1.5
     max_failures: int = 20
     sleep: Callable[[float], None] = time.sleep
+
+
+_CREATING: set[str] = set()
+"""Chunk keys whose create call a thread of this process is making."""
+_CREATING_LOCK = threading.Lock()
+
+
+@contextmanager
+def _creating(chunk_key: str) -> Iterator[None]:
+    with _CREATING_LOCK:
+        _CREATING.add(chunk_key)
+    try:
+        yield
+    finally:
+        with _CREATING_LOCK:
+            _CREATING.discard(chunk_key)
+
+
+def _owner_busy(chunk: Chunk) -> bool:
+    """The caller that journaled this intent may still record its batch id: another live process, or a
+    thread of this one inside the create call."""
+    with _CREATING_LOCK:
+        if chunk.chunk_key in _CREATING:
+            return True
+    return chunk.owner_alive()
 
 
 def _digest(value: Any) -> str:
@@ -112,7 +139,7 @@ class _Run:
                 continue
             if chunk.batch_id is None:
                 chunk = self.await_owner(chunk)
-            if chunk.batch_id is None and chunk.owner_alive():  # not blocking: the owner may yet record it
+            if chunk.batch_id is None and _owner_busy(chunk):  # not blocking: the owner may yet record it
                 fresh.difference_update(chunk.custom_ids)
                 continue
             if chunk.batch_id is None:
@@ -136,7 +163,7 @@ class _Run:
     def await_owner(self, chunk: Chunk) -> Chunk:
         """Wait while the live process that wrote the intent may still record the batch id."""
         delay = self.poll.first_s
-        while self.block and chunk.batch_id is None and chunk.owner_alive():
+        while self.block and chunk.batch_id is None and _owner_busy(chunk):
             self.poll.sleep(delay)
             delay = min(delay * self.poll.factor, self.poll.max_s)
             chunk = self.journal.chunk(chunk.chunk_key) or chunk
@@ -152,19 +179,28 @@ class _Run:
         self.fail([cid for i, cid in enumerate(cids) if i not in placed],
                   f"the request alone is larger than a batch may be ({limits.max_bytes} bytes)")
 
-    def submit(self, cids: list[str]) -> None:
-        chunk_key = "chunk-" + _digest([self.endpoint, cids])[:32]
-        body_hash = _digest([self.hashes[cid] for cid in cids])
-        claimed = self.journal.claim(self.endpoint, chunk_key, self.items[cids[0]].request.model, body_hash,
-                                     [(cid, self.hashes[cid], self.items[cid].label) for cid in cids])
-        if not claimed:  # another process journaled some of them meanwhile: wait on its batches
+    def claim(self, cids: list[str]) -> tuple[list[str], str]:
+        """Journal the intent of a batch of ``cids`` (those another caller has not journaled meanwhile: its
+        batches are waited on instead); (the ids claimed, the chunk key)."""
+        for _ in range(2):
+            chunk_key = "chunk-" + _digest([self.endpoint, cids])[:32]
+            if self.journal.claim(self.endpoint, chunk_key, self.items[cids[0]].request.model,
+                                  _digest([self.hashes[cid] for cid in cids]),
+                                  [(cid, self.hashes[cid], self.items[cid].label) for cid in cids]):
+                return cids, chunk_key
             leftovers = set(self.resume())
-            if leftovers and self.journal.claim(self.endpoint, chunk_key, self.items[cids[0]].request.model,
-                                                body_hash, [(cid, self.hashes[cid], self.items[cid].label)
-                                                            for cid in cids if cid in leftovers]):
-                cids = [cid for cid in cids if cid in leftovers]
-            else:
-                return
+            cids = [cid for cid in cids if cid in leftovers]
+            if not cids:
+                break
+        return [], ""
+
+    def submit(self, cids: list[str]) -> None:
+        cids, chunk_key = self.claim(cids)
+        if cids:
+            with _creating(chunk_key):
+                self.create(cids, chunk_key)
+
+    def create(self, cids: list[str], chunk_key: str) -> None:
         try:
             batch_id = self.wire.create(chunk_key, [self.lines[cid] for cid in cids],
                                         lambda file_id: self.journal.record_file(chunk_key, file_id))
