@@ -619,7 +619,11 @@ def main(argv: list[str] | None = None) -> int:
                              "in text (default 1: every request calls the first offered tool)")
     args = parser.parse_args(argv)
     script = first_tool if args.turns <= 1 else turns_then_text(args.turns)
-    server = ProviderServer(script, latency_s=args.latency_ms / 1000, port=args.port, record=False)
+    return serve_until_killed(ProviderServer(script, latency_s=args.latency_ms / 1000, port=args.port, record=False))
+
+
+def serve_until_killed(server: ProviderServer) -> int:
+    """Print "port <n>" and serve in this thread until the process is killed (or interrupted)."""
     print(f"port {server.port}", flush=True)
     try:
         server._httpd.serve_forever(poll_interval=0.05)
