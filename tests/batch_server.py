@@ -22,14 +22,19 @@ run them all), so a batch cancelled or expired part way has partial results. Beh
 - a wrong key is HTTP 401 on every endpoint.
 
 ``submissions`` counts, per custom id, how many created batches held it: a request sent twice shows as 2.
+It also runs as a process (every line calls the first offered tool):
+
+    python -m tests.batch_server --polls-to-end 2      (prints "port <n>", serves until killed)
 """
 
 from __future__ import annotations
 
+import argparse
 import email.parser
 import email.policy
 import itertools
 import json
+import sys
 import threading
 import time
 from collections import Counter
@@ -39,7 +44,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Mapping
 from urllib.parse import parse_qs, urlsplit
 
-from tests.provider_server import HOLD_LIMIT_S, ProviderServer, Script, first_tool
+from tests.provider_server import HOLD_LIMIT_S, ProviderServer, Script, first_tool, serve_until_killed
 
 
 @dataclass
@@ -394,3 +399,17 @@ class BatchServer(ProviderServer):
                 self._send(status, payload)
 
         return Handler
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve the loopback OpenAI/Anthropic API with its batch "
+                                                 "endpoints (every line calls the first offered tool).")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--polls-to-end", type=int, default=2,
+                        help="retrieves of a batch that run all its lines (default 2)")
+    args = parser.parse_args(argv)
+    return serve_until_killed(BatchServer(first_tool, port=args.port, polls_to_end=args.polls_to_end, record=False))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
