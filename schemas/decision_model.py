@@ -139,8 +139,8 @@ class DecisionModelFile(BaseModel):
         "far request's 'none' rises (see far_slope). Null in files written before it.")
     far_none_base: float | None = Field(
         default=None, description="A model that learned no 'none' (its examples had no 'none' label): its 'none' "
-        "utility before the far rise and the temperature, so the rise can lift it (the utility at which 'none', "
-        "never a label in the n training requests, has a mean held-out probability of 1 / (n + 2)). Null: "
+        "utility before the far rise and the temperature, so the rise can lift it; fitted with far_slope within "
+        "the same budgets (tasks/selectors/decision_models/far_abstention.py). Null: "
         "'none' is learned, or there is no rise (far_slope 0), or the file was written before it; a model that "
         "learned no 'none' then never abstains.")
     probe_c: float | None = Field(
