@@ -67,14 +67,14 @@ def error_kinds_table(arguments: ArgumentBreakdown, label: Callable[[str], str])
         first = (kind.slice, kind.arm) != last
         last = (kind.slice, kind.arm)
         rows.append([kind.slice if first else "", label(kind.arm) if first else "", OUTCOME_TEXT[kind.outcome],
-                     _share_cell(kind.calls, kind.scored, kind.share), str(kind.n_requests)])
+                     str(kind.calls), _share_cell(kind.calls, kind.scored, kind.share), str(kind.n_requests)])
     return ReportTable(
         title="Kinds of argument error by slice and rung (of the scored calls)",
-        columns=["slice", "rung", "error", "calls with it", "req"],
+        columns=["slice", "rung", "error", "calls", "of scored", "req"],
         rows=rows, sections=sections, key="argument-errors", summary=True, wrap=["slice", "rung", "error"],
-        note="calls with it = scored calls with at least one parameter of that kind, and their share of the "
-             "rung's scored calls in the slice (95% CI: Wilson, the request as the unit; a call with two kinds "
-             "counts under each); req = requests among them. A rung and slice with no error is not listed.")
+        note="calls = scored calls with at least one parameter of that kind (a call with two kinds counts "
+             "under each); of scored = their share of the rung's scored calls in the slice (95% CI: Wilson, the "
+             "request as the unit); req = requests among them. A rung and slice with no error is not listed.")
 
 
 def _errors(arguments: ArgumentBreakdown, slice_: str) -> list[ParameterOutcome]:

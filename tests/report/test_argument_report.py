@@ -85,10 +85,10 @@ def test_the_report_shows_the_argument_tables_within_80_columns(known):
     assert keys.index("pairs") + 1 == keys.index("tool-arguments-existing")  # beside the confused pairs
     assert keys.index("arguments") + 1 == keys.index("argument-errors")
     assert keys.index("argument-errors") + 1 == keys.index("parameter-errors-existing")
-    assert [row[2:4] for row in table_rows(report, "argument-errors")] == [
-        ["wrong value", "33.3% (3/9)\n" + span_of(3, 9, [0, 1, 0, 2, 0], [2, 2, 1, 2, 2])],
-        ["hallucinated", "11.1% (1/9)\n" + span_of(1, 9, [0, 0, 1, 0, 0], [2, 2, 1, 2, 2])],
-        ["missing required", "11.1% (1/9)\n" + span_of(1, 9, [0, 0, 1, 0, 0], [2, 2, 1, 2, 2])]]
+    assert [row[2:5] for row in table_rows(report, "argument-errors")] == [
+        ["wrong value", "3", "33.3% (3/9)\n" + span_of(3, 9, [0, 1, 0, 2, 0], [2, 2, 1, 2, 2])],
+        ["hallucinated", "1", "11.1% (1/9)\n" + span_of(1, 9, [0, 0, 1, 0, 0], [2, 2, 1, 2, 2])],
+        ["missing required", "1", "11.1% (1/9)\n" + span_of(1, 9, [0, 0, 1, 0, 0], [2, 2, 1, 2, 2])]]
     text = render_text(report, width=80)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 80
