@@ -37,6 +37,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.selection.rows import Selection
+from tasks.tracing.argument_check import NAME as ARGUMENT_CHECK, argument_check
 from tasks.tracing.exporter import RunTracing, planned_ids
 from tasks.tracing.span_attributes import (
     PREFIX,
@@ -235,29 +236,8 @@ def selection_annotations(row: Mapping[str, Any], roles: tuple[str, ...],
                        **({"score": sum(v == "right" for v in votes) / len(votes)} if votes else {})},
             "metadata": {"votes": votes},
         })
-    if expects_arguments and LLM in roles:
-        records.append(argument_annotation(row, ids.span_hex(LLM)))
+    if expects_arguments and LLM in roles:  # the chat model's call holds the arguments checked
+        check = argument_check(row)
+        records.append({"name": ARGUMENT_CHECK, "annotator_kind": "CODE", "span_id": ids.span_hex(LLM),
+                        "result": {k: v for k, v in check.items() if k != "metadata"}, "metadata": check["metadata"]})
     return records
-
-
-def argument_annotation(row: Mapping[str, Any], span_id: str) -> dict[str, Any]:
-    """The row's argument check (``arguments_correct``, ``argument_outcomes``) as a CODE annotation: right /
-    wrong with each parameter's outcome, or not_scored with the reason."""
-    outcomes = [(o["parameter"], o["outcome"]) for o in row.get("argument_outcomes") or []]
-    correct = row.get("arguments_correct")
-    if correct is None:
-        result = {"label": "not_scored", "explanation": f"not scored: {_not_scored_reason(row)}"}
-    else:
-        listed = "; ".join(f"{name}: {outcome}" for name, outcome in outcomes)
-        result = {"label": "right" if correct else "wrong", "score": 1.0 if correct else 0.0,
-                  "explanation": listed or "no parameter sent or expected"}
-    return {"name": "argument_check", "annotator_kind": "CODE", "span_id": span_id, "result": result,
-            "metadata": {"expected": row["expected"], "chosen": row["chosen"], "outcomes": dict(outcomes)}}
-
-
-def _not_scored_reason(row: Mapping[str, Any]) -> str:
-    if row["chosen"] is None:
-        return f"no usable answer ({row['outcome']})"
-    if row["chosen"] != row["expected"]:
-        return f"chose {row['chosen']}, expected {row['expected']}"
-    return "the call's arguments are not a JSON object"

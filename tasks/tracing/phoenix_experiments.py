@@ -6,8 +6,9 @@
   name with other content is refused, never mixed;
 - each arm becomes an **experiment** ``<run_id> <arm>`` over it, one repetition per seed: a run per row
   (the tool chosen, the outcome, the confidence, who decided; the row's trace id when the run was traced),
-  with the label check as a CODE evaluation ``label_check`` and the judge's majority as an LLM evaluation
-  ``judge``.
+  with the label check as a CODE evaluation ``label_check``, the judge's majority as an LLM evaluation
+  ``judge`` and, on requests with expected arguments, the argument check as a CODE evaluation
+  ``argument_check`` (``argument_check.py``).
 
 Published from the warehouse after the run (``tooleval phoenix RUN_ID``), never during it; Phoenix's own
 client (``datasets.create_dataset``, ``experiments.create``, ``log_run``, ``log_evaluation``). Publishing
@@ -25,6 +26,7 @@ from typing import Any, Mapping, Sequence
 
 from tasks.files.input_errors import InputError
 from tasks.taskset.load_taskset import TaskSetVersion, load_version
+from tasks.tracing.argument_check import NAME as ARGUMENT_CHECK, argument_check
 from tasks.tracing.annotations import phoenix_client
 from tasks.tracing.trace_ids import TraceIds
 from tasks.tracing.trace_target import parse_trace_target
@@ -35,7 +37,8 @@ POSTERS = 8
 """Runs and evaluations posted at once (Phoenix takes one run per request)."""
 ROW_COLUMNS = ("arm", "seed", "request_id", "taskset_version", "expected", "chosen", "correct", "outcome",
                "confidence", "decided_by", "router_pick", "router_confidence", "judge_verdict", "judge_votes",
-               "latency_ms", "cache_hit", "served_model_id", "detail")
+               "latency_ms", "cache_hit", "served_model_id", "detail", "label", "arguments",
+               "arguments_correct", "argument_outcomes")
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,8 @@ def publish_run(warehouse: Warehouse, run_id: str | None = None, base_url: str |
     for arm in found.arms:
         dataset = datasets[arm["taskset_version"]]
         rows = [row for row in found.rows if row["arm"] == arm["arm"]]
-        arms.append(publish_arm(client, found.run, arm, dataset, rows, traced))
+        arms.append(publish_arm(client, found.run, arm, dataset, rows, traced,
+                                expecting_arguments(versions[arm["taskset_version"]])))
     return PhoenixPublication(run_id=run_id, base_url=base_url, arms=arms,
                               datasets={dataset_name(versions[v]): (d["id"], d["created"]) for v, d in datasets.items()})
 
@@ -214,9 +218,18 @@ def experiment_name(run_id: str, arm: str) -> str:
     return f"{run_id} {arm}"
 
 
+def expecting_arguments(version: TaskSetVersion) -> dict[str, str]:
+    """Request id -> its label, for the version's requests with expected arguments."""
+    return {r.id: r.expected for r in version.requests if r.expected_arguments is not None}
+
+
 def publish_arm(client, run: Mapping[str, Any], arm: Mapping[str, Any], dataset: Mapping[str, Any],
-                rows: Sequence[Mapping[str, Any]], traced: bool) -> PublishedArm:
-    """One arm as an experiment over the dataset: a run per row not yet there, with its evaluations."""
+                rows: Sequence[Mapping[str, Any]], traced: bool,
+                expecting: Mapping[str, str] | None = None) -> PublishedArm:
+    """One arm as an experiment over the dataset: a run per row not yet there, with its evaluations.
+    ``expecting``: request id -> label of the requests with expected arguments (a row answered under a
+    fallback label has none)."""
+    expecting = expecting or {}
     seeds = sorted(arm["seeds"])
     name = experiment_name(run["run_id"], arm["arm"])
     existing = next((e for e in client.experiments.list(dataset_id=dataset["id"]) if e["name"] == name), None)
@@ -262,6 +275,11 @@ def publish_arm(client, run: Mapping[str, Any], arm: Mapping[str, Any], dataset:
                 score=(sum(v == "right" for v in votes) / len(votes)) if votes else None,
                 explanation=f"majority {row['judge_verdict']} of votes {', '.join(votes)}",
                 metadata={"votes": votes})
+        if expecting.get(row["request_id"]) == (row.get("label") or row["expected"]):
+            check = argument_check(row)
+            client.experiments.log_evaluation(
+                experiment_run_id=logged["id"], name=ARGUMENT_CHECK, annotator_kind="CODE", label=check["label"],
+                score=check.get("score"), explanation=check["explanation"], metadata=check["metadata"])
 
     with ThreadPoolExecutor(POSTERS) as pool:
         list(pool.map(post, todo))

@@ -103,7 +103,9 @@ def test_each_argument_check_reaches_the_chat_models_span_beside_the_judge(tmp_p
 
 @pytest.mark.parametrize("changes, reason", [
     ({"chosen": None, "outcome": "empty"}, "not scored: no usable answer (empty)"),
-    ({"chosen": "refund_order", "outcome": "invalid"}, "not scored: the call's arguments are not a JSON object"),
+    ({"chosen": "refund_order", "outcome": "invalid", "arguments": "refund it"},
+     "not scored: the call's arguments are not a JSON object"),
+    ({"chosen": "refund_order", "outcome": "correct"}, "not scored: no arguments were sent (the selector gives none)"),
 ])
 def test_an_argument_check_not_scored_says_why(changes, reason):
     from tasks.selection.selection_trace import selection_annotations

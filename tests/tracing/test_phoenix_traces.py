@@ -1,7 +1,7 @@
 """A small traced run read back from a real Phoenix server (``phoenix serve`` started here, on free ports, its
 working dir in a temporary folder): every warehouse row has its trace, every decision its DECISION span,
-every chat call its LLM span, every label check and judge verdict its annotation on the span it judges;
-one for one. The run mixes an offline router, a gated hosted arm and a judged hosted arm (the hosted ones
+every chat call its LLM span, every label check, judge verdict and argument check its annotation on the
+span it judges; one for one. The run mixes an offline router, a gated hosted arm and a judged hosted arm (the hosted ones
 through the official SDK against the loopback provider server, with a distinctive fake key that must
 appear in no span and no annotation)."""
 
@@ -29,6 +29,11 @@ FAKE_KEY = "sk-tooleval-FAKE-TRACE-5e0b3c7d9a1f4e26-DO-NOT-LEAK"
 PROJECT = "tooleval-traced-test"
 VOTES = ["right", "wrong", "right"]  # the judge's three votes of every turn (by vote index)
 THRESHOLD = 0.5
+EXPECTED_ARGUMENTS = {  # per label: what the oracle sends (example_arguments) passes, but for track_shipment
+    "lookup_order": {"order_id": "NW-1234567"},
+    "track_shipment": {"order_id": "NW-7654321"},
+    "refund_order": {"order_id": "NW-1234567", "reason": {"one_of": ["damaged", "faulty"]}},
+}
 READ_TIMEOUT_S = 240.0
 
 
@@ -50,11 +55,27 @@ def _script(expected: dict[str, str]):
     return script
 
 
+def with_expected_arguments(support_copy: Path) -> set[str]:
+    """The copy's v1 (trimmed) with EXPECTED_ARGUMENTS on the requests of those labels, frozen again; their ids."""
+    from tasks.taskset.load_taskset import freeze_version
+
+    path = support_copy / "v1.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for line in lines:
+        if line["expected"] in EXPECTED_ARGUMENTS:
+            line["expected_arguments"] = EXPECTED_ARGUMENTS[line["expected"]]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (support_copy / "v1.manifest.json").unlink()
+    freeze_version(support_copy, "v1", ["existing", "new_tools"])
+    return {line["id"] for line in lines if "expected_arguments" in line}
+
+
 @pytest.fixture
 def traced_run(prefect_harness, phoenix, support_copy: Path, warehouse_dir: Path, monkeypatch):
     from flows.evaluate import evaluate
 
     expected = trimmed_support(support_copy)
+    expecting = with_expected_arguments(support_copy)
     with ProviderServer(_script(expected), api_key=FAKE_KEY) as server:
         monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
         monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
@@ -85,7 +106,7 @@ def traced_run(prefect_harness, phoenix, support_copy: Path, warehouse_dir: Path
                                           "order by arm, seed, position", [summary.run_id]).fetchall():
         orders.setdefault((arm, seed), []).append(tool)
     con.close()
-    return summary, rows, orders
+    return summary, rows, orders, expecting
 
 
 def _read_back(phoenix: PhoenixServer, n_spans: int, n_annotations: int, project: str = PROJECT):
@@ -112,7 +133,7 @@ def _roles(row) -> tuple[str, ...]:
 
 
 def test_every_row_reads_back_from_phoenix_as_its_trace_with_its_annotations(traced_run, phoenix):
-    summary, rows, orders = traced_run
+    summary, rows, orders, expecting = traced_run
     assert summary.trace_warnings == [] and summary.trace.startswith(phoenix.otlp)
     n = len(rows)
     assert n == summary.n_rows == 3 * 3 * 12
@@ -120,7 +141,9 @@ def test_every_row_reads_back_from_phoenix_as_its_trace_with_its_annotations(tra
     routed_by_chat = [r for r in rows if r["router"] and r["decided_by"] == "chat" and r["router_pick"] is not None]
     assert len(judged) == 36 and routed_by_chat, "the run should judge one arm and fall back on some gated rows"
     n_spans = sum(len(_roles(r)) for r in rows)
-    n_annotations = n + len(judged) + len(routed_by_chat)
+    checked = [r for r in rows if r["request_id"] in expecting and LLM in _roles(r)]  # argument checks
+    assert {r["arguments_correct"] for r in checked} == {True, False}, "some arguments right, some wrong"
+    n_annotations = n + len(judged) + len(routed_by_chat) + len(checked)
     client, spans, annotations = _read_back(phoenix, n_spans, n_annotations)
     assert len(spans) == n_spans and len(annotations) == n_annotations
 
@@ -181,6 +204,13 @@ def test_every_row_reads_back_from_phoenix_as_its_trace_with_its_annotations(tra
             judge = notes[(ids.span_hex(LLM), "judge")]
             assert judge["annotator_kind"] == "LLM" and judge["result"]["label"] == row["judge_verdict"] == "right"
             assert judge["metadata"]["votes"] == list(row["judge_votes"]) == VOTES
+        assert ((ids.span_hex(LLM), "argument_check") in notes) == (row in checked)
+        if row in checked:
+            arguments = notes[(ids.span_hex(LLM), "argument_check")]
+            label = {True: "right", False: "wrong", None: "not_scored"}[row["arguments_correct"]]
+            assert arguments["annotator_kind"] == "CODE" and arguments["result"]["label"] == label
+            assert arguments["metadata"]["outcomes"] == {o["parameter"]: o["outcome"]
+                                                         for o in row["argument_outcomes"] or []}
 
     # the low-confidence decisions, found the way docs/routing/phoenix.md says (Phoenix's span filter)
     from phoenix.client.types.spans import SpanQuery
@@ -344,7 +374,7 @@ def test_a_traced_run_becomes_phoenix_experiments_over_its_version_as_a_dataset(
     from tasks.tracing.phoenix_experiments import experiment_name, publish_run
     from warehouse.location import warehouse_at
 
-    summary, rows, _ = traced_run
+    summary, rows, _, expecting = traced_run
     warehouse = warehouse_at(Path(summary.warehouse))
     first = publish_run(warehouse, summary.run_id)  # the address comes from the run's trace_endpoint
     assert first.base_url == phoenix.base_url
@@ -387,6 +417,11 @@ def test_a_traced_run_becomes_phoenix_experiments_over_its_version_as_a_dataset(
             assert ("judge" in notes) == (row["judge_verdict"] is not None)
             if row["judge_verdict"] is not None:
                 assert notes["judge"].annotator_kind == "LLM" and notes["judge"].result["label"] == "right"
+            assert ("argument_check" in notes) == (row["request_id"] in expecting)
+            if row["request_id"] in expecting:
+                label = {True: "right", False: "wrong", None: "not_scored"}[row["arguments_correct"]]
+                assert notes["argument_check"].annotator_kind == "CODE"
+                assert notes["argument_check"].result["label"] == label
 
     again = publish_run(warehouse, summary.run_id, phoenix.base_url)
     assert [(a.logged, a.already) for a in again.arms] == [(0, 36)] * 3
