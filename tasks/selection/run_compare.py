@@ -53,6 +53,10 @@ class ArmPairComparison:
     weighted: WeightedChange | None = None
     weights_window: str | None = None
     n_relabelled: int = 0
+    arguments: dict[tuple[str, str], PairedComparison] = field(default_factory=dict)
+    """Per (slice, tool): argument accuracy's paired change on the label-stable requests scored on both sides."""
+    arguments_one_side: int = 0
+    """Label-stable requests whose arguments were scored on one side only (left out of the argument changes)."""
 
 
 def _run_ids(con: duckdb.DuckDBPyConnection, db: str, run_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -117,7 +121,7 @@ def _weights(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> dict[str, f
 
 
 ROW_COLUMNS = ("arm_a", "arm_b", "slice", "label_a", "label_stable", "trials_a", "correct_a", "trials_b",
-               "correct_b")
+               "correct_b", "scored_a", "arguments_right_a", "scored_b", "arguments_right_b")
 """The ``run_comparison`` columns read for every request (those the changes are counted from); the pair's own
 columns (SIDE_COLUMNS) are read once."""
 SIDE_COLUMNS = ("run_a", "run_b", "paired_on", "shared_seeds", "differs_in", "catalogue_a", "catalogue_b",
@@ -204,6 +208,7 @@ def _paired(rows: list[dict[str, Any]], side: dict[str, Any], differs: list[str]
 
     result.slices = {s: compare(g) for s, g in sorted(by_slice.items())}
     result.tools = {k: compare(g) for k, g in sorted(by_tool.items())}
+    result.arguments, result.arguments_one_side = _argument_changes(by_tool)
     stable = [r for r in rows if r["label_stable"]]
     if weights and stable:
         result.weights_window = window_run["weights_window"]
@@ -211,6 +216,20 @@ def _paired(rows: list[dict[str, Any]], side: dict[str, Any], differs: list[str]
                                           [r["trials_a"] for r in stable], [r["correct_b"] for r in stable],
                                           [r["trials_b"] for r in stable], weights)
     return result
+
+
+def _argument_changes(by_tool: dict[tuple[str, str], list[dict[str, Any]]]
+                      ) -> tuple[dict[tuple[str, str], PairedComparison], int]:
+    """Per (slice, tool), argument accuracy's paired change on the requests scored on both sides; and how many
+    requests were scored on one side only."""
+    changes, one_side = {}, 0
+    for key, group in sorted(by_tool.items()):
+        pairs = [r for r in group if r["scored_a"] and r["scored_b"]]
+        one_side += sum(bool(r["scored_a"]) != bool(r["scored_b"]) for r in group)
+        if pairs:
+            changes[key] = paired_comparison([r["arguments_right_a"] for r in pairs], [r["scored_a"] for r in pairs],
+                                             [r["arguments_right_b"] for r in pairs], [r["scored_b"] for r in pairs])
+    return changes, one_side
 
 
 def _change_cells(c: PairedComparison) -> list[str]:
@@ -236,6 +255,9 @@ def comparison_headline(result: ArmPairComparison) -> list[str]:
              f"paired on {result.n_requests:,} requests by {seeds}"
              + (f"; {result.n_relabelled} labelled differently on the two sides (in the slices only)"
                 if result.n_relabelled else "")]
+    if result.arguments_one_side and not result.arguments:
+        lines.append(f"argument accuracy not compared: {result.arguments_one_side:,} requests scored on one side "
+                     "only, none on both")
     if result.weighted is not None and result.weighted.weighted is not None:
         w = result.weighted
         lines.append(f"traffic-weighted change (window {result.weights_window}, {pct(w.weight_covered)} of traffic): "
@@ -265,6 +287,7 @@ def comparison_tables(result: ArmPairComparison) -> list[ReportTable]:
                                       rows=rows, wrap=["tool"],
                                       note="traffic = the tool's share of all production traffic in the window "
                                            "(as in the run report)." if traffic else ""))
+    tables += argument_tables(result, key)
     if result.weighted is not None and result.weighted.weighted is not None:
         moved = sorted((c for c in result.weighted.contributions if c.weighted_contribution),
                        key=lambda c: abs(c.weighted_contribution or 0), reverse=True)[:8]
@@ -277,4 +300,22 @@ def comparison_tables(result: ArmPairComparison) -> list[ReportTable]:
             note="traffic = the tool's share of all production traffic; share of compared traffic = its share of "
                  "the compared tools' traffic (they sum to 100%); contribution = share of compared traffic x "
                  "change; every tool: the weighted_contribution view.", wrap=["tool", "share of compared traffic"]))
+    return tables
+
+
+def argument_tables(result: ArmPairComparison, key: str) -> list[ReportTable]:
+    """Per slice, each tool's argument accuracy change (scored rows: calls of the right tool on requests with
+    expected arguments); none when no request was scored on both sides."""
+    tables = []
+    for slice_ in result.slices:
+        rows = [[tool, f"{c.n_requests:,}"] + _change_cells(c) for (s, tool), c in result.arguments.items()
+                if s == slice_]
+        if rows:
+            tables.append(ReportTable(
+                title=f"Argument accuracy per tool, slice {slice_} (requests scored on both sides)",
+                key=f"arguments:{slice_}:{key}", columns=["tool", "req"] + CHANGE_COLUMNS, rows=rows, wrap=["tool"],
+                note="Rows whose arguments were scored: calls of the expected tool on a request with expected "
+                     "arguments; from / to = right arguments / scored rows; the interval and test as per tool."
+                     + (f" {result.arguments_one_side:,} requests scored on one side only are left out."
+                        if result.arguments_one_side else "")))
     return tables

@@ -11,6 +11,8 @@
 -- differs_in: the respects in which the two arms differ ('catalogue', 'prompt', 'model' = the pinned id,
 -- 'served_model' = the ids the provider served, 'selector', 'version'), with each side's id beside it;
 -- `tooleval compare` refuses a pair that differs in more than the one respect it is told to expect.
+-- scored_* / arguments_right_*: each side's rows whose arguments were scored (see argument_accuracy) and those
+-- with right arguments, over the same seeds; argument changes pair the label-stable requests scored on both sides.
 -- Sum the counts over requests for per-slice and per-tool figures; intervals and tests: tooleval compare.
 with arm_sides as (
     select a.run_id, a.arm, a.catalogue, a.catalogue_hash, a.prompt, a.prompt_hash, a.model_id, a.selector,
@@ -41,7 +43,9 @@ arm_pairs as (
 side_a as (
     select p.run_a, p.arm_a, p.run_b, p.arm_b, r.request_id,
            min(r.slice) as slice, min(r.expected) as expected, min(coalesce(r.label, r.expected)) as label,
-           count(*) as trials, count(*) filter (where r.correct) as correct
+           count(*) as trials, count(*) filter (where r.correct) as correct,
+           count(*) filter (where r.arguments_correct is not null) as scored,
+           count(*) filter (where r.arguments_correct) as arguments_right
     from arm_pairs p
     join selection_rows r on r.run_id = p.run_a and r.arm = p.arm_a
     where len(p.shared_seeds) = 0 or list_contains(p.shared_seeds, r.seed)
@@ -50,7 +54,9 @@ side_a as (
 side_b as (
     select p.run_a, p.arm_a, p.run_b, p.arm_b, r.request_id,
            min(r.expected) as expected, min(coalesce(r.label, r.expected)) as label,
-           count(*) as trials, count(*) filter (where r.correct) as correct
+           count(*) as trials, count(*) filter (where r.correct) as correct,
+           count(*) filter (where r.arguments_correct is not null) as scored,
+           count(*) filter (where r.arguments_correct) as arguments_right
     from arm_pairs p
     join selection_rows r on r.run_id = p.run_b and r.arm = p.arm_b
     where len(p.shared_seeds) = 0 or list_contains(p.shared_seeds, r.seed)
@@ -63,6 +69,8 @@ select p.run_a, p.arm_a, p.run_b, p.arm_b, a.request_id, a.slice,
        case when len(p.shared_seeds) > 0 then 'request and seed' else 'request' end as paired_on,
        p.shared_seeds,
        a.trials as trials_a, a.correct as correct_a, b.trials as trials_b, b.correct as correct_b,
+       a.scored as scored_a, a.arguments_right as arguments_right_a,
+       b.scored as scored_b, b.arguments_right as arguments_right_b,
        majority_right(a.correct, a.trials) as majority_a,
        majority_right(b.correct, b.trials) as majority_b,
        share_fell(a.correct, a.trials, b.correct, b.trials) as worse,
