@@ -136,3 +136,14 @@ def test_the_argument_gates_are_checked_as_written():
         criteria({**HALLUCINATED, "max_share": 1.5})
     with pytest.raises(ValidationError):
         criteria({**ARGS, "max_drop_points": 0})
+
+
+def test_a_volume_share_needs_production_weights_and_leaves_small_tools_out():
+    gate = judge(run_of(DROP), criteria({**ARGS, "min_volume_share": 0.03})).gates[0]
+    assert gate.status == "NOT JUDGED" and "no production weights" in gate.evidence[0]
+    run = KnownRun(arms=["base", "cand"], comparisons=[("base", "cand")], seeds=3, weights={"refund": 0.02})
+    run.add([scored(f"q{i}", s, s <= k, "base", 1) for i, k in enumerate(BASE) for s in (1, 2, 3)])
+    run.add([scored(f"q{i}", s, s <= k, "cand", 2) for i, k in enumerate(DROP) for s in (1, 2, 3)])
+    figures = load_figures(run.finish(), "run1")
+    assert judge(figures, criteria({**ARGS, "min_volume_share": 0.03})).gates[0].status == "SKIP"
+    assert judge(figures, criteria({**ARGS, "min_volume_share": 0.01})).gates[0].status == "FAIL"
