@@ -43,8 +43,8 @@ def send(provider: str, server: BatchServer, journal: BatchJournal, batch_items:
 
 
 def mixed(seen: Seen) -> Any:
-    """Request 1 fails with a 500, request 2 answers in text, request 3 answers 200 with an error body; the
-    rest call the first tool."""
+    """Request 1 fails with a 500, request 2 answers in text, request 3 answers 200 with an error body,
+    request 4 calls a tool with malformed arguments; the rest call the first tool."""
     number = seen.user_text.rsplit(" ", 1)[-1]
     if number == "1":
         return status_reply(500, error_message="overloaded")
@@ -52,6 +52,8 @@ def mixed(seen: Seen) -> Any:
         return text_reply("Which city?")
     if number == "3":
         return tool_call(seen.tools[0], reshape=lambda body: {"error": {"type": "server_error", "message": "boom"}})
+    if number == "4":
+        return tool_call(seen.tools[0], arguments="{not json")  # Anthropic: a tool_use input that is a string
     return tool_call(seen.tools[0])
 
 
@@ -75,6 +77,7 @@ def test_outcomes_match_the_synchronous_replies(provider: str, journal: BatchJou
     for cid, reply in sync.items():  # the same reply, tokens and served model as the synchronous call
         assert outcomes[cid].reply == reply
     assert outcomes[batch_items[2].custom_id].reply.tool_name is None
+    assert outcomes[batch_items[4].custom_id].reply.arguments == "{not json"
     assert "overloaded" in outcomes[batch_items[1].custom_id].error
     assert "error body" in outcomes[batch_items[3].custom_id].error
     assert len(server.batches) == 1 and set(server.submissions.values()) == {1}

@@ -7,6 +7,7 @@ requests as the chunk, and held by no other chunk of the journal."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Mapping
 
 from tasks.selectors.providers.anthropic_messages import DEFAULT_BASE_URL, AnthropicMessages
@@ -40,14 +41,25 @@ class AnthropicBatches(SdkWire):
 
     def state(self, batch_id: str) -> BatchState:
         batch = control(lambda: self.client.messages.batches.retrieve(batch_id), self._sleep)
-        return BatchState(batch.id, batch.processing_status, batch.processing_status == "ended")
+        return BatchState(batch.id, batch.processing_status, batch.processing_status == "ended",
+                          extra={"results_url": batch.results_url})
 
     def cancel(self, batch_id: str) -> None:
         control(lambda: self.client.messages.batches.cancel(batch_id), self._sleep)
 
     def results(self, state: BatchState) -> dict[str, Result]:
-        entries = control(lambda: list(self.client.messages.batches.results(state.batch_id)), self._sleep)
-        return {entry.custom_id: self.read_line(entry.to_dict(mode="json")) for entry in entries}
+        """The results file read as JSON, as a synchronous reply is (``results()`` would build the SDK's
+        typed models, which reshape the malformed blocks a row must see as they came)."""
+        import httpx2
+
+        url = state.extra.get("results_url")
+        if not url:
+            return {}
+        response = control(lambda: self.client.get(url, cast_to=httpx2.Response,
+                                                    options={"headers": {"Accept": "application/binary"}}),
+                           self._sleep)
+        lines = [json.loads(line) for line in response.content.decode().splitlines() if line.strip()]
+        return {line["custom_id"]: self.read_line(line) for line in lines}
 
     @staticmethod
     def read_line(line: Mapping[str, Any]) -> Result:
