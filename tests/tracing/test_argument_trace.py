@@ -25,7 +25,8 @@ FAKE_KEY = "sk-tooleval-FAKE-argument-trace-0f3b"
 MODEL = "gpt-4.1-mini-2025-04-14"
 TOOLS = support_tools("lookup_order", "track_shipment", "refund_order")
 EXPECTED = {"order_id": ExpectedArgument.model_validate("NW-1234567"),
-            "reason": ExpectedArgument.model_validate({"one_of": ["damaged", "faulty"]})}
+            "reason": ExpectedArgument.model_validate({"one_of": ["damaged", "faulty"]}),
+            "note": ExpectedArgument.model_validate({"regex": "smash(ed)?", "may_be_omitted": True})}
 RIGHT = {"order_id": "NW-1234567", "reason": "damaged"}
 CALLS = {  # request text -> (the call the model makes, the argument check's label, its explanation)
     "refund NW-1234567, it came smashed": (
@@ -65,8 +66,8 @@ def unit(server: ProviderServer):
     return planned
 
 
-def traced_run(otlp: str, tmp_path, project: str = "tooleval") -> int:
-    """The judged unit selected, landed and traced to ``otlp``; its number of rows."""
+def traced_run(otlp: str, tmp_path, project: str = "tooleval") -> tuple[int, list[str]]:
+    """The judged unit selected, landed and traced to ``otlp``: its number of rows, the judge's prompts."""
     from tasks.tracing.trace_sender import finish_tracing
     from tasks.tracing.trace_target import parse_trace_target
 
@@ -75,13 +76,15 @@ def traced_run(otlp: str, tmp_path, project: str = "tooleval") -> int:
         result = select_and_land(unit(server), RunContext("run-args", "exp", tmp_path / "rows", None,
                                                           tmp_path / "ledger.sqlite", trace=target))
         assert finish_tracing(target) == []
-    return result.n_rows
+        judged = [s.user_text for s in server.requests() if s.system.startswith("You grade")]
+    return result.n_rows, judged
 
 
 def test_each_argument_check_reaches_the_chat_models_span_beside_the_judge(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     with RecordingCollector() as collector:
-        assert traced_run(collector.otlp, tmp_path) == 6
+        n_rows, judge_prompts = traced_run(collector.otlp, tmp_path)
+        assert n_rows == 6
         _wait_for(collector, 2 * 6, 6 + 6 + 5)  # root + chat span per row; label check, judge, argument check
     notes = {(a["span_id"], a["name"]): a for a in collector.annotations}
     assert len(notes) == len(collector.annotations) == 6 + 6 + 5
@@ -99,6 +102,10 @@ def test_each_argument_check_reaches_the_chat_models_span_beside_the_judge(tmp_p
     assert (free, "argument_check") not in notes and (free, "judge") in notes
     assert {s.name for s in collector.spans} == {"select_tool", "chat_completion"}
     assert FAKE_KEY not in repr(collector.annotations)
+    # the judge stays blind: it reads the call (its arguments) but never the labels or the expected arguments
+    assert len(judge_prompts) == 6 * 3 and all("refund_order with arguments" in p or "lookup_order with" in p
+                                               for p in judge_prompts)
+    assert not any("smash(ed)?" in p or "one_of" in p or "may_be_omitted" in p for p in judge_prompts)
 
 
 @pytest.mark.parametrize("changes, reason", [
@@ -129,7 +136,7 @@ def test_phoenix_finds_the_choices_that_held_with_calls_that_did_not(tmp_path, m
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     with PhoenixServer(tmp_path / "phoenix") as phoenix:
-        assert traced_run(phoenix.otlp, tmp_path, "tooleval-arguments") == 6
+        assert traced_run(phoenix.otlp, tmp_path, "tooleval-arguments")[0] == 6
         client, spans, annotations = _read_back(phoenix, 2 * 6, 6 + 6 + 5, "tooleval-arguments")
         assert len(spans) == 12 and len(annotations) == 17
         found = client.spans.get_spans_dataframe(
