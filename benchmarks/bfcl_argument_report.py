@@ -1,7 +1,7 @@
 """BFCL v4 multiple run by ``tooleval run`` through two hosted arms on the loopback server, and its report: the
 argument tables of a real run (docs/selection/reports.md, "Arguments").
 
-    .venv/bin/python -m benchmarks.bfcl_argument_report --out /tmp/bfcl-arguments
+    .venv/bin/python -m benchmarks.bfcl_argument_report --out "$(mktemp -d)/bfcl"
 
 Imports BFCL_v4_multiple with its possible answers (``../shared/bench/bfcl``) and writes an experiment of two
 openai arms on each request's own functions: ``answers``, whose replies are each record's first acceptable
@@ -37,6 +37,7 @@ MODELS = {"answers": "replay-first-answer", "mutated": "replay-one-mutation"}
 def experiment_text(port: int) -> str:
     arms = "\n".join(f"  - {{name: {arm}, model: {model}}}" for arm, model in MODELS.items())
     return f"""name: bfcl-multiple-arguments
+instrument: selection
 description: BFCL v4 multiple replayed through two hosted arms on the loopback server.
 taskset: ..
 version: v1
@@ -106,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         experiment.write_text(experiment_text(server.port))
         os.environ.setdefault("COLUMNS", "80")
         code = tooleval(["run", str(experiment), "--warehouse", str(warehouse)])
-    print("BFCL's checker on the mutated calls: " + ", ".join(f"{k} {v}" for k, v in sorted(categories.items())))
+    other = categories.pop("another function", 0)
+    print(f"mutated arm: another function on {other} records; BFCL's checker on its calls of the right one: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))))
     return code
 
 
