@@ -5,7 +5,10 @@ anthropic arm. For every row with a choice (a tool, possibly with broken argumen
 judge votes ``votes`` times — independent calls that differ in the provider seed (OpenAI: temperature
 0.7 unless set) — and the majority is kept (``unsure`` when there is none). The verdict is stored beside
 the label check (``correct``) as ``judge_verdict``: where the judge says *right* but the row is not
-correct, the failure lay in the arguments or the reply (or in the label), not in the choice of tool.
+correct, the failure lay in the arguments or the reply (or in the label), not in the choice of tool. Where the
+request has expected arguments the verdict also sits beside the argument check (``arguments_correct``: view
+judge_argument_check, the report's judge-beside-arguments table, the traces' ``argument_check`` annotation);
+the judge itself is shown neither the label nor the expected arguments.
 Judge calls count against the run's caps; their cost is ``judge_cost_usd``, apart from the cost per turn.
 
 The chat call's answer is kept before the judge is asked (``Unjudged``, handed to the batch scope's
