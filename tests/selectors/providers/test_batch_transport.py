@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -155,7 +156,23 @@ def test_a_rerun_answers_from_the_journal(provider: str, journal: BatchJournal) 
     with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
         first = send(provider, server, journal, batch_items)
         again = send(provider, server, journal, batch_items)
-    assert again == first and len(server.batches) == 1
+        changed = [replace(item, request=replace(item.request, max_tokens=7)) for item in batch_items]
+        third = send(provider, server, journal, changed)
+    assert again == first and len(server.batches) == 1  # the changed requests are not sent either
+    assert all(o.status == "errored" and "different request" in (o.error or "") for o in third.values())
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_batch_the_provider_lost_lands_as_errors_and_stays_journaled(provider: str,
+                                                                        journal: BatchJournal) -> None:
+    batch_items = items(provider, 2)
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
+        outcomes = send(provider, server, journal, batch_items,
+                        on_submitted=lambda batch_id, n: server.batches.pop(batch_id))
+    assert all(o.status == "errored" and "could not be polled" in (o.error or "") for o in outcomes.values())
+    [key] = journal.chunk_keys(f"{provider} {url(server, provider)}", list(outcomes))
+    chunk = journal.chunk(key)
+    assert chunk is not None and chunk.state == "submitted" and chunk.batch_id  # a rerun polls it again
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
