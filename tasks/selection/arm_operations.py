@@ -43,5 +43,6 @@ def arm_operations_table(records: list[dict[str, Any]]) -> ReportTable | None:
              "again); cached (when a provider reported any): share of this run's prompt tokens served from the "
              "provider's prompt cache; "
              "router/fb: turns the decision model decided / share that fell back to the chat model; "
-             "judge: the LLM judge's verdict agrees with the label check.",
+             "judge: the LLM judge's verdict agrees with the label check (beside the argument check: the "
+             "judge-beside-arguments table, when requests have expected arguments).",
     )
