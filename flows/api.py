@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
 
@@ -50,6 +50,8 @@ class RunOutcome:
     warehouse: Warehouse
     prefect_server: str | None = None
     """The kept Prefect server the run used, and how long it stays (None: a configured API or a temporary one)."""
+    forecast_error: list[str] = field(default_factory=list)
+    """What the run cost against its forecast, as printed (none when it forecast nothing)."""
 
     @property
     def exit_code(self) -> int:
@@ -96,12 +98,13 @@ def _nothing() -> Iterator[None]:
 
 def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None = None, use_cache: bool = True,
                    allow_provisional: bool = False, task_runner: str | None = None, max_calls: int | None = None,
-                   max_spend_usd: float | None = None, trace: str | None = None, batch: bool = False
-                   ) -> RunOutcome:
+                   max_spend_usd: float | None = None, trace: str | None = None, batch: bool = False,
+                   say: Callable[[str], None] = lambda line: None) -> RunOutcome:
     """Check, run, land, register and report one experiment (either instrument). Raises InputError on bad
     input, before any model call and with nothing written. ``trace`` (otlp://HOST:PORT) exports the run's
     OpenInference traces (default: the experiment's ``tracing:`` block, else none). ``batch`` sends hosted arms'
-    chat requests through the providers' batch APIs (default: the experiment's ``batch:``)."""
+    chat requests through the providers' batch APIs (default: the experiment's ``batch:``). ``say`` is told
+    the lines of what the run will cost, before its first call."""
     from flows import gc_pause
     from flows.prefect_server import check_api_answers, configured_api_url, run_server
     from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks
@@ -120,10 +123,13 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     resolve_trace_target(trace, prepared.experiment)
     check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=not configured_api_url(),
                      allow_provisional=allow_provisional)
+    forecast = prepared.instrument.forecast(prepared, warehouse_at(warehouse).root)  # what it will cost
+    for line in forecast.lines():
+        say(line)
     server = run_server()  # the kept server, or one of the run's own, starting while the label checks run
     try:
         # the label checks take seconds on a cold cache; bad input is named before a dead Prefect API
-        checked = prepare_run.CheckedRun(prepared)  # the flow is handed the checked run
+        checked = prepare_run.CheckedRun(prepared, forecast)  # the flow is handed the checked run
         if server is None and (url := configured_api_url()):
             check_api_answers(url)  # a dead PREFECT_API_URL is said now, not after a minute of Prefect's retries
         from flows.task_runners import evaluate_on  # Prefect: heavy, imported only to run
@@ -152,7 +158,8 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     published = summary.report or read_report(location, summary.run_id)
     if summary.verdict is not None:
         published.verdict = summary.verdict
-    return RunOutcome(summary=summary, report=published, warehouse=location, prefect_server=kept)
+    return RunOutcome(summary=summary, report=published, warehouse=location, prefect_server=kept,
+                      forecast_error=forecast.error_lines(location.db_path, summary.run_id))
 
 
 def register(run_id: str, warehouse: str | Path | None = None, wait_s: float | None = None) -> LateRegistration:

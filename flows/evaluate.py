@@ -261,6 +261,11 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         get_run_logger().warning("%s", run.experiment.instrument_note)
     kind.check_before_run(run, allow_provisional)  # provisional labels only when the run says so
     units = plan_units(run)
+    forecast = prepared.forecast if prepared is not None else None  # what it will cost, registered with it
+    if forecast is None:
+        forecast = kind.forecast(run, warehouse.root)
+        for line in forecast.lines():
+            get_run_logger().info("run %s: %s", run_id, line)
     budget = run.experiment.spec.budget
     trace_target = resolve_trace_target(trace, run.experiment)
     cache_path = warehouse.root / "cache" / kind.store.cache_file
@@ -290,7 +295,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
 
     reached("all-landed")
     cached = cache_use(run.experiment.arms, units, results, kind.unpinned)
-    registration = registration_records(run, units, run_id, started_at, registered, trace_target, cached)
+    registration = registration_records(run, units, run_id, started_at, registered, trace_target, cached, forecast)
     save_registration(warehouse.registrations_dir, registration)  # registrable later if the file stays held
     reached("records-saved")
     logger = get_run_logger()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from flows.cli_help import WAREHOUSE_HELP
 from flows.exit_codes import EXIT_OK, verdict_exit_code
-from flows.progress import announce, folded, report_on_stderr
+from flows.progress import announce, fitted, folded, report_on_stderr
 
 TASK_RUNNERS = ("thread", "dask")
 """``--task-runner``'s choices: flows/task_runners.py RUNNERS (a test keeps them equal), written out here so the
@@ -97,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
                                  max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace,
-                                 batch=args.batch)
+                                 batch=args.batch, say=lambda line: print(fitted(line), file=sys.stderr, flush=True))
     summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
     words = instrument(summary.instrument).words
     landed = [warehouse.root / folder / f"run_id={summary.run_id}"
@@ -122,6 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
     _print_spend(summary, command, args)
+    for line in outcome.forecast_error:
+        print(fitted(line))
     _warn_unpinned_cache(summary)
     for line in summary.leftovers or []:
         print(f"leftovers:     {line}")

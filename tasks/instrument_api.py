@@ -80,6 +80,35 @@ class NothingSpent:
     halts: Mapping[str, str] = field(default_factory=dict)
 
 
+class Forecast(Protocol):
+    """What a run will cost before its first call (an instrument's own figures): printed by ``tooleval validate``
+    and the first lines of a run, registered with the run."""
+
+    def lines(self) -> list[str]:
+        """What the commands print, each line fitting 80 columns; none when nothing is paid for."""
+
+    def records(self, run_id: str) -> dict[str, list[BaseModel]]:
+        """Table -> records registered with run ``run_id`` (tables of its card's store ``records``)."""
+
+    def error_lines(self, db_path: Path, run_id: str) -> list[str]:
+        """After run ``run_id`` registered in the DuckDB file ``db_path``: how far the forecast was from what
+        it cost, as printed (none when nothing was forecast)."""
+
+
+@dataclass(frozen=True)
+class NoForecast:
+    """The forecast of an instrument that forecasts nothing."""
+
+    def lines(self) -> list[str]:
+        return []
+
+    def records(self, run_id: str) -> dict[str, list[BaseModel]]:
+        return {}
+
+    def error_lines(self, db_path: Path, run_id: str) -> list[str]:
+        return []
+
+
 class Figures(Protocol):
     """What the core reads of an instrument's figures (the rest is the instrument's own)."""
 
@@ -177,6 +206,9 @@ class Instrument:
     the run warns of its results that came from the cache (tasks/run/unpinned_cache.py)."""
     spent: Callable[[Path | None, str], Spending] = lambda ledger, run_id: NothingSpent()
     """(the run's budget ledger, run id) -> what the run spent on hosted models."""
+    forecast: Callable[[PreparedRun, Path | None], Forecast] = lambda prepared, warehouse: NoForecast()
+    """(prepared run, warehouse folder or None) -> what the run will cost before its first call, from the
+    warehouse's history where it has one."""
     extra_disk_entries: Callable[[PreparedRun], int] = lambda prepared: 0
     """At most how many map entries (e.g. probability maps) the run's rows carry beyond their columns: the
     disk the preflight asks for counts them (tasks/run/preflight.py)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from tasks.core_records import Loaded
 from tasks.experiment.criteria import experiment_criteria
 from tasks.experiment.resolve_experiment import resolve_experiment
-from tasks.instrument_api import PreparedRun, instrument
+from tasks.instrument_api import Forecast, PreparedRun, instrument
 
 
 def prepare_run(experiment_path: Path | str, *, checked: bool = True) -> PreparedRun:
@@ -43,9 +43,11 @@ class CheckedRun:
     that prepared it before Prefect started (flows/api.py), so the flow does not load and check the task set a
     second time. Prefect records a flow run's parameters: it cannot encode this object (it has no
     ``__dict__``) and records '<CheckedRun>', not the run's requests. A deployment's flow run is given none
-    and prepares its own."""
+    and prepares its own. ``forecast``: what the run will cost, worked out before Prefect started (None: the
+    flow works it out)."""
 
-    __slots__ = ("run",)
+    __slots__ = ("run", "forecast")
 
-    def __init__(self, run: PreparedRun) -> None:
+    def __init__(self, run: PreparedRun, forecast: Forecast | None = None) -> None:
         self.run = check_prepared(run)
+        self.forecast = forecast

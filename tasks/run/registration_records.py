@@ -18,6 +18,7 @@ from warehouse.register_run import RunRegistration
 
 if TYPE_CHECKING:
     from tasks.core_records import TraceTarget
+    from tasks.instrument_api import Forecast
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -35,10 +36,12 @@ def tooleval_version() -> str:
 
 def registration_records(prepared: PreparedRun, units: list[WorkUnit], run_id: str, started_at: datetime,
                          criteria: CriteriaRegistration | None = None, trace: "TraceTarget | None" = None,
-                         cached: Mapping[str, ArmCacheUse] | None = None) -> RunRegistration:
+                         cached: Mapping[str, ArmCacheUse] | None = None, forecast: "Forecast | None" = None
+                         ) -> RunRegistration:
     """``criteria``: what the run registered before its first call; ``trace``: where its traces went (both
     recorded on the run), None when it registered none or was not traced; ``cached``: each arm's use of the
-    result cache (``tasks/run/unpinned_cache.py``: recorded on its arm), None when not counted."""
+    result cache (``tasks/run/unpinned_cache.py``: recorded on its arm), None when not counted; ``forecast``:
+    what the run was forecast to cost before its first call (its records registered with it)."""
     cached = cached or {}
     kind, experiment = prepared.instrument, prepared.experiment
     store = kind.store
@@ -57,4 +60,5 @@ def registration_records(prepared: PreparedRun, units: list[WorkUnit], run_id: s
     comparisons = [ComparisonRecord(run_id=run_id, baseline=c.baseline, arm=c.arm, changed=list(c.changed))
                    for c in experiment.comparisons]
     return RunRegistration(kind.name, {store.run_table: [run], store.arm_table: arms,
-                                       store.comparison_table: comparisons, **kind.records(prepared, units, run_id)})
+                                       store.comparison_table: comparisons, **kind.records(prepared, units, run_id),
+                                       **(forecast.records(run_id) if forecast is not None else {})})

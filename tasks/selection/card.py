@@ -10,6 +10,7 @@ from tasks.instrument_card import InstrumentCard, InstrumentStore
 
 def row_models() -> dict:
     from schemas.run_records import ComparisonRecord
+    from schemas.selection.forecast import CostForecast
     from schemas.selection.rows import (
         OfferedTool,
         SeedOrder,
@@ -21,7 +22,7 @@ def row_models() -> dict:
 
     return {"landed_rows": SelectionRow, "runs": SelectionRunRecord, "arms": SelectionArmRecord,
             "comparisons": ComparisonRecord, "seed_orders": SeedOrder, "offered_tools": OfferedTool,
-            "production_weights": WeightRecord}
+            "production_weights": WeightRecord, "cost_forecasts": CostForecast}
 
 
 def trace_builder():
@@ -41,7 +42,7 @@ CARD = InstrumentCard(
     name="selection",
     store=InstrumentStore(
         run_table="runs", arm_table="arms", comparison_table="comparisons", landed={"landed_rows": "rows"},
-        counts={"n_rows": "landed_rows"}, cache_file="selections.sqlite", records=("seed_orders",),
+        counts={"n_rows": "landed_rows"}, cache_file="selections.sqlite", records=("seed_orders", "cost_forecasts"),
         shared={"offered_tools": ("tool_set_id",), "production_weights": ("taskset", "window_id")}),
     row_models=row_models, report_parts=report_parts, run_kind="selection run", report_command="tooleval report",
     arm_marks=("catalogue", "selector"), views=Path(__file__).resolve().parent / "views",

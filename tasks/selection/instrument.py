@@ -8,6 +8,7 @@ confidence gate among the selectors). What it says to the core (tasks/instrument
     card.py           its store in a warehouse, row models and report reader, read without importing it
     select_batch.py   a unit: cached selections, fresh ones for the rest, scored rows landed (``landed_rows``)
     records.py        arms, seed orders, offered tool sets and weights, registered beside the rows
+    cost_forecast.py  what a run will cost before its first call (registered as ``cost_forecasts``)
     figures.py        the run's figures from the views, with their intervals
     gates.py          the gate kinds
     tables.py         the report's tables and charts
@@ -44,4 +45,5 @@ INSTRUMENT = Instrument(
     build_report=on_call("tasks.selection.tables", "build_report_from"),
     not_carried_out=rows_not_carried_out, check_lines=label_check_lines,
     extra_disk_entries=probability_map_entries,
-    unpinned=arm_unpinned, spent=on_call("tasks.selectors.providers.call_budget", "spent_in_run"))
+    unpinned=arm_unpinned, spent=on_call("tasks.selectors.providers.call_budget", "spent_in_run"),
+    forecast=on_call("tasks.selection.cost_forecast", "forecast_run"))

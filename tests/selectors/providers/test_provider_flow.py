@@ -97,6 +97,11 @@ def test_models_experiment_runs_through_prefect_and_no_artifact_holds_the_key(
             if arm.startswith("gpt-") and arm != "gpt-default":
                 assert route in ("forced", "gated", "narrowed") and router and decided_by in ("router", "chat")
                 assert 0 < confidence <= 1 and fallback is not None
+        # the forecast made before the first call (no past rows in a new warehouse) is registered with the run
+        forecasts = con.execute("select arm, source, rows from cost_forecasts").fetchall()
+        assert sorted(forecasts) == sorted((arm, "estimate", 3 * n) for arm in ARMS)
+        billed = con.execute("select arm, billed_usd, forecast_usd from cost_forecast_error").fetchall()
+        assert {r[0] for r in billed} == set(ARMS) and all(r[1] > 0 and r[2] > 0 for r in billed)
         operations = con.execute("select arm, n, fallback_rate, mean_cost_usd from arm_operations").fetchall()
         assert {r[0] for r in operations} == set(ARMS) and all(r[1] == 3 * n and r[3] > 0 for r in operations)
     finally:
@@ -127,6 +132,9 @@ def test_cli_budget_stops_cleanly_says_how_to_resume_and_the_rerun_repeats_nothi
     assert code == EXIT_OK
     assert "budget reached:" in out.err and f"tooleval run {path} --warehouse {warehouse}" in out.err
     assert "repeats no completed call" in out.err and len(server.requests()) == 40
+    # the cost before the first call (a new warehouse: estimated), and after the run against it
+    assert "cost before the first call" in out.err and "(estimated)" in out.err
+    assert "cost against the forecast" in out.out
     con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
     try:
         stopped, total = con.execute("""select count(*) filter (where detail = 'budget reached' and error), count(*)
@@ -138,6 +146,7 @@ def test_cli_budget_stops_cleanly_says_how_to_resume_and_the_rerun_repeats_nothi
     assert main(["run", str(path), "--warehouse", str(warehouse)]) == EXIT_OK
     out = capsys.readouterr()
     assert "budget reached" not in out.err
+    assert " past rows)" in out.err  # the rerun's forecast reads the rows the first run was billed for
     n = len(expected)
     assert len(server.requests()) == len(ARMS) * 3 * n + 3 * n  # both runs together: each call made once
     assert FAKE_KEY not in out.out + out.err

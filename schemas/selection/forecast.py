@@ -1,0 +1,32 @@
+"""The cost a selection run was forecast to have before its first call: the table ``cost_forecasts``, one
+row per (run, arm with hosted-model calls). The view ``cost_forecast_error`` sets it against what the arm's
+rows were billed."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CostForecast(BaseModel):
+    """One arm's forecast: calls, tokens and dollars, sent as calls and as a provider batch."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+
+    run_id: str = Field(description="Run the forecast was made for (before its first call).")
+    arm: str = Field(description="Arm name.")
+    model_id: str = Field(description="Pinned model id of the arm's chat model.")
+    source: Literal["history", "estimate"] = Field(
+        description="'history': per-row means of past rows of the same model, catalogue and routing in this "
+        "warehouse; 'estimate': prompt characters / 4 tokens and a fixed reply size (no such rows yet).")
+    past_rows: int = Field(description="Past rows the history means came from (0 for an estimate).")
+    rows: int = Field(description="Rows planned for the arm: its requests under every seed.")
+    calls: int = Field(description="HTTP requests forecast (router, chat and judge calls; retries as in history).")
+    input_tokens: int = Field(description="Prompt tokens forecast for the chat model's calls.")
+    output_tokens: int = Field(description="Completion tokens forecast for the chat model's calls.")
+    usd: float = Field(description="Dollars forecast with every request sent as a synchronous call.")
+    batch_usd: float | None = Field(
+        description="Dollars forecast with the chat requests sent through the provider's batch API; null when "
+        "the price file gives the model no batch price.")
+    price_version: str = Field(description="Date of the price file (or 'arm options') the dollars come from.")

@@ -1,0 +1,322 @@
+"""What a selection run will cost before its first call: per arm with hosted-model calls, its calls, input and
+output tokens and US dollars, sent as synchronous calls and as a provider batch (the dated price file's batch
+price, tasks/selectors/providers/pricing.py).
+
+Where the warehouse already holds rows of the same chat model, catalogue (by content) and routing design
+(route and router kind) that were not answered from the cache, the forecast is their per-row means times the
+arm's planned rows: prompt tokens (and those read from the provider's prompt cache), completion tokens, HTTP
+requests (retries, the LLM router's and the judge's calls included) and the router's and the judge's cost; the
+tokens are priced at today's price file. Otherwise it is an estimate from the requests themselves: the prompt,
+the messages and the offered tools at ``CHARS_PER_TOKEN`` characters a token, ``REPLY_TOKENS`` completion
+tokens a chat call, one call per turn for the chat model, one for an LLM router (one output token) and one
+per judge vote. Either way it assumes nothing comes from the result cache: a rerun costs less.
+
+Offline arms forecast nothing. ``tooleval validate`` and the first lines of ``tooleval run`` print it, the run
+registers it (table ``cost_forecasts``) and the view ``cost_forecast_error`` sets it against what the rows were
+billed. DuckDB is imported only when an experiment has a hosted arm and the warehouse file exists.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from tasks.selectors.providers.chat_options import HOSTED_KINDS
+from tasks.selectors.providers.pricing import ModelPrice, price_for
+
+if TYPE_CHECKING:
+    from schemas.selection.forecast import CostForecast
+    from tasks.instrument_api import PreparedRun
+    from tasks.selection.arms import SelectionArm
+
+CHARS_PER_TOKEN = 4
+"""Characters a prompt token stands for in an estimate (English text and JSON schemas; the budget's upper bound,
+``CHARS_PER_TOKEN_BOUND``, is 3)."""
+REPLY_TOKENS = 40
+"""Completion tokens an estimate gives a chat call or a judge vote: one tool call with a few arguments."""
+DB_FILE = "tooleval.duckdb"
+
+
+@dataclass(frozen=True)
+class PastRows:
+    """Per-row means of past rows of one (model, catalogue, route, router kind)."""
+
+    n: int
+    input_tokens: float
+    output_tokens: float
+    cached_input_tokens: float
+    cache_write_tokens: float
+    calls: float
+    other_usd: float
+    """The router's and the judge's cost per row, at the prices they were billed."""
+
+
+@dataclass(frozen=True)
+class ArmForecast:
+    arm: str
+    model_id: str
+    rows: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    usd: float
+    batch_usd: float | None
+    past_rows: int
+    price_version: str
+    no_batch: str = "no batch price"
+    """Why ``batch_usd`` is None: the price file gives none, or the arm cannot send a batch."""
+
+    @property
+    def source(self) -> str:
+        return "history" if self.past_rows else "estimate"
+
+    def lines(self) -> list[str]:
+        batch = self.no_batch if self.batch_usd is None else f"{usd(self.batch_usd)} as a batch"
+        source = f"from {self.past_rows:,} past rows" if self.past_rows else "estimated"
+        return [f"  arm {self.arm}: {self.calls:,} calls, {tokens(self.input_tokens)} input and "
+                f"{tokens(self.output_tokens)} output tokens",
+                f"    {usd(self.usd)} as calls, {batch} ({source})"]
+
+
+@dataclass(frozen=True)
+class RunForecast:
+    """The forecast of every arm with hosted-model calls (none: an offline experiment)."""
+
+    arms: tuple[ArmForecast, ...]
+    note: str | None = None
+    """Why the warehouse's history was not read (e.g. the file is held by a writer), else None."""
+
+    def lines(self) -> list[str]:
+        if not self.arms:
+            return []
+        versions = sorted({arm.price_version for arm in self.arms})
+        total = sum(arm.usd for arm in self.arms)
+        batch = sum(arm.usd if arm.batch_usd is None else arm.batch_usd for arm in self.arms)
+        lines = [f"cost before the first call (prices of {', '.join(versions)}):"]
+        for arm in self.arms:
+            lines += arm.lines()
+        lines += [f"  total: {sum(a.calls for a in self.arms):,} calls, {usd(total)} as calls"
+                  + (f", {usd(batch)} with batches where they can go" if batch != total else ""),
+                  "  (less where rows come from the result cache: they are not sent again)"]
+        if self.note:
+            lines.append(f"  ({self.note})")
+        return lines
+
+    def records(self, run_id: str) -> dict[str, list[CostForecast]]:
+        from schemas.selection.forecast import CostForecast
+
+        return {"cost_forecasts": [CostForecast(
+            run_id=run_id, arm=a.arm, model_id=a.model_id, source=a.source, past_rows=a.past_rows, rows=a.rows,
+            calls=a.calls, input_tokens=a.input_tokens, output_tokens=a.output_tokens, usd=a.usd,
+            batch_usd=a.batch_usd, price_version=a.price_version)
+            for a in self.arms]}
+
+
+    def error_lines(self, db_path: Path, run_id: str) -> list[str]:
+        if not self.arms:
+            return []
+        import duckdb
+
+        from warehouse.connect import WarehouseBusy, WarehouseUnreadable, connect
+
+        try:
+            con = connect(db_path, read_only=True, wait_s=5)
+            try:
+                found = con.execute(ERROR_SQL, [run_id]).fetchall()
+            finally:
+                con.close()
+        except (duckdb.Error, WarehouseBusy, WarehouseUnreadable) as error:  # the run is registered: its cost is in the view, read it later
+            return [f"cost against the forecast: not read now ({str(error).splitlines()[0][:40]}); "
+                    f"see the view cost_forecast_error"]
+        return error_lines(found)
+
+
+ERROR_SQL = """
+select arm, forecast_usd, billed_usd, error, called_rows, rows
+from cost_forecast_error where run_id = ? order by arm
+"""
+
+
+def error_lines(found: Sequence[tuple]) -> list[str]:
+    """The forecast against the bill, per arm (rows of ``cost_forecast_error``) and for the run."""
+    lines = ["cost against the forecast (of the rows sent, as they were sent):"]
+    for arm, forecast, billed, error, called, rows in found:
+        if not called:
+            lines.append(f"  arm {arm}: every row came from the cache, nothing billed")
+            continue
+        lines.append(f"  arm {arm}: {usd(billed)} billed, {usd(forecast or 0)} forecast"
+                     + (f", {error:+.1%}" if error is not None else "")
+                     + (f" ({called:,} of {rows:,} rows sent)" if called != rows else ""))
+    forecast = sum(row[1] or 0 for row in found)
+    billed = sum(row[2] or 0 for row in found)
+    if len(found) > 1 and forecast:
+        lines.append(f"  run: {usd(billed)} billed, {usd(forecast)} forecast, {(billed - forecast) / forecast:+.1%}")
+    return lines if found else []
+
+
+def usd(value: float) -> str:
+    return f"${value:,.2f}" if value >= 0.995 or value == 0 else f"${value:.4f}"
+
+
+def tokens(value: int) -> str:
+    for size, suffix in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if value >= size:
+            return f"{value / size:.1f}{suffix}".replace(".0" + suffix, suffix)
+    return str(value)
+
+
+# -- the arms ---------------------------------------------------------------------------------------------
+
+def is_hosted(arm: Any) -> bool:
+    return getattr(arm, "selector", None) in HOSTED_KINDS
+
+
+def routing_key(arm: "SelectionArm") -> tuple[str, str, str, str]:
+    """(model, catalogue content, route, router kind): what past rows must share to stand for the arm's."""
+    options = arm.selector_options
+    return (arm.model_id, arm.catalogue_hash, str(options.get("route") or ""), str(options.get("router") or ""))
+
+
+def calls_only(arm: "SelectionArm") -> bool:
+    """Routed and judged arms send synchronous calls (a turn's calls depend on each other)."""
+    options = arm.selector_options
+    return bool(options.get("route") or options.get("router") or options.get("judge"))
+
+
+# -- history ----------------------------------------------------------------------------------------------
+
+HISTORY_SQL = """
+select a.model_id, a.catalogue_hash, coalesce(r.route, ''), coalesce(split_part(r.router, ':', 1), ''),
+       count(*), avg(coalesce(r.input_tokens, 0)), avg(coalesce(r.output_tokens, 0)),
+       avg(coalesce(r.cached_input_tokens, 0)), avg(coalesce(r.cache_write_tokens, 0)),
+       avg(coalesce(r.http_attempts, 1)),
+       avg(coalesce(r.router_cost_usd, 0) + coalesce(r.judge_cost_usd, 0))
+from landed_rows r join arms a on a.run_id = r.run_id and a.arm = r.arm
+where not r.cache_hit and r.input_tokens is not null and a.model_id in ({models})
+group by all
+"""
+
+
+def past_rows(db_path: Path, models: Sequence[str]) -> tuple[dict[tuple[str, str, str, str], PastRows], str | None]:
+    """Per (model, catalogue hash, route, router kind): the means of past rows of ``models``; and a note when the
+    file could not be read (the forecast then estimates)."""
+    if not db_path.is_file() or not models:
+        return {}, None
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(db_path), read_only=True)
+    except duckdb.Error as error:
+        return {}, f"past rows not read: {str(error).splitlines()[0][:60]}"
+    try:
+        tables = {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
+        if not {"landed_rows", "arms"} <= tables:
+            return {}, None
+        found = con.execute(HISTORY_SQL.format(models=", ".join("?" for _ in models)), list(models)).fetchall()
+    except duckdb.Error as error:
+        return {}, f"past rows not read: {str(error).splitlines()[0][:60]}"
+    finally:
+        con.close()
+    return {(m, c, route, router): PastRows(n, *means) for m, c, route, router, n, *means in found}, None
+
+
+# -- the forecast -----------------------------------------------------------------------------------------
+
+def forecast_run(prepared: "PreparedRun", warehouse: Path | None) -> RunForecast:
+    """The forecast of each hosted arm of ``prepared`` from the warehouse at ``warehouse`` (its history, if
+    it has one) or from the requests. Never raises for the warehouse: a file that cannot be read is a note."""
+    experiment = prepared.experiment
+    hosted = [arm for arm in experiment.arms if is_hosted(arm)]
+    if not hosted:
+        return RunForecast(())
+    history, note = past_rows(Path(warehouse) / DB_FILE, sorted({arm.model_id for arm in hosted})) \
+        if warehouse is not None else ({}, None)
+    seeds = len(experiment.seeds)
+    arms = []
+    for arm in hosted:
+        version = prepared.versions[arm.version]
+        past = history.get(routing_key(arm))
+        made = (from_history(arm, len(version.requests) * seeds, past) if past else
+                estimated(arm, version, seeds))
+        arms.append(replace(made, no_batch="no batch for a routed or judged arm") if calls_only(arm) else made)
+    return RunForecast(tuple(arms), note)
+
+
+def _prices(arm: "SelectionArm", model_id: str | None = None) -> tuple[ModelPrice, ModelPrice | None]:
+    """The arm's (or its router's or judge's) price, and its batch price (None: none, or a calls-only arm)."""
+    model_id = model_id or arm.model_id
+    options = arm.selector_options if model_id == arm.model_id else {}
+    price = price_for(model_id, options)
+    if calls_only(arm):
+        return price, None
+    try:
+        return price, price_for(model_id, options, batch=True)
+    except KeyError:
+        return price, None
+
+
+def from_history(arm: "SelectionArm", rows: int, past: PastRows) -> ArmForecast:
+    price, batch_price = _prices(arm)
+    per_row = (past.input_tokens, past.output_tokens, past.cached_input_tokens, past.cache_write_tokens)
+    usd_row = price.cost(*per_row) + past.other_usd
+    batch_row = None if batch_price is None else batch_price.cost(*per_row) + past.other_usd
+    return ArmForecast(arm=arm.name, model_id=arm.model_id, rows=rows, calls=round(past.calls * rows),
+                       input_tokens=round(past.input_tokens * rows), output_tokens=round(past.output_tokens * rows),
+                       usd=usd_row * rows, batch_usd=None if batch_row is None else batch_row * rows,
+                       past_rows=past.n, price_version=price.version)
+
+
+def _tool_chars(tools: Sequence[Any]) -> int:
+    def one(tool: Any) -> int:
+        if isinstance(tool, dict):
+            return len(tool.get("name", "")) + len(tool.get("description", "")) + len(
+                json.dumps(tool.get("parameters") or {}))
+        return len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
+    return sum(one(tool) for tool in tools)
+
+
+def request_chars(arm: "SelectionArm", version: Any) -> list[tuple[int, int]]:
+    """(characters of the prompt and messages, characters of the offered tools) of each request."""
+    catalogue_chars = _tool_chars(arm.catalogue.tools) if arm.catalogue is not None else 0
+    n_catalogue = len(arm.catalogue.tools) if arm.catalogue is not None else 0
+    messages = version.column("messages")
+    own_tools = version.column("tools") if arm.catalogue is None else [None] * len(messages)
+    out = []
+    for text, tools in zip(messages, own_tools):
+        parsed = json.loads(text) if isinstance(text, str) else text
+        said = sum(len(m["content"] if isinstance(m, dict) else m.content) for m in parsed)
+        listed = json.loads(tools) if isinstance(tools, str) else (tools or [])
+        out.append((len(arm.prompt_text) + said,
+                    _tool_chars(listed) if arm.catalogue is None else catalogue_chars))
+    if arm.selector_options.get("route") == "narrowed" and n_catalogue:
+        share = min(1.0, int(arm.selector_options.get("narrow_k", 1)) / n_catalogue)
+        out = [(said, round(listed * share)) for said, listed in out]
+    return out
+
+
+def estimated(arm: "SelectionArm", version: Any, seeds: int) -> ArmForecast:
+    options = arm.selector_options
+    price, batch_price = _prices(arm)
+    per_request = request_chars(arm, version)
+    chat_in = sum(math.ceil((said + listed) / CHARS_PER_TOKEN) for said, listed in per_request) * seeds
+    turns = len(per_request) * seeds
+    chat_out = REPLY_TOKENS * turns
+    calls, other = turns, 0.0
+    extra: list[tuple[str, int, int, int]] = []  # (model, calls, input tokens, output tokens)
+    if options.get("router") == "llm":
+        extra.append((str(options.get("router_model") or arm.model_id), turns, chat_in, turns))
+    judge = options.get("judge")
+    if isinstance(judge, dict) and judge.get("model"):
+        votes = int(judge.get("votes", 1))
+        extra.append((str(judge["model"]), turns * votes, chat_in * votes, REPLY_TOKENS * turns * votes))
+    for model, n, tokens_in, tokens_out in extra:
+        extra_price, _ = _prices(arm, model)
+        calls += n
+        other += extra_price.cost(tokens_in, tokens_out)
+    return ArmForecast(arm=arm.name, model_id=arm.model_id, rows=turns, calls=calls, input_tokens=chat_in,
+                       output_tokens=chat_out, usd=price.cost(chat_in, chat_out) + other,
+                       batch_usd=None if batch_price is None else batch_price.cost(chat_in, chat_out),
+                       past_rows=0, price_version=price.version)
