@@ -45,7 +45,8 @@ def send(provider: str, server: BatchServer, journal: BatchJournal, batch_items:
 
 def mixed(seen: Seen) -> Any:
     """Request 1 fails with a 500, request 2 answers in text, request 3 answers 200 with an error body,
-    request 4 calls a tool with malformed arguments; the rest call the first tool."""
+    request 4 calls a tool with malformed arguments, request 5's usage is no object; the rest call the
+    first tool."""
     number = seen.user_text.rsplit(" ", 1)[-1]
     if number == "1":
         return status_reply(500, error_message="overloaded")
@@ -55,6 +56,8 @@ def mixed(seen: Seen) -> Any:
         return tool_call(seen.tools[0], reshape=lambda body: {"error": {"type": "server_error", "message": "boom"}})
     if number == "4":
         return tool_call(seen.tools[0], arguments="{not json")  # Anthropic: a tool_use input that is a string
+    if number == "5":
+        return tool_call(seen.tools[0], reshape=lambda body: {**body, "usage": 3})  # no reader knows it
     return tool_call(seen.tools[0])
 
 
@@ -66,15 +69,16 @@ def journal(tmp_path: Path) -> Iterator[BatchJournal]:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_outcomes_match_the_synchronous_replies(provider: str, journal: BatchJournal) -> None:
-    batch_items = items(provider, 6)
+    batch_items = items(provider, 7)
     with BatchServer(mixed, api_key=FAKE_KEY, polls_to_end=3) as server:
         outcomes = send(provider, server, journal, batch_items)
         chat = (OpenAIChat if provider == "openai" else AnthropicMessages)(FAKE_KEY, url(server, provider), {})
         sync = {item.custom_id: chat.complete(item.request, timeout_s=5) for i, item in enumerate(batch_items)
-                if i not in (1, 3)}
+                if i not in (1, 3, 5)}
     assert list(outcomes) == [item.custom_id for item in batch_items]
     statuses = [outcomes[item.custom_id].status for item in batch_items]
-    assert statuses == ["succeeded", "errored", "succeeded", "errored", "succeeded", "succeeded"]
+    assert statuses == ["succeeded", "errored", "succeeded", "errored", "succeeded", "errored", "succeeded"]
+    assert "could not be read" in outcomes[batch_items[5].custom_id].error
     for cid, reply in sync.items():  # the same reply, tokens and served model as the synchronous call
         assert outcomes[cid].reply == reply
     assert outcomes[batch_items[2].custom_id].reply.tool_name is None

@@ -112,7 +112,13 @@ class _Run:
                 batch_id: str) -> None:
         if cid not in self.items:
             return  # a line of a journaled batch this call did not ask for: journaled, not returned
-        reply = READERS[self.wire.provider](reply_json) if status == "succeeded" and reply_json is not None else None
+        reply = None
+        if status == "succeeded":
+            try:
+                reply = READERS[self.wire.provider](reply_json or {})
+            except Exception as unreadable:  # a shape the reader does not know: an error row, not a crash
+                status = "errored"
+                error = f"the reply could not be read: {type(unreadable).__name__}: {unreadable}"
         self.outcomes[cid] = BatchOutcome(cid, status, reply, scrub(error, (self.key,))[:1000] if error else None,
                                           batch_id)
 
