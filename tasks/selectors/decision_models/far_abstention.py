@@ -21,9 +21,22 @@ rise. No out-of-domain data is needed: it is the steepest rise the training set'
 Both costs only grow with the slope past their least (accuracy falls as 'none' overtakes tools; the
 log-loss is convex in the slope), so the steepest slope within them is found by bisection, and it moves
 continuously with the utilities: float noise in a training does not jump it from one grid value to another.
+
+A model whose examples had no 'none' label learned no 'none' utility (it is -inf: 'none' is no option), and
+nothing would rise. Such a model gets a constant 'none' base for the rise to lift (``fit_base_and_slope``).
+The lowest base tried is the utility at which 'none', never a label in its n training requests, has on
+average over their held-out utilities the probability the rule of succession gives an outcome never seen in
+n trials, 1 / (n + 2) (``fit_none_base``); the highest, the highest base the two budgets allow with no rise.
+For each of ``BASE_STEPS`` + 1 bases between them the slope is fitted as above, the two costs counted against
+the model without 'none' (the base's own cost included); kept is the pair under which the most far held-out
+requests (below both cut-offs) abstain, the lowest base among equals: a higher base lets a gentler rise
+reach requests that are less far, at the cost the budgets allow. No pair with a rise: no base is kept and
+the model never abstains, as before.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
@@ -35,6 +48,8 @@ FAR_BUDGET = 0.01
 FAR_NLL_BUDGET = 0.02
 """The held-out log-loss (nats per request, every usable request, before calibration) the rise may cost."""
 BISECTIONS = 40
+BASE_STEPS = 20
+"""Steps between the lowest and the highest 'none' base tried for a model that learned no 'none'."""
 
 
 def far_boost(nearest: np.ndarray, best_cosine: np.ndarray, cutoff: float | None, tool_cosine: float | None,
@@ -60,32 +75,95 @@ def _log_loss(u: np.ndarray, column: np.ndarray) -> float:
     return float(np.mean(log_z - u[np.arange(len(u)), column]))
 
 
-def fit_far_slope(held_out_u: np.ndarray, nearest: np.ndarray, best_cosine: np.ndarray, label_column: np.ndarray,
-                  rows: np.ndarray, cutoff: float | None, tool_cosine: float | None) -> float:
-    """The steepest slope within both budgets over ``rows`` (the module docstring), at most ``MAX_SLOPE``.
-    ``held_out_u``: requests x (tools + 'none') held-out utilities before the temperature (the last column
-    'none', -inf where the model cannot abstain: then 0); ``label_column``: the column of each request's
-    label; ``best_cosine``: each request's best offered tool's cosine. 0 without a cut-off or answerable rows."""
-    none_column = held_out_u.shape[1] - 1
-    answerable = rows & (label_column != none_column)
-    if cutoff is None or tool_cosine is None or not answerable.any() or not np.isfinite(held_out_u[rows, -1]).any():
-        return 0.0
+def fit_none_base(held_out_u: np.ndarray, rows: np.ndarray) -> float | None:
+    """The 'none' base of a model that learned no 'none' (the module docstring): the utility (before the
+    temperature) at which the mean held-out probability of 'none' over ``rows`` is 1 / (n + 2), n the rows
+    with an offered tool. ``held_out_u``: requests x (tools + 'none'), the last column ignored. None without
+    such rows."""
+    u = np.asarray(held_out_u, dtype=float)[np.asarray(rows, dtype=bool), :-1]
+    top = u.max(axis=1) if u.shape[1] else np.full(len(u), -np.inf)
+    u, top = u[np.isfinite(top)], top[np.isfinite(top)]
+    if not len(u):
+        return None
+    log_z = top + np.log(np.exp(u - top[:, None]).sum(axis=1))  # the tools' log-partition per request
+    target = 1.0 / (len(u) + 2)
+
+    def mean_none(base: float) -> float:  # P('none') = sigmoid(base - log_z), mean over the requests
+        return float(np.mean(0.5 * (1.0 + np.tanh(0.5 * (base - log_z)))))
+
+    low, high = float(log_z.min()) - 50.0, float(log_z.max())
+    for _ in range(BISECTIONS + 20):
+        middle = (low + high) / 2
+        low, high = (middle, high) if mean_none(middle) < target else (low, middle)
+    return (low + high) / 2
+
+
+def _budget(held_out_u: np.ndarray, label_column: np.ndarray, rows: np.ndarray
+            ) -> tuple[Callable[[np.ndarray], bool], np.ndarray]:
+    """(within, best tool utility) over ``rows``: ``within(none)`` says whether the 'none' utilities ``none``
+    cost at most both budgets against the utilities as given (answerable accuracy, log-loss)."""
     u, column = held_out_u[rows].copy(), label_column[rows]
-    learned_none, far, best = u[:, -1].copy(), nearest[rows], np.asarray(best_cosine)[rows]
-    kept = answerable[rows]
+    kept = column != u.shape[1] - 1
     right_tool = (u.argmax(axis=1) == column) & kept
     best_tool = u[:, :-1].max(axis=1)
     base_accuracy, base_loss = float(right_tool[kept].mean()), _log_loss(u, column)
 
-    def within(slope: float) -> bool:
-        u[:, -1] = learned_none + far_boost(far, best, cutoff, tool_cosine, slope)
-        accuracy = float((right_tool & (u[:, -1] <= best_tool))[kept].mean())
+    def within(none: np.ndarray) -> bool:
+        u[:, -1] = none
+        accuracy = float((right_tool & (none <= best_tool))[kept].mean())
         return accuracy >= base_accuracy - FAR_BUDGET and _log_loss(u, column) <= base_loss + FAR_NLL_BUDGET
 
-    if within(MAX_SLOPE):
+    return within, best_tool
+
+
+def fit_far_slope(held_out_u: np.ndarray, nearest: np.ndarray, best_cosine: np.ndarray, label_column: np.ndarray,
+                  rows: np.ndarray, cutoff: float | None, tool_cosine: float | None,
+                  none_base: float | None = None) -> float:
+    """The steepest slope within both budgets over ``rows`` (the module docstring), at most ``MAX_SLOPE``.
+    ``held_out_u``: requests x (tools + 'none') held-out utilities before the temperature (the last column
+    'none', -inf where the model cannot abstain: then 0 unless ``none_base`` is given); ``label_column``: the
+    column of each request's label; ``best_cosine``: each request's best offered tool's cosine. ``none_base``
+    (a model that learned no 'none'): 'none' is that plus the rise, and the costs are counted against the
+    model without 'none'. 0 without a cut-off or answerable rows."""
+    none_column = held_out_u.shape[1] - 1
+    answerable = rows & (label_column != none_column)
+    if cutoff is None or tool_cosine is None or not answerable.any():
+        return 0.0
+    learned_none = held_out_u[rows, -1] if none_base is None else np.full(int(rows.sum()), float(none_base))
+    if not np.isfinite(learned_none).any():
+        return 0.0
+    within, _ = _budget(held_out_u, label_column, rows)
+    unit = far_boost(nearest[rows], np.asarray(best_cosine)[rows], cutoff, tool_cosine, 1.0)
+    if within(learned_none + MAX_SLOPE * unit):
         return MAX_SLOPE
     low, high = 0.0, MAX_SLOPE
     for _ in range(BISECTIONS):
         middle = (low + high) / 2
-        low, high = (middle, high) if within(middle) else (low, middle)
+        low, high = (middle, high) if within(learned_none + middle * unit) else (low, middle)
     return low
+
+
+def fit_base_and_slope(held_out_u: np.ndarray, nearest: np.ndarray, best_cosine: np.ndarray,
+                       label_column: np.ndarray, rows: np.ndarray, cutoff: float | None, tool_cosine: float | None
+                       ) -> tuple[float | None, float]:
+    """(base, slope) of a model that learned no 'none' (the module docstring; the arguments as
+    ``fit_far_slope``'s, the last column of ``held_out_u`` ignored); (None, 0) when no base allows a rise."""
+    lowest = fit_none_base(held_out_u, rows)
+    if lowest is None or cutoff is None or tool_cosine is None:
+        return None, 0.0
+    within, best_tool = _budget(held_out_u, label_column, rows)
+    unit = far_boost(nearest[rows], np.asarray(best_cosine)[rows], cutoff, tool_cosine, 1.0)
+    if not within(np.full(len(unit), lowest)):
+        return None, 0.0
+    low, high = lowest, max(lowest, float(best_tool[np.isfinite(best_tool)].max()))
+    for _ in range(BISECTIONS):  # the highest base within both budgets with no rise
+        middle = (low + high) / 2
+        low, high = (middle, high) if within(np.full(len(unit), middle)) else (low, middle)
+    kept: tuple[float | None, float] = (None, 0.0)
+    most = 0
+    for base in np.linspace(lowest, low, BASE_STEPS + 1):
+        slope = fit_far_slope(held_out_u, nearest, best_cosine, label_column, rows, cutoff, tool_cosine, base)
+        abstaining = int(((base + slope * unit > best_tool) & (unit > 0)).sum()) if slope > 0 else 0
+        if abstaining > most:
+            kept, most = (float(base), slope), abstaining
+    return kept

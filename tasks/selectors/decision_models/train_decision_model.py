@@ -28,7 +28,9 @@ one. Its fits and the logit's run on one BLAS thread (``blas_threads.py``).
 
 The far cut-off: the ``FAR_QUANTILE`` quantile of the held-out requests' nearest-example cosines (each
 request against the examples of the other folds): a request whose nearest example is less similar than that
-is far from what the model learned from (the report counts them).
+is far from what the model learned from (the report counts them). Far from the examples and the tools, the
+'none' utility rises (``far_abstention.py``); a model whose examples had no 'none' label gets a constant
+'none' base for that rise to lift, fitted with it (``fit_base_and_slope``).
 
 Fine-tuned experts (``fine_tune=True``, ``tooleval train --fine-tune``): after the logit, the encoder is
 fine-tuned once per fold (on every fold but k, as model k) and once on every request (experimental:
@@ -80,7 +82,12 @@ from tasks.selectors.decision_models.example_text import DEFAULT_CONTEXT_TURNS
 from tasks.selectors.routers.conversation import parse_context_turns
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, encoder_id
 from tasks.selectors.decision_models.embedding_probe import PROBE_C, Probe, fit_probe
-from tasks.selectors.decision_models.far_abstention import far_boost, fit_far_slope, typical_tool_cosine
+from tasks.selectors.decision_models.far_abstention import (
+    far_boost,
+    fit_base_and_slope,
+    fit_far_slope,
+    typical_tool_cosine,
+)
 from tasks.selectors.routers.embedding_store import files_fingerprint
 from tasks.selectors.decision_models.labelled_inputs import catalogue_union, labelled_inputs
 from tasks.selectors.decision_models.base_scores import request_texts, router_scores
@@ -136,7 +143,8 @@ class TrainedModel:
             *([] if m.embedding_model == DEFAULT_MODEL_ID else [f"  encoder: {m.embedding_model}"]),
             f"  calibration (full model): temperature {m.full_model.temperature:.3f}, then the chosen",
             f"  option's logit x {m.full_model.confidence_slope:.2f} {m.full_model.confidence_shift:+.2f}; 'none' "
-            + ("learned" if m.full_model.none is not None else "never chosen (no 'none' label)"),
+            + ("learned" if m.full_model.none is not None else "not learned (no 'none' label)" if m.far_none_base
+               is not None else "never chosen (no 'none' label)"),
             "  transfer copies: " + (f"weight {m.unseen_weight:g} (tools without examples: cosine, BM25)"
                                      if m.unseen_weight > 0 else "none"),
             *([f"  embedding probe: C {m.probe_c:g}, cross-fitted (no request's probe saw its fold)"]
@@ -150,6 +158,9 @@ class TrainedModel:
             *([f"  far from the examples and the tools: 'none' rises {m.far_slope:.0f} x the gap below the",
                f"  cut-off x the gap below best-tool cosine {m.far_tool_cosine:.3f}"]
               if m.far_slope and m.far_tool_cosine is not None else []),
+            *([f"  no 'none' label: the rise lifts 'none' from utility {m.far_none_base:.2f}, the base",
+               "  fitted with the slope (the most far requests abstaining within the budgets)"]
+              if m.far_none_base is not None and m.full_model.none is None else []),
             f"wrote {self.path}",
             "use it: selector: trained, model: tooleval-hybrid,",
             "  options: {model_file: <this file, relative to the experiment>}",
@@ -369,8 +380,10 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     column_of = np.where(y == NONE_INDEX, width, y)
     best_cosine = np.array([s.cos.max() if len(s.cos) else 0.0 for s in scores])
     far_tool_cosine = typical_tool_cosine(best_cosine, usable & (y != NONE_INDEX))
-    far_slope = fit_far_slope(held_out_u, held_out_nearest, best_cosine, column_of, usable, far_cutoff,
-                              far_tool_cosine)
+    far = (held_out_u, held_out_nearest, best_cosine, column_of, usable, far_cutoff, far_tool_cosine)
+    none_base, far_slope = (None, fit_far_slope(*far)) if with_none else fit_base_and_slope(*far)
+    if none_base is not None:  # no 'none' learned: the base the rise lifts
+        held_out_u[:, -1] = none_base
     held_out_u[:, -1] += far_boost(held_out_nearest, best_cosine, far_cutoff, far_tool_cosine, far_slope)
 
     def calibration(rows: np.ndarray, held_out: np.ndarray = held_out_u) -> dict:
@@ -468,7 +481,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
         example_texts=texts,
         cross_fitted=cross, cross_fitted_logit=cross_logit, unseen_weight=unseen_weight,
         unseen_zeroed=[*EXAMPLE_TOOL_FEATURES, *EXAMPLE_NONE_FEATURES] if unseen_weight > 0 else [],
-        far_cutoff=far_cutoff, far_slope=far_slope, far_tool_cosine=far_tool_cosine,
+        far_cutoff=far_cutoff, far_slope=far_slope, far_tool_cosine=far_tool_cosine, far_none_base=none_base,
         far_quantile=FAR_QUANTILE if far_cutoff is not None else None,
         encoder_files=None if encoder == DEFAULT_MODEL_ID else files_fingerprint(encoder),
         context_turns=context_turns,

@@ -17,8 +17,11 @@ its top one then calibrated by the model's slope and shift) and a confidence (th
 'none': learned when the model's examples had 'none' labels; ``abstain_threshold`` (a number on the
 calibrated utility scale) replaces the learned 'none' utility with a constant, and ``never`` removes the
 option. The learned 'none' includes its rise far from the examples and the tools (``far_abstention.py``):
-a margin keeps the rise, a constant replaces it with the rest. ``abstain_margin`` (a number, what ``tooleval
-fit`` writes for a model that learned 'none') keeps the learned 'none' utility and adds the margin to it:
+a margin keeps the rise, a constant replaces it with the rest. A model whose examples had no 'none' label
+learned none; when training fitted a rise, its 'none' is the file's constant ``far_none_base`` plus that
+rise (unlikely near the examples or a fitting tool), which a constant replaces and ``never`` removes; it
+takes no margin. ``abstain_margin`` (a number, what ``tooleval fit`` writes for a model that learned
+'none') keeps the learned 'none' utility and adds the margin to it:
 the model picks 'none' when its best tool beats the learned 'none' by less than the margin (0 is the model
 as trained). A constant throws the learned 'none' away: on the
 pooled BFCL live set the best margin beats the best constant on both slices (docs/measured/decision-models.md,
@@ -110,7 +113,8 @@ class TrainedSelector:
                 raise ValueError("give abstain_threshold or abstain_margin, not both")
             if m.full_model.none is None:
                 raise ValueError("abstain_margin shifts the learned 'none', and this decision model learned none "
-                                 "(its examples had no 'none' label): use abstain_threshold")
+                                 "(its examples had no 'none' label; at most it abstains far from them): use "
+                                 "abstain_threshold")
             self.margin = parse_margin(margin)
         self._examples: Examples | None = None
         self._probes: dict[int | None, Probe | None] = {}
@@ -199,6 +203,8 @@ class TrainedSelector:
                 self.probe_scores(which, query[group]))
             w_none = None if weights.none is None else np.asarray(weights.none)
             u = utilities(tool_x[..., tool_cols], mask, none_x[:, none_cols], np.asarray(weights.tool), w_none)
+            if w_none is None and self.model.far_none_base is not None:  # no 'none' learned: the far rise's base
+                u[:, -1] = self.model.far_none_base
             u[:, -1] += far_boost(nearest, none_x[:, NONE_FEATURES.index("cos_max")], self.model.far_cutoff,
                                   self.model.far_tool_cosine, self.model.far_slope)
             u /= weights.temperature

@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 
 from tasks.selectors.decision_models import far_abstention
-from tasks.selectors.decision_models.far_abstention import MAX_SLOPE, far_boost, fit_far_slope, typical_tool_cosine
+from tasks.selectors.decision_models.far_abstention import (
+    MAX_SLOPE,
+    far_boost,
+    fit_base_and_slope,
+    fit_far_slope,
+    fit_none_base,
+    typical_tool_cosine,
+)
 
 
 def test_the_rise_grows_with_both_gaps_and_is_zero_near_the_examples_or_a_fitting_tool():
@@ -95,3 +102,55 @@ def test_no_rise_without_a_learned_none_or_a_cutoff():
     no_none[:, -1] = -np.inf
     answerable_only = np.where(labels == 3, 0, labels)
     assert fit_far_slope(no_none, nearest, best, answerable_only, rows, 0.4, 0.4) == 0.0
+
+
+def test_a_model_without_none_gets_the_base_where_none_has_the_rule_of_succession_s_mean_probability():
+    rng = np.random.default_rng(5)
+    u = np.c_[rng.normal(0.0, 2.0, (300, 4)), np.full(300, -np.inf)]
+    u[:20, 3] = -np.inf  # requests offered three tools
+    rows = np.ones(300, dtype=bool)
+    rows[-10:] = False
+    base = fit_none_base(u, rows)
+    tools = u[rows, :-1]
+    p_none = np.exp(base) / (np.exp(base) + np.exp(tools).sum(axis=1))
+    assert p_none.mean() == pytest.approx(1 / (290 + 2), rel=1e-6)
+    assert fit_none_base(u, np.zeros(300, dtype=bool)) is None
+    assert fit_none_base(np.full((3, 3), -np.inf), np.ones(3, dtype=bool)) is None  # no tool offered
+
+
+def test_a_model_without_none_rises_from_its_base_and_the_base_s_cost_counts():
+    u, nearest, best, labels, rows = held_out("absent")
+    answerable = labels != 3
+    no_none = u[answerable].copy()
+    no_none[:, -1] = -np.inf
+    args = (nearest[answerable], best[answerable], labels[answerable], rows[answerable], 0.4, 0.4)
+    assert fit_far_slope(no_none, *args) == 0.0  # nothing to rise
+    base = fit_none_base(no_none, rows[answerable])
+    assert fit_far_slope(no_none, *args, none_base=base) == MAX_SLOPE  # far answerable ones ("absent"): none
+    # a base above every right tool's utility (2) costs all the accuracy on its own: no rise
+    assert fit_far_slope(no_none, *args, none_base=2.5) == 0.0
+
+
+def test_a_model_without_none_keeps_the_base_and_slope_that_abstain_on_the_most_far_requests_within_budget():
+    u, nearest, best, labels, rows = held_out("wrong")
+    # four far answerable requests, wrong anyway: abstaining there costs log-loss only, within the budget
+    answerable = (labels != 3) & ((np.arange(len(labels)) < 20) | (np.arange(len(labels)) >= 36))
+    no_none = u[answerable].copy()
+    no_none[:, -1] = -np.inf
+    args = (nearest[answerable], best[answerable], labels[answerable], rows[answerable], 0.4, 0.4)
+    base, slope = fit_base_and_slope(no_none, *args)
+    assert base >= fit_none_base(no_none, rows[answerable]) and slope > 0
+    assert fit_far_slope(no_none, *args, none_base=base) == slope
+    boosted = no_none.copy()
+    boosted[:, -1] = base + far_boost(args[0], args[1], 0.4, 0.4, slope)
+    picks_none = boosted.argmax(axis=1) == 3
+    far = args[0] < 0.4
+    assert picks_none[far].mean() >= 0.5 and not picks_none[~far].any()
+    assert log_loss(boosted, args[2]) <= log_loss(no_none, args[2]) + far_abstention.FAR_NLL_BUDGET
+    # the lowest base tried, with its own steepest slope, abstains on no more far requests
+    lowest = fit_none_base(no_none, rows[answerable])
+    at_lowest = no_none.copy()
+    at_lowest[:, -1] = lowest + far_boost(args[0], args[1], 0.4, 0.4, fit_far_slope(no_none, *args, none_base=lowest))
+    assert (at_lowest.argmax(axis=1) == 3)[far].sum() <= picks_none[far].sum()
+    assert base == pytest.approx(lowest)  # all four abstain from the lowest base on: the lowest among equals
+    assert fit_base_and_slope(no_none, *args[:4], None, 0.4) == (None, 0.0)

@@ -23,7 +23,7 @@ def older_file_text() -> str:
     features, no new field."""
     data = json.loads(hand_written_model({"r1": "a flight", "r2": "the weather"}, ["flights", "weather"], 5)
                       .model_dump_json())
-    for field in ("unseen_weight", "unseen_zeroed", "far_cutoff", "far_quantile"):
+    for field in ("unseen_weight", "unseen_zeroed", "far_cutoff", "far_quantile", "far_none_base"):
         del data[field]
     data["tool_features"], data["none_features"] = OLD_TOOL, OLD_NONE
     return json.dumps(data)
@@ -32,6 +32,7 @@ def older_file_text() -> str:
 def test_an_older_file_loads_with_no_copies_and_no_cut_off(tmp_path):
     model = DecisionModelFile.model_validate_json(older_file_text())
     assert (model.unseen_weight, model.unseen_zeroed, model.far_cutoff, model.far_quantile) == (0.0, [], None, None)
+    assert model.far_none_base is None  # a model without a learned 'none' never abstains, as it did
     path = tmp_path / "old.json"
     path.write_text(older_file_text())
     setup = router_setup("trained", None, {"model_file": "old.json"}, has_none_labels=True, base_dir=tmp_path)

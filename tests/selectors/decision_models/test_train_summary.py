@@ -38,3 +38,14 @@ def test_the_far_rise_is_printed_with_its_slope_and_tool_cosine_and_only_when_th
     for no_rise in ({"far_slope": 0.0, "far_tool_cosine": 0.39}, {"far_slope": None, "far_tool_cosine": None}):
         text = "\n".join(TrainedModel(model.model_copy(update=no_rise), Path("m.json")).lines())
         assert "rises" not in text
+
+
+def test_a_model_without_none_labels_says_where_its_none_rises_from():
+    model = hand_written_model(EXAMPLES, ["flights", "weather"], 5)
+    rise = {"far_cutoff": 0.391, "far_slope": 240.7, "far_tool_cosine": 0.3935}
+    text = "\n".join(TrainedModel(model.model_copy(update=rise | {"far_none_base": -1.896}), Path("m.json")).lines())
+    assert "'none' not learned (no 'none' label)" in text
+    assert "no 'none' label: the rise lifts 'none' from utility -1.90" in text
+    assert all(len(line) <= 80 for line in text.splitlines())
+    text = "\n".join(TrainedModel(model.model_copy(update=rise), Path("m.json")).lines())
+    assert "'none' never chosen (no 'none' label)" in text and "lifts" not in text
