@@ -215,6 +215,23 @@ def test_two_callers_of_the_same_items_share_one_batch(provider: str, tmp_path: 
     assert len(server.batches) == 1 and set(server.submissions.values()) == {1}
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_intent_whose_batch_never_reached_the_provider_is_sent(provider: str, journal: BatchJournal) -> None:
+    batch_items = items(provider, 2)
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
+        endpoint = f"{provider} {url(server, provider)}"
+        # the intent as a process killed before its create call left this machine leaves it
+        assert journal.claim(endpoint, "chunk-lost", batch_items[0].request.model, "h",
+                             [(item.custom_id, "h", "") for item in batch_items])
+        refused = run_batches(provider, batch_items, journal=journal, base_url=url(server, provider),
+                              api_key="sk-wrong-key-0123456789abcdef", poll=FAST)
+        assert all("could not be looked up" in (o.error or "") for o in refused.values())
+        assert journal.chunk("chunk-lost") is not None  # kept: the listing did not answer
+        outcomes = send(provider, server, journal, batch_items)
+    assert journal.chunk("chunk-lost") is None and len(server.batches) == 1
+    assert {o.status for o in outcomes.values()} == {"succeeded"}
+
+
 def test_custom_ids_are_deterministic_and_anthropic_safe() -> None:
     first = custom_id_for("run/1", "arm a", 2, "req:7")
     assert first == custom_id_for("run/1", "arm a", 2, "req:7")

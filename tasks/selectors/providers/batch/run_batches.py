@@ -149,8 +149,14 @@ class _Run:
                 fresh.difference_update(chunk.custom_ids)
                 continue
             if chunk.batch_id is None:
-                found = self.wire.find(chunk.chunk_key, len(chunk.custom_ids), chunk.intent_at,
-                                       self.journal.batch_ids(self.endpoint))
+                try:
+                    found = self.wire.find(chunk.chunk_key, len(chunk.custom_ids), chunk.intent_at,
+                                           self.journal.batch_ids(self.endpoint))
+                except Exception as error:  # the listing failed: the intent stays for a rerun to look up
+                    fresh.difference_update(chunk.custom_ids)
+                    self.fail(chunk.custom_ids, f"the batch of this request could not be looked up: "
+                                                f"{classify(error).detail}: {error}")
+                    continue
                 if found is None:  # the create call never reached the provider: send these items again
                     self.journal.release(chunk.chunk_key)
                     continue
