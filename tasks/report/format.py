@@ -10,7 +10,12 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
+from typing import TYPE_CHECKING
+
 from tasks.stats.intervals import Interval
+
+if TYPE_CHECKING:
+    from tasks.stats.paired import PairedComparison
 
 SMALL_DENOMINATOR = 100
 """Below this many trials a percentage also shows its fraction."""
@@ -91,6 +96,19 @@ def as_printed(value: float, digits: int = PRINTED_DIGITS) -> float:
 
 SIGNIFICANCE_LEVEL = 0.05
 """A p-value is printed with as many decimals as it takes to fall on the same side of this level as it is."""
+
+
+def paired_reading(paired: PairedComparison) -> str:
+    """How to read a paired change: exactly what the 95% interval printed beside it says. It excludes 0:
+    "▼ drop" or "▲ gain"; it holds 0: "could be chance"; nothing moved: "no request changed". The interval is
+    taken over every seed of every request (the request is the cluster), so the seed spread needs no second
+    test."""
+    estimate = paired.change.estimate
+    if paired.discordant == 0 and abs(estimate) < 1e-12:
+        return "no request changed"
+    if paired.significant:
+        return "▼ drop" if estimate < 0 else "▲ gain"
+    return "could be chance"
 
 
 def p_value(p: float | None) -> str:

@@ -16,6 +16,7 @@ from schemas.criteria import Verdict
 from tasks.selection.arm_operations import arm_operations_table
 from tasks.selection.judge_arguments import judge_arguments_table
 from tasks.selection.argument_tables import argument_headline, argument_tables, tool_arguments_tables
+from tasks.selection.argument_tool_tables import argument_change_tables, per_tool_argument_tables
 from tasks.selection.served_evidence import served_evidence_notice, served_evidence_table
 from tasks.selection.confidence_headline import confidence_headline
 from tasks.selection.example_distance import far_from_examples_notices, far_from_examples_table
@@ -24,6 +25,7 @@ from tasks.report.format import (
     change_span,
     interval_text,
     p_value,
+    paired_reading,
     pct,
     pct_below,
     pct_with_fraction,
@@ -84,6 +86,8 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     label = lambda arm: arm_label(figures, arm)  # noqa: E731
     report.tables += tool_arguments_tables(figures.argument_breakdown, label)  # beside the pairs: a schema fix, not a description fix
     report.tables += argument_tables(figures.argument_breakdown, label)
+    report.tables += per_tool_argument_tables(figures.arguments, figures.arm_order, figures.rung_of, label)
+    report.tables += argument_change_tables(figures.arguments, figures.comparisons)
     if figures.weighted:
         report.tables.append(weighted_table(figures))
     if figures.weighted_changes:
@@ -193,15 +197,8 @@ RESOLUTION_POWER = 0.8
 
 
 def reading(change: Change) -> str:
-    """How to read a change: exactly what the 95% interval printed beside it says. It excludes 0: "▼ drop" or
-    "▲ gain"; it holds 0: "could be chance"; nothing moved: "no request changed". The interval is taken over
-    every seed of every request (the request is the cluster), so the seed spread needs no second test."""
-    estimate = change.paired.change.estimate
-    if change.paired.discordant == 0 and abs(estimate) < 1e-12:
-        return "no request changed"
-    if change.significant:
-        return "▼ drop" if estimate < 0 else "▲ gain"
-    return "could be chance"
+    """How to read a change: what its paired 95% interval says (``paired_reading``)."""
+    return paired_reading(change.paired)
 
 
 def slice_changes_table(figures: RunFigures) -> ReportTable:

@@ -1,12 +1,13 @@
 """The report's argument section on a known run: argument accuracy per slice and rung (NOT JUDGED where nothing
 was scored), the per-parameter errors with their shares of the tool's scored calls, and, beside the confused
-pairs, the calls of the right tool with wrong arguments per tool; a run with no scored arguments gets one line
-and no argument table. The tables fit 80 columns without being split into panels."""
+pairs, the calls of the right tool with wrong arguments per tool; per-tool argument accuracy across rungs and
+its paired change; a run with no scored arguments gets one line and no argument table. The tables fit 80 columns without being split into panels."""
 
 from __future__ import annotations
 
 import pytest
 
+from tasks.report.format import change_span, interval_text
 from tasks.report.render import render_html, render_markdown, render_text
 from tasks.selection.tables import build_report
 from tasks.stats.wilson import clustered_wilson_interval
@@ -148,3 +149,31 @@ def test_long_names_wrap_in_the_tool_column_instead_of_splitting_the_tables():
         assert title in text
     assert " of 2)" not in text.split("Top 5 confused pairs")[1]  # no argument table split into panels
     assert "50.0% (3/6)" in text and parameter in text
+
+
+def test_per_tool_argument_accuracy_across_rungs_and_its_paired_change():
+    """The second hosted arm gets q3's arguments right on both seeds: refund 3/7 -> 5/7, one request better;
+    the offline arm sends no arguments: NOT JUDGED."""
+    run = KnownRun(arms=("hosted", "hosted-new", "offline"), comparisons=[("hosted", "hosted-new")], seeds=2)
+    run.add(arm_rows("hosted", 1))
+    fixed = arm_rows("hosted-new", 2)
+    for row in fixed:
+        if row["request_id"] == "q3":
+            row.update(arguments_correct=True, argument_outcomes=[{"parameter": "order_id", "outcome": "right"}])
+    run.add(fixed)
+    run.add([selection_row(r, "refund", True, arm="offline", rung=3, seed=s) for r in ("q0", "q1") for s in (1, 2)])
+    report = build_report(run.finish(), RUN)
+    levels = {(x.arm, x.tool): x for x in report.figures.arguments.tools}
+    rows = {row[0]: row for row in table_rows(report, "argument-tools-existing-1")}
+    assert rows["refund"][1] == "4/4/0"
+    assert rows["refund"][2].startswith("42.9% 3/7\n" + interval_text(levels[("hosted", "refund")].accuracy))
+    assert rows["refund"][3].startswith("71.4% 5/7\n" + interval_text(levels[("hosted-new", "refund")].accuracy))
+    assert rows["refund"][4] == "NOT JUDGED" and rows["track_shipment"][4] == ""  # none scored / no rows
+    [change] = table_rows(report, "argument-changes-hosted-hosted-new-existing")  # track_shipment did not move
+    paired = next(c.paired for c in report.figures.arguments.changes if c.tool == "refund")
+    assert change[:3] == ["refund", "4", "+28.6"] and change[4] == "0 / 1"
+    assert change[3] == change_span(paired.change) and paired.change.low < 0 < paired.change.high
+    assert change[6] == "could be chance"  # the interval holds 0
+    text = render_text(report, width=80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "Per-tool argument accuracy, slice existing" in text and "Per-tool argument changes" in text
