@@ -1,8 +1,8 @@
 """The report's breakdown of a run's scored arguments: argument accuracy per arm x slice (the view
 argument_accuracy), how each parameter of each expected tool went wrong (the view argument_outcome_counts),
-the calls with each kind of error and, per tool, the calls of the right tool whose arguments were wrong beside the rows that chose another tool
-(the confused pairs). Every share carries its 95% interval with the request as the unit (clustered Wilson, as
-tool accuracy's).
+the calls with each kind of error and, per tool, the rows that chose another tool (the confused pairs, set
+beside the tool's argument accuracy). Every share carries its 95% interval with the request as the unit
+(clustered Wilson, as tool accuracy's).
 
 Only rows whose arguments were scored count (``arguments_correct`` not null: the expected tool was called with
 arguments and the request has expected arguments); an arm x slice with none is not judged, never 0%.
@@ -57,24 +57,6 @@ class ParameterOutcome:
 
 
 @dataclass(frozen=True)
-class ToolArguments:
-    """Of the rows expecting a tool in an arm x slice: another tool or none chosen (a confused pair), and the
-    calls of the tool whose arguments were scored and wrong."""
-
-    arm: str
-    rung: int
-    slice: str
-    tool: str
-    rows: int
-    wrong_tool: int
-    """Rows with a confused pair (another tool or 'none' chosen)."""
-    scored: int
-    arguments_wrong: int
-    wrong_share: Interval | None
-    """arguments_wrong / scored, clustered on requests; None when nothing was scored."""
-
-
-@dataclass(frozen=True)
 class ErrorKind:
     """Of an arm x slice's scored calls, those with at least one parameter of one wrong outcome."""
 
@@ -92,7 +74,8 @@ class ErrorKind:
 class ArgumentBreakdown:
     slices: list[SliceArguments] = field(default_factory=list)
     parameters: list[ParameterOutcome] = field(default_factory=list)
-    tools: list[ToolArguments] = field(default_factory=list)
+    wrong_tool: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """(arm, slice, expected tool) -> rows with a confused pair (another tool or 'none' chosen)."""
     kinds: list[ErrorKind] = field(default_factory=list)
 
     @property
@@ -121,17 +104,16 @@ def load_argument_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> Argu
     if not any(level.scored for level in slices):
         return ArgumentBreakdown(slices=slices)
     rung = {level.arm: level.rung for level in slices}
-    # per (arm, slice, tool): per request, [scored calls with wrong arguments, scored calls]
-    calls: dict[tuple, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    # per (arm, slice, tool): per request, scored calls
+    calls: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     # per (arm, slice, tool, parameter, outcome): per request, the scored calls with that outcome
     hits: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     # per (arm, slice): per request, [calls with each wrong outcome, scored calls]
     kinds: dict[tuple, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
-    for r in records(con, "SELECT arm, slice, expected AS tool, request_id, arguments_correct, argument_outcomes "
+    for r in records(con, "SELECT arm, slice, expected AS tool, request_id, argument_outcomes "
                           "FROM selection_rows WHERE run_id = ? AND arguments_correct IS NOT NULL", [run_id]):
         key = (r["arm"], r["slice"], r["tool"])
-        calls[key][r["request_id"]][0] += not r["arguments_correct"]
-        calls[key][r["request_id"]][1] += 1
+        calls[key][r["request_id"]] += 1
         for o in r["argument_outcomes"] or []:
             hits[key + (o["parameter"], o["outcome"])][r["request_id"]] += 1
         per_call = kinds[(r["arm"], r["slice"])][r["request_id"]]
@@ -141,23 +123,17 @@ def load_argument_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> Argu
     for c in records(con, "SELECT * FROM argument_outcome_counts WHERE run_id = ?", [run_id]):
         key = (c["arm"], c["slice"], c["tool"])
         found = hits[key + (c["parameter"], c["outcome"])]
-        per_request = {request: (found.get(request, 0), m) for request, (_, m) in calls[key].items()}
+        per_request = {request: (found.get(request, 0), m) for request, m in calls[key].items()}
         parameters.append(ParameterOutcome(
             arm=c["arm"], rung=rung[c["arm"]], slice=c["slice"], tool=c["tool"], parameter=c["parameter"],
             outcome=c["outcome"], rows=c["rows"], n_requests=c["n_requests"],
             scored_rows=sum(m for _, m in per_request.values()), share=_share(per_request)))
     parameters.sort(key=lambda p: (p.rung, p.slice, -p.rows, p.tool, p.parameter, p.outcome))
-    tools = []
-    for t in records(con, "SELECT arm, slice, expected AS tool, count(*) AS n, count(pair) AS wrong_tool "
-                          "FROM selection_rows WHERE run_id = ? AND expected <> 'none' GROUP BY ALL", [run_id]):
-        per_request = {r: (k, m) for r, (k, m) in calls.get((t["arm"], t["slice"], t["tool"]), {}).items()}
-        tools.append(ToolArguments(
-            arm=t["arm"], rung=rung[t["arm"]], slice=t["slice"], tool=t["tool"], rows=t["n"],
-            wrong_tool=t["wrong_tool"], scored=sum(m for _, m in per_request.values()),
-            arguments_wrong=sum(k for k, _ in per_request.values()),
-            wrong_share=_share(per_request) if per_request else None))
-    tools.sort(key=lambda t: (t.rung, t.slice, -t.arguments_wrong, -t.wrong_tool, t.tool))
-    return ArgumentBreakdown(slices=slices, parameters=parameters, tools=tools, kinds=_kinds(kinds, rung))
+    wrong_tool = {(r["arm"], r["slice"], r["tool"]): r["n"] for r in records(
+        con, "SELECT arm, slice, expected AS tool, count(*) AS n FROM selection_rows WHERE run_id = ? "
+             "AND pair IS NOT NULL GROUP BY ALL", [run_id])}
+    return ArgumentBreakdown(slices=slices, parameters=parameters, wrong_tool=wrong_tool,
+                             kinds=_kinds(kinds, rung))
 
 
 def _kinds(kinds: dict[tuple, dict[str, Counter]], rung: dict[str, int]) -> list[ErrorKind]:

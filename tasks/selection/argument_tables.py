@@ -13,7 +13,9 @@ from typing import Callable
 
 from tasks.report.format import interval_text, pct_with_fraction
 from tasks.report_types import ReportTable
-from tasks.selection.argument_breakdown import ArgumentBreakdown, ParameterOutcome, ToolArguments, is_wrong
+from tasks.selection.argument_breakdown import ArgumentBreakdown, ParameterOutcome, is_wrong
+from tasks.selection.argument_figures import ArgumentLevel
+from tasks.stats.estimate import Interval
 
 NOT_SCORED_LINE = ("arguments not scored: no expected arguments met a call of the expected tool (the set has "
                    "none, or no arm sends arguments)")
@@ -120,23 +122,31 @@ def _rungs(judged: dict, slice_: str, label: Callable[[str], str]) -> str:
     return "rungs: " + " · ".join(label(a) for a in arms) + "."
 
 
-def tool_arguments_tables(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> list[ReportTable]:
-    """Per slice, beside the confused pairs: per tool, the rows that chose another tool and the calls of the
-    tool whose arguments were wrong."""
+def _wrong_share(level: ArgumentLevel) -> Interval:
+    """The share of the tool's scored calls with wrong arguments: 1 - argument accuracy, its interval flipped
+    (Wilson's interval of 1 - p on the same effective trials)."""
+    a = level.accuracy
+    return Interval(1 - a.estimate, 1 - a.high, 1 - a.low, a.method, a.n_effective)
+
+
+def tool_arguments_tables(arguments: ArgumentBreakdown, tools: list[ArgumentLevel],
+                          label: Callable[[str], str]) -> list[ReportTable]:
+    """Per slice, beside the confused pairs: per tool (``tools``: per-tool argument accuracy), the rows that
+    chose another tool and the calls of the tool whose arguments were wrong."""
     tables = []
     judged = {(x.arm, x.slice): x for x in arguments.slices if x.accuracy is not None}
     for slice_ in sorted({s for _, s in judged}):
         rows, sections, last = [], [], None
         for arm in sorted({a for a, s in judged if s == slice_}, key=lambda a: judged[(a, slice_)].rung):
-            shown = [t for t in arguments.tools if (t.arm, t.slice) == (arm, slice_)
-                     and (t.wrong_tool or t.arguments_wrong)][:TOP_TOOLS]
-            for k, t in enumerate(shown):
+            found = [(t, arguments.wrong_tool.get((arm, slice_, t.tool), 0), t.scored - t.arguments_right)
+                     for t in tools if (t.arm, t.slice) == (arm, slice_) and t.tool != "none"]
+            shown = sorted((f for f in found if f[1] or f[2]), key=lambda f: (-f[2], -f[1], f[0].tool))[:TOP_TOOLS]
+            for k, (t, wrong_tool, wrong) in enumerate(shown):
                 if k == 0 and last is not None:
                     sections.append(len(rows))
                 last = arm
-                rows.append([t.tool, str(t.rung) if k == 0 else "", str(t.rows),
-                             pct_with_fraction(t.wrong_tool, t.rows),
-                             _share_cell(t.arguments_wrong, t.scored, t.wrong_share) if t.scored else NOT_JUDGED])
+                rows.append([t.tool, str(t.rung) if k == 0 else "", str(t.n), pct_with_fraction(wrong_tool, t.n),
+                             _share_cell(wrong, t.scored, _wrong_share(t)) if t.scored else NOT_JUDGED])
         if not rows:
             continue
         tables.append(ReportTable(
