@@ -1,7 +1,8 @@
-"""The report's argument tables, laid out to fit 80 columns (the tool first: a long name wraps there): argument accuracy per slice and rung, the
-per-parameter errors (which parameter of which tool goes wrong, and how), and, beside the confused pairs, the
-calls of the right tool with wrong arguments per tool: a pair is fixed in the descriptions, wrong arguments
-in the tool's schema (its parameters' names, types, enums and their descriptions).
+"""The report's argument tables, laid out to fit 80 columns (the tool first: a long name wraps there):
+argument accuracy per slice and rung, the kinds of argument error, the per-parameter errors (which parameter
+of which tool goes wrong, and how), and, beside the confused pairs, the calls of the right tool with wrong
+arguments per tool: a pair is fixed in the descriptions, wrong arguments in the tool's schema (its
+parameters' names, types, enums and their descriptions).
 
 A run where no row's arguments were scored gets one headline line and no table; an arm x slice with nothing
 scored reads NOT JUDGED, never 0%.

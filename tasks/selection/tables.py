@@ -84,7 +84,8 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     report.tables += tool_changes_tables(figures)
     report.tables.append(pairs_table(figures))
     label = lambda arm: arm_label(figures, arm)  # noqa: E731
-    report.tables += tool_arguments_tables(figures.argument_breakdown, figures.arguments.tools, label)  # beside the pairs: a schema fix, not a description fix
+    # beside the pairs: a schema fix, not a description fix
+    report.tables += tool_arguments_tables(figures.argument_breakdown, figures.arguments.tools, label)
     report.tables += argument_tables(figures.argument_breakdown, label)
     report.tables += per_tool_argument_tables(figures.arguments, figures.arm_order, figures.rung_of, label)
     report.tables += argument_change_tables(figures.arguments, figures.comparisons)

@@ -1,7 +1,8 @@
 """The report's argument section on a known run: argument accuracy per slice and rung (NOT JUDGED where nothing
 was scored), the per-parameter errors with their shares of the tool's scored calls, and, beside the confused
 pairs, the calls of the right tool with wrong arguments per tool; per-tool argument accuracy across rungs and
-its paired change; a run with no scored arguments gets one line and no argument table. The tables fit 80 columns without being split into panels."""
+its paired change; a run with no scored arguments gets one line and no argument table. The tables fit 80
+columns without being split into panels."""
 
 from __future__ import annotations
 
