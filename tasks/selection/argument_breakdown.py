@@ -77,6 +77,9 @@ class ArgumentBreakdown:
     wrong_tool: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """(arm, slice, expected tool) -> rows with a confused pair (another tool or 'none' chosen)."""
     kinds: list[ErrorKind] = field(default_factory=list)
+    unscored_calls: int = 0
+    """When nothing was scored: the calls of the expected tool that carried arguments (their requests expect
+    none: the set has no expected arguments for them)."""
 
     @property
     def scored_any(self) -> bool:
@@ -102,7 +105,10 @@ def load_argument_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> Argu
               for r in records(con, "SELECT * FROM argument_accuracy WHERE run_id = ? ORDER BY rung, slice",
                                [run_id])]
     if not any(level.scored for level in slices):
-        return ArgumentBreakdown(slices=slices)
+        [(unscored,)] = con.execute(
+            "SELECT count(*) FROM selection_rows WHERE run_id = ? AND chosen = expected AND arguments IS NOT NULL "
+            "AND outcome IN ('correct', 'invalid')", [run_id]).fetchall()
+        return ArgumentBreakdown(slices=slices, unscored_calls=unscored)
     rung = {level.arm: level.rung for level in slices}
     # per (arm, slice, tool): per request, scored calls
     calls: dict[tuple, dict[str, int]] = defaultdict(lambda: defaultdict(int))

@@ -18,8 +18,10 @@ from tasks.selection.argument_breakdown import ArgumentBreakdown, ParameterOutco
 from tasks.selection.argument_figures import ArgumentLevel
 from tasks.stats.estimate import Interval
 
-NOT_SCORED_LINE = ("arguments not scored: no expected arguments met a call of the expected tool (the set has "
-                   "none, or no arm sends arguments)")
+NO_EXPECTED_ARGUMENTS = ("arguments not scored: no expected arguments ({:,} calls of the expected tool "
+                         "carried arguments; none of their requests expects any)")
+NO_ARGUMENTS_SENT = ("arguments not scored: no arm sent arguments with a call of the expected tool (an offline "
+                     "selector picks a tool, never arguments)")
 NOT_JUDGED = "NOT JUDGED"
 TOP_PARAMETERS = 10
 """Parameter errors listed per rung and slice (the most frequent first)."""
@@ -33,7 +35,9 @@ OUTCOME_TEXT = {"wrong_value": "wrong value", "missing_required": "missing requi
 
 def argument_headline(arguments: ArgumentBreakdown) -> list[str]:
     """The one line a run without any scored arguments gets, else nothing."""
-    return [] if arguments.scored_any else [NOT_SCORED_LINE]
+    if arguments.scored_any:
+        return []
+    return [NO_EXPECTED_ARGUMENTS.format(arguments.unscored_calls) if arguments.unscored_calls else NO_ARGUMENTS_SENT]
 
 
 def _share_cell(k: int, n: int, interval) -> str:

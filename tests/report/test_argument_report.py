@@ -130,7 +130,17 @@ def test_a_run_without_scored_arguments_says_so_once_and_prints_no_argument_tabl
     report = build_report(run.finish(), RUN)
     assert not [t for t in report.tables if t.key == "arguments" or "argument" in t.title.lower()]
     for text in (render_text(report, width=80), render_markdown(report), render_html(report)):
-        assert text.count("arguments not scored") == 1
+        assert text.count("arguments not scored: no arm sent arguments") == 1
+
+
+def test_calls_with_arguments_on_requests_expecting_none_say_there_are_no_expected_arguments():
+    run = KnownRun(arms=("hosted",), seeds=2)
+    run.add([selection_row(r, "refund", True, arm="hosted", seed=s, arguments='{"order_id": "NW-1"}')
+             for r in ("q0", "q1") for s in (1, 2)] + [selection_row("q2", "refund", False, arm="hosted")])
+    report = build_report(run.finish(), RUN)
+    assert not [t for t in report.tables if "argument" in t.title.lower()]
+    text = render_text(report, width=80)
+    assert text.count("arguments not scored: no expected arguments (4 calls of the expected") == 1
 
 
 def test_long_names_wrap_in_the_tool_column_instead_of_splitting_the_tables():
