@@ -37,6 +37,11 @@ CHARS_PER_TOKEN = 4
 ``CHARS_PER_TOKEN_BOUND``, is 3)."""
 REPLY_TOKENS = 40
 """Completion tokens an estimate gives a chat call or a judge vote: one tool call with a few arguments."""
+ROUTER_PROMPT_CHARS = 330
+"""The LLM router's fixed text around a request (its system prompt, headings, the 'none' option and the closing
+line: tasks/selectors/providers/routed.py ``router_prompt``), in characters."""
+OPTION_LINE_CHARS = 6
+"""What the router's list adds to a tool's name and description (its number and punctuation)."""
 DB_FILE = "tooleval.duckdb"
 
 
@@ -128,7 +133,7 @@ class RunForecast:
                 found = con.execute(ERROR_SQL, [run_id]).fetchall()
             finally:
                 con.close()
-        except (duckdb.Error, WarehouseBusy, WarehouseUnreadable) as error:  # the run is registered: its cost is in the view, read it later
+        except (duckdb.Error, WarehouseBusy, WarehouseUnreadable) as error:  # registered: read it later
             return [f"cost against the forecast: not read now ({str(error).splitlines()[0][:40]}); "
                     f"see the view cost_forecast_error"]
         return error_lines(found)
@@ -148,13 +153,19 @@ def error_lines(found: Sequence[tuple]) -> list[str]:
             lines.append(f"  arm {arm}: every row came from the cache, nothing billed")
             continue
         lines.append(f"  arm {arm}: {usd(billed)} billed, {usd(forecast or 0)} forecast"
-                     + (f", {error:+.1%}" if error is not None else "")
+                     + (f", {percent(error)}" if error is not None else "")
                      + (f" ({called:,} of {rows:,} rows sent)" if called != rows else ""))
     forecast = sum(row[1] or 0 for row in found)
     billed = sum(row[2] or 0 for row in found)
     if len(found) > 1 and forecast:
-        lines.append(f"  run: {usd(billed)} billed, {usd(forecast)} forecast, {(billed - forecast) / forecast:+.1%}")
+        error = percent((billed - forecast) / forecast)
+        lines.append(f"  run: {usd(billed)} billed, {usd(forecast)} forecast, {error}")
     return lines if found else []
+
+
+def percent(error: float) -> str:
+    """A relative error, signed, to a tenth of a percent (no '-0.0%')."""
+    return f"{0.0 if abs(error) < 0.0005 else error:+.1%}"
 
 
 def usd(value: float) -> str:
@@ -269,45 +280,71 @@ def from_history(arm: "SelectionArm", rows: int, past: PastRows) -> ArmForecast:
                        past_rows=past.n, price_version=price.version)
 
 
-def _tool_chars(tools: Sequence[Any]) -> int:
-    def one(tool: Any) -> int:
-        if isinstance(tool, dict):
-            return len(tool.get("name", "")) + len(tool.get("description", "")) + len(
-                json.dumps(tool.get("parameters") or {}))
-        return len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
-    return sum(one(tool) for tool in tools)
+def _tool_chars(tools: Sequence[Any]) -> tuple[int, int]:
+    """(name, description and JSON schema, as the chat model is sent them; name and description, as the LLM
+    router lists them) of ``tools``, in characters."""
+    sent = listed = 0
+    for tool in tools:
+        name, description, parameters = ((tool.get("name", ""), tool.get("description", ""),
+                                          tool.get("parameters") or {}) if isinstance(tool, dict)
+                                         else (tool.name, tool.description, tool.parameters))
+        sent += len(name) + len(description) + len(json.dumps(parameters))
+        listed += len(name) + len(description) + OPTION_LINE_CHARS
+    return sent, listed
 
 
-def request_chars(arm: "SelectionArm", version: Any) -> list[tuple[int, int]]:
-    """(characters of the prompt and messages, characters of the offered tools) of each request."""
-    catalogue_chars = _tool_chars(arm.catalogue.tools) if arm.catalogue is not None else 0
+@dataclass(frozen=True)
+class RequestSize:
+    """One request's characters: the arm's prompt, its messages, its tools as sent and as the router lists them."""
+
+    prompt: int
+    said: int
+    tools: int
+    options: int
+
+    @property
+    def chat(self) -> int:
+        return self.prompt + self.said + self.tools
+
+    @property
+    def router(self) -> int:
+        return ROUTER_PROMPT_CHARS + self.said + self.options
+
+
+def request_sizes(arm: "SelectionArm", version: Any) -> list[RequestSize]:
+    """Each request's ``RequestSize`` under the arm (a narrowed arm sends its share of the tools)."""
+    catalogue = _tool_chars(arm.catalogue.tools) if arm.catalogue is not None else (0, 0)
     n_catalogue = len(arm.catalogue.tools) if arm.catalogue is not None else 0
+    narrowed = arm.selector_options.get("route") == "narrowed" and n_catalogue
+    share = min(1.0, int(arm.selector_options.get("narrow_k", 1)) / n_catalogue) if narrowed else 1.0
     messages = version.column("messages")
     own_tools = version.column("tools") if arm.catalogue is None else [None] * len(messages)
     out = []
     for text, tools in zip(messages, own_tools):
         parsed = json.loads(text) if isinstance(text, str) else text
         said = sum(len(m["content"] if isinstance(m, dict) else m.content) for m in parsed)
-        listed = json.loads(tools) if isinstance(tools, str) else (tools or [])
-        out.append((len(arm.prompt_text) + said,
-                    _tool_chars(listed) if arm.catalogue is None else catalogue_chars))
-    if arm.selector_options.get("route") == "narrowed" and n_catalogue:
-        share = min(1.0, int(arm.selector_options.get("narrow_k", 1)) / n_catalogue)
-        out = [(said, round(listed * share)) for said, listed in out]
+        sent, listed = catalogue if arm.catalogue is not None else _tool_chars(
+            json.loads(tools) if isinstance(tools, str) else (tools or []))
+        out.append(RequestSize(len(arm.prompt_text), said, round(sent * share), listed))
     return out
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
 
 
 def estimated(arm: "SelectionArm", version: Any, seeds: int) -> ArmForecast:
     options = arm.selector_options
     price, batch_price = _prices(arm)
-    per_request = request_chars(arm, version)
-    chat_in = sum(math.ceil((said + listed) / CHARS_PER_TOKEN) for said, listed in per_request) * seeds
-    turns = len(per_request) * seeds
+    sizes = request_sizes(arm, version)
+    chat_in = sum(_tokens(size.chat) for size in sizes) * seeds
+    turns = len(sizes) * seeds
     chat_out = REPLY_TOKENS * turns
     calls, other = turns, 0.0
     extra: list[tuple[str, int, int, int]] = []  # (model, calls, input tokens, output tokens)
     if options.get("router") == "llm":
-        extra.append((str(options.get("router_model") or arm.model_id), turns, chat_in, turns))
+        router_in = sum(_tokens(size.router) for size in sizes) * seeds
+        extra.append((str(options.get("router_model") or arm.model_id), turns, router_in, turns))
     judge = options.get("judge")
     if isinstance(judge, dict) and judge.get("model"):
         votes = int(judge.get("votes", 1))

@@ -131,3 +131,21 @@ def test_a_forecast_is_registered_with_its_run_and_read_back(tmp_path):
                           input_tokens=900, output_tokens=90, usd=0.01, batch_usd=None, price_version="2026-12-07")
     insert(con, "cost_forecasts", CostForecast, [record.model_dump()])
     assert con.execute("select source, past_rows, batch_usd from cost_forecasts").fetchall() == [("history", 3, None)]
+
+
+def test_the_llm_routers_estimate_counts_the_prompt_it_is_sent(hosted):
+    """The router's characters are its system prompt and ``router_prompt``'s text, within 3%: the constants
+    follow tasks/selectors/providers/routed.py."""
+    from schemas.taskset import Message
+    from tasks.selection.cost_forecast import request_sizes
+    from tasks.selectors.base import SelectionInput
+    from tasks.selectors.providers.routed import ROUTER_SYSTEM, router_prompt
+
+    prepared = prepare_run(hosted, checked=False)
+    arm = prepared.experiment.arms[0]
+    sizes = request_sizes(arm, prepared.versions["v1"])
+    for request, size in zip(REQUESTS, sizes):
+        item = SelectionInput(request_id=request["id"], prompt=arm.prompt_text, tools=arm.catalogue.tools,
+                              messages=tuple(Message(**m) for m in request["messages"]))
+        sent = len(ROUTER_SYSTEM) + len(router_prompt(item, arm.catalogue.tools))
+        assert size.router == pytest.approx(sent, rel=0.03)
