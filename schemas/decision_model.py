@@ -132,7 +132,8 @@ class DecisionModelFile(BaseModel):
         "far_cutoff - the nearest example's cosine) x max(0, far_tool_cosine - the best offered tool's cosine): "
         "the model abstains on requests unlike both its examples and the tools. The steepest rise (at most "
         "2000) that cost at most one point of held-out answerable accuracy and 0.02 of held-out log-loss in "
-        "training (tasks/selectors/decision_models/far_abstention.py); 0 when the model learned no 'none'. "
+        "training (tasks/selectors/decision_models/far_abstention.py); a model that learned no 'none' rises from "
+        "far_none_base. 0: no rise fits (in files written before far_none_base, always without a learned 'none'). "
         "Null (no rise) in files written before it.")
     far_tool_cosine: float | None = Field(
         default=None, description="The median best-tool cosine of the answerable training requests: below it a "
