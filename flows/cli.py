@@ -260,6 +260,13 @@ def cmd_import_mcp(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import_arguments(args: argparse.Namespace) -> int:
+    from tasks.importers.argument_file import import_arguments
+
+    print("\n".join(import_arguments(Path(args.file), Path(args.taskset), args.catalogue or [], args.notes)))
+    return EXIT_OK
+
+
 class CommandAfterDashes(argparse.ArgumentParser):
     """argparse's parser, but with ``tail_dest`` set every word after the first ``--`` is one list under that
     name (a server's command and its args: ``tooleval import mcp memory --taskset DIR -- node server.js -x``),
@@ -588,6 +595,24 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON Lines of {id, expected_arguments}: checked against the listed tools and written as "
                      "the set's next version of requests (the newest one with these expected arguments)")
     mcp.set_defaults(func=cmd_import_mcp, server_command=[])
+    arguments = sources.add_parser(
+        "arguments", help="expected arguments per request, as a task set's next version",
+        description="Read a JSON Lines file of {\"id\": REQUEST_ID, \"expected_arguments\": {PARAMETER: MATCHER}}, "
+        "check every line against the task set's newest version of requests and the tools of its catalogues "
+        "(unknown id, a parameter the tool does not have, a bad matcher: named by line and rule), run the label "
+        "checks, and write the next version (parent: that one) with the requests' expected arguments, frozen. "
+        "Nothing is written on bad input, or when that version holds them already. The same file can come with "
+        "an MCP server's tools: tooleval import mcp ... --expected-arguments FILE.",
+        epilog="example:\n  tooleval import arguments order_ids.jsonl --taskset tasksets/support \\\n"
+        "    --catalogue giftcards",
+        formatter_class=JobsHelpFormatter)
+    arguments.add_argument("file", metavar="FILE", help="JSON Lines: one request's expected arguments a line")
+    arguments.add_argument("--taskset", required=True, metavar="DIR", help="the task-set folder")
+    arguments.add_argument("--catalogue", action="append", default=None, metavar="NAME",
+                           help="a catalogue the tools come from (repeatable; default: every catalogue of the set)")
+    arguments.add_argument("--notes", default=None, metavar="TEXT",
+                           help="where the expected arguments came from (the new version's notes)")
+    arguments.set_defaults(func=cmd_import_arguments)
 
     add_sql_parser(commands)  # SQL over a snapshot of the warehouse (flows/sql_cli.py)
     add_tasks_parser(commands)  # tasks done on a tool surface (flows/tasks_cli.py)

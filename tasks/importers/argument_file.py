@@ -180,3 +180,23 @@ def argument_version(taskset_dir: Path, file: Path, catalogues: Iterable[Catalog
     known = {catalogue.name for catalogue in catalogues}
     check_labels(draft.as_loaded(), [c for c in all_catalogues(base.directory) if c.name not in known] + catalogues)
     return ArgumentVersion(base, draft, len(arguments))
+
+
+def import_arguments(file: Path, taskset_dir: Path, catalogue_names: Iterable[str] = (),
+                     notes: str | None = None) -> list[str]:
+    """``tooleval import arguments``: the file's expected arguments, checked against the named catalogues of
+    the set (default: every one), on the set's newest version of requests, written as its next version (or
+    nothing when that version holds them already); the lines to print. InputError, nothing written, on bad
+    input."""
+    from tasks.taskset.load_taskset import load_catalogue
+
+    taskset_dir = Path(taskset_dir)
+    if not taskset_dir.is_dir():
+        raise InputError.one(str(taskset_dir), "", "taskset-exists", "no such task-set folder")
+    names = list(catalogue_names) or sorted(p.stem for p in (taskset_dir / "catalogues").glob("*.json"))
+    catalogues = [load_catalogue(taskset_dir, name) for name in names]
+    prepared = argument_version(taskset_dir, Path(file), catalogues, notes or (
+        f"Expected arguments from {Path(file).name}, checked against catalogue{'s' if len(names) > 1 else ''} "
+        f"{', '.join(names) or '(per-request tools)'}."))
+    version, written = prepared.publish()
+    return [prepared.line(version, written), f"next: `version: {version}` in an experiment of {taskset_dir}"]

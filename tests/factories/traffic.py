@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -17,6 +18,14 @@ from tests.factories import SUPPORT
 LOG = SUPPORT / "production" / "support_turns.parquet"
 """The bundled production log of the support task set."""
 SMALL_SAMPLING = {"size": 200, "floor_per_tool": 4, "floor_none": 8}
+LATER_VERSIONS = "v[2-9]*"
+"""The bundled support set's versions after v1 (file names), left out of ``copy_support_v1``."""
+
+
+def copy_support_v1(target: Path) -> Path:
+    """A copy of the bundled support set holding v1 alone: the set a resample or a queue import derives the
+    next version from in the tests (their expectations name it v2, with parent v1)."""
+    return Path(shutil.copytree(SUPPORT, target, ignore=shutil.ignore_patterns(LATER_VERSIONS)))
 
 
 def shrink_sampling(taskset_dir: Path, **sampling) -> None:

@@ -4,7 +4,6 @@ calibration of v2 against v1; the weekly report."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import duckdb
@@ -15,7 +14,7 @@ from flows.weekly import weekly
 from tasks.taskset.load_taskset import load_version
 from tests.factories import NOW
 from tests.factories import SUPPORT
-from tests.factories.traffic import shrink_sampling
+from tests.factories.traffic import copy_support_v1, shrink_sampling
 
 pytestmark = pytest.mark.slow  # two weekly flow runs through Prefect: ~40 s after the session's harness
 
@@ -23,8 +22,7 @@ pytestmark = pytest.mark.slow  # two weekly flow runs through Prefect: ~40 s aft
 @pytest.fixture(scope="module")
 def weekly_run(prefect_harness, tmp_path_factory):
     root = tmp_path_factory.mktemp("weekly")
-    taskset = root / "support"
-    shutil.copytree(SUPPORT, taskset)
+    taskset = copy_support_v1(root / "support")
     shrink_sampling(taskset)
     warehouse = root / "warehouse"
     # the bundled weekly criteria (production_criteria.yaml): the offline stand-in router fails their floors

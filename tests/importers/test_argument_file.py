@@ -67,7 +67,7 @@ def test_a_tool_the_arguments_are_not_checked_against_is_named(tmp_path):
 
 def test_the_version_keeps_the_base_and_changes_only_the_named_requests(support_copy, tmp_path):
     file = lines_file(tmp_path / "args.jsonl",
-                      {"id": "sup-e-002", "expected_arguments": {"reason": {"one_of": ["missing_item"]}}})
+                      {"id": "sup-e-002", "expected_arguments": {"reason": {"one_of": ["missing_item", "other"]}}})
     prepared = argument_version(support_copy, file, [load_catalogue(support_copy, "giftcards")], "notes")
     base, draft = load_version(support_copy, prepared.base.version), prepared.draft
     assert base.version == sorted(p.name.split(".")[0] for p in support_copy.glob("v*.manifest.json"))[-1]
@@ -75,7 +75,7 @@ def test_the_version_keeps_the_base_and_changes_only_the_named_requests(support_
     changed = [(old.id, new.expected_arguments) for old, new in zip(prepared.base.requests, draft.requests)
                if old != new]
     assert [id_ for id_, _ in changed] == ["sup-e-002"] and len(draft.requests) == len(base.requests)
-    assert changed[0][1]["reason"].matcher.value == ["missing_item"]
+    assert changed[0][1]["reason"].matcher.value == ["missing_item", "other"]
 
 
 # -- through the MCP import ------------------------------------------------------------------------------
@@ -119,3 +119,54 @@ def test_import_mcp_without_a_version_of_requests_is_refused_before_a_server_sta
                  "--", "no-such-command-here"])
     err = capsys.readouterr().err
     assert code == 2 and "[requests-version]" in err and "command not found" not in err
+
+
+# -- tooleval import arguments, and the bundled support set's v2 ------------------------------------------
+
+def test_import_arguments_writes_the_next_version_once(support_copy, tmp_path, capsys):
+    base = sorted(p.name.split(".")[0] for p in support_copy.glob("v*.manifest.json"))[-1]
+    following = f"v{int(base[1:]) + 1}"
+    file = lines_file(tmp_path / "args.jsonl", {"id": "sup-e-004", "expected_arguments": {"order_id": "NW-5502917",
+                                                                                          "reason": "faulty"}},
+                      {"id": "sup-e-007", "expected_arguments": {"reason": {"one_of": ["missing_item"]},
+                                                                 "refund_reason": "x"}})
+    argv = ["import", "arguments", str(file), "--taskset", str(support_copy), "--catalogue", "giftcards"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{file}:line 2 (id sup-e-007): [argument-parameter]" in err and "refund_reason" in err
+    assert not (support_copy / f"{following}.jsonl").exists()
+
+    lines_file(file, {"id": "sup-e-004", "expected_arguments": {"order_id": "NW-5502917", "reason": "faulty"}})
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith(f"expected arguments: wrote {following} (parent {base}): 1 requests")
+    written = load_version(support_copy, following)
+    assert written.manifest.parent == base and len(written.requests) == len(load_version(support_copy, base).requests)
+    assert next(r for r in written.requests if r.id == "sup-e-004").expected_arguments["reason"].matcher.value == "faulty"
+    assert main(argv) == 0  # the newest version holds them already
+    assert f"{following} holds them already" in capsys.readouterr().out
+    assert not (support_copy / f"v{int(base[1:]) + 2}.jsonl").exists()
+
+
+def test_the_bundled_v2_is_v1_with_expected_arguments_the_catalogue_accepts():
+    """Same requests, labels and adjudications as v1; expected arguments on a realistic share of them, each
+    value allowed by its parameter's schema (an enum's values, an id's pattern)."""
+    from jsonschema import Draft202012Validator
+
+    v1, v2 = load_version(SUPPORT, "v1"), load_version(SUPPORT, "v2")
+    assert v2.manifest.parent == "v1" and v2.actual_hash == v2.manifest.content_hash
+    assert v2.adjudications == v1.adjudications
+    assert [r.model_copy(update={"expected_arguments": None}) for r in v2.requests] == list(v1.requests)
+    catalogue = load_catalogue(SUPPORT, "giftcards")
+    scored = [r for r in v2.requests if r.expected_arguments]
+    assert 0.4 < len(scored) / len(v2.requests) < 0.8
+    kinds = set()
+    for request in scored:
+        properties = catalogue.tool(request.expected).parameters["properties"]
+        for name, expected in request.expected_arguments.items():
+            values = expected.matcher.value if expected.matcher.kind == "one_of" else [expected.matcher.value]
+            if expected.matcher.kind in ("equals", "one_of"):
+                for value in values:
+                    assert Draft202012Validator(properties[name]).is_valid(value), (request.id, name, value)
+            kinds.add((request.expected, name, expected.matcher.kind))
+    assert {("refund_order", "order_id", "equals"), ("refund_order", "reason", "one_of"),
+            ("cancel_subscription", "subscription", "equals"), ("get_account", "sections", "contains")} <= kinds

@@ -26,52 +26,52 @@ def run(capsys, *args: str) -> tuple[int, str]:
 
 
 def test_a_selection_version_is_frozen_checked_and_never_rewritten(support_copy, capsys):
-    v2 = support_copy / "v2.jsonl"
-    shutil.copy(support_copy / "v1.jsonl", v2)
-    shutil.copy(support_copy / "v1.adjudications.jsonl", support_copy / "v2.adjudications.jsonl")
-    manifest = support_copy / "v2.manifest.json"
+    v3 = support_copy / "v3.jsonl"  # the bundled set holds v1 and v2 already
+    shutil.copy(support_copy / "v1.jsonl", v3)
+    shutil.copy(support_copy / "v1.adjudications.jsonl", support_copy / "v3.adjudications.jsonl")
+    manifest = support_copy / "v3.manifest.json"
 
-    code, out = run(capsys, "validate", str(v2))
-    assert code == 2 and "[file-exists]" in out and f"not frozen yet" in out and f"tooleval freeze {v2}" in out
+    code, out = run(capsys, "validate", str(v3))
+    assert code == 2 and "[file-exists]" in out and f"not frozen yet" in out and f"tooleval freeze {v3}" in out
 
-    code, out = run(capsys, "freeze", str(v2), "--parent", "v1", "--notes", "v1 again")
+    code, out = run(capsys, "freeze", str(v3), "--parent", "v1", "--notes", "v1 again")
     assert code == 0, out
     frozen = VersionManifest.model_validate_json(manifest.read_text())
-    assert frozen.content_hash == content_hash(support_copy, "v2") and frozen.parent == "v1"
-    assert frozen.n_requests == sum(1 for line in v2.read_text().splitlines() if line.strip())
+    assert frozen.content_hash == content_hash(support_copy, "v3") and frozen.parent == "v1"
+    assert frozen.n_requests == sum(1 for line in v3.read_text().splitlines() if line.strip())
     assert frozen.slices == ["existing", "new_tools"] and frozen.notes == "v1 again"  # as the lines name them
     assert f"wrote {manifest}" in out and "label expectations passed" in out
-    code, out = run(capsys, "validate", str(v2))
-    assert code == 0 and " ".join(out.split()).startswith(f"OK {v2}: {frozen.n_requests} requests")
+    code, out = run(capsys, "validate", str(v3))
+    assert code == 0 and " ".join(out.split()).startswith(f"OK {v3}: {frozen.n_requests} requests")
 
     written = manifest.read_bytes()
-    code, out = run(capsys, "freeze", str(v2))  # the same files: nothing to do
+    code, out = run(capsys, "freeze", str(v3))  # the same files: nothing to do
     assert code == 0 and "already frozen" in out and manifest.read_bytes() == written
-    code, out = run(capsys, "freeze", str(v2), "--slice", "existing")  # another manifest for the same files
+    code, out = run(capsys, "freeze", str(v3), "--slice", "existing")  # another manifest for the same files
     assert code == 2 and "[version-immutable]" in out and "slices ['existing']" in out
-    with v2.open("a") as handle:
+    with v3.open("a") as handle:
         handle.write(json.dumps({"id": "late-1", "messages": [{"role": "user", "content": "hello"}],
                                  "expected": "none", "slice": "existing"}) + "\n")
-    code, out = run(capsys, "freeze", str(v2))  # changed files under a frozen version
+    code, out = run(capsys, "freeze", str(v3))  # changed files under a frozen version
     assert code == 2 and "[version-immutable]" in out and "write a new version" in out
     assert manifest.read_bytes() == written
 
 
 def test_a_selection_version_that_fails_its_checks_is_not_frozen(support_copy, capsys):
-    v3 = support_copy / "v3.jsonl"
+    v4 = support_copy / "v4.jsonl"
     lines = (support_copy / "v1.jsonl").read_text().splitlines()[:6]
     bad = json.loads(lines[2])
     bad["expected"] = "no_such_tool"
     lines[2] = json.dumps(bad)
-    v3.write_text("\n".join(lines) + "\n")
-    code, out = run(capsys, "freeze", str(v3))
-    assert code == 2 and f"{v3}:line 3 (id {bad['id']}): [label-offered]" in out
-    assert not (support_copy / "v3.manifest.json").exists()
-    code, out = run(capsys, "freeze", str(v3), "--parent", "v9")
-    assert code == 2 and "[parent-frozen]" in out and not (support_copy / "v3.manifest.json").exists()
-    v3.write_text(lines[0] + "\n{not json\n")
-    code, out = run(capsys, "freeze", str(v3))
-    assert code == 2 and f"{v3}:line 2" in out and not (support_copy / "v3.manifest.json").exists()
+    v4.write_text("\n".join(lines) + "\n")
+    code, out = run(capsys, "freeze", str(v4))
+    assert code == 2 and f"{v4}:line 3 (id {bad['id']}): [label-offered]" in out
+    assert not (support_copy / "v4.manifest.json").exists()
+    code, out = run(capsys, "freeze", str(v4), "--parent", "v9")
+    assert code == 2 and "[parent-frozen]" in out and not (support_copy / "v4.manifest.json").exists()
+    v4.write_text(lines[0] + "\n{not json\n")
+    code, out = run(capsys, "freeze", str(v4))
+    assert code == 2 and f"{v4}:line 2" in out and not (support_copy / "v4.manifest.json").exists()
 
 
 def test_a_task_version_on_mcp_servers_is_frozen_and_checked_against_its_surfaces(tmp_path, capsys):

@@ -10,15 +10,13 @@ import pytest
 
 from tasks.traffic.resample_version import resample_version
 from tests.factories import NOW
-from tests.factories import SUPPORT
-from tests.factories.traffic import shrink_sampling
+from tests.factories.traffic import copy_support_v1, shrink_sampling
 
 
 @pytest.fixture(scope="session")
 def resampled_base(tmp_path_factory):
-    """The support set resampled once from the bundled log (v2 from 2026-W44-W47): (folder, summary)."""
-    target = tmp_path_factory.mktemp("resampled") / "support"
-    shutil.copytree(SUPPORT, target)
+    """The support set as of v1 resampled once from the bundled log (v2 from 2026-W44-W47): (folder, summary)."""
+    target = copy_support_v1(tmp_path_factory.mktemp("resampled") / "support")
     shrink_sampling(target)
     summary = resample_version(target, now=NOW)
     return target, summary
