@@ -73,11 +73,12 @@ def routing_columns(selection: Selection) -> dict:
     return columns
 
 
-def _prefix_lane(selector: object, unit: WorkUnit, ctx: RunContext) -> ContextManager[None]:
+def _prefix_lane(selector: object, unit: WorkUnit, ctx: RunContext, batched: bool = False) -> ContextManager[None]:
     """The endpoint's prefix lane for a hosted arm's unit (tasks/run/prefix_lanes.py); nothing to hold for an
-    offline selector."""
+    offline selector, nor for a unit that may wait on a provider batch (its wait would hold the endpoint's
+    other seeds back for as long)."""
     caller = getattr(selector, "caller", None)
-    if caller is None or not ctx.prefix_lanes:
+    if caller is None or not ctx.prefix_lanes or batched:
         return nullcontext()
     return lane_for((caller.kind, caller.endpoint)).hold((unit.arm.rung, unit.seed))
 
@@ -144,13 +145,14 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
             # completes: cached at once, so a crash mid-batch repeats no completed call on resume
             reached("unit-selecting", unit.label)
             keys = [p.cache_key for p in misses]
+            send = _batch_send(unit, ctx, keys)
             with RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger, \
                     _chat_stages(selector, ctx, keys) as (stages, earlier), \
                     batch_scope(BatchScope(
                         ledger, lambda i, answer: _keep(ctx, keys[i], answer, unit, stages is not None),
                         on_chat_stage=(lambda i, stage: _keep_stage(ctx, keys[i], stage)) if stages is not None else None,
-                        chat_stages=earlier, batch=_batch_send(unit, ctx, keys))), \
-                    _prefix_lane(selector, unit, ctx):
+                        chat_stages=earlier, batch=send)), \
+                    _prefix_lane(selector, unit, ctx, send is not None):
                 answers = selector.select(inputs)
             reached("unit-selected", unit.label)
             fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}
