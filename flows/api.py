@@ -190,19 +190,24 @@ def report(run_id: str | None = None, warehouse: str | Path | None = None, instr
     return read_report(location, run_id, instrument, keep=stored)
 
 
-def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None) -> str:
+def validate(version_path: str | Path, catalogues: list[str] | None = None, weights: str | None = None,
+             warehouse: str | Path | None = None) -> str:
     """The label checks on one task-set version file, or every check a run makes on an experiment file
-    (``.yaml``; nothing is run); a summary, or InputError."""
+    (``.yaml``; nothing is run) with its cost forecast from ``warehouse``'s past rows; a summary, or
+    InputError."""
+    from tasks.files.input_errors import InputError
+
     path = Path(version_path)
     if path.suffix in (".yaml", ".yml"):
         if catalogues or weights:
-            from tasks.files.input_errors import InputError
-
             raise InputError.one(str(path), "", "validate-options", "--catalogue and --weights check a version "
                                  "file; an experiment names its own catalogues and weights")
         from tasks.run.validate_experiment import validate_experiment_file
 
-        return "\n".join(validate_experiment_file(path))
+        return "\n".join(validate_experiment_file(path, warehouse))
+    if warehouse is not None:
+        raise InputError.one(str(path), "", "validate-options", "--warehouse is for an experiment's cost "
+                             "forecast; a version file's checks read no warehouse")
     from tasks.taskset.validate_version import validate_version_file
 
     return validate_version_file(path, catalogues, weights)

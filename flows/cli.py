@@ -187,8 +187,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from flows import api
     from flows.progress import fitted
 
-    print("\n".join(fitted(line) for line in api.validate(args.version_path, args.catalogue,
-                                                           args.weights).splitlines()))
+    print("\n".join(fitted(line) for line in api.validate(args.version_path, args.catalogue, args.weights,
+                                                           args.warehouse).splitlines()))
     return EXIT_OK
 
 
@@ -495,7 +495,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(e.g. tasksets/support/v1.jsonl) and print what was checked; or, given an "
                                    "experiment file, every check `tooleval run` makes before its first model call "
                                    "(arms, comparisons, criteria, the task set's label or task checks), with nothing "
-                                   "run or written.")
+                                   "run or written, and what the run will cost per arm with hosted-model calls (from "
+                                   "the past rows of --warehouse where it has some).")
     validate.add_argument("version_path", metavar="PATH",
                           help="a version, e.g. tasksets/support/v1.jsonl, or an experiment, e.g. "
                           "tasksets/support/experiments/ladder.yaml")
@@ -504,6 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "set; a version only: an experiment names its own)")
     validate.add_argument("--weights", default=None, metavar="WINDOW",
                           help="also check weights/WINDOW.json (a version only)")
+    warehouse_arg(validate)  # an experiment's cost forecast reads its past rows
     validate.set_defaults(func=cmd_validate)
 
     freeze = commands.add_parser(

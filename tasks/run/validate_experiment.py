@@ -4,9 +4,9 @@ selected, run or written. The run itself makes the same checks (``prepare_run``)
 passes is refused by no check a run makes before it starts. A pass is remembered by every file it read
 (tasks/files/remembered_pass.py): the same experiment, task set, catalogues and tooleval answer at once.
 
-An experiment with paid calls also gets what it will cost (``Instrument.forecast``), from the default
-warehouse's history where it has one: worked out anew each time (that history is not a file the pass
-remembers), in place of the mark its remembered lines keep."""
+An experiment with paid calls also gets what it will cost (``Instrument.forecast``), from a warehouse's
+history where it has one: worked out anew each time (that history is not a file the pass remembers), in
+place of the mark its remembered lines keep."""
 
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ FORECAST_MARK = "  (cost forecast)"
 """Where a check's lines take the experiment's cost forecast (an experiment with paid calls)."""
 
 
-def validate_experiment_file(path: Path) -> list[str]:
+def validate_experiment_file(path: Path, warehouse: str | Path | None = None) -> list[str]:
     """The lines of a passed check of the experiment ``path`` (or of its remembered pass), with its cost
-    forecast; InputError (naming the file, the arm or line and the rule) when a run would refuse it."""
+    forecast from the past rows of ``warehouse`` (default: $TOOLEVAL_WAREHOUSE, else the checkout's);
+    InputError (naming the file, the arm or line and the rule) when a run would refuse it."""
     kept: dict[str, PreparedRun] = {}
     lines = remembered("validate", [str(path)], lambda: checked_experiment_lines(path, kept))
     if FORECAST_MARK not in lines:
@@ -34,7 +35,7 @@ def validate_experiment_file(path: Path) -> list[str]:
     from warehouse.location import warehouse_at
 
     prepared = kept.get("prepared") or prepare_run(Path(path), checked=False)
-    forecast = prepared.instrument.forecast(prepared, warehouse_at(None).root).lines()
+    forecast = prepared.instrument.forecast(prepared, warehouse_at(warehouse).root).lines()
     at = lines.index(FORECAST_MARK)
     return [*lines[:at], *(f"  {line}" for line in forecast), *lines[at + 1:]]
 

@@ -83,6 +83,21 @@ def test_past_rows_of_the_same_model_catalogue_and_routing_make_the_forecast(hos
     assert "(from 6 past rows)" in made.lines()[1]
 
 
+def test_validate_reads_the_past_rows_of_the_warehouse_it_is_given(hosted, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TOOLEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    prepared = prepare_run(hosted, checked=False)
+    (tmp_path / "wh").mkdir()
+    known = KnownRun(tmp_path / "wh" / "tooleval.duckdb", arms=("gpt",))
+    known.add([selection_row(f"q{i}", "refund_order", True, arm="gpt", model_id=MODEL, input_tokens=1000,
+                             output_tokens=20, http_attempts=1) for i in range(4)])
+    known.arm_respects("gpt", model_id=MODEL, catalogue_hash=prepared.experiment.arms[0].catalogue_hash)
+    known.finish().close()
+    code, out, _ = run_cli(capsys, "validate", str(hosted), "--warehouse", str(tmp_path / "wh"))
+    assert code == 0 and "$0.0065 as calls, $0.0032 as a batch (from 4 past rows)" in out  # 15 x 1,000 in, 20 out
+    code, _, err = run_cli(capsys, "validate", str(hosted.parent.parent / "v1.jsonl"), "--warehouse", "wh")
+    assert code != 0 and "--warehouse is for an experiment's cost forecast" in err
+
+
 def test_the_error_view_sets_the_forecast_against_the_rows_sent_as_they_were_sent(con):
     rows = [selection_row(f"q{i}", "refund_order", True, cost_usd=0.01, sent_as="call") for i in range(4)]
     rows += [selection_row(f"b{i}", "refund_order", True, cost_usd=0.004, sent_as="batch") for i in range(4)]
