@@ -144,3 +144,35 @@ def test_routed_and_judged_arms_keep_their_calls(tmp_path, caplog):
         assert not server.batches
     assert {row["sent_as"] for row in rows} == {"call"}
     assert "routed and judged arms send synchronous calls" in caplog.text
+
+
+def test_batch_on_an_arm_or_the_experiment_is_a_transport_option_out_of_the_cache_key(tmp_path):
+    from flows.cli import build_parser
+    from tasks.experiment.resolve_experiment import resolve_experiment
+    from tasks.files.input_errors import InputError
+    from tasks.selection.plan_batch import selector_fingerprint
+    from tests.factories.taskset import write_experiment, write_taskset
+
+    model = MODELS["openai"]
+    arms = [{"name": "calls", "selector": "openai", "model": model},
+            {"name": "batched", "selector": "openai", "model": model, "batch": True, "options": {"batch_poll_s": 5}}]
+    root = write_taskset(tmp_path / "shop")
+    defaults = {"catalogue": "base", "prompt": "default"}
+    resolved = resolve_experiment(write_experiment(root, arms=arms, defaults=defaults, batch=True))
+    calls, batched = resolved.arms
+    assert resolved.spec.batch is True and "batch" not in calls.options and batched.options["batch"] is True
+    assert selector_fingerprint(calls) == selector_fingerprint(batched)  # the same answers: the same cache rows
+    compared = write_experiment(root, arms=arms, defaults=defaults, comparisons=[{"from": "calls", "to": "batched"}])
+    with pytest.raises(InputError, match=r"\[one-change\] the two arms are identical"):
+        resolve_experiment(compared)  # batching changes how requests travel, not an answer
+    assert build_parser().parse_args(["run", "x.yaml", "--batch"]).batch is True
+    assert build_parser().parse_args(["run", "x.yaml"]).batch is False
+
+
+@pytest.mark.parametrize("options,rule", [({"batch": "yes"}, "option-value"), ({"batch_poll_s": 0}, "option-value"),
+                                          ({"batch": True, "prices": {"input": 1, "output": 2}}, "price-known")])
+def test_bad_batch_options_are_refused(options, rule):
+    from tasks.selectors.providers.chat_options import check_hosted_arm
+
+    _, problems = check_hosted_arm("openai", MODELS["openai"], options)
+    assert [found for found, _ in problems] == [rule]
