@@ -34,6 +34,20 @@ KEY_ENV = "BFCL_REPLAY_KEY"
 MODELS = {"answers": "replay-first-answer", "mutated": "replay-one-mutation"}
 
 
+def loopback_defaults(port: int, key_env: str, catalogue: str) -> str:
+    """An experiment's ``defaults:`` block: openai arms on the loopback server at ``port``, free, unpinned."""
+    return f"""defaults:
+  catalogue: {catalogue}
+  prompt: default
+  selector: openai
+  options:
+    base_url: http://127.0.0.1:{port}/v1
+    api_key_env: {key_env}
+    prices: {{input: 0, output: 0}}
+    model_revision: scripted replies of the loopback server
+"""
+
+
 def experiment_text(port: int) -> str:
     arms = "\n".join(f"  - {{name: {arm}, model: {model}}}" for arm, model in MODELS.items())
     return f"""name: bfcl-multiple-arguments
@@ -44,16 +58,7 @@ version: v1
 seeds: [1]
 declared: {{few_seeds: "the replies are replayed answers, the same under every seed"}}
 batch_size: 200
-defaults:
-  catalogue: per_request
-  prompt: default
-  selector: openai
-  options:
-    base_url: http://127.0.0.1:{port}/v1
-    api_key_env: {KEY_ENV}
-    prices: {{input: 0, output: 0}}
-    model_revision: replayed answers of the loopback server
-arms:
+{loopback_defaults(port, KEY_ENV, "per_request")}arms:
 {arms}
 comparisons:
   - {{from: answers, to: mutated, declare: [model]}}
