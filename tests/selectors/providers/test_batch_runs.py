@@ -152,3 +152,26 @@ def test_a_run_killed_while_waiting_on_its_batches_is_picked_up_by_the_rerun(sup
     assert len(rows) == units * len(expected)
     assert all(count == 1 and sent == "batch" and batch in created and right
                for _, _, _, count, sent, batch, right in rows)
+
+
+def test_tooleval_run_batch_stopped_by_sigterm_cancels_its_batches_at_the_provider(support_copy, tmp_path):
+    expected = trimmed_support(support_copy)
+    with BatchServer(oracle(expected), api_key=FAKE_KEY) as server:
+        path = experiment(support_copy, server, "stopped", poll_s=30.0)
+        env = cli_env(migrated_home(tmp_path / "prefect-home"), OPENAI_API_KEY=FAKE_KEY, ANTHROPIC_API_KEY=FAKE_KEY)
+        server.hold_batches.set()
+        run = subprocess.Popen([sys.executable, "-m", "flows.launch", "run", str(path), "--batch", "--warehouse",
+                                str(tmp_path / "wh")], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 300
+        while len(server.batches) < MAX_WORKERS:
+            assert run.poll() is None, run.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "the batches were not submitted"
+            time.sleep(0.1)
+        time.sleep(0.5)  # every unit asleep between its polls (30 s)
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+        assert run.returncode == 143, err[-3000:]
+        batches = list(server.batches.values())
+        assert len(batches) == MAX_WORKERS and all(batch.cancel_requested for batch in batches), err[-3000:]
+        assert not server.requests()  # no line ran, nothing was sent as a call
