@@ -95,8 +95,9 @@ class HostedTurn(BaseModel):
     sent_as: SentAs | None = Field(
         default=None, description="How the chat request went to the provider: 'call' (a synchronous call), "
         "'batch' (a request of a provider batch, costed at the batch price) or 'call_after_batch' (its batch "
-        "request errored or expired, so it was sent again as a call; that attempt counts in retries); null for "
-        "offline selectors and rows not sent.")
+        "request errored or expired, so it was sent again as a call; that attempt counts in retries and "
+        "http_attempts); null for offline selectors and rows not sent. A batch row's request counts as one HTTP "
+        "attempt, and its latency_ms is its unit's wait for its batches.")
     batch_id: str | None = Field(
         default=None, description="The provider's id of the batch the request was sent in ('batch' and "
         "'call_after_batch' rows), else null.")
