@@ -28,14 +28,19 @@ ARMS = ["gpt-default", "claude-default", "gpt-forced-embedding", "gpt-gated-embe
 
 
 def trimmed_support(support_copy: Path) -> dict[str, str]:
-    """Cut the copied support set's v1 to a few requests (a new frozen v1 of the copy); text -> label."""
+    """Cut the copied support set's v1 to a few requests, and its v2 (v1 with expected arguments) to the same
+    ones (new frozen versions of the copy, v2's parent v1); text -> label."""
     lines = [json.loads(line) for line in (support_copy / "v1.jsonl").read_text().splitlines() if line.strip()]
     plain = [r for r in lines if "fallback" not in r and len(r["messages"]) == 1]
     kept = plain[:: max(1, len(plain) // N_REQUESTS)][:N_REQUESTS]
-    (support_copy / "v1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
-    (support_copy / "v1.adjudications.jsonl").unlink(missing_ok=True)
-    (support_copy / "v1.manifest.json").unlink()
-    freeze_version(support_copy, "v1", ["existing", "new_tools"])
+    ids = {r["id"] for r in kept}
+    for version, parent in (("v1", None), ("v2", "v1")):
+        requests = [json.loads(line) for line in (support_copy / f"{version}.jsonl").read_text().splitlines()]
+        (support_copy / f"{version}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requests
+                                                               if r["id"] in ids))
+        (support_copy / f"{version}.adjudications.jsonl").unlink(missing_ok=True)
+        (support_copy / f"{version}.manifest.json").unlink()
+        freeze_version(support_copy, version, ["existing", "new_tools"], parent=parent)
     return {r["messages"][-1]["content"].strip(): r["expected"] for r in kept}
 
 
@@ -87,6 +92,8 @@ def test_models_experiment_runs_through_prefect_and_no_artifact_holds_the_key(
         by_arm = dict(con.execute("""
             select arm, count(*) filter (where correct) * 1.0 / count(*) from selection_rows group by arm""").fetchall())
         assert by_arm["gpt-default"] == 1.0 and by_arm["claude-default"] == 1.0 and by_arm["gpt-gated-llm"] == 1.0
+        scored = con.execute("select count(*) from selection_rows where arguments_correct is not null").fetchone()[0]
+        assert scored > 0  # the experiment is on v2: calls of the right tool have their arguments scored
         rows = con.execute("""
             select arm, route, router, decided_by, fallback, router_confidence, served_model_id, price_version,
                    cost_usd, stop_reason
@@ -147,6 +154,7 @@ def test_cli_budget_stops_cleanly_says_how_to_resume_and_the_rerun_repeats_nothi
     out = capsys.readouterr()
     assert "budget reached" not in out.err
     assert " past rows)" in out.err  # the rerun's forecast reads the rows the first run was billed for
+    assert "rows from the result cache, not sent" in out.err  # and leaves out the rows the cache answers
     n = len(expected)
     assert len(server.requests()) == len(ARMS) * 3 * n + 3 * n  # both runs together: each call made once
     assert FAKE_KEY not in out.out + out.err
