@@ -34,7 +34,8 @@ def mixed(seen: Seen) -> Reply:
     number = int(seen.user_text.split("NW-12")[1][:5])
     replies = [tool_call("lookup_order", {"order_id": "NW-1234567"}), text_reply("Could you say more?"),
                tool_call("no_such_tool", {}), tool_call("lookup_order", "{not json"),
-               Reply(text="cut", finish="length" if seen.api == "openai" else "max_tokens"), tool_call("track_shipment", {"order_id": "NW-1234567"})]
+               Reply(text="cut", finish="length" if seen.api == "openai" else "max_tokens"),
+               tool_call("track_shipment", {"order_id": "NW-1234567"})]
     return replies[number % len(replies)]
 
 
