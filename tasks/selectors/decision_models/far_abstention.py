@@ -28,10 +28,13 @@ The lowest base tried is the utility at which 'none', never a label in its n tra
 average over their held-out utilities the probability the rule of succession gives an outcome never seen in
 n trials, 1 / (n + 2) (``fit_none_base``); the highest, the highest base the two budgets allow with no rise.
 For each of ``BASE_STEPS`` + 1 bases between them the slope is fitted as above, the two costs counted against
-the model without 'none' (the base's own cost included); kept is the pair under which the most far held-out
-requests (below both cut-offs) abstain, the lowest base among equals: a higher base lets a gentler rise
-reach requests that are less far, at the cost the budgets allow. No pair with a rise: no base is kept and
-the model never abstains, as before.
+the model without 'none' (the base's own cost included), the log-loss within ``no_none_nll_budget``: with
+no request labelled 'none', the held-out log-loss counts only what abstaining costs, never what it earns, so
+its budget is tied to the accuracy budget, the log-loss of giving that share of requests up to a uniform
+guess among their options (never below a model's that learned 'none'). Kept is the pair under which the
+most far held-out requests (below both cut-offs) abstain, the lowest base among equals: a higher base lets a
+gentler rise reach requests that are less far, at the cost the budgets allow. No pair with a rise: no base
+is kept and the model never abstains, as before.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ utility spans a few units: 0.05 below the far cut-off and 0.1 below the tool cos
 FAR_BUDGET = 0.01
 """The held-out answerable accuracy the rise may cost: one point."""
 FAR_NLL_BUDGET = 0.02
-"""The held-out log-loss (nats per request, every usable request, before calibration) the rise may cost."""
+"""The held-out log-loss (nats per request, every usable request, before calibration) the rise may cost a
+model that learned 'none' (one that did not: ``no_none_nll_budget``)."""
 BISECTIONS = 40
 BASE_STEPS = 20
 """Steps between the lowest and the highest 'none' base tried for a model that learned no 'none'."""
@@ -98,10 +102,18 @@ def fit_none_base(held_out_u: np.ndarray, rows: np.ndarray) -> float | None:
     return (low + high) / 2
 
 
-def _budget(held_out_u: np.ndarray, label_column: np.ndarray, rows: np.ndarray
+def no_none_nll_budget(held_out_u: np.ndarray, rows: np.ndarray) -> float:
+    """The log-loss budget of a model that learned no 'none' (the module docstring): ``FAR_BUDGET`` times
+    the mean over ``rows`` of the log of the options (offered tools and 'none'), at least ``FAR_NLL_BUDGET``."""
+    options = np.isfinite(np.asarray(held_out_u, dtype=float)[np.asarray(rows, dtype=bool), :-1]).sum(axis=1) + 1
+    uniform = FAR_BUDGET * float(np.mean(np.log(options))) if len(options) else 0.0
+    return max(FAR_NLL_BUDGET, uniform)
+
+
+def _budget(held_out_u: np.ndarray, label_column: np.ndarray, rows: np.ndarray, nll_budget: float = FAR_NLL_BUDGET
             ) -> tuple[Callable[[np.ndarray], bool], np.ndarray]:
     """(within, best tool utility) over ``rows``: ``within(none)`` says whether the 'none' utilities ``none``
-    cost at most both budgets against the utilities as given (answerable accuracy, log-loss)."""
+    cost at most both budgets against the utilities as given (answerable accuracy, log-loss: ``nll_budget``)."""
     u, column = held_out_u[rows].copy(), label_column[rows]
     kept = column != u.shape[1] - 1
     right_tool = (u.argmax(axis=1) == column) & kept
@@ -111,20 +123,20 @@ def _budget(held_out_u: np.ndarray, label_column: np.ndarray, rows: np.ndarray
     def within(none: np.ndarray) -> bool:
         u[:, -1] = none
         accuracy = float((right_tool & (none <= best_tool))[kept].mean())
-        return accuracy >= base_accuracy - FAR_BUDGET and _log_loss(u, column) <= base_loss + FAR_NLL_BUDGET
+        return accuracy >= base_accuracy - FAR_BUDGET and _log_loss(u, column) <= base_loss + nll_budget
 
     return within, best_tool
 
 
 def fit_far_slope(held_out_u: np.ndarray, nearest: np.ndarray, best_cosine: np.ndarray, label_column: np.ndarray,
                   rows: np.ndarray, cutoff: float | None, tool_cosine: float | None,
-                  none_base: float | None = None) -> float:
+                  none_base: float | None = None, nll_budget: float = FAR_NLL_BUDGET) -> float:
     """The steepest slope within both budgets over ``rows`` (the module docstring), at most ``MAX_SLOPE``.
     ``held_out_u``: requests x (tools + 'none') held-out utilities before the temperature (the last column
     'none', -inf where the model cannot abstain: then 0 unless ``none_base`` is given); ``label_column``: the
     column of each request's label; ``best_cosine``: each request's best offered tool's cosine. ``none_base``
     (a model that learned no 'none'): 'none' is that plus the rise, and the costs are counted against the
-    model without 'none'. 0 without a cut-off or answerable rows."""
+    model without 'none'; ``nll_budget``: the log-loss budget. 0 without a cut-off or answerable rows."""
     none_column = held_out_u.shape[1] - 1
     answerable = rows & (label_column != none_column)
     if cutoff is None or tool_cosine is None or not answerable.any():
@@ -132,7 +144,7 @@ def fit_far_slope(held_out_u: np.ndarray, nearest: np.ndarray, best_cosine: np.n
     learned_none = held_out_u[rows, -1] if none_base is None else np.full(int(rows.sum()), float(none_base))
     if not np.isfinite(learned_none).any():
         return 0.0
-    within, _ = _budget(held_out_u, label_column, rows)
+    within, _ = _budget(held_out_u, label_column, rows, nll_budget)
     unit = far_boost(nearest[rows], np.asarray(best_cosine)[rows], cutoff, tool_cosine, 1.0)
     if within(learned_none + MAX_SLOPE * unit):
         return MAX_SLOPE
@@ -151,7 +163,8 @@ def fit_base_and_slope(held_out_u: np.ndarray, nearest: np.ndarray, best_cosine:
     lowest = fit_none_base(held_out_u, rows)
     if lowest is None or cutoff is None or tool_cosine is None:
         return None, 0.0
-    within, best_tool = _budget(held_out_u, label_column, rows)
+    nll_budget = no_none_nll_budget(held_out_u, rows)
+    within, best_tool = _budget(held_out_u, label_column, rows, nll_budget)
     unit = far_boost(nearest[rows], np.asarray(best_cosine)[rows], cutoff, tool_cosine, 1.0)
     if not within(np.full(len(unit), lowest)):
         return None, 0.0
@@ -162,7 +175,8 @@ def fit_base_and_slope(held_out_u: np.ndarray, nearest: np.ndarray, best_cosine:
     kept: tuple[float | None, float] = (None, 0.0)
     most = 0
     for base in np.linspace(lowest, low, BASE_STEPS + 1):
-        slope = fit_far_slope(held_out_u, nearest, best_cosine, label_column, rows, cutoff, tool_cosine, base)
+        slope = fit_far_slope(held_out_u, nearest, best_cosine, label_column, rows, cutoff, tool_cosine, base,
+                              nll_budget)
         abstaining = int(((base + slope * unit > best_tool) & (unit > 0)).sum()) if slope > 0 else 0
         if abstaining > most:
             kept, most = (float(base), slope), abstaining

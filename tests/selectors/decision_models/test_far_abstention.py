@@ -13,6 +13,7 @@ from tasks.selectors.decision_models.far_abstention import (
     fit_base_and_slope,
     fit_far_slope,
     fit_none_base,
+    no_none_nll_budget,
     typical_tool_cosine,
 )
 
@@ -140,17 +141,54 @@ def test_a_model_without_none_keeps_the_base_and_slope_that_abstain_on_the_most_
     args = (nearest[answerable], best[answerable], labels[answerable], rows[answerable], 0.4, 0.4)
     base, slope = fit_base_and_slope(no_none, *args)
     assert base >= fit_none_base(no_none, rows[answerable]) and slope > 0
-    assert fit_far_slope(no_none, *args, none_base=base) == slope
+    budget = no_none_nll_budget(no_none, rows[answerable])
+    assert fit_far_slope(no_none, *args, none_base=base, nll_budget=budget) == slope
     boosted = no_none.copy()
     boosted[:, -1] = base + far_boost(args[0], args[1], 0.4, 0.4, slope)
     picks_none = boosted.argmax(axis=1) == 3
     far = args[0] < 0.4
     assert picks_none[far].mean() >= 0.5 and not picks_none[~far].any()
-    assert log_loss(boosted, args[2]) <= log_loss(no_none, args[2]) + far_abstention.FAR_NLL_BUDGET
+    assert log_loss(boosted, args[2]) <= log_loss(no_none, args[2]) + budget
     # the lowest base tried, with its own steepest slope, abstains on no more far requests
     lowest = fit_none_base(no_none, rows[answerable])
     at_lowest = no_none.copy()
-    at_lowest[:, -1] = lowest + far_boost(args[0], args[1], 0.4, 0.4, fit_far_slope(no_none, *args, none_base=lowest))
+    at_lowest[:, -1] = lowest + far_boost(args[0], args[1], 0.4, 0.4,
+                                          fit_far_slope(no_none, *args, none_base=lowest, nll_budget=budget))
     assert (at_lowest.argmax(axis=1) == 3)[far].sum() <= picks_none[far].sum()
     assert base == pytest.approx(lowest)  # all four abstain from the lowest base on: the lowest among equals
     assert fit_base_and_slope(no_none, *args[:4], None, 0.4) == (None, 0.0)
+
+
+def test_a_model_without_none_has_the_log_loss_of_its_accuracy_budget_given_up_to_a_uniform_guess():
+    u = np.c_[np.zeros((4, 40)), np.full(4, -np.inf)]
+    u[:2, 30:] = -np.inf  # two requests offered 30 tools (and 'none': 31 options), two offered 40 (41)
+    rows = np.array([True, True, True, False])
+    expected = far_abstention.FAR_BUDGET * (2 * np.log(31) + np.log(41)) / 3
+    assert no_none_nll_budget(u, rows) == pytest.approx(expected)
+    # a few options: never less than a model's that learned 'none'
+    assert no_none_nll_budget(u[:, 26:], rows) == far_abstention.FAR_NLL_BUDGET
+
+
+def test_a_model_without_none_may_spend_more_log_loss_than_one_that_learned_none():
+    """Four far answerable requests that the model gets wrong anyway: abstaining on them costs no accuracy,
+    only log-loss; the model without 'none' lets 'none' rise as far as its own budget, beyond the budget of
+    a model that learned 'none'."""
+    u, nearest, best, labels, rows = held_out("wrong")
+    answerable = (labels != 3) & ((np.arange(len(labels)) < 20) | (np.arange(len(labels)) >= 36))
+    # a catalogue of 23 tools, the 20 added far below the three that count
+    no_none = np.c_[u[answerable, :-1], np.full((int(answerable.sum()), 20), -30.0), u[answerable, -1:]]
+    no_none[:, -1] = -np.inf
+    args = (nearest[answerable], best[answerable], labels[answerable], rows[answerable], 0.4, 0.4)
+    budget = no_none_nll_budget(no_none, rows[answerable])
+    assert budget > far_abstention.FAR_NLL_BUDGET  # 24 options: 0.01 x log 24
+    base = fit_none_base(no_none, rows[answerable])
+    tight = fit_far_slope(no_none, *args, none_base=base)
+    loose = fit_far_slope(no_none, *args, none_base=base, nll_budget=budget)
+    assert 0 < tight < loose
+
+    def loss(slope: float) -> float:
+        boosted = no_none.copy()
+        boosted[:, -1] = base + far_boost(args[0], args[1], 0.4, 0.4, slope)
+        return log_loss(boosted, args[2]) - log_loss(no_none, args[2])
+
+    assert loss(tight) <= far_abstention.FAR_NLL_BUDGET < loss(loose) <= budget

@@ -2,12 +2,11 @@
 catalogue at least as often as the plain embedding router (its 'none' rises far from its examples:
 ``far_abstention.py``), and its own set's requests are still answered. Trains on 150 requests of the bundled
 support set; the other domain's requests are written here (MiniLM runs offline: the slow tier). A model
-trained on a MetaTool slice (no 'none' label) abstains on BFCL's requests offered MetaTool's tools (the
-public bench data, when present)."""
+trained on MetaTool (no 'none' label) abstains on BFCL's requests offered MetaTool's tools at least as
+often as the embedding router (the public bench data, when present)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from schemas.catalogue import NONE_LABEL, ToolSpec
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.decision_models.labelled_inputs import labelled_inputs
 from tasks.selectors.decision_models.trained import TrainedSelector
-from tasks.taskset.load_taskset import freeze_version, load_catalogue, load_version
+from tasks.taskset.load_taskset import load_catalogue, load_version
 from tests.factories import BENCH
 from tests.factories.catalogues import selection_input
 from tests.factories.decision_model import small_support_set, trained_model
@@ -107,52 +106,49 @@ def test_another_domain_s_request_that_fits_an_offered_tool_keeps_its_pick(suppo
 
 
 @pytest.fixture(scope="module")
-def metatool_slice(tmp_path_factory) -> tuple[Path, Path, Path]:
-    """MetaTool and BFCL multiple imported from the bench data, and a model trained on every fifth MetaTool
-    request (416: answerable only, no 'none' label): (MetaTool set, BFCL set, model file)."""
+def metatool_model(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """MetaTool and BFCL multiple imported from the bench data, and the model ``tooleval train`` writes from
+    MetaTool (answerable only, no 'none' label): (MetaTool set, BFCL set, model file)."""
     if not (BENCH / "metatool").is_dir() or not (BENCH / "bfcl").is_dir():
         pytest.skip(f"public bench data not found at {BENCH}")
     from flows.cli import main
 
     work = tmp_path_factory.mktemp("no-none")
-    metatool, bfcl, part = work / "metatool", work / "bfcl", work / "metatool-part"
+    metatool, bfcl = work / "metatool", work / "bfcl"
     assert main(["import", "metatool", "--out", str(metatool), str(BENCH / "metatool" / "plugin_des.json"),
                  str(BENCH / "metatool" / "all_clean_data.dev10.csv")]) == 0
     assert main(["import", "bfcl", "--out", str(bfcl), str(BENCH / "bfcl" / "BFCL_v4_multiple.json"),
                  str(BENCH / "bfcl" / "possible_answer" / "BFCL_v4_multiple.json")]) == 0
-    lines = (metatool / "v1.jsonl").read_text().splitlines()
-    kept = [json.loads(line) for line in lines[::5]]
-    (part / "catalogues").mkdir(parents=True)
-    (part / "catalogues" / "metatool.json").write_bytes((metatool / "catalogues" / "metatool.json").read_bytes())
-    (part / "v1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
-    freeze_version(part, "v1", sorted({r["slice"] for r in kept}))
-    return metatool, bfcl, trained_model(part)
+    return metatool, bfcl, trained_model(metatool)
 
 
 def picks(selector, inputs) -> list[str | None]:
     return [s.chosen for s in selector.select(inputs)]
 
 
-def test_a_model_without_none_labels_abstains_far_from_them_and_keeps_its_own_domain_s_picks(metatool_slice):
-    metatool, bfcl, model = metatool_slice
+def test_a_model_without_none_labels_abstains_on_another_catalogue_s_requests_as_often_as_the_embedding_router(
+        metatool_model, embedding_selector):
+    """The issue's rule: on BFCL's requests offered MetaTool's tools, the model trained on MetaTool (no 'none'
+    label) says 'none' at least as often as the plain embedding router, and on MetaTool's own requests it is
+    within 2 points of its accuracy without 'none' (training keeps 1 point, on its held-out requests)."""
+    metatool, bfcl, model = metatool_model
     trained = TrainedSelector(options={"model_file": str(model)})
     never = TrainedSelector(options={"model_file": str(model), "abstain_threshold": "never"})
     assert trained.model.full_model.none is None and trained.model.far_none_base is not None
     assert trained.model.far_slope > 0
     tools = tuple(load_catalogue(metatool, "metatool").tools)
-    # its own domain: the requests it learned from (each scored by the fold model that never saw it) and as
-    # many it never saw, with the rise and without 'none' at all
-    rows = [row for n, row in enumerate(zip(*labelled_inputs(load_version(metatool, "v1").table, tools)))
-            if n % 5 in (0, 2)]
-    inputs, labels = [item for item, _ in rows], [label for _, label in rows]
+    # its own domain: the requests it learned from, each scored by the fold model that never saw it, with
+    # the rise and without 'none' at all
+    inputs, labels = labelled_inputs(load_version(metatool, "v1").table, tools)
     with_rise, without = picks(trained, inputs), picks(never, inputs)
     right = [sum(c == label for c, label in zip(chosen, labels)) / len(labels) for chosen in (with_rise, without)]
-    assert right[0] >= right[1] - 0.01
+    assert right[0] >= right[1] - 0.02
     in_domain_none = with_rise.count(NONE_LABEL) / len(inputs)
-    assert in_domain_none <= 0.02
     # another domain: BFCL's requests offered MetaTool's 199 tools
     other, _ = labelled_inputs(load_version(bfcl, "v1").table)
     offered = [SelectionInput(i.request_id, i.messages, tools, i.prompt) for i in other]
     assert NONE_LABEL not in picks(never, offered)  # as trained before the base: it never abstained
     far_none = picks(trained, offered).count(NONE_LABEL) / len(offered)
-    assert far_none >= 0.15 and far_none >= 10 * in_domain_none  # 21.5% when written (MiniLM: 36.5%)
+    embedding_none = picks(embedding_selector, offered).count(NONE_LABEL) / len(offered)
+    assert embedding_none >= 0.15  # the plain router abstains on a good share: the rule is not met by zeros
+    assert far_none >= embedding_none and far_none >= 10 * in_domain_none
