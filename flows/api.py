@@ -123,7 +123,7 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     resolve_trace_target(trace, prepared.experiment)
     check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=not configured_api_url(),
                      allow_provisional=allow_provisional)
-    forecast = prepared.instrument.forecast(prepared, warehouse_at(warehouse).root)  # what it will cost
+    forecast = prepared.instrument.forecast(prepared, warehouse_at(warehouse).root, use_cache=use_cache)
     for line in forecast.lines():
         say(line)
     server = run_server()  # the kept server, or one of the run's own, starting while the label checks run

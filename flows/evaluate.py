@@ -263,7 +263,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     units = plan_units(run)
     forecast = prepared.forecast if prepared is not None else None  # what it will cost, registered with it
     if forecast is None:
-        forecast = kind.forecast(run, warehouse.root)
+        forecast = kind.forecast(run, warehouse.root, use_cache=use_cache)
         for line in forecast.lines():
             get_run_logger().info("run %s: %s", run_id, line)
     budget = run.experiment.spec.budget

@@ -206,9 +206,9 @@ class Instrument:
     the run warns of its results that came from the cache (tasks/run/unpinned_cache.py)."""
     spent: Callable[[Path | None, str], Spending] = lambda ledger, run_id: NothingSpent()
     """(the run's budget ledger, run id) -> what the run spent on hosted models."""
-    forecast: Callable[[PreparedRun, Path | None], Forecast] = lambda prepared, warehouse: NoForecast()
-    """(prepared run, warehouse folder or None) -> what the run will cost before its first call, from the
-    warehouse's history where it has one."""
+    forecast: Callable[..., Forecast] = lambda prepared, warehouse, use_cache=True: NoForecast()
+    """(prepared run, warehouse folder or None, use_cache=True) -> what the run will cost before its first call,
+    from the warehouse's history where it has one, less what its result cache answers when the run uses it."""
     extra_disk_entries: Callable[[PreparedRun], int] = lambda prepared: 0
     """At most how many map entries (e.g. probability maps) the run's rows carry beyond their columns: the
     disk the preflight asks for counts them (tasks/run/preflight.py)."""

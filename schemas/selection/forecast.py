@@ -29,4 +29,7 @@ class CostForecast(BaseModel):
     batch_usd: float | None = Field(
         description="Dollars forecast with the chat requests sent through the provider's batch API; null when "
         "the price file gives the model no batch price.")
+    cached_rows: int = Field(
+        default=0, description="Planned rows the result cache answered before the run (not sent); the figures "
+        "above are for every planned row.")
     price_version: str = Field(description="Date of the price file (or 'arm options') the dollars come from.")

@@ -43,6 +43,9 @@ line: tasks/selectors/providers/routed.py ``router_prompt``), in characters."""
 OPTION_LINE_CHARS = 6
 """What the router's list adds to a tool's name and description (its number and punctuation)."""
 DB_FILE = "tooleval.duckdb"
+CACHE_FILE = "selections.sqlite"
+"""The selection instrument's result cache under the warehouse's ``cache/`` (its card's ``cache_file``)."""
+CACHE_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -73,17 +76,36 @@ class ArmForecast:
     price_version: str
     no_batch: str = "no batch price"
     """Why ``batch_usd`` is None: the price file gives none, or the arm cannot send a batch."""
+    cached_rows: int = 0
+    """Planned rows the result cache answers already: not sent, not billed. The figures above are for every
+    planned row; what the run will send is their share (``sent``)."""
 
     @property
     def source(self) -> str:
         return "history" if self.past_rows else "estimate"
 
+    @property
+    def sent(self) -> float:
+        """The share of the planned rows the run will send."""
+        return (self.rows - self.cached_rows) / self.rows if self.rows else 0.0
+
+    @property
+    def sent_usd(self) -> float:
+        return self.usd * self.sent
+
+    @property
+    def sent_batch_usd(self) -> float | None:
+        return None if self.batch_usd is None else self.batch_usd * self.sent
+
     def lines(self) -> list[str]:
-        batch = self.no_batch if self.batch_usd is None else f"{usd(self.batch_usd)} as a batch"
+        share = self.sent
+        batch = self.no_batch if self.batch_usd is None else f"{usd(self.sent_batch_usd or 0)} as a batch"
         source = f"from {self.past_rows:,} past rows" if self.past_rows else "estimated"
-        return [f"  arm {self.arm}: {self.calls:,} calls, {tokens(self.input_tokens)} input and "
-                f"{tokens(self.output_tokens)} output tokens",
-                f"    {usd(self.usd)} as calls, {batch} ({source})"]
+        cached = [f"    {self.cached_rows:,} of {self.rows:,} rows from the result cache, not sent"] \
+            if self.cached_rows else []
+        return [f"  arm {self.arm}: {round(self.calls * share):,} calls, {tokens(round(self.input_tokens * share))} "
+                f"input and {tokens(round(self.output_tokens * share))} output tokens", *cached,
+                f"    {usd(self.sent_usd)} as calls, {batch} ({source})"]
 
 
 @dataclass(frozen=True)
@@ -98,14 +120,13 @@ class RunForecast:
         if not self.arms:
             return []
         versions = sorted({arm.price_version for arm in self.arms})
-        total = sum(arm.usd for arm in self.arms)
-        batch = sum(arm.usd if arm.batch_usd is None else arm.batch_usd for arm in self.arms)
+        total = sum(arm.sent_usd for arm in self.arms)
+        batch = sum(arm.sent_usd if arm.sent_batch_usd is None else arm.sent_batch_usd for arm in self.arms)
         lines = [f"cost before the first call (prices of {', '.join(versions)}):"]
         for arm in self.arms:
             lines += arm.lines()
-        lines += [f"  total: {sum(a.calls for a in self.arms):,} calls, {usd(total)} as calls"
-                  + (f", {usd(batch)} with batches where they can go" if batch != total else ""),
-                  "  (less where rows come from the result cache: they are not sent again)"]
+        lines.append(f"  total: {sum(round(a.calls * a.sent) for a in self.arms):,} calls, {usd(total)} as calls"
+                     + (f", {usd(batch)} with batches where they can go" if batch != total else ""))
         if self.note:
             lines.append(f"  ({self.note})")
         return lines
@@ -116,7 +137,7 @@ class RunForecast:
         return {"cost_forecasts": [CostForecast(
             run_id=run_id, arm=a.arm, model_id=a.model_id, source=a.source, past_rows=a.past_rows, rows=a.rows,
             calls=a.calls, input_tokens=a.input_tokens, output_tokens=a.output_tokens, usd=a.usd,
-            batch_usd=a.batch_usd, price_version=a.price_version)
+            batch_usd=a.batch_usd, cached_rows=a.cached_rows, price_version=a.price_version)
             for a in self.arms]}
 
 
@@ -236,15 +257,18 @@ def past_rows(db_path: Path, models: Sequence[str]) -> tuple[dict[tuple[str, str
 
 # -- the forecast -----------------------------------------------------------------------------------------
 
-def forecast_run(prepared: "PreparedRun", warehouse: Path | None) -> RunForecast:
+def forecast_run(prepared: "PreparedRun", warehouse: Path | None, use_cache: bool = True) -> RunForecast:
     """The forecast of each hosted arm of ``prepared`` from the warehouse at ``warehouse`` (its history, if
-    it has one) or from the requests. Never raises for the warehouse: a file that cannot be read is a note."""
+    it has one) or from the requests, less the rows its result cache answers (``use_cache``). Never raises
+    for the warehouse: a file that cannot be read is a note."""
     experiment = prepared.experiment
     hosted = [arm for arm in experiment.arms if is_hosted(arm)]
     if not hosted:
         return RunForecast(())
     history, note = past_rows(Path(warehouse) / DB_FILE, sorted({arm.model_id for arm in hosted})) \
         if warehouse is not None else ({}, None)
+    cached, cache_note = cached_rows(prepared, hosted, Path(warehouse) / "cache" / CACHE_FILE) \
+        if warehouse is not None and use_cache else ({}, None)
     seeds = len(experiment.seeds)
     arms = []
     for arm in hosted:
@@ -252,8 +276,39 @@ def forecast_run(prepared: "PreparedRun", warehouse: Path | None) -> RunForecast
         past = history.get(routing_key(arm))
         made = (from_history(arm, len(version.requests) * seeds, past) if past else
                 estimated(arm, version, seeds))
+        made = replace(made, cached_rows=cached.get(arm.name, 0))
         arms.append(replace(made, no_batch="no batch for a routed or judged arm") if calls_only(arm) else made)
-    return RunForecast(tuple(arms), note)
+    return RunForecast(tuple(arms), "; ".join(n for n in (note, cache_note) if n) or None)
+
+
+def cached_rows(prepared: "PreparedRun", arms: Sequence["SelectionArm"], cache: Path
+                ) -> tuple[dict[str, int], str | None]:
+    """Per arm, how many of its planned rows the result cache at ``cache`` answers already (their cache keys,
+    as the run plans them); and a note when the cache could not be read."""
+    if not cache.is_file():
+        return {}, None
+    import sqlite3
+
+    from tasks.selection.plan_batch import plan_arm_seed, plan_batch
+
+    keys = {arm.name: [planned.cache_key for seed in prepared.experiment.seeds
+                       for unit in plan_arm_seed(arm, seed, prepared.versions[arm.version].requests,
+                                                 prepared.taskset, CACHE_CHUNK)
+                       for planned in plan_batch(unit)] for arm in arms}
+    found: dict[str, int] = {}
+    try:
+        con = sqlite3.connect(f"file:{cache}?mode=ro", uri=True)
+        try:
+            for arm, wanted in keys.items():
+                found[arm] = sum(
+                    con.execute(f"select count(*) from selections where key in ({','.join('?' * len(chunk))})",
+                                chunk).fetchone()[0]
+                    for chunk in (wanted[i:i + CACHE_CHUNK] for i in range(0, len(wanted), CACHE_CHUNK)))
+        finally:
+            con.close()
+    except sqlite3.Error as error:
+        return {}, f"result cache not read: {str(error)[:50]}"
+    return found, None
 
 
 def _prices(arm: "SelectionArm", model_id: str | None = None) -> tuple[ModelPrice, ModelPrice | None]:

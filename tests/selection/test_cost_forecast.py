@@ -16,7 +16,7 @@ import pytest
 
 from schemas.selection.forecast import CostForecast
 from tasks.run.prepare_run import prepare_run
-from tasks.selection.cost_forecast import CHARS_PER_TOKEN, REPLY_TOKENS, error_lines, forecast_run
+from tasks.selection.cost_forecast import CHARS_PER_TOKEN, REPLY_TOKENS, error_lines, forecast_run, usd
 from tasks.selectors.providers.pricing import price_for
 from tests.factories import ROOT
 from tests.factories.catalogues import SHOP_TOOLS
@@ -164,3 +164,30 @@ def test_the_llm_routers_estimate_counts_the_prompt_it_is_sent(hosted):
                               messages=tuple(Message(**m) for m in request["messages"]))
         sent = len(ROUTER_SYSTEM) + len(router_prompt(item, arm.catalogue.tools))
         assert size.router == pytest.approx(sent, rel=0.03)
+
+
+def test_rows_the_result_cache_answers_are_not_forecast_as_sent(hosted, tmp_path):
+    """The cache's keys are the run's own (plan_batch): 4 of the arm's 15 rows held there are left out of what
+    the lines say it will send and cost, and the record keeps every planned row's figures and the count."""
+    import sqlite3
+
+    from tasks.selection.plan_batch import plan_arm_seed, plan_batch
+
+    prepared = prepare_run(hosted, checked=False)
+    arm = prepared.experiment.arms[0]
+    [unit] = plan_arm_seed(arm, 1, prepared.versions["v1"].requests, prepared.taskset, 100)
+    (tmp_path / "wh" / "cache").mkdir(parents=True)
+    con = sqlite3.connect(tmp_path / "wh" / "cache" / "selections.sqlite")
+    con.execute("create table selections (key text primary key, selection text not null)")
+    con.executemany("insert into selections values (?, '{}')", [(p.cache_key,) for p in plan_batch(unit)[:4]])
+    con.commit()
+    con.close()
+
+    whole = forecast_run(prepared, tmp_path / "wh", use_cache=False).arms[0]
+    [made] = forecast_run(prepared, tmp_path / "wh").arms
+    assert (whole.cached_rows, made.cached_rows) == (0, 4) and made.usd == pytest.approx(whole.usd)
+    assert made.sent_usd == pytest.approx(whole.usd * 11 / 15)
+    lines = made.lines()
+    assert lines[0].startswith(f"  arm gpt: 11 calls,") and lines[1] == "    4 of 15 rows from the result cache, not sent"
+    assert made.sent_batch_usd is not None and lines[2].startswith(f"    {usd(made.sent_usd)} as calls")
+    assert forecast_run(prepared, tmp_path / "wh").records("r")["cost_forecasts"][0].cached_rows == 4
