@@ -203,7 +203,7 @@ def test_two_callers_of_the_same_items_share_one_batch(provider: str, tmp_path: 
         server.hold_creates.set()  # the first caller is inside its create call when the second starts
         first = threading.Thread(target=call, args=("first",))
         first.start()
-        assert server.create_arrived.wait(30)
+        assert server.create_arrived.wait(120)
         second = threading.Thread(target=call, args=("second",))
         second.start()
         second.join(0.5)
@@ -249,7 +249,7 @@ def start_child(provider: str, server: BatchServer, journal: Path, n: int) -> su
 
 def finish_child(provider: str, server: BatchServer, journal: Path, n: int) -> tuple[list[str], dict[str, Any]]:
     child = start_child(provider, server, journal, n)
-    out, _ = child.communicate(timeout=120)
+    out, _ = child.communicate(timeout=300)
     assert child.returncode == 0, out
     lines = out.splitlines()
     return [line for line in lines if line.startswith("submitted ")], json.loads(lines[-1])
@@ -280,7 +280,7 @@ def test_kill_9_during_the_create_call_then_rerun_adopts_the_batch(provider: str
     with BatchServer(api_key=FAKE_KEY, polls_to_end=2) as server:
         server.hold_creates.set()  # the batch exists at the provider; the child never hears its id
         child = start_child(provider, server, journal, 4)
-        assert server.create_arrived.wait(60)
+        assert server.create_arrived.wait(300)
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         server.hold_creates.clear()
