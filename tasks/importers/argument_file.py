@@ -155,8 +155,8 @@ class ArgumentVersion:
         if not written:
             return (f"expected arguments: {version} holds them already ({n} of {len(self.draft.requests)} "
                     "requests carry some); nothing written")
-        return (f"expected arguments: wrote {version} (parent {self.base.version}): {self.n_named} requests "
-                f"given them, {n} of {len(self.draft.requests)} carry some")
+        return (f"expected arguments: wrote {version} (parent {self.base.version}): {self.n_named} "
+                f"request{'s' if self.n_named != 1 else ''} given them, {n} of {len(self.draft.requests)} carry some")
 
 
 def latest_version(taskset_dir: Path, file: Path) -> TaskSetVersion:

@@ -101,7 +101,7 @@ def test_import_mcp_writes_the_catalogue_and_the_version_with_expected_arguments
     lines_file(tmp_path / "args.jsonl", {"id": "m-1", "expected_arguments": {"entityNames": {"contains": "Bob"}}})
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "expected arguments: wrote v2 (parent v1): 1 requests given them, 1 of 3 carry some" in out
+    assert "expected arguments: wrote v2 (parent v1): 1 request given them, 1 of 3 carry some" in out
     v2 = load_version(taskset, "v2")
     assert v2.manifest.parent == "v1" and v2.actual_hash == v2.manifest.content_hash
     assert [r.id for r in v2.requests if r.expected_arguments] == ["m-1"]
@@ -138,7 +138,7 @@ def test_import_arguments_writes_the_next_version_once(support_copy, tmp_path, c
 
     lines_file(file, {"id": "sup-e-004", "expected_arguments": {"order_id": "NW-5502917", "reason": "faulty"}})
     assert main(argv) == 0
-    assert capsys.readouterr().out.startswith(f"expected arguments: wrote {following} (parent {base}): 1 requests")
+    assert capsys.readouterr().out.startswith(f"expected arguments: wrote {following} (parent {base}): 1 request given")
     written = load_version(support_copy, following)
     assert written.manifest.parent == base and len(written.requests) == len(load_version(support_copy, base).requests)
     assert next(r for r in written.requests if r.id == "sup-e-004").expected_arguments["reason"].matcher.value == "faulty"
