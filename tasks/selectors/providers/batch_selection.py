@@ -225,17 +225,17 @@ def _landed(selector: "ChatSelector", item: SelectionInput, offered: Any, reserv
     from tasks.selectors.providers.chat_selector import read_reply
 
     caller, ledger = selector.caller, scope.ledger
-    batch_id = getattr(outcome, "batch_id", None)
+    batch_id = getattr(outcome, "batch_id", None) or None
     if outcome is None or outcome.status != "succeeded" or outcome.reply is None:
-        ledger.settle(reservation, 0.0, 0)  # a failed batch request is not billed; a call reserves its own
-        status = "missing" if outcome is None else outcome.status
-        if status == "canceled" and (stop_requested() or send.should_cancel()):
+        submitted = int(batch_id is not None)  # a request that went in a batch counts as a call, unbilled
+        ledger.settle(reservation, 0.0, submitted)
+        if stop_requested() or send.should_cancel():  # the run is stopping: no call after the batch
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=STOPPED,
-                             latency_ms=waited_ms, batch_id=batch_id, sent_as="batch", http_attempts=1)
-        again = selector._safe_one(item, ledger, None)
+                             latency_ms=waited_ms, batch_id=batch_id, sent_as="batch", http_attempts=submitted)
+        again = selector._safe_one(item, ledger, None)  # reserves its own call
         return again.model_copy(update={"sent_as": "call_after_batch", "batch_id": batch_id,
-                                        "retries": again.retries + 1,
-                                        "http_attempts": (again.http_attempts or 0) + 1})
+                                        "retries": again.retries + submitted,
+                                        "http_attempts": (again.http_attempts or 0) + submitted})
     reply = outcome.reply
     cost = price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
                               reply.cache_write_tokens, reply.cache_write_1h_tokens)

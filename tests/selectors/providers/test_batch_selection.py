@@ -16,7 +16,7 @@ import pytest
 from tasks.core_records import RunContext
 from tasks.selection.select_batch import select_and_land
 from tasks.selectors.providers import batch_selection
-from tasks.selectors.providers.call_budget import BUDGET_REACHED
+from tasks.selectors.providers.call_budget import BUDGET_REACHED, spent_in_run
 from tests.batch_server import BatchServer
 from tests.provider_server import Reply, Seen, status_reply, text_reply, tool_call
 from tests.selectors.providers.conftest import FAKE_KEY, MODELS, chat_options
@@ -95,6 +95,9 @@ def test_a_request_whose_batch_line_failed_or_expired_is_sent_again_as_a_call(tm
     assert {row["request_id"] for row in rows if row["sent_as"] == "batch"} == {
         f"r{i}" for i in range(1, N // 2)}
     assert all(row["correct"] for row in rows) and len(rows) == N
+    spent = spent_in_run(tmp_path / "ledger.sqlite", "run")  # every request that left counted, batch lines too
+    assert spent.calls == sum(row["http_attempts"] for row in rows) == N + len(again)
+    assert spent.spend_usd == pytest.approx(sum(row["cost_usd"] for row in rows))
     assert len(sync) == len(server.requests()) - 1  # the errored line ran once; everything else answered
 
 
@@ -136,6 +139,16 @@ def test_a_stopping_run_cancels_its_batch_at_the_provider(tmp_path, stop_cleared
     [rows] = done
     assert all(row["error"] and row["detail"] == batch_selection.STOPPED for row in rows)
     assert len(rows) == N and not server.requests()  # not one line ran, and none was sent as a call
+
+
+def test_a_run_stopping_before_its_unit_submits_sends_nothing(tmp_path, stop_cleared):
+    with BatchServer(mixed, api_key=FAKE_KEY) as server:
+        batch_selection.cancel_waiting_batches(timeout_s=0.0)
+        rows = run_units("anthropic", server, tmp_path, "run", batch=True, seeds=(1,))
+        assert not server.batches and not server.requests()
+    assert all(row["detail"] == batch_selection.STOPPED and row["http_attempts"] == 0 and row["batch_id"] is None
+               for row in rows) and len(rows) == N
+    assert spent_in_run(tmp_path / "ledger.sqlite", "run").calls == 0
 
 
 def test_routed_and_judged_arms_keep_their_calls(tmp_path, caplog):
