@@ -61,7 +61,7 @@ def _schema_of(request: LabelledRequest, schemas: Mapping[str, dict]) -> dict | 
     return schemas.get(request.expected)
 
 
-def _line_problem(line: int, record: dict, requests: Mapping[str, LabelledRequest], schemas: Mapping[str, dict],
+def _checked_line(record: dict, requests: Mapping[str, LabelledRequest], schemas: Mapping[str, dict],
                   version: str) -> tuple[str, str] | dict[str, ExpectedArgument]:
     """(rule, message) of the line's first fault, or its expected arguments."""
     if set(record) != LINE_FIELDS or not isinstance(record["id"], str) \
@@ -102,16 +102,17 @@ def read_argument_file(path: Path, base: TaskSetVersion, catalogues: Iterable[Ca
     first_line: dict[str, int] = {}
     for line, record in read_json_objects(path, problems, "expected-arguments file"):
         where = f"line {line}" + (f" (id {record['id']})" if isinstance(record.get("id"), str) else "")
-        if isinstance(record.get("id"), str) and record["id"] in first_line:
-            problems.append(Problem(str(path), where, "id-once",
-                                    f"id {record['id']} is on line {first_line[record['id']]} already"))
-            continue
-        result = _line_problem(line, record, requests, schemas, f"{base.taskset} {base.version}")
+        if isinstance(record.get("id"), str):
+            if record["id"] in first_line:
+                problems.append(Problem(str(path), where, "id-once",
+                                        f"id {record['id']} is on line {first_line[record['id']]} already"))
+                continue
+            first_line[record["id"]] = line
+        result = _checked_line(record, requests, schemas, f"{base.taskset} {base.version}")
         if isinstance(result, tuple):
             problems.append(Problem(str(path), where, *result))
-            continue
-        first_line[record["id"]] = line
-        found[record["id"]] = result
+        else:
+            found[record["id"]] = result
     if problems:
         raise InputError(problems)
     if not found:
