@@ -232,6 +232,22 @@ def test_an_intent_whose_batch_never_reached_the_provider_is_sent(provider: str,
     assert {o.status for o in outcomes.values()} == {"succeeded"}
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_another_callers_batch_found_by_the_listing_is_not_taken_for_ours(provider: str,
+                                                                          journal: BatchJournal) -> None:
+    batch_items = items(provider, 2)
+    with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
+        endpoint = f"{provider} {url(server, provider)}"
+        assert journal.claim(endpoint, "chunk-lost", batch_items[0].request.model, "h",
+                             [(item.custom_id, "h", "") for item in batch_items])
+        with BatchJournal(None) as theirs:  # as many requests, created after our intent: Anthropic's listing
+            send(provider, server, theirs, items(provider, 2, run_id="another-run"))  # cannot tell them apart
+        outcomes = send(provider, server, journal, batch_items)
+    assert {o.status for o in outcomes.values()} == {"succeeded"}
+    assert len(server.batches) == 2 and set(server.submissions.values()) == {1}
+    assert all(o.batch_id != next(iter(server.batches)) for o in outcomes.values())
+
+
 def test_custom_ids_are_deterministic_and_anthropic_safe() -> None:
     first = custom_id_for("run/1", "arm a", 2, "req:7")
     assert first == custom_id_for("run/1", "arm a", 2, "req:7")

@@ -3,7 +3,8 @@ results streamed as JSON Lines (succeeded / errored / canceled / expired per cus
 
 A message batch has no metadata, so a batch whose create answer was lost (the process killed while the
 call was in flight) is recognised in the listing by what it shows: created after the intent, as many
-requests as the chunk, and held by no other chunk of the journal."""
+requests as the chunk, and held by no other chunk of the journal; its results confirm it (``run_batches``
+sends the items after all when they hold none of the chunk's ids)."""
 
 from __future__ import annotations
 

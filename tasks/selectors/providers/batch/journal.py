@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ContextManager, Iterable, Sequence
 
-from tasks.files.sqlite_files import immediate_transaction, open_shared_sqlite
+from tasks.files.sqlite_files import add_column_if_missing, immediate_transaction, open_shared_sqlite
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS batch_chunks (
         chunk_key TEXT PRIMARY KEY, endpoint TEXT NOT NULL, model TEXT NOT NULL, n INTEGER NOT NULL,
         body_hash TEXT NOT NULL, batch_id TEXT, file_id TEXT, state TEXT NOT NULL,
-        owner_pid INTEGER, owner_host TEXT, intent_at REAL NOT NULL, cancel_requested INTEGER NOT NULL DEFAULT 0)""",
+        owner_pid INTEGER, owner_host TEXT, intent_at REAL NOT NULL, cancel_requested INTEGER NOT NULL DEFAULT 0,
+        adopted INTEGER NOT NULL DEFAULT 0)""",
     """CREATE TABLE IF NOT EXISTS batch_items (
         endpoint TEXT NOT NULL, custom_id TEXT NOT NULL, chunk_key TEXT NOT NULL, body_hash TEXT NOT NULL,
         label TEXT NOT NULL DEFAULT '', status TEXT, reply TEXT, error TEXT, batch_id TEXT,
@@ -59,6 +60,8 @@ class Chunk:
     owner_host: str | None
     intent_at: float
     cancel_requested: bool
+    adopted: bool = False
+    """The batch id came from the provider's listing, not from the create call (its results confirm it)."""
 
     def owner_alive(self) -> bool:
         """The process that wrote the intent still runs on this machine (it may yet record the batch id)."""
@@ -95,6 +98,7 @@ class BatchJournal:
                      sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False))
         for statement in _SCHEMA:
             self._con.execute(statement)
+        add_column_if_missing(self._con, "batch_chunks", "adopted", "INTEGER NOT NULL DEFAULT 0")
 
     def _transaction(self) -> ContextManager[sqlite3.Connection]:
         return immediate_transaction(self._con, self._lock)
@@ -132,13 +136,14 @@ class BatchJournal:
 
     def chunk(self, chunk_key: str) -> Chunk | None:
         rows = self._rows("SELECT model, body_hash, batch_id, file_id, state, owner_pid, owner_host, intent_at, "
-                          "cancel_requested FROM batch_chunks WHERE chunk_key = ?", [chunk_key])
+                          "cancel_requested, adopted FROM batch_chunks WHERE chunk_key = ?", [chunk_key])
         if not rows:
             return None
-        model, body_hash, batch_id, file_id, state, pid, host, intent_at, cancel = rows[0]
+        model, body_hash, batch_id, file_id, state, pid, host, intent_at, cancel, adopted = rows[0]
         ids = tuple(row[0] for row in self._rows(
             "SELECT custom_id FROM batch_items WHERE chunk_key = ? ORDER BY rowid", [chunk_key]))
-        return Chunk(chunk_key, model, ids, body_hash, batch_id, file_id, state, pid, host, intent_at, bool(cancel))
+        return Chunk(chunk_key, model, ids, body_hash, batch_id, file_id, state, pid, host, intent_at, bool(cancel),
+                     bool(adopted))
 
     def item_hash(self, endpoint: str, custom_id: str) -> str | None:
         """The hash of the request journaled under this id (None when there is none)."""
@@ -177,11 +182,12 @@ class BatchJournal:
         with self._transaction() as con:
             con.execute("UPDATE batch_chunks SET file_id = ? WHERE chunk_key = ?", [file_id, chunk_key])
 
-    def record_batch(self, chunk_key: str, batch_id: str) -> None:
-        """The batch id, as soon as the create call returned (or the batch was found at the provider)."""
+    def record_batch(self, chunk_key: str, batch_id: str, adopted: bool = False) -> None:
+        """The batch id, as soon as the create call returned (or the batch was found at the provider:
+        ``adopted``)."""
         with self._transaction() as con:
-            con.execute("UPDATE batch_chunks SET batch_id = ?, state = 'submitted' WHERE chunk_key = ?",
-                        [batch_id, chunk_key])
+            con.execute("UPDATE batch_chunks SET batch_id = ?, state = 'submitted', adopted = ? WHERE chunk_key = ?",
+                        [batch_id, int(adopted), chunk_key])
             con.execute("UPDATE batch_items SET batch_id = ? WHERE chunk_key = ?", [batch_id, chunk_key])
 
     def request_cancel(self, chunk_key: str) -> None:

@@ -5,7 +5,8 @@
 1. an item whose outcome the journal already holds is answered from it, never sent again;
 2. an item the journal holds in a batch not yet ended is waited on in that batch (a rerun after kill -9);
    a batch whose intent was written but whose id was not (the process died during the create call) is
-   looked up at the provider first and adopted when found; only when it is not found is it sent again;
+   looked up at the provider first and adopted when found (an adopted batch whose results hold none of
+   its ids was another caller's: its items are then sent); only when it is not found is it sent again;
 3. the other items are split by the provider's per-batch limits (requests, bytes); for each batch the
    intent (its custom ids and a hash of its input) is journaled *before* the create call and its batch
    id right after it returns;
@@ -94,8 +95,9 @@ class _Run:
 
     def __init__(self, wire: BatchWire, items: Sequence[BatchItem], journal: BatchJournal, api_key: str,
                  poll: PollPolicy, should_cancel: Callable[[], bool],
-                 on_submitted: Callable[[str, int], None] | None, block: bool = True):
+                 on_submitted: Callable[[str, int], None] | None, limits: BatchLimits, block: bool = True):
         self.wire, self.journal, self.key, self.poll, self.block = wire, journal, api_key, poll, block
+        self.limits = limits
         self.should_cancel, self.on_submitted = should_cancel, on_submitted
         self.endpoint = f"{wire.provider} {wire.base_url}"
         self.items = {item.custom_id: item for item in items}
@@ -160,7 +162,7 @@ class _Run:
                 if found is None:  # the create call never reached the provider: send these items again
                     self.journal.release(chunk.chunk_key)
                     continue
-                self.journal.record_batch(chunk.chunk_key, found)
+                self.journal.record_batch(chunk.chunk_key, found, adopted=True)
                 chunk = self.journal.chunk(chunk.chunk_key) or chunk
             fresh.difference_update(chunk.custom_ids)
             changed = [cid for cid in chunk.custom_ids if cid in self.items and not self._same(cid, chunk)]
@@ -182,7 +184,8 @@ class _Run:
         return chunk
 
     # -- 3. new batches -----------------------------------------------------------------------------------
-    def submit_new(self, cids: Sequence[str], limits: BatchLimits) -> None:
+    def submit_new(self, cids: Sequence[str]) -> None:
+        limits = self.limits
         sizes = [len(json.dumps(self.lines[cid]).encode()) + 1 for cid in cids]
         placed: set[int] = set()
         for indices in split(sizes, limits):
@@ -268,6 +271,16 @@ class _Run:
 
     def land(self, chunk_key: str, state: BatchState, results: dict[str, Result]) -> None:
         chunk = self.journal.chunk(chunk_key)
+        if chunk is not None and chunk.adopted and results and not set(results) & set(chunk.custom_ids):
+            # the batch the listing offered was another caller's: this chunk's create never reached the
+            # provider, so its items are sent now
+            self.journal.release(chunk_key)
+            again = [cid for cid in chunk.custom_ids if cid in self.items]
+            if self.cancelled:
+                self.fail(again, "not submitted: the run was cancelled")
+            elif again:
+                self.submit_new(again)
+            return
         cids = chunk.custom_ids if chunk else tuple(results)
         missing = {"expired": "expired", "cancelled": "canceled", "canceled": "canceled"}.get(state.status)
         rows = []
@@ -297,11 +310,11 @@ def run_batches(provider: str, items: Sequence[BatchItem], *, journal: BatchJour
     if provider not in WIRES:
         raise ValueError(f"no batch API for provider {provider!r}")
     wire = WIRES[provider](api_key, base_url, dict(options or {}), sleep=poll.sleep)
-    run = _Run(wire, items, journal, api_key, poll, should_cancel, on_submitted, block)
+    run = _Run(wire, items, journal, api_key, poll, should_cancel, on_submitted, limits or LIMITS[provider], block)
     run.take_landed()
     fresh = run.resume()
     if fresh and not should_cancel():
-        run.submit_new(fresh, limits or LIMITS[provider])
+        run.submit_new(fresh)
     elif fresh:
         run.fail(fresh, "not submitted: the run was cancelled")
     run.wait()
