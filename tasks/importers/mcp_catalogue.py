@@ -262,7 +262,7 @@ def import_mcp_catalogue(name: str, taskset_dir: Path, *, command: Sequence[str]
     latest = (read_json_model(catalogues_dir / f"{version_name(name, numbers[-1])}.json", CatalogueFile)
               if numbers else None)
 
-    if expected_arguments is not None:  # a file of expected arguments needs a version of requests: before a server starts
+    if expected_arguments is not None:  # it needs a version of requests: said before a server starts
         from tasks.importers.argument_file import argument_version, latest_version
 
         latest_version(taskset_dir, expected_arguments)

@@ -141,7 +141,8 @@ def test_import_arguments_writes_the_next_version_once(support_copy, tmp_path, c
     assert capsys.readouterr().out.startswith(f"expected arguments: wrote {following} (parent {base}): 1 request given")
     written = load_version(support_copy, following)
     assert written.manifest.parent == base and len(written.requests) == len(load_version(support_copy, base).requests)
-    assert next(r for r in written.requests if r.id == "sup-e-004").expected_arguments["reason"].matcher.value == "faulty"
+    given = next(r for r in written.requests if r.id == "sup-e-004").expected_arguments
+    assert given["reason"].matcher.value == "faulty"
     assert main(argv) == 0  # the newest version holds them already
     assert f"{following} holds them already" in capsys.readouterr().out
     assert not (support_copy / f"v{int(base[1:]) + 2}.jsonl").exists()
