@@ -19,7 +19,7 @@ import pytest
 
 from tasks.selectors.providers.batch.items import BatchItem, BatchLimits, BatchOutcome, custom_id_for
 from tasks.selectors.providers.batch.journal import BatchJournal
-from tasks.selectors.providers.batch.run_batches import PollPolicy, run_batches
+from tasks.selectors.providers.batch.run_batches import PollPolicy, chunk_key_for, run_batches
 from tasks.selectors.providers.anthropic_messages import AnthropicMessages
 from tasks.selectors.providers.openai_chat import OpenAIChat
 from tests.batch_child import items
@@ -238,8 +238,9 @@ def test_another_callers_batch_found_by_the_listing_is_not_taken_for_ours(provid
     batch_items = items(provider, 2)
     with BatchServer(api_key=FAKE_KEY, polls_to_end=1) as server:
         endpoint = f"{provider} {url(server, provider)}"
-        assert journal.claim(endpoint, "chunk-lost", batch_items[0].request.model, "h",
-                             [(item.custom_id, "h", "") for item in batch_items])
+        # the intent under the key the items' own batch takes: the batch sent after all reuses it
+        assert journal.claim(endpoint, chunk_key_for(endpoint, [item.custom_id for item in batch_items]),
+                             batch_items[0].request.model, "h", [(item.custom_id, "h", "") for item in batch_items])
         with BatchJournal(None) as theirs:  # as many requests, created after our intent: Anthropic's listing
             send(provider, server, theirs, items(provider, 2, run_id="another-run"))  # cannot tell them apart
         outcomes = send(provider, server, journal, batch_items)

@@ -90,6 +90,11 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def chunk_key_for(endpoint: str, custom_ids: Sequence[str]) -> str:
+    """The journal's key of a batch of these ids at this endpoint ('provider base_url')."""
+    return "chunk-" + _digest([endpoint, list(custom_ids)])[:32]
+
+
 class _Run:
     """One call of ``run_batches``: its wire, journal and the outcomes landed so far."""
 
@@ -198,7 +203,7 @@ class _Run:
         """Journal the intent of a batch of ``cids`` (those another caller has not journaled meanwhile: its
         batches are waited on instead); (the ids claimed, the chunk key)."""
         for _ in range(2):
-            chunk_key = "chunk-" + _digest([self.endpoint, cids])[:32]
+            chunk_key = chunk_key_for(self.endpoint, cids)
             if self.journal.claim(self.endpoint, chunk_key, self.items[cids[0]].request.model,
                                   _digest([self.hashes[cid] for cid in cids]),
                                   [(cid, self.hashes[cid], self.items[cid].label) for cid in cids]):
@@ -222,11 +227,9 @@ class _Run:
         except Exception as error:  # the SDKs' errors: outcomes, not a crash
             failure = classify(error)
             detail = f"batch not submitted: {failure.detail}: {error}"
-            if failure.retryable:  # it may have been created: the intent stays, a rerun looks it up
-                self.fail(cids, detail)
-            else:
+            if not failure.retryable:  # refused; a retryable failure may have created it: a rerun looks it up
                 self.journal.release(chunk_key)
-                self.fail(cids, detail)
+            self.fail(cids, detail)
             return
         self.journal.record_batch(chunk_key, batch_id)
         self.active[chunk_key] = batch_id
@@ -244,8 +247,9 @@ class _Run:
                 try:
                     state = self.wire.state(batch_id)
                     if state.ended:
-                        self.land(chunk_key, state, self.wire.results(state))
-                        del self.active[chunk_key]
+                        results = self.wire.results(state)
+                        del self.active[chunk_key]  # before landing, which may send a new batch of its items
+                        self.land(chunk_key, state, results)
                     failures[chunk_key] = 0
                 except Exception as error:
                     failures[chunk_key] = failures.get(chunk_key, 0) + 1
@@ -253,7 +257,7 @@ class _Run:
                         chunk = self.journal.chunk(chunk_key)
                         self.fail(chunk.custom_ids if chunk else [], f"batch {batch_id} could not be polled: "
                                   f"{classify(error).detail}: {error}", batch_id)
-                        del self.active[chunk_key]
+                        self.active.pop(chunk_key, None)
             if self.active and not self.block:
                 return
             if self.active:
