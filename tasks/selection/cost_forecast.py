@@ -9,7 +9,8 @@ requests (retries, the LLM router's and the judge's calls included) and the rout
 tokens are priced at today's price file. Otherwise it is an estimate from the requests themselves: the prompt,
 the messages and the offered tools at ``CHARS_PER_TOKEN`` characters a token, ``REPLY_TOKENS`` completion
 tokens a chat call, one call per turn for the chat model, one for an LLM router (one output token) and one
-per judge vote. Either way it assumes nothing comes from the result cache: a rerun costs less.
+per judge vote. Either way, the rows the warehouse's result cache answers already (their cache keys as the
+run plans them) are left out of what the run is said to send and cost, unless it runs with ``--no-cache``.
 
 Offline arms forecast nothing. ``tooleval validate`` and the first lines of ``tooleval run`` print it, the run
 registers it (table ``cost_forecasts``) and the view ``cost_forecast_error`` sets it against what the rows were
@@ -114,7 +115,7 @@ class RunForecast:
 
     arms: tuple[ArmForecast, ...]
     note: str | None = None
-    """Why the warehouse's history was not read (e.g. the file is held by a writer), else None."""
+    """Why the warehouse's history or its result cache was not read (e.g. the file is held by a writer)."""
 
     def lines(self) -> list[str]:
         if not self.arms:
@@ -139,7 +140,6 @@ class RunForecast:
             calls=a.calls, input_tokens=a.input_tokens, output_tokens=a.output_tokens, usd=a.usd,
             batch_usd=a.batch_usd, cached_rows=a.cached_rows, price_version=a.price_version)
             for a in self.arms]}
-
 
     def error_lines(self, db_path: Path, run_id: str) -> list[str]:
         if not self.arms:
