@@ -232,6 +232,13 @@ group by all
 """
 
 
+def _not_read(error: BaseException) -> str:
+    from warehouse.connect import is_lock_conflict
+
+    why = "the file is held by another process" if is_lock_conflict(error) else str(error).splitlines()[0][:40]
+    return f"past rows not read: {why}"
+
+
 def past_rows(db_path: Path, models: Sequence[str]) -> tuple[dict[tuple[str, str, str, str], PastRows], str | None]:
     """Per (model, catalogue hash, route, router kind): the means of past rows of ``models``; and a note when the
     file could not be read (the forecast then estimates)."""
@@ -242,14 +249,14 @@ def past_rows(db_path: Path, models: Sequence[str]) -> tuple[dict[tuple[str, str
     try:
         con = duckdb.connect(str(db_path), read_only=True)
     except duckdb.Error as error:
-        return {}, f"past rows not read: {str(error).splitlines()[0][:60]}"
+        return {}, _not_read(error)
     try:
         tables = {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
         if not {"landed_rows", "arms"} <= tables:
             return {}, None
         found = con.execute(HISTORY_SQL.format(models=", ".join("?" for _ in models)), list(models)).fetchall()
     except duckdb.Error as error:
-        return {}, f"past rows not read: {str(error).splitlines()[0][:60]}"
+        return {}, _not_read(error)
     finally:
         con.close()
     return {(m, c, route, router): PastRows(n, *means) for m, c, route, router, n, *means in found}, None

@@ -191,3 +191,18 @@ def test_rows_the_result_cache_answers_are_not_forecast_as_sent(hosted, tmp_path
     assert lines[0].startswith(f"  arm gpt: 11 calls,") and lines[1] == "    4 of 15 rows from the result cache, not sent"
     assert made.sent_batch_usd is not None and lines[2].startswith(f"    {usd(made.sent_usd)} as calls")
     assert forecast_run(prepared, tmp_path / "wh").records("r")["cost_forecasts"][0].cached_rows == 4
+
+
+def test_a_warehouse_held_by_a_writer_is_not_waited_for_the_forecast_is_estimated_and_says_why(hosted, tmp_path):
+    from tests.factories.processes import hold
+
+    (tmp_path / "wh").mkdir()
+    memory_warehouse(tmp_path / "wh" / "tooleval.duckdb").close()
+    holder = hold(tmp_path / "wh" / "tooleval.duckdb", 60, read_only=False)  # a run registering, say
+    try:
+        made = forecast_run(prepare_run(hosted, checked=False), tmp_path / "wh")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert made.arms[0].source == "estimate" and made.note and made.note.startswith("past rows not read:")
+    assert made.lines()[-1].startswith("  (past rows not read:") and len(made.lines()[-1]) <= 78
