@@ -149,7 +149,7 @@ def test_a_selection_run_of_an_unpinned_model_served_from_the_cache_warns_and_is
     warning = (f"arm local: model '{LOCAL}' is not pinned (unpinned_reason: local ollama tag) and {n} of its {n} "
                "rows came from the cache: they may predate a change of the server's model; rerun with --no-cache "
                "to ask the server again")
-    assert f"WARNING: {warning}" in " ".join(second[2].split()) and "arm hosted" not in second[2]
+    assert f"WARNING: {warning}" in " ".join(second[2].split()) and "arm hosted: model" not in second[2]
     assert f"Note: {warning}" in " ".join(second[1].split())
     runs = arm_flags(warehouse, "arms")
     (first_run, second_run) = (runs[r] for r in sorted(runs))
