@@ -120,6 +120,11 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     # the criteria, the trace target, the warehouse and the disk): bad input is refused in about a second,
     # and no Prefect database is written for it
     prepared = prepare_run.prepare_run(experiment_path, checked=False)
+    if batch and not prepared.instrument.sends_batches:
+        from tasks.files.input_errors import InputError
+
+        raise InputError.one(str(experiment_path), "", "batch", f"--batch: a {prepared.instrument.name} "
+                             "experiment sends no requests through a provider batch API; leave the flag out")
     resolve_trace_target(trace, prepared.experiment)
     check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=not configured_api_url(),
                      allow_provisional=allow_provisional)

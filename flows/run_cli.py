@@ -54,8 +54,9 @@ def warehouse_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warehouse", metavar="DIR", type=warehouse_dir, default=None, help=WAREHOUSE_HELP)
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags every run takes, whichever instrument its experiment is for (``run``, ``tasks run``)."""
+def add_run_arguments(parser: argparse.ArgumentParser, batch: bool = True) -> None:
+    """The flags every run takes, whichever instrument its experiment is for (``run``, ``tasks run``);
+    ``batch``: offer ``--batch`` (task runs send no batches, so ``tasks run`` does not offer it)."""
     parser.add_argument("experiment", type=Path, metavar="EXPERIMENT_FILE",
                         help="e.g. tasksets/support/experiments/ladder.yaml")
     warehouse_arg(parser)
@@ -66,10 +67,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-calls", type=count_at_least(0), default=None, metavar="N",
                         help="stop after N HTTP requests to hosted models, retries included (default: the "
                              "experiment's budget); rerun to resume from the cache")
-    parser.add_argument("--batch", action="store_true",
-                        help="selection runs: send hosted arms' chat requests through the providers' batch APIs (about half "
-                             "the price, results within 24 hours; routed and judged arms keep their calls); "
-                             "a rerun picks up the batches a stopped run submitted")
+    if batch:
+        parser.add_argument("--batch", action="store_true",
+                            help="selection runs: send hosted arms' chat requests through the providers' batch APIs "
+                                 "(about half the price, results within 24 hours; routed and judged arms keep their "
+                                 "calls); a rerun picks up the batches a stopped run submitted")
     parser.add_argument("--allow-provisional", action="store_true",
                         help="measure versions whose labels are still provisional (production hints); the report "
                              "says so")
@@ -97,7 +99,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
                                  max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace,
-                                 batch=args.batch, say=lambda line: print(fitted(line), file=sys.stderr, flush=True))
+                                 batch=getattr(args, "batch", False),
+                                 say=lambda line: print(fitted(line), file=sys.stderr, flush=True))
     summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
     words = instrument(summary.instrument).words
     landed = [warehouse.root / folder / f"run_id={summary.run_id}"

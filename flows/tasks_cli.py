@@ -39,7 +39,7 @@ def add_tasks_parser(commands: argparse._SubParsersAction) -> None:
                              description="Resolve the arms, check surfaces and tasks, run every arm x seed x task, "
                              "land task_runs and task_calls as Parquet, register them in DuckDB, judge the gates "
                              "and print the report.")
-    add_run_arguments(run)
+    add_run_arguments(run, batch=False)
     add_report_arguments(actions.add_parser("report", help="print the report of a task run (default: the latest)",
                                             description="Print a registered task run's report from the DuckDB file."))
     validate = actions.add_parser("validate", help="check a task-set version against its surfaces",

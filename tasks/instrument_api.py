@@ -209,6 +209,9 @@ class Instrument:
     forecast: Callable[..., Forecast] = lambda prepared, warehouse, use_cache=True: NoForecast()
     """(prepared run, warehouse folder or None, use_cache=True) -> what the run will cost before its first call,
     from the warehouse's history where it has one, less what its result cache answers when the run uses it."""
+    sends_batches: bool = False
+    """Whether its hosted calls can go through the providers' batch APIs (``batch:``, ``tooleval run --batch``);
+    a run of another instrument given ``--batch`` is refused as bad input."""
     extra_disk_entries: Callable[[PreparedRun], int] = lambda prepared: 0
     """At most how many map entries (e.g. probability maps) the run's rows carry beyond their columns: the
     disk the preflight asks for counts them (tasks/run/preflight.py)."""

@@ -46,4 +46,4 @@ INSTRUMENT = Instrument(
     not_carried_out=rows_not_carried_out, check_lines=label_check_lines,
     extra_disk_entries=probability_map_entries,
     unpinned=arm_unpinned, spent=on_call("tasks.selectors.providers.call_budget", "spent_in_run"),
-    forecast=on_call("tasks.selection.cost_forecast", "forecast_run"))
+    forecast=on_call("tasks.selection.cost_forecast", "forecast_run"), sends_batches=True)
