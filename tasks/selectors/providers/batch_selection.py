@@ -1,6 +1,8 @@
-"""A plain hosted arm's unit sent through the provider's batch API instead of one call per request.
+"""A hosted arm's unit sent through the provider's batch API instead of one call per request.
 
-Every request is built exactly as its synchronous call would be (``ChatSelector._request``), reserved in the
+An offline router (lexical, embedding, trained), if the arm has one, routes the whole unit locally first; then
+every request is built exactly as its synchronous call would be (``ChatSelector.decided``: the forced
+``tool_choice``, the narrowed tools, the gated fallback over every tool), reserved in the
 run's ledger at the batch price before anything is submitted (a request the caps refuse lands as ``budget
 reached`` and is not submitted), and handed to ``batch.run_batches``, which writes each batch's intent and id
 to the journal around its submission, so a rerun of the same command picks the batch up instead of submitting
@@ -112,10 +114,12 @@ def batch_price(selector: "ChatSelector") -> ModelPrice:
 
 def why_calls(selector: "ChatSelector") -> str | None:
     """Why an arm asked to batch sends calls instead (None: it batches). A batch carries the chat call alone:
-    routed and judged arms keep their synchronous calls; a model with no batch price is not batched (the
-    cost could not be stated)."""
-    if selector.router is not None or selector.judge is not None:
-        return "routed and judged arms send synchronous calls (a batch carries the chat call alone)"
+    arms routed by an LLM and judged arms keep their synchronous calls; a model with no batch price is not
+    batched (the cost could not be stated)."""
+    from tasks.selectors.providers.routed import LLMRouter
+
+    if isinstance(selector.router, LLMRouter) or selector.judge is not None:
+        return "LLM-routed and judged arms send synchronous calls (a batch carries the chat call alone)"
     try:
         batch_price(selector)
     except (KeyError, FileNotFoundError, ValueError):
@@ -161,11 +165,12 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
     price = batch_price(selector)
     from tasks.selectors.providers.batch.items import BatchItem, custom_id_for
 
+    routed = selector.routed_offline(batch)
     waiting: dict[str, tuple[int, SelectionInput, Any, Reservation]] = {}
     items: list[BatchItem] = []
     for i, item in enumerate(batch):
         offered = selector._offered(item.tools)
-        request = selector._request(item, item.tools, None, offered)
+        decision, request = selector.decided(item, routed[i], offered)
         reservation = ledger.reserve(price.cost(request.prompt_chars // CHARS_PER_TOKEN_BOUND + 1,
                                                 request.max_tokens))
         if reservation is None:  # the caps hold at submission: this request is not submitted
@@ -173,16 +178,16 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
                                 latency_ms=0.0, http_attempts=0))
             continue
         custom_id = custom_id_for(send.run, send.arm, send.seed, send.keys[i])
-        waiting[custom_id] = (i, item, offered, reservation)
+        waiting[custom_id] = (i, item, _Sent(offered, routed[i], decision), reservation)
         items.append(BatchItem(custom_id=custom_id, request=request,
                                label=f"{send.run}/{send.arm}/{send.seed}/{item.request_id}"))
     if items:
         started = time.perf_counter()
         outcomes = _run(selector, items, send, ledger)
         waited_ms = (time.perf_counter() - started) * 1000
-        for custom_id, (i, item, offered, reservation) in waiting.items():
+        for custom_id, (i, item, sent, reservation) in waiting.items():
             outcome = outcomes.get(custom_id)
-            answer(i, _landed(selector, item, offered, reservation, outcome, price, waited_ms, scope, send))
+            answer(i, _landed(selector, item, sent, reservation, outcome, price, waited_ms, scope, send))
     return [a for a in answers if a is not None]
 
 
@@ -219,7 +224,16 @@ def poll_policy(options: Any, sleep: Callable[[float], None]) -> Any:
     return PollPolicy(first_s=float(first), max_s=max(float(first), 300.0), sleep=sleep)
 
 
-def _landed(selector: "ChatSelector", item: SelectionInput, offered: Any, reservation: Reservation,
+@dataclass(frozen=True)
+class _Sent:
+    """How one batch line was built: its offered tools, its router's result and the routing decision."""
+
+    offered: Any
+    routed: Any
+    decision: Any
+
+
+def _landed(selector: "ChatSelector", item: SelectionInput, sent: _Sent, reservation: Reservation,
             outcome: Any, price: ModelPrice, waited_ms: float, scope: BatchScope, send: BatchSend) -> Selection:
     """One request's Selection from its batch outcome: read as a call's reply, or sent again as a call."""
     from tasks.selectors.providers.chat_selector import read_reply
@@ -232,7 +246,7 @@ def _landed(selector: "ChatSelector", item: SelectionInput, offered: Any, reserv
         if stop_requested() or send.should_cancel():  # the run is stopping: no call after the batch
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=STOPPED,
                              latency_ms=waited_ms, batch_id=batch_id, sent_as="batch", http_attempts=submitted)
-        again = selector._safe_one(item, ledger, None)  # reserves its own call
+        again = selector._safe_one(item, ledger, sent.routed)  # reserves its own call, routed as before
         return again.model_copy(update={"sent_as": "call_after_batch", "batch_id": batch_id,
                                         "retries": again.retries + submitted,
                                         "http_attempts": (again.http_attempts or 0) + submitted})
@@ -245,7 +259,11 @@ def _landed(selector: "ChatSelector", item: SelectionInput, offered: Any, reserv
     ledger.settle(reservation, cost, 1, int(cost is None))
     result = CallResult(reply, mismatch, 0, waited_ms, cost)
     evidence = served_evidence(selector.model_id, reply.served_model, is_custom_server(caller.endpoint))
-    fields = read_reply(result, item.tools, offered.names, offered.by_name, evidence)
-    fields["chat_n_tools"] = len(item.tools)
-    return Selection(request_id=item.request_id, latency_ms=waited_ms, cost_usd=cost, price_version=price.version,
-                     sent_as="batch", batch_id=batch_id, http_attempts=1, **fields)
+    decision, routed = sent.decision, sent.routed
+    fields = read_reply(result, decision.tools, sent.offered.names, sent.offered.by_name, evidence)
+    fields["chat_n_tools"] = len(decision.tools)
+    selector.add_route_fields(fields, routed, decision)
+    router_latency = routed.latency_ms if routed is not None else 0.0
+    return Selection(request_id=item.request_id, latency_ms=waited_ms + router_latency, cost_usd=cost,
+                     price_version=price.version, sent_as="batch", batch_id=batch_id, http_attempts=1,
+                     **selector.router_fields(routed), **fields)

@@ -49,7 +49,7 @@ from tasks.drill_points import reached
 from tasks.selectors.providers.judge import Judge, Unjudged, arguments_text
 from tasks.selectors.providers.pinned_models import served_evidence
 from tasks.selectors.providers.provider_calls import CallResult, ProviderCaller
-from tasks.selectors.providers.routed import LLMRouter, OfflineRouter, RouterResult, build_router, decide
+from tasks.selectors.providers.routed import Decision, LLMRouter, OfflineRouter, RouterResult, build_router, decide
 from tasks.selectors.providers.text_tool_calls import TEXT_CALL_DETAIL, find_text_call, text_call_detail
 from tasks.selectors.providers.tool_call_check import check_arguments
 from tasks.selectors.providers.tool_names import ToolNameMap
@@ -178,6 +178,36 @@ class ChatSelector:
             calls += self.judge.votes
         return estimate, calls
 
+    def decided(self, item: SelectionInput, routed: RouterResult | None, offered: "OfferedTools",
+                full_request: ChatRequest | None = None) -> tuple[Decision, ChatRequest]:
+        """The routing decision for one request and the chat request it sends (the same for a call and a
+        batch line)."""
+        decision = decide(self.route or "default", routed, item.tools, self.threshold, self.narrow_k)
+        if decision.tools is item.tools and decision.tool_choice is None:
+            return decision, full_request or self._request(item, item.tools, None, offered)
+        return decision, self._request(item, decision.tools, decision.tool_choice, offered)
+
+    def router_fields(self, routed: RouterResult | None) -> dict[str, Any]:
+        """A routed row's router columns (none when the arm has no router or it gave no result)."""
+        if self.router is None or routed is None:
+            return {}
+        return {"router": self.router.label, "router_pick": routed.pick, "router_confidence": routed.confidence,
+                "router_probabilities": routed.probabilities, "router_latency_ms": routed.latency_ms,
+                "router_cost_usd": routed.cost_usd, "nearest_example_cos": routed.nearest_example_cos}
+
+    def add_route_fields(self, fields: dict[str, Any], routed: RouterResult | None, decision: Decision) -> None:
+        """A routed arm's route columns, and the router's failure as the detail of a fallback."""
+        if self.route is not None:
+            fields.update(route=self.route, decided_by=decision.decided_by, fallback=decision.fallback)
+            if routed is not None and routed.detail and decision.fallback:
+                fields["detail"] = fields.get("detail") or routed.detail
+
+    def routed_offline(self, batch: Sequence[SelectionInput]) -> list[RouterResult | None]:
+        """The offline router's result per input, run over the whole batch at once (None without one)."""
+        if isinstance(self.router, OfflineRouter):
+            return list(self.router.route_batch(batch))
+        return [None] * len(batch)
+
     def select_one(self, item: SelectionInput, ledger: RunLedger, routed: RouterResult | None = None,
                    stage: Unjudged | None = None, on_stage: Callable[[Unjudged], None] | None = None) -> Selection:
         """One request's selection. ``stage``: its chat call done by an earlier run, only the judge is asked;
@@ -209,17 +239,12 @@ class ChatSelector:
             routed = self.router.route(item, ledger, turn)
         if self.router is not None and routed is not None:
             router_cost, router_latency, router_retries = routed.cost_usd or 0.0, routed.latency_ms, routed.retries
-            router_fields = {"router": self.router.label, "router_pick": routed.pick,
-                             "router_confidence": routed.confidence, "router_probabilities": routed.probabilities,
-                             "router_latency_ms": routed.latency_ms, "router_cost_usd": routed.cost_usd,
-                             "nearest_example_cos": routed.nearest_example_cos}
+            router_fields = self.router_fields(routed)
         if routed is not None and not routed.sent:  # the router's call was not made: neither is the chat call
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=routed.detail,
                              latency_ms=(time.perf_counter() - started) * 1000, retries=routed.retries,
                              route=self.route, **router_fields)
-        decision = decide(self.route or "default", routed, item.tools, self.threshold, self.narrow_k)
-        request = full_request if decision.tools is item.tools and decision.tool_choice is None else \
-            self._request(item, decision.tools, decision.tool_choice, offered)
+        decision, request = self.decided(item, routed, offered, full_request)
         result = self.caller.call(request, ledger, turn)
         evidence = None if result.reply is None else served_evidence(
             self.model_id, result.reply.served_model, is_custom_server(self.caller.endpoint))
@@ -230,10 +255,7 @@ class ChatSelector:
         total_cost = None if chat_cost is None and not router_cost else (chat_cost or 0.0) + router_cost
         if turn.unknown_cost_calls:  # the router's or the chat model's reply gave no token counts: unknown
             total_cost = None
-        if self.route is not None:
-            fields.update(route=self.route, decided_by=decision.decided_by, fallback=decision.fallback)
-            if routed is not None and routed.detail and decision.fallback:
-                fields["detail"] = fields.get("detail") or routed.detail
+        self.add_route_fields(fields, routed, decision)
         selection = Selection(
             request_id=item.request_id, latency_ms=result.latency_ms + router_latency, cost_usd=total_cost,
             price_version=self.caller.price.version, sent_as="call", **router_fields, **fields,
@@ -269,7 +291,7 @@ class ChatSelector:
             scope = BatchScope(own_ledger)
         send = scope.batch
         if send is not None and (reason := why_calls(self)) is not None:
-            note_calls(self, reason)  # routed and judged arms keep their calls (batch_selection.py)
+            note_calls(self, reason)  # LLM-routed and judged arms keep their calls (batch_selection.py)
             send = None
         if send is not None:
             try:
@@ -277,9 +299,7 @@ class ChatSelector:
             finally:
                 if own_ledger is not None:
                     own_ledger.close()
-        routed: list[RouterResult | None] = [None] * len(batch)
-        if isinstance(self.router, OfflineRouter):
-            routed = list(self.router.route_batch(batch))
+        routed = self.routed_offline(batch)
         answers: list[Selection | None] = [None] * len(batch)
         pool = self.caller.gate.workers  # the endpoint's threads, shared with the process's other batches
         futures = {pool.submit(self._answered, i, item, scope, routed[i]): i for i, item in enumerate(batch)}
