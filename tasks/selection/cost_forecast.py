@@ -213,9 +213,10 @@ def routing_key(arm: "SelectionArm") -> tuple[str, str, str, str]:
 
 
 def calls_only(arm: "SelectionArm") -> bool:
-    """Routed and judged arms send synchronous calls (a turn's calls depend on each other)."""
+    """Arms with an LLM router and judged arms send synchronous calls (a turn's calls depend on each other);
+    an offline router runs locally, so its arm's chat calls go in batches."""
     options = arm.selector_options
-    return bool(options.get("route") or options.get("router") or options.get("judge"))
+    return bool(options.get("router") == "llm" or options.get("judge"))
 
 
 # -- history ----------------------------------------------------------------------------------------------
