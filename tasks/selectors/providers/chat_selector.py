@@ -26,9 +26,10 @@ asked (``BatchScope.on_chat_stage``), and a batch scope can hand back chat calls
 (``chat_stages``): then only the judge is asked, and a run killed during the judge's calls never repeats
 the chat call on resume.
 
-A batch scope may ask for a provider batch (``BatchScope.batch``, the arm's or the run's ``batch``): a plain
-arm's chat requests are then built the same way and sent through the provider's batch API, and their replies
-read the same way (``batch_selection.py``); routed and judged arms keep their calls, with a note.
+A batch scope may ask for a provider batch (``BatchScope.batch``, the arm's or the run's ``batch``): the chat
+requests, after the offline router if any, are then built the same way (``decided``) and sent through the
+provider's batch API, and their replies read the same way (``batch_selection.py``); arms with an LLM router
+and judged arms keep their calls, with a note.
 """
 
 from __future__ import annotations
