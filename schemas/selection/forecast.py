@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class CostForecast(BaseModel):
-    """One arm's forecast: calls, tokens and dollars, sent as calls and as a provider batch."""
+    """One arm's forecast: calls, tokens, dollars and time, sent as calls and as a provider batch."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
 
@@ -33,3 +33,17 @@ class CostForecast(BaseModel):
         default=0, description="Planned rows the result cache answered before the run (not sent); the figures "
         "above are for every planned row.")
     price_version: str = Field(description="Date of the price file (or 'arm options') the dollars come from.")
+    concurrency: int | None = Field(
+        default=None, description="Calls in flight the arm's endpoint allows (its concurrency option).")
+    latency_rows: int | None = Field(
+        default=None, description="Past rows of the model sent as calls that call_latency_ms is the median of.")
+    call_latency_ms: float | None = Field(
+        default=None, description="Median wall time of one HTTP request of those rows; null: no such rows.")
+    call_seconds: float | None = Field(
+        default=None, description="Wall time forecast for the calls the run sends, at the arm's concurrency "
+        "(rounds of calls x call_latency_ms); null: unknown, no past rows.")
+    past_batches: int | None = Field(
+        default=None, description="Past batches of the model that batch_wait_s is the median wait of.")
+    batch_wait_s: float | None = Field(
+        default=None, description="Median wait of past batches of the model; null: none (a batch ends within "
+        "the provider's 24 h window).")

@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from tasks.selection.time_forecast import ArmTime, PastTimes, arm_time, duration, past_times, run_call_seconds, \
+    took_line
 from tasks.selectors.providers.chat_options import HOSTED_KINDS
 from tasks.selectors.providers.pricing import ModelPrice, price_for
 
@@ -80,6 +82,8 @@ class ArmForecast:
     cached_rows: int = 0
     """Planned rows the result cache answers already: not sent, not billed. The figures above are for every
     planned row; what the run will send is their share (``sent``)."""
+    time: ArmTime | None = None
+    """How long its calls will take (tasks/selection/time_forecast.py)."""
 
     @property
     def source(self) -> str:
@@ -89,6 +93,10 @@ class ArmForecast:
     def sent(self) -> float:
         """The share of the planned rows the run will send."""
         return (self.rows - self.cached_rows) / self.rows if self.rows else 0.0
+
+    @property
+    def sent_calls(self) -> int:
+        return round(self.calls * self.sent)
 
     @property
     def sent_usd(self) -> float:
@@ -104,9 +112,10 @@ class ArmForecast:
         source = f"from {self.past_rows:,} past rows" if self.past_rows else "estimated"
         cached = [f"    {self.cached_rows:,} of {self.rows:,} rows from the result cache, not sent"] \
             if self.cached_rows else []
-        return [f"  arm {self.arm}: {round(self.calls * share):,} calls, {tokens(round(self.input_tokens * share))} "
+        return [f"  arm {self.arm}: {self.sent_calls:,} calls, {tokens(round(self.input_tokens * share))} "
                 f"input and {tokens(round(self.output_tokens * share))} output tokens", *cached,
-                f"    {usd(self.sent_usd)} as calls, {batch} ({source})"]
+                f"    {usd(self.sent_usd)} as calls, {batch} ({source})",
+                *(self.time.lines(self.sent_calls) if self.time is not None else [])]
 
 
 @dataclass(frozen=True)
@@ -126,11 +135,19 @@ class RunForecast:
         lines = [f"cost before the first call (prices of {', '.join(versions)}):"]
         for arm in self.arms:
             lines += arm.lines()
-        lines.append(f"  total: {sum(round(a.calls * a.sent) for a in self.arms):,} calls, {usd(total)} as calls"
+        lines.append(f"  total: {sum(a.sent_calls for a in self.arms):,} calls, {usd(total)} as calls"
                      + (f", {usd(batch)} with batches where they can go" if batch != total else ""))
+        seconds = self.call_seconds()
+        lines.append("  time as calls: unknown for an arm without past rows" if seconds is None else
+                     f"  time as calls: about {duration(seconds)} (arms on one endpoint share its bound)")
         if self.note:
             lines.append(f"  ({self.note})")
         return lines
+
+    def call_seconds(self) -> float | None:
+        """The run's time as calls (None: an arm's time is unknown)."""
+        return run_call_seconds([(a.time, a.sent_calls) for a in self.arms if a.time is not None]) \
+            if all(a.time is not None for a in self.arms) else None
 
     def records(self, run_id: str) -> dict[str, list[CostForecast]]:
         from schemas.selection.forecast import CostForecast
@@ -138,7 +155,7 @@ class RunForecast:
         return {"cost_forecasts": [CostForecast(
             run_id=run_id, arm=a.arm, model_id=a.model_id, source=a.source, past_rows=a.past_rows, rows=a.rows,
             calls=a.calls, input_tokens=a.input_tokens, output_tokens=a.output_tokens, usd=a.usd,
-            batch_usd=a.batch_usd, cached_rows=a.cached_rows, price_version=a.price_version)
+            batch_usd=a.batch_usd, cached_rows=a.cached_rows, price_version=a.price_version, **time_fields(a))
             for a in self.arms]}
 
     def error_lines(self, db_path: Path, run_id: str) -> list[str]:
@@ -152,17 +169,36 @@ class RunForecast:
             con = connect(db_path, read_only=True, wait_s=5)
             try:
                 found = con.execute(ERROR_SQL, [run_id]).fetchall()
+                took = con.execute(TOOK_SQL, [run_id, run_id]).fetchone()
             finally:
                 con.close()
         except (duckdb.Error, WarehouseBusy, WarehouseUnreadable) as error:  # registered: read it later
             return [f"cost against the forecast: not read now ({str(error).splitlines()[0][:40]}); "
                     f"see the view cost_forecast_error"]
-        return error_lines(found)
+        wall_s, batch_rows = took if took is not None else (None, 0)
+        return error_lines(found) + ([took_line(wall_s, self.call_seconds(), batch_rows or 0)]
+                                     if wall_s is not None else [])
+
+
+def time_fields(arm: ArmForecast) -> dict[str, Any]:
+    """The time forecast's columns of ``cost_forecasts`` (none when the arm has no time forecast)."""
+    time = arm.time
+    if time is None:
+        return {}
+    return {"concurrency": time.concurrency, "latency_rows": time.past.call_rows,
+            "call_latency_ms": time.past.call_ms, "call_seconds": time.call_seconds(arm.sent_calls),
+            "past_batches": time.past.batches, "batch_wait_s": time.past.batch_wait_s}
 
 
 ERROR_SQL = """
 select arm, forecast_usd, billed_usd, error, called_rows, rows
 from cost_forecast_error where run_id = ? order by arm
+"""
+
+TOOK_SQL = """
+select date_diff('millisecond', started_at, finished_at) / 1000,
+       (select count(*) from landed_rows where run_id = ? and sent_as = 'batch' and not cache_hit)
+from runs where run_id = ?
 """
 
 
@@ -240,27 +276,37 @@ def _not_read(error: BaseException) -> str:
     return f"past rows not read: {why}"
 
 
-def past_rows(db_path: Path, models: Sequence[str]) -> tuple[dict[tuple[str, str, str, str], PastRows], str | None]:
-    """Per (model, catalogue hash, route, router kind): the means of past rows of ``models``; and a note when the
-    file could not be read (the forecast then estimates)."""
+@dataclass(frozen=True)
+class History:
+    """What the warehouse's past rows say: per (model, catalogue hash, route, router kind) their means, per
+    model their times; and a note when the file could not be read (the forecast then estimates)."""
+
+    rows: dict[tuple[str, str, str, str], PastRows]
+    times: dict[str, PastTimes]
+    note: str | None = None
+
+
+def past_rows(db_path: Path, models: Sequence[str]) -> History:
+    """The past rows of ``models`` in the DuckDB file at ``db_path``."""
     if not db_path.is_file() or not models:
-        return {}, None
+        return History({}, {})
     import duckdb
 
     try:
         con = duckdb.connect(str(db_path), read_only=True)
     except duckdb.Error as error:
-        return {}, _not_read(error)
+        return History({}, {}, _not_read(error))
     try:
         tables = {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
         if not {"landed_rows", "arms"} <= tables:
-            return {}, None
+            return History({}, {})
         found = con.execute(HISTORY_SQL.format(models=", ".join("?" for _ in models)), list(models)).fetchall()
+        times = past_times(con, models)
     except duckdb.Error as error:
-        return {}, _not_read(error)
+        return History({}, {}, _not_read(error))
     finally:
         con.close()
-    return {(m, c, route, router): PastRows(n, *means) for m, c, route, router, n, *means in found}, None
+    return History({(m, c, route, router): PastRows(n, *means) for m, c, route, router, n, *means in found}, times)
 
 
 # -- the forecast -----------------------------------------------------------------------------------------
@@ -273,20 +319,21 @@ def forecast_run(prepared: "PreparedRun", warehouse: Path | None, use_cache: boo
     hosted = [arm for arm in experiment.arms if is_hosted(arm)]
     if not hosted:
         return RunForecast(())
-    history, note = past_rows(Path(warehouse) / DB_FILE, sorted({arm.model_id for arm in hosted})) \
-        if warehouse is not None else ({}, None)
+    history = past_rows(Path(warehouse) / DB_FILE, sorted({arm.model_id for arm in hosted})) \
+        if warehouse is not None else History({}, {})
     cached, cache_note = cached_rows(prepared, hosted, Path(warehouse) / "cache" / CACHE_FILE) \
         if warehouse is not None and use_cache else ({}, None)
     seeds = len(experiment.seeds)
     arms = []
     for arm in hosted:
         version = prepared.versions[arm.version]
-        past = history.get(routing_key(arm))
+        past = history.rows.get(routing_key(arm))
         made = (from_history(arm, len(version.requests) * seeds, past) if past else
                 estimated(arm, version, seeds))
-        made = replace(made, cached_rows=cached.get(arm.name, 0))
+        made = replace(made, cached_rows=cached.get(arm.name, 0),
+                       time=arm_time(arm, history.times, batchable=not calls_only(arm)))
         arms.append(replace(made, no_batch="no batch for a routed or judged arm") if calls_only(arm) else made)
-    return RunForecast(tuple(arms), "; ".join(n for n in (note, cache_note) if n) or None)
+    return RunForecast(tuple(arms), "; ".join(n for n in (history.note, cache_note) if n) or None)
 
 
 def cached_rows(prepared: "PreparedRun", arms: Sequence["SelectionArm"], cache: Path

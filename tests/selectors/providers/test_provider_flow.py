@@ -142,6 +142,8 @@ def test_cli_budget_stops_cleanly_says_how_to_resume_and_the_rerun_repeats_nothi
     # the cost before the first call (a new warehouse: estimated), and after the run against it
     assert "cost before the first call" in out.err and "(estimated)" in out.err
     assert "cost against the forecast" in out.out
+    assert "time unknown as calls: no past rows" in out.err  # and its time, then the time it took
+    assert "  time: took " in out.out and "forecast time unknown (no past rows)" in out.out
     con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)
     try:
         stopped, total = con.execute("""select count(*) filter (where detail = 'budget reached' and error), count(*)
@@ -155,6 +157,8 @@ def test_cli_budget_stops_cleanly_says_how_to_resume_and_the_rerun_repeats_nothi
     assert "budget reached" not in out.err
     assert " past rows)" in out.err  # the rerun's forecast reads the rows the first run was billed for
     assert "rows from the result cache, not sent" in out.err  # and leaves out the rows the cache answers
+    assert " in flight (from " in out.err  # the time from the first run's calls' latencies
+    assert "  time: took " in out.out and " as calls" in out.out.split("  time: took ")[1].splitlines()[0]
     n = len(expected)
     assert len(server.requests()) == len(ARMS) * 3 * n + 3 * n  # both runs together: each call made once
     assert FAKE_KEY not in out.out + out.err
