@@ -206,3 +206,13 @@ def test_a_warehouse_held_by_a_writer_is_not_waited_for_the_forecast_is_estimate
         holder.wait()
     assert made.arms[0].source == "estimate" and made.note and made.note.startswith("past rows not read:")
     assert made.lines()[-1].startswith("  (past rows not read:") and len(made.lines()[-1]) <= 78
+
+
+def test_the_hosted_experiments_header_points_at_the_forecast_not_a_sum():
+    """Its cost is what validate prints at today's prices, not a figure written down once."""
+    import re
+
+    lines = (ROOT / "tasksets" / "support" / "experiments" / "models.yaml").read_text().splitlines()
+    header = " ".join(line.lstrip("# ") for line in lines[:lines.index(next(l for l in lines if l[:1] != "#"))])
+    assert "`tooleval validate tasksets/support/experiments/models.yaml`" in header
+    assert not re.search(r"\$\d|\d{4}-\d\d-\d\d|\d,\d{3} calls", header)
