@@ -91,6 +91,23 @@ def test_a_batch_run_gives_the_rows_and_figures_of_a_synchronous_run_at_half_the
     for arm, seed, request, sent_a, sent_b, no_batch, has_batch, cost_a, cost_b, same in compared:
         assert (sent_a, sent_b, no_batch, has_batch, same) == ("call", "batch", True, True, True), (arm, seed, request)
         assert cost_a > 0 and cost_b == pytest.approx(cost_a / 2, rel=1e-9)
+    # the next forecast times a batch by these batches' waits (a batch's wait: its longest row's), per model
+    from statistics import median
+
+    from tasks.run.prepare_run import prepare_run
+    from tasks.selection.cost_forecast import forecast_run
+
+    con = duckdb.connect(str(warehouse_dir / "tooleval.duckdb"), read_only=True)
+    try:
+        waits = dict(con.execute("""select arm, list(wait) from (select arm, max(latency_ms) / 1000 as wait
+                                    from selection_rows where run_id = ? group by arm, batch_id) group by arm""",
+                                 [batched.run_id]).fetchall())
+    finally:
+        con.close()
+    for arm in forecast_run(prepare_run(path, checked=False), warehouse_dir).arms:
+        assert arm.time is not None and arm.time.past.batches == len(waits[arm.arm]) == len(SEEDS)
+        assert arm.time.past.batch_wait_s == pytest.approx(median(waits[arm.arm]))
+        assert arm.time.past.call_rows == n // 2  # the synchronous run's rows of the arm's model
 
 
 def journal_ids(path: Path) -> list[str | None]:
