@@ -1,15 +1,18 @@
 """A hosted arm's unit sent through the provider's batch API instead of one call per request.
 
-An offline router (lexical, embedding, trained), if the arm has one, routes the whole unit locally first; then
-every request is built exactly as its synchronous call would be (``ChatSelector.decided``: the forced
-``tool_choice``, the narrowed tools, the gated fallback over every tool), reserved in the
-run's ledger at the batch price before anything is submitted (a request the caps refuse lands as ``budget
-reached`` and is not submitted), and handed to ``batch.run_batches``, which writes each batch's intent and id
+A request's lines (an LLM router's and the chat model's) are reserved whole in the run's ledger at their batch
+prices before anything is submitted (a request the caps refuse lands as ``budget reached``, none of its lines
+submitted). An offline router (lexical, embedding, trained) routes the whole unit locally; an LLM router's
+requests go first, as a batch round of their own (read as its calls are, a failed line sent again as a call).
+Then every chat request is built exactly as its synchronous call would be (``ChatSelector.decided``: the
+forced ``tool_choice``, the narrowed tools, the gated fallback over every tool) and handed to
+``batch.run_batches``, which writes each batch's intent and id
 to the journal around its submission, so a rerun of the same command picks the batch up instead of submitting
 it again. The journal lies beside the selection cache (``batch_journal.sqlite``).
 
 Each outcome becomes a Selection through the same reading as a call's reply (``read_reply``: the outcome
-taxonomy, the served-model check, tokens), costed at the batch price of the dated price file, with
+taxonomy, the served-model check, tokens; the router's columns and the route's), costed at the batch price of
+the dated price file, with
 ``sent_as='batch'`` and the batch id. A request whose batch request errored, expired or was canceled at the
 provider is sent again as an ordinary call (``sent_as='call_after_batch'``, the failed batch attempt counted in
 ``retries``); a request canceled because the run is stopping lands as an error row (never cached).
@@ -26,7 +29,7 @@ import logging
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 
 JOURNAL_FILE = "batch_journal.sqlite"
 """The batch journal's file, beside the selection cache and the run ledger."""
+ROUTER_TURN = 1
+"""The custom ids' turn of an LLM router's batch line (a chat line's is 0)."""
 STOPPED = "batch canceled: the run was stopped"
 """The detail of a row whose batch request was canceled because the run stopped (an error: never cached)."""
 CANCELED_POLL_S = 5.0
@@ -113,18 +118,25 @@ def batch_price(selector: "ChatSelector") -> ModelPrice:
 
 
 def why_calls(selector: "ChatSelector") -> str | None:
-    """Why an arm asked to batch sends calls instead (None: it batches). A batch carries the chat call alone:
-    arms routed by an LLM and judged arms keep their synchronous calls; a model with no batch price is not
-    batched (the cost could not be stated)."""
+    """Why an arm asked to batch sends calls instead (None: it batches). Judged arms keep their synchronous
+    calls; a model (or LLM router) with no batch price is not batched (the cost could not be stated)."""
+    if selector.judge is not None:
+        return "judged arms send synchronous calls (the judge's votes are not batched)"
+    llm = llm_router(selector)
+    for model_id, options in [(selector.model_id, selector.options)] + \
+            ([(llm.model_id, llm.caller.options)] if llm is not None else []):
+        try:
+            price_for(model_id, options, batch=True)
+        except (KeyError, FileNotFoundError, ValueError):
+            return f"{model_id} has no batch price: sent as synchronous calls"
+    return None
+
+
+def llm_router(selector: "ChatSelector") -> Any:
+    """The arm's LLM router, if it has one (its calls go as a batch round before the chat round)."""
     from tasks.selectors.providers.routed import LLMRouter
 
-    if isinstance(selector.router, LLMRouter) or selector.judge is not None:
-        return "LLM-routed and judged arms send synchronous calls (a batch carries the chat call alone)"
-    try:
-        batch_price(selector)
-    except (KeyError, FileNotFoundError, ValueError):
-        return f"{selector.model_id} has no batch price: sent as synchronous calls"
-    return None
+    return selector.router if isinstance(selector.router, LLMRouter) else None
 
 
 _noted: set[tuple[str, str]] = set()
@@ -157,45 +169,119 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
                                 latency_ms=0.0, http_attempts=0))
         return [a for a in answers if a is not None]
 
-    halted = ledger.halted(caller.halt_key)
-    if halted:
-        return not_sent(f"not sent: {halted}")
-    if caller.provider() is None:
-        return not_sent(f"not sent: no API key in ${caller.options.get('api_key_env') or DEFAULT_KEY_ENV[caller.kind]}")
+    llm = llm_router(selector)
+    for sender in [caller] + ([llm.caller] if llm is not None else []):  # the chat model's, the router's
+        halted = ledger.halted(sender.halt_key)
+        if halted:
+            return not_sent(f"not sent: {halted}")
+        if sender.provider() is None:
+            env = sender.options.get("api_key_env") or DEFAULT_KEY_ENV[sender.kind]
+            return not_sent(f"not sent: no API key in ${env}")
     price = batch_price(selector)
     from tasks.selectors.providers.batch.items import BatchItem, custom_id_for
 
-    routed = selector.routed_offline(batch)
-    waiting: dict[str, tuple[int, SelectionInput, Any, Reservation]] = {}
-    items: list[BatchItem] = []
-    for i, item in enumerate(batch):
-        offered = selector._offered(item.tools)
-        decision, request = selector.decided(item, routed[i], offered)
-        reservation = ledger.reserve(price.cost(request.prompt_chars // CHARS_PER_TOKEN_BOUND + 1,
-                                                request.max_tokens))
+    router_price = price_for(llm.model_id, llm.caller.options, batch=True) if llm is not None else None
+    reserved: dict[int, Reservation] = {}
+    for i, item in enumerate(batch):  # a request's lines (router, chat) are reserved whole before any is sent
+        full = selector._request(item, item.tools, None, selector._offered(item.tools))
+        estimate = line_estimate(price, full)
+        if llm is not None:
+            estimate += line_estimate(router_price, llm.request(item))
+        reservation = ledger.reserve(estimate, 1 + int(llm is not None))
         if reservation is None:  # the caps hold at submission: this request is not submitted
             answer(i, Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=BUDGET_REACHED,
                                 latency_ms=0.0, http_attempts=0))
             continue
+        reserved[i] = reservation
+    routed = selector.routed_offline(batch)
+    spent = {i: _Spent() for i in reserved}
+    if llm is not None and reserved:
+        for i, (result, used) in _router_round(llm, router_price, batch, sorted(reserved), send, ledger).items():
+            routed[i], spent[i] = result, used
+            if not result.sent:  # stopping: its chat line is not sent either
+                ledger.settle(reserved.pop(i), 0.0, used.calls)
+                answer(i, Selection(request_id=batch[i].request_id, chosen=None, outcome_hint="error",
+                                    detail=result.detail, latency_ms=result.latency_ms, route=selector.route,
+                                    http_attempts=used.attempts, **selector.router_fields(result)))
+    waiting: dict[str, tuple[int, _Sent]] = {}
+    items: list[BatchItem] = []
+    for i, reservation in reserved.items():
+        item = batch[i]
+        offered = selector._offered(item.tools)
+        decision, request = selector.decided(item, routed[i], offered)
         custom_id = custom_id_for(send.run, send.arm, send.seed, send.keys[i])
-        waiting[custom_id] = (i, item, _Sent(offered, routed[i], decision), reservation)
+        waiting[custom_id] = (i, _Sent(offered, routed[i], decision, reservation, spent[i]))
         items.append(BatchItem(custom_id=custom_id, request=request,
                                label=f"{send.run}/{send.arm}/{send.seed}/{item.request_id}"))
     if items:
         started = time.perf_counter()
-        outcomes = _run(selector, items, send, ledger)
+        outcomes = _run(selector.caller, items, send, ledger)
         waited_ms = (time.perf_counter() - started) * 1000
-        for custom_id, (i, item, sent, reservation) in waiting.items():
+        for custom_id, (i, sent) in waiting.items():
             outcome = outcomes.get(custom_id)
-            answer(i, _landed(selector, item, sent, reservation, outcome, price, waited_ms, scope, send))
+            answer(i, _landed(selector, batch[i], sent, outcome, price, waited_ms, scope, send))
     return [a for a in answers if a is not None]
 
 
-def _run(selector: "ChatSelector", items: list, send: BatchSend, ledger: RunLedger) -> dict:
+def line_estimate(price: ModelPrice, request: Any) -> float:
+    """An upper bound on one batch line's cost."""
+    return price.cost(request.prompt_chars // CHARS_PER_TOKEN_BOUND + 1, request.max_tokens)
+
+
+@dataclass(frozen=True)
+class _Spent:
+    """What a request's router line used of its reservation (cost billed, HTTP requests, calls of unknown cost),
+    and the HTTP requests its router made in all (a call after a failed line reserves its own)."""
+
+    cost: float = 0.0
+    calls: int = 0
+    unknown: int = 0
+    attempts: int = 0
+
+
+def _router_round(llm: Any, price: ModelPrice, batch: Sequence[SelectionInput], indexes: list[int],
+                  send: BatchSend, ledger: RunLedger) -> dict[int, tuple[Any, _Spent]]:
+    """The LLM router's answers, its requests sent as a batch round of their own (custom ids of turn
+    ``ROUTER_TURN``) and read as its calls are; a line that failed is sent again as a call."""
+    from tasks.selectors.providers.batch.items import BatchItem, custom_id_for
+    from tasks.selectors.providers.routed import RouterResult
+
+    ids = {custom_id_for(send.run, send.arm, send.seed, send.keys[i], turn=ROUTER_TURN): i for i in indexes}
+    items = [BatchItem(custom_id=cid, request=llm.request(batch[i]),
+                       label=f"{send.run}/{send.arm}/{send.seed}/{batch[i].request_id}/router")
+             for cid, i in ids.items()]
+    started = time.perf_counter()
+    outcomes = _run(llm.caller, items, send, ledger)
+    waited_ms = (time.perf_counter() - started) * 1000
+    results: dict[int, tuple[Any, _Spent]] = {}
+    for cid, i in ids.items():
+        outcome = outcomes.get(cid)
+        if outcome is None or outcome.status != "succeeded" or outcome.reply is None:
+            submitted = int(bool(getattr(outcome, "batch_id", None)))
+            if stop_requested() or send.should_cancel():
+                results[i] = (RouterResult(None, latency_ms=waited_ms, detail=STOPPED, sent=False),
+                              _Spent(0.0, submitted, attempts=submitted))
+                continue
+            again = llm.route(batch[i], ledger)  # a call of its own, reserved and settled by itself
+            results[i] = (replace(again, retries=again.retries + submitted, latency_ms=again.latency_ms + waited_ms),
+                          _Spent(0.0, submitted, attempts=submitted + int(again.sent) + again.retries))
+            continue
+        reply = outcome.reply
+        cost = price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
+                                  reply.cache_write_tokens, reply.cache_write_1h_tokens)
+        mismatch = served_problem(llm.model_id, reply.served_model, llm.caller.options)
+        if mismatch:
+            ledger.halt(llm.caller.halt_key, mismatch)
+        result = llm.read(batch[i], CallResult(reply, mismatch, 0, waited_ms, cost), waited_ms)
+        results[i] = (replace(result, cost_usd=cost), _Spent(cost or 0.0, 1, int(cost is None), 1))
+    return results
+
+
+def _run(caller: Any, items: list, send: BatchSend, ledger: RunLedger) -> dict:
+    """The items' outcomes from the provider batches of ``caller``'s endpoint (a ``ProviderCaller``)."""
     from tasks.selectors.providers.batch.journal import BatchJournal
     from tasks.selectors.providers.batch.run_batches import run_batches
 
-    caller = selector.caller
     path = send.journal_path or Path(tempfile.mkdtemp(prefix="tooleval-batch-")) / JOURNAL_FILE
     journal = BatchJournal(path)
     waiter = _Waiter(send, lambda: ledger.halted(caller.halt_key))
@@ -226,44 +312,53 @@ def poll_policy(options: Any, sleep: Callable[[float], None]) -> Any:
 
 @dataclass(frozen=True)
 class _Sent:
-    """How one batch line was built: its offered tools, its router's result and the routing decision."""
+    """How one chat line was built: its offered tools, its router's result and the routing decision, and the
+    request's reservation with what its router lines used of it."""
 
     offered: Any
     routed: Any
     decision: Any
+    reservation: Reservation
+    spent: _Spent
 
 
-def _landed(selector: "ChatSelector", item: SelectionInput, sent: _Sent, reservation: Reservation,
-            outcome: Any, price: ModelPrice, waited_ms: float, scope: BatchScope, send: BatchSend) -> Selection:
-    """One request's Selection from its batch outcome: read as a call's reply, or sent again as a call."""
+def _landed(selector: "ChatSelector", item: SelectionInput, sent: _Sent, outcome: Any, price: ModelPrice,
+            waited_ms: float, scope: BatchScope, send: BatchSend) -> Selection:
+    """One request's Selection from its chat line's outcome: read as a call's reply (with its router's answer,
+    as ``ChatSelector._turn`` reads them), or sent again as a call routed as before."""
     from tasks.selectors.providers.chat_selector import read_reply
 
-    caller, ledger = selector.caller, scope.ledger
+    caller, ledger, spent, routed = selector.caller, scope.ledger, sent.spent, sent.routed
     batch_id = getattr(outcome, "batch_id", None) or None
     if outcome is None or outcome.status != "succeeded" or outcome.reply is None:
         submitted = int(batch_id is not None)  # a request that went in a batch counts as a call, unbilled
-        ledger.settle(reservation, 0.0, submitted)
+        ledger.settle(sent.reservation, spent.cost, submitted + spent.calls, spent.unknown)
         if stop_requested() or send.should_cancel():  # the run is stopping: no call after the batch
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=STOPPED,
-                             latency_ms=waited_ms, batch_id=batch_id, sent_as="batch", http_attempts=submitted)
-        again = selector._safe_one(item, ledger, sent.routed)  # reserves its own call, routed as before
+                             latency_ms=waited_ms, batch_id=batch_id, sent_as="batch",
+                             http_attempts=submitted + spent.attempts)
+        again = selector._safe_one(item, ledger, routed)  # reserves its own call, routed as before
         return again.model_copy(update={"sent_as": "call_after_batch", "batch_id": batch_id,
                                         "retries": again.retries + submitted,
-                                        "http_attempts": (again.http_attempts or 0) + submitted})
+                                        "http_attempts": (again.http_attempts or 0) + submitted + spent.attempts})
     reply = outcome.reply
     cost = price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
                               reply.cache_write_tokens, reply.cache_write_1h_tokens)
     mismatch = served_problem(selector.model_id, reply.served_model, caller.options)
     if mismatch:
         ledger.halt(caller.halt_key, mismatch)
-    ledger.settle(reservation, cost, 1, int(cost is None))
+    unknown = int(cost is None) + spent.unknown
+    ledger.settle(sent.reservation, (cost or 0.0) + spent.cost, 1 + spent.calls, unknown)
     result = CallResult(reply, mismatch, 0, waited_ms, cost)
     evidence = served_evidence(selector.model_id, reply.served_model, is_custom_server(caller.endpoint))
-    decision, routed = sent.decision, sent.routed
+    decision = sent.decision
     fields = read_reply(result, decision.tools, sent.offered.names, sent.offered.by_name, evidence)
     fields["chat_n_tools"] = len(decision.tools)
     selector.add_route_fields(fields, routed, decision)
-    router_latency = routed.latency_ms if routed is not None else 0.0
-    return Selection(request_id=item.request_id, latency_ms=waited_ms + router_latency, cost_usd=cost,
-                     price_version=price.version, sent_as="batch", batch_id=batch_id, http_attempts=1,
+    router_latency, router_cost = (routed.latency_ms, routed.cost_usd or 0.0) if routed is not None else (0.0, 0.0)
+    if routed is not None:
+        fields["retries"] = fields.get("retries", 0) + routed.retries
+    return Selection(request_id=item.request_id, latency_ms=waited_ms + router_latency,
+                     cost_usd=None if unknown else (cost or 0.0) + router_cost, price_version=price.version,
+                     sent_as="batch", batch_id=batch_id, http_attempts=1 + spent.attempts,
                      **selector.router_fields(routed), **fields)

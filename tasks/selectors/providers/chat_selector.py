@@ -27,9 +27,9 @@ asked (``BatchScope.on_chat_stage``), and a batch scope can hand back chat calls
 the chat call on resume.
 
 A batch scope may ask for a provider batch (``BatchScope.batch``, the arm's or the run's ``batch``): the chat
-requests, after the offline router if any, are then built the same way (``decided``) and sent through the
-provider's batch API, and their replies read the same way (``batch_selection.py``); arms with an LLM router
-and judged arms keep their calls, with a note.
+requests, after the router if any (an LLM router's requests as a batch round of their own), are then built the
+same way (``decided``) and sent through the provider's batch API, and their replies read the same way
+(``batch_selection.py``); judged arms keep their calls, with a note.
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ class ChatSelector:
               on_stage: Callable[[Unjudged], None] | None = None) -> Selection:
         router_fields: dict[str, Any] = {}
         router_cost, router_latency, router_retries = 0.0, 0.0, 0
-        if isinstance(self.router, LLMRouter):
+        if isinstance(self.router, LLMRouter) and routed is None:  # given: its batch line answered it
             routed = self.router.route(item, ledger, turn)
         if self.router is not None and routed is not None:
             router_cost, router_latency, router_retries = routed.cost_usd or 0.0, routed.latency_ms, routed.retries

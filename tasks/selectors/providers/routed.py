@@ -39,7 +39,7 @@ from tasks.selectors.base import SelectionInput
 from tasks.selectors.providers.call_budget import RunLedger, Turn
 from tasks.selectors.providers.chat_types import ChatRequest
 from tasks.selectors.offline import DEFAULT_MODELS, offline_selector
-from tasks.selectors.providers.provider_calls import ProviderCaller
+from tasks.selectors.providers.provider_calls import CallResult, ProviderCaller
 
 MAX_TOP_LOGPROBS = 20
 
@@ -178,10 +178,13 @@ class LLMRouter:
         )
 
     def route(self, item: SelectionInput, ledger: RunLedger, turn: Turn | None = None) -> RouterResult:
-        labels = option_labels(item.tools)
         started = time.perf_counter()
         result = self.caller.call(self.request(item), ledger, turn)
-        latency = result.latency_ms or (time.perf_counter() - started) * 1000
+        return self.read(item, result, result.latency_ms or (time.perf_counter() - started) * 1000)
+
+    def read(self, item: SelectionInput, result: CallResult, latency: float) -> RouterResult:
+        """The router's result from its call (or its batch line, read as a call)."""
+        labels = option_labels(item.tools)
         if not result.ok:
             return RouterResult(None, latency_ms=latency, cost_usd=result.cost_usd, retries=result.retries,
                                 detail=f"router: {result.detail}", sent=result.sent)

@@ -151,20 +151,14 @@ def test_a_run_stopping_before_its_unit_submits_sends_nothing(tmp_path, stop_cle
     assert spent_in_run(tmp_path / "ledger.sqlite", "run").calls == 0
 
 
-@pytest.mark.parametrize("options", [{"judge": "loopback"}, {"route": "forced", "router": "llm"}])
-def test_llm_routed_and_judged_arms_keep_their_calls(options, tmp_path, caplog, monkeypatch):
+def test_judged_arms_keep_their_calls(tmp_path, caplog, monkeypatch):
     monkeypatch.setattr(batch_selection, "_noted", set())  # the note is said once per process and model
     with BatchServer(mixed, api_key=FAKE_KEY) as server:
-        if options.get("judge"):
-            options = {"judge": {"model": MODELS["openai"], "selector": "openai", "base_url": server.openai_url,
-                                 "votes": 1}}
-        else:
-            options = {**options, "router_model": MODELS["openai"],
-                       "router_options": {"base_url": server.openai_url}}
-        rows = run_units("openai", server, tmp_path, "run", batch=True, seeds=(1,), **options)
+        judge = {"model": MODELS["openai"], "selector": "openai", "base_url": server.openai_url, "votes": 1}
+        rows = run_units("openai", server, tmp_path, "judged", batch=True, seeds=(1,), judge=judge)
         assert not server.batches
     assert {row["sent_as"] for row in rows} == {"call"} and len(rows) == N
-    assert "LLM-routed and judged arms send synchronous calls" in caplog.text
+    assert "judged arms send synchronous calls" in caplog.text
 
 
 def test_batch_on_an_arm_or_the_experiment_is_a_transport_option_out_of_the_cache_key(tmp_path):
