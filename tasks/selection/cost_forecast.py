@@ -249,10 +249,9 @@ def routing_key(arm: "SelectionArm") -> tuple[str, str, str, str]:
 
 
 def calls_only(arm: "SelectionArm") -> bool:
-    """Arms with an LLM router and judged arms send synchronous calls (a turn's calls depend on each other);
-    an offline router runs locally, so its arm's chat calls go in batches."""
-    options = arm.selector_options
-    return bool(options.get("router") == "llm" or options.get("judge"))
+    """Judged arms send synchronous calls (the judge's votes are not batched); a routed arm's chat calls go in
+    batches (an LLM router's calls as a batch round before them)."""
+    return bool(arm.selector_options.get("judge"))
 
 
 # -- history ----------------------------------------------------------------------------------------------
@@ -332,7 +331,7 @@ def forecast_run(prepared: "PreparedRun", warehouse: Path | None, use_cache: boo
                 estimated(arm, version, seeds))
         made = replace(made, cached_rows=cached.get(arm.name, 0),
                        time=arm_time(arm, history.times, batchable=not calls_only(arm)))
-        arms.append(replace(made, no_batch="no batch for a routed or judged arm") if calls_only(arm) else made)
+        arms.append(replace(made, no_batch="no batch for a judged arm") if calls_only(arm) else made)
     return RunForecast(tuple(arms), "; ".join(n for n in (history.note, cache_note) if n) or None)
 
 
@@ -459,11 +458,15 @@ def estimated(arm: "SelectionArm", version: Any, seeds: int) -> ArmForecast:
     if isinstance(judge, dict) and judge.get("model"):
         votes = int(judge.get("votes", 1))
         extra.append((str(judge["model"]), turns * votes, chat_in * votes, REPLY_TOKENS * turns * votes))
+    other_batch: float | None = 0.0  # the LLM router's lines at its batch price (None: it has none)
     for model, n, tokens_in, tokens_out in extra:
-        extra_price, _ = _prices(arm, model)
+        extra_price, extra_batch = _prices(arm, model)
         calls += n
         other += extra_price.cost(tokens_in, tokens_out)
+        other_batch = None if extra_batch is None or other_batch is None else \
+            other_batch + extra_batch.cost(tokens_in, tokens_out)
+    batch_usd = None if batch_price is None or other_batch is None else \
+        batch_price.cost(chat_in, chat_out) + other_batch
     return ArmForecast(arm=arm.name, model_id=arm.model_id, rows=turns, calls=calls, input_tokens=chat_in,
-                       output_tokens=chat_out, usd=price.cost(chat_in, chat_out) + other,
-                       batch_usd=None if batch_price is None else batch_price.cost(chat_in, chat_out),
+                       output_tokens=chat_out, usd=price.cost(chat_in, chat_out) + other, batch_usd=batch_usd,
                        past_rows=0, price_version=price.version)
