@@ -1,21 +1,23 @@
 """A hosted arm's unit sent through the provider's batch API instead of one call per request.
 
-A request's lines (an LLM router's and the chat model's) are reserved whole in the run's ledger at their batch
-prices before anything is submitted (a request the caps refuse lands as ``budget reached``, none of its lines
-submitted). An offline router (lexical, embedding, trained) routes the whole unit locally; an LLM router's
-requests go first, as a batch round of their own (read as its calls are, a failed line sent again as a call).
-Then every chat request is built exactly as its synchronous call would be (``ChatSelector.decided``: the
-forced ``tool_choice``, the narrowed tools, the gated fallback over every tool) and handed to
-``batch.run_batches``, which writes each batch's intent and id
-to the journal around its submission, so a rerun of the same command picks the batch up instead of submitting
-it again. The journal lies beside the selection cache (``batch_journal.sqlite``).
+A request's lines (an LLM router's, the chat model's, the judge's votes) are reserved whole in the run's
+ledger at their batch prices before anything is submitted (a request the caps refuse lands as ``budget
+reached``, none of its lines submitted). An offline router (lexical, embedding, trained) routes the whole unit
+locally; an LLM router's requests go first, as a batch round of their own (read as its calls are, a failed
+line sent again as a call). Then every chat request is built exactly as its synchronous call would be
+(``ChatSelector.decided``: the forced ``tool_choice``, the narrowed tools, the gated fallback over every tool)
+and handed to ``batch.run_batches``, which writes each batch's intent and id to the journal around its
+submission, so a rerun of the same command picks the batch up instead of submitting it again. The journal
+lies beside the selection cache (``batch_journal.sqlite``). A judged arm's replies with a choice are kept
+(``BatchScope.on_chat_stage``) and judged in a third round (``batch_judge.py``); a reply an earlier run kept
+(``chat_stages``) is only judged.
 
 Each outcome becomes a Selection through the same reading as a call's reply (``read_reply``: the outcome
 taxonomy, the served-model check, tokens; the router's columns and the route's), costed at the batch price of
-the dated price file, with
-``sent_as='batch'`` and the batch id. A request whose batch request errored, expired or was canceled at the
-provider is sent again as an ordinary call (``sent_as='call_after_batch'``, the failed batch attempt counted in
-``retries``); a request canceled because the run is stopping lands as an error row (never cached).
+the dated price file, with ``sent_as='batch'`` and the batch id. A request whose batch request errored,
+expired or was canceled at the provider is sent again as an ordinary call (``sent_as='call_after_batch'``, the
+failed batch attempt counted in ``retries``); a request canceled because the run is stopping lands as an error
+row (never cached).
 
 A custom id is the same on a rerun of the same command: it is made of the experiment, the arm, the seed and
 the request's cache key (everything that changes its answer), so a rerun's requests are the ones its journal
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, Reservation, RunLedger
+from tasks.selectors.providers.judge import Unjudged
 from tasks.selectors.providers.chat_options import DEFAULT_KEY_ENV, is_custom_server
 from tasks.selectors.providers.pinned_models import served_evidence, served_problem
 from tasks.selectors.providers.pricing import ModelPrice, price_for
@@ -118,18 +121,22 @@ def batch_price(selector: "ChatSelector") -> ModelPrice:
 
 
 def why_calls(selector: "ChatSelector") -> str | None:
-    """Why an arm asked to batch sends calls instead (None: it batches). Judged arms keep their synchronous
-    calls; a model (or LLM router) with no batch price is not batched (the cost could not be stated)."""
-    if selector.judge is not None:
-        return "judged arms send synchronous calls (the judge's votes are not batched)"
-    llm = llm_router(selector)
-    for model_id, options in [(selector.model_id, selector.options)] + \
-            ([(llm.model_id, llm.caller.options)] if llm is not None else []):
+    """Why an arm asked to batch sends calls instead (None: it batches): a model (chat, LLM router or judge)
+    with no batch price is not batched (the cost could not be stated)."""
+    for model_id, options in _priced(selector):
         try:
             price_for(model_id, options, batch=True)
         except (KeyError, FileNotFoundError, ValueError):
             return f"{model_id} has no batch price: sent as synchronous calls"
     return None
+
+
+def _priced(selector: "ChatSelector") -> list[tuple[str, Any]]:
+    """The models an arm's batch lines go to, with their options: the chat model's, its LLM router's, its judge's."""
+    llm, judge = llm_router(selector), selector.judge
+    return [(selector.model_id, selector.options)] + \
+        ([(llm.model_id, llm.caller.options)] if llm is not None else []) + \
+        ([(judge.model_id, judge.caller.options)] if judge is not None else [])
 
 
 def llm_router(selector: "ChatSelector") -> Any:
@@ -170,7 +177,8 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
         return [a for a in answers if a is not None]
 
     llm = llm_router(selector)
-    for sender in [caller] + ([llm.caller] if llm is not None else []):  # the chat model's, the router's
+    senders = [caller] + [x.caller for x in (llm, selector.judge) if x is not None]  # chat, router, judge
+    for sender in senders:
         halted = ledger.halted(sender.halt_key)
         if halted:
             return not_sent(f"not sent: {halted}")
@@ -181,13 +189,17 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
     from tasks.selectors.providers.batch.items import BatchItem, custom_id_for
 
     router_price = price_for(llm.model_id, llm.caller.options, batch=True) if llm is not None else None
+    judge = selector.judge
+    staged = scope.chat_stages if judge is not None else {}  # chat calls an earlier run made: only the judge
     reserved: dict[int, Reservation] = {}
-    for i, item in enumerate(batch):  # a request's lines (router, chat) are reserved whole before any is sent
+    for i, item in enumerate(batch):  # a request's lines (router, chat, votes) are reserved whole before any is sent
         full = selector._request(item, item.tools, None, selector._offered(item.tools))
         estimate = line_estimate(price, full)
         if llm is not None:
             estimate += line_estimate(router_price, llm.request(item))
-        reservation = ledger.reserve(estimate, 1 + int(llm is not None))
+        if judge is not None:
+            estimate += judge.estimate_usd(item)  # at the judge's call price: an upper bound
+        reservation = ledger.reserve(estimate, 1 + int(llm is not None) + (judge.votes if judge is not None else 0))
         if reservation is None:  # the caps hold at submission: this request is not submitted
             answer(i, Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=BUDGET_REACHED,
                                 latency_ms=0.0, http_attempts=0))
@@ -195,8 +207,9 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
         reserved[i] = reservation
     routed = selector.routed_offline(batch)
     spent = {i: _Spent() for i in reserved}
-    if llm is not None and reserved:
-        for i, (result, used) in _router_round(llm, router_price, batch, sorted(reserved), send, ledger).items():
+    if llm is not None and set(reserved) - set(staged):
+        for i, (result, used) in _router_round(llm, router_price, batch, sorted(set(reserved) - set(staged)), send,
+                                               ledger).items():
             routed[i], spent[i] = result, used
             if not result.sent:  # stopping: its chat line is not sent either
                 ledger.settle(reserved.pop(i), 0.0, used.calls)
@@ -204,8 +217,11 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
                                     detail=result.detail, latency_ms=result.latency_ms, route=selector.route,
                                     http_attempts=used.attempts, **selector.router_fields(result)))
     waiting: dict[str, tuple[int, _Sent]] = {}
+    pending: dict[int, tuple[Selection, _Unsettled]] = {}
     items: list[BatchItem] = []
     for i, reservation in reserved.items():
+        if i in staged:
+            continue
         item = batch[i]
         offered = selector._offered(item.tools)
         decision, request = selector.decided(item, routed[i], offered)
@@ -219,8 +235,63 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
         waited_ms = (time.perf_counter() - started) * 1000
         for custom_id, (i, sent) in waiting.items():
             outcome = outcomes.get(custom_id)
-            answer(i, _landed(selector, batch[i], sent, outcome, price, waited_ms, scope, send))
+            selection, unsettled = _landed(selector, batch[i], sent, outcome, price, waited_ms, scope, send)
+            if unsettled is None:
+                answer(i, selection)
+            else:  # kept before the judge is asked: a kill now repeats only the judge
+                if scope.on_chat_stage is not None:
+                    scope.on_chat_stage(i, Unjudged(selection=selection, reply_text=unsettled.reply_text))
+                pending[i] = (selection, unsettled)
+    for i in staged:
+        if i in reserved:
+            pending[i] = (staged[i].selection, _Unsettled(reserved[i], 0.0, 0, 0, staged[i].reply_text))
+    if pending:
+        _judge(selector, batch, pending, send, ledger, answer)
     return [a for a in answers if a is not None]
+
+
+@dataclass(frozen=True)
+class _Unsettled:
+    """A judged request's reservation and what its router and chat lines used of it (settled with its votes),
+    and the reply text the judge's prompt quotes."""
+
+    reservation: Reservation
+    billed: float
+    calls: int
+    unknown: int
+    reply_text: str
+
+
+def _judge(selector: "ChatSelector", batch: Sequence[SelectionInput], pending: dict, send: BatchSend,
+           ledger: RunLedger, answer: Callable[[int, Selection], None]) -> None:
+    """The judge's votes on the pending selections as a batch round; each request's reservation settled."""
+    from tasks.selectors.providers.batch_judge import judge_round
+
+    judge = selector.judge
+    price = price_for(judge.model_id, judge.caller.options, batch=True)
+    asked = [(i, batch[i], selection, unsettled.reply_text) for i, (selection, unsettled) in pending.items()]
+    judged = judge_round(judge, price, asked, send, ledger, _run, lambda: stop_requested() or send.should_cancel())
+    for i, (selection, unsettled) in pending.items():
+        votes = judged[i]
+        ledger.settle(unsettled.reservation, unsettled.billed + votes.billed, unsettled.calls + votes.calls,
+                      unsettled.unknown + votes.unknown)
+        if votes.votes is None:  # stopping: an error row (never cached); the kept chat call is judged on resume
+            answer(i, Selection(request_id=batch[i].request_id, chosen=None, outcome_hint="error", detail=STOPPED,
+                                latency_ms=selection.latency_ms, sent_as="batch", batch_id=selection.batch_id,
+                                http_attempts=(selection.http_attempts or 0) + votes.attempts))
+        else:
+            answer(i, selection.model_copy(update=votes.update(selection)))
+
+
+def line_cost(caller: Any, price: ModelPrice, reply: Any, ledger: RunLedger) -> tuple[float | None, str | None]:
+    """A line's cost at the batch price, and the served-model check of its reply (a served model other than the
+    pin halts the caller's model, as a call's does)."""
+    cost = price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
+                              reply.cache_write_tokens, reply.cache_write_1h_tokens)
+    mismatch = served_problem(caller.model_id, reply.served_model, caller.options)
+    if mismatch:
+        ledger.halt(caller.halt_key, mismatch)
+    return cost, mismatch
 
 
 def line_estimate(price: ModelPrice, request: Any) -> float:
@@ -267,11 +338,7 @@ def _router_round(llm: Any, price: ModelPrice, batch: Sequence[SelectionInput], 
                           _Spent(0.0, submitted, attempts=submitted + int(again.sent) + again.retries))
             continue
         reply = outcome.reply
-        cost = price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
-                                  reply.cache_write_tokens, reply.cache_write_1h_tokens)
-        mismatch = served_problem(llm.model_id, reply.served_model, llm.caller.options)
-        if mismatch:
-            ledger.halt(llm.caller.halt_key, mismatch)
+        cost, mismatch = line_cost(llm.caller, price, reply, ledger)
         result = llm.read(batch[i], CallResult(reply, mismatch, 0, waited_ms, cost), waited_ms)
         results[i] = (replace(result, cost_usd=cost), _Spent(cost or 0.0, 1, int(cost is None), 1))
     return results
@@ -323,7 +390,7 @@ class _Sent:
 
 
 def _landed(selector: "ChatSelector", item: SelectionInput, sent: _Sent, outcome: Any, price: ModelPrice,
-            waited_ms: float, scope: BatchScope, send: BatchSend) -> Selection:
+            waited_ms: float, scope: BatchScope, send: BatchSend) -> tuple[Selection, _Unsettled | None]:
     """One request's Selection from its chat line's outcome: read as a call's reply (with its router's answer,
     as ``ChatSelector._turn`` reads them), or sent again as a call routed as before."""
     from tasks.selectors.providers.chat_selector import read_reply
@@ -336,19 +403,14 @@ def _landed(selector: "ChatSelector", item: SelectionInput, sent: _Sent, outcome
         if stop_requested() or send.should_cancel():  # the run is stopping: no call after the batch
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=STOPPED,
                              latency_ms=waited_ms, batch_id=batch_id, sent_as="batch",
-                             http_attempts=submitted + spent.attempts)
+                             http_attempts=submitted + spent.attempts), None
         again = selector._safe_one(item, ledger, routed)  # reserves its own call, routed as before
         return again.model_copy(update={"sent_as": "call_after_batch", "batch_id": batch_id,
                                         "retries": again.retries + submitted,
-                                        "http_attempts": (again.http_attempts or 0) + submitted + spent.attempts})
+                                        "http_attempts": (again.http_attempts or 0) + submitted + spent.attempts}), None
     reply = outcome.reply
-    cost = price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
-                              reply.cache_write_tokens, reply.cache_write_1h_tokens)
-    mismatch = served_problem(selector.model_id, reply.served_model, caller.options)
-    if mismatch:
-        ledger.halt(caller.halt_key, mismatch)
+    cost, mismatch = line_cost(caller, price, reply, ledger)
     unknown = int(cost is None) + spent.unknown
-    ledger.settle(sent.reservation, (cost or 0.0) + spent.cost, 1 + spent.calls, unknown)
     result = CallResult(reply, mismatch, 0, waited_ms, cost)
     evidence = served_evidence(selector.model_id, reply.served_model, is_custom_server(caller.endpoint))
     decision = sent.decision
@@ -358,7 +420,12 @@ def _landed(selector: "ChatSelector", item: SelectionInput, sent: _Sent, outcome
     router_latency, router_cost = (routed.latency_ms, routed.cost_usd or 0.0) if routed is not None else (0.0, 0.0)
     if routed is not None:
         fields["retries"] = fields.get("retries", 0) + routed.retries
-    return Selection(request_id=item.request_id, latency_ms=waited_ms + router_latency,
-                     cost_usd=None if unknown else (cost or 0.0) + router_cost, price_version=price.version,
-                     sent_as="batch", batch_id=batch_id, http_attempts=1 + spent.attempts,
-                     **selector.router_fields(routed), **fields)
+    selection = Selection(request_id=item.request_id, latency_ms=waited_ms + router_latency,
+                          cost_usd=None if unknown else (cost or 0.0) + router_cost, price_version=price.version,
+                          sent_as="batch", batch_id=batch_id, http_attempts=1 + spent.attempts,
+                          **selector.router_fields(routed), **fields)
+    if selector.judge is not None and selection.chosen is not None and selection.outcome_hint != "error":
+        return selection, _Unsettled(sent.reservation, (cost or 0.0) + spent.cost, 1 + spent.calls, unknown,
+                                     reply.text or "")
+    ledger.settle(sent.reservation, (cost or 0.0) + spent.cost, 1 + spent.calls, unknown)
+    return selection, None

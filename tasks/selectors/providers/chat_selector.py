@@ -29,7 +29,7 @@ the chat call on resume.
 A batch scope may ask for a provider batch (``BatchScope.batch``, the arm's or the run's ``batch``): the chat
 requests, after the router if any (an LLM router's requests as a batch round of their own), are then built the
 same way (``decided``) and sent through the provider's batch API, and their replies read the same way
-(``batch_selection.py``); judged arms keep their calls, with a note.
+(``batch_selection.py``); a judged arm's votes follow as a batch round of their own (``batch_judge.py``).
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ class ChatSelector:
             scope = BatchScope(own_ledger)
         send = scope.batch
         if send is not None and (reason := why_calls(self)) is not None:
-            note_calls(self, reason)  # LLM-routed and judged arms keep their calls (batch_selection.py)
+            note_calls(self, reason)  # a model with no batch price keeps its calls (batch_selection.py)
             send = None
         if send is not None:
             try:

@@ -108,13 +108,17 @@ class Judge:
                               max_tokens=self.max_tokens)
         return self.votes * self.caller.estimate_usd(request) * 1.5
 
+    def requests(self, item: SelectionInput, chosen: str, arguments: str | None, reply_text: str,
+                 as_text: bool = False) -> list[ChatRequest]:
+        """One request per vote (the same prompt, a vote seed each): sent as calls or as batch lines."""
+        prompt = judge_prompt(item, chosen, arguments, reply_text, as_text)
+        return [ChatRequest(model=self.model_id, system=JUDGE_SYSTEM, messages=(("user", prompt),),
+                            max_tokens=self.max_tokens, vote_seed=vote) for vote in range(self.votes)]
+
     def judge(self, item: SelectionInput, chosen: str, arguments: str | None, reply_text: str,
               ledger: RunLedger, turn: Turn | None = None, as_text: bool = False) -> JudgeResult:
-        prompt = judge_prompt(item, chosen, arguments, reply_text, as_text)
         votes, cost = [], 0.0
-        for vote in range(self.votes):
-            request = ChatRequest(model=self.model_id, system=JUDGE_SYSTEM, messages=(("user", prompt),),
-                                  max_tokens=self.max_tokens, vote_seed=vote)
+        for request in self.requests(item, chosen, arguments, reply_text, as_text):
             result = self.caller.call(request, ledger, turn)
             cost += result.cost_usd or 0.0
             votes.append(read_vote(result.reply.text) if result.ok and result.reply is not None else "unsure")

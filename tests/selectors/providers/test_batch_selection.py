@@ -151,14 +151,15 @@ def test_a_run_stopping_before_its_unit_submits_sends_nothing(tmp_path, stop_cle
     assert spent_in_run(tmp_path / "ledger.sqlite", "run").calls == 0
 
 
-def test_judged_arms_keep_their_calls(tmp_path, caplog, monkeypatch):
+def test_an_arm_whose_judge_has_no_batch_price_keeps_its_calls(tmp_path, caplog, monkeypatch):
     monkeypatch.setattr(batch_selection, "_noted", set())  # the note is said once per process and model
     with BatchServer(mixed, api_key=FAKE_KEY) as server:
-        judge = {"model": MODELS["openai"], "selector": "openai", "base_url": server.openai_url, "votes": 1}
+        judge = {"model": "judge-model-x", "selector": "openai", "base_url": server.openai_url, "votes": 1,
+                 "prices": {"input": 1.0, "output": 2.0}}  # a stated price with no batch price
         rows = run_units("openai", server, tmp_path, "judged", batch=True, seeds=(1,), judge=judge)
         assert not server.batches
     assert {row["sent_as"] for row in rows} == {"call"} and len(rows) == N
-    assert "judged arms send synchronous calls" in caplog.text
+    assert "judge-model-x has no batch price: sent as synchronous calls" in caplog.text
 
 
 def test_batch_on_an_arm_or_the_experiment_is_a_transport_option_out_of_the_cache_key(tmp_path):
