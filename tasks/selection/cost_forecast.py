@@ -248,12 +248,6 @@ def routing_key(arm: "SelectionArm") -> tuple[str, str, str, str]:
     return (arm.model_id, arm.catalogue_hash, str(options.get("route") or ""), str(options.get("router") or ""))
 
 
-def calls_only(arm: "SelectionArm") -> bool:
-    """Judged arms send synchronous calls (the judge's votes are not batched); a routed arm's chat calls go in
-    batches (an LLM router's calls as a batch round before them)."""
-    return bool(arm.selector_options.get("judge"))
-
-
 # -- history ----------------------------------------------------------------------------------------------
 
 HISTORY_SQL = """
@@ -330,8 +324,8 @@ def forecast_run(prepared: "PreparedRun", warehouse: Path | None, use_cache: boo
         made = (from_history(arm, len(version.requests) * seeds, past) if past else
                 estimated(arm, version, seeds))
         made = replace(made, cached_rows=cached.get(arm.name, 0),
-                       time=arm_time(arm, history.times, batchable=not calls_only(arm)))
-        arms.append(replace(made, no_batch="no batch for a judged arm") if calls_only(arm) else made)
+                       time=arm_time(arm, history.times, batchable=made.batch_usd is not None))
+        arms.append(made)
     return RunForecast(tuple(arms), "; ".join(n for n in (history.note, cache_note) if n) or None)
 
 
@@ -366,12 +360,11 @@ def cached_rows(prepared: "PreparedRun", arms: Sequence["SelectionArm"], cache: 
 
 
 def _prices(arm: "SelectionArm", model_id: str | None = None) -> tuple[ModelPrice, ModelPrice | None]:
-    """The arm's (or its router's or judge's) price, and its batch price (None: none, or a calls-only arm)."""
+    """The arm's (or its router's or judge's) price, and its batch price (None: the price file gives none). Every
+    hosted arm can batch: an LLM router's calls and a judge's votes go as batch rounds of their own."""
     model_id = model_id or arm.model_id
     options = arm.selector_options if model_id == arm.model_id else {}
     price = price_for(model_id, options)
-    if calls_only(arm):
-        return price, None
     try:
         return price, price_for(model_id, options, batch=True)
     except KeyError:
@@ -458,7 +451,7 @@ def estimated(arm: "SelectionArm", version: Any, seeds: int) -> ArmForecast:
     if isinstance(judge, dict) and judge.get("model"):
         votes = int(judge.get("votes", 1))
         extra.append((str(judge["model"]), turns * votes, chat_in * votes, REPLY_TOKENS * turns * votes))
-    other_batch: float | None = 0.0  # the LLM router's lines at its batch price (None: it has none)
+    other_batch: float | None = 0.0  # the LLM router's and judge's lines at their batch price (None: none)
     for model, n, tokens_in, tokens_out in extra:
         extra_price, extra_batch = _prices(arm, model)
         calls += n

@@ -218,9 +218,9 @@ def test_the_hosted_experiments_header_points_at_the_forecast_not_a_sum():
     assert not re.search(r"\$\d|\d{4}-\d\d-\d\d|\d,\d{3} calls", header)
 
 
-def test_routed_arms_are_forecast_at_the_batch_price_and_judged_arms_as_calls_only(tmp_path, monkeypatch):
-    """An offline router runs locally and an LLM router's calls go as a batch round: both arms' lines are at
-    the batch price (half of every rate); a judge's votes are calls."""
+def test_routed_and_judged_arms_are_forecast_at_the_batch_price(tmp_path, monkeypatch):
+    """An offline router runs locally, an LLM router's calls and a judge's votes go as batch rounds: every
+    line is at the batch price (half of every rate)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-forecast")
     root = write_taskset(tmp_path / "shop")
     judge = {"model": MODEL, "votes": 3}
@@ -232,4 +232,4 @@ def test_routed_arms_are_forecast_at_the_batch_price_and_judged_arms_as_calls_on
     lexical, llm, judged = forecast_run(prepare_run(experiment, checked=False), None).arms
     assert lexical.batch_usd == pytest.approx(lexical.usd / 2)
     assert llm.calls == 2 * lexical.calls and llm.usd > lexical.usd and llm.batch_usd == pytest.approx(llm.usd / 2)
-    assert judged.batch_usd is None and judged.no_batch == "no batch for a judged arm"
+    assert judged.calls == 4 * lexical.calls and judged.batch_usd == pytest.approx(judged.usd / 2)
