@@ -70,8 +70,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, batch: bool = True) -> No
     if batch:
         parser.add_argument("--batch", action="store_true",
                             help="selection runs: send hosted arms' chat requests through the providers' batch APIs "
-                                 "(about half the price, results within 24 hours; routed and judged arms keep their "
-                                 "calls); a rerun picks up the batches a stopped run submitted")
+                                 "(about half the price, results within 24 hours; routers' and judges' calls too; a "
+                                 "model with no batch price keeps its calls); a rerun picks up the batches a stopped "
+                                 "run submitted")
     parser.add_argument("--allow-provisional", action="store_true",
                         help="measure versions whose labels are still provisional (production hints); the report "
                              "says so")
