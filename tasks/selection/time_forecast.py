@@ -7,7 +7,8 @@ take through its endpoint's bound (the arm's ``concurrency`` option: calls in fl
 process). Arms on one endpoint under one bound share it, so the run's time as calls is the longest sum of
 the arms sharing a bound. With no such rows the time is unknown and said so, not guessed.
 
-As a batch: the provider's window (24 h); where past rows of the model were sent in batches, the median of
+As a batch: the provider's window (24 h) for each batch a unit waits on one after another (an LLM router's
+lines, the chat lines, a judge's votes); where past rows of the model were sent in batches, the median of
 those batches' waits (a batch row's latency is its unit's wait for its batches; a batch's wait is its
 longest row's).
 """
@@ -78,7 +79,9 @@ class ArmTime:
     """(provider kind, endpoint, concurrency): the arms sharing it share its calls in flight."""
     past: PastTimes = PastTimes()
     batchable: bool = True
-    """False for a routed or judged arm, which sends calls only."""
+    """False for an arm whose models have no batch price: it sends calls only."""
+    rounds: int = 1
+    """Batches one after another per unit: an LLM router's lines, then the chat lines, then a judge's votes."""
 
     def call_seconds(self, calls: int) -> float | None:
         """Wall time of ``calls`` requests at the bound; None: no past rows to time them by."""
@@ -92,17 +95,31 @@ class ArmTime:
                  f"    time: about {duration(seconds)} as calls, {self.concurrency} in flight "
                  f"(from {self.past.call_rows:,} past rows)"]
         if self.batchable:
-            lines.append(f"    as a batch: within {BATCH_WINDOW}" + (
-                f"; past batches of this model took median {duration(self.past.batch_wait_s)}"
-                if self.past.batch_wait_s is not None else " (the provider's window)"))
+            said = f"within {BATCH_WINDOW}" if self.rounds == 1 else \
+                f"{self.rounds} batches in turn, each within {BATCH_WINDOW}"
+            past = (f"past batches of this model took median {duration(self.past.batch_wait_s)}"
+                    if self.past.batch_wait_s is not None else None)
+            line = f"    as a batch: {said}"
+            if past is None:
+                lines.append(line + " (the provider's window)")
+            elif len(line) + len(past) + 2 <= 80:
+                lines.append(f"{line}; {past}")
+            else:
+                lines += [line, f"      {past}"]
         return lines
+
+
+def batch_rounds(options: dict[str, Any]) -> int:
+    """How many batches a unit of an arm with these selector options waits on one after another."""
+    judge = options.get("judge")
+    return 1 + (options.get("router") == "llm") + (isinstance(judge, dict) and bool(judge.get("model")))
 
 
 def arm_time(arm: "SelectionArm", times: dict[str, PastTimes], batchable: bool) -> ArmTime:
     options = arm.selector_options
     concurrency = int(options.get("concurrency", DEFAULT_CONCURRENCY))
     return ArmTime(concurrency, (arm.selector, resolve_base_url(arm.selector, options), concurrency),
-                   times.get(arm.model_id, PastTimes()), batchable)
+                   times.get(arm.model_id, PastTimes()), batchable, batch_rounds(dict(options)))
 
 
 def run_call_seconds(arms: Sequence[tuple[ArmTime, int]]) -> float | None:

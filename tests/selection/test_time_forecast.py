@@ -107,3 +107,19 @@ def test_after_the_run_its_wall_time_is_printed_beside_the_forecast(hosted, tmp_
     con.execute("delete from landed_rows where sent_as = 'batch'")
     con.close()
     assert forecast.error_lines(db, RUN)[-1] == "  time: took 1m 15s, forecast about 1.4s as calls"
+
+
+def test_an_arm_waiting_on_batches_in_turn_says_how_many_within_80_columns():
+    from tasks.selection.time_forecast import batch_rounds
+
+    assert batch_rounds({}) == 1
+    assert batch_rounds({"route": "gated", "router": "embedding"}) == 1
+    assert batch_rounds({"route": "gated", "router": "llm"}) == 2
+    assert batch_rounds({"route": "gated", "router": "llm", "judge": {"model": "m", "votes": 3}}) == 3
+    known = PastTimes(call_rows=6, call_ms=350.0, batches=2, batch_wait_s=90.5)
+    lines = ArmTime(4, ("openai", "url", 4), known, rounds=3).lines(15)
+    assert "    as a batch: 3 batches in turn, each within 24 h" in lines
+    assert "      past batches of this model took median 1m 30s" in lines
+    unknown = ArmTime(4, ("openai", "url", 4), PastTimes(), rounds=2).lines(15)
+    assert "    as a batch: 2 batches in turn, each within 24 h (the provider's window)" in unknown
+    assert all(len(line) <= 80 for line in lines + unknown)
