@@ -220,6 +220,9 @@ class RunContext:
     batch: bool = False
     """Hosted chat requests go through the providers' batch APIs unless an arm says otherwise (``--batch`` / the
     experiment's ``batch:``)."""
+    batch_wait: str = "hold"
+    """'hold': a unit waits in its task until its batches end; 'detach': it submits, polls once, and a request
+    still waiting stops the run before registering (``--batch-wait`` / the experiment's ``batch_wait:``)."""
 
     def land(self, unit: WorkUnit, table: str, rows: pa.Table) -> Path:
         """Write one unit's rows of one landed table as its Parquet partition (atomic, named by the unit)."""
@@ -242,5 +245,7 @@ class UnitResult:
     error, the run's budget, a failed surface)."""
     n_budget_stopped: int = 0
     """Of which not carried out because the run's spend or call cap was reached: rerun to resume."""
+    pending_batches: tuple[str, ...] = ()
+    """A detached unit whose batches have not ended: their ids (it landed nothing; a rerun picks them up)."""
     paths: tuple[str, ...] = ()
     """The Parquet files landed."""

@@ -19,6 +19,7 @@ from tasks.selection.row_scoring import score_row
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.providers.judge import Unjudged
 from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
+from tasks.selectors.providers.batch_selection import BatchesPending
 
 if TYPE_CHECKING:
     from tasks.selectors.base import Selector
@@ -125,7 +126,7 @@ def _batch_send(unit: WorkUnit, ctx: RunContext, keys: list[str]) -> Any:
         ctx.ledger_path.parent if ctx.ledger_path is not None else None)
     return BatchSend(journal_path=folder / JOURNAL_FILE if folder is not None else None,
                      run=ctx.experiment if ctx.cache_path is not None else ctx.run_id,
-                     arm=unit.arm.name, seed=unit.seed, keys=keys)
+                     arm=unit.arm.name, seed=unit.seed, keys=keys, detach=ctx.batch_wait == "detach")
 
 
 def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
@@ -153,7 +154,11 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
                         on_chat_stage=(lambda i, stage: _keep_stage(ctx, keys[i], stage)) if stages is not None else None,
                         chat_stages=earlier, batch=send)), \
                     _prefix_lane(selector, unit, ctx, send is not None):
-                answers = selector.select(inputs)
+                try:
+                    answers = selector.select(inputs)
+                except BatchesPending as pending:  # detached: the rerun lands this unit
+                    return UnitResult(label=unit.label, n_rows=0, n_ok=0, n_cache_hits=0, n_failures=0,
+                                      pending_batches=pending.batch_ids)
             reached("unit-selected", unit.label)
             fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}
             cache.put_many(fresh.items())

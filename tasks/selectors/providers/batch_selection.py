@@ -22,7 +22,10 @@ row (never cached).
 A custom id is the same on a rerun of the same command: it is made of the experiment, the arm, the seed and
 the request's cache key (everything that changes its answer), so a rerun's requests are the ones its journal
 holds (with ``--no-cache`` the run id takes the experiment's place: such a run never resumes another's
-batches). The unit waits for its batches inside its task.
+batches). The unit waits for its batches inside its task, unless the run detaches (``batch_wait: detach``,
+``BatchSend.detach``): each batch is then submitted and polled once, and a unit with a request whose batch has
+not ended raises ``BatchesPending`` (nothing of it is landed; answers that did land are cached, the journal
+holds the rest) so the run stops and a rerun of the same command picks the batches up.
 """
 
 from __future__ import annotations
@@ -73,6 +76,14 @@ def cancel_waiting_batches(timeout_s: float = 3.0) -> int:
     return len(waiting)
 
 
+class BatchesPending(Exception):
+    """A detached unit's requests wait on batches still running at the provider (their ids)."""
+
+    def __init__(self, batch_ids: Sequence[str]):
+        super().__init__(f"{len(batch_ids)} batches still running at the provider")
+        self.batch_ids = tuple(sorted(set(batch_ids)))
+
+
 def stop_requested() -> bool:
     return _stop.is_set()
 
@@ -114,6 +125,9 @@ class BatchSend:
     """Per input of the batch: its cache key (what makes a request the same request on a rerun)."""
     should_cancel: Callable[[], bool] = lambda: False
     """Besides the process's stop (``cancel_waiting_batches``): cancel the unit's batches when this says so."""
+    detach: bool = False
+    """Submit and poll once instead of waiting (``batch_wait: detach``): requests still waiting raise
+    ``BatchesPending``."""
 
 
 def batch_price(selector: "ChatSelector") -> ModelPrice:
@@ -355,9 +369,14 @@ def _run(caller: Any, items: list, send: BatchSend, ledger: RunLedger) -> dict:
     with _waiters_lock:
         _waiters.add(waiter)
     try:
-        return run_batches(caller.kind, items, journal=journal, base_url=caller.endpoint,
-                           api_key=caller._key or "", options=caller.options,
-                           poll=poll_policy(caller.options, waiter.sleep), should_cancel=waiter.should_cancel)
+        outcomes = run_batches(caller.kind, items, journal=journal, base_url=caller.endpoint,
+                               api_key=caller._key or "", options=caller.options,
+                               poll=poll_policy(caller.options, waiter.sleep), should_cancel=waiter.should_cancel,
+                               block=not send.detach)
+        waiting = [item.custom_id for item in items if item.custom_id not in outcomes]
+        if waiting:  # detached: these requests' batches have not ended
+            raise BatchesPending(_pending_batches(journal, caller, waiting))
+        return outcomes
     finally:
         waiter.cancel_sent.set()
         with _waiters_lock:
@@ -365,6 +384,15 @@ def _run(caller: Any, items: list, send: BatchSend, ledger: RunLedger) -> dict:
         close = getattr(journal, "close", None)
         if close is not None:
             close()
+
+
+def _pending_batches(journal: Any, caller: Any, custom_ids: Sequence[str]) -> list[str]:
+    """The ids of the journaled batches that hold ``custom_ids`` (a chunk key for one not yet created)."""
+    from tasks.selectors.providers.batch.run_batches import WIRES
+
+    endpoint = f"{caller.kind} {caller.endpoint or WIRES[caller.kind].default_base_url}"
+    chunks = [journal.chunk(key) for key in journal.chunk_keys(endpoint, custom_ids)]
+    return [chunk.batch_id or chunk.chunk_key for chunk in chunks if chunk is not None] or list(custom_ids[:1])
 
 
 def poll_policy(options: Any, sleep: Callable[[float], None]) -> Any:
