@@ -99,11 +99,13 @@ def _nothing() -> Iterator[None]:
 def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None = None, use_cache: bool = True,
                    allow_provisional: bool = False, task_runner: str | None = None, max_calls: int | None = None,
                    max_spend_usd: float | None = None, trace: str | None = None, batch: bool = False,
-                   say: Callable[[str], None] = lambda line: None) -> RunOutcome:
+                   batch_wait: str | None = None, say: Callable[[str], None] = lambda line: None) -> RunOutcome:
     """Check, run, land, register and report one experiment (either instrument). Raises InputError on bad
     input, before any model call and with nothing written. ``trace`` (otlp://HOST:PORT) exports the run's
     OpenInference traces (default: the experiment's ``tracing:`` block, else none). ``batch`` sends hosted arms'
-    chat requests through the providers' batch APIs (default: the experiment's ``batch:``). ``say`` is told
+    chat requests through the providers' batch APIs (default: the experiment's ``batch:``); ``batch_wait``
+    'detach' stops the run before registering while a batch still runs (default: the experiment's
+    ``batch_wait:``, else 'hold'). ``say`` is told
     the lines of what the run will cost, before its first call."""
     from flows import gc_pause
     from flows.prefect_server import check_api_answers, configured_api_url, run_server
@@ -125,6 +127,11 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
 
         raise InputError.one(str(experiment_path), "", "batch", f"--batch: a {prepared.instrument.name} "
                              "experiment sends no requests through a provider batch API; leave the flag out")
+    if not use_cache and (batch_wait or getattr(prepared.experiment.spec, "batch_wait", "hold")) == "detach":
+        from tasks.files.input_errors import InputError
+
+        raise InputError.one(str(experiment_path), "", "batch_wait", "detach needs the cache: a rerun finds its "
+                             "batches by the experiment's name, which --no-cache replaces with the run id")
     resolve_trace_target(trace, prepared.experiment)
     check_before_run(prepared, warehouse_at(warehouse), starts_prefect_server=not configured_api_url(),
                      allow_provisional=allow_provisional)
@@ -152,7 +159,7 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
                                warehouse_dir=str(warehouse) if warehouse is not None else None,
                                use_cache=use_cache, max_calls=max_calls, max_spend_usd=max_spend_usd,
                                allow_provisional=allow_provisional, trace=trace, prepared=checked,
-                               batch=batch)
+                               batch=batch, batch_wait=batch_wait)
     finally:
         if server is not None:
             server.stop()

@@ -10,6 +10,7 @@ where each is counted on its row.
 from __future__ import annotations
 
 import gc
+import shutil
 import sqlite3
 import threading
 import time
@@ -31,6 +32,7 @@ from flows.stop_on_signal import retake, watch_progress
 from schemas.criteria import Verdict
 from tasks.drill_points import reached
 from tasks.experiment.criteria import register_criteria
+from tasks.instrument_registry import landed_folders
 from tasks.report.publish import judge_and_publish
 from tasks.report_types import Report
 from tasks.run.item_counter import in_flight
@@ -41,7 +43,7 @@ from tasks.run.unpinned_cache import cache_use, start_warnings
 from tasks.run.work_units import LEDGER_FILE, RunContext, UnitResult, WorkUnit, plan_units, run_unit
 from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
 from warehouse.connect import WarehouseBusy
-from warehouse.location import warehouse_at
+from warehouse.location import Warehouse, warehouse_at
 from warehouse.register_run import RunRegistration, register_run, save_registration
 
 MAX_WORKERS = 4
@@ -191,6 +193,8 @@ class RunSummary:
     unpinned_cache: list[str] | None = None
     """One warning per arm whose model is not pinned and some of whose results came from the cache
     (tasks/run/unpinned_cache.py): they may predate a change of the server's model."""
+    batches_pending: int = 0
+    """``batch_wait: detach``: batches still running at the provider; the run stopped before registering."""
 
     @property
     def trace(self) -> str | None:
@@ -240,7 +244,7 @@ def _few_collections() -> Iterator[None]:
 def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str | None = None,
              use_cache: bool = True, max_calls: int | None = None, max_spend_usd: float | None = None,
              allow_provisional: bool = False, trace: str | None = None, prepared: CheckedRun | None = None,
-             batch: bool = False) -> RunSummary:
+             batch: bool = False, batch_wait: str | None = None) -> RunSummary:
     """Run every arm x seed of an experiment (of either instrument) and register its rows in the warehouse.
 
     ``max_calls`` / ``max_spend_usd`` cap the run's hosted-model calls (default: the experiment's budget).
@@ -249,7 +253,9 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     experiment's ``tracing:`` block. ``prepared``: the experiment at ``experiment_path``, prepared and checked
     by the caller (the CLI, before Prefect started); without it the flow prepares its own. The task runner is
     set with ``evaluate.with_options(task_runner=...)``, see ``flows/task_runners.py``. ``batch``: hosted arms'
-    chat requests go through the providers' batch APIs (also when the experiment says ``batch: true``)."""
+    chat requests go through the providers' batch APIs (also when the experiment says ``batch: true``).
+    ``batch_wait``: 'hold' (units wait for their batches) or 'detach' (default: the experiment's): units submit
+    and poll once, and if a batch still runs the run stops before registering (``batches_pending``)."""
     retake()  # the tooleval command's prompt stop on SIGTERM, not Prefect's wait for the calls in flight
     started_at = datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
@@ -274,7 +280,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                      max_calls=max_calls if max_calls is not None else (budget.max_calls if budget else None),
                      max_spend_usd=max_spend_usd if max_spend_usd is not None else (
                          budget.max_spend_usd if budget else None),
-                     trace=trace_target, batch=batch or bool(getattr(run.experiment.spec, "batch", False)))
+                     trace=trace_target, batch=batch or bool(getattr(run.experiment.spec, "batch", False)),
+                     batch_wait=batch_wait or getattr(run.experiment.spec, "batch_wait", "hold"))
 
     mark_owner(warehouse, run_id)  # first: a concurrent run never takes this run's files for a crash's leftovers
     for line in start_warnings(run.experiment.arms, use_cache, cache_path.is_file(), kind.unpinned):
@@ -293,6 +300,9 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
         kind.units_done()  # what the units kept warm in this process (MCP server instances) is released
         results: list[UnitResult] = collect()  # every unit has finished: the first failure (in plan order) raises
 
+    pending = sorted({batch_id for result in results for batch_id in result.pending_batches})
+    if pending:
+        return _stopped_for_batches(warehouse, run_id, kind.name, units, results, len(pending))
     reached("all-landed")
     cached = cache_use(run.experiment.arms, units, results, kind.unpinned)
     registration = registration_records(run, units, run_id, started_at, registered, trace_target, cached, forecast)
@@ -339,6 +349,24 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
                       registered=published is not None, late_registrations=[done.run_id for done in late],
                       leftovers=leftovers.lines(),
                       trace_target=trace_target, unpinned_cache=unpinned)
+
+
+def _stopped_for_batches(warehouse: Warehouse, run_id: str, instrument: str, units: list[WorkUnit],
+                         results: list[UnitResult], n_pending: int) -> RunSummary:
+    """A detached run whose batches still run: the units' landed partitions are removed (their answers stay
+    cached, the journal holds the batches), nothing is registered; the rerun lands and registers every row."""
+    for folder in landed_folders().values():
+        shutil.rmtree(warehouse.root / folder / f"run_id={run_id}", ignore_errors=True)
+    shutil.rmtree(warehouse.registrations_dir / run_id, ignore_errors=True)  # its criteria: the rerun registers its own
+    get_run_logger().warning("run %s: %s", run_id, batches_pending_line(n_pending))
+    return RunSummary(run_id=run_id, instrument=instrument, n_rows=0, n_units=len(units),
+                      n_cache_hits=sum(r.n_cache_hits for r in results), n_failures=0, warehouse=str(warehouse.root),
+                      reports={}, registered=False, batches_pending=n_pending)
+
+
+def batches_pending_line(n: int) -> str:
+    """The one line a detached run stops with."""
+    return f"{n} batch{'es' if n != 1 else ''} still running at the provider; rerun the same command to pick them up"
 
 
 def _pulled_units(units: list[WorkUnit], ctx: RunContext,

@@ -22,6 +22,9 @@ EXIT_CRASHED = 6
 EXIT_NOT_COMPARABLE = 7
 """``tooleval compare``: the two runs' arms differ in more than the declared respect (catalogue, prompt, pinned or
 served model id, selector, task-set version); the message names each differing id on both sides."""
+EXIT_BATCHES_PENDING = 8
+"""``--batch-wait detach``: batches still run at the provider; nothing was registered, judged or reported. Rerun the
+same command to pick them up (it submits nothing twice)."""
 
 EXIT_INTERRUPTED = 130
 """Stopped by SIGINT (Ctrl-C): 128 + 2, the shell's convention. The run stopped within about a second, without
@@ -38,7 +41,10 @@ def verdict_exit_code(verdict: object) -> int:
 
 def run_exit_code(summary: object) -> int:
     """The exit code of a finished evaluate run (flows/evaluate.py RunSummary): a served model other than its
-    pin -> 3, rows landed but not registered -> 5, else the verdict's code."""
+    pin -> 3, detached with batches still running -> 8, rows landed but not registered -> 5, else the verdict's
+    code."""
+    if getattr(summary, "batches_pending", 0):
+        return EXIT_BATCHES_PENDING
     if getattr(summary, "halts", None):
         return EXIT_MODEL_MISMATCH
     if not getattr(summary, "registered", True):

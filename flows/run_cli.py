@@ -73,6 +73,10 @@ def add_run_arguments(parser: argparse.ArgumentParser, batch: bool = True) -> No
                                  "(about half the price, results within 24 hours; routers' and judges' calls too; a "
                                  "model with no batch price keeps its calls); a rerun picks up the batches a stopped "
                                  "run submitted")
+        parser.add_argument("--batch-wait", choices=("hold", "detach"), default=None,
+                            help="hold: wait for the batches inside the run (default: the experiment's "
+                                 "batch_wait, else hold); detach: submit, then stop with exit 8 while a batch "
+                                 "still runs, registering nothing: rerun the same command to pick them up")
     parser.add_argument("--allow-provisional", action="store_true",
                         help="measure versions whose labels are still provisional (production hints); the report "
                              "says so")
@@ -94,18 +98,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     install(command)  # SIGTERM / SIGINT stop the run at once (flows/stop_on_signal.py); idempotent
     from flows import api
     from tasks.instrument_api import instrument
+    from flows.evaluate import batches_pending_line
     from tasks.report.render import print_summary_line, render_terminal
 
     report_on_stderr()  # the flow's progress lines go to this command's stderr
     outcome = api.run_experiment(args.experiment, warehouse=args.warehouse, use_cache=not args.no_cache,
                                  allow_provisional=args.allow_provisional, task_runner=args.task_runner,
                                  max_calls=args.max_calls, max_spend_usd=args.max_spend_usd, trace=args.trace,
-                                 batch=getattr(args, "batch", False),
+                                 batch=getattr(args, "batch", False), batch_wait=getattr(args, "batch_wait", None),
                                  say=lambda line: print(fitted(line), file=sys.stderr, flush=True))
     summary, report, warehouse = outcome.summary, outcome.report, outcome.warehouse
     words = instrument(summary.instrument).words
     landed = [warehouse.root / folder / f"run_id={summary.run_id}"
               for folder in instrument(summary.instrument).card.store.landed.values()]
+    if summary.batches_pending:  # detached: nothing landed or registered
+        print(batches_pending_line(summary.batches_pending), file=sys.stderr)
+        return outcome.exit_code
     if report is None:  # landed, not registered: the file stayed held by another process
         again = f"tooleval register {summary.run_id}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
         for paragraph in (f"run {summary.run_id}: {summary.n_rows:,} {words.items} landed in "

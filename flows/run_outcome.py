@@ -57,6 +57,10 @@ def experiment_key(experiment_path: str) -> str:
 
 def verdict_line(summary) -> tuple[str, str, list[str]]:
     """(line, status, failed gate names): 'FAIL — 4 of 7 gates failed: busy-tools-hold, ...'."""
+    if getattr(summary, "batches_pending", 0):
+        from flows.evaluate import batches_pending_line
+
+        return f"WAITING — {batches_pending_line(summary.batches_pending)}", "WAITING", []
     if summary.halts:
         models = ", ".join(f"{model} ({reason})" for model, reason in summary.halts.items())
         return f"MODEL MISMATCH — a model served another id than its pin: {models}", "MODEL MISMATCH", []

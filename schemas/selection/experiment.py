@@ -49,6 +49,10 @@ class SelectionExperimentFile(ExperimentFile):
     batch: bool = Field(default=False, description=(
         "Send every hosted arm's chat requests through the provider's batch API (an arm's own `batch` wins; "
         "`tooleval run --batch` turns it on for the run)."))
+    batch_wait: Literal["hold", "detach"] = Field(default="hold", description=(
+        "How a run waits on its batches: 'hold' (each work unit waits in its task until its batches end) or "
+        "'detach' (submit, poll once; if a batch still runs, the run stops before registering with exit 8 and "
+        "a rerun of the same command picks the batches up); `tooleval run --batch-wait` overrides it."))
     comparisons: Literal["ladder"] | list[SelectionComparison] = Field(
         default="ladder",
         description="'ladder' compares each arm with the one before it; or an explicit list of pairs.",
