@@ -16,7 +16,9 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Completed
 
+from flows.batch_follow_up import FOLLOW_UP_S, follow_up_message, schedule_follow_up
 from flows.resample import resample
 from flows.run_outcome import artifact_key, final_state, publish_run
 from flows.task_runners import evaluate_on
@@ -94,10 +96,13 @@ def weekly(taskset_dir: str = "tasksets/support", experiment: str = "tasksets/su
            arm: str | None = None, traffic: str | None = None, window: str | None = None, weeks: int | None = None,
            size: int | None = None, seed: int | None = None, versions_in_use: list[str] | None = None,
            allow_provisional: bool = True, max_label_age_days: int | None = None, warehouse_dir: str | None = None,
-           task_runner: str | None = None, use_cache: bool = True, now: datetime | None = None):
+           task_runner: str | None = None, use_cache: bool = True, now: datetime | None = None,
+           follow_up_s: float = FOLLOW_UP_S):
     """Resample the production log into a new version and re-measure the production configuration. Ends Failed
     when the production run's gates fail (or it is not judged or registered), with the verdict line as the
-    state's message; the weekly report, the calibration and the run's report and gates are artifacts."""
+    state's message; the weekly report, the calibration and the run's report and gates are artifacts. An
+    experiment with ``batch_wait: detach`` whose batches still run: a follow-up flow run of the deployment
+    (``follow_up_s`` later, flows/batch_follow_up.py) measures and reports the week instead."""
     logger = get_run_logger()
     now = now or datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
@@ -112,6 +117,12 @@ def weekly(taskset_dir: str = "tasksets/support", experiment: str = "tasksets/su
                                                allow_provisional, arm, versions_in_use)
     run = evaluate_on(task_runner)(experiment_path=str(weekly_experiment.path), warehouse_dir=str(warehouse.root),
                                    use_cache=use_cache, allow_provisional=allow_provisional)
+    if run.batches_pending:  # detached: nothing registered; the follow-up picks the batches up and reports
+        waiting = publish_run(run, f"weekly-{Path(taskset_dir).name}-run", "weekly run")
+        line = f"weekly {summary.window.id} {summary.version}: {waiting.verdict_line}"
+        if (follow_up := schedule_follow_up(follow_up_s)) is not None:
+            return Completed(message=follow_up_message(line, follow_up), data=waiting)
+        return final_state(waiting, line, waiting.exit_code)
     report, paths = weekly_report_task(taskset_dir, experiment, summary, checks, weekly_experiment, run.run_id,
                                        str(warehouse.root), now, max_label_age_days)
     for warning in report.warnings:
