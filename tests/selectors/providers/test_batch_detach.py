@@ -91,3 +91,43 @@ def test_detaching_without_the_cache_is_refused_before_a_server_starts(support_c
     assert code == EXIT_BAD_INPUT, err
     assert "detach needs the cache" in err and not server.batches
     assert not (warehouse / "tooleval.duckdb").exists()
+
+
+def test_a_detached_deployment_flow_run_schedules_its_follow_up_and_ends_completed(
+        prefect_harness, support_copy, warehouse_dir):
+    """The pre-change flow run as a worker runs a deployment's flow run (Prefect's flow engine handed the flow
+    run the API created from the deployment): Completed, naming the Scheduled follow-up of the same deployment
+    with the same parameters; outside a deployment the same flow ends Failed with exit 8."""
+    import uuid
+
+    from prefect.client.orchestration import get_client
+    from prefect.flow_engine import run_flow
+
+    from flows.pre_change import pre_change
+
+    expected = trimmed_support(support_copy)
+    arguments = {t.name: example_arguments(t.parameters) for t in support_tools()}
+    with BatchServer(oracle(expected, arguments), api_key=FAKE_KEY, polls_to_end=20) as server:
+        os.environ.setdefault("OPENAI_API_KEY", FAKE_KEY)
+        os.environ.setdefault("ANTHROPIC_API_KEY", FAKE_KEY)
+        path = experiment(support_copy, server, "deployed", batch="batch: true\n")
+        parameters = {"experiment_path": str(path), "warehouse_dir": str(warehouse_dir), "batch_wait": "detach",
+                      "follow_up_s": 1800.0}
+        alone = pre_change(**parameters, return_state=True)
+        assert alone.is_failed()
+        assert alone.message == (f"WAITING — {2 * len(SEEDS)} batches still running at the provider; rerun the "
+                                 f"same command to pick them up (exit {EXIT_BATCHES_PENDING})")
+        with get_client(sync_client=True) as client:
+            deployment_id = client.create_deployment(flow_id=client.create_flow_from_name("pre-change"),
+                                                     name=f"detached-{uuid.uuid4().hex[:8]}")
+            flow_run = client.create_flow_run_from_deployment(deployment_id, parameters=parameters)
+        state = run_flow(pre_change, flow_run=flow_run, parameters=parameters, return_type="state")
+        assert len(server.batches) == 2 * len(SEEDS)  # the deployment's run picked up the first run's batches
+    assert state.is_completed() and "follow-up flow run" in state.message, state.message
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs()
+    follow_ups = [r for r in runs if r.deployment_id == deployment_id and r.id != flow_run.id]
+    assert len(follow_ups) == 1 and follow_ups[0].state.is_scheduled()
+    assert str(follow_ups[0].id) in state.message
+    assert {name: follow_ups[0].parameters.get(name) for name in parameters} == parameters  # the same run again
+    assert not landed_runs(warehouse_dir)
