@@ -131,3 +131,20 @@ def test_a_detached_deployment_flow_run_schedules_its_follow_up_and_ends_complet
     assert str(follow_ups[0].id) in state.message
     assert {name: follow_ups[0].parameters.get(name) for name in parameters} == parameters  # the same run again
     assert not landed_runs(warehouse_dir)
+
+
+def test_tooleval_run_detached_ends_with_exit_8_and_one_line(prefect_harness, support_copy, tmp_path, capsys):
+    from tests.factories.cli import run_cli
+
+    expected = trimmed_support(support_copy)
+    arguments = {t.name: example_arguments(t.parameters) for t in support_tools()}
+    warehouse = tmp_path / "wh"
+    with BatchServer(oracle(expected, arguments), api_key=FAKE_KEY, polls_to_end=20) as server:
+        os.environ.setdefault("OPENAI_API_KEY", FAKE_KEY)
+        os.environ.setdefault("ANTHROPIC_API_KEY", FAKE_KEY)
+        path = experiment(support_copy, server, "cli", batch="batch: true\n")
+        code, out, err = run_cli(capsys, "run", path, "--batch-wait", "detach", "--warehouse", warehouse)
+    assert code == EXIT_BATCHES_PENDING, err[-3000:]
+    last = err.rstrip().splitlines()[-1]
+    assert last == f"{2 * len(SEEDS)} batches still running at the provider; rerun the same command to pick them up"
+    assert len(last) <= 80 and "verdict" not in out + err and not landed_runs(warehouse)
