@@ -302,7 +302,8 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
 
     pending = sorted({batch_id for result in results for batch_id in result.pending_batches})
     if pending:
-        return _stopped_for_batches(warehouse, run_id, kind.name, units, results, len(pending))
+        _start_finishing_tracing(trace_target)  # the units that landed traced theirs
+        return _stopped_for_batches(warehouse, run_id, kind.name, units, results, len(pending), trace_target)
     reached("all-landed")
     cached = cache_use(run.experiment.arms, units, results, kind.unpinned)
     registration = registration_records(run, units, run_id, started_at, registered, trace_target, cached, forecast)
@@ -352,7 +353,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
 
 
 def _stopped_for_batches(warehouse: Warehouse, run_id: str, instrument: str, units: list[WorkUnit],
-                         results: list[UnitResult], n_pending: int) -> RunSummary:
+                         results: list[UnitResult], n_pending: int, trace_target: TraceTarget | None) -> RunSummary:
     """A detached run whose batches still run: the units' landed partitions are removed (their answers stay
     cached, the journal holds the batches), nothing is registered; the rerun lands and registers every row."""
     for folder in landed_folders().values():
@@ -361,7 +362,7 @@ def _stopped_for_batches(warehouse: Warehouse, run_id: str, instrument: str, uni
     get_run_logger().warning("run %s: %s", run_id, batches_pending_line(n_pending))
     return RunSummary(run_id=run_id, instrument=instrument, n_rows=0, n_units=len(units),
                       n_cache_hits=sum(r.n_cache_hits for r in results), n_failures=0, warehouse=str(warehouse.root),
-                      reports={}, registered=False, batches_pending=n_pending)
+                      reports={}, registered=False, batches_pending=n_pending, trace_target=trace_target)
 
 
 def batches_pending_line(n: int) -> str:
