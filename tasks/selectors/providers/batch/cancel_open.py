@@ -1,0 +1,61 @@
+"""Cancel at the provider every batch an experiment's runs left running (a detached run's batches, or those
+of a run killed while it waited): the operator's way to stop the bill without rerunning.
+
+The journal's item labels start with the custom ids' run part (the experiment's name), so its chunks that
+have a batch id and have not ended are the experiment's open batches. Each is cancelled through the same
+SDK wire a run uses, with the provider's default key variable, and marked cancel-requested in the journal; a
+rerun of the experiment then reads the cancelled batch's results as a run does (its unfinished requests are
+sent again as calls). A chunk whose create never returned an id cannot be cancelled from here."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tasks.selectors.providers.batch.control import control
+from tasks.selectors.providers.batch.journal import BatchJournal
+from tasks.selectors.providers.chat_options import DEFAULT_KEY_ENV
+
+
+@dataclass(frozen=True)
+class OpenBatch:
+    chunk_key: str
+    provider: str
+    base_url: str
+    batch_id: str
+
+
+def open_batches(journal: BatchJournal, run: str) -> list[OpenBatch]:
+    """The batches the journal holds for ``run`` (an experiment's name) that have an id and have not ended."""
+    rows = journal._rows(
+        "SELECT DISTINCT c.chunk_key, c.endpoint, c.batch_id FROM batch_chunks c JOIN batch_items i "
+        "ON i.chunk_key = c.chunk_key WHERE c.state != 'ended' AND c.batch_id IS NOT NULL "
+        "AND substr(i.label, 1, ?) = ? ORDER BY c.intent_at", [len(run) + 1, run + "/"])
+    return [OpenBatch(key, *endpoint.split(" ", 1), batch_id) for key, endpoint, batch_id in rows]
+
+
+def default_key(provider: str) -> str:
+    return os.environ.get(DEFAULT_KEY_ENV[provider], "")
+
+
+def cancel_open_batches(journal_path: Path, run: str,
+                        key_for: Callable[[str], str] = default_key) -> tuple[int, int]:
+    """Cancel ``run``'s open batches at their providers: (cancelled, failed)."""
+    from tasks.selectors.providers.batch.run_batches import WIRES
+
+    if not Path(journal_path).is_file():
+        return 0, 0
+    cancelled = failed = 0
+    with BatchJournal(Path(journal_path)) as journal:
+        for batch in open_batches(journal, run):
+            try:
+                wire = WIRES[batch.provider](key_for(batch.provider), batch.base_url, {})
+                control(lambda: wire.cancel(batch.batch_id))
+            except Exception:  # refused (already ended, wrong key) or unreachable: counted, not raised
+                failed += 1
+                continue
+            journal.request_cancel(batch.chunk_key)
+            cancelled += 1
+    return cancelled, failed
