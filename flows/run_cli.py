@@ -77,6 +77,10 @@ def add_run_arguments(parser: argparse.ArgumentParser, batch: bool = True) -> No
                             help="hold: wait for the batches inside the run (default: the experiment's "
                                  "batch_wait, else hold); detach: submit, then stop with exit 8 while a batch "
                                  "still runs, registering nothing: rerun the same command to pick them up")
+        parser.add_argument("--cancel-batches", action="store_true",
+                            help="run nothing: cancel at the provider every batch this experiment's runs left "
+                                 "running (journaled in the warehouse; keys from $OPENAI_API_KEY / "
+                                 "$ANTHROPIC_API_KEY) and print how many")
     parser.add_argument("--allow-provisional", action="store_true",
                         help="measure versions whose labels are still provisional (production hints); the report "
                              "says so")
@@ -91,6 +95,10 @@ def add_run_arguments(parser: argparse.ArgumentParser, batch: bool = True) -> No
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``tooleval run`` and ``tooleval tasks run``: any experiment, by the instrument its arms name."""
+    if getattr(args, "cancel_batches", False):
+        from flows.cancel_batches import cmd_cancel_batches
+
+        return cmd_cancel_batches(args)
     command = "tooleval tasks run" if getattr(args, "tasks_command", None) else "tooleval run"
     announce(f"{command} {args.experiment}: checking the experiment and its task set ...")
     from flows.stop_on_signal import install
