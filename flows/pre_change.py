@@ -15,11 +15,16 @@ from prefect import flow
 from prefect.states import Completed
 
 from flows.batch_follow_up import FOLLOW_UP_S, follow_up_message, schedule_follow_up
+from flows.cancel_on_stop import cancel_run_batches, named
 from flows.run_outcome import experiment_key, final_state, publish_run
 from flows.task_runners import evaluate_on
 
 
-@flow(name="pre-change", log_prints=False, persist_result=True)
+CANCEL_BATCHES = cancel_run_batches(lambda parameters: named(parameters["experiment_path"]))
+"""Cancelling a flow run cancels the batches it waits on (not a crash: a rerun picks those up)."""
+
+
+@flow(name="pre-change", log_prints=False, persist_result=True, on_cancellation=[CANCEL_BATCHES])
 def pre_change(experiment_path: str, warehouse_dir: str | None = None, allow_provisional: bool = False,
                use_cache: bool = True, task_runner: str | None = None, max_calls: int | None = None,
                max_spend_usd: float | None = None, batch: bool = False, batch_wait: str | None = None,

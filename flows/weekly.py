@@ -19,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
 from flows.batch_follow_up import FOLLOW_UP_S, follow_up_message, schedule_follow_up
+from flows.cancel_on_stop import cancel_run_batches, named
 from flows.resample import resample
 from flows.run_outcome import artifact_key, final_state, publish_run
 from flows.task_runners import evaluate_on
@@ -91,8 +92,13 @@ def weekly_report_task(taskset_dir: str, experiment: str, summary: ResampleSumma
     return report, paths
 
 
-@flow(name="weekly", log_prints=False, persist_result=True)
-def weekly(taskset_dir: str = "tasksets/support", experiment: str = "tasksets/support/experiments/production.yaml",
+PRODUCTION = "tasksets/support/experiments/production.yaml"
+CANCEL_BATCHES = cancel_run_batches(lambda parameters: named(parameters.get("experiment") or PRODUCTION, "-weekly"))
+"""Cancelling a flow run cancels the batches its week's run waits on (not a crash: a rerun picks those up)."""
+
+
+@flow(name="weekly", log_prints=False, persist_result=True, on_cancellation=[CANCEL_BATCHES])
+def weekly(taskset_dir: str = "tasksets/support", experiment: str = PRODUCTION,
            arm: str | None = None, traffic: str | None = None, window: str | None = None, weeks: int | None = None,
            size: int | None = None, seed: int | None = None, versions_in_use: list[str] | None = None,
            allow_provisional: bool = True, max_label_age_days: int | None = None, warehouse_dir: str | None = None,

@@ -16,6 +16,21 @@ from tests.selectors.providers.conftest import FAKE_KEY
 from tests.selectors.providers.test_batch_transport import PROVIDERS, send
 
 
+def slow_batches(support: Path, monkeypatch: pytest.MonkeyPatch) -> BatchServer:
+    """A loopback batch server answering the trimmed support task set, whose batches run for 20 polls;
+    the providers' key variables set to its key."""
+    from tests.factories.catalogues import support_tools
+    from tests.provider_server import oracle
+    from tests.selectors.providers.example_arguments import example_arguments
+    from tests.selectors.providers.test_provider_flow import trimmed_support
+
+    expected = trimmed_support(support)
+    arguments = {t.name: example_arguments(t.parameters) for t in support_tools()}
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    return BatchServer(oracle(expected, arguments), api_key=FAKE_KEY, polls_to_end=20)
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_experiments_open_batches_are_cancelled_at_the_provider(provider: str, tmp_path: Path) -> None:
     path = tmp_path / "batch_journal.sqlite"
@@ -41,18 +56,10 @@ def test_cancel_batches_after_a_detached_run_cancels_them_and_runs_nothing(
     import flows.prefect_server
     from flows.evaluate import evaluate
     from flows.exit_codes import EXIT_BATCHES_PENDING, EXIT_OK, run_exit_code
-    from tests.factories.catalogues import support_tools
     from tests.factories.cli import run_cli
-    from tests.provider_server import oracle
-    from tests.selectors.providers.example_arguments import example_arguments
     from tests.selectors.providers.test_batch_runs import SEEDS, experiment
-    from tests.selectors.providers.test_provider_flow import trimmed_support
 
-    expected = trimmed_support(support_copy)
-    arguments = {t.name: example_arguments(t.parameters) for t in support_tools()}
-    with BatchServer(oracle(expected, arguments), api_key=FAKE_KEY, polls_to_end=20) as server:
-        monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    with slow_batches(support_copy, monkeypatch) as server:
         path = experiment(support_copy, server, "detached", batch="batch: true\nbatch_wait: detach\n")
         first = evaluate(experiment_path=str(path), warehouse_dir=str(warehouse_dir))
         assert run_exit_code(first) == EXIT_BATCHES_PENDING

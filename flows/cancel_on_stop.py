@@ -1,0 +1,43 @@
+"""Prefect state hooks that cancel at the provider the batches of a deployment flow run that is cancelled
+or crashes (a worker keeps Prefect's own signal handling, so ``tooleval run``'s stop does not apply).
+
+A hook may run in the flow run's own process (the engine handling the cancel: its waiting units are told to
+cancel, as a stopped ``tooleval run``'s are) or in the worker's runner process after it ended the flow run's
+process: either way the experiment's batches the warehouse's journal holds as not ended are cancelled, found
+from the flow run's parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from flows.stop_on_signal import cancel_batches
+
+
+def cancel_run_batches(experiment_name: Callable[[dict[str, Any]], str]) -> Callable[..., None]:
+    """A flow state hook (``on_cancellation=`` / ``on_crashed=``) for a flow whose parameters name the
+    experiment (``experiment_name`` reads its name from them) and ``warehouse_dir``."""
+
+    def hook(flow: Any, flow_run: Any, state: Any) -> None:
+        from prefect.logging import get_logger
+
+        from flows.cancel_batches import cancelled_line
+        from tasks.selectors.providers.batch.cancel_open import cancel_open_batches
+        from tasks.selectors.providers.batch_selection import JOURNAL_FILE
+        from warehouse.location import warehouse_at
+
+        cancel_batches()  # units of this process waiting on a batch (none in the runner's process)
+        parameters = dict(flow_run.parameters or {})
+        journal = warehouse_at(parameters.get("warehouse_dir")).cache_path.parent / JOURNAL_FILE
+        counts = cancel_open_batches(journal, experiment_name(parameters))
+        get_logger("tooleval").info("flow run %s %s: %s", flow_run.name, state.name, cancelled_line(*counts))
+
+    hook.__name__ = "cancel_run_batches"
+    return hook
+
+
+def named(path: str, suffix: str = "") -> str:
+    """The name of the experiment file at ``path`` (and ``suffix``, as the weekly run's derived one has)."""
+    from tasks.experiment.resolve_experiment import load_experiment_file
+
+    return load_experiment_file(Path(path)).name + suffix
