@@ -29,10 +29,7 @@ class OpenBatch:
 
 def open_batches(journal: BatchJournal, run: str) -> list[OpenBatch]:
     """The batches the journal holds for ``run`` (an experiment's name) that have an id and have not ended."""
-    rows = journal._rows(
-        "SELECT DISTINCT c.chunk_key, c.endpoint, c.batch_id FROM batch_chunks c JOIN batch_items i "
-        "ON i.chunk_key = c.chunk_key WHERE c.state != 'ended' AND c.batch_id IS NOT NULL "
-        "AND substr(i.label, 1, ?) = ? ORDER BY c.intent_at", [len(run) + 1, run + "/"])
+    rows = journal.open_chunks(run + "/")
     return [OpenBatch(key, *endpoint.split(" ", 1), batch_id) for key, endpoint, batch_id in rows]
 
 

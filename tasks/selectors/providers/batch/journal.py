@@ -108,6 +108,14 @@ class BatchJournal:
             return self._con.execute(sql, list(params)).fetchall()
 
     # -- reading ------------------------------------------------------------------------------------------
+    def open_chunks(self, label_prefix: str) -> list[tuple[str, str, str]]:
+        """(chunk key, endpoint, batch id) of the batches holding items labelled ``label_prefix``... that have
+        an id and have not ended, oldest intent first."""
+        return [tuple(row) for row in self._rows(
+            "SELECT DISTINCT c.chunk_key, c.endpoint, c.batch_id FROM batch_chunks c "
+            "JOIN batch_items i ON i.chunk_key = c.chunk_key WHERE c.state != 'ended' AND c.batch_id IS NOT NULL "
+            "AND substr(i.label, 1, ?) = ? ORDER BY c.intent_at", [len(label_prefix), label_prefix])]
+
     def landed(self, endpoint: str, custom_ids: Iterable[str]) -> dict[str, Landed]:
         """The final outcomes the journal holds for these ids."""
         found: dict[str, Landed] = {}
