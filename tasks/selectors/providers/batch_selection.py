@@ -42,7 +42,7 @@ from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, Reservation, RunLedger
 from tasks.selectors.providers.judge import Unjudged
-from tasks.selectors.providers.chat_options import DEFAULT_KEY_ENV, is_custom_server
+from tasks.selectors.providers.chat_options import is_custom_server
 from tasks.selectors.providers.pinned_models import served_evidence, served_problem
 from tasks.selectors.providers.pricing import ModelPrice, price_for
 from tasks.selectors.providers.provider_calls import CHARS_PER_TOKEN_BOUND, CallResult
@@ -193,12 +193,8 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
     llm = llm_router(selector)
     senders = [caller] + [x.caller for x in (llm, selector.judge) if x is not None]  # chat, router, judge
     for sender in senders:
-        halted = ledger.halted(sender.halt_key)
-        if halted:
-            return not_sent(f"not sent: {halted}")
-        if sender.provider() is None:
-            env = sender.options.get("api_key_env") or DEFAULT_KEY_ENV[sender.kind]
-            return not_sent(f"not sent: no API key in ${env}")
+        if unsendable := sender.unsendable(ledger):
+            return not_sent(unsendable)
     price = batch_price(selector)
     from tasks.selectors.providers.batch.items import BatchItem, custom_id_for
 

@@ -125,16 +125,23 @@ class ProviderCaller:
             text = f"{text}: Retry-After {failure.retry_after_s:.0f} s exceeds max_retry_after_s"
         return scrub(text, (self._key or "",))[:400]
 
+    def unsendable(self, ledger: RunLedger) -> str | None:
+        """Why nothing may be sent now (the model halted in this run, or no API key), else None."""
+        halted = ledger.halted(self.halt_key)
+        if halted:
+            return f"not sent: {halted}"
+        if self.provider() is None:
+            return f"not sent: no API key in ${self.options.get('api_key_env') or DEFAULT_KEY_ENV[self.kind]}"
+        return None
+
     def call(self, request: ChatRequest, ledger: RunLedger, turn: Turn | None = None) -> CallResult:
         """One call with its retries. Inside a ``turn`` (reserved whole by the caller) the call only reports its
         cost to the turn; alone, it reserves and settles itself."""
-        halted = ledger.halted(self.halt_key)
-        if halted:
-            return CallResult(None, f"not sent: {halted}", sent=False)
+        unsendable = self.unsendable(ledger)
+        if unsendable:
+            return CallResult(None, unsendable, sent=False)
         provider = self.provider()
-        if provider is None:
-            env = self.options.get("api_key_env") or DEFAULT_KEY_ENV[self.kind]
-            return CallResult(None, f"not sent: no API key in ${env}", sent=False)
+        assert provider is not None  # unsendable said so otherwise
         reservation = None
         if turn is None:
             reservation = ledger.reserve(self.estimate_usd(request))

@@ -9,14 +9,13 @@ sent again as calls). A chunk whose create never returned an id cannot be cancel
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from tasks.selectors.providers.batch.control import control
 from tasks.selectors.providers.batch.journal import BatchJournal
-from tasks.selectors.providers.chat_options import DEFAULT_KEY_ENV
+from tasks.selectors.providers.chat_options import read_api_key
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ def open_batches(journal: BatchJournal, run: str) -> list[OpenBatch]:
 
 
 def default_key(provider: str) -> str:
-    return os.environ.get(DEFAULT_KEY_ENV[provider], "")
+    return read_api_key(provider, {}) or ""
 
 
 def cancel_open_batches(journal_path: Path, run: str,
