@@ -142,3 +142,55 @@ CREATE OR REPLACE MACRO clustered_n_star(correct, n, n_requests, sum_cc, sum_ct,
 -- tasks/selectors/providers/text_tool_calls.py writes (TEXT_CALL_DETAIL). Counted apart in the report's failure table.
 CREATE OR REPLACE MACRO text_tool_call(outcome, detail) AS
     coalesce(outcome = 'invalid' and starts_with(detail, 'tool call written as text'), false);
+
+-- clustered_accuracy_per_tool: a table macro, one row per (run_id, arm, slice, tool) of the relation
+-- ``trials`` (a view's CTE or a table: one row per trial with run_id, arm, rung, slice, tool, request_id,
+-- seed, scored (the trial counts toward the accuracy) and right (it was right)). Gives rung, n (every
+-- trial), scored, right and n_requests (requests with a scored trial), the clustered interval's n_effective
+-- and seed_min / seed_max (the accuracy of each seed's scored trials; seeds with none left out); the figures
+-- of scored trials are null for a group with none. Written once for per_tool_accuracy (every trial scored:
+-- is the tool chosen right) and per_tool_argument_accuracy (the trials whose arguments were scored).
+CREATE OR REPLACE MACRO clustered_accuracy_per_tool(trials) AS TABLE
+with all_trials as (
+    select run_id, arm, slice, tool, min(rung) as rung, count(*) as n
+    from query_table(trials)
+    group by run_id, arm, slice, tool
+),
+per_request as (
+    select run_id, arm, slice, tool, request_id,
+           count(*) as scored,
+           count(*) filter (where "right") as "right"
+    from query_table(trials)
+    where scored
+    group by run_id, arm, slice, tool, request_id
+),
+totals as (
+    select run_id, arm, slice, tool,
+           sum(scored)::bigint as scored,
+           count(*) as n_requests,
+           sum("right")::bigint as "right",
+           clustered_sums("right", scored) as sums
+    from per_request
+    group by run_id, arm, slice, tool
+),
+effective as (
+    select *, clustered_n_star_from(sums, moments) as n_effective
+    from (select *, clustered_moments(sums) as moments from totals)
+),
+per_seed as (
+    select run_id, arm, slice, tool, seed,
+           count(*) filter (where "right") / count(*) as seed_accuracy
+    from query_table(trials)
+    where scored
+    group by run_id, arm, slice, tool, seed
+),
+seed_spread as (
+    select run_id, arm, slice, tool, min(seed_accuracy) as seed_min, max(seed_accuracy) as seed_max
+    from per_seed
+    group by run_id, arm, slice, tool
+)
+select a.run_id, a.arm, a.rung, a.slice, a.tool, a.n, e.scored, e.n_requests, e."right", e.n_effective,
+       s.seed_min, s.seed_max
+from all_trials a
+left join effective e using (run_id, arm, slice, tool)
+left join seed_spread s using (run_id, arm, slice, tool);

@@ -128,6 +128,19 @@ def test_majority_right(con):
                        "majority_right(1, 1)").fetchall()[0] == (True, False, False, True)
 
 
+def test_clustered_accuracy_per_tool_counts_every_trial_and_scores_only_the_scored(con):
+    # tool a: request r1 scored twice (1 right, seeds 1, 2), r2 once right (seed 1), one unscored trial;
+    # tool b: nothing scored
+    con.execute("""create table trials as select * from (values
+        ('run', 'arm', 0, 's', 'a', 'r1', 1, true, true), ('run', 'arm', 0, 's', 'a', 'r1', 2, true, false),
+        ('run', 'arm', 0, 's', 'a', 'r2', 1, true, true), ('run', 'arm', 0, 's', 'a', 'r2', 2, false, null),
+        ('run', 'arm', 0, 's', 'b', 'r3', 1, false, null))
+        t(run_id, arm, rung, slice, tool, request_id, seed, scored, "right")""")
+    rows = con.execute("select tool, n, scored, n_requests, \"right\", n_effective, seed_min, seed_max "
+                       "from clustered_accuracy_per_tool(trials) order by tool").fetchall()
+    assert rows == [("a", 4, 3, 2, 2, 2.0, 0.0, 1.0), ("b", 1, None, None, None, None, None, None)]
+
+
 def test_macros_are_created_before_the_views_and_again_without_error():
     connection = duckdb.connect(":memory:")
     create_tables(connection)
