@@ -6,7 +6,7 @@ It is kept between runs unless ``TOOLEVAL_KEEP_SERVER=0`` (then it is the run's 
 per Prefect home: ``$PREFECT_HOME/tooleval-server/server.json`` names it; each run holds a shared lock on
 ``runs.lock`` while its process lives; runs find or start it under ``spawn.lock``. It ends itself after
 ``TOOLEVAL_KEEP_SERVER`` minutes (default 10) with no run, or once ``server.json`` no longer names it
-(withdrawn, replaced, its home removed), within ``STOP_GRACE_S`` whatever holds uvicorn's graceful stop."""
+(withdrawn, replaced, its home removed), within ``TOOLEVAL_STOP_GRACE_S`` (20 s) whatever holds uvicorn's stop."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from flows.stop_on_signal import alive, end_processes, resume_advice, stopping
 KEEP_ENV = "TOOLEVAL_KEEP_SERVER"
 MINUTES_ENV = "TOOLEVAL_KEPT_SERVER_MINUTES"  # the kept server's own idle time, set by the run starting it
 START_TIMEOUT_ENV = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
-STOP_GRACE_S = 20.0  # a kept server still up this long after it stopped itself (a client holding a request) ends
+STOP_GRACE_S = float(os.environ.get("TOOLEVAL_STOP_GRACE_S") or 20)  # then a kept server stopping itself ends
 APP_DIR = Path(__file__).resolve().parent.parent
 BLOCK_REGISTRATION_OFF = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
                           "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
