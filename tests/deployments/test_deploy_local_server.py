@@ -1,28 +1,40 @@
-"""A real local Prefect server on loopback: deploy from deployments/prefect.yaml, trigger the manual
-pre-change deployment with parameters, let a process worker run it, and find its rows in the warehouse.
-Meanwhile an analyst's read-only DuckDB session in another process holds the warehouse file: the flow run's
-registration says it waits, the session closes, and the flow run still completes with every row registered.
-Every process the test starts is stopped in ``finally`` (bounded waits, then SIGKILL).
+"""A real local Prefect server on loopback, with both deployments of deployments/prefect.yaml deployed to it
+once for the module; a process worker per test runs a triggered flow run.
+
+- The manual pre-change deployment, triggered with parameters, finds its rows in the warehouse: meanwhile an
+  analyst's read-only DuckDB session in another process holds the warehouse file; the flow run's
+  registration says it waits, the session closes, and the flow run still completes with every row registered.
+- A pre-change run that fails its gates ends Failed with the verdict line as its message, and its log, read
+  back through the API, holds no ERROR record and no traceback (its engine used to log ~40 lines ending in
+  `flows.run_outcome.RunFailed`, "Engine execution exited with unexpected exception").
+
+Every process the module starts is stopped (bounded waits, then SIGKILL) and checked gone.
 Slow: ~1-3 minutes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 import httpx
+import psutil
 import pytest
 
 from tests.drill.harness import WAITING, Holder
 from tests.factories import ROOT
 from tests.factories.ports import free_port
+from tests.factories.prefect_api import migrated_home
 from tests.factories.taskset import write_support_experiment
+from tests.flows.test_pre_change_outcome import FAILED, bm25_ladder
 from warehouse.connect import connect
 
 pytestmark = pytest.mark.slow
@@ -96,7 +108,7 @@ def wait_until(check, timeout: float, what: str, on_fail=lambda: ""):
         value = check()
         if value:
             return value
-        time.sleep(1)
+        time.sleep(0.25)
     pytest.fail(f"{what} within {timeout:.0f} s\n{on_fail()}")
 
 
@@ -119,6 +131,58 @@ def serve_and_deploy(processes: Processes, env: dict[str, str], port: int) -> No
     prefect_cli(["--no-prompt", "deploy", "--all", "--prefect-file", str(PREFECT_YAML)], env, 300)
 
 
+@dataclass
+class Deployed:
+    """A local server with both deployments: its API and the environment of the processes that use it."""
+
+    api: str
+    env: dict[str, str]
+
+
+@contextlib.contextmanager
+def deployed_server(workdir: Path, prefect_home: Path | None = None) -> Iterator[Deployed]:
+    """``serve_and_deploy`` on a free port, its Prefect home ``prefect_home`` (else a new one in ``workdir``);
+    the server is stopped at the end and checked gone."""
+    port = free_port()
+    env = deployment_env(workdir, port)
+    if prefect_home is not None:
+        env["PREFECT_HOME"] = str(prefect_home)
+    processes = Processes(workdir)
+    try:
+        serve_and_deploy(processes, env, port)
+        yield Deployed(f"http://127.0.0.1:{port}/api", env)
+    finally:
+        processes.stop_all()
+    assert processes.alive() == []
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory) -> Iterator[Deployed]:
+    """The module's one deployed server, on a migrated Prefect home (tests/factories/prefect_api.py)."""
+    work = tmp_path_factory.mktemp("deployed")
+    with deployed_server(work, migrated_home(work / "prefect-home")) as server:
+        yield server
+
+
+def trigger(env: dict[str, str], experiment: Path, warehouse: Path) -> str:
+    """A flow run of the pre-change deployment with these parameters, as the docs trigger it: its id."""
+    out = prefect_cli(["deployment", "run", "pre-change/pre-change", "--param", f"experiment_path={experiment}",
+                       "--param", f"warehouse_dir={warehouse}"], env, 120)
+    return re.search(r"UUID: ([0-9a-f-]{36})", out)[1]
+
+
+def flow_run_processes(worker: subprocess.Popen, flow_run_id: str) -> list[psutil.Process]:
+    """The processes of ``worker`` running the flow run ``flow_run_id`` (Prefect names it in their environment)."""
+    found = []
+    for process in psutil.Process(worker.pid).children(recursive=True):
+        try:
+            if process.environ().get("PREFECT__FLOW_RUN_ID") == flow_run_id:
+                found.append(process)
+        except psutil.Error:  # ended meanwhile
+            pass
+    return found
+
+
 def deployment_env(tmp_path: Path, port: int, **settings: str) -> dict[str, str]:
     """The environment of a local server, a deploy and a worker on ``port``: none of this process's Prefect or
     tooleval settings, a Prefect home of the test's own, no scheduled runs, then ``settings``."""
@@ -133,11 +197,10 @@ def deployment_env(tmp_path: Path, port: int, **settings: str) -> dict[str, str]
     return env
 
 
-def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(support_copy, tmp_path):
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    env = deployment_env(tmp_path, port, PREFECT_LOGGING_TO_API_ENABLED="false",
-                         TOOLEVAL_LOCK_WAIT_S="900")  # the registration waits for the analyst's session (below)
+def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(deployed, support_copy, tmp_path):
+    api = deployed.api
+    env = {**deployed.env, "PREFECT_LOGGING_TO_API_ENABLED": "false",
+           "TOOLEVAL_LOCK_WAIT_S": "900"}  # the registration waits for the analyst's session (below)
     arms = [{"name": "base-18", "catalogue": "base"}, {"name": "giftcards-30", "catalogue": "giftcards"}]
     experiment = write_support_experiment(support_copy, "pre-change-check", arms, "pre_change.yaml")
     warehouse = tmp_path / "warehouse"
@@ -145,20 +208,15 @@ def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(suppo
     processes = Processes(tmp_path)
     analyst = Holder(warehouse / "tooleval.duckdb", read_only=True)
     try:
-        serve_and_deploy(processes, env, port)
-
         weekly = httpx.get(f"{api}/deployments/name/weekly/weekly-support", timeout=10).json()
         assert [s["schedule"]["cron"] for s in weekly["schedules"]] == ["0 6 * * 1"]
         assert weekly["work_pool_name"] == "tooleval-process"
         assert weekly["parameters"]["experiment"] == "tasksets/support/experiments/production.yaml"
 
-        out = prefect_cli(["deployment", "run", "pre-change/pre-change", "--param", f"experiment_path={experiment}",
-                           "--param", f"warehouse_dir={warehouse}"], env, 120)
-        flow_run_id = re.search(r"UUID: ([0-9a-f-]{36})", out)[1]
+        flow_run_id = trigger(env, experiment, warehouse)
         processes.start("worker", [PREFECT, "worker", "start", "--pool", "tooleval-process", "--type", "process"], env)
         # the flow run lands every row, then waits for the file the analyst holds, and says so
-        worker_log = tmp_path / "worker.log"
-        wait_until(lambda: worker_log.is_file() and WAITING in worker_log.read_text(errors="replace"), 600, "the flow run saying it waits for the file",
+        wait_until(lambda: WAITING in processes.log("worker"), 600, "the flow run saying it waits for the file",
                    lambda: processes.log("worker"))
         analyst.release()
 
@@ -184,3 +242,53 @@ def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(suppo
     finally:
         con.close()
     assert (warehouse / "reports" / runs[0][0] / "report.md").is_file()
+
+
+def run_failed_deployment(tmp_path: Path, deployed: Deployed | None = None) -> tuple[dict, list[dict], list[int], str]:
+    """Trigger the pre-change deployment on the BM25 ladder (it fails 4 gates) on ``deployed`` (else on a server
+    deployed for it), let a process worker run it: the run's final state, its log as the API gives it once the
+    run's process has ended (what it logged after its state included), the processes left alive, the worker's
+    output."""
+    if deployed is None:
+        with deployed_server(tmp_path) as server:
+            return run_failed_deployment(tmp_path, server)
+    env = {**deployed.env, "PREFECT_LOGGING_TO_API_ENABLED": "true"}  # the log is read back from the API
+    experiment = bm25_ladder(tmp_path / "bm25")
+    processes = Processes(tmp_path)
+    try:
+        flow_run_id = trigger(env, experiment, tmp_path / "warehouse")
+        worker = processes.start("worker", [PREFECT, "worker", "start", "--pool", "tooleval-process", "--type",
+                                            "process"], env)
+
+        def finished() -> dict | None:
+            state = httpx.get(f"{deployed.api}/flow_runs/{flow_run_id}", timeout=10).json()["state"]
+            return state if state["type"] in TERMINAL else None
+
+        running = wait_until(lambda: flow_run_processes(worker, flow_run_id), 900, "the flow run's process",
+                             lambda: processes.log("worker"))
+        state = wait_until(finished, 900, "the triggered flow run finishing", lambda: processes.log("worker"))
+        # the run's process sends what it still queues (what its engine logs after the state) before it ends
+        _, left = psutil.wait_procs(running, timeout=120)
+        assert not left, f"the flow run's process {left} has not ended\n{processes.log('worker')}"
+
+        def run_log() -> list[dict]:
+            return httpx.post(f"{deployed.api}/logs/filter", timeout=10, json={
+                "logs": {"flow_run_id": {"any_": [flow_run_id]}}, "sort": "TIMESTAMP_ASC", "limit": 200}).json()
+
+        wait_until(lambda: any("Finished in state" in r["message"] for r in run_log()), 120,
+                   "the run's last state in its log", lambda: processes.log("worker"))
+        logs = run_log()
+    finally:
+        processes.stop_all()
+    return state, logs, processes.alive(), processes.log("worker")
+
+
+def test_a_failed_pre_change_run_on_a_worker_logs_no_error_and_no_traceback(deployed, tmp_path):
+    state, logs, alive, worker = run_failed_deployment(tmp_path, deployed)
+    assert state["type"] == "FAILED", worker
+    assert state["message"].startswith("FAIL — 4 of 7 gates failed") and FAILED[0] in state["message"]
+    errors = [(r["level"], r["message"][:300]) for r in logs if r["level"] >= 40]
+    assert errors == [], errors
+    assert not any("Traceback" in r["message"] or "RunFailed" in r["message"] for r in logs)
+    assert any(r["level"] == 30 and "FAIL — 4 of 7 gates failed" in r["message"] for r in logs)
+    assert alive == []

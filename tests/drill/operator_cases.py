@@ -200,7 +200,7 @@ class FailedDeploymentOutcome:
 def failed_deployment(workdir: Path) -> FailedDeploymentOutcome:
     """The pre-change deployment, run by a process worker against a local server, failing its gates: Failed
     with the verdict as its message, and no ERROR record and no traceback in its log read through the API."""
-    from tests.deployments.test_deploy_failed_run import run_failed_deployment
+    from tests.deployments.test_deploy_local_server import run_failed_deployment
 
     started = time.monotonic()
     (workdir / "deployed").mkdir(parents=True, exist_ok=True)
