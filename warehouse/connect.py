@@ -105,10 +105,20 @@ def connect(db_path: Path | str, read_only: bool = False, wait_s: float | None =
     they are: warehouse/views.py)."""
     if read_only:
         return open_file(db_path, True, wait_s)
-    from warehouse.views import create_views, stamp_found, write_stamp
+    from warehouse.blank_file import drop_blank, keep_blank, start_from_blank
+    from warehouse.views import create_views, definitions_stamp, stamp_found, write_stamp
 
-    Path(db_path).parent.mkdir(parents=True, exist_ok=True)
-    con = open_file(db_path, False, wait_s)
+    db_path = Path(db_path)
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    new = not db_path.exists()
+    copied = new and start_from_blank(db_path, definitions_stamp(), STORAGE_COMPATIBILITY)
+    try:
+        con = open_file(db_path, False, wait_s)
+    except WarehouseUnreadable:
+        if not copied:
+            raise
+        drop_blank(db_path, definitions_stamp(), STORAGE_COMPATIBILITY)  # a damaged blank file: created instead
+        copied, con = False, open_file(db_path, False, wait_s)
     if stamp_found(con):  # tables, macros and views made by this very tooleval: nothing to bring up to date
         return con
     from warehouse.tables import create_tables  # the tables' models: only a writer that migrates needs them
@@ -123,4 +133,6 @@ def connect(db_path: Path | str, read_only: bool = False, wait_s: float | None =
         con.execute("ROLLBACK")
         con.close()
         raise
+    if new and not copied:  # the next new warehouse starts as a copy of this one (warehouse/blank_file.py)
+        keep_blank(con, db_path, definitions_stamp(), STORAGE_COMPATIBILITY)
     return con

@@ -107,8 +107,8 @@ def views_in_order() -> list[tuple[str, str]]:
     """Every view (name, SQL text), each after the views its text names: the order in which all of them
     can be created in one pass, as one transaction needs (a failed statement ends it)."""
     texts = {name: path.read_text() for name, path in view_files().items()}
-    uses = {name: [other for other in texts if other != name and re.search(rf"\b{re.escape(other)}\b", text)]
-            for name, text in texts.items()}
+    words = {name: set(re.findall(r"\w+", text)) for name, text in texts.items()}  # a view name is one word
+    uses = {name: [other for other in texts if other != name and other in words[name]] for name in texts}
     ordered: list[tuple[str, str]] = []
     placed: set[str] = set()
 
