@@ -48,6 +48,13 @@ def fraction_if_small(correct: int, n: int) -> str:
     return f"{correct}/{n}" if 0 < n < SMALL_DENOMINATOR else ""
 
 
+def accuracy_cell(right: int, n: int, interval: Interval, spread: float = 0.0) -> str:
+    """'70.0% 21/30' over '39.7–89.2', then 'spread 3.3' when the seeds disagree: an accuracy and its 95% CI."""
+    fraction = fraction_if_small(right, n)
+    text = f"{pct(interval.estimate)}{' ' + fraction if fraction else ''}\n{interval_text(interval)}"
+    return text + (f"\nspread {100 * spread:.1f}" if spread > 0 else "")
+
+
 def points(delta: float | None, digits: int = 1) -> str:
     """A change in signed percentage points: '+3.5', '-22.2'."""
     if delta is None or (isinstance(delta, float) and math.isnan(delta)):
@@ -109,6 +116,12 @@ def paired_reading(paired: PairedComparison) -> str:
     if paired.significant:
         return "▼ drop" if estimate < 0 else "▲ gain"
     return "could be chance"
+
+
+def change_cells(paired: PairedComparison) -> list[str]:
+    """A paired change's cells after its Δ: the 95% CI, 'worse / better' requests, the p-value, the reading."""
+    return [change_span(paired.change), f"{paired.worse} / {paired.better}", p_value(paired.p_value),
+            paired_reading(paired)]
 
 
 def p_value(p: float | None) -> str:

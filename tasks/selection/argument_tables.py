@@ -1,21 +1,23 @@
 """The report's argument tables, laid out to fit 80 columns (the tool first: a long name wraps there):
 argument accuracy per slice and rung, the kinds of argument error, the per-parameter errors (which parameter
-of which tool goes wrong, and how), and, beside the confused pairs, the calls of the right tool with wrong
-arguments per tool: a pair is fixed in the descriptions, wrong arguments in the tool's schema (its
-parameters' names, types, enums and their descriptions).
+of which tool goes wrong, and how), each tool's argument accuracy across the rungs and its paired change
+between the arms of each comparison (on the requests scored in both), and, beside the confused pairs, the
+calls of the right tool with wrong arguments per tool: a pair is fixed in the descriptions, wrong arguments in
+the tool's schema (its parameters' names, types, enums and their descriptions).
 
-A run where no row's arguments were scored gets one headline line and no table; an arm x slice with nothing
-scored reads NOT JUDGED, never 0%.
+A run where no row's arguments were scored gets one headline line and no table; an arm x slice (or a tool in a
+rung) with nothing scored reads NOT JUDGED, never 0%.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from tasks.report.format import interval_text, pct_with_fraction
+from tasks.report.format import accuracy_cell, change_cells, interval_text, pct_with_fraction, points
+from tasks.report.layout import group_starts, in_tables
 from tasks.report_types import ReportTable
-from tasks.selection.argument_breakdown import ArgumentBreakdown, ParameterOutcome, is_wrong
-from tasks.selection.argument_figures import ArgumentLevel
+from tasks.selection.argument_figures import (ArgumentBreakdown, ArgumentFigures, ArgumentLevel, ParameterOutcome,
+                                              is_wrong)
 from tasks.stats.estimate import Interval
 
 NO_EXPECTED_ARGUMENTS = ("arguments not scored: no expected arguments ({:,} calls of the expected tool "
@@ -45,11 +47,8 @@ def _share_cell(k: int, n: int, interval) -> str:
 
 
 def argument_accuracy_table(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> ReportTable:
-    rows, sections, last = [], [], None
-    for level in sorted(arguments.slices, key=lambda x: (x.slice, x.rung)):
-        if level.slice != last and rows:
-            sections.append(len(rows))
-        last = level.slice
+    rows, levels = [], sorted(arguments.slices, key=lambda x: (x.slice, x.rung))
+    for level in levels:
         judged = level.accuracy is not None
         rows.append([level.slice, label(level.arm), str(level.scored), str(level.n_requests),
                      pct_with_fraction(level.right, level.scored) if judged else NOT_JUDGED,
@@ -57,7 +56,8 @@ def argument_accuracy_table(arguments: ArgumentBreakdown, label: Callable[[str],
     return ReportTable(
         title="Argument accuracy by slice and rung (calls of the expected tool)",
         columns=["slice", "rung", "scored", "req", "args right", "95% CI", "not scored"],
-        rows=rows, sections=sections, key="arguments", summary=True, wrap=["slice", "rung"],
+        rows=rows, sections=group_starts([x.slice for x in levels]), key="arguments", summary=True,
+        wrap=["slice", "rung"],
         note="scored = rows that called the expected tool with arguments, on a request with expected arguments "
              "(also a call breaking the tool's schema: 'invalid' for tool accuracy); args right = every "
              "parameter right (an extra parameter the schema allows is free); 95% CI: Wilson with the request "
@@ -67,18 +67,16 @@ def argument_accuracy_table(arguments: ArgumentBreakdown, label: Callable[[str],
 
 def error_kinds_table(arguments: ArgumentBreakdown, label: Callable[[str], str]) -> ReportTable:
     """Per slice and rung: the scored calls with each kind of parameter error, most frequent first."""
-    rows, sections, last = [], [], None
-    for kind in arguments.kinds:
-        if (kind.slice, kind.arm) != last and rows:
-            sections.append(len(rows))
-        first = (kind.slice, kind.arm) != last
-        last = (kind.slice, kind.arm)
+    rows, groups = [], [(kind.slice, kind.arm) for kind in arguments.kinds]
+    starts = set(group_starts(groups))
+    for i, kind in enumerate(arguments.kinds):
+        first = i == 0 or i in starts
         rows.append([kind.slice if first else "", label(kind.arm) if first else "", OUTCOME_TEXT[kind.outcome],
                      str(kind.calls), _share_cell(kind.calls, kind.scored, kind.share), str(kind.n_requests)])
     return ReportTable(
         title="Kinds of argument error by slice and rung (of the scored calls)",
         columns=["slice", "rung", "error", "calls", "of scored", "req"],
-        rows=rows, sections=sections, key="argument-errors", summary=True, wrap=["slice", "rung", "error"],
+        rows=rows, sections=sorted(starts), key="argument-errors", summary=True, wrap=["slice", "rung", "error"],
         note="calls = scored calls with at least one parameter of that kind (a call with two kinds counts "
              "under each); of scored = their share of the rung's scored calls in the slice (95% CI: Wilson, the "
              "request as the unit); req = requests among them. A rung and slice with no error is not listed.")
@@ -164,6 +162,74 @@ def tool_arguments_tables(arguments: ArgumentBreakdown, tools: list[ArgumentLeve
                  f"fix; which parameter, in the per-parameter errors below). Tools with neither are not listed; "
                  f"at most {TOP_TOOLS} per rung, most wrong arguments first. NOT JUDGED: no call of the tool was "
                  "scored."))
+    return tables
+
+
+def _tool_cell(level: ArgumentLevel | None) -> str:
+    """'75.0% 6/8' over '40.1–93.4': argument accuracy, then its 95% CI; NOT JUDGED when nothing was scored."""
+    if level is None:
+        return ""
+    if level.accuracy is None:
+        return NOT_JUDGED
+    return accuracy_cell(level.arguments_right, level.scored, level.accuracy, level.seed_spread)
+
+
+def per_tool_argument_tables(arguments: ArgumentFigures, arms: list[str], rung_of: Callable[[str], int],
+                             label: Callable[[str], str]) -> list[ReportTable]:
+    """Per slice (and per four rungs): the tools with a scored call in some rung, their argument accuracy per
+    rung."""
+    if not arguments.scored:
+        return []
+    cells: dict[tuple[str, str], dict[str, ArgumentLevel]] = {}
+    for level in arguments.tools:
+        cells.setdefault((level.slice, level.tool), {})[level.arm] = level
+    tables = []
+    for slice_ in sorted({s for s, _ in cells}):
+        tools = {tool: by_arm for (s, tool), by_arm in sorted(cells.items())
+                 if s == slice_ and any(x.scored for x in by_arm.values())}
+        if not tools:
+            continue
+        for k, (part, chunk) in enumerate(in_tables(arms)):
+            rows = [[tool, "/".join(str(by_arm[a].n_requests) if a in by_arm else "–" for a in chunk)]
+                    + [_tool_cell(by_arm.get(a)) for a in chunk] for tool, by_arm in tools.items()]
+            tables.append(ReportTable(
+                title=f"Per-tool argument accuracy, slice {slice_}{part}: accuracy, then its 95% CI",
+                columns=["tool", "req"] + [f"rung {rung_of(a)}" for a in chunk], rows=rows,
+                key=f"argument-tools-{slice_}-{k + 1}", wrap=["tool"],
+                note="rungs: " + " · ".join(label(a) for a in chunk) + ". Of each tool's scored calls (calls of "
+                     "the tool on requests with expected arguments), those with every parameter right; 95% CI: "
+                     "Wilson, the request as the unit; req = requests with a scored call, per rung in order "
+                     "('–' = none). NOT JUDGED: rows expecting the tool, none scored. Tools with no scored call "
+                     "in any rung are not listed."))
+    return tables
+
+
+def argument_change_tables(arguments: ArgumentFigures, comparisons: list[dict]) -> list[ReportTable]:
+    """Per comparison and slice: the tools whose argument accuracy changed on some request scored in both arms,
+    worst first."""
+    tables = []
+    for comparison in comparisons:
+        base, arm = comparison["baseline"], comparison["arm"]
+        mine = [c for c in arguments.changes if (c.baseline, c.arm) == (base, arm)]
+        for slice_ in sorted({c.slice for c in mine}):
+            in_slice = [c for c in mine if c.slice == slice_]
+            measured = [c for c in in_slice if c.paired is not None]
+            moved = sorted((c for c in measured if c.paired.discordant or abs(c.paired.change.estimate) > 1e-12),
+                           key=lambda c: (c.paired.change.estimate, c.tool))
+            if not moved:
+                continue
+            rows = [[c.tool, str(c.paired.n_requests), points(c.paired.change.estimate) or "0.0",
+                     *change_cells(c.paired)] for c in moved]
+            one_side = sum(c.one_side for c in in_slice)
+            tables.append(ReportTable(
+                title=f"Per-tool argument changes {base} → {arm}, slice {slice_}, paired",
+                columns=["tool", "req", "Δ pts", "95% CI", "worse/better", "p", "reading"],
+                rows=rows, key=f"argument-changes-{base}-{arm}-{slice_}", wrap=["tool", "reading"],
+                note=f"On the requests whose arguments were scored in both arms; {len(measured) - len(moved)} "
+                     "tool(s) where no request changed are not listed"
+                     + (f"; {one_side} request(s) scored in one arm only are left out" if one_side else "")
+                     + ". worse / better = requests with right arguments on fewer / more of their seeds; CI: "
+                     "paired score interval over every seed of every request, as the per-tool changes."))
     return tables
 
 

@@ -15,8 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tasks.selection.argument_figures import ArgumentFigures, load_argument_figures
-from tasks.selection.argument_breakdown import ArgumentBreakdown, load_argument_breakdown
+from tasks.selection.argument_figures import (ArgumentBreakdown, ArgumentFigures, load_argument_breakdown,
+                                              load_argument_figures)
 from tasks.taskset.provisional_labels import provisional_notice
 from warehouse.query import frame, records
 from tasks.stats.estimate import Interval

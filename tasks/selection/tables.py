@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any
 from schemas.criteria import Verdict
 from tasks.selection.arm_operations import arm_operations_table
 from tasks.selection.judge_arguments import judge_arguments_table
-from tasks.selection.argument_tables import argument_headline, argument_tables, tool_arguments_tables
-from tasks.selection.argument_tool_tables import argument_change_tables, per_tool_argument_tables
+from tasks.selection.argument_tables import (argument_change_tables, argument_headline, argument_tables,
+                                            per_tool_argument_tables, tool_arguments_tables)
 from tasks.selection.served_evidence import served_evidence_notice, served_evidence_table
 from tasks.selection.confidence_headline import confidence_headline
 from tasks.selection.example_distance import far_from_examples_notices, far_from_examples_table
 from tasks.selection.figures import Change, RunFigures, ToolLevel, load_figures
 from tasks.report.format import (
+    accuracy_cell,
+    change_cells,
     change_span,
     interval_text,
     p_value,
@@ -31,9 +33,9 @@ from tasks.report.format import (
     pct_with_fraction,
     points,
     seeds_text,
-    fraction_if_small,
     span,
 )
+from tasks.report.layout import ARMS_PER_TABLE, group_starts, in_tables
 from tasks.report_types import Chart, Report, ReportTable
 from tasks.stats.change_power import planned_drop
 from tasks.report.render import figure_html
@@ -46,8 +48,6 @@ if TYPE_CHECKING:
 
 TOP_PAIRS = 5
 TOP_CONTRIBUTORS = 8
-ARMS_PER_TOOL_TABLE = 4
-"""Arms side by side in the per-tool table (more are split over several tables to fit 100 columns)."""
 
 def build_report(con: duckdb.DuckDBPyConnection, run_id: str, verdict: Verdict | None = None) -> Report:
     return build_report_from(load_figures(con, run_id), verdict)
@@ -175,18 +175,14 @@ def drops_table(figures: RunFigures) -> ReportTable | None:
 
 
 def slice_table(figures: RunFigures) -> ReportTable:
-    rows, sections, last = [], [], None
-    for level in sorted(figures.slices, key=lambda x: (x.slice, x.rung)):
-        if level.slice != last and rows:
-            sections.append(len(rows))
-        last = level.slice
-        rows.append([level.slice, arm_label(figures, level.arm), f"{level.n_requests}×{len(level.seed_accuracies)}",
-                     pct_with_fraction(level.correct, level.n), span(level.ci_low, level.ci_high),
-                     seeds_text(level.seed_accuracies), points(level.seed_spread) or "0.0"])
+    levels = sorted(figures.slices, key=lambda x: (x.slice, x.rung))
+    rows = [[level.slice, arm_label(figures, level.arm), f"{level.n_requests}×{len(level.seed_accuracies)}",
+             pct_with_fraction(level.correct, level.n), span(level.ci_low, level.ci_high),
+             seeds_text(level.seed_accuracies), points(level.seed_spread) or "0.0"] for level in levels]
     return ReportTable(
         title="Accuracy by slice and rung (slices are never averaged together)",
         columns=["slice", "rung", "req×seeds", "accuracy", "95% CI", "per seed", "spread"],
-        rows=rows, sections=sections, key="slices", summary=True,
+        rows=rows, sections=group_starts([x.slice for x in levels]), key="slices", summary=True,
         note="95% CI: Wilson on the effective number of requests (the sampling uncertainty: which requests the "
              "set happens to hold). spread = max − min over seeds (the seed noise floor: how much the tool order "
              "alone moves the figure); a spread of 0.0 means the seeds agreed, not that the figure is exact.",
@@ -203,21 +199,13 @@ def reading(change: Change) -> str:
 
 
 def slice_changes_table(figures: RunFigures) -> ReportTable:
-    rows, sections, last = [], [], None
-    for c in figures.slice_changes:
-        label = ""
-        if (c.baseline, c.arm) != last:
-            if rows:
-                sections.append(len(rows))
-            label = f"{c.baseline} → {c.arm}"
-            last = (c.baseline, c.arm)
-        p = c.paired
-        rows.append([label, c.slice, points(p.change.estimate), change_span(p.change), f"{p.worse} / {p.better}",
-                     p_value(p.p_value), reading(c)])
+    starts = group_starts([(c.baseline, c.arm) for c in figures.slice_changes])
+    rows = [[f"{c.baseline} → {c.arm}" if i == 0 or i in starts else "", c.slice, points(c.paired.change.estimate),
+             *change_cells(c.paired)] for i, c in enumerate(figures.slice_changes)]
     return ReportTable(
         title="Rung-to-rung changes by slice, paired on the same requests",
         columns=["comparison", "slice", "Δ pts", "95% CI", "worse/better", "p", "reading"],
-        rows=rows, sections=sections, key="slice-changes", summary=True, wrap=["comparison"],
+        rows=rows, sections=starts, key="slice-changes", summary=True, wrap=["comparison"],
         note="worse / better = requests right on fewer / more of their seeds after than before; CI: paired score "
              "interval over every seed of every request (Tango's, on counts adjusted by the design effect: the "
              "request is the cluster); p: the score test that CI inverts, at 0. ▼ / ▲ = the CI excludes 0 (the "
@@ -227,14 +215,8 @@ def slice_changes_table(figures: RunFigures) -> ReportTable:
 
 
 def _tool_cell(level: ToolLevel | None) -> str:
-    """'70.0% 21/30' over '39.7–89.2': accuracy (fraction on small denominators), then the 95% CI."""
-    if level is None:
-        return ""
-    fraction = fraction_if_small(level.correct, level.n)
-    text = f"{pct(level.accuracy)}{' ' + fraction if fraction else ''}\n{span(level.ci_low, level.ci_high)}"
-    if level.seed_spread > 0:
-        text += f"\nspread {100 * level.seed_spread:.1f}"
-    return text
+    """Accuracy (fraction on small denominators), then the 95% CI: '' for a rung without the tool."""
+    return "" if level is None else accuracy_cell(level.correct, level.n, level.interval, level.seed_spread)
 
 
 def _requests_cell(by_arm: dict[str, ToolLevel], arms: list[str]) -> str:
@@ -247,11 +229,9 @@ def per_tool_tables(figures: RunFigures) -> list[ReportTable]:
     cells: dict[tuple[str, str], dict[str, ToolLevel]] = {}
     for level in figures.tools:
         cells.setdefault((level.slice, level.tool), {})[level.arm] = level
-    order = figures.arm_order
-    chunks = [order[i:i + ARMS_PER_TOOL_TABLE] for i in range(0, len(order), ARMS_PER_TOOL_TABLE)]
     tables = []
     for slice_ in sorted({s for s, _ in cells}):
-        for k, chunk in enumerate(chunks):
+        for k, (part, chunk) in enumerate(in_tables(figures.arm_order)):
             rows = []
             for (s, tool), by_arm in sorted(cells.items()):
                 if s != slice_:
@@ -259,7 +239,6 @@ def per_tool_tables(figures: RunFigures) -> list[ReportTable]:
                 weight = figures.weights.get(tool)
                 rows.append([tool, pct(weight) if weight is not None else "—", _requests_cell(by_arm, chunk)]
                             + [_tool_cell(by_arm.get(arm)) for arm in chunk])
-            part = f" ({k + 1}/{len(chunks)})" if len(chunks) > 1 else ""
             tables.append(ReportTable(
                 title=f"Per-tool accuracy, slice {slice_}{part}: accuracy, then its 95% CI",
                 columns=["tool", "traffic", "req"] + [f"rung {figures.rung_of(a)}" for a in chunk],
@@ -283,11 +262,9 @@ def tool_changes_tables(figures: RunFigures) -> list[ReportTable]:
             moved = [c for c in in_slice if c.paired.discordant or abs(c.paired.change.estimate) > 1e-12]
             rows = []
             for c in sorted(moved, key=lambda c: (c.paired.change.estimate, c.tool or "")):
-                p = c.paired
                 weight = figures.weights.get(c.tool or "")
-                rows.append([c.tool or "", pct(weight) if weight is not None else "—", str(p.n_requests),
-                             points(p.change.estimate), change_span(p.change), f"{p.worse} / {p.better}",
-                             p_value(p.p_value), reading(c)])
+                rows.append([c.tool or "", pct(weight) if weight is not None else "—", str(c.paired.n_requests),
+                             points(c.paired.change.estimate), *change_cells(c.paired)])
             if not rows:
                 continue
             unchanged = len(in_slice) - len(moved)
@@ -305,21 +282,19 @@ def tool_changes_tables(figures: RunFigures) -> list[ReportTable]:
 
 
 def pairs_table(figures: RunFigures) -> ReportTable:
-    rows, sections, count, last = [], [], {}, None
+    rows, count, shown = [], {}, []
     for p in figures.pairs:
         count[p.arm] = count.get(p.arm, 0) + 1
         if count[p.arm] > TOP_PAIRS:
             continue
-        if p.arm != last and rows:
-            sections.append(len(rows))
-        last = p.arm
+        shown.append(p.arm)
         rate = pct_with_fraction(p.n, p.n_offered_together) if p.n_offered_together else "—"
         rows.append([arm_label(figures, p.arm) if count[p.arm] == 1 else "", f"{p.expected} → {p.chosen}", str(p.n),
                      f"{pct(p.share.estimate)} ({interval_text(p.share)})", rate])
     return ReportTable(
         title=f"Top {TOP_PAIRS} confused pairs per rung (expected → chosen)",
         columns=["rung", "pair", "rows", "failure share (95% CI)", "rate when offered"],
-        rows=rows, sections=sections, key="pairs", summary=True, wrap=["rung", "pair"],
+        rows=rows, sections=group_starts(shown), key="pairs", summary=True, wrap=["rung", "pair"],
         note="share of failures: of the rung's rows that were not correct; rate when offered: of the rows "
              "expecting the tool in which the other was offered too.",
     )
@@ -473,16 +448,10 @@ def calibration_table(figures: RunFigures) -> ReportTable:
     )
 
 
-def _calibration_chunks(figures: RunFigures) -> list[list]:
-    cals = figures.calibration
-    return [cals[i:i + ARMS_PER_TOOL_TABLE] for i in range(0, len(cals), ARMS_PER_TOOL_TABLE)]
-
-
 def reliability_tables(figures: RunFigures) -> list[ReportTable]:
     """Ten equal-width confidence bins: accuracy and mean confidence of the rows in each, per rung."""
     tables = []
-    chunks = _calibration_chunks(figures)
-    for k, chunk in enumerate(chunks):
+    for k, (part, chunk) in enumerate(in_tables(figures.calibration)):
         rows = []
         for b in range(1, 11):
             line = [f"{(b - 1) / 10:.1f}–{b / 10:.1f}"]
@@ -493,7 +462,6 @@ def reliability_tables(figures: RunFigures) -> list[ReportTable]:
                                                     + (f"{interval_text(interval)}\n" if interval else "")
                                                     + f"conf {cell['mean_confidence']:.2f}")
             rows.append(line)
-        part = f" ({k + 1}/{len(chunks)})" if len(chunks) > 1 else ""
         tables.append(ReportTable(
             title=f"Reliability: accuracy in ten confidence bins{part}",
             columns=["confidence"] + [f"rung {cal.rung}" for cal in chunk], rows=rows, key=f"reliability-{k + 1}",
@@ -505,7 +473,7 @@ def reliability_tables(figures: RunFigures) -> list[ReportTable]:
 
 def coverage_table(figures: RunFigures) -> ReportTable:
     """Accuracy against coverage: keep the decisions with confidence >= t."""
-    cals = figures.calibration[-ARMS_PER_TOOL_TABLE:]
+    cals = figures.calibration[-ARMS_PER_TABLE:]
     thresholds = [p.threshold for p in cals[0].coverage] if cals else []
     rows = []
     for i, t in enumerate(thresholds):
