@@ -20,14 +20,14 @@ import pytest
 
 from flows.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
 from tasks.drill_points import LOG_ENV
-from tests.drill.harness import own_env
+from tests.drill.harness import cli_env, own_env
 from tests.factories import ROOT
 from tests.factories.prefect_api import migrated_home
 from tests.provider_server import ProviderServer, Reply, Seen, text_reply, tool_call
 from tests.selectors.providers.conftest import FAKE_KEY
 from tests.surface.tiny_desk import desk_task, write_desk
 
-pytestmark = pytest.mark.slow  # real tooleval processes, each with its temporary Prefect server
+pytestmark = pytest.mark.slow  # real tooleval processes; a stopped run has its temporary Prefect server
 
 STOP_BOUND_S = 10.0
 """From the signal to the process's end: the run stops in about a second (children get 1 s to end); the rest
@@ -134,7 +134,8 @@ def test_a_signal_stops_a_run_at_once_keeping_what_landed_and_a_rerun_resumes(tm
         assert sorted(pq.read_table(partition).column("task_id").to_pylist()) == ["fast-0", "fast-1"]
 
         script.slow = False
-        rerun = tooleval(args, env)
+        # the rerun's server is not what it checks: the session's shared one
+        rerun = tooleval(args, cli_env(tmp_path / "prefect-home", OPENAI_API_KEY=FAKE_KEY))
         out, err = rerun.communicate(timeout=600)
         assert rerun.returncode == 0, err[-3000:]
         assert "4 task runs in 2 work units, 2 from cache" in out, out[-2000:]
@@ -152,7 +153,8 @@ def test_on_a_pipe_progress_lines_come_on_a_timer_while_one_unit_runs(tmp_path):
     with ProviderServer(script, api_key=FAKE_KEY, latency_s=0.6) as server:
         names = [f"task-{n}" for n in range(6)]
         folder = write_desk(tmp_path, closing_tasks(names), experiment=experiment(server.openai_url, batch_size=6))
-        env = own_env(migrated_home(tmp_path / "prefect-home"), OPENAI_API_KEY=FAKE_KEY, TOOLEVAL_PROGRESS_EVERY_S="1")
+        # the session's shared Prefect server: the progress lines are what it checks, not a run's own server
+        env = cli_env(tmp_path / "prefect-home", OPENAI_API_KEY=FAKE_KEY, TOOLEVAL_PROGRESS_EVERY_S="1")
         run = tooleval(["tasks", "run", str(folder / "experiments" / "four.yaml"), "--warehouse",
                         str(tmp_path / "wh")], env)
         out, err = run.communicate(timeout=600)
