@@ -17,10 +17,11 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Callable, Iterator
 
 import duckdb
-from prefect import flow, get_run_logger, task, unmapped
+from prefect import Flow, get_run_logger, task, unmapped
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 from prefect.futures import as_completed
@@ -240,7 +241,22 @@ def _few_collections() -> Iterator[None]:
         gc.unfreeze()
 
 
-@flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS), log_prints=False)
+class PlainParametersFlow(Flow):
+    """A flow whose runs record their parameters as Prefect records them: strings, numbers, booleans and None
+    as they are, the prepared run as '<CheckedRun>' (``evaluate``'s ``prepared``), anything else through
+    Prefect's own encoder (FastAPI's, imported only then)."""
+
+    def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        others = {key: value for key, value in parameters.items()
+                  if type(value) not in (str, int, float, bool, type(None), CheckedRun)}
+        encoded = super().serialize_parameters(others) if others else {}
+        return {key: encoded[key] if key in others else
+                f"<{type(value).__name__}>" if type(value) is CheckedRun else value
+                for key, value in parameters.items() if key in encoded or key not in others}
+
+
+@partial(PlainParametersFlow, name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS),
+         log_prints=False)
 def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str | None = None,
              use_cache: bool = True, max_calls: int | None = None, max_spend_usd: float | None = None,
              allow_provisional: bool = False, trace: str | None = None, prepared: CheckedRun | None = None,
