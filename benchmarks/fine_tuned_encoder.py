@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from schemas.catalogue import NONE_LABEL
-    from tasks.selectors.routers.base_routers import NEVER_ABSTAIN, base_router
+    from tasks.selectors.offline import NEVER_ABSTAIN, offline_selector
     from tasks.selectors.decision_models.decision_features import text_hash
     from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, load_model
     from tasks.selectors.routers.embedding_store import is_model_folder
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     version_path = args.version_path.resolve()
     table = load_version(version_path.parent, version_path.stem).table
-    router = base_router("embedding", DEFAULT_MODEL_ID, NEVER_ABSTAIN)
+    router = offline_selector("embedding", DEFAULT_MODEL_ID, NEVER_ABSTAIN)
     if any(own is None for own in table["tools"].to_list()):
         raise SystemExit(f"{version_path}: every request must carry its own tools (a per-request catalogue)")
     inputs, labels = labelled_inputs(table)

@@ -29,7 +29,7 @@ import numpy as np
 
 from schemas.decision_model import DecisionModelFile
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.routers.base_routers import NEVER_ABSTAIN, base_router
+from tasks.selectors.offline import NEVER_ABSTAIN, offline_selector
 from tasks.selectors.routers.router_scores import abstain_softmax
 
 WEIGHT = 0.5
@@ -39,7 +39,7 @@ WEIGHT = 0.5
 def expert_cosines(inputs: Sequence[SelectionInput], encoder: str) -> list[np.ndarray]:
     """Each input's cosine to each of its offered tools under ``encoder`` (the embedding router's texts; empty
     for an empty request or no tools)."""
-    router = base_router("embedding", encoder, NEVER_ABSTAIN)
+    router = offline_selector("embedding", encoder, NEVER_ABSTAIN)
     return [np.zeros(0) if c is None else np.asarray(c, dtype=np.float64) for c in router.scores(list(inputs))]
 
 
@@ -86,7 +86,7 @@ def tuning_examples(base_encoder: str, inputs: Sequence[SelectionInput], targets
     label's position among the offered tools, or their count for 'none'); inputs without tools are skipped."""
     from experimental.fine_tuning.fine_tune import TuningExample
 
-    router = base_router("embedding", base_encoder, NEVER_ABSTAIN)
+    router = offline_selector("embedding", base_encoder, NEVER_ABSTAIN)
     return [TuningExample(router.request_text(item), tuple(router.document(t) for t in item.tools), int(target))
             for item, target in zip(inputs, targets) if item.tools]
 

@@ -12,7 +12,6 @@ from flows.evaluate import evaluate
 from schemas.arrow import arrow_schema
 from schemas.selection.rows import SelectionRow
 from tasks.selectors import offline
-from tasks.selectors.routers import base_routers
 from tests.factories import SUPPORT
 
 LADDER = SUPPORT / "experiments" / "ladder.yaml"
@@ -73,8 +72,7 @@ def test_an_unchanged_rerun_makes_no_selector_call_and_duplicates_nothing(demo_r
     def no_calls(*args, **kwargs):
         raise AssertionError("a selector was built: the rerun should have come entirely from the cache")
 
-    monkeypatch.setattr(base_routers, "_cached", no_calls)  # the lexical and embedding selectors
-    monkeypatch.setattr(offline, "_trained", no_calls)
+    monkeypatch.setattr(offline, "_built", no_calls)  # the lexical, embedding and trained selectors
     again = evaluate(experiment_path=str(LADDER), warehouse_dir=str(warehouse))
     assert again.n_cache_hits == 6480 and again.run_id != summary.run_id
     con = duckdb.connect(str(warehouse / "tooleval.duckdb"), read_only=True)

@@ -1,40 +1,18 @@
-"""A simulation of position sensitivity, not a model: an offline router whose pick moves with the tool order.
+"""A simulation of position sensitivity, not a model: an offline router whose pick moves with the tool order
+(``selector: position_biased``; docs/selection/position-sensitivity.md), so runs, reports, gates and
+``tooleval compare`` can be checked in the regime real models live in, against a figure computed by hand.
 
-Offline routers are order-blind (every seed gives the same answer); real models are not (their pick moves
-with the order the tools are offered in). This selector (``selector: position_biased``) puts a known amount
-of that sensitivity on top of an order-blind base router, so runs, reports, gates and ``tooleval compare``
-can be checked in the regime real models live in, against a figure computed by hand.
-
-The rule. The base router (``base``: ``lexical`` or ``embedding``, with ``base_options``) picks tool ``b``,
-offered at 1-based position ``k`` of ``n`` in the seed's order. With probability
-
-    q(k, n) = bias * (k - 1) / (n - 1)
-
-the selector answers the first-offered tool instead (a tool offered first is never moved; one offered last
-is moved with probability ``bias``). A base pick of 'none' (or no answer) is kept. The draw is a number in
-[0, 1) from the sha256 of the conversation and the tool names in the order offered, so a rerun, a resumed
-run and the selection cache (whose key holds the options, the messages and the tools in their order) agree.
-The two tools' probabilities are swapped with the pick, so the pick stays the most probable option.
-
-The true effect. Over the orders a seed can draw (every order of the offered tools equally likely), a
-request's chance of being answered right is (``expected_accuracy``):
-
-- the base picks the right tool: ``1 - bias / 2`` (``q`` averages ``bias / 2`` over the ``n`` positions);
-- the base picks a wrong tool and the right answer is a tool: ``bias / (2 (n - 1))`` (the right tool is
-  offered first with probability ``1 / n``; the base's pick then sits at one of the other ``n - 1``
-  positions, where ``q`` averages ``bias * n / (2 (n - 1))``);
-- otherwise: what the base answers (right when both say 'none', else wrong).
-
-So two arms over the same base router and tools that differ only in ``bias`` differ, in expectation, by
-``(bias_2 - bias_1) * mean(-1/2 on requests the base gets right with a tool, 1 / (2 (n - 1)) on requests
-where it picks a wrong tool for a tool label, 0 elsewhere)``. One seed draws one order for a whole catalogue,
-so a seed's accuracy moves with where the busy tools landed in it: the seeds disagree, as real models' do.
+The base router (``base``: ``lexical`` or ``embedding``, with ``base_options``) picks a tool offered at
+1-based position ``k`` of ``n`` in the seed's order. With probability ``q(k, n) = bias * (k - 1) / (n - 1)``
+the selector answers the first-offered tool instead; a base pick of 'none' (or no answer) is kept. The draw
+is a number in [0, 1) from the sha256 of the conversation and the tool names in the order offered, so a
+rerun, a resumed run and the selection cache agree. The two tools' probabilities are swapped with the pick,
+so the pick stays the most probable option. ``expected_accuracy`` is the true effect over every order.
 """
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from schemas.catalogue import NONE_LABEL
@@ -45,8 +23,6 @@ from tasks.selectors.base import SelectionInput
 KIND = "position_biased"
 BASES = ("lexical", "embedding")
 OPTIONS = frozenset({"bias", "base", "base_options"})
-DEFAULT_MODEL = "simulated-position-bias"
-"""The model id an arm names when it writes none of its own: it names a simulation, never a model."""
 
 
 def move_probability(position: int, n_tools: int, bias: float) -> float:
@@ -94,12 +70,11 @@ class PositionBiasedSelector:
     kind = KIND
 
     def __init__(self, model_id: str, options: Mapping[str, Any]) -> None:
-        from tasks.selectors.routers.base_routers import base_router
-        from tasks.selectors.routers.router_setup import DEFAULT_MODELS
+        from tasks.selectors.offline import DEFAULT_MODELS, offline_selector
 
         self.model_id = model_id
         self.bias, self.base_kind, base_options = parse_options(options)
-        self.base = base_router(self.base_kind, DEFAULT_MODELS[self.base_kind], base_options)
+        self.base = offline_selector(self.base_kind, DEFAULT_MODELS[self.base_kind], base_options)
 
     def move(self, item: SelectionInput, chosen: str | None) -> bool:
         """Whether the base's pick ``chosen`` is moved to the first-offered tool for this input."""
@@ -121,13 +96,3 @@ class PositionBiasedSelector:
                 update.update(chosen=first, probabilities=probabilities or None)
             out.append(selection.model_copy(update=update))
         return out
-
-
-@lru_cache(maxsize=None)
-def _cached(model_id: str, options_json: str) -> PositionBiasedSelector:
-    return PositionBiasedSelector(model_id, json.loads(options_json))
-
-
-def position_biased_selector(model_id: str, options: Mapping[str, Any]) -> PositionBiasedSelector:
-    """One instance per process and configuration (the base router's model loads once)."""
-    return _cached(model_id, json.dumps(dict(options), sort_keys=True))

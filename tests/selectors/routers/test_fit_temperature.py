@@ -14,9 +14,8 @@ from flows.cli import main
 from tasks.experiment.resolve_experiment import resolve_experiment
 from tasks.importers.bfcl import BfclSource, import_bfcl_slices
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.offline import offline_selector
+from tasks.selectors.offline import TemperedSelector, offline_selector
 from tasks.selectors.routers.lexical import LexicalSelector
-from tasks.selectors.tempered import TemperedSelector
 from tasks.taskset.load_taskset import load_version
 from tests.selectors.routers.test_router_setup import ANSWERS, IRRELEVANCE, QUESTIONS, plain_routers
 
