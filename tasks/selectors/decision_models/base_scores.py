@@ -2,7 +2,7 @@
 the requests' embeddings, under the model's encoder (``encoder``: MiniLM unless the model was trained with
 ``tooleval train --encoder DIR``), each reading the conversation's last user turn after ``context_turns``
 earlier turns (the model file's). The trained selector (trained.py) and its training (train_decision_model.py)
-read these; the routers' instances are routers/base_routers.py's. A model that reads earlier turns also gets
+read these; the routers' instances are offline.py's. A model that reads earlier turns also gets
 each router's scores of the last user turn alone (``RequestScores.last_turn``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.decision_models.decision_features import RequestScores
-from tasks.selectors.routers.base_routers import NEVER_ABSTAIN, base_router
+from tasks.selectors.offline import NEVER_ABSTAIN, offline_selector
 from tasks.selectors.routers.conversation import CONTEXT_OPTION
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID
 
@@ -27,13 +27,13 @@ def router_scores(inputs: list[SelectionInput], encoder: str = DEFAULT_MODEL_ID,
                   ) -> tuple[list[RequestScores], np.ndarray]:
     """Cosine (under ``encoder``) and BM25 per offered tool, and the request embeddings, as the offline routers
     compute them."""
-    lexical = base_router("lexical", "bm25-okapi", _options(context_turns))
-    embedding = base_router("embedding", encoder, _options(context_turns, "embedding"))
+    lexical = offline_selector("lexical", "bm25-okapi", _options(context_turns))
+    embedding = offline_selector("embedding", encoder, _options(context_turns, "embedding"))
     cos, bm25 = embedding.scores(inputs), lexical.scores(inputs)
     last: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(inputs)
     if context_turns:  # the last user turn alone too: the model weighs it against the whole text read
-        last_cos = base_router("embedding", encoder, _options(0, "embedding")).scores(inputs)
-        last_bm25 = base_router("lexical", "bm25-okapi", _options(0)).scores(inputs)
+        last_cos = offline_selector("embedding", encoder, _options(0, "embedding")).scores(inputs)
+        last_bm25 = offline_selector("lexical", "bm25-okapi", _options(0)).scores(inputs)
         last = [(_or_zeros(c, item), _or_zeros(b, item)) for item, c, b in zip(inputs, last_cos, last_bm25)]
     scores = [RequestScores(tuple(t.name for t in item.tools), _or_zeros(c, item), _or_zeros(b, item), turn)
               for item, c, b, turn in zip(inputs, cos, bm25, last)]
@@ -47,10 +47,10 @@ def _or_zeros(scores: np.ndarray | None, item: SelectionInput) -> np.ndarray:
 
 def request_texts(inputs: list[SelectionInput], context_turns: int = 0) -> list[str]:
     """The request texts the embedding router encodes (the last user turn after ``context_turns`` earlier turns)."""
-    embedding = base_router("embedding", DEFAULT_MODEL_ID, _options(context_turns, "embedding"))
+    embedding = offline_selector("embedding", DEFAULT_MODEL_ID, _options(context_turns, "embedding"))
     return [embedding.request_text(item) for item in inputs]
 
 
 def embed_texts(texts: list[str], encoder: str = DEFAULT_MODEL_ID) -> np.ndarray:
     """Unit-length embeddings under ``encoder``, as the embedding router computes them (cached per process)."""
-    return base_router("embedding", encoder, NEVER_ABSTAIN).embed(texts)
+    return offline_selector("embedding", encoder, NEVER_ABSTAIN).embed(texts)
