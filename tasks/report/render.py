@@ -89,6 +89,11 @@ def _numeric(column: list[str]) -> bool:
     return bool(cells) and len(figures) >= 0.7 * len(cells)
 
 
+def numeric_columns(table: ReportTable) -> list[bool]:
+    """Which of the table's columns hold figures (the first, a name, never does)."""
+    return [i > 0 and _numeric([row[i] for row in table.rows if i < len(row)]) for i in range(len(table.columns))]
+
+
 READING_STYLE = {"▼ drop": "red", "▲ gain": "green"}
 
 
@@ -101,8 +106,8 @@ def table_lines(table: ReportTable, width: int) -> list[tuple[str, str]]:
                 + [(f"  - {line}" if k == 0 else f"    {line}", "row") for row in table.rows
                    for k, line in enumerate(wrap_text(row[0], width - 4))]
                 + ([(line, "note") for line in wrap_text(table.note, width)] if table.note and table.rows else []))
-    numeric = [i > 0 and _numeric([row[i] for row in table.rows if i < len(row)]) for i in range(len(table.columns))]
-    return layout_lines(table.title, table.columns, table.rows, numeric, width, table.sections, table.note)
+    return layout_lines(table.title, table.columns, table.rows, numeric_columns(table), width, table.sections,
+                        table.note)
 
 
 def print_table(table: ReportTable, console: Terminal) -> None:
@@ -153,8 +158,7 @@ def markdown_table(table: ReportTable, heading: str = "**{}**") -> list[str]:
     lines = [heading.format(table.title), ""]
     if table.columns:
         lines += ["| " + " | ".join(table.columns) + " |",
-                  "|" + "".join("---:|" if i and _numeric([r[i] for r in table.rows if i < len(r)]) else "---|"
-                                for i in range(len(table.columns)))]
+                  "|" + "".join("---:|" if numeric else "---|" for numeric in numeric_columns(table))]
         lines += ["| " + " | ".join(cell.replace("|", "\\|").replace("\n", " ") for cell in row) + " |"
                   for row in table.rows]
     else:
@@ -209,7 +213,7 @@ figcaption{font-size:.9em;color:#444}details{margin:.5rem 0}summary{cursor:point
 
 
 def _html_table(table: ReportTable) -> str:
-    numeric = [i > 0 and _numeric([r[i] for r in table.rows if i < len(r)]) for i in range(len(table.columns))]
+    numeric = numeric_columns(table)
     parts = [f"<table id='{html.escape(table.key)}'><caption>{html.escape(table.title)}</caption><tr>"]
     parts += [f"<th>{html.escape(c)}</th>" for c in table.columns]
     parts.append("</tr>")

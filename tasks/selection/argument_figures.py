@@ -103,25 +103,31 @@ def no_scored_share(level: ArgumentLevel) -> Interval:
     return clustered_wilson_from_sums(0, level.scored, 0.0, 0.0, level.n_requests)
 
 
-def _spread(seed_min: float | None, seed_max: float | None) -> float:
+def seed_spread(seed_min: float | None, seed_max: float | None) -> float:
+    """max - min over the seeds' figures; 0 when either is unknown or the difference is float noise."""
     if seed_min is None or seed_max is None or seed_max - seed_min < SPREAD_EPSILON:
         return 0.0
     return float(seed_max - seed_min)
+
+
+def tool_spellings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[tuple[str, str], str]:
+    """(arm, label) -> the tool as the arm offers it: the per-tool views name a tool so, a paired change as the
+    version labels it."""
+    return {(r["arm"], r["label"]): r["expected"] for r in records(
+        con, "SELECT DISTINCT arm, label, expected FROM request_outcomes WHERE run_id = ?", [run_id])}
 
 
 def load_argument_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> ArgumentFigures:
     tools = [ArgumentLevel(r["arm"], r["rung"], r["slice"], r["tool"], r["n"], r["scored"], r["arguments_right"],
                            r["n_requests"],
                            Interval(r["accuracy"], r["ci_low"], r["ci_high"], "clustered wilson", r["n_effective"])
-                           if r["scored"] else None, _spread(r["seed_min"], r["seed_max"]))
+                           if r["scored"] else None, seed_spread(r["seed_min"], r["seed_max"]))
              for r in records(con, "SELECT * FROM per_tool_argument_accuracy WHERE run_id = ? "
                                    "ORDER BY slice, tool, rung", [run_id])]
     if not any(level.scored for level in tools):
         return ArgumentFigures(tools=tools)
     spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
-    # per_tool_argument_accuracy names a tool as its arm offers it; a change names it as the version labels it
-    spelled = {(r["arm"], r["label"]): r["expected"] for r in records(
-        con, "SELECT DISTINCT arm, label, expected FROM request_outcomes WHERE run_id = ?", [run_id])}
+    spelled = tool_spellings(con, run_id)
     groups: dict[tuple[str, str, str, str], list[dict]] = {}
     for r in records(con, "SELECT * FROM paired_argument_requests WHERE run_id = ?", [run_id]):
         groups.setdefault((r["baseline"], r["arm"], r["slice"], r["tool"]), []).append(r)

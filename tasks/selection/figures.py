@@ -12,11 +12,11 @@ gate judges is exactly what the report shows.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from tasks.selection.argument_figures import (ArgumentBreakdown, ArgumentFigures, load_argument_breakdown,
-                                              load_argument_figures)
+                                              load_argument_figures, seed_spread, tool_spellings)
 from tasks.taskset.provisional_labels import provisional_notice
 from warehouse.query import frame, records
 from tasks.stats.estimate import Interval
@@ -35,13 +35,6 @@ if TYPE_CHECKING:  # the frame library, DuckDB and numpy (the calibration figure
 
 ROUTER_TARGET_ACCURACY = 0.90
 """Accuracy the threshold finder asks of the decisions a router keeps (the rest go to the chat model)."""
-
-SPREAD_EPSILON = 1e-9
-"""Seed spreads below this are float noise: identical seeds."""
-
-
-def _spread(value: float | None) -> float:
-    return 0.0 if value is None or value < SPREAD_EPSILON else float(value)
 
 
 @dataclass(frozen=True)
@@ -65,7 +58,7 @@ class Level:
 
     @property
     def seed_spread(self) -> float:
-        return _spread(self.seed_max - self.seed_min)
+        return seed_spread(self.seed_min, self.seed_max)
 
     @property
     def interval(self) -> Interval:
@@ -112,9 +105,7 @@ class WeightedLevel:
 
     @property
     def seed_spread(self) -> float:
-        if self.seed_min is None or self.seed_max is None:
-            return 0.0
-        return _spread(self.seed_max - self.seed_min)
+        return seed_spread(self.seed_min, self.seed_max)
 
 
 @dataclass(frozen=True)
@@ -267,25 +258,16 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
             con, "SELECT tool, weight FROM production_weights WHERE taskset = ? AND window_id = ?",
             [run["taskset"], run["weights_window"]])}
 
-    slices = [Level(arm=r["arm"], rung=r["rung"], slice=r["slice"], correct=r["correct"], n=r["n"],
-                    n_requests=r["n_requests"], accuracy=r["accuracy"], ci_low=r["ci_low"], ci_high=r["ci_high"],
-                    seed_min=r["seed_min"], seed_max=r["seed_max"], seed_accuracies=list(r["seed_accuracies"] or []),
-                    n_effective=r["n_effective"])
-              for r in records(con, "SELECT * FROM aggregate_accuracy WHERE run_id = ? ORDER BY slice, rung",
-                               [run_id])]
-    tools = [ToolLevel(arm=r["arm"], rung=r["rung"], slice=r["slice"], correct=r["correct"], n=r["n"],
-                       n_requests=r["n_requests"], accuracy=r["accuracy"], ci_low=r["ci_low"], ci_high=r["ci_high"],
-                       seed_min=r["seed_min"], seed_max=r["seed_max"], n_effective=r["n_effective"], tool=r["tool"])
-             for r in records(con, "SELECT * FROM per_tool_accuracy WHERE run_id = ? ORDER BY slice, tool, rung",
-                              [run_id])]
+    slices = [_level(Level, r, seed_accuracies=list(r["seed_accuracies"] or [])) for r in records(
+        con, "SELECT * FROM aggregate_accuracy WHERE run_id = ? ORDER BY slice, rung", [run_id])]
+    tools = [_level(ToolLevel, r) for r in records(
+        con, "SELECT * FROM per_tool_accuracy WHERE run_id = ? ORDER BY slice, tool, rung", [run_id])]
     # expected here is the label as the version names it: arms offering a tool under other names pair on it
     outcomes = UnitOutcomes.read(con, "SELECT arm, request_id AS unit, slice, label AS expected, correct, trials, "
                                       "failed FROM request_outcomes WHERE run_id = ? ORDER BY arm, request_id",
                                  [run_id])
     slice_spread = {(x.arm, x.slice): x.seed_spread for x in slices}
-    # per_tool_accuracy names a tool as its arm offers it; a change names it as the version labels it
-    spelled = {(r["arm"], r["label"]): r["expected"] for r in records(
-        con, "SELECT DISTINCT arm, label, expected FROM request_outcomes WHERE run_id = ?", [run_id])}
+    spelled = tool_spellings(con, run_id)
     tool_spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
     slice_changes: list[Change] = []
     tool_changes: list[Change] = []
@@ -348,6 +330,11 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         arguments=load_argument_figures(con, run_id),
         argument_breakdown=load_argument_breakdown(con, run_id),
     )
+
+
+def _level(cls: type[Level], row: dict[str, Any], **given: Any) -> Level:
+    """A ``Level`` (or ``ToolLevel``) from a row of a view with its fields' columns; ``given`` overrides."""
+    return cls(**{**{f.name: row[f.name] for f in fields(cls) if f.name in row}, **given})
 
 
 def _failures(con: duckdb.DuckDBPyConnection, run_id: str, rates: dict[tuple, Interval]) -> list[FailureLevel]:

@@ -27,7 +27,6 @@ from tasks.report.format import (
     change_span,
     interval_text,
     p_value,
-    paired_reading,
     pct,
     pct_below,
     pct_with_fraction,
@@ -191,11 +190,6 @@ def slice_table(figures: RunFigures) -> ReportTable:
 
 SIGNIFICANCE = 0.05
 RESOLUTION_POWER = 0.8
-
-
-def reading(change: Change) -> str:
-    """How to read a change: what its paired 95% interval says (``paired_reading``)."""
-    return paired_reading(change.paired)
 
 
 def slice_changes_table(figures: RunFigures) -> ReportTable:

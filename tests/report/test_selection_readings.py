@@ -10,7 +10,8 @@ from schemas.selection.criteria import SelectionCriteria
 from tasks.report.judge import judge as judge_with
 from tasks.selection.figures import load_figures
 from tasks.selection.gates import JUDGES
-from tasks.selection.tables import build_report_from, drops_table, reading
+from tasks.report.format import paired_reading
+from tasks.selection.tables import build_report_from, drops_table
 from tests.factories.rows import KnownRun, tool_rows
 
 judge = partial(judge_with, judges=JUDGES)
@@ -42,7 +43,7 @@ def test_a_significant_paired_drop_inside_the_seed_spread_is_a_drop_not_noise():
     assert round(p.p_value, 4) == 0.0061  # the score test the interval inverts
     assert round(100 * change.noise_floor, 1) == 6.0  # the seed spread is larger than the change...
     assert change.significant  # ...and the interval, over every seed of every request, excludes 0
-    assert reading(change) == "▼ drop"
+    assert paired_reading(change.paired) == "▼ drop"
 
     report = build_report_from(figures)
     (row,) = table(report, "tool-changes-base-cand-existing").rows
@@ -72,7 +73,7 @@ def test_a_change_whose_interval_holds_zero_could_be_chance():
     change = next(c for c in figures.tool_changes if c.tool == "refund_order")
     assert not change.significant and change.paired.change.low < 0 < change.paired.change.high
     assert change.paired.p_value >= 0.05
-    assert reading(change) == "could be chance"
+    assert paired_reading(change.paired) == "could be chance"
     assert drops_table(figures) is None
 
 

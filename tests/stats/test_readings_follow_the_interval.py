@@ -10,7 +10,7 @@ import pytest
 from tasks.report.format import p_value
 from tasks.report.version_calibration import _paired_reading
 from tasks.selection.figures import Change
-from tasks.selection.tables import reading
+from tasks.report.format import paired_reading
 from benchmarks.simulations.coverage import PairedScenario
 from tasks.stats.paired import paired_comparison
 
@@ -28,7 +28,7 @@ def test_nine_requests_worse_none_better_reads_as_a_drop_even_inside_the_seed_sp
     assert paired.change.high < 0
     assert paired.p_value < 0.01
     # a seed spread of 6.7 points (larger than the 5-point change) does not turn it into "within noise"
-    assert reading(_change(paired, spread=0.067)) == "▼ drop"
+    assert paired_reading(_change(paired, spread=0.067).paired) == "▼ drop"
     assert _paired_reading(paired) == "▼ on shared"
 
 
@@ -36,14 +36,14 @@ def test_a_change_whose_interval_holds_zero_could_be_chance_whatever_the_seeds_s
     paired = paired_comparison([1] * 24, [1] * 24, [0] * 4 + [1] * 20, [1] * 24)
     assert paired.change.low < 0 < paired.change.high
     assert paired.p_value >= 0.05
-    assert reading(_change(paired)) == "could be chance"
+    assert paired_reading(_change(paired).paired) == "could be chance"
     assert _paired_reading(paired) == "no change shown"
 
 
 def test_nothing_moved_reads_as_no_request_changed():
     paired = paired_comparison([2] * 10, [3] * 10, [2] * 10, [3] * 10)
     assert paired.p_value == 1.0
-    assert reading(_change(paired)) == "no request changed"
+    assert paired_reading(_change(paired).paired) == "no request changed"
 
 
 @pytest.mark.parametrize("correlation,paired_seeds", [(0.0, False), (0.0, True), (0.5, False), (0.5, True),
@@ -58,7 +58,7 @@ def test_reading_p_value_and_interval_never_disagree_where_seeds_disagree(correl
         (ka, ma), (kb, mb), _truth = scenario.draw(rng)
         paired = paired_comparison(ka, ma, kb, mb)
         excludes = not paired.change.contains(0.0)
-        words = reading(_change(paired))
+        words = paired_reading(_change(paired).paired)
         assert (words in ("▼ drop", "▲ gain")) == excludes
         assert (paired.p_value < 0.05) == excludes
         printed = p_value(paired.p_value)
