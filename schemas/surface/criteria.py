@@ -1,11 +1,6 @@
-"""Acceptance criteria of a task experiment, written before the run and registered (sha256 + UTC time)
-before its first call (schemas/criteria.py: the file, the rules, the verdict and gate results).
-
-Besides success, the gates cover the counters a redesign is allowed to make worse only knowingly:
-irreversible actions per 100 *completed* runs (or per 100 attempted; all of them or only those the task did not
-ask for), upstream reads per run and per executed call, hand-offs to a human, and the per-tool invalid rate that an
-aggregate hides.
-"""
+"""Acceptance criteria of a task experiment, written before the run and registered (sha256 + UTC time) before
+its first call (schemas/criteria.py: the file, the rules, the verdict and gate results). Besides success, the
+gates cover the counters a redesign may make worse only knowingly."""
 
 from __future__ import annotations
 

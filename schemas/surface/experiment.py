@@ -1,22 +1,6 @@
 """Task experiment files: arms (surface x prompt x pinned model x agent x task-set version) run over every
-task of a frozen task set under several seeds. The one-change rule holds as for selection experiments.
-
-    name: support-surface-four-arms
-    taskset: ..
-    version: t1
-    seeds: [1, 2, 3]
-    criteria: criteria.yaml
-    defaults: {agent: baseline, model: baseline-lexical-1}
-    arms:
-      - {name: A-baseline, surface: legacy, prompt: default}
-      - {name: B-prompt, surface: legacy, prompt: chaining}
-      - {name: C-surface, surface: redesigned, prompt: default}
-      - {name: D-both, surface: redesigned, prompt: chaining}
-    comparisons:
-      - {from: A-baseline, to: B-prompt}
-      - {from: A-baseline, to: C-surface}
-      - {from: A-baseline, to: D-both, declare: [prompt]}
-"""
+task of a frozen task set under several seeds. The one-change rule holds as for selection experiments;
+docs/surface/experiments.md shows a file."""
 
 from __future__ import annotations
 

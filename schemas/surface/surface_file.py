@@ -1,55 +1,9 @@
-"""Tool surfaces: a toolkit (typed Python tools over a state model, in the task set's ``backend/`` package)
-or the tools of MCP servers (``mcp:``), seen through an optional transform (namespace prefixes, renames,
-rewritten descriptions, a subset).
-
-``surfaces/<name>.yaml`` in a task-set folder::
-
-    name: legacy-namespaced
-    description: the legacy tools under support. / kb. prefixes
-    toolkit: legacy:LegacySupport          # backend/legacy.py, class LegacySupport
-    transform:
-      prefix: {kb.: [search_kb, lookup_article, get_article], support.: [create_ticket, ...]}
-      rename: {list_open_tickets: list_tickets}
-      describe: {get_ticket: "Read one ticket by its id (T-1234)."}
-      include: [search_kb, get_article]    # offer only these (default: every tool)
-
-An MCP surface names its servers instead of a toolkit::
-
-    name: office
-    mcp:
-      servers:
-        memory:                                  # the server's name: in call rows and trace spans
-          command: node
-          args: [node_modules/@modelcontextprotocol/server-memory/dist/index.js]
-          env: {MEMORY_FILE_PATH: "{state_dir}/memory.jsonl"}
-          catalogue: memory-v1                   # its tools as imported (tooleval import mcp): pinned
-        files:
-          command: node
-          args: [node_modules/@modelcontextprotocol/server-filesystem/dist/index.js, "{state_dir}/files"]
-      make_dirs: [files]                         # created in every fresh state
-      reset: files                               # see schemas/mcp.py: ResetMode
-      call_timeout_s: 20
-      marks: {move_file: {irreversible: false}}  # over what the annotations say
-
-A server that answers a refused call as text without ``isError``, and a URL server whose state is set and
-cleared by declared calls::
-
-    mcp:
-      servers:
-        shop:
-          url: http://127.0.0.1:8931/mcp
-          error_text: {regex: "^(Database )?[Ee]rror"}  # such a result is an error call
-      reset:
-        setup: [{tool: create_table, arguments: {query: "CREATE TABLE t (id INTEGER)"}}]
-        teardown: [{tool: drop_table, arguments: {name: t}}]
-      marks:
-        read_query: {read_only: true}                   # fills in the annotation the server did not give
-        write_query: {error_text: {regex: "^Error"}}   # this tool's own matcher, over the server's
-
-A transform changes what the model *sees* (names, descriptions, which tools); the backend, the calls it
-executes and the assertions (written against backend tool names) stay the same, so two arms whose surfaces
-differ only by a transform differ in exactly one respect.
-"""
+"""Tool surfaces, ``surfaces/<name>.yaml`` in a task-set folder: a toolkit (typed Python tools over a state model,
+in the task set's ``backend/`` package) or the tools of MCP servers (``mcp:``), seen through an optional
+transform (namespace prefixes, renames, rewritten descriptions, a subset). A transform changes only what the
+model *sees*: the backend, its calls and the assertions (written against backend tool names) stay the same, so
+two surfaces that differ only by a transform differ in one respect. docs/surface/writing-a-surface.md and
+docs/surface/mcp.md show both kinds of file."""
 
 from __future__ import annotations
 

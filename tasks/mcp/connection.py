@@ -1,20 +1,11 @@
 """A connection to one MCP server through the official SDK (``mcp.Client``), usable from plain threads.
 
-The SDK is async (anyio). The harness is threads: a unit's tasks, Prefect's workers. One event loop per
-process runs in a daemon thread (``runtime_loop``); each ``ServerConnection`` is one task on it that opens
-the client (starting the server process over stdio, or reaching a URL), waits until it is told to close,
-and closes it in the same task (the SDK's context managers must be left where they were entered). Calls
-from any thread go to that loop and wait for their answer with a time limit.
-
-Failures of the server itself are ``ServerFailed`` with a named reason (it could not start, it crashed,
-it hung past the call's time limit, it answered with something that is not MCP), never a hang: a
-connection that failed is closed (the process is stopped) and is not used again.
-
-A server's stdout is the protocol channel. A line on it that is not JSON-RPC (a banner, a log line) is let
-go quietly (the SDK's traceback per line is not printed) when a JSON-RPC message follows within
-``STDOUT_GRACE_S``; a server that writes such a line and no JSON-RPC message within that time fails at once,
-its reason quoting the first line that was not JSON-RPC, instead of waiting out the handshake's time limit.
-"""
+The SDK is async: one event loop per process runs in a daemon thread (``runtime_loop``); each
+``ServerConnection`` is one task on it that opens the client, waits until told to close and closes it there
+(the SDK's context managers must be left where they were entered). Calls from any thread wait for their answer
+with a time limit. A failure of the server itself (it could not start, crashed, hung, or broke the protocol,
+e.g. a line on stdout that is not JSON-RPC and no message within ``STDOUT_GRACE_S``) is ``ServerFailed`` with a
+named reason, never a hang, and the connection is closed."""
 
 from __future__ import annotations
 
@@ -27,7 +18,6 @@ import os
 import re
 import tempfile
 import threading
-import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,14 +53,7 @@ def runtime_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-class _QuietParseErrors(logging.Filter):
-    """Drops the SDK's traceback for each stdout line that is not JSON-RPC (``SDK_PARSE_LOG``)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.msg != SDK_PARSE_LOG
-
-
-logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
+logging.getLogger("mcp.client.stdio").addFilter(lambda record: record.msg != SDK_PARSE_LOG)
 
 
 def _unparsed_line(error: Exception) -> str:
@@ -136,14 +119,11 @@ class ServerConnection:
         """The first line the server wrote on stdout that is not JSON-RPC, if any."""
         self._stdout_not_mcp = False
         """Such a line came and no JSON-RPC message within STDOUT_GRACE_S: the stream was closed for it."""
-        self.started_s = 0.0
-        """Seconds the start took (process, handshake)."""
 
     # -- life ---------------------------------------------------------------------------------------------
     def start(self, timeout_s: float = START_TIMEOUT_S) -> "ServerConnection":
         loop = runtime_loop()
         ready: concurrent.futures.Future = concurrent.futures.Future()
-        started = time.perf_counter()
         self._done = asyncio.run_coroutine_threadsafe(self._serve(ready), loop)
         _open.add(self)
         try:
@@ -158,7 +138,6 @@ class ServerConnection:
         except BaseException as error:  # noqa: BLE001 - any way of not starting is a named failure
             self._fail(f"could not start: {self._reason(error)}")
             raise ServerFailed(self.failed) from None
-        self.started_s = time.perf_counter() - started
         return self
 
     async def _serve(self, ready: concurrent.futures.Future) -> None:

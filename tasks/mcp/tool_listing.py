@@ -11,6 +11,9 @@ from schemas.catalogue import ToolSpec
 from schemas.mcp import McpAnnotations
 from tasks.files.content_hash import sha256_hex
 
+Listing = tuple[list[ToolSpec], dict[str, McpAnnotations]]
+"""What a server lists: its tools, and the annotations it gave (tool name -> annotations)."""
+
 
 def tool_spec(tool: Any) -> ToolSpec:
     """An ``mcp_types.Tool`` as a catalogue tool: its inputSchema as the parameters, as given."""

@@ -1,26 +1,12 @@
 """The agent loop for one (arm, seed, task): offer the tools in the seed's order, execute every call the
-agent makes (parallel calls in the order given), send the results back, until the agent stops, the
-task's budget is spent, or a turn fails. Then score the outcome.
+agent makes (parallel calls in the order given), send the results back, until the agent stops, the task's
+budget is spent, or a turn fails. Then score the outcome.
 
-Budgets are limits with a recorded stop reason (as inspect_ai's message / token / time limits):
-
-- ``max_calls``: calls beyond it are recorded as ``skipped_budget`` (not executed) and the run stops with
-  ``max_calls``; an agent that has used exactly its calls may still answer in text;
-- ``max_turns``, ``max_tokens`` (input + output over the run), ``max_wall_s``: checked before each turn;
-  ``max_wall_s`` also before each call (a call after it ran out is recorded as skipped, not executed) and
-  during a toolkit call (a call still running when it runs out is cut: an error call, stop ``max_wall``).
-
-A toolkit call that does not answer within the surface's ``call_timeout_s`` (tasks/surface/surface_session.py)
-is an error call and stops the run with ``surface_error``; a call cut by either limit leaves its session
-discarded: neither probed nor scored (the run counts as not met).
-
-A retry is a call repeating an earlier call's tool (name as called) and arguments within the run.
-
-A reply that writes a tool call as text instead of making one (``AgentTurn.text_call``: markup such as
-``functions.NAME:`` that the server did not turn into a structured call) ends the run with ``text_call``:
-the call is recorded as invalid and ``as_text`` (under the tool it names, when it names one), and nothing is
-sent back, as a harness reading only structured calls would take the reply as the agent's last word.
-"""
+Budgets are limits with a recorded stop reason (as inspect_ai's): calls beyond ``max_calls`` are recorded as
+``skipped_budget``, not executed; ``max_turns``, ``max_tokens`` and ``max_wall_s`` are checked before each
+turn, ``max_wall_s`` also before and during each call. A call cut by a time limit, or a failed surface, leaves
+the session discarded: neither probed nor scored. A reply that writes a tool call as text ends the run with
+``text_call`` (docs/surface/agents.md: every stop reason)."""
 
 from __future__ import annotations
 
@@ -175,6 +161,6 @@ def read_probes(surface: ResolvedSurface, session: SurfaceSession, task: Surface
     tools = surface.backend_tools
     for probe in task.assertion.probes:
         tool = tools.get(probe.probe.tool)
-        answers.append(session.probe(tool, dict(probe.probe.args)) if tool is not None
+        answers.append(session.call(tool, dict(probe.probe.args)) if tool is not None
                        else f"'{probe.probe.tool}' is not a tool of surface {surface.name}")
     return answers

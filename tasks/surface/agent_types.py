@@ -1,9 +1,5 @@
 """What the agent loop asks of an agent: one turn at a time (tool calls and/or text), then the results.
-
-Two kinds implement it: the offline baseline (``baseline_agent``) and hosted chat models
-(``chat_agent``: OpenAI, Anthropic, any OpenAI-compatible server). A turn that failed (the provider erred,
-the reply was empty, the run's budget was reached) says so in ``failed``: the loop stops with that reason.
-"""
+Two kinds implement it: the offline baseline (``baseline_agent``) and hosted chat models (``chat_agent``)."""
 
 from __future__ import annotations
 
@@ -16,14 +12,11 @@ from tasks.selectors.providers.text_tool_calls import TextCall
 
 HOSTED_AGENT_WIRE = "2026-12: tool_choice sent, text calls read, content \"\""
 """What hosted task agents (chat_agent.py) send and how their replies are read, in the task cache key
-(``run_unit.agent_fingerprint``): outcomes cached before tool_choice reached the request and before a call
-written as text was read as one were measured under another request and another reading, so they
-are not served for the same arm now. Change it whenever either changes again."""
+(``run_unit.agent_fingerprint``): change it whenever either changes."""
 
 BASELINE_FILLING = "2026-12 fixtures: repository paths and ids; no request text for a path"
 """How the baseline (baseline_agent.py) fills arguments, in its task cache key (``run_unit.agent_fingerprint``):
-outcomes cached before it read the fixtures (a path parameter then got the request's text) were measured by
-another agent."""
+change it whenever that changes."""
 
 
 @dataclass(frozen=True)

@@ -1,44 +1,12 @@
-"""The offline baseline agent: a router and schema-guided argument filling. Not an LLM.
+"""The offline baseline agent: a lexical router and schema-guided argument filling. Not an LLM.
 
-Each turn:
-
-1. the lexical router (BM25, ``tasks/selectors/routers/lexical.py``) scores the offered tools against the request
-   plus the words of the last result's field names (``article_id``, ``has_more``, ``next_cursor`` ...), so a
-   search result full of article ids points at a tool that reads an article;
-2. the best tool above the router's abstain threshold whose required arguments it can fill is called,
-   unless that very call already ran without being refused (then the agent is done: its best idea is
-   something it did); a call already made and refused is not made again (the next tool is tried); when
-   no tool can be filled, the best one is called anyway, and the call is invalid;
-3. its arguments are filled from the JSON schema: a value under the same key in an earlier result (most
-   recent first), a ``next_cursor`` while ``has_more``, text of the request matching the parameter's
-   ``pattern`` (an id is never invented) or ``format: email``, an ``enum`` value the request mentions, the
-   parameter's default, a path-shaped word of the request for a path parameter (the second one for a
-   destination), and for free text the request itself (query, subject, description; a slug made
-   of its words). From a list of records it reads the record sharing most words with the request, or
-   none when none does and more pages follow;
-4. what a result and the request do not give, the task's fixtures may (the agent reads them as the task's
-   own context, as a user's agent knows which repository or record it works on): a repository parameter
-   (``repo_path``, ``repository``, ``repo``) gets the folder of the fixture files that holds a ``.git`` folder
-   (``repo`` for ``repo/.git/HEAD``: relative, as the fixtures name it, so the server is started in the state
-   folder); an id parameter without a ``pattern`` (``id`` or ``*_id``) gets the ``id`` of the fixture record
-   sharing most words with the request (none when no record shares a word: never the request's text). A path
-   parameter gets no other path: never the request's text either (a file path means something only under the
-   server's own folder, which the agent cannot see).
-
-A required argument it has no value for is left out and the call, when it is made anyway, says so
-(``ProposedCall.unfilled``): it is recorded as invalid, "the agent could not fill argument repo_path: ...", and
-the report counts such calls per argument and does not judge an arm most of whose task runs made no other call.
-
-It stops when nothing is left to try, and replies with the last result it got. It does not read the
-prompt: arms that differ only in the prompt are the same arm for it, and the report says so.
-
-With ``position_bias: b`` (a simulation of position sensitivity, not a model) its first call moves with the
-seed's tool order as the ``position_biased`` selector's pick does (``tasks/selectors/routers/position_biased.py``): the
-tool it would call first, offered at position ``k`` of ``n``, is swapped for the first-offered tool with
-probability ``b (k - 1) / (n - 1)``, drawn from a hash of the task and the tool order (the same in a rerun and
-in the cache, whose key holds the option, the task and the tools in their order). Later turns are its own. Over
-the orders a seed can draw, its first call is the one it makes without bias with probability ``1 - b / 2``.
-"""
+Each turn the router scores the offered tools against the request plus the field names of the last result;
+the best tool above its threshold whose required arguments it can fill is called (``fill_argument``: from
+earlier results, the request, the schema and the task's fixtures; a path or an id is never the request's
+text), unless that call already succeeded (then it is done). A call it makes without a required argument says
+so (``ProposedCall.unfilled``) and is invalid. It does not read the prompt. With ``position_bias: b`` its first
+call moves to the first-offered tool as the ``position_biased`` selector's pick does
+(``tasks/selectors/routers/position_biased.py``). docs/surface/agents.md says all of it."""
 
 from __future__ import annotations
 
@@ -68,7 +36,6 @@ NUMBER = re.compile(r"\b\d+\b")
 WORD = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset("a an and are be can do does for from has have how i in is it me my of on or please the to "
                       "what when where which who why with you your".split())
-QUERY_NAMES = ("query", "q", "search", "text", "question", "keywords", "terms")
 TITLE_NAMES = ("subject", "title", "summary", "headline")
 TITLE_CHARS = 80
 GAVE_UP = "I could not complete this request with the tools offered."
@@ -176,7 +143,7 @@ def _slug(text: str) -> str:
 
 def fill_argument(name: str, schema: Mapping[str, Any], request: str, results: Sequence[Any],
                   fixtures: Mapping[str, Any] | None = None) -> Any:
-    """A value for one parameter, or None when the agent has none (module docstring: the order it looks in)."""
+    """A value for one parameter, or None when the agent has none, looked for in the order written below."""
     kind = schema.get("type")
     if "cursor" in name:
         last = results[-1] if results else None
@@ -306,7 +273,7 @@ class BaselineSession:
 
     def _biased_first(self, name: str, arguments: dict[str, Any], unfilled: tuple[str, ...]
                       ) -> tuple[str, dict[str, Any], tuple[str, ...]]:
-        """The first call, moved to the first-offered tool with probability q(k, n) (module docstring)."""
+        """The first call, moved to the first-offered tool with the ``position_biased`` selector's probability."""
         names = [tool.name for tool in self.tools]
         chance = move_probability(names.index(name) + 1, len(names), self.agent.position_bias)
         if order_draw(self.task.model_dump_json(by_alias=True), names) >= chance:
@@ -334,9 +301,8 @@ class BaselineSession:
 
 
 class BaselineAgent:
-    """The offline agent of an arm (``agent: baseline``); options: ``router_options`` for the lexical router
-    (``tasks/selectors/routers/lexical.py``), ``threshold`` (the router's abstain threshold by default), ``position_bias``
-    (0 by default: a simulation of position sensitivity, module docstring)."""
+    """The offline agent of an arm (``agent: baseline``); options: ``router_options`` for the lexical router,
+    ``threshold`` (default: the router's abstain threshold), ``position_bias`` (default 0)."""
 
     kind = "baseline"
     reads_prompt = False

@@ -1,48 +1,29 @@
 """A server pinned to an imported catalogue, checked against what it lists now (drift).
 
-A surface whose server names ``catalogue:`` offers the catalogue's tools and counts calls with the marks of
-the catalogue's annotations, without starting the server. What the server lists may have moved since the
-import (a new release of the package). ``catalogue_drift`` compares the two as they matter to an arm:
-
-- tool names: a tool added or removed (a call of a removed tool fails, an added one is never offered);
-- input schemas: the server validates arguments against its own schema, not the catalogue's;
-- annotations as they are counted: the marks ``marks_from_annotations`` derives (with the surface file's
-  ``marks:`` over them), so an annotation that moves no counter (a title, ``idempotentHint``) is no drift.
-
-Descriptions and the order of the list are not compared: the arm offers the catalogue's text, in its own
-order, and the server never sees either.
-
-Where it is checked:
-
-- before the run (tasks/surface/drift_check.py, the surface instrument's ``check_before_run``): each pinned server
-  of the arms' surfaces is started once, listed and stopped, before the first task, in a scratch state folder
-  reset to the fixtures of the first task it will serve (a server may need them to start: mcp-server-git
-  refuses a folder that is not a repository); its setup calls are not made (listing needs none); drift
-  is bad input (exit 2, nothing landed) naming the surface file, the server, what changed and the
-  ``tooleval import mcp`` command that records the new version. A server that cannot start there is left to
-  the run, whose tasks record why (``surface_error``), as before;
-- during the run, each time an instance of the server starts (``McpInstance``): drift found then (the server
-  changed mid-run) stops that task with ``surface_error`` and a detail beginning ``DRIFT_WORDS``; such a
-  task was not carried out, and its arm is NOT JUDGED, with the detail as the reason, in every report format.
-
-``tooleval validate`` and ``tooleval tasks validate`` do not start pinned servers (a start takes seconds):
-they say which servers the run checks live (``pinned_note``).
-"""
+Drift is what matters to an arm: a tool added or removed, an input schema changed, or annotations that now
+count differently (``marks_from_annotations`` with the surface's ``marks:`` over them); descriptions and order
+are not compared (the arm offers the catalogue's). It is checked before the run (``check_pinned_servers``,
+the instrument's ``check_before_run``: each pinned server started once, listed and stopped; drift is bad input
+naming the ``tooleval import mcp`` line that records the new version) and each time an instance
+starts during it (``McpInstance``: the task stops with ``surface_error``, its detail containing
+``DRIFT_WORDS``, and its arm is NOT JUDGED). Validate starts no server: it names the pinned ones
+(``pinned_note``)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from schemas.catalogue import ToolSpec
 from schemas.mcp import BASE_DIR, McpAnnotations
 from schemas.surface.surface_file import SurfaceServer, ToolMarkOverride
+from tasks.files.input_errors import InputError, Problem
+from tasks.mcp.tool_listing import Listing
 from tasks.surface.tool_marks import marks_from_annotations
-
-Listing = tuple[list[ToolSpec], dict[str, McpAnnotations]]
 
 DRIFT_WORDS = "lists tools that differ from catalogue"
 """How a drift reason begins (after the server's name), in an InputError and in a task run's detail."""
@@ -119,3 +100,74 @@ def pinned_note(surfaces: Iterable[Any]) -> str | None:
         return None
     return (f"pinned MCP servers {', '.join(pinned)}: checked against their catalogue from the live server's "
             "tools/list when a run starts (before its first task), not here: validate starts no server")
+
+
+_agreed: dict[int, tuple[Any, set[str]]] = {}
+"""Per resolved experiment (its id, with a weak reference to tell a new object under a reused id), the servers
+(``_server_key``) found to agree with their catalogue: the evaluate flow repeats the check the CLI made on the
+same prepared run in the same process, and does not start a server again for it; another run checks again."""
+
+
+def _agreed_for(experiment: Any) -> set[str]:
+    """The servers found to agree for this experiment object (a new, empty set for an object not seen)."""
+    entry = _agreed.get(id(experiment))
+    if entry is not None and entry[0]() is experiment:
+        return entry[1]
+    for key in [key for key, (ref, _) in _agreed.items() if ref() is None]:
+        del _agreed[key]
+    try:
+        entry = (weakref.ref(experiment), set())
+    except TypeError:  # an object without weak references: no memory, every check is made
+        return set()
+    _agreed[id(experiment)] = entry
+    return entry[1]
+
+
+def _server_key(backend: Any, name: str) -> str:
+    """A pinned server as the check sees it: how it is started, its catalogue and the marks over its tools (two
+    surfaces that differ only in their transform share it, and it is started once for both)."""
+    server = backend.spec.servers[name]
+    listed = {tool.name for tool in backend.pinned[name][0]}
+    marks = {tool: mark.model_dump(mode="json") for tool, mark in backend.spec.marks.items() if tool in listed}
+    return json.dumps([str(backend.base_dir), server.model_dump(mode="json"), marks], sort_keys=True)
+
+
+def check_pinned_servers(prepared: Any, allow_provisional: bool = False) -> None:
+    """Start each server of the arms' surfaces that is pinned to a catalogue (once per server), list its tools
+    and stop it; InputError naming the surface file, the server, what changed and the import line, for every
+    one that drifted. A server that cannot start is left to the run (its tasks say why)."""
+    from tasks.mcp.connection import ServerFailed
+    from tasks.surface.load_mcp_surface import list_server
+    from tasks.surface.load_surface import surface_path
+
+    problems: list[Problem] = []
+    agreed = _agreed_for(prepared.experiment)
+    pinned: dict[str, tuple[Any, str, list[str]]] = {}
+    """Each pinned server (``_server_key``) -> the first arm on it, its name there, and every arm on it."""
+    for arm in prepared.experiment.arms:
+        backend = arm.surface.backend
+        if getattr(backend, "kind", None) != "mcp":
+            continue
+        for name, server in backend.spec.servers.items():
+            if server.catalogue is not None:
+                pinned.setdefault(_server_key(backend, name), (arm, name, []))[2].append(arm.name)
+    for key, (arm, name, arms) in pinned.items():
+        if key in agreed:
+            continue
+        surface, backend = arm.surface, arm.surface.backend
+        server, version = backend.spec.servers[name], prepared.versions[arm.version]
+        file = str(surface_path(surface.taskset_dir, surface.name))
+        try:
+            listed = list_server(backend.base_dir, name, server, backend.spec.make_dirs, file,
+                                 version.fixtures(version.tasks[0]) if version.tasks else {})
+        except ServerFailed:
+            continue  # not drift: the run's tasks record that the server could not start
+        drift = catalogue_drift(backend.pinned[name], listed, backend.spec.marks)
+        if drift:
+            problems.append(Problem(file, f"mcp.servers.{name}", DRIFT_RULE,
+                                    f"{drift_reason(name, server, drift, surface.taskset_dir)}; "
+                                    f"arm(s) {', '.join(arms)} run on it. Nothing was run."))
+        else:
+            agreed.add(key)
+    if problems:
+        raise InputError(problems)

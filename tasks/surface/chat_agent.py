@@ -1,24 +1,13 @@
 """Hosted models as agents (kinds 'openai' and 'anthropic'; any OpenAI-compatible server via ``base_url``),
-through the official SDKs and the selection harness's provider layer (``ProviderCaller``: the endpoint's
-concurrency bound, retries with backoff that honours Retry-After, cost from the dated price file, the
-served-model check and the run's spend / call ledger).
+through the official SDKs and the selection harness's provider layer (``ProviderCaller``: concurrency,
+retries, prices, the served-model check, the run's ledger).
 
-Every turn sends the conversation so far with the tools in the seed's order (names mapped to what the
-provider accepts, root combinators rewritten: ``wire_tools``), the arm's ``tool_choice`` and every other
-answer-changing option the selectors send (temperature, provider seed, max_tokens, parallel_tool_calls,
-reasoning_effort: the adapters read them from the arm's options, as for selection), and reads every tool
-call of the reply. A reply with no structured call whose text holds tool-call markup (``functions.NAME:``,
-``<tool_call>{...}``: ``text_tool_calls``) carries that markup as the turn's ``text_call``: the loop records
-it as an invalid call written as text and stops with ``text_call``.
-A turn whose prompt grew by less than the previous reply plus the tool results fed since (at
-``RESULT_CHARS_PER_TOKEN`` characters a token, half the usual density, over results of at least
-``MIN_RESULT_CHARS``) is marked ``results_unseen``: the server rendered the conversation without them (a chat
-template with no branch for ``role: tool``, as llama-cpp-python's ``chatml-function-calling``), so the model
-answered without the results and a multi-step task measures nothing. A server that reports no usage is not
-judged.
-A turn fails, and the run stops with it, when the provider errs after its retries (``error``), the reply is
-empty or cut short (``empty_reply``), or the run's budget refuses the call (``run_budget``).
-"""
+Every turn sends the conversation so far with the tools in the seed's order (``wire_tools``) and the arm's
+answer-changing options, and reads every tool call of the reply; tool-call markup in a reply with no
+structured call becomes the turn's ``text_call``. A turn whose prompt grew by less than the previous reply
+plus the tool results fed since (``RESULT_CHARS_PER_TOKEN``, over ``MIN_RESULT_CHARS``) is marked
+``results_unseen``: the server's template dropped them. A turn fails (``error``, ``empty_reply``,
+``run_budget``) and the run stops with it."""
 
 from __future__ import annotations
 

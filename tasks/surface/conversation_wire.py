@@ -1,12 +1,7 @@
-"""Multi-turn conversations with tool calls and tool results, on the wire of each provider.
-
-The selection harness sends one user turn and reads the first tool call (``tasks/selectors/providers/openai_chat.py``,
-``anthropic_messages.py``). An agent loop sends the whole conversation every turn: the assistant's earlier
-tool calls and the results that answered them (OpenAI: ``tool_calls`` + ``role: tool`` messages;
-Anthropic: ``tool_use`` blocks + a user turn of ``tool_result`` blocks), and reads *every* call of the
-reply (parallel calls). The adapters below subclass the selection adapters, so the SDK client, sampling
-options, ``extra_body`` sending and reply parsing stay one implementation.
-"""
+"""Multi-turn conversations with tool calls and tool results, on the wire of each provider: the whole
+conversation every turn, and *every* call of the reply read. The adapters subclass the selection harness's
+(``tasks/selectors/providers/openai_chat.py``, ``anthropic_messages.py``), so the SDK client, sampling options
+and reply parsing stay one implementation."""
 
 from __future__ import annotations
 
@@ -91,14 +86,8 @@ def openai_messages(request: ConversationRequest) -> list[dict[str, Any]]:
         if isinstance(event, Said):
             messages.append({"role": event.role, "content": event.text})
         elif isinstance(event, Called):
-            # A turn that only calls tools carries "content": "" (a string, possibly empty): the one form every
-            # server we name accepts. null is refused by llama-cpp-python since late 2024 (HTTP 500, a validation
-            # error naming messages.N.content: its assistant content is NotRequired[str]) and by llama.cpp
-            # server builds whose template engine wants a string ("Expected 'content' to be a string or an
-            # array"); leaving the key out was refused by llama-cpp-python before (content Optional[str] but
-            # required) and by older llama.cpp server builds ("missing 'content' in message"). OpenAI (content
-            # is optional when tool_calls are present), Anthropic (another shape: no empty text block is sent),
-            # vLLM and Ollama take an empty string.
+            # "content": "" even when empty: llama.cpp and llama-cpp-python refuse null or a missing key,
+            # and every other server named in the docs takes an empty string
             messages.append({"role": "assistant", "content": event.text or "", "tool_calls": [
                 {"id": c.call_id, "type": "function",
                  "function": {"name": c.name, "arguments": _arguments_text(c.arguments)}} for c in event.calls]})

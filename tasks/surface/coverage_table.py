@@ -61,6 +61,10 @@ class SurfaceCoverage:
                                                 -sum(r["calls"] for r in self.measured(t)), t))
 
     @property
+    def arm_words(self) -> str:
+        return f"arm{'s' if len(self.arms) > 1 else ''} {', '.join(self.arms)}"
+
+    @property
     def offered(self) -> list[str]:
         return [t for t in self.ordered() if self.first(t)["offered"]]
 
@@ -96,16 +100,15 @@ def _names(names: list[str]) -> str:
 
 def coverage_line(group: SurfaceCoverage) -> str:
     """The first-screen line of one surface."""
+    said = f"coverage, surface {group.surface} ({group.arm_words})"
     if group.unrecorded:
         runs = ", ".join(f"{arm} {n:,} of {total:,}" for arm, (n, total) in group.unrecorded.items())
-        return (f"coverage, surface {group.surface} (arm{'s' if len(group.arms) > 1 else ''} {', '.join(group.arms)}): "
-                f"NOT KNOWN: task runs landed before tooleval recorded what each task needs ({runs}); run the "
-                "experiment again to read it")
+        return (f"{said}: NOT KNOWN: task runs landed before tooleval recorded what each task needs ({runs}); run "
+                "the experiment again to read it")
     offered = group.offered
     needed = [t for t in offered if group.first(t)["tasks_needing"]]
     spare = [t for t in offered if not group.first(t)["tasks_needing"]]
-    words = [f"coverage, surface {group.surface} (arm{'s' if len(group.arms) > 1 else ''} {', '.join(group.arms)}): "
-             f"{len(needed)} of {len(offered)} tools needed by some task"]
+    words = [f"{said}: {len(needed)} of {len(offered)} tools needed by some task"]
     if spare:
         called = sorted((t for t in spare if group.status(t) == "called, not needed"),
                         key=lambda t: (-sum(r["calls"] for r in group.measured(t)), t))
@@ -150,10 +153,9 @@ def coverage_tables(figures: SurfaceFigures) -> list[ReportTable]:
     for i, group in enumerate((g for g in surface_coverages(figures) if not g.unrecorded), start=1):
         n_tasks = max(r["n_tasks"] for arms in group.rows.values() for r in arms.values())
         table = ReportTable(
-            f"Tool coverage, surface {group.surface} (arm{'s' if len(group.arms) > 1 else ''} {', '.join(group.arms)})",
+            f"Tool coverage, surface {group.surface} ({group.arm_words})",
             ["tool", "tasks needing it", "forbidding it", *(f"calls {arm} (not needed)" for arm in group.arms),
-             "coverage"], [],
-            key=f"coverage-{i}")
+             "coverage"], [], key=f"coverage-{i}")
         for tool in group.ordered():
             cells = []
             for arm in group.arms:

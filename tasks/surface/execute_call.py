@@ -1,20 +1,7 @@
-"""Execute one call against a surface's backend: invalid calls never reach it, refusals are error calls.
-
-- the name is not an offered tool, or the arguments are not a JSON object valid under the tool's JSON
-  schema (``jsonschema``, as for selection rows): *invalid*, not executed; the reason goes back to the agent;
-- the backend's own validation rejects the arguments (an MCP server's -32602): *invalid* too;
-- the backend refuses the call (a toolkit's ``ToolRefused``, an MCP result with ``isError``, an MCP error
-  answer): an *error call*; its message goes back to the agent as the tool's result;
-- a toolkit raises anything else: an error call too (its type and message go back), so a bug in a
-  backend is a row, never a crashed run;
-- otherwise the result goes back: a toolkit's as compact JSON, an MCP server's text as it gave it;
-- a call that times out (the surface's ``call_timeout_s``) raises ``CallTimedOut``, and a tool that timed out
-  ``GIVE_UP_AFTER`` times in the run is not called again (``tasks/surface/hung_tools.py``): both stop the
-  task with ``surface_error``, the call an error call;
-- a call written as text in a reply (``text_call``): *invalid* and ``as_text``, never executed;
-- a call the agent made without a required argument it had no value for (``ProposedCall.unfilled``): invalid,
-  its reason starting "the agent could not fill argument NAME" (the report counts these per argument).
-"""
+"""Execute one call against a surface's backend and record it: a call whose name is not offered or whose
+arguments fail the tool's JSON schema (or the backend's own validation) is *invalid* and never reaches it; a
+refusal, or a toolkit raising, is an *error call* whose message goes back to the agent; a call with no answer
+in time raises ``CallTimedOut`` and stops the task (docs/surface/writing-a-surface.md says how each is counted)."""
 
 from __future__ import annotations
 
@@ -85,28 +72,29 @@ def execute_call(surface: ResolvedSurface, session: SurfaceSession,
     else:
         content = outcome.content if outcome.content is not None else result_text(outcome.value)
         records = count_records(outcome.value)
-    fields = {
-        "name": call.name, "tool": backend.name, "arguments": check.arguments_json, "valid": True,
-        "invalid_reason": None, "executed": True, "error": error is not None, "error_detail": error,
-        "result_chars": len(content), "result_records": records,
-        "irreversible": backend.marks.irreversible and error is None,
-        "handoff": backend.marks.handoff and error is None,
-        "upstream_reads": outcome.upstream_reads, "backend_ms": outcome.backend_ms, "server": backend.server,
-    }
+    fields = _record(call.name, backend, check.arguments_json, valid=True, executed=True, error=error is not None,
+                     error_detail=error, result_chars=len(content), result_records=records,
+                     irreversible=backend.marks.irreversible and error is None,
+                     handoff=backend.marks.handoff and error is None, upstream_reads=outcome.upstream_reads,
+                     backend_ms=outcome.backend_ms)
     return fields, ToolResult(call.call_id, call.name, content, error is not None)
+
+
+def _record(name: str, backend: BackendTool | None, arguments: str | None, **done: Any) -> dict[str, Any]:
+    """CallRecord fields (without call_index / turn / is_retry) of a call that was not executed, with ``done``
+    over them: what the call did instead."""
+    return {"name": name, "tool": backend.name if backend else None, "arguments": arguments, "valid": False,
+            "invalid_reason": None, "executed": False, "error": False, "error_detail": None, "result_chars": 0,
+            "result_records": None, "irreversible": False, "handoff": False, "upstream_reads": 0,
+            "backend_ms": 0.0, "server": backend.server if backend else None, **done}
 
 
 def broken_call(call: ProposedCall, backend: BackendTool | None, detail: str) -> tuple[dict[str, Any], ToolResult]:
     """A call during which the surface failed (its server crashed or hung): an executed error call whose
     detail says so; the task stops with ``surface_error``."""
     content = result_text({"error": detail})
-    arguments = arguments_text(call.arguments)
-    fields = {
-        "name": call.name, "tool": backend.name if backend else None, "arguments": arguments, "valid": True,
-        "invalid_reason": None, "executed": True, "error": True, "error_detail": detail[:MAX_DETAIL],
-        "result_chars": len(content), "result_records": None, "irreversible": False, "handoff": False,
-        "upstream_reads": 0, "backend_ms": 0.0, "server": backend.server if backend else None,
-    }
+    fields = _record(call.name, backend, arguments_text(call.arguments), valid=True, executed=True, error=True,
+                     error_detail=detail[:MAX_DETAIL], result_chars=len(content))
     return fields, ToolResult(call.call_id, call.name, content, True)
 
 
@@ -114,12 +102,8 @@ def _invalid(call: ProposedCall, backend: BackendTool | None, arguments: str | N
              said: str | None = None, backend_ms: float = 0.0) -> tuple[dict[str, Any], ToolResult]:
     """An invalid call: rejected before it ran (here, or by the backend's own validation, which ``said``)."""
     content = said or result_text({"error": f"invalid call, not executed: {reason}"})
-    fields = {
-        "name": call.name, "tool": backend.name if backend else None, "arguments": arguments, "valid": False,
-        "invalid_reason": reason[:MAX_DETAIL], "executed": False, "error": False, "error_detail": None,
-        "result_chars": len(content), "result_records": None, "irreversible": False, "handoff": False,
-        "upstream_reads": 0, "backend_ms": backend_ms, "server": backend.server if backend else None,
-    }
+    fields = _record(call.name, backend, arguments, invalid_reason=reason[:MAX_DETAIL], result_chars=len(content),
+                     backend_ms=backend_ms)
     return fields, ToolResult(call.call_id, call.name, content, True)
 
 
@@ -127,13 +111,7 @@ def skipped_call(call: ProposedCall, backend: BackendTool | None,
                  spent: str = "the call budget of this task is spent") -> tuple[dict[str, Any], ToolResult]:
     """A call made after the task's call (or wall-time) budget was spent: recorded, not executed."""
     content = result_text({"error": f"not executed: {spent}"})
-    arguments = arguments_text(call.arguments)
-    fields = {
-        "name": call.name, "tool": backend.name if backend else None, "arguments": arguments, "valid": False,
-        "invalid_reason": None, "executed": False, "error": False, "error_detail": None, "result_chars": 0,
-        "result_records": None, "irreversible": False, "handoff": False, "upstream_reads": 0, "backend_ms": 0.0,
-        "skipped_budget": True, "server": backend.server if backend else None,
-    }
+    fields = _record(call.name, backend, arguments_text(call.arguments), skipped_budget=True)
     return fields, ToolResult(call.call_id, call.name, content, True)
 
 
@@ -142,10 +120,5 @@ def text_call(surface: ResolvedSurface, found: TextCall) -> dict[str, Any]:
     invalid and ``as_text``, never executed; named after the tool the markup names (as offered), else after
     the markup itself (``<tool_call>``), which then forms its own row in the per-tool counters."""
     offered = surface.offered(found.name) if found.name else None
-    backend = offered.backend if offered else None
-    return {
-        "name": found.name or found.markup, "tool": backend.name if backend else None, "arguments": None,
-        "valid": False, "invalid_reason": text_call_detail(found)[:MAX_DETAIL], "executed": False, "error": False,
-        "error_detail": None, "result_chars": 0, "result_records": None, "irreversible": False, "handoff": False,
-        "upstream_reads": 0, "backend_ms": 0.0, "as_text": True, "server": backend.server if backend else None,
-    }
+    return _record(found.name or found.markup, offered.backend if offered else None, None,
+                   invalid_reason=text_call_detail(found)[:MAX_DETAIL], as_text=True)

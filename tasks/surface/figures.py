@@ -1,7 +1,6 @@
 """A task run's figures, read from the views (tasks/surface/views/task_*.sql), with the statistics that have no
-closed form in SQL computed by tasks/stats: paired comparisons on the same tasks (a paired score interval of the
-change over every seed of every task, Tango's on design-effect-adjusted counts, and the test it inverts) and the 2x2 interaction table (additive prediction vs measured,
-the gap's interval from the same Tango score interval on half the gap)."""
+closed form in SQL computed by tasks/stats: paired comparisons on the same tasks (over every seed of every task)
+and the 2x2 interaction tables."""
 
 from __future__ import annotations
 
@@ -77,28 +76,26 @@ class SurfaceFigures:
 def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> SurfaceFigures:
     import polars as pl  # here: the surface instrument's modules are read by commands that load no figures
 
+    def view(name: str, order: str) -> list[dict[str, Any]]:
+        return records(con, f"SELECT * FROM {name} WHERE run_id = ? ORDER BY {order}", [run_id])
+
     (run,) = records(con, "SELECT * FROM task_experiments WHERE run_id = ?", [run_id])
-    arms = records(con, "SELECT * FROM task_arms WHERE run_id = ? ORDER BY rung", [run_id])
+    arms = view("task_arms", "rung")
     figures = SurfaceFigures(
-        run_id=run_id, run=run, arms=arms,
-        success=records(con, "SELECT * FROM task_success WHERE run_id = ? ORDER BY taskset_version, slice, rung", [run_id]),
-        tool_counters=records(con, "SELECT * FROM task_tool_counters WHERE run_id = ? ORDER BY rung, calls DESC, tool",
-                              [run_id]),
-        call_totals=records(con, "SELECT * FROM task_call_totals WHERE run_id = ? ORDER BY rung", [run_id]),
-        first_calls=records(con, "SELECT * FROM task_first_calls WHERE run_id = ? ORDER BY rung, intent, n DESC, "
-                                 "first_tool", [run_id]),
-        side_effects=records(con, "SELECT * FROM task_side_effects WHERE run_id = ? ORDER BY rung", [run_id]),
-        stop_reasons=records(con, "SELECT * FROM task_stop_reasons WHERE run_id = ? ORDER BY rung, n DESC", [run_id]),
-        arm_success=records(con, "SELECT * FROM task_arm_success WHERE run_id = ? ORDER BY taskset_version, rung",
-                            [run_id]),
-        tool_coverage=records(con, "SELECT * FROM task_tool_coverage WHERE run_id = ? ORDER BY rung, tool", [run_id]),
-        unfilled_arguments=records(con, "SELECT * FROM task_unfilled_arguments WHERE run_id = ? ORDER BY rung, "
-                                        "calls DESC, argument", [run_id]),
+        run_id=run_id, run=run, arms=arms, success=view("task_success", "taskset_version, slice, rung"),
+        tool_counters=view("task_tool_counters", "rung, calls DESC, tool"),
+        call_totals=view("task_call_totals", "rung"),
+        first_calls=view("task_first_calls", "rung, intent, n DESC, first_tool"),
+        side_effects=view("task_side_effects", "rung"), stop_reasons=view("task_stop_reasons", "rung, n DESC"),
+        arm_success=view("task_arm_success", "taskset_version, rung"),
+        tool_coverage=view("task_tool_coverage", "rung, tool"),
+        unfilled_arguments=view("task_unfilled_arguments", "rung, calls DESC, argument"),
     )
     outcomes = UnitOutcomes.read(con, "SELECT arm, task_id AS unit, slice, successes AS correct, trials "
                                       "FROM task_outcomes WHERE run_id = ? ORDER BY arm, task_id", [run_id])
     reads = {a["arm"]: a["reads_prompt"] for a in arms}
-    for c in records(con, "SELECT * FROM task_comparisons WHERE run_id = ? ORDER BY baseline, arm", [run_id]):
+    comparisons = view("task_comparisons", "baseline, arm")
+    for c in comparisons:
         changed = list(c["changed"])
         nothing = changed == ["prompt"] and not reads.get(c["baseline"], True) and not reads.get(c["arm"], True)
         common = outcomes.aligned([c["baseline"], c["arm"]])
@@ -107,6 +104,5 @@ def load_surface_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> Surface
                 c["baseline"], c["arm"], changed, slice_, paired(common.filter(pl.col("slice") == slice_)),
                 changed == ["version"], nothing))
     figures.interactions = outcomes.interactions(find_factorials(arms, ARM_RESPECTS))
-    figures.version_calibrations = version_calibrations(
-        outcomes, arms, records(con, "SELECT * FROM task_comparisons WHERE run_id = ? ORDER BY baseline, arm", [run_id]))
+    figures.version_calibrations = version_calibrations(outcomes, arms, comparisons)
     return figures

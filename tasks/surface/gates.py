@@ -1,20 +1,10 @@
 """The surface instrument's gate kinds (tasks/report/judge.py: the rules, the verdict).
 
-Success gates read a rate and its 95% interval under the gate's rule (point, confident, demonstrated, as
-for selection gates). The counters allowed to get worse are judged on their measured value: irreversible
-actions per 100 completed (or attempted) runs, all of them or only those the task did not ask for; upstream
-reads per run or per call; hand-offs; and each tool's invalid rate (never the aggregate), judged on tools
-with enough calls over one pass of the task set (calls / seeds, never seed replicas).
-
-The other gates are already free of seed replicas: success intervals cluster seeds within a task (identical
-seeds count once), comparisons are paired on tasks over every seed of each, and the counters are ratios, which
-identical seeds leave as they are.
-
-An arm is NOT JUDGED, by name, in every gate that applies to it when most of its task runs could not be carried
-out (a provider error, a dead MCP server, the run's budget: ``FAILED_STOPS``) or when any of them met an MCP
-server that changed during the run (``arms_met_drift``: its figures mix two tool surfaces), and by a counter gate when its
-figure is undefined (per 100 completed runs when no run completed, per call when no call was executed); a
-comparison with such an arm on either side is not judged, never read as a measured change.
+Success gates read a rate and its 95% interval under the gate's rule; the counters allowed to get worse are
+judged on their measured value, and each tool's invalid rate on its calls over one pass of the task set
+(calls / seeds, never seed replicas). An arm ``arms_not_judged`` names is NOT JUDGED, by name, in every gate
+that applies to it, and so is a comparison with it on either side; a counter gate also leaves an arm whose
+figure is undefined NOT JUDGED.
 """
 
 from __future__ import annotations
@@ -76,9 +66,6 @@ def arms_not_judged(figures: SurfaceFigures) -> dict[str, str]:
     return {**arms_not_carried_out(task_runs_not_carried_out(figures), "task runs"), **arms_met_drift(figures)}
 
 
-_unjudgeable = arms_not_judged
-
-
 def _result(gate: Any, statement: str, cases: list[tuple[bool, str]], rule_words: str = "",
             unjudged: dict[str, str] | None = None) -> GateResult:
     """Failing cases when any fail, else the cases checked (the first few); ``unjudged``: the arms the gate
@@ -102,13 +89,18 @@ def _comparisons(figures: SurfaceFigures, unjudged: dict[str, str], bad: dict[st
     return kept
 
 
+def _arms_split(figures: SurfaceFigures, selection: ArmSelection) -> tuple[set[str], dict[str, str]]:
+    """The arms a gate applies to that it can judge, and those it cannot (arm -> why)."""
+    bad = arms_not_judged(figures)
+    named = judged_arms(figures, selection)
+    return {arm for arm in named if arm not in bad}, {arm: bad[arm] for arm in named if arm in bad}
+
+
 def _success_floor(gate: SuccessFloorGate, figures: SurfaceFigures) -> GateResult:
-    arms = set(judged_arms(figures, gate.arms))
-    bad = _unjudgeable(figures)
-    unjudged = {arm: bad[arm] for arm in judged_arms(figures, gate.arms) if arm in bad}
+    arms, unjudged = _arms_split(figures, gate.arms)
     cases = []
     for row in figures.success:
-        if row["arm"] in arms and row["arm"] not in bad and row["slice"] in gate.floors:
+        if row["arm"] in arms and row["slice"] in gate.floors:
             interval = Interval(row["success_rate"], row["ci_low"], row["ci_high"], "clustered wilson")
             floor = gate.floors[row["slice"]]
             cases.append((beyond(interval, floor, True, gate.rule),
@@ -122,7 +114,7 @@ def _success_drop(gate: SuccessDropGate, figures: SurfaceFigures) -> GateResult:
     limit = -gate.max_drop_points / 100
     cases = []
     unjudged: dict[str, str] = {}
-    for c in _comparisons(figures, unjudged, _unjudgeable(figures)):
+    for c in _comparisons(figures, unjudged, arms_not_judged(figures)):
         p = c.paired
         cases.append((beyond(p.change, limit, True, gate.rule),
                       f"{c.baseline} -> {c.arm} {c.slice}: {pct(p.accuracy_from)} -> {pct(p.accuracy_to)} = "
@@ -145,7 +137,7 @@ def _counter_gate(gate: Any, figures: SurfaceFigures, value: Callable[[dict[str,
     whose counter is undefined (``undefined`` says why) or most of whose runs could not be carried out is NOT
     JUDGED, by name, and so is every comparison it is in."""
     rows = _per_arm(figures)
-    bad = _unjudgeable(figures)
+    bad = arms_not_judged(figures)
     unjudged: dict[str, str] = {}
 
     def figure(arm: str) -> float | None:
@@ -219,9 +211,7 @@ def _per_seed_words(r: dict[str, Any]) -> str:
 def _tool_invalid(gate: ToolInvalidRateGate, figures: SurfaceFigures) -> GateResult:
     """A tool is judged on its calls over one pass of the task set (calls / seeds), not on seed replicas: 11
     tasks x 3 identical seeds are 11 calls a seed, as one seed of them would be."""
-    bad = _unjudgeable(figures)
-    arms = set(judged_arms(figures, gate.arms)) - set(bad)
-    unjudged = {arm: bad[arm] for arm in judged_arms(figures, gate.arms) if arm in bad}
+    arms, unjudged = _arms_split(figures, gate.arms)
     counted = [r for r in figures.tool_counters if r["arm"] in arms and r["calls_per_seed"] >= gate.min_calls]
     cases = [(r["invalid_rate_filled"] > gate.max_rate,
               f"{r['arm']} {r['tool']}: {pct(r['invalid_rate_filled'])} invalid ({r['invalid'] - r['unfilled']}/"

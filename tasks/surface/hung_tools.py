@@ -1,15 +1,7 @@
-"""Tools given up for the rest of a run after they hung: a bounded number of call timeouts per tool.
-
-A call with no answer within the surface's ``call_timeout_s`` stops its task with ``surface_error``. A tool
-that never returns would cost every later task that calls it the whole timeout again, and a toolkit call
-that cannot be stopped (a loop that swallows every exception, a call blocked in C) keeps its thread; so once
-a tool has timed out ``GIVE_UP_AFTER`` times in this process's run, it is not called again: each later call
-to it is an error call at once (``ToolGivenUp``, a ``SurfaceBroke``: the task stops with ``surface_error``,
-not carried out, never cached), its detail naming the tool, the timeouts and the limit. A run with a hung
-tool thus ends in about ``GIVE_UP_AFTER`` (plus the calls already in flight) times ``call_timeout_s`` more
-than it would without it, and keeps at most that many stuck threads. The counts are per process (each
-process of a distributed run gives up on its own) and cleared when a run's units are done.
-"""
+"""Tools given up for the rest of a run after they hung: once a tool has timed out ``GIVE_UP_AFTER`` times in
+this process's run, each later call to it raises ``ToolGivenUp`` at once (the task stops with
+``surface_error``), so a hung tool costs a bounded number of timeouts and stuck threads. The counts are per
+process and cleared when a run's units are done."""
 
 from __future__ import annotations
 

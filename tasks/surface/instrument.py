@@ -15,17 +15,33 @@ part from its own module:
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from schemas.surface.criteria import SurfaceCriteria
 from schemas.surface.experiment import SURFACE_RESPECTS, SurfaceExperimentFile
 from schemas.surface.rows import SurfaceRunRecord
 from tasks.instrument_api import Instrument, Words, on_call
 from tasks.selectors.providers.pinned_models import arm_unpinned
-from tasks.surface.arms import arm_record, fill_surface_arm, resolve_surface_arm
+from tasks.surface.arms import SurfaceArm, arm_record, fill_surface_arm, resolve_surface_arm
 from tasks.surface.card import CARD
-from tasks.surface.drift_check import check_pinned_servers
+from tasks.surface.catalogue_drift import check_pinned_servers, pinned_note
 from tasks.surface.gates import JUDGES, task_runs_not_carried_out
-from tasks.surface.task_checks import load_surface_versions
-from tasks.surface.validate_lines import surface_notes, task_check_lines
+from tasks.surface.task_checks import TaskCheckReport, load_surface_versions
+
+
+def task_check_lines(report: TaskCheckReport) -> list[str]:
+    return [f"{report.n_tasks} tasks: {report.n_rules} rules passed on {report.n_surfaces} surface(s)"]
+
+
+def surface_notes(arms: Sequence[SurfaceArm]) -> list[str]:
+    """What ``tooleval validate`` says of the arms' surfaces: a warning line per surface that carries one (an
+    MCP server without annotations), then which MCP servers are pinned to a catalogue."""
+    surfaces = {arm.surface.name: arm.surface for arm in arms}
+    lines = [f"  warning: surface {name}: {warning}" for name, surface in surfaces.items()
+             for warning in surface.warnings]
+    note = pinned_note(arm.surface for arm in arms)
+    return lines + ([f"  {note}"] if note else [])
+
 
 INSTRUMENT = Instrument(
     name="surface", card=CARD, experiment_file=SurfaceExperimentFile, criteria_file=SurfaceCriteria,

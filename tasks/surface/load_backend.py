@@ -1,12 +1,5 @@
 """Import a task set's backend: the ``backend/`` package of the task-set folder, loaded under a private name.
-
-Backends are plain Python because tasks are graded on the state their tools leave behind: closing ticket
-T-1009 must change what ``list_open_tickets`` returns next, a cursor must page through what is there, a
-refusal depends on the record's state. A declarative backend (JSON responses keyed by arguments) cannot
-express a write, so it could only grade transcripts; typed tools over one state object (tau2-bench's
-design) can be graded on the outcome. The package's source is hashed into the surface's hash, so a change
-of backend is a change of surface for the one-change rule and for the task cache.
-"""
+Its source is hashed into the surface's hash, so a change of backend is a change of surface."""
 
 from __future__ import annotations
 

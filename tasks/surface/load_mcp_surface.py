@@ -6,22 +6,18 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from schemas.catalogue import CatalogueFile, ToolSpec, rule_of
-from schemas.mcp import McpAnnotations
-from schemas.surface.surface_file import SurfaceFile, SurfaceServer
+from schemas.catalogue import CatalogueFile, rule_of
+from schemas.surface.surface_file import ResetCalls, SurfaceFile, SurfaceServer
 from tasks.files.input_errors import InputError
 from tasks.files.owned_folders import owned_folder
 from tasks.mcp.connection import ServerConnection, ServerFailed
-from schemas.surface.surface_file import ResetCalls
-from tasks.surface.mcp_backend import McpBackend, backend_tools, listed_tools, unannotated_warnings
+from tasks.mcp.tool_listing import Listing
+from tasks.surface.mcp_backend import McpBackend, backend_tools, listed_tools, unannotated_warnings, write_state
 from tasks.taskset.load_taskset import read_json_model, validation_message
-
-Listing = tuple[list[ToolSpec], dict[str, McpAnnotations]]
-
 
 def pinned_tools(taskset_dir: Path, server: SurfaceServer, file: str) -> Listing:
     """The tools and annotations of the catalogue a server is pinned to."""
@@ -33,23 +29,30 @@ def pinned_tools(taskset_dir: Path, server: SurfaceServer, file: str) -> Listing
     return list(catalogue.tools), dict(catalogue.annotations or {})
 
 
-def served_tools(taskset_dir: Path, name: str, server: SurfaceServer, make_dirs: tuple[str, ...], file: str) -> Listing:
-    """What the server lists, started once in a scratch state folder; InputError naming it when it fails."""
-    scratch = owned_folder("mcp-list")
-    for folder in make_dirs:
-        (scratch / folder).mkdir(parents=True, exist_ok=True)
+def list_server(taskset_dir: Path, name: str, server: SurfaceServer, make_dirs: tuple[str, ...], file: str,
+                fixtures: Mapping[str, Any] | None = None) -> Listing:
+    """What the server lists, started once in a scratch state folder reset to ``fixtures``; InputError naming
+    ``file`` when it lists a tool tooleval cannot offer, ServerFailed when it cannot start or list."""
+    scratch = owned_folder("mcp-list")  # named after this process: a killed run's is removed by the next
     connection = ServerConnection(server, base_dir=Path(taskset_dir), state_dir=scratch, label=name)
     try:
+        write_state(scratch, make_dirs, fixtures or {})
         return listed_tools(connection.start())
     except ValidationError as error:
         raise InputError.one(file, f"mcp.servers.{name}", rule_of(error, "tool-name"),
                              f"MCP server '{name}' lists a tool tooleval cannot offer: {validation_message(error)}") from None
-    except ServerFailed as failure:
-        raise InputError.one(file, f"mcp.servers.{name}", "server-starts",
-                             f"MCP server '{name}' ({server.describe()}) {failure}") from None
     finally:
         connection.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def served_tools(taskset_dir: Path, name: str, server: SurfaceServer, make_dirs: tuple[str, ...], file: str) -> Listing:
+    """What the server lists (``list_server``); InputError naming it when it fails."""
+    try:
+        return list_server(taskset_dir, name, server, make_dirs, file)
+    except ServerFailed as failure:
+        raise InputError.one(file, f"mcp.servers.{name}", "server-starts",
+                             f"MCP server '{name}' ({server.describe()}) {failure}") from None
 
 
 def mcp_backend(taskset_dir: Path, spec: SurfaceFile, file: str) -> tuple[McpBackend, dict[str, Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +53,11 @@ class ResolvedSurface:
         return Catalogue(name=self.name, tools=self.specs)
 
     def offered(self, name: str) -> OfferedTool | None:
-        return self._by_name().get(name)
+        return self._by_name.get(name)
 
+    @cached_property
     def _by_name(self) -> dict[str, OfferedTool]:
-        cached = self.__dict__.get("_names")
-        if cached is None:
-            cached = {tool.spec.name: tool for tool in self.tools}
-            object.__setattr__(self, "_names", cached)
-        return cached
+        return {tool.spec.name: tool for tool in self.tools}
 
     @property
     def backend_tools(self) -> dict[str, BackendTool]:
@@ -77,10 +75,8 @@ class ResolvedSurface:
         return tuple(self.backend.spec.servers) if self.backend.kind == "mcp" else ()
 
     def __reduce__(self):
-        """Pickled (a work unit sent to a Dask or Ray worker) as where it is read from: the toolkit class lives
-        in the backend package imported under a private name, which only a process that loaded the surface
-        has, and MCP server instances belong to the process that started them. The worker reads the surface
-        again (the task set at the same path, as the experiment file is), once per process and surface."""
+        """Pickled (a work unit sent to a Dask or Ray worker) as where it is read from: its toolkit class and MCP
+        server instances belong to the process that loaded it, so the worker reads the surface again."""
         return (reloaded_surface, (self.taskset_dir, self.name, self.surface_hash))
 
 

@@ -1,17 +1,6 @@
-"""Read a task-set version of multi-step tasks: ``tN.jsonl`` + ``tN.manifest.json`` + shared fixtures.
-
-Layout of a task-set folder for tasks on a surface::
-
-    backend/                 the toolkits (Python package: typed tools over a pydantic state model)
-    surfaces/<name>.yaml     SurfaceFile: a toolkit seen through a transform
-    prompts/<name>.md        system prompts
-    fixtures/<name>.json     shared fixtures a task can include (e.g. the knowledge base)
-    t1.jsonl                 SurfaceTask, one per line
-    t1.manifest.json         TaskSetManifest: slices and the content hash that freezes the version
-    experiments/*.yaml       TaskExperimentFile
-
-Every parse problem is an InputError naming the file, the line (and id) and the rule.
-"""
+"""Read a task-set version of multi-step tasks: ``tN.jsonl`` + ``tN.manifest.json`` + the shared
+``fixtures/<name>.json`` its tasks include (docs/surface/writing-tasks.md: the folder's layout). Every parse
+problem is an InputError naming the file, the line (and id) and the rule."""
 
 from __future__ import annotations
 

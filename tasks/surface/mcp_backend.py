@@ -1,51 +1,12 @@
 """A surface served by MCP servers: their tools as backend tools, warm server instances, fresh state per task.
 
-Tools and marks. A surface's tools are the tools its servers list (or, for a server pinned to an imported
-catalogue, the catalogue's: the surface resolves without starting it). ``marks_from_annotations`` turns a
-tool's MCP annotations into the tool marks the counters hang on, with the MCP specification's defaults
-where the server said nothing (not read-only, destructive, open-world):
-
-- writes: not read-only; irreversible: writes and destructive;
-- upstream reads: one per executed call of a tool that reads (read-only) or reaches beyond the server
-  (open-world); a server reports no pages, so a call is one read;
-- handoff: never from annotations (MCP has no such hint);
-
-and the surface file's ``marks:`` override any of them per tool (``read_only`` stands for the tool's
-readOnlyHint; ``writes`` / ``irreversible`` / ``handoff`` / ``upstream_reads`` set a mark outright). A server
-that gives no annotation on any tool, and none of whose tools the surface marks, has every tool counted as
-the defaults say — a write, irreversible, one upstream read a call — and the surface carries a warning that
-says so (``unannotated_warnings``: printed by ``tooleval validate`` and on the report's first screen).
-
-Errors written as text. A result with ``isError`` is an error call (executed, refused); so is a result
-without it whose text matches the ``error_text`` matcher the surface declares for the tool (``marks``) or
-its server (``servers``) — for servers such as mcp-server-sqlite that answer "Database error: ..." as a
-plain result.
-
-Instances. An instance is one process per server of the surface, sharing a state folder
-(``{state_dir}``). Instances are kept warm in a pool per surface and process, so start-up is paid once per
-concurrent task, not per task; each task takes an instance, which is first reset to the task's fixtures
-(``reset: files``: the state folder emptied, the surface's ``make_dirs`` made, the fixture files written;
-``restart``: a new instance for every task; ``none``: nothing; ``{setup: [...], teardown: [...]}``: declared
-calls, for a URL server whose state tooleval can neither empty nor restart), then the task's ``setup`` calls
-run. A task returns its instance when it ends; one whose server failed is closed, and the next task starts a
-new one. No task sees another's writes: one task holds an instance at a time and every task starts from a
-reset.
-
-Declared reset calls. ``setup`` runs before each task (before the task's own setup calls); a call that fails
-(an MCP error, an ``isError`` result, a text matching ``error_text``, or the server failing) stops the task
-with ``surface_error`` and the failed call in its detail: the task is not carried out (NOT JUDGED, never a
-0%). ``teardown`` runs when the task ends, if its server still answers; a failed teardown call is appended
-to the task's detail, the instance is closed, and the teardown is made again before the next task: that task
-is carried out only once it succeeds (else it is not carried out, naming the teardown). A task whose server
-failed leaves its teardown pending the same way. Tasks on a URL server share the one state the server keeps,
-so a process runs the tasks of such a surface one at a time (``InstancePool.serial``, held from the setup to
-the teardown; the wait counts in a task's wall time); processes of a distributed run are not kept apart.
-
-Fixtures of a task on an MCP surface: ``files`` (path under the state folder -> content: a string as
-text, a list as JSON Lines (one JSON value a line, as the memory server keeps its graph), an object as
-JSON) and ``setup`` (calls ``{"tool": T, "args": {...}}`` made through the servers before the agent
-starts; not counted).
-"""
+A tool's MCP annotations become its marks (``marks_from_annotations``: the specification's defaults where the
+server said nothing, the surface file's ``marks:`` over them). A result with ``isError``, or whose text matches
+the ``error_text`` the surface declares for the tool or its server, is an error call. An instance is one
+process per server sharing a state folder, kept warm in a pool per surface and process; a task holds one at a
+time, reset first as the surface's ``reset`` says (``files``, ``restart``, ``none``, or declared ``setup`` /
+``teardown`` calls, with which this process runs the surface's tasks one at a time). docs/surface/mcp.md says
+what each of these means for a task and its counters."""
 
 from __future__ import annotations
 
@@ -58,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from schemas.catalogue import ToolSpec
-from schemas.mcp import McpAnnotations
 from schemas.surface.surface_file import (
     ErrorText,
     McpSurface,
@@ -70,7 +29,7 @@ from schemas.surface.surface_file import (
 )
 from tasks.files.owned_folders import owned_folder
 from tasks.mcp.connection import ServerConnection, ServerFailed
-from tasks.mcp.tool_listing import annotations_of, tool_spec
+from tasks.mcp.tool_listing import Listing, annotations_of, tool_spec
 from tasks.surface.surface_session import MAX_DETAIL, CallOutcome, CallTimedOut, SurfaceBroke
 from tasks.surface.tool_marks import marks_from_annotations
 from tasks.surface.toolkit import BackendTool
@@ -80,8 +39,7 @@ INVALID_PARAMS = -32602
 FIXTURE_KEYS = ("files", "setup")
 
 
-def backend_tools(listed: Mapping[str, tuple[list[ToolSpec], dict[str, McpAnnotations]]],
-                  overrides: Mapping[str, ToolMarkOverride]) -> dict[str, BackendTool]:
+def backend_tools(listed: Mapping[str, Listing], overrides: Mapping[str, ToolMarkOverride]) -> dict[str, BackendTool]:
     """Every server's tools (server name -> (tools, annotations)) as backend tools, in server order."""
     tools: dict[str, BackendTool] = {}
     for server, (specs, given) in listed.items():
@@ -92,8 +50,7 @@ def backend_tools(listed: Mapping[str, tuple[list[ToolSpec], dict[str, McpAnnota
     return tools
 
 
-def unannotated_warnings(listed: Mapping[str, tuple[list[ToolSpec], dict[str, McpAnnotations]]],
-                         overrides: Mapping[str, ToolMarkOverride]) -> tuple[str, ...]:
+def unannotated_warnings(listed: Mapping[str, Listing], overrides: Mapping[str, ToolMarkOverride]) -> tuple[str, ...]:
     """A warning per server that gives no annotation on any of its tools and none of whose tools the surface
     file marks: how its tools are counted (the defaults of ``marks_from_annotations``)."""
     warnings = []
@@ -110,7 +67,7 @@ def unannotated_warnings(listed: Mapping[str, tuple[list[ToolSpec], dict[str, Mc
     return tuple(warnings)
 
 
-def listed_tools(connection: ServerConnection) -> tuple[list[ToolSpec], dict[str, McpAnnotations]]:
+def listed_tools(connection: ServerConnection) -> Listing:
     """What a running server lists: its tools and the annotations it gave."""
     tools = connection.list_tools()
     annotations = {t.name: a for t in tools if (a := annotations_of(t)) is not None}
@@ -321,29 +278,19 @@ class McpSession:
         value = result.structured_content if result.structured_content is not None else _parsed(text)
         return CallOutcome(value=value, content=text, upstream_reads=tool.reads_per_call, backend_ms=elapsed)
 
-    def probe(self, tool: BackendTool, arguments: dict[str, Any]) -> CallOutcome:
-        return self.call(tool, arguments)
-
     def end_state(self) -> Any:
         return None
 
-    def setup(self, calls: list[dict[str, Any]]) -> None:
-        """The task's setup calls, before the agent starts; one that does not succeed stops the task."""
+    def make_calls(self, calls: Sequence[ResetCall], what: str) -> None:
+        """Calls made for a task's state, not by its agent (``what``: the task's 'setup', or the surface's
+        'reset setup' / 'reset teardown'); SurfaceBroke naming the one that did not succeed."""
+        tools = self.backend.tools()
         for call in calls:
-            tool = self.backend.tools().get(call["tool"])
-            if tool is None:
-                raise SurfaceBroke(f"setup call of unknown tool '{call['tool']}'")
-            outcome = self.call(tool, dict(call.get("args") or {}))
+            if call.tool not in tools:
+                raise SurfaceBroke(f"{what} call of unknown tool '{call.tool}'")
+            outcome = self.call(tools[call.tool], dict(call.arguments))
             if outcome.refused or outcome.invalid:
-                raise SurfaceBroke(f"setup call {call['tool']} failed: {outcome.refused or outcome.invalid}")
-
-    def reset_calls(self, calls: Sequence[ResetCall], what: str) -> None:
-        """The surface's declared setup or teardown calls; SurfaceBroke naming the one that did not succeed."""
-        for call in calls:
-            tool = self.backend.tools()[call.tool]
-            outcome = self.call(tool, dict(call.arguments))
-            if outcome.refused or outcome.invalid:
-                raise SurfaceBroke(f"reset {what} call {call.tool} failed: {outcome.refused or outcome.invalid}")
+                raise SurfaceBroke(f"{what} call {call.tool} failed: {outcome.refused or outcome.invalid}")
 
     def close(self, broken: bool) -> str | None:
         """Return the instance; with declared reset calls, make the teardown first. What went wrong with the
@@ -358,7 +305,7 @@ class McpSession:
                 self.pool.teardown_pending = "the server failed during the previous task, before its teardown"
             elif reset.teardown:
                 try:
-                    self.reset_calls(reset.teardown, "teardown")
+                    self.make_calls(reset.teardown, "reset teardown")
                     self.pool.teardown_pending = None
                 except SurfaceBroke as failed:
                     note = self.pool.teardown_pending = str(failed)
@@ -391,7 +338,7 @@ class McpBackend:
     base_dir: Path
     """The task-set folder: servers start there (commands and paths relative to it)."""
     tools_by_name: tuple[tuple[str, BackendTool], ...]
-    pinned: dict[str, tuple[list[ToolSpec], dict[str, McpAnnotations]]]
+    pinned: dict[str, Listing]
     """Servers pinned to a catalogue -> the catalogue's tools and annotations."""
     key: str
     """The surface's hash: one pool per surface."""
@@ -435,13 +382,14 @@ class McpBackend:
                 pending = pool.teardown_pending
                 if pending is not None and reset.teardown:
                     try:
-                        session.reset_calls(reset.teardown, "teardown")
+                        session.make_calls(reset.teardown, "reset teardown")
                     except SurfaceBroke as again:
                         raise SurfaceBroke(f"the teardown after an earlier task is still pending ({pending}) and "
                                            f"failed again before this task: {again}") from None
                     pool.teardown_pending = None
-                session.reset_calls(reset.setup, "setup")
-            session.setup(list(fixtures.get("setup") or []))
+                session.make_calls(reset.setup, "reset setup")
+            session.make_calls([ResetCall(tool=c["tool"], arguments=c.get("args") or {})
+                                for c in fixtures.get("setup") or []], "setup")
         except BaseException as broke:  # SurfaceBroke, or anything unforeseen: never keep the instance or the turn
             if isinstance(reset, ResetCalls) and reset.teardown and pool.teardown_pending is None:
                 pool.teardown_pending = f"a task's setup did not complete: {broke}"

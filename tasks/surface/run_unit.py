@@ -1,14 +1,9 @@
 """Run and land one work unit: outcomes from the task cache, fresh runs for the rest, two Parquet files.
 
-Each fresh outcome is stored in the cache the moment its run ends (from the unit's own thread), so a
-process killed mid-unit repeats, on resume, only the tasks that were still running. Hosted agents run
-``concurrency`` tasks at once (the endpoint's gate bounds the calls in flight); the offline baseline runs
-them one after another. A hosted arm's unit holds its endpoint's prefix lane while its tasks run
-(tasks/run/prefix_lanes.py): one (arm, seed) at a time per endpoint, so two arms on one single-slot server do
-not alternate turns and re-evaluate each other's tool block; it lets the next (arm, seed) in once its unfinished
-tasks, all running, are fewer than the endpoint's concurrency. Nothing an agent or a backend does raises out of here: a harness failure lands as
-a row stopped on 'error' (never cached).
-"""
+Each fresh outcome is cached the moment its run ends, so a resumed unit repeats only the tasks still running.
+Hosted agents run ``concurrency`` tasks at once inside their endpoint's prefix lane (tasks/run/prefix_lanes.py);
+the offline baseline runs them one after another. Nothing an agent or a backend does raises out of here: a
+harness failure lands as a row stopped on 'error' (never cached)."""
 
 from __future__ import annotations
 
@@ -53,11 +48,9 @@ class TaskInput:
 
 
 @dataclass(frozen=True)
-class PlannedTask:
+class PlannedTask(TaskInput):
     """A task as one arm under one seed runs it: with its outcome's cache key."""
 
-    task: SurfaceTask
-    fixtures: dict[str, Any]
     cache_key: str
 
 
@@ -72,11 +65,7 @@ def agent_fingerprint(arm: SurfaceArm) -> str:
     prompt, so two of its arms that differ only in the prompt share their outcomes."""
     parts = [arm.agent, arm.model_id, keyed_options(answer_options(arm.options)),
              arm.prompt_text if arm.reads_prompt else None]
-    if arm.agent != "baseline":  # hosted agents: what they send and how replies are read
-        parts.append(HOSTED_AGENT_WIRE)
-    else:  # the baseline: how it fills arguments (outcomes cached before it read the fixtures are another agent's)
-        parts.append(BASELINE_FILLING)
-    return digest(parts)
+    return digest([*parts, BASELINE_FILLING if arm.agent == "baseline" else HOSTED_AGENT_WIRE])
 
 
 def task_cache_key(arm: SurfaceArm, tools: tuple[ToolSpec, ...], task: SurfaceTask, fixtures: dict[str, Any],
@@ -169,7 +158,7 @@ def prefix_lane(agent: Agent, unit: WorkUnit, ctx: RunContext) -> ContextManager
 def run_rows(unit: WorkUnit, tools: tuple[ToolSpec, ...], planned: PlannedTask, outcome: TaskOutcome,
              cache_hit: bool, ctx: RunContext) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     arm, task = unit.arm, planned.task
-    calls = [c for c in outcome.calls]
+    calls = list(outcome.calls)
     counted = [c for c in calls if not c.skipped_budget]
     wanted = classify_calls(task, calls, outcome.success)
     unwanted = [c for c, (ok, _) in zip(calls, wanted) if not ok and not c.skipped_budget]

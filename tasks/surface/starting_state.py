@@ -1,12 +1,6 @@
-"""A task's fixtures read once as the state a toolkit starts from, for the checks that only read it.
-
-``tooleval tasks validate`` asks two things of a task's fixtures on every surface in use: are they a valid
-state (fixtures-schema), and can each state path name a value of it (assert-state-path). Surfaces whose
-toolkits build the same state (the same state model, built the same way: ``ToolkitBackend.state_key``)
-get the same answers, so check_tasks builds one ``ToolkitStart`` per task and state key and asks it
-for every such surface: one validation of the fixtures per task, not one per surface and state path, and
-no copy beyond the one ``Toolkit.fresh_state`` makes (the checks only read the state).
-"""
+"""A task's fixtures read once as the state a toolkit starts from, for the read-only checks (fixtures-schema,
+assert-state-path): ``check_tasks`` builds one ``ToolkitStart`` per task and ``ToolkitBackend.state_key``
+and asks it for every surface that shares the key."""
 
 from __future__ import annotations
 

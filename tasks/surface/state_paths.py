@@ -1,23 +1,8 @@
-"""Can a state assertion's dotted path ever name a value? Checked before any agent turn (the task check
-``assert-state-path``), part by part, the way ``score_task.value_at`` walks the end state: a part names a key
-of a record, a key of a collection (a dict), or a list element by index or by the ``id`` (else the ``name``)
-of a record in it.
-
-What a path may name is read from two places, the first that knows:
-
-1. the toolkit's pydantic state model, through the field types: a model field must exist (``statuss`` on a
-   ticket is refused, with the nearest field named), a ``dict[str, X]`` takes any key (the task may create
-   the record: ``tickets.T-5002``), a ``list[X]`` takes any index (``refunds.0`` on a list that starts empty
-   is what the task creates) or an id / name when ``X`` has an ``id`` or ``name`` field, and nothing lies
-   below a single value (a ``str``, a number, a ``Literal``);
-2. where the type says nothing (``Any``, an untyped ``dict`` or ``list``, a model that allows extra keys),
-   the fixtures as the backend materialises them (the state the task starts from): a key of a record in a
-   collection must be a key some record of the same collection has in the fixtures; a record the
-   fixtures do not hold (one the task creates), or a collection the fixtures leave empty, cannot be checked
-   and passes.
-
-A path that goes through neither (a value the state has nowhere) is refused, naming the part.
-"""
+"""Can a state assertion's dotted path ever name a value? Checked before any agent turn (``assert-state-path``),
+part by part, the way ``score_task.value_at`` walks the end state: first by the toolkit's state model's types,
+then, where they say nothing (``Any``, an untyped collection, extra keys allowed), by the fixtures the task
+starts from. A record the task may create passes; a value the state has nowhere is refused, naming the part
+(docs/surface/writing-tasks.md gives the rules with examples)."""
 
 from __future__ import annotations
 

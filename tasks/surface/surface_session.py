@@ -1,22 +1,11 @@
 """What the agent loop asks of a surface's backend for one task: fresh state, calls, probes, the end state.
 
-Two backends implement it: a Python toolkit (``ToolkitBackend``: typed tools over a pydantic state, built
-fresh from the task's fixtures) and MCP servers (``tasks/surface/mcp_backend.py``: server instances whose
-state is reset to the task's fixture files). A backend tool call ends one of three ways, counted apart
-by the tool-surface counters: done, *refused* (an error call: the backend ran it and said no), or *invalid*
-(the backend rejected the arguments without running it: an MCP server's -32602). When the surface itself
-fails (a server that cannot start, crashes or hangs) the call raises ``SurfaceBroke`` and the task stops
-with ``surface_error``.
-
-A toolkit call runs in a worker thread and is waited for at most the surface's ``call_timeout_s`` (default
-30 s) and at most what is left of the task's ``max_wall_s``. A call with no answer by then raises
-``CallTimedOut`` (a ``SurfaceBroke``): the task stops with ``surface_error`` (the tool hung) or ``max_wall``
-(the task's wall budget ran out during the call), the call is an error call saying so, and the session is
-discarded (its state is neither probed nor scored). A Python thread cannot be killed: the worker is a daemon
-thread, asked to stop by an exception raised inside it (``CallAbandoned``: this ends a loop in Python code;
-a call blocked inside C, such as a sleep or a socket read, keeps its thread until it returns), and it holds
-only the discarded session's toolkit and state.
-"""
+Two backends implement it: a Python toolkit (``ToolkitBackend``, here) and MCP servers
+(``tasks/surface/mcp_backend.py``). A call is done, *refused* (an error call) or *invalid* (rejected without
+running); a failed surface raises ``SurfaceBroke`` and the task stops with ``surface_error``. A toolkit call
+runs in a daemon worker thread, waited for at most the surface's ``call_timeout_s`` and what is left of the
+task's ``max_wall_s``; past that it raises ``CallTimedOut``, the session is discarded and the thread is asked
+to stop (``CallAbandoned``) — docs/surface/writing-a-surface.md, "hung"."""
 
 from __future__ import annotations
 
@@ -80,11 +69,8 @@ class SurfaceSession(Protocol):
     """One task's use of a surface's backend, from fresh state to its end."""
 
     def call(self, tool: BackendTool, arguments: dict[str, Any]) -> CallOutcome:
-        """Run a call whose arguments are valid under the tool's schema; SurfaceBroke when the surface fails."""
-        ...
-
-    def probe(self, tool: BackendTool, arguments: dict[str, Any]) -> CallOutcome:
-        """A call made after the run to read the end state (not counted, not recorded)."""
+        """Run a call whose arguments are valid under the tool's schema (an agent's, or a probe's after the
+        run); SurfaceBroke when the surface fails."""
         ...
 
     def end_state(self) -> Any:
@@ -98,8 +84,7 @@ class SurfaceSession(Protocol):
 
 class ToolkitSession:
     """A toolkit over one fresh state; each call in a worker thread, waited for at most ``call_timeout_s`` and
-    at most until ``wall_deadline`` (a ``time.perf_counter()`` value the agent loop sets from the task's
-    ``max_wall_s``)."""
+    until ``wall_deadline`` (a ``time.perf_counter()`` value the agent loop sets from the task's ``max_wall_s``)."""
 
     def __init__(self, toolkit: Toolkit, call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S):
         self.toolkit = toolkit
@@ -145,9 +130,6 @@ class ToolkitSession:
                            upstream_reads=self.toolkit.upstream_reads - before,
                            backend_ms=(time.perf_counter() - started) * 1000)
 
-    def probe(self, tool: BackendTool, arguments: dict[str, Any]) -> CallOutcome:
-        return self.call(tool, arguments)
-
     def end_state(self) -> Any:
         return self.toolkit.state.model_dump(mode="json")
 
@@ -180,9 +162,8 @@ class ToolkitBackend:
         return ("toolkit", self.toolkit.state_model, self.toolkit.fresh_state.__func__)
 
     def starting_state(self, fixtures: Mapping[str, Any]) -> ToolkitStart:
-        """The task's merged fixtures built once into this toolkit's fresh state, read by fixtures-schema
-        (its ``problems``: why they are not a valid state) and assert-state-path (``state_path_problem``:
-        read from the state model's types, else from the state the task starts from)."""
+        """The task's merged fixtures built once into this toolkit's fresh state, for the checks
+        fixtures-schema (its ``problems``) and assert-state-path (its ``state_path_problem``)."""
         from tasks.taskset.load_taskset import validation_message
 
         try:

@@ -1,22 +1,9 @@
-"""One trace per (run, arm, seed, task) of a surface run (tasks done on a tool surface):
-
-- root span (AGENT) ``run_task``: the task's request in, the agent's final reply out, the outcome (success,
-  stop reason, failed assertions), turns, tokens (the run's total), the model as served;
-- for a hosted agent (a chat model through the official SDKs), one LLM span ``agent_turn`` per turn: the
-  model as requested and as served, the tools offered in the seed's order, the system prompt and the
-  task's request (first turn), and what the turn answered (its tool calls, or the final reply). The
-  warehouse keeps tokens and model time per run, not per turn: they are on the root, and the turns share
-  the run's model time evenly. The offline baseline agent is no LLM: its trace has no LLM span;
-- one TOOL span ``tool_call`` per call the agent made, in order: the tool's name as offered, its arguments,
-  whether it was valid, executed, refused (the backend's refusal as the span's error), irreversible, a
-  hand-off, a retry, and on an MCP surface the server it went to (``tooleval.call.server``); an invalid
-  or budget-skipped call is a TOOL span too, never executed.
-
-The task check (success against the task's assertion) is a CODE annotation ``task_check`` on the root span.
-Span times: the run ends when the unit's outcomes were in hand and lasts its recorded wall time, cut into
-one stretch per turn: a turn's LLM span first, then its calls, laid out in order, each lasting its backend
-time (the recorder keeps no start times).
-"""
+"""One trace per (run, arm, seed, task) of a surface run: a root AGENT span ``run_task`` (request, final reply,
+outcome, tokens), one LLM span ``agent_turn`` per turn of a hosted agent (the offline baseline has none), one
+TOOL span ``tool_call`` per call the agent made, in order (invalid and budget-skipped calls too), and the
+task check as a CODE annotation ``task_check`` on the root. The warehouse keeps no start times: the run's
+recorded wall time is cut into one stretch per turn, its LLM span first, then its calls, each lasting its
+backend time."""
 
 from __future__ import annotations
 

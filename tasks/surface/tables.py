@@ -233,12 +233,10 @@ def side_effect_table(figures: SurfaceFigures) -> ReportTable:
         if r["arm"] in unjudged:  # most of its runs were never carried out: no counter of it is a measurement
             table.rows.append([r["arm"], _n(r["attempted"]), _n(r["completed"]), "NOT JUDGED", *["—"] * 6])
             continue
-        per_completed = r["irreversible_per_100_completed"]
         table.rows.append([r["arm"], _n(r["attempted"]), _n(r["completed"]), _n(r["irreversible_actions"]),
-                           f"{r['irreversible_per_100_attempted']:.1f}",
-                           "—" if per_completed is None else f"{per_completed:.1f}", _n(r["upstream_reads"]),
-                           f"{r['upstream_reads_per_run']:.2f}",
-                           "—" if r["upstream_reads_per_call"] is None else f"{r['upstream_reads_per_call']:.2f}",
+                           f"{r['irreversible_per_100_attempted']:.1f}", _fixed(r["irreversible_per_100_completed"]),
+                           _n(r["upstream_reads"]), f"{r['upstream_reads_per_run']:.2f}",
+                           _fixed(r["upstream_reads_per_call"], 2),
                            pct_with_fraction(r["handed_to_human"], r["attempted"])])
     table.note = ("Irreversible actions per 100 completed runs divide by the runs that met their assertion: an arm "
                   "that completes more tasks reaches more actions legitimately. Upstream reads per executed call "
@@ -254,8 +252,8 @@ WANTED_RULE = ("Wanted = the task asked for it: an action matching the task's `w
                "(a $120 refund in a run asked to refund $500). The unwanted actions are the ones a human has to read.")
 
 
-def _per_100(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
+def _fixed(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
 
 
 def wanted_table(figures: SurfaceFigures) -> ReportTable:
@@ -273,12 +271,11 @@ def wanted_table(figures: SurfaceFigures) -> ReportTable:
             continue
         reads = r["upstream_reads"]
         unwanted_reads = r["upstream_reads_unwanted"]
-        table.rows.append([r["arm"], _n(r["irreversible_wanted"]), _per_100(r["irreversible_wanted_per_100_attempted"]),
-                           _per_100(r["irreversible_wanted_per_100_completed"]), _n(r["irreversible_unwanted"]),
-                           _per_100(r["irreversible_unwanted_per_100_attempted"]),
-                           _per_100(r["irreversible_unwanted_per_100_completed"]), _n(unwanted_reads),
-                           "—" if r["upstream_reads_unwanted_per_run"] is None
-                           else f"{r['upstream_reads_unwanted_per_run']:.2f}",
+        table.rows.append([r["arm"], _n(r["irreversible_wanted"]), _fixed(r["irreversible_wanted_per_100_attempted"]),
+                           _fixed(r["irreversible_wanted_per_100_completed"]), _n(r["irreversible_unwanted"]),
+                           _fixed(r["irreversible_unwanted_per_100_attempted"]),
+                           _fixed(r["irreversible_unwanted_per_100_completed"]), _n(unwanted_reads),
+                           _fixed(r["upstream_reads_unwanted_per_run"], 2),
                            pct(unwanted_reads / reads if reads and unwanted_reads is not None else None)])
     declared = ("no task of this run declares `wants` or `forbids`: the run's outcome decided every action."
                 if not declaring else f"{declaring:,} of the runs are of tasks that declare `wants` or `forbids`.")

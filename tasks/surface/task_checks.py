@@ -1,29 +1,8 @@
-"""The rules every task of a version must keep, checked before any agent turn; each failure names the
-file, the line and id, and the rule (the same InputError as the label checks of selection task sets).
-
-- ids-unique, request-non-empty, slice-declared: per task;
-- fixtures-include: every shared fixture file a task includes exists;
-- fixtures-schema: a task's merged fixtures are a valid state for the backend of every surface in use (a
-  toolkit's state model; an MCP surface's ``files`` and ``setup``);
-- assert-tool-known: a tool an assertion requires is a backend tool of every surface in use (a call that
-  cannot happen on one surface would score that arm on the assertion, not on the outcome: the message says
-  to assert on the state, or probe, instead); a tool in ``not_called`` exists in at least one (a typo would
-  pass silently);
-- assert-args-known: an argument an assertion names is a parameter of that tool;
-- assert-state-path: a state path can name a value of the state, checked part by part against the toolkit's
-  state model and, where its types say nothing, the fixtures the task starts from (the rule is in
-  tasks/surface/state_paths.py: a misspelt field is refused, a record the task creates is not). An MCP surface
-  has no state model: a state path is refused there, its end state is read with probes, and what a probe's
-  answer holds cannot be known before the run;
-- assert-probe-known: a probe calls a backend tool of every surface in use, with arguments it takes;
-- actions-known: a tool the task's ``wants`` or ``forbids`` names exists on at least one surface in use,
-  with the arguments named (tasks/surface/wanted_actions.py);
-- manifest-hash: the version's files hash to the manifest's content_hash (frozen versions stay frozen).
-
-These rules are structural over nested records (fixtures validated by the backend's own pydantic state
-model), so they are checked in Python rather than as Great Expectations column expectations; the errors
-have the same shape.
-"""
+"""The rules every task of a version must keep, checked before any agent turn; each failure names the file,
+the line and id, and the rule (the same InputError as the label checks of selection task sets). The rules
+are listed in docs/surface/writing-tasks.md; they are structural over nested records (fixtures validated by
+the backend's own pydantic state model), so they are checked in Python, not as Great Expectations column
+expectations."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
-"""Which tools a task needs, and which it forbids, as an arm's surface offers them.
-
-Needed: the tools its assertion's required calls name (``assert.tool``, ``assert.calls``), the actions it
-``wants``, and its declared intent when the intent names a tool (the first-call label). Forbidden (negative
-cases): the tools its ``assert.not_called`` and ``forbids`` name. Landed per run in ``task_runs.needed_tools``
-and ``task_runs.forbidden_tools``; the view ``task_tool_coverage`` sets them against the arm's catalogue
-(``task_runs.tool_order``) and the calls the agent made (lastmile's mcp-eval "tool coverage", MCPJam's
-per-tool false positives).
-
-Tasks name backend tools (before a transform's prefixes and renames); each is written as the arm's surface
-offers it (``desk.find_tickets`` for ``list_tickets``), and a tool the surface does not offer (a transform's
-``include`` left it out, or the server lacks it) keeps its backend name, so coverage can say it is missing.
-End-state probes (calls the harness makes, not the agent) are neither.
-"""
+"""Which tools a task needs (its required calls, its ``wants``, its intent when that names a tool), and which
+it forbids (``assert.not_called``, ``forbids``), spelled as an arm's surface offers them; a tool the surface
+does not offer keeps its backend name, so coverage can say it is missing. Landed per run in
+``task_runs.needed_tools`` and ``forbidden_tools`` (docs/surface/views.md: Tool coverage)."""
 
 from __future__ import annotations
 

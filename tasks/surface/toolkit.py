@@ -1,37 +1,10 @@
 """What a task set's backend is written with: a ``Toolkit`` of typed tools over one pydantic state object.
 
-    from pydantic import BaseModel, Field
-    from typing import Annotated
-    from tasks.surface.toolkit import Toolkit, ToolRefused, tool
-
-    class SupportState(BaseModel):
-        tickets: dict[str, Ticket] = {}
-
-    class Support(Toolkit):
-        state_model = SupportState
-
-        @tool(writes=True)
-        def close_ticket(self, ticket_id: Annotated[str, Field(pattern=r"^T-\\d{4}$", description="...")]) -> dict:
-            \"\"\"Close a ticket.\"\"\"
-            ticket = self.state.tickets.get(ticket_id)
-            self.read()                      # one record fetched upstream
-            if ticket is None:
-                raise ToolRefused(f"no ticket {ticket_id}")
-            ticket.status = "closed"
-            return {"ticket_id": ticket_id, "status": "closed"}
-
-Each ``@tool`` method becomes one tool: its name is the method's, its description the docstring, its JSON
-schema derived from the signature (pydantic: types, ``Literal`` enums, ``Field`` patterns and lengths, formats via
-``json_schema_extra={"format": "email"}``,
-descriptions, defaults; unknown arguments are refused). Marks: ``writes`` (a WRITE tool), ``irreversible``
-(counted as an irreversible action when executed), ``handoff`` (puts the case on a human's desk).
-
-A tool *refuses* a well-formed call by raising ``ToolRefused``: the message goes back to the agent as the
-tool's result and the call is an *error call* (never a crash). ``self.read(n)`` counts upstream reads
-(records or pages fetched from the services behind the tool); ``self.paginate`` pages a list and counts
-one read per page. The fixtures of a task are validated against ``state_model`` and a fresh state is
-built for every run, so a run's writes never leak into another's.
-"""
+Each ``@tool`` method becomes one tool: its name, its docstring as the description, its JSON schema derived
+from the signature by pydantic (unknown arguments refused), its marks (``writes``, ``irreversible``,
+``handoff``). A tool refuses a well-formed call by raising ``ToolRefused`` (an error call, its message the
+result); ``self.read(n)`` and ``self.paginate`` count upstream reads. Every run builds a fresh state from
+the task's fixtures. docs/surface/writing-a-surface.md shows a worked toolkit."""
 
 from __future__ import annotations
 
@@ -130,9 +103,8 @@ def derive_tool(name: str, method: Callable, marks: ToolMarks) -> BackendTool:
 
 
 def fixture_copy(fixtures: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a task's fixtures, so a run's state never shares a list or dict with the task's. Pickled
-    and read back (faster than ``copy.deepcopy`` on fixtures of plain data); what pickle cannot carry is
-    deep-copied."""
+    """A deep copy of a task's fixtures, so a run's state never shares a list or dict with the task's: pickled
+    and read back (faster than ``copy.deepcopy`` on plain data), else deep-copied."""
     try:
         return pickle.loads(pickle.dumps(fixtures, protocol=pickle.HIGHEST_PROTOCOL))
     except (pickle.PicklingError, TypeError, AttributeError):

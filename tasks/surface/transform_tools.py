@@ -1,17 +1,12 @@
 """Surface transforms: what the model sees of a set of tools, changed in one respect (namespace prefixes,
-renames, rewritten descriptions, a subset), with the map back to the tools underneath.
-
-The same function serves a task surface (``load_surface``) and a selection catalogue
-(``transform_catalogue``: write it with ``tooleval tasks catalogue`` and use it as a rung), so a rename or a
-prefix can be measured on selection accuracy and on task success alike.
-"""
+renames, rewritten descriptions, a subset), with the map back to the tools underneath."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any, Iterable, Sequence
 
-from schemas.catalogue import PARAMETERS_PASSED, Catalogue, ToolSpec
+from schemas.catalogue import PARAMETERS_PASSED, ToolSpec
 from schemas.surface.surface_file import SurfaceTransform
 
 
@@ -61,19 +56,6 @@ def transform_tools(tools: Sequence[ToolSpec], transform: SurfaceTransform) -> l
             context={PARAMETERS_PASSED: True})
         out.append((offered, spec.name))
     return out
-
-
-def transform_catalogue(catalogue: Catalogue, transform: SurfaceTransform, name: str) -> Catalogue:
-    """A selection catalogue seen through a transform (e.g. namespace prefixes), named ``name``."""
-    problems = transform_problems(catalogue.names, transform)
-    if problems:
-        raise ValueError("; ".join(message for _, message in problems))
-    return Catalogue(name=name, tools=tuple(spec for spec, _ in transform_tools(catalogue.tools, transform)))
-
-
-def category(name: str) -> str | None:
-    """The namespace of an offered name ('crm.get_customer' -> 'crm'), None without one."""
-    return name.split(".", 1)[0] if "." in name else None
 
 
 def label_as_offered(label: str | None, tools: Iterable[Any]) -> str | None:

@@ -1,21 +1,7 @@
-"""Which of a run's calls the task asked for ("wanted") and which not ("unwanted"): what splits the
-irreversible actions and upstream reads of the counters allowed to get worse, so the actions a human must
-read (a $120 refund in a run asked to refund $500) stand apart from the ones the task was there to do.
-
-One rule, per call, first match wins:
-
-1. ``forbidden``: the call matches an entry of the task's ``forbids`` or of its assertion's ``not_called``
-   -> unwanted;
-2. ``wants``: the call's tool is named in the task's ``wants`` -> wanted when it matches one of those
-   entries (tool and argument matchers), else unwanted;
-3. ``wants``: the task declares ``wants`` and the call is an irreversible action of another tool -> unwanted
-   (``wants`` lists every irreversible action the task asks for);
-4. ``outcome`` (nothing declared about the call): wanted when the run met its assertion, unwanted when it
-   did not — an irreversible action in a failed run is one nobody can vouch for.
-
-The split is made when the run's rows are made (not cached with the outcome), so a cached outcome is
-classified the same way as a fresh one.
-"""
+"""Which of a run's calls the task asked for ("wanted") and which not ("unwanted"): what splits the irreversible
+actions and upstream reads of the counters allowed to get worse. The rules, first match wins, are
+``WantedBy``'s (schemas/surface/rows.py). The split is made when the run's rows are made, not cached with the
+outcome, so a cached outcome is classified as a fresh one."""
 
 from __future__ import annotations
 

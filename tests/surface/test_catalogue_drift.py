@@ -32,7 +32,7 @@ from tasks.importers.mcp_catalogue import import_mcp_catalogue
 from tasks.mcp.connection import ServerConnection, ServerFailed
 from tasks.run.prepare_run import prepare_run
 from tasks.surface.catalogue_drift import catalogue_drift, import_line
-from tasks.surface.drift_check import check_pinned_servers
+from tasks.surface.catalogue_drift import check_pinned_servers
 from tasks.surface.load_tasks import freeze_task_version
 from tests.drill.harness import cli_env, tooleval
 from tests.surface.mcp_office import server_processes

@@ -6,13 +6,11 @@ import json
 
 import pytest
 
-from schemas.surface.surface_file import SurfaceTransform
 from tasks.files.input_errors import InputError
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import freeze_task_version, load_task_version
 from tasks.run.prepare_run import prepare_run
 from tasks.surface.task_checks import check_tasks
-from tasks.surface.transform_tools import transform_catalogue
 from tests.surface.tiny_desk import DEFAULT_TASKS, desk_task, write_desk
 
 
@@ -133,16 +131,6 @@ arms:
 """)
     (found,) = problems_of(lambda: prepare_run(folder / "experiments" / "four.yaml"))
     assert "comparison A -> D: [one-change] the arms differ in 3 respects (surface, prompt, agent)" in found
-
-
-def test_a_transform_works_on_a_selection_catalogue_too(tmp_path):
-    folder = write_desk(tmp_path)
-    catalogue = load_surface(folder, "plain").catalogue
-    prefixed = transform_catalogue(catalogue, SurfaceTransform(prefix={"crm.": ["get_ticket"]},
-                                                               rename={"close_ticket": "resolve"}), "desk-ns")
-    assert prefixed.names[:3] == ("list_tickets", "crm.get_ticket", "resolve")
-    with pytest.raises(ValueError, match="not a tool here"):
-        transform_catalogue(catalogue, SurfaceTransform(rename={"nope": "x"}), "bad")
 
 
 @pytest.mark.parametrize("matcher, said", [
