@@ -17,10 +17,9 @@ from schemas.arrow import to_arrow_table
 from tasks.drill_points import reached
 from tasks.files.atomic_write import write_atomic
 from tasks.instrument_card import InstrumentStore
-from tasks.instrument_registry import store
+from tasks.instrument_registry import card, store
 from warehouse.connect import connect
 from warehouse.parquet_store import run_files
-from warehouse.tables import tables
 
 REGISTER_MEMORY_LIMIT = "128MB"
 """DuckDB's memory limit while a run's rows are loaded. At its default (80% of the machine's memory) DuckDB
@@ -78,7 +77,8 @@ def load_registration(registrations_dir: Path, run_id: str) -> RunRegistration |
     path = Path(registrations_dir) / run_id / RUN_RECORDS_FILE
     if not path.is_file():
         return None
-    record, models = json.loads(path.read_text()), tables()
+    record = json.loads(path.read_text())
+    models = card(record["instrument"]).row_models()
     return RunRegistration(record["instrument"], {table: [models[table].model_validate(r) for r in records]
                                                   for table, records in record["tables"].items()})
 
@@ -88,12 +88,12 @@ def saved_run_ids(registrations_dir: Path) -> list[str]:
     return sorted(p.parent.name for p in Path(registrations_dir).glob(f"*/{RUN_RECORDS_FILE}"))
 
 
-def _insert(con, table: str, records: list[BaseModel], replacing: tuple[str, ...] = ()) -> None:
-    """Insert the records; ``replacing``: first delete the table's rows that share their values in these
-    columns (a table shared by runs: a tool set's members, a weights window)."""
+def _insert(con, table: str, model: type[BaseModel], records: list[BaseModel], replacing: tuple[str, ...] = ()) -> None:
+    """Insert the records (of the table's ``model``); ``replacing``: first delete the table's rows that share
+    their values in these columns (a table shared by runs: a tool set's members, a weights window)."""
     if not records:
         return
-    con.register("_incoming", to_arrow_table(tables()[table], [r.model_dump() for r in records]))
+    con.register("_incoming", to_arrow_table(model, [r.model_dump() for r in records]))
     try:
         if replacing:
             same = " AND ".join(f"{table}.{column} = k.{column}" for column in replacing)
@@ -140,8 +140,9 @@ def register_run(warehouse_dir: Path, registration: RunRegistration, wait_s: flo
         counts = {column: con.execute(f"SELECT count(*) FROM {table} WHERE run_id = ?", [run_id]).fetchall()[0][0]
                   for column, table in store.counts.items()}
         records = {**registration.records, store.run_table: [registration.run.model_copy(update=counts)]}
+        models = card(registration.instrument).row_models()  # its own tables: no other instrument is imported
         for table, rows in records.items():
-            _insert(con, table, rows, store.shared.get(table, ()))
+            _insert(con, table, models[table], rows, store.shared.get(table, ()))
         reached("registration-uncommitted", run_id)
         con.execute("COMMIT")
         return next(iter(counts.values()))
