@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from tasks.report.format import change_span, pct, points
+from tasks.report.layout import group_starts
 from tasks.report.unit_outcomes import UnitOutcomes, paired
 from tasks.report_types import ReportTable
 from tasks.stats.paired import PairedComparison
@@ -107,15 +108,12 @@ def version_calibration_table(calibrations: Sequence[VersionCalibration], unit: 
     units = f"{unit}s"
     rows: list[list[str]] = []
     sections: list[int] = []
-    last = None
     disjoint: list[str] = []
-    for c in calibrations:
-        label = ""
-        if (c.baseline, c.arm) != last:
-            if rows:
-                sections.append(len(rows))
-            label = f"{c.baseline} → {c.arm}"
-            last = (c.baseline, c.arm)
+    starts = group_starts([(c.baseline, c.arm) for c in calibrations])
+    for i, c in enumerate(calibrations):
+        label = f"{c.baseline} → {c.arm}" if i == 0 or i in starts else ""
+        if i in starts:
+            sections.append(len(rows))
         if c.shared is None:
             rows.append([label, c.slice, f"paired on 0 shared {units}", "nothing shared: no paired figure",
                          "—", "—", ""])

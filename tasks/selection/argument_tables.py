@@ -93,7 +93,7 @@ def parameter_error_tables(arguments: ArgumentBreakdown, label: Callable[[str], 
     for slice_ in sorted({s for _, s in judged}):
         errors = _errors(arguments, slice_)
         rows, sections, notes = [], [], []
-        for arm in sorted({a for a, s in judged if s == slice_}, key=lambda a: judged[(a, slice_)].rung):
+        for arm in _judged_arms(judged, slice_):
             level, mine = judged[(arm, slice_)], [p for p in errors if p.arm == arm]
             if rows:
                 sections.append(len(rows))
@@ -120,9 +120,13 @@ def parameter_error_tables(arguments: ArgumentBreakdown, label: Callable[[str], 
     return tables
 
 
+def _judged_arms(judged: dict, slice_: str) -> list[str]:
+    """The arms judged in ``slice_``, in rung order."""
+    return sorted({a for a, s in judged if s == slice_}, key=lambda a: judged[(a, slice_)].rung)
+
+
 def _rungs(judged: dict, slice_: str, label: Callable[[str], str]) -> str:
-    arms = sorted({a for a, s in judged if s == slice_}, key=lambda a: judged[(a, slice_)].rung)
-    return "rungs: " + " · ".join(label(a) for a in arms) + "."
+    return "rungs: " + " · ".join(label(a) for a in _judged_arms(judged, slice_)) + "."
 
 
 def _wrong_share(level: ArgumentLevel) -> Interval:
@@ -140,7 +144,7 @@ def tool_arguments_tables(arguments: ArgumentBreakdown, tools: list[ArgumentLeve
     judged = {(x.arm, x.slice): x for x in arguments.slices if x.accuracy is not None}
     for slice_ in sorted({s for _, s in judged}):
         rows, sections, last = [], [], None
-        for arm in sorted({a for a, s in judged if s == slice_}, key=lambda a: judged[(a, slice_)].rung):
+        for arm in _judged_arms(judged, slice_):
             found = [(t, arguments.wrong_tool.get((arm, slice_, t.tool), 0), t.scored - t.arguments_right)
                      for t in tools if (t.arm, t.slice) == (arm, slice_) and t.tool != "none"]
             shown = sorted((f for f in found if f[1] or f[2]), key=lambda f: (-f[2], -f[1], f[0].tool))[:TOP_TOOLS]

@@ -20,7 +20,7 @@ from tasks.selection.argument_tables import (argument_change_tables, argument_he
 from tasks.selection.served_evidence import served_evidence_notice, served_evidence_table
 from tasks.selection.confidence_headline import confidence_headline
 from tasks.selection.example_distance import far_from_examples_notices, far_from_examples_table
-from tasks.selection.figures import Change, RunFigures, ToolLevel, load_figures
+from tasks.selection.figures import RunFigures, ToolLevel, load_figures
 from tasks.report.format import (
     accuracy_cell,
     change_cells,
@@ -301,11 +301,6 @@ def unweighted_by_slice(figures: RunFigures, arm: str) -> str:
                      if x.arm == arm)
 
 
-def unweighted_changes_by_slice(figures: RunFigures, base: str, arm: str) -> list[Change]:
-    """The comparison's paired change per slice (the slice-change table's figures)."""
-    return [c for c in figures.slice_changes if c.baseline == base and c.arm == arm]
-
-
 def weighted_table(figures: RunFigures) -> ReportTable:
     rows = []
     for w in figures.weighted:
@@ -331,7 +326,8 @@ def weighted_changes_table(figures: RunFigures) -> ReportTable:
             sections.append(len(rows))
         first = [f"{base} → {arm}", points(change.weighted.estimate) if change.weighted else "—",
                  change_span(change.weighted), pct(change.weight_covered)]
-        for k, c in enumerate(unweighted_changes_by_slice(figures, base, arm)):
+        # the comparison's paired change per slice (the slice-change table's figures)
+        for k, c in enumerate(c for c in figures.slice_changes if (c.baseline, c.arm) == (base, arm)):
             rows.append((first if k == 0 else ["", "", "", ""])
                         + [c.slice, points(c.paired.change.estimate) or "0.0", change_span(c.paired.change)])
         if not any(r[0] == first[0] for r in rows):
