@@ -121,17 +121,9 @@ class UnitTracer:
         start_ns = ended_ns - total_ns
         outcome = {"outcome": row["outcome"], "correct": row["correct"], "cache_hit": row["cache_hit"]}
         if self.offline:  # the selector is the decision model: one span is the whole trace
-            confidence = selection.confidence
             link = row_link_attributes(row, "request_id", "expected", self.unit_meta, outcome)
-            with planned_ids(ids.trace_id, ids.span(DECISION)):
-                span = self.tracer.start_span("decide_tool", start_time=start_ns, attributes={
-                    **self.decision_kind, **link, **self.decision_model(row["model_id"]),
-                    INPUT_VALUE: decision_input(request_text, self.options_json),
-                    OUTPUT_VALUE: _pick_json(row["chosen"], confidence),
-                    **decision_attributes(pick=row["chosen"], confidence=confidence,
-                                          probabilities=selection.probabilities, threshold=None, fallback=None,
-                                          options=self.options, quoted_options=self.quoted_options),
-                })
+            span = self._decide_tool(ids, None, start_ns, link, row["model_id"], request_text, row["chosen"],
+                                     selection.confidence, selection.probabilities)
             _end(span, row, ended_ns)
             return
         link = row_link_attributes(row, "request_id", "expected", self.unit_meta)
@@ -146,19 +138,12 @@ class UnitTracer:
         cursor = start_ns
         if selection.router:
             decision_ns = int((selection.router_latency_ms or 0.0) * MS)
-            with planned_ids(ids.trace_id, ids.span(DECISION)):
-                span = self.tracer.start_span("decide_tool", context=parent, start_time=cursor, attributes={
-                    **self.decision_kind, **link,
-                    **self.decision_model(selection.router.split(":", 1)[-1]),  # router: 'kind:model'
-                    INPUT_VALUE: decision_input(request_text, self.options_json),
-                    OUTPUT_VALUE: _pick_json(selection.router_pick, selection.router_confidence),
-                    **decision_attributes(pick=selection.router_pick, confidence=selection.router_confidence,
-                                          probabilities=selection.router_probabilities, threshold=self.threshold,
-                                          fallback=selection.fallback, options=self.options,
-                                          quoted_options=self.quoted_options),
+            span = self._decide_tool(
+                ids, parent, cursor, link, selection.router.split(":", 1)[-1],  # router: 'kind:model'
+                request_text, selection.router_pick, selection.router_confidence, selection.router_probabilities,
+                threshold=self.threshold, fallback=selection.fallback, extra={
                     f"{PREFIX}.decision.router": selection.router,
-                    **({f"{PREFIX}.decided_by": selection.decided_by} if selection.decided_by else {}),
-                })
+                    **({f"{PREFIX}.decided_by": selection.decided_by} if selection.decided_by else {})})
             _end(span, None, cursor + decision_ns)
             cursor += decision_ns
         with planned_ids(ids.trace_id, ids.span(LLM)):
@@ -166,6 +151,22 @@ class UnitTracer:
                                           attributes=self._llm_attributes(row, selection, messages, link))
         _end(span, row, ended_ns)
         _end(root, row, ended_ns)
+
+    def _decide_tool(self, ids: TraceIds, parent: Any, start_ns: int, link: Mapping[str, Any], model: str,
+                     request_text: str, pick: str | None, confidence: float | None, probabilities: Any,
+                     threshold: float | None = None, fallback: Any = None,
+                     extra: Mapping[str, Any] | None = None) -> Any:
+        """The DECISION span ``decide_tool``: every option's probability, the confidence and the pick."""
+        with planned_ids(ids.trace_id, ids.span(DECISION)):
+            return self.tracer.start_span("decide_tool", context=parent, start_time=start_ns, attributes={
+                **self.decision_kind, **link, **self.decision_model(model),
+                INPUT_VALUE: decision_input(request_text, self.options_json),
+                OUTPUT_VALUE: _pick_json(pick, confidence),
+                **decision_attributes(pick=pick, confidence=confidence, probabilities=probabilities,
+                                      threshold=threshold, fallback=fallback, options=self.options,
+                                      quoted_options=self.quoted_options),
+                **(extra or {}),
+            })
 
     def decision_model(self, name: str) -> dict[str, Any]:
         if name not in self._decision_models:
