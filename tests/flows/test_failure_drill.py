@@ -24,6 +24,7 @@ import flows.prefect_server as prefect_server
 from flows.cli import main
 from tests.drill.bad_inputs import BAD_INPUTS, check, root_can_mount, snapshot, unmount_under
 from tests.drill.harness import (
+    cli_env,
     concurrent_runs,
     drill_experiment,
     hosted_kill_and_resume,
@@ -31,7 +32,6 @@ from tests.drill.harness import (
     report_while_written,
     run_while_held,
     tooleval,
-    own_env,
 )
 from tests.factories.prefect_api import migrated_home
 
@@ -107,7 +107,8 @@ def test_a_hosted_run_killed_between_calls_repeats_only_the_calls_in_flight(dril
 def test_readers_and_a_second_run_never_cost_a_run_its_rows(drill):
     work, experiment, prefect_home = drill
     warehouse = work / "wh-shared"
-    first = tooleval(["run", str(experiment.path), "--warehouse", str(warehouse)], own_env(prefect_home), work, "first")
+    # the warehouse's first run, on the session's shared Prefect server: what follows is what the test checks
+    first = tooleval(["run", str(experiment.path), "--warehouse", str(warehouse)], cli_env(prefect_home), work, "first")
     assert first.returncode in (0, 1), first.stderr
     outcomes = [run_while_held(experiment, warehouse, work, prefect_home, read_only=False),
                 concurrent_runs(experiment, warehouse, work, prefect_home, n=2),
