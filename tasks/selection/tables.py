@@ -58,6 +58,7 @@ def arm_label(figures: RunFigures, arm: str) -> str:
 
 def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Report:
     run, arms = figures.run, figures.arms
+    label = lambda arm: arm_label(figures, arm)  # noqa: E731
     headline = [
         f"run {figures.run_id} · experiment {run['experiment']} · task set {run['taskset']} "
         f"{', '.join(sorted({a['taskset_version'] for a in arms}))} · {run['n_rows']:,} rows"
@@ -69,8 +70,8 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
         "changes are paired on the same requests.",
         *figures.notices,
         *filter(None, [served_evidence_notice(figures.arm_operations)]),
-        *far_from_examples_notices(figures.far_from_examples, lambda arm: arm_label(figures, arm)),
-        *confidence_headline(figures.calibration, figures.arms, lambda arm: arm_label(figures, arm)),
+        *far_from_examples_notices(figures.far_from_examples, label),
+        *confidence_headline(figures.calibration, figures.arms, label),
         *argument_headline(figures.argument_breakdown),
     ]
     report = Report(run_id=figures.run_id, headline=headline, verdict=verdict, figures=figures)
@@ -82,7 +83,6 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
     report.tables += per_tool_tables(figures)
     report.tables += tool_changes_tables(figures)
     report.tables.append(pairs_table(figures))
-    label = lambda arm: arm_label(figures, arm)  # noqa: E731
     # beside the pairs: a schema fix, not a description fix
     report.tables += tool_arguments_tables(figures.argument_breakdown, figures.arguments.tools, label)
     report.tables += argument_tables(figures.argument_breakdown, label)
@@ -104,21 +104,13 @@ def build_report_from(figures: RunFigures, verdict: Verdict | None = None) -> Re
         report.tables.append(interaction_table_(figures))
     report.tables.append(failures_table(figures))
     report.tables.append(resolution_table(figures))
-    operations = arm_operations_table(figures.arm_operations)
-    if operations is not None:
-        report.tables.append(operations)
-    judged = judge_arguments_table(figures.judge_arguments)  # the judge's verdict beside the argument check
-    if judged is not None:
-        report.tables.append(judged)
-    evidence = served_evidence_table(figures.arm_operations)
-    if evidence is not None:
-        report.tables.append(evidence)
-    far = far_from_examples_table(figures.far_from_examples, lambda arm: arm_label(figures, arm))
-    if far is not None:
-        report.tables.append(far)
-    drops = drops_table(figures)
-    if drops is not None:
-        report.tables.append(drops)
+    report.tables += [table for table in (
+        arm_operations_table(figures.arm_operations),
+        judge_arguments_table(figures.judge_arguments),  # the judge's verdict beside the argument check
+        served_evidence_table(figures.arm_operations),
+        far_from_examples_table(figures.far_from_examples, label),
+        drops_table(figures),
+    ) if table is not None]
     report.charts = charts(figures, report.tables)
     return report
 
