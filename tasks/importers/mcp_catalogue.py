@@ -153,7 +153,7 @@ def list_server_tools(server: McpServer, base_dir: Path, start_timeout_s: float 
 
     where = server.describe()
     with owned_temporary_folder("mcp-import") as state_dir:  # a killed import's is removed by the next run
-        connection = ServerConnection(server, base_dir=base_dir, state_dir=state_dir, label=where)
+        connection = ServerConnection(server, base_dir=base_dir, state_dir=state_dir)
         try:
             try:
                 connection.start(start_timeout_s)

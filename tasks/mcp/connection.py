@@ -18,7 +18,7 @@ import os
 import re
 import tempfile
 import threading
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,9 +103,8 @@ class ServerConnection:
     """One running MCP server with its client session. ``start`` raises ServerFailed; so do ``list_tools``
     and ``call`` when the server (not the tool) fails, after which the connection is closed."""
 
-    def __init__(self, server: McpServer, *, base_dir: Path, state_dir: Path | None = None,
-                 label: str = "server") -> None:
-        self.server, self.base_dir, self.state_dir, self.label = server, Path(base_dir), state_dir, label
+    def __init__(self, server: McpServer, *, base_dir: Path, state_dir: Path | None = None) -> None:
+        self.server, self.base_dir, self.state_dir = server, Path(base_dir), state_dir
         self.info = ServerInfo(None, None, None)
         self._client: Any = None
         self._closing: asyncio.Event | None = None
@@ -229,10 +228,8 @@ class ServerConnection:
         if wait:
             self._done = None
             _open.discard(self)
-        try:
+        with suppress(OSError):
             self._log.close()
-        except OSError:
-            pass
 
     def _fail(self, reason: str) -> None:
         """A failed server is stopped in the background: the task that met the failure goes on at once."""

@@ -34,7 +34,7 @@ def list_server(taskset_dir: Path, name: str, server: SurfaceServer, make_dirs: 
     """What the server lists, started once in a scratch state folder reset to ``fixtures``; InputError naming
     ``file`` when it lists a tool tooleval cannot offer, ServerFailed when it cannot start or list."""
     scratch = owned_folder("mcp-list")  # named after this process: a killed run's is removed by the next
-    connection = ServerConnection(server, base_dir=Path(taskset_dir), state_dir=scratch, label=name)
+    connection = ServerConnection(server, base_dir=Path(taskset_dir), state_dir=scratch)
     try:
         write_state(scratch, make_dirs, fixtures or {})
         return listed_tools(connection.start())

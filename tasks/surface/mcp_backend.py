@@ -144,7 +144,7 @@ class McpInstance:
         """Start every server (SurfaceBroke names the one that failed); a server pinned to a catalogue must
         list exactly the catalogue's tools."""
         for name, server in self.backend.spec.servers.items():
-            connection = ServerConnection(server, base_dir=self.backend.base_dir, state_dir=self.state_dir, label=name)
+            connection = ServerConnection(server, base_dir=self.backend.base_dir, state_dir=self.state_dir)
             try:
                 self.connections[name] = connection.start()
                 if server.catalogue is not None:
