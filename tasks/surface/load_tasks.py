@@ -1,10 +1,12 @@
 """Read a task-set version of multi-step tasks: ``tN.jsonl`` + ``tN.manifest.json`` + the shared
-``fixtures/<name>.json`` its tasks include (docs/surface/writing-tasks.md: the folder's layout). Every parse
-problem is an InputError naming the file, the line (and id) and the rule."""
+``fixtures/<name>.json`` its tasks include (docs/surface/writing-tasks.md: the folder's layout); freeze one; and
+write the version a bundled generator makes (``write_version``: never over a frozen version with other files).
+Every parse problem is an InputError naming the file, the line (and id) and the rule."""
 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -172,3 +174,39 @@ def task_manifest(taskset_dir: Path, version: str, slices: list[str], *, parent:
         counts_by_slice=dict(sorted(Counter(t.slice for t in tasks).items())),
         counts_by_intent=dict(sorted(Counter(t.intent for t in tasks if t.intent).items())),
         fixture_files=names, notes=notes)
+
+
+def frozen_differs(folder: Path, version: str, files: dict[str, str], fixture_names: list[str]) -> str | None:
+    """Why writing ``files`` (path relative to ``folder`` -> text) would change the frozen ``version`` (None: no
+    manifest yet, or the same hash)."""
+    manifest = task_paths(folder, version)["manifest"]
+    if not manifest.is_file():
+        return None
+    frozen = json.loads(manifest.read_text())["content_hash"]
+    with tempfile.TemporaryDirectory() as scratch:
+        for relative, text in files.items():
+            (Path(scratch) / relative).parent.mkdir(parents=True, exist_ok=True)
+            (Path(scratch) / relative).write_text(text)
+        wanted = content_hash(Path(scratch), version, fixture_names)
+    if wanted == frozen:
+        return None
+    return (f"version {version} is frozen with hash {frozen[:12]}; the generator now writes files hashing to "
+            f"{wanted[:12]}. Versions are never overwritten: write {_next(version)}.")
+
+
+def _next(version: str) -> str:
+    stem = version.rstrip("0123456789")
+    return f"{stem}{int(version[len(stem):] or 0) + 1}"
+
+
+def write_version(folder: Path, version: str, files: dict[str, str], fixture_names: list[str], slices: list[str],
+                  notes: str) -> TaskSetManifest:
+    """Write the files and freeze the version; InputError (version-immutable) before writing anything when the
+    version is frozen with other files."""
+    refused = frozen_differs(folder, version, files, fixture_names)
+    if refused:
+        raise InputError.one(str(task_paths(folder, version)["manifest"]), "", "version-immutable", refused)
+    for relative, text in files.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    return freeze_task_version(folder, version, slices, notes=notes)

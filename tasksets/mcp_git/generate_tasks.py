@@ -23,7 +23,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from tasks.surface import generated_version  # noqa: E402
+from tasks.surface import load_tasks  # noqa: E402
 
 VERSION = "t1"
 SLICES = ["history", "changes"]
@@ -159,12 +159,12 @@ def build() -> dict[str, str]:
 
 def frozen_differs(files: dict[str, str]) -> str | None:
     """Why writing ``files`` would change the frozen version (None: no manifest yet, or the same hash)."""
-    return generated_version.frozen_differs(HERE, VERSION, files, ["repo"])
+    return load_tasks.frozen_differs(HERE, VERSION, files, ["repo"])
 
 
 def main() -> int:
     files = build()
-    manifest = generated_version.write_version(HERE, VERSION, files, ["repo"], SLICES, notes=(
+    manifest = load_tasks.write_version(HERE, VERSION, files, ["repo"], SLICES, notes=(
         f"generate_tasks.py: {len(files[f'{VERSION}.jsonl'].splitlines())} tasks on mcp-server-git 2026.10.19, "
         "each in a fresh repository built from the shared fixture repo"))
     print(f"{VERSION}: {manifest.n_tasks} tasks {manifest.counts_by_slice}, hash {manifest.content_hash[:12]}")

@@ -44,7 +44,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from tasks.surface import generated_version  # noqa: E402
+from tasks.surface import load_tasks  # noqa: E402
 
 SEED = 20261202
 VERSION = "t1"
@@ -552,12 +552,12 @@ def build() -> dict[str, str]:
 
 def frozen_differs(files: dict[str, str]) -> str | None:
     """Why writing ``files`` would change a frozen version (None: no manifest yet, or the same hash)."""
-    return generated_version.frozen_differs(HERE, VERSION, files, ["office"])
+    return load_tasks.frozen_differs(HERE, VERSION, files, ["office"])
 
 
 def main() -> int:
     files = build()
-    manifest = generated_version.write_version(HERE, VERSION, files, ["office"], SLICES, notes=(
+    manifest = load_tasks.write_version(HERE, VERSION, files, ["office"], SLICES, notes=(
         f"generate_tasks.py, seed {SEED}: {len(files[f'{VERSION}.jsonl'].splitlines())} tasks on the reference "
         "memory and filesystem MCP servers over the shared fixture office"))
     print(f"{VERSION}: {manifest.n_tasks} tasks {manifest.counts_by_slice}, hash {manifest.content_hash[:12]}")
