@@ -21,13 +21,14 @@ import pytest
 
 from tests.factories import ROOT
 from tests.factories.ports import free_port
+from tests.factories.prefect_api import migrated_home
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("make") is None, reason="needs make")]
 
 
 def test_the_ui_of_make_prefect_server_calls_the_api_on_its_own_port(tmp_path):
     port = free_port()
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"),
+    env = {**os.environ, "PREFECT_HOME": str(migrated_home(tmp_path / "prefect-home")),  # no first-start migration
            "PREFECT_API_URL": "http://127.0.0.1:4200/api"}   # what a profile or an old export may hold
     # -o: never (re)install from here; BIN: this interpreter's venv
     command = ["make", "-s", "-C", str(ROOT), "-o", ".venv/.installed", "prefect-server",
