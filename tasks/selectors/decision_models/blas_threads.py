@@ -1,4 +1,4 @@
-"""One BLAS thread for the iterative fits of training (``fit_logit``, ``fit_probe``).
+"""One BLAS thread for the iterative fits of training (``fit_logit``; ``fit_probes`` sets its own).
 
 L-BFGS calls BLAS thousands of times on small matrices (hundreds of rows); OpenBLAS then spends its time
 waking and spinning its threads instead of multiplying, so one thread trains many times faster than a

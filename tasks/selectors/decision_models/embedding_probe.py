@@ -24,7 +24,6 @@ from typing import Sequence
 
 import numpy as np
 
-from tasks.selectors.decision_models.blas_threads import one_blas_thread
 
 PROBE_C = 10.0
 """Inverse L2 strength of the probe (sum of the log-likelihoods + |W|^2 / (2 C))."""
@@ -60,22 +59,45 @@ class Probe:
         return cls(tuple(classes), weights, np.asarray(bias, dtype=np.float64))
 
 
-@one_blas_thread
 def fit_probe(x: np.ndarray, labels: Sequence[str], c: float = PROBE_C) -> Probe | None:
     """The probe of ``labels`` on embeddings ``x`` (requests x dimensions); None with fewer than two labels."""
+    return fit_probes([(x, labels)], c)[0]
+
+
+def fit_probes(data: Sequence[tuple[np.ndarray, Sequence[str]]], c: float = PROBE_C, workers: int = 1
+               ) -> list[Probe | None]:
+    """``fit_probe`` of each (embeddings, labels), ``workers`` fits at a time in threads. Every fit runs on
+    one BLAS and one OpenMP thread whatever the number of workers, so each probe is the one a fit alone
+    gives, bit for bit; the fits only share the cores."""
+    from sklearn.exceptions import ConvergenceWarning  # training only: scoring with a probe never loads it
+    from sklearn.linear_model import LogisticRegression  # imported before the limits: its BLAS is limited too
+    from threadpoolctl import threadpool_limits
+
+    def one(item: tuple[np.ndarray, Sequence[str]]) -> Probe | None:
+        with threadpool_limits(limits=1, user_api="openmp"):  # OpenMP's thread count is the calling thread's
+            return _fitted(LogisticRegression, *item, c)
+
+    # one BLAS thread for the process and one warnings filter, set here and not per fit: neither is the
+    # calling thread's own, so a fit restoring them would undo them under another fit still running
+    with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a fit stopped at MAX_ITERATIONS is kept as it stands
+        if workers <= 1 or len(data) <= 1:
+            return [one(item) for item in data]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(workers, len(data))) as pool:
+            return list(pool.map(one, data))
+
+
+def _fitted(logistic_regression: type, x: np.ndarray, labels: Sequence[str], c: float) -> Probe | None:
     classes, y = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
     if len(classes) < 2:
         return None
-    from sklearn.exceptions import ConvergenceWarning  # training only: scoring with a probe never loads it
-    from sklearn.linear_model import LogisticRegression
-
     binary = len(classes) == 2
     # Two labels: scikit-learn fits one row v (label 1 against label 0); the two-row softmax with the same
     # penalty is rows -v/2 and v/2, whose penalty |v|^2 / (4 C) is the one-row fit's at 2 C.
-    fitted = LogisticRegression(C=2 * c if binary else c, tol=TOLERANCE, max_iter=MAX_ITERATIONS)
-    with warnings.catch_warnings():  # a fit stopped at MAX_ITERATIONS is kept as it stands
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        fitted.fit(np.asarray(x, dtype=np.float64), y.reshape(-1))
+    fitted = logistic_regression(C=2 * c if binary else c, tol=TOLERANCE, max_iter=MAX_ITERATIONS)
+    fitted.fit(np.asarray(x, dtype=np.float64), y.reshape(-1))
     weights, bias = fitted.coef_, fitted.intercept_
     if binary:
         weights, bias = np.vstack([-weights / 2, weights / 2]), np.concatenate([-bias / 2, bias / 2])

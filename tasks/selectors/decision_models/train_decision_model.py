@@ -81,7 +81,7 @@ from tasks.selectors.decision_models.decision_features import (
 from tasks.selectors.decision_models.example_text import DEFAULT_CONTEXT_TURNS
 from tasks.selectors.routers.conversation import parse_context_turns
 from tasks.selectors.routers.embedding import DEFAULT_MODEL_ID, encoder_id
-from tasks.selectors.decision_models.embedding_probe import PROBE_C, Probe, fit_probe
+from tasks.selectors.decision_models.embedding_probe import PROBE_C, Probe, fit_probes
 from tasks.selectors.decision_models.far_abstention import (
     far_boost,
     fit_base_and_slope,
@@ -247,9 +247,26 @@ class FoldProbes:
     def probe(self, without: frozenset[int]) -> Probe | None:
         """The probe fitted on the usable requests of every fold not in ``without`` (None: fewer than 2 labels)."""
         if without not in self._fitted:
-            rows = self.usable & ~np.isin(self.fold, list(without))
-            self._fitted[without] = fit_probe(self.embeddings[rows], self.labels[rows].astype(str), PROBE_C)
+            self.fit_all([without])
         return self._fitted[without]
+
+    def fit_all(self, wanted: list[frozenset[int]], workers: int = 1) -> None:
+        """Fit the probes without each fold set of ``wanted`` not fitted yet, ``workers`` at a time (the same
+        probes as one by one: ``fit_probes``)."""
+        wanted = [without for without in dict.fromkeys(wanted) if without not in self._fitted]
+        data = []
+        for without in wanted:
+            rows = self.usable & ~np.isin(self.fold, list(without))
+            data.append((self.embeddings[rows], self.labels[rows].astype(str)))
+        self._fitted.update(zip(wanted, fit_probes(data, PROBE_C, workers)))
+
+    def fit_cross_fitted(self, folds: int) -> None:
+        """Fit every probe a training of ``folds`` folds asks for at once, on the cores this process may use:
+        the full model's, and per fold k the one without k and those without k and each other fold."""
+        present = [int(j) for j in np.unique(self.fold)]
+        wanted = [frozenset(), *(frozenset({j}) for j in present),
+                  *(frozenset({j, k}) for k in range(folds) for j in [*present, k])]
+        self.fit_all(wanted, usable_cores())
 
     def scores(self, exclude: int | None) -> ProbeScores:
         """Model ``exclude``'s probe features' input for every request (None: the full model)."""
@@ -261,6 +278,11 @@ class FoldProbes:
             if probe is not None:
                 out[np.ix_(rows, [column[c] for c in probe.classes])] = probe.log_proba(self.embeddings[rows])
         return ProbeScores(self.all_labels, out)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _label_index(tools: tuple[ToolSpec, ...], label: str) -> int:
@@ -349,6 +371,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
     fold = np.array([fold_of(h, cv, salt) for h in hashes])
     examples = Examples(query, label_names, np.asarray(hashes, dtype=object), fold)
     probes = FoldProbes(query, label_names, fold, usable)
+    probes.fit_cross_fitted(cv)
 
     def fit(exclude: int | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, tuple, np.ndarray]:
         *arrays, nearest = feature_arrays_with_nearest(scores, query, hashes, examples, exclude,

@@ -20,7 +20,7 @@ from tasks.selectors.decision_models.decision_features import (
     as_unseen,
     feature_arrays,
 )
-from tasks.selectors.decision_models.embedding_probe import Probe, fit_probe
+from tasks.selectors.decision_models.embedding_probe import Probe, fit_probe, fit_probes
 from tasks.selectors.decision_models.train_decision_model import FoldProbes
 
 DIM = 24
@@ -79,6 +79,25 @@ def test_a_requests_probe_features_never_come_from_a_probe_that_saw_its_fold():
         assert not folds_used & without
     assert set(seen) == ({frozenset({j}) for j in range(5)}
                          | {frozenset({k, j}) for k in (0, 3) for j in range(5)})
+
+
+def test_the_probes_fitted_at_once_on_several_cores_are_those_fitted_one_by_one():
+    """``fit_cross_fitted`` fits every probe a training asks for, two at a time, before it asks: each is the
+    probe ``scores`` and ``probe`` fit alone, bit for bit, and asking fits nothing more."""
+    fold = np.arange(90) % 5
+    x, names = clusters(90, ("a", "b", "c", NONE_LABEL), 0.6, 7)
+    usable = np.arange(90) % 7 != 0
+    alone = FoldProbes(x, names, fold, usable)
+    at_once = FoldProbes(x, names, fold, usable)
+    at_once.fit_cross_fitted(5)
+    fitted = dict(at_once._fitted)
+    for exclude in (None, *range(5)):
+        np.testing.assert_array_equal(at_once.scores(exclude).log_proba, alone.scores(exclude).log_proba)
+    for without in (frozenset(), *(frozenset({k}) for k in range(5))):
+        assert at_once.probe(without).encoded() == alone.probe(without).encoded()
+    assert at_once._fitted == fitted and set(alone._fitted) == set(fitted)  # nothing fitted after, none missing
+    data = [(x[fold != k], names[fold != k]) for k in range(3)]
+    assert [p.encoded() for p in fit_probes(data, workers=2)] == [fit_probe(*item).encoded() for item in data]
 
 
 def test_random_labels_stay_at_chance_under_cross_fitting():
