@@ -83,8 +83,6 @@ def _vote(judge: Judge, price: ModelPrice, request: Any, outcome: Any, ledger: R
         result = judge.caller.call(request, ledger)  # a call of its own, reserved and settled by itself
         vote = read_vote(result.reply.text) if result.ok and result.reply is not None else "unsure"
         return vote, result.cost_usd or 0.0, 0.0, submitted, 0, submitted + int(result.sent) + result.retries
-    from tasks.selectors.providers.batch_selection import line_cost
-
     reply = outcome.reply
-    cost, mismatch = line_cost(judge.caller, price, reply, ledger)
+    cost, mismatch = judge.caller.checked(reply, ledger, price)
     return ("unsure" if mismatch else read_vote(reply.text)), cost or 0.0, cost or 0.0, 1, int(cost is None), 1

@@ -2,30 +2,22 @@
 
 A request's lines (an LLM router's, the chat model's, the judge's votes) are reserved whole in the run's
 ledger at their batch prices before anything is submitted (a request the caps refuse lands as ``budget
-reached``, none of its lines submitted). An offline router (lexical, embedding, trained) routes the whole unit
-locally; an LLM router's requests go first, as a batch round of their own (read as its calls are, a failed
-line sent again as a call). Then every chat request is built exactly as its synchronous call would be
-(``ChatSelector.decided``: the forced ``tool_choice``, the narrowed tools, the gated fallback over every tool)
-and handed to ``batch.run_batches``, which writes each batch's intent and id to the journal around its
-submission, so a rerun of the same command picks the batch up instead of submitting it again. The journal
-lies beside the selection cache (``batch_journal.sqlite``). A judged arm's replies with a choice are kept
-(``BatchScope.on_chat_stage``) and judged in a third round (``batch_judge.py``); a reply an earlier run kept
-(``chat_stages``) is only judged.
+reached``). An offline router routes the whole unit locally; an LLM router's requests go first, as a batch
+round of their own. Then every chat request is built exactly as its call would be (``ChatSelector.decided``)
+and handed to ``batch.run_batches``, which journals each batch around its submission (``batch_journal.sqlite``,
+beside the selection cache), so a rerun of the same command picks the batch up instead of submitting it
+again. A judged arm's replies with a choice are kept (``BatchScope.on_chat_stage``) and judged in a third
+round (``batch_judge.py``).
 
-Each outcome becomes a Selection through the same reading as a call's reply (``read_reply``: the outcome
-taxonomy, the served-model check, tokens; the router's columns and the route's), costed at the batch price of
-the dated price file, with ``sent_as='batch'`` and the batch id. A request whose batch request errored,
-expired or was canceled at the provider is sent again as an ordinary call (``sent_as='call_after_batch'``, the
-failed batch attempt counted in ``retries``); a request canceled because the run is stopping lands as an error
-row (never cached).
+Each outcome becomes a Selection through the same reading as a call's reply (``read_reply``), costed at the
+batch price, with ``sent_as='batch'`` and the batch id. A request whose batch line errored, expired or was
+canceled at the provider is sent again as a call (``sent_as='call_after_batch'``, the failed line counted in
+``retries``); one canceled because the run is stopping lands as an error row (never cached).
 
-A custom id is the same on a rerun of the same command: it is made of the experiment, the arm, the seed and
-the request's cache key (everything that changes its answer), so a rerun's requests are the ones its journal
-holds (with ``--no-cache`` the run id takes the experiment's place: such a run never resumes another's
-batches). The unit waits for its batches inside its task, unless the run detaches (``batch_wait: detach``,
-``BatchSend.detach``): each batch is then submitted and polled once, and a unit with a request whose batch has
-not ended raises ``BatchesPending`` (nothing of it is landed; answers that did land are cached, the journal
-holds the rest) so the run stops and a rerun of the same command picks the batches up.
+A custom id is made of the experiment, the arm, the seed and the request's cache key, so a rerun's requests
+are the ones its journal holds (with ``--no-cache`` the run id takes the experiment's place). A detached
+unit (``BatchSend.detach``) submits its batches and polls each once; a request whose batch has not ended
+raises ``BatchesPending``, and a rerun of the same command picks the batches up.
 """
 
 from __future__ import annotations
@@ -43,9 +35,9 @@ from tasks.selectors.base import SelectionInput
 from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, Reservation, RunLedger
 from tasks.selectors.providers.judge import Unjudged
 from tasks.selectors.providers.chat_options import is_custom_server
-from tasks.selectors.providers.pinned_models import served_evidence, served_problem
+from tasks.selectors.providers.pinned_models import served_evidence
 from tasks.selectors.providers.pricing import ModelPrice, price_for
-from tasks.selectors.providers.provider_calls import CHARS_PER_TOKEN_BOUND, CallResult
+from tasks.selectors.providers.provider_calls import CallResult
 
 if TYPE_CHECKING:
     from tasks.selectors.providers.chat_selector import ChatSelector
@@ -130,27 +122,20 @@ class BatchSend:
     ``BatchesPending``."""
 
 
-def batch_price(selector: "ChatSelector") -> ModelPrice:
-    return price_for(selector.model_id, selector.options, batch=True)
-
-
 def why_calls(selector: "ChatSelector") -> str | None:
     """Why an arm asked to batch sends calls instead (None: it batches): a model (chat, LLM router or judge)
     with no batch price is not batched (the cost could not be stated)."""
-    for model_id, options in _priced(selector):
+    for caller in _callers(selector):
         try:
-            price_for(model_id, options, batch=True)
+            price_for(caller.model_id, caller.options, batch=True)
         except (KeyError, FileNotFoundError, ValueError):
-            return f"{model_id} has no batch price: sent as synchronous calls"
+            return f"{caller.model_id} has no batch price: sent as synchronous calls"
     return None
 
 
-def _priced(selector: "ChatSelector") -> list[tuple[str, Any]]:
-    """The models an arm's batch lines go to, with their options: the chat model's, its LLM router's, its judge's."""
-    llm, judge = llm_router(selector), selector.judge
-    return [(selector.model_id, selector.options)] + \
-        ([(llm.model_id, llm.caller.options)] if llm is not None else []) + \
-        ([(judge.model_id, judge.caller.options)] if judge is not None else [])
+def _callers(selector: "ChatSelector") -> list[Any]:
+    """The callers an arm's batch lines go to: the chat model's, its LLM router's, its judge's."""
+    return [selector.caller] + [x.caller for x in (llm_router(selector), selector.judge) if x is not None]
 
 
 def llm_router(selector: "ChatSelector") -> Any:
@@ -176,7 +161,7 @@ def note_calls(selector: "ChatSelector", reason: str) -> None:
 def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], scope: BatchScope,
                    send: BatchSend) -> list[Selection]:
     """The selections of a unit's inputs, their chat requests sent as provider batches (see the module)."""
-    caller, ledger = selector.caller, scope.ledger
+    ledger = scope.ledger
     answers: list[Selection | None] = [None] * len(batch)
 
     def answer(index: int, selection: Selection) -> None:
@@ -191,11 +176,10 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
         return [a for a in answers if a is not None]
 
     llm = llm_router(selector)
-    senders = [caller] + [x.caller for x in (llm, selector.judge) if x is not None]  # chat, router, judge
-    for sender in senders:
+    for sender in _callers(selector):
         if unsendable := sender.unsendable(ledger):
             return not_sent(unsendable)
-    price = batch_price(selector)
+    price = price_for(selector.model_id, selector.options, batch=True)
     from tasks.selectors.providers.batch.items import BatchItem, custom_id_for
 
     router_price = price_for(llm.model_id, llm.caller.options, batch=True) if llm is not None else None
@@ -204,12 +188,7 @@ def select_batched(selector: "ChatSelector", batch: Sequence[SelectionInput], sc
     reserved: dict[int, Reservation] = {}
     for i, item in enumerate(batch):  # a request's lines (router, chat, votes) are reserved whole before any is sent
         full = selector._request(item, item.tools, None, selector._offered(item.tools))
-        estimate = line_estimate(price, full)
-        if llm is not None:
-            estimate += line_estimate(router_price, llm.request(item))
-        if judge is not None:
-            estimate += judge.estimate_usd(item)  # at the judge's call price: an upper bound
-        reservation = ledger.reserve(estimate, 1 + int(llm is not None) + (judge.votes if judge is not None else 0))
+        reservation = ledger.reserve(*selector.turn_estimate(item, full, (price, router_price)))
         if reservation is None:  # the caps hold at submission: this request is not submitted
             answer(i, Selection(request_id=item.request_id, chosen=None, outcome_hint="error", detail=BUDGET_REACHED,
                                 latency_ms=0.0, http_attempts=0))
@@ -293,22 +272,6 @@ def _judge(selector: "ChatSelector", batch: Sequence[SelectionInput], pending: d
             answer(i, selection.model_copy(update=votes.update(selection)))
 
 
-def line_cost(caller: Any, price: ModelPrice, reply: Any, ledger: RunLedger) -> tuple[float | None, str | None]:
-    """A line's cost at the batch price, and the served-model check of its reply (a served model other than the
-    pin halts the caller's model, as a call's does)."""
-    cost = price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
-                              reply.cache_write_tokens, reply.cache_write_1h_tokens)
-    mismatch = served_problem(caller.model_id, reply.served_model, caller.options)
-    if mismatch:
-        ledger.halt(caller.halt_key, mismatch)
-    return cost, mismatch
-
-
-def line_estimate(price: ModelPrice, request: Any) -> float:
-    """An upper bound on one batch line's cost."""
-    return price.cost(request.prompt_chars // CHARS_PER_TOKEN_BOUND + 1, request.max_tokens)
-
-
 @dataclass(frozen=True)
 class _Spent:
     """What a request's router line used of its reservation (cost billed, HTTP requests, calls of unknown cost),
@@ -348,7 +311,7 @@ def _router_round(llm: Any, price: ModelPrice, batch: Sequence[SelectionInput], 
                           _Spent(0.0, submitted, attempts=submitted + int(again.sent) + again.retries))
             continue
         reply = outcome.reply
-        cost, mismatch = line_cost(llm.caller, price, reply, ledger)
+        cost, mismatch = llm.caller.checked(reply, ledger, price)
         result = llm.read(batch[i], CallResult(reply, mismatch, 0, waited_ms, cost), waited_ms)
         results[i] = (replace(result, cost_usd=cost), _Spent(cost or 0.0, 1, int(cost is None), 1))
     return results
@@ -433,7 +396,7 @@ def _landed(selector: "ChatSelector", item: SelectionInput, sent: _Sent, outcome
                                         "retries": again.retries + submitted,
                                         "http_attempts": (again.http_attempts or 0) + submitted + spent.attempts}), None
     reply = outcome.reply
-    cost, mismatch = line_cost(caller, price, reply, ledger)
+    cost, mismatch = caller.checked(reply, ledger, price)
     unknown = int(cost is None) + spent.unknown
     result = CallResult(reply, mismatch, 0, waited_ms, cost)
     evidence = served_evidence(selector.model_id, reply.served_model, is_custom_server(caller.endpoint))

@@ -74,12 +74,13 @@ def resolve_base_url(kind: str, options: Mapping[str, Any], environ: Mapping[str
     return str(options.get("base_url") or environ.get(BASE_URL_ENV[kind]) or OFFICIAL_BASE_URL[kind])
 
 
-def provider_defaults(kind: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def provider_defaults(kind: str, options: Mapping[str, Any],
+                      environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The answer-changing defaults, as ``check_hosted_arm`` writes them into an arm's options at resolution
     (applied again, idempotently, wherever a provider is called)."""
     filled = dict(options)
     filled.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-    filled["base_url"] = resolve_base_url(kind, filled)
+    filled["base_url"] = resolve_base_url(kind, filled, environ)
     if kind == "openai":
         filled.setdefault("temperature", 0.0)
         filled.setdefault("provider_seed", 0)
@@ -123,15 +124,14 @@ def _check_provider(kind: str, model_id: str, options: dict[str, Any], allowed: 
     if unknown:
         problems.append(("option-known", f"{what}: unknown option(s) {', '.join(unknown)}; "
                                          f"known: {', '.join(sorted(allowed))}"))
-    filled = dict(options)
-    base_url = resolve_base_url(kind, options, environ)
+    filled = provider_defaults(kind, options, environ)
+    base_url = filled["base_url"]
     parsed = urlparse(base_url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         problems.append(("base-url", f"{what}: base_url '{base_url}' is not an http(s) URL"))
     if parsed.username or parsed.password:
         problems.append(("secret-in-options", f"{what}: base_url carries credentials; put the key in "
                                               f"{key_source(kind, options)} instead"))
-    filled["base_url"] = base_url
     problem = pinned_problem(kind, model_id, options, custom_server=is_custom_server(base_url))
     if problem:
         problems.append(("pinned-model", f"{what}: {problem}"))
@@ -142,11 +142,8 @@ def _check_provider(kind: str, model_id: str, options: dict[str, Any], allowed: 
         price_for(model_id, options)
     except (KeyError, FileNotFoundError, ValueError) as error:
         problems.append(("price-known", f"{what}: {error.args[0] if error.args else error}"))
-    filled.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
-    if kind == "openai":
-        filled.setdefault("temperature", 0.0)
-        filled.setdefault("provider_seed", 0)
-    elif options.get("temperature") is not None and str(options.get("api_version")) != SAMPLING_API_VERSION:
+    if kind == "anthropic" and options.get("temperature") is not None and \
+            str(options.get("api_version")) != SAMPLING_API_VERSION:
         problems.append(("sampling", f"{what}: Anthropic API version 2026-10-21 (the SDK's) refuses temperature; "
                                      f"drop it, or set api_version: \"{SAMPLING_API_VERSION}\" to send it"))
     for name in ("max_tokens", "concurrency"):

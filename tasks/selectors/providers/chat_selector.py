@@ -1,10 +1,9 @@
 """The hosted-model selector (kinds 'openai' and 'anthropic'): one chat call per request, run concurrently.
 
-Per batch (a work unit of ~200 requests) the offline decision model, if any, routes the whole batch at
-once; then each request runs as one task on the endpoint's threads (``concurrency`` of them per process,
-shared by every batch the process runs): the LLM router's call, the routing decision, the chat call (tools
-in the seed's order, names mapped to what the provider accepts), reading the first tool call, the judge's
-votes. Latency-bound calls overlap, and the gate keeps every call of the process within the bound.
+Per batch the offline decision model, if any, routes the whole batch at once; then each request runs as one
+task on the endpoint's threads (``concurrency`` of them per process, shared by every batch the process runs):
+the LLM router's call, the routing decision, the chat call (tools in the seed's order, names mapped to what
+the provider accepts), reading the first tool call, the judge's votes.
 
 Reading a reply (the outcome taxonomy; nothing invalid or empty is ever a correct 'none'):
 
@@ -20,16 +19,9 @@ Reading a reply (the outcome taxonomy; nothing invalid or empty is ever a correc
   model that is not the pinned one: *error* (never cached);
 - not sent because the run's budget was reached: *error* with the detail ``budget reached``.
 
-Each answer is handed to the batch scope as it completes (``run_budget.BatchScope.on_answer``), so the
-caller can cache it at once. On a judged arm the chat call's answer is handed over too, before the judge is
-asked (``BatchScope.on_chat_stage``), and a batch scope can hand back chat calls an earlier run made
-(``chat_stages``): then only the judge is asked, and a run killed during the judge's calls never repeats
-the chat call on resume.
-
-A batch scope may ask for a provider batch (``BatchScope.batch``, the arm's or the run's ``batch``): the chat
-requests, after the router if any (an LLM router's requests as a batch round of their own), are then built the
-same way (``decided``) and sent through the provider's batch API, and their replies read the same way
-(``batch_selection.py``); a judged arm's votes follow as a batch round of their own (``batch_judge.py``).
+Each answer is handed to the batch scope as it completes (``call_budget.BatchScope``), so the caller can
+cache it at once; a judged arm's chat call is handed over before the judge is asked, so a resumed run asks
+only the judge. A scope may ask for a provider batch instead of calls (``batch_selection.py``).
 """
 
 from __future__ import annotations
@@ -49,6 +41,7 @@ from tasks.selectors.providers.chat_types import ChatReply, ChatRequest, WireToo
 from tasks.drill_points import reached
 from tasks.selectors.providers.judge import Judge, Unjudged, arguments_text
 from tasks.selectors.providers.pinned_models import served_evidence
+from tasks.selectors.providers.pricing import ModelPrice
 from tasks.selectors.providers.provider_calls import CallResult, ProviderCaller
 from tasks.selectors.providers.routed import Decision, LLMRouter, OfflineRouter, RouterResult, build_router, decide
 from tasks.selectors.providers.text_tool_calls import TEXT_CALL_DETAIL, find_text_call, text_call_detail
@@ -167,12 +160,15 @@ class ChatSelector:
                            messages=tuple((m.role, m.content) for m in item.messages),
                            tools=wire_tools, tool_choice=choice, max_tokens=self.max_tokens)
 
-    def turn_estimate(self, item: SelectionInput, full_request: ChatRequest) -> tuple[float, int]:
+    def turn_estimate(self, item: SelectionInput, full_request: ChatRequest,
+                      batch_prices: tuple[ModelPrice, ModelPrice | None] | None = None) -> tuple[float, int]:
         """An upper bound on one turn's cost, and its calls: the LLM router's, the chat model's over every
-        tool (narrowing only shortens it), and the judge's votes."""
-        estimate, calls = self.caller.estimate_usd(full_request), 1
+        tool (narrowing only shortens it), and the judge's votes (at the judge's call price). ``batch_prices``:
+        the chat model's and the LLM router's, for a turn sent as batch lines."""
+        chat_price, router_price = batch_prices or (None, None)
+        estimate, calls = self.caller.estimate_usd(full_request, chat_price), 1
         if isinstance(self.router, LLMRouter):
-            estimate += self.router.caller.estimate_usd(self.router.request(item))
+            estimate += self.router.caller.estimate_usd(self.router.request(item), router_price)
             calls += 1
         if self.judge is not None:
             estimate += self.judge.estimate_usd(item)
@@ -290,16 +286,18 @@ class ChatSelector:
         if scope is None:
             own_ledger = RunLedger(None, "unscoped")
             scope = BatchScope(own_ledger)
-        send = scope.batch
-        if send is not None and (reason := why_calls(self)) is not None:
-            note_calls(self, reason)  # a model with no batch price keeps its calls (batch_selection.py)
-            send = None
-        if send is not None:
-            try:
-                return select_batched(self, batch, scope, send)
-            finally:
-                if own_ledger is not None:
-                    own_ledger.close()
+        try:
+            send = scope.batch
+            if send is not None and (reason := why_calls(self)) is not None:
+                note_calls(self, reason)  # a model with no batch price keeps its calls (batch_selection.py)
+                send = None
+            return self._called(batch, scope) if send is None else select_batched(self, batch, scope, send)
+        finally:
+            if own_ledger is not None:
+                own_ledger.close()
+
+    def _called(self, batch: list[SelectionInput], scope: BatchScope) -> list[Selection]:
+        """The batch's selections, one call per request on the endpoint's threads."""
         routed = self.routed_offline(batch)
         answers: list[Selection | None] = [None] * len(batch)
         pool = self.caller.gate.workers  # the endpoint's threads, shared with the process's other batches
@@ -310,15 +308,15 @@ class ChatSelector:
         finally:
             for future in futures:
                 future.cancel()  # an interrupted batch leaves nothing queued behind it
-            if own_ledger is not None:
-                own_ledger.close()
         return [a for a in answers if a is not None]
 
     def _answered(self, index: int, item: SelectionInput, scope: BatchScope, routed: RouterResult | None) -> Selection:
         """One input's answer, handed to the scope's ``on_answer`` by the endpoint's thread that received it:
         kept the moment it arrives, however far the batch's own thread lags (a kill then repeats only the
         calls in flight, at most the endpoint's concurrency)."""
-        answer = self._safe_one(item, scope.ledger, routed, scope.chat_stages.get(index), _stage_keeper(scope, index))
+        keep = scope.on_chat_stage
+        on_stage = None if keep is None else (lambda stage: keep(index, stage))
+        answer = self._safe_one(item, scope.ledger, routed, scope.chat_stages.get(index), on_stage)
         if scope.on_answer is not None:
             scope.on_answer(index, answer)
         return answer
@@ -332,11 +330,3 @@ class ChatSelector:
             return Selection(request_id=item.request_id, chosen=None, outcome_hint="error",
                              detail=f"selector failed: {type(error).__name__}",
                              latency_ms=(time.perf_counter() - started) * 1000)
-
-
-def _stage_keeper(scope: BatchScope, index: int) -> Callable[[Unjudged], None] | None:
-    """The scope's ``on_chat_stage`` for one input of the batch, if the caller keeps chat stages."""
-    if scope.on_chat_stage is None:
-        return None
-    keep = scope.on_chat_stage
-    return lambda stage: keep(index, stage)

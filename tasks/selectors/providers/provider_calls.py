@@ -12,13 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from tasks.selectors.providers.call_budget import BUDGET_REACHED, RunLedger, Turn
-from tasks.selectors.providers.chat_options import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_KEY_ENV,
-    provider_defaults,
-    read_api_key,
-    resolve_base_url,
-)
+from tasks.selectors.providers.chat_options import (DEFAULT_CONCURRENCY, key_source, provider_defaults,
+                                                     read_api_key, resolve_base_url)
 from tasks.selectors.providers.chat_types import ChatProvider, ChatReply, ChatRequest
 from tasks.selectors.providers.pinned_models import served_problem
 from tasks.selectors.providers.pricing import ModelPrice, price_for
@@ -39,13 +34,6 @@ def scrub(text: str, secrets: tuple[str, ...]) -> str:
             if len(secret) > 8:
                 text = text.replace(secret[-8:], "[redacted]")
     return _KEY_LIKE.sub("[redacted]", text)
-
-
-def _provider_message(error: BaseException) -> str:
-    message = error_message(error)
-    if not message and getattr(error, "status_code", None) is None:
-        return str(error)
-    return message
 
 
 @dataclass(frozen=True)
@@ -113,11 +101,23 @@ class ProviderCaller:
                     self._provider = make_provider(self.kind, self.options, self._key, self.adapters)
         return self._provider
 
-    def estimate_usd(self, request: ChatRequest) -> float:
-        return self.price.cost(request.prompt_chars // CHARS_PER_TOKEN_BOUND + 1, request.max_tokens)
+    def estimate_usd(self, request: ChatRequest, price: ModelPrice | None = None) -> float:
+        """An upper bound on the request's cost at ``price`` (default: the model's call price)."""
+        return (price or self.price).cost(request.prompt_chars // CHARS_PER_TOKEN_BOUND + 1, request.max_tokens)
+
+    def checked(self, reply: ChatReply, ledger: RunLedger,
+                price: ModelPrice | None = None) -> tuple[float | None, str | None]:
+        """The reply's cost at ``price`` (default: the call price; None when it gave no token counts), and the
+        served-model check: a served model other than the pin halts this model for the rest of the run."""
+        cost = (price or self.price).cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
+                                                  reply.cache_write_tokens, reply.cache_write_1h_tokens)
+        mismatch = served_problem(self.model_id, reply.served_model, self.options)
+        if mismatch:
+            ledger.halt(self.halt_key, mismatch)
+        return cost, mismatch
 
     def _failure_detail(self, failure: Failure, error: BaseException, retries: int) -> str:
-        message = _provider_message(error)
+        message = error_message(error) or (str(error) if getattr(error, "status_code", None) is None else "")
         text = failure.detail + (f": {message}" if message else "")
         if failure.retryable and retries:
             text = f"{text} (after {retries} retries)"
@@ -131,7 +131,7 @@ class ProviderCaller:
         if halted:
             return f"not sent: {halted}"
         if self.provider() is None:
-            return f"not sent: no API key in ${self.options.get('api_key_env') or DEFAULT_KEY_ENV[self.kind]}"
+            return f"not sent: no API key in {key_source(self.kind, self.options)}"
         return None
 
     def call(self, request: ChatRequest, ledger: RunLedger, turn: Turn | None = None) -> CallResult:
@@ -173,14 +173,9 @@ class ProviderCaller:
                 elapsed += wait
                 retries += 1
             assert reply is not None
-            cost = self.price.cost_or_none(reply.input_tokens, reply.output_tokens, reply.cached_input_tokens,
-                                           reply.cache_write_tokens, reply.cache_write_1h_tokens)
+            cost, mismatch = self.checked(reply, ledger)
             unknown = cost is None
-            mismatch = served_problem(self.model_id, reply.served_model, self.options)
-            if mismatch:
-                ledger.halt(self.halt_key, mismatch)
-                return CallResult(reply, mismatch, retries, elapsed * 1000, cost)
-            return CallResult(reply, None, retries, elapsed * 1000, cost)
+            return CallResult(reply, mismatch, retries, elapsed * 1000, cost)
         finally:
             if reservation is not None:
                 ledger.settle(reservation, cost, unknown_cost_calls=int(unknown))
