@@ -12,12 +12,12 @@ import json
 from typing import Any, Callable, Mapping
 
 from tasks.selectors.providers.anthropic_messages import DEFAULT_BASE_URL, AnthropicMessages
-from tasks.selectors.providers.batch.control import (LIST_SLACK_S, BatchState, Result, SdkWire, control,
+from tasks.selectors.providers.batch.control import (LIST_SLACK_S, BatchState, Result, BatchWire, control,
                                                      error_text, read_body)
 from tasks.selectors.providers.batch.items import BatchItem
 
 
-class AnthropicBatches(SdkWire):
+class AnthropicBatches(BatchWire):
     provider = "anthropic"
     default_base_url = DEFAULT_BASE_URL
     chat_class = AnthropicMessages

@@ -9,7 +9,6 @@ sent again as calls). A chunk whose create never returned an id cannot be cancel
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -18,40 +17,28 @@ from tasks.selectors.providers.batch.journal import BatchJournal
 from tasks.selectors.providers.chat_options import read_api_key
 
 
-@dataclass(frozen=True)
-class OpenBatch:
-    chunk_key: str
-    provider: str
-    base_url: str
-    batch_id: str
-
-
-def open_batches(journal: BatchJournal, run: str) -> list[OpenBatch]:
-    """The batches the journal holds for ``run`` (an experiment's name) that have an id and have not ended."""
-    rows = journal.open_chunks(run + "/")
-    return [OpenBatch(key, *endpoint.split(" ", 1), batch_id) for key, endpoint, batch_id in rows]
-
-
 def default_key(provider: str) -> str:
     return read_api_key(provider, {}) or ""
 
 
 def cancel_open_batches(journal_path: Path, run: str,
                         key_for: Callable[[str], str] = default_key) -> tuple[int, int]:
-    """Cancel ``run``'s open batches at their providers: (cancelled, failed)."""
+    """Cancel ``run``'s open batches at their providers (the journal's batches of items labelled ``run/...``
+    that have an id and have not ended): (cancelled, failed)."""
     from tasks.selectors.providers.batch.run_batches import WIRES
 
     if not Path(journal_path).is_file():
         return 0, 0
     cancelled = failed = 0
     with BatchJournal(Path(journal_path)) as journal:
-        for batch in open_batches(journal, run):
+        for chunk_key, endpoint, batch_id in journal.open_chunks(run + "/"):
+            provider, base_url = endpoint.split(" ", 1)
             try:
-                wire = WIRES[batch.provider](key_for(batch.provider), batch.base_url, {})
-                control(lambda: wire.cancel(batch.batch_id))
+                wire = WIRES[provider](key_for(provider), base_url, {})
+                control(lambda: wire.cancel(batch_id))
             except Exception:  # refused (already ended, wrong key) or unreachable: counted, not raised
                 failed += 1
                 continue
-            journal.request_cancel(batch.chunk_key)
+            journal.request_cancel(chunk_key)
             cancelled += 1
     return cancelled, failed

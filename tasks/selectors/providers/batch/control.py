@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from tasks.selectors.providers.batch.items import BatchItem
 from tasks.selectors.providers.reply_body import BodyNotJSON, ErrorInBody, reply_json
@@ -37,34 +37,9 @@ Result = tuple[str, dict[str, Any] | None, str | None]
 """(status, the reply's JSON when succeeded, the error otherwise)."""
 
 
-class BatchWire(Protocol):
-    """One provider's batch endpoints, through its official SDK."""
-
-    provider: str
-    base_url: str
-
-    def line(self, item: BatchItem) -> dict[str, Any]:
-        """The item as a line of the batch input."""
-
-    def create(self, chunk_key: str, lines: list[dict[str, Any]], on_file: Callable[[str], None]) -> str:
-        """Create the batch (uploading its file first where the API asks); its id."""
-
-    def find(self, chunk_key: str, n: int, since: float, known: set[str]) -> str | None:
-        """A batch this chunk's create made, found at the provider (None when there is none)."""
-
-    def state(self, batch_id: str) -> BatchState:
-        ...
-
-    def cancel(self, batch_id: str) -> None:
-        ...
-
-    def results(self, state: BatchState) -> dict[str, Result]:
-        """The result of every line the ended batch reports, by custom id."""
-
-
-class SdkWire:
-    """What both wires share: the arm's chat adapter (its request body, its shared SDK client: key, base
-    URL and headers as a synchronous call has them)."""
+class BatchWire:
+    """One provider's batch endpoints, through its official SDK; built on the arm's chat adapter (its request
+    body, its shared SDK client: key, base URL and headers as a synchronous call has them)."""
 
     provider: str
     default_base_url: str
@@ -82,6 +57,28 @@ class SdkWire:
         body = self.chat.request_body(item.request)
         body.update(body.pop("extra_body"))
         return body
+
+    def line(self, item: BatchItem) -> dict[str, Any]:
+        """The item as a line of the batch input."""
+        raise NotImplementedError
+
+    def create(self, chunk_key: str, lines: list[dict[str, Any]], on_file: Callable[[str], None]) -> str:
+        """Create the batch (uploading its file first where the API asks); its id."""
+        raise NotImplementedError
+
+    def find(self, chunk_key: str, n: int, since: float, known: set[str]) -> str | None:
+        """A batch this chunk's create made, found at the provider (None when there is none)."""
+        raise NotImplementedError
+
+    def state(self, batch_id: str) -> BatchState:
+        raise NotImplementedError
+
+    def cancel(self, batch_id: str) -> None:
+        raise NotImplementedError
+
+    def results(self, state: BatchState) -> dict[str, Result]:
+        """The result of every line the ended batch reports, by custom id."""
+        raise NotImplementedError
 
 
 def read_body(provider: str, body: Any) -> Result:

@@ -16,7 +16,6 @@ from typing import Iterator, Sequence
 from tasks.selectors.providers.chat_types import ChatReply, ChatRequest
 
 CUSTOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-STATUSES = ("succeeded", "errored", "expired", "canceled")
 
 
 def custom_id_for(run_id: str, arm: str, seed: int, request_id: str, turn: int = 0, attempt: int = 0) -> str:

@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ContextManager, Iterable, Sequence
+from typing import Any, ContextManager, Iterable, Iterator, Sequence
 
 from tasks.files.sqlite_files import add_column_if_missing, immediate_transaction, open_shared_sqlite
 
@@ -37,6 +37,14 @@ _SCHEMA = [
         PRIMARY KEY (endpoint, custom_id))""",
     "CREATE INDEX IF NOT EXISTS batch_items_chunk ON batch_items (chunk_key)",
 ]
+
+
+def _in_parts(ids: Iterable[str]) -> Iterator[tuple[list[str], str]]:
+    """The ids in parts of at most 500 (SQLite's bound on a statement's variables), each with its '?' marks."""
+    ids = list(ids)
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        yield part, ",".join("?" * len(part))
 
 
 def journal_path(cache_path: Path) -> Path:
@@ -119,10 +127,7 @@ class BatchJournal:
     def landed(self, endpoint: str, custom_ids: Iterable[str]) -> dict[str, Landed]:
         """The final outcomes the journal holds for these ids."""
         found: dict[str, Landed] = {}
-        ids = list(custom_ids)
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            marks = ",".join("?" * len(part))
+        for part, marks in _in_parts(custom_ids):
             for cid, status, reply, error, batch_id, body_hash in self._rows(
                     f"SELECT custom_id, status, reply, error, batch_id, body_hash FROM batch_items "
                     f"WHERE endpoint = ? AND status IS NOT NULL AND custom_id IN ({marks})", [endpoint, *part]):
@@ -133,10 +138,7 @@ class BatchJournal:
     def chunk_keys(self, endpoint: str, custom_ids: Iterable[str]) -> set[str]:
         """The chunks that hold any of these ids."""
         keys: set[str] = set()
-        ids = list(custom_ids)
-        for start in range(0, len(ids), 500):
-            part = ids[start:start + 500]
-            marks = ",".join("?" * len(part))
+        for part, marks in _in_parts(custom_ids):
             keys.update(row[0] for row in self._rows(
                 f"SELECT DISTINCT chunk_key FROM batch_items WHERE endpoint = ? AND custom_id IN ({marks})",
                 [endpoint, *part]))
@@ -171,9 +173,7 @@ class BatchJournal:
         """Write the intent of a new batch of ``items`` (custom id, body hash, label) before it is created;
         False (nothing written) when another chunk already holds one of the ids."""
         with self._transaction() as con:
-            for start in range(0, len(items), 500):
-                part = [cid for cid, _, _ in items[start:start + 500]]
-                marks = ",".join("?" * len(part))
+            for part, marks in _in_parts(cid for cid, _, _ in items):
                 if con.execute(f"SELECT 1 FROM batch_items WHERE endpoint = ? AND custom_id IN ({marks}) LIMIT 1",
                                [endpoint, *part]).fetchone():
                     return False

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
-from tasks.selectors.providers.batch.control import (LIST_SLACK_S, BatchState, Result, SdkWire, control,
+from tasks.selectors.providers.batch.control import (LIST_SLACK_S, BatchState, Result, BatchWire, control,
                                                      error_text, read_body)
 from tasks.selectors.providers.batch.items import BatchItem
 from tasks.selectors.providers.openai_chat import DEFAULT_BASE_URL, OpenAIChat
@@ -20,7 +20,7 @@ ENDED = {"completed", "failed", "expired", "cancelled"}
 LINE_STATUS = {"batch_expired": "expired", "batch_cancelled": "canceled"}
 
 
-class OpenAIBatches(SdkWire):
+class OpenAIBatches(BatchWire):
     provider = "openai"
     default_base_url = DEFAULT_BASE_URL
     chat_class = OpenAIChat
