@@ -1,6 +1,6 @@
 """The spend cap and the call cap of one run, shared by every thread and process that calls a model.
 
-A small SQLite ledger (WAL, one row per run_id) in the warehouse's cache directory. Before a model call a
+A small SQLite ledger (one row per run_id) beside the warehouse's selection cache. Before a model call a
 selector *reserves* it: one call and an estimated cost (an upper bound: prompt characters / 3 tokens and
 ``max_tokens`` of output at the model's price). The reservation is refused when the run's calls would pass
 ``max_calls`` or its spend plus the reservations in flight would pass ``max_spend_usd``; the selector then
@@ -9,24 +9,22 @@ call the estimate is replaced by the cost billed. Each reservation is one ``BEGI
 so processes on one machine never both take the last call.
 
 A run with neither cap has nothing to refuse: each opener keeps its calls and spend in memory and adds them
-to the file in one transaction when it closes (or is asked for the summary), instead of two committed
-transactions (each a disk sync) around every call, which serialised a unit's calls behind the disk. The
-caps are the run's, set by its openers (every work unit passes the same) before the first call; an opener
-that finds the run capped works call by call as above.
+to the file in one transaction when it closes (or is asked for the summary). The caps are the run's, set by
+its openers (every work unit passes the same) before the first call; an opener that finds the run capped
+works call by call as above.
 
-The ledger's commits are not synced to the disk (``synchronous=OFF``): a sync cost 3-10 ms here, and a
-capped run takes two transactions a call, under one lock per opener. Every other process still sees each
-commit at once (the locks are the same), and a process that dies loses nothing (the OS holds its writes);
-only an OS crash or a power cut in the middle of a commit can leave the file damaged. Its rows matter only
-while their run is going (its caps, its closing summary), so such a file holds nothing to keep: deleting it
-is the remedy.
+The ledger's commits are not synced to the disk (``synchronous=OFF``): every other process still sees each
+commit at once, and a process that dies loses nothing (the OS holds its writes); only an OS crash in the
+middle of a commit can leave the file damaged. Its rows matter only while their run is going (its caps, its
+closing summary), so deleting such a file is the remedy.
 
 A call is one HTTP request to a provider: a turn reserves its first attempts (the LLM router's, the chat
 model's, the judge's votes), and each retry reserves one more call before it is sent, so ``max_calls`` bounds
 every request that leaves, retries included (a retry refused by the cap ends its row as ``budget reached``).
 A 429 or a 5xx is not billed. A reply that reports no token counts has an unknown cost: it is settled at its
-reservation's estimate (an upper bound), never at $0, and counted in ``unknown_cost_calls``. The ledger also holds the run's halts: a model whose served id differed
-from its pin is halted, and no process sends it another request in that run.
+reservation's estimate (an upper bound), never at $0, and counted in ``unknown_cost_calls``. The ledger also
+holds the run's halts: a model whose served id differed from its pin is halted, and no process sends it
+another request in that run.
 
 Resuming: rerun the same experiment. Every completed call sits in the per-request selection cache
 (``tasks/run/result_cache.py``), so the new run repeats none of them and spends only on the rest.
@@ -124,10 +122,6 @@ class LedgerSummary:
     halts: dict[str, str] = field(default_factory=dict)
     unknown_cost_calls: int = 0
     """Calls whose reply gave no token counts: counted in ``spend_usd`` at their estimate (an upper bound)."""
-
-    @property
-    def budget_reached(self) -> bool:
-        return self.refused > 0
 
 
 class RunLedger:

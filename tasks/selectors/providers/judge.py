@@ -1,19 +1,14 @@
 """An optional LLM judge: a pinned model asked whether the chosen tool was the right first step.
 
 ``options.judge: {model: <pinned id>, selector: openai|anthropic, votes: 3, ...}`` on an openai /
-anthropic arm. For every row with a choice (a tool, possibly with broken arguments, or no tool) the
-judge votes ``votes`` times — independent calls that differ in the provider seed (OpenAI: temperature
-0.7 unless set) — and the majority is kept (``unsure`` when there is none). The verdict is stored beside
-the label check (``correct``) as ``judge_verdict``: where the judge says *right* but the row is not
-correct, the failure lay in the arguments or the reply (or in the label), not in the choice of tool. Where the
-request has expected arguments the verdict also sits beside the argument check (``arguments_correct``: view
-judge_argument_check, the report's judge-beside-arguments table, the traces' ``argument_check`` annotation);
-the judge itself is shown neither the label nor the expected arguments.
-Judge calls count against the run's caps; their cost is ``judge_cost_usd``, apart from the cost per turn.
+anthropic arm. For every row with a choice the judge votes ``votes`` times (independent calls that differ in
+the provider seed; OpenAI: temperature 0.7 unless set) and the majority is kept (``unsure`` when there is
+none), as ``judge_verdict`` beside the label check: where the judge says *right* but the row is not correct,
+the failure lay in the arguments or the reply (or in the label). The judge is shown neither the label nor
+the expected arguments. Its calls count against the run's caps; their cost is ``judge_cost_usd``.
 
-The chat call's answer is kept before the judge is asked (``Unjudged``, handed to the batch scope's
-``on_chat_stage``: the selection cache stores it apart), so a run stopped or killed while the judge votes
-repeats, on resume, only the judge's calls, never the completed chat call.
+The chat call's answer is kept before the judge is asked (``Unjudged``), so a run stopped while the judge
+votes repeats, on resume, only the judge's calls.
 """
 
 from __future__ import annotations

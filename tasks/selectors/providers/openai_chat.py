@@ -60,9 +60,7 @@ class OpenAIChat:
             messages.append({"role": "system", "content": request.system})
         messages += [{"role": role, "content": content} for role, content in request.messages]
         # The conversation and the tools go in ``extra_body``, which the SDK merges over the typed fields
-        # as is (its documented way to send fields verbatim): its typed-params transform walks every node of
-        # every message and JSON schema, a CPU cost per call that grows with the tools and caps calls per
-        # second on a small machine. The JSON on the wire is the same.
+        # as is, so its typed-params transform does not walk every message and JSON schema of each call.
         body: dict[str, Any] = {"model": request.model, "messages": []}
         extra: dict[str, Any] = {"messages": messages}
         if request.tools:
@@ -93,11 +91,9 @@ class OpenAIChat:
         return body
 
     def complete(self, request: ChatRequest, timeout_s: float) -> ChatReply:
-        # ``client.post`` to the completions path, the SDK's documented way to send a body as is: the SDK still
-        # authenticates, sends and raises its errors, but neither walks the typed params (``create`` transforms
-        # them, a share of a task's CPU per call: docs/measured/speed.md) nor builds typed models of the
-        # reply, which is read as JSON. The body is ``request_body``'s with ``extra_body``
-        # merged over it, as ``create`` merges it: the same JSON on the wire.
+        # ``client.post`` to the completions path sends the body as is: the SDK still authenticates, sends and
+        # raises its errors, but builds no typed models of the reply, which is read as JSON. The body is
+        # ``request_body``'s with ``extra_body`` merged over it, as ``create`` merges it.
         body = self.request_body(request)
         body.update(body.pop("extra_body"))
         response = self._client.post("/chat/completions", body=body, cast_to=self._response_type,

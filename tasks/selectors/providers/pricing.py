@@ -87,11 +87,7 @@ def _price(raw: Any, version: str, where: str, tier: str = "standard") -> ModelP
     for key, value in values.items():
         if value is not None and (not isinstance(value, (int, float)) or value < 0):
             raise ValueError(f"{where}: {key} must be a number >= 0")
-    return ModelPrice(input=float(values["input"]), output=float(values["output"]),
-                      cached_input=None if values["cached_input"] is None else float(values["cached_input"]),
-                      cache_write=None if values["cache_write"] is None else float(values["cache_write"]),
-                      cache_write_1h=None if values["cache_write_1h"] is None else float(values["cache_write_1h"]),
-                      version=version, tier=tier)
+    return ModelPrice(**{k: None if v is None else float(v) for k, v in values.items()}, version=version, tier=tier)
 
 
 def _batch_price(raw: Any, version: str, where: str) -> ModelPrice | None:

@@ -1,11 +1,7 @@
 """The SDK clients of one process: one per (SDK, base URL, API key, default headers), built on first use and
-shared by every work unit and thread that calls that endpoint.
-
-A run builds its agents and selectors per work unit; each built its own client before, and building one loads
-the CA bundle and sets up a connection pool: CPU paid again by every unit (docs/measured/speed.md), and a
-fresh pool whose connections had to be opened again. The SDK clients
-are safe to share between threads (one pooled HTTP client); time-outs are passed with each request. The
-dictionary is keyed by a digest of the API key, never the key itself.
+shared by every work unit and thread that calls that endpoint (building one loads the CA bundle and sets up a
+connection pool). The SDK clients are safe to share between threads; time-outs are passed with each request.
+The dictionary is keyed by a digest of the API key, never the key itself.
 """
 
 from __future__ import annotations

@@ -67,7 +67,3 @@ class ToolNameMap:
     def original(self, wire: str) -> str | None:
         """The offered tool a wire name stands for; None for a name that was never offered."""
         return self.to_original.get(wire)
-
-    @property
-    def renamed(self) -> bool:
-        return any(k != v for k, v in self.to_wire.items())
