@@ -6,9 +6,10 @@ While a check runs, ``remembered`` notes (through a Python audit hook, a recordi
 view of ``os.environ``) every file it opened or asked about (exists, is_file: a file that was missing must
 still be missing), every folder it listed and every environment variable it read. A pass is kept in the
 user's cache folder (tasks/files/cache_folder.py, ``passes``) under the command, its arguments and the
-working folder, with the sha256 of each file read, each folder's listing, each variable (hashed: a key is
-never written down), the source of every module loaded that is not an installed library's (tooleval's,
-a plug-in's), the Python version and the installed distributions. It answers again only while all of these are unchanged, so an edited, added, removed or
+working folder, with the sha256 and size of each file read (the sizes are compared first: most edits move
+one), each folder's listing, each variable (hashed: a key is never written down), the source of every module
+loaded that is not an installed library's (tooleval's, a plug-in's), the Python version and the installed
+distributions. It answers again only while all of these are unchanged, so an edited, added, removed or
 renamed input, another environment, another tooleval or another library version checks everything again.
 Failures are never kept: a broken input is checked, and its problems listed, every time.
 
@@ -31,7 +32,7 @@ from tasks.files.atomic_write import write_atomic
 from tasks.files.cache_folder import cache_folder
 from tasks.files.content_hash import file_sha256, sha256_hex
 
-FORMAT = 1
+FORMAT = 2
 _recording: _Reads | None = None
 _hooked = False
 _one_at_a_time = threading.Lock()
@@ -114,6 +115,13 @@ def _file_hash(path: str) -> str | None:
         return None
 
 
+def _file_size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
 def _listing_hash(path: str) -> str | None:
     try:
         return sha256_hex("\n".join(sorted(os.listdir(path))))
@@ -170,6 +178,8 @@ def _fresh(kept: dict[str, Any]) -> bool:
     variables = kept["environment"]
     if _environment(None if "*" in variables else sorted(variables)) != variables:
         return False
+    if any(_file_size(path) != size for path, size in kept["sizes"].items()):  # an edit that moved the size: no
+        return False  # file need be read to see it
     return (all(_file_hash(path) == digest for path, digest in kept["files"].items())
             and all(_listing_hash(path) == digest for path, digest in kept["folders"].items()))
 
@@ -226,6 +236,7 @@ def _keep(path: Path, lines: list[str], reads: _Reads, environment: Mapping[str,
         "format": FORMAT, "lines": lines, "installed": _installed(),
         "environment": _environment(None, environment) if reads.whole_environment else reads.variables,
         "files": {file: _file_hash(file) for file in sorted(files)},
+        "sizes": {file: _file_size(file) for file in sorted(files)},
         "folders": {folder: _listing_hash(folder) for folder in sorted(reads.folders) if _noted(folder, skipped)},
     }
     try:

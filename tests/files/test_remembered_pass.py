@@ -59,6 +59,12 @@ def test_an_edited_file_runs_the_check_again(check):
     assert ask(check) == ["OK two", "files 1", "level None", "optional False"] and check.runs == 2
 
 
+def test_an_edit_of_another_size_runs_the_check_again(check):
+    ask(check)
+    (check.folder / "data.txt").write_text("one more\n")
+    assert ask(check) == ["OK one more", "files 1", "level None", "optional False"] and check.runs == 2
+
+
 def test_a_file_added_to_a_listed_folder_runs_the_check_again(check):
     ask(check)
     (check.folder / "more.txt").write_text("x")
