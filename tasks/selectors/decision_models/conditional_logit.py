@@ -51,20 +51,27 @@ def fit_logit(tool_x: np.ndarray, mask: np.ndarray, none_x: np.ndarray, labels: 
     w_none) is true, the others held."""
     n, width, d = tool_x.shape
     e = none_x.shape[1] if with_none else 0
+    column = np.where(labels == NONE_INDEX, width, labels)
     y = _targets(labels, width)
     share = np.full(n, 1.0 / n) if row_weights is None else np.asarray(row_weights, dtype=float) / np.sum(row_weights)
+    pairs = tool_x.reshape(n * width, d)  # one row per (request, tool): the products below are one BLAS call
+    rows, hidden = np.arange(n), ~mask
+    u = np.empty((n, width + 1))  # the utilities, written in place at each step
+    if not with_none:
+        u[:, -1] = -np.inf
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        w_tool, w_none = theta[:d], (theta[d:] if with_none else None)
-        u = utilities(tool_x, mask, none_x, w_tool, w_none)
+        np.copyto(u[:, :-1], (pairs @ theta[:d]).reshape(n, width))
+        u[:, :-1][hidden] = -np.inf
+        if with_none:
+            u[:, -1] = none_x @ theta[d:]
         top = np.max(u, axis=1, keepdims=True)
         log_z = top[:, 0] + np.log(np.exp(u - top).sum(axis=1))
         p = np.exp(u - log_z[:, None])
-        picked = np.where(y > 0, u, 0.0).sum(axis=1)
-        value = float(share @ (log_z - picked) + l2 * theta @ theta)
+        value = float(share @ (log_z - u[rows, column]) + l2 * theta @ theta)
         diff = (p - y) * share[:, None]
         grad = np.empty_like(theta)
-        grad[:d] = np.einsum("ij,ijk->k", diff[:, :width], tool_x)
+        grad[:d] = diff[:, :width].reshape(-1) @ pairs
         if with_none:
             grad[d:] = diff[:, width] @ none_x
         return value, grad + 2 * l2 * theta
