@@ -43,6 +43,7 @@ from tasks.run.registration_records import new_run_id, registration_records
 from tasks.run.unpinned_cache import cache_use, start_warnings
 from tasks.run.work_units import LEDGER_FILE, RunContext, UnitResult, WorkUnit, plan_units, run_unit
 from tasks.tracing.trace_target import TraceTarget, resolve_trace_target
+from warehouse.arrow_without_pandas import skip_pandas_probe
 from warehouse.connect import WarehouseBusy
 from warehouse.location import Warehouse, warehouse_at
 from warehouse.register_run import RunRegistration, register_run, save_registration
@@ -306,6 +307,7 @@ def evaluate(experiment_path: str, warehouse_dir: str | None = None, run_id: str
     registered = (register_criteria(run.criteria[0], kind.criteria_file, warehouse.registrations_dir, run_id)
                   if run.criteria else None)
 
+    skip_pandas_probe()  # before the units' threads convert rows: pyarrow then imports no pandas
     with _few_collections():
         progress = UnitProgress(len(units), sum(unit.n_items for unit in units), counted=kind.words.counted,
                                 doing=kind.words.doing, log=get_run_logger().info, in_flight=in_flight).start()
