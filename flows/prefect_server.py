@@ -46,7 +46,7 @@ BLOCK_REGISTRATION_OFF = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
 OWN_STORE = re.compile("DATABASE|MEMO_STORE")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)  # not given to a kept server
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
-BEFORE_API = ("prefect.flow_engine", "prefect.task_engine", "pandas")
+BEFORE_API = ("prefect.flow_engine", "prefect.task_engine")
 
 
 class PrefectServerError(RuntimeError):
@@ -410,7 +410,7 @@ def drain_prefect_client() -> None:
 
 def import_before_api(prepared) -> None:
     """Import what the flow of ``prepared`` (tasks/run/prepare_run.py) would import after the API answers
-    (Prefect's engines, pyarrow's pandas shim, a lexical router's bm25s), while the
+    (Prefect's engines, a lexical router's bm25s), while the
     local server starts."""
     lexical = any(getattr(arm, "selector", None) == "lexical" for arm in prepared.experiment.arms)
     for name in BEFORE_API + (("bm25s", "bm25s.stopwords") if lexical else ()):

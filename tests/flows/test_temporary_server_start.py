@@ -123,4 +123,4 @@ def test_what_the_flow_imports_after_the_api_answers_is_imported_before_it():
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("] [")[1].strip().rstrip("]") == \
-        "'bm25s', 'pandas', 'prefect.flow_engine'", done.stdout  # FastAPI's encoder: not needed (flows/evaluate.py)
+        "'bm25s', 'prefect.flow_engine'", done.stdout  # no FastAPI, no pandas: flows/evaluate.py
