@@ -18,6 +18,7 @@ i.e. not "more than 10 points". Floating-point error never decides a gate.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 from schemas.criteria import ArmSelection, CriteriaFile, GateResult, GateSpec, Verdict
@@ -85,26 +86,22 @@ def gate_result(gate: GateSpec, statement: str, checked: int, failed: Sequence[s
     """A gate's result: NOT JUDGED (``unjudged_reason``: the run lacks what it needs; or ``unjudged``, arm ->
     why, arms it applies to that it could not judge, and no failure), SKIP (nothing it applies to was checked),
     FAIL (the failing cases, the first few, then the arms not judged) or PASS (``passing``: what shows it)."""
-    why = " ".join(gate.why.split())
+    result = partial(GateResult, name=gate.name, kind=gate.kind, statement=statement, why=" ".join(gate.why.split()))
     if unjudged_reason:
-        return GateResult(name=gate.name, kind=gate.kind, status="NOT JUDGED", statement=statement,
-                          evidence=[unjudged_reason], why=why)
+        return result(status="NOT JUDGED", evidence=[unjudged_reason])
     arms = dict(unjudged or {})
     unjudged_lines = [f"NOT JUDGED {arm}: {reason}" for arm, reason in arms.items()]
     if failed:
         evidence = list(failed[:EVIDENCE_LINES]) + ([f"... and {len(failed) - EVIDENCE_LINES} more"]
                                                      if len(failed) > EVIDENCE_LINES else [])
-        return GateResult(name=gate.name, kind=gate.kind, status="FAIL", statement=statement,
-                          evidence=evidence + unjudged_lines, n_checked=checked, n_failed=len(failed), why=why,
-                          not_judged=arms)
+        return result(status="FAIL", evidence=evidence + unjudged_lines, n_checked=checked, n_failed=len(failed),
+                      not_judged=arms)
     if arms:
-        return GateResult(name=gate.name, kind=gate.kind, status="NOT JUDGED", statement=statement,
-                          evidence=unjudged_lines + list(passing), n_checked=checked, why=why, not_judged=arms)
+        return result(status="NOT JUDGED", evidence=unjudged_lines + list(passing), n_checked=checked,
+                      not_judged=arms)
     if not checked:
-        return GateResult(name=gate.name, kind=gate.kind, status="SKIP", statement=statement,
-                          evidence=[skip_reason or "nothing to check"], why=why)
-    return GateResult(name=gate.name, kind=gate.kind, status="PASS", statement=statement, evidence=list(passing),
-                      n_checked=checked, why=why)
+        return result(status="SKIP", evidence=[skip_reason or "nothing to check"])
+    return result(status="PASS", evidence=list(passing), n_checked=checked)
 
 
 def judge(figures: Any, criteria: CriteriaFile, judges: Mapping[str, Callable[..., GateResult]],
