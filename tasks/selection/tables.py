@@ -222,8 +222,7 @@ def per_tool_tables(figures: RunFigures) -> list[ReportTable]:
             for (s, tool), by_arm in sorted(cells.items()):
                 if s != slice_:
                     continue
-                weight = figures.weights.get(tool)
-                rows.append([tool, pct(weight) if weight is not None else "—", _requests_cell(by_arm, chunk)]
+                rows.append([tool, pct(figures.weights.get(tool)), _requests_cell(by_arm, chunk)]
                             + [_tool_cell(by_arm.get(arm)) for arm in chunk])
             tables.append(ReportTable(
                 title=f"Per-tool accuracy, slice {slice_}{part}: accuracy, then its 95% CI",
@@ -248,8 +247,7 @@ def tool_changes_tables(figures: RunFigures) -> list[ReportTable]:
             moved = [c for c in in_slice if c.paired.discordant or abs(c.paired.change.estimate) > 1e-12]
             rows = []
             for c in sorted(moved, key=lambda c: (c.paired.change.estimate, c.tool or "")):
-                weight = figures.weights.get(c.tool or "")
-                rows.append([c.tool or "", pct(weight) if weight is not None else "—", str(c.paired.n_requests),
+                rows.append([c.tool or "", pct(figures.weights.get(c.tool or "")), str(c.paired.n_requests),
                              points(c.paired.change.estimate), *change_cells(c.paired)])
             if not rows:
                 continue
@@ -343,8 +341,7 @@ def contribution_tables(figures: RunFigures) -> list[ReportTable]:
                        key=lambda c: (-(abs(c.weighted_contribution) if c.weighted_contribution is not None
                                         else abs(c.unweighted_contribution)), c.tool))
         shown = [c for c in parts if abs(c.change) > 1e-12][:TOP_CONTRIBUTORS]
-        rows = [[c.tool, pct(c.raw_weight) if c.raw_weight is not None else "—",
-                 pct(c.traffic_share) if c.traffic_share is not None else "—", points(c.change),
+        rows = [[c.tool, pct(c.raw_weight), pct(c.traffic_share), points(c.change),
                  points(c.weighted_contribution) if c.weighted_contribution is not None else "—"] for c in shown]
         rest = [c for c in parts if c not in shown]
         if rest:
