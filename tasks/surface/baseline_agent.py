@@ -100,10 +100,8 @@ def result_hint(result: Any) -> str:
 
 
 def _text_words(value: Any) -> set[str]:
-    if isinstance(value, dict):
-        return set().union(*(_text_words(v) for v in value.values())) if value else set()
-    if isinstance(value, list):
-        return set().union(*(_text_words(v) for v in value)) if value else set()
+    if isinstance(value, (dict, list)):
+        return set().union(*map(_text_words, value.values() if isinstance(value, dict) else value))
     return set(WORD.findall(str(value).lower())) - STOPWORDS
 
 

@@ -367,34 +367,31 @@ class McpBackend:
     def open(self, fixtures: Mapping[str, Any]) -> McpSession:
         """An instance reset to the task's fixtures, its setup calls made; SurfaceBroke when it fails."""
         pool = pool_for(self)
-        reset = self.spec.reset
-        if isinstance(reset, ResetCalls):
+        declared = self.spec.reset if isinstance(self.spec.reset, ResetCalls) else None
+        if declared:
             pool.serial.acquire()  # released when the task's session closes (or here, when it cannot open)
+        instance = None
         try:
             instance = pool.acquire(fixtures)
-        except BaseException:
-            if isinstance(reset, ResetCalls):
-                pool.serial.release()
-            raise
-        session = McpSession(self, pool, instance)
-        try:
-            if isinstance(reset, ResetCalls):
+            session = McpSession(self, pool, instance)
+            if declared:
                 pending = pool.teardown_pending
-                if pending is not None and reset.teardown:
+                if pending is not None and declared.teardown:
                     try:
-                        session.make_calls(reset.teardown, "reset teardown")
+                        session.make_calls(declared.teardown, "reset teardown")
                     except SurfaceBroke as again:
                         raise SurfaceBroke(f"the teardown after an earlier task is still pending ({pending}) and "
                                            f"failed again before this task: {again}") from None
                     pool.teardown_pending = None
-                session.make_calls(reset.setup, "reset setup")
+                session.make_calls(declared.setup, "reset setup")
             session.make_calls([ResetCall(tool=c["tool"], arguments=c.get("args") or {})
                                 for c in fixtures.get("setup") or []], "setup")
         except BaseException as broke:  # SurfaceBroke, or anything unforeseen: never keep the instance or the turn
-            if isinstance(reset, ResetCalls) and reset.teardown and pool.teardown_pending is None:
-                pool.teardown_pending = f"a task's setup did not complete: {broke}"
-            pool.release(instance, broken=True)
-            if isinstance(reset, ResetCalls):
+            if instance is not None:
+                if declared and declared.teardown and pool.teardown_pending is None:
+                    pool.teardown_pending = f"a task's setup did not complete: {broke}"
+                pool.release(instance, broken=True)
+            if declared:
                 pool.serial.release()
             raise
         return session
@@ -421,8 +418,7 @@ class McpBackend:
 
 @dataclass(frozen=True)
 class McpStart:
-    """What the read-only checks learn of a task's fixtures on an MCP surface (see
-    tasks/surface/starting_state.py for a toolkit's)."""
+    """What the read-only checks learn of a task's fixtures on an MCP surface (``ToolkitStart`` for a toolkit's)."""
 
     problems: list[str]
     """Why the fixtures cannot be an MCP state (fixtures-schema); empty when they can."""

@@ -13,12 +13,12 @@ import contextvars
 import ctypes
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Mapping, Protocol, Sequence
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from tasks.surface.starting_state import ToolkitStart
 from tasks.surface.toolkit import BackendTool, Toolkit, ToolRefused
 
 MAX_DETAIL = 400
@@ -135,6 +135,32 @@ class ToolkitSession:
 
     def close(self, broken: bool) -> None:
         return None
+
+
+@dataclass
+class ToolkitStart:
+    """A task's fixtures built once into a fresh state of ``model`` (None when they are not a valid one), for the
+    read-only checks: ``check_tasks`` asks one per task and ``ToolkitBackend.state_key`` for every surface that
+    shares the key."""
+
+    model: type[BaseModel]
+    state: BaseModel | None
+    problems: list[str] = field(default_factory=list)
+    """Why the fixtures are not a valid state (fixtures-schema); empty when ``state`` was built."""
+
+    @cached_property
+    def start(self) -> Any:
+        """The state the task starts from as JSON (what state paths are read against), None without one."""
+        return self.state.model_dump(mode="json") if self.state is not None else None
+
+    def state_path_problem(self, parts: Sequence[str]) -> str | None:
+        """Why a state assertion's path can name no value of this state (tasks/surface/state_paths.py), or None."""
+        from tasks.surface.state_paths import TYPES_FIRST, NeedsStart, state_path_problem
+
+        try:  # most paths are answered by the state model's types: the state's JSON is not needed for them
+            return state_path_problem(self.model, TYPES_FIRST, parts)
+        except NeedsStart:
+            return state_path_problem(self.model, self.start, parts)
 
 
 @dataclass(frozen=True)

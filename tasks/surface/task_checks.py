@@ -67,7 +67,7 @@ def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> Ta
             problem("slice-declared", f"slice '{task.slice}' not among the manifest's {version.manifest.slices}")
         missing = [n for n in _includes(task.fixtures) if not included(n)]
         fixtures: dict = {}
-        starts: dict[tuple, Any] = {}  # state key -> the fixtures read once as that state (starting_state.py)
+        starts: dict[tuple, Any] = {}  # state key -> the fixtures read once as that state (ToolkitStart)
 
         def start(backend: Any) -> Any:
             if backend.state_key not in starts:
