@@ -22,8 +22,7 @@ from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
 from tasks.selectors.routers.conversation import conversation_text
 from tasks.selectors.routers.embedding_store import EmbeddingStore, is_model_folder
-from tasks.selectors.routers.identity_memo import IdentityMemo
-from tasks.selectors.routers.router_scores import ScoreRouter, tool_name_words
+from tasks.selectors.routers.router_scores import IdentityMemo, ScoreRouter, tool_name_words
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -22,8 +22,7 @@ import numpy as np
 
 from schemas.catalogue import ToolSpec
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.routers.identity_memo import IdentityMemo
-from tasks.selectors.routers.router_scores import CAMEL_BOUNDARY, ScoreRouter, tool_name_words
+from tasks.selectors.routers.router_scores import CAMEL_BOUNDARY, IdentityMemo, ScoreRouter, tool_name_words
 
 # --------------------------------------------------------------------------------------------------
 # Tokenizer

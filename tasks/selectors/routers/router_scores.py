@@ -1,5 +1,6 @@
-"""What both offline routers share: tool names as words, scores turned into probabilities and picks, and
-``select`` itself (``ScoreRouter``: a router only says how it scores the offered tools).
+"""What both offline routers share: tool names as words, scores turned into probabilities and picks,
+``select`` itself (``ScoreRouter``: a router only says how it scores the offered tools), and memos of what
+they derive from the offered tools (``IdentityMemo``).
 
 Scores become probabilities over every offered tool plus ``"none"`` by a softmax with a temperature,
 where ``"none"`` scores the abstain threshold (``abstain_softmax``).
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Generic, Sequence, TypeVar
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from tasks.selectors.routers.conversation import (CONTEXT_OPTION, DEFAULT_CONTEX
                                                   parse_context_turns)
 from tasks.selectors.routers.router_setup import parse_threshold
 
+K = TypeVar("K")
+V = TypeVar("V")
+
 _NAME_SEPARATORS = re.compile(r"[_.\-/:\s]+")
 CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
@@ -28,6 +32,28 @@ def tool_name_words(name: str) -> str:
     """A tool name as words: ``get_orderStatus`` / ``orders.getStatus`` -> ``get order status``."""
     spaced = CAMEL_BOUNDARY.sub(" ", _NAME_SEPARATORS.sub(" ", name))
     return " ".join(spaced.split()).lower()
+
+
+class IdentityMemo(Generic[K, V]):
+    """``memo(obj)`` is ``compute(obj)``, computed once per object: the harness hands every request of one (arm,
+    seed) the same ToolSpec and tuple objects, so an ``is`` check beats hashing their content on every request.
+    The object is held beside its value, so its id cannot be reused by another object while the entry lives;
+    the memo is emptied when full."""
+
+    def __init__(self, compute: Callable[[K], V], limit: int) -> None:
+        self._compute = compute
+        self._limit = limit
+        self._entries: dict[int, tuple[K, V]] = {}
+
+    def __call__(self, obj: K) -> V:
+        entry = self._entries.get(id(obj))
+        if entry is not None and entry[0] is obj:
+            return entry[1]
+        value = self._compute(obj)
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        self._entries[id(obj)] = (obj, value)
+        return value
 
 
 def abstain_softmax(scores: np.ndarray, threshold: float, temperature: float) -> tuple[np.ndarray, np.ndarray]:
