@@ -39,7 +39,7 @@ from tasks.selection.plan_batch import plan_arm_seed  # noqa: E402
 from tasks.selection.arms import SelectionArm  # noqa: E402
 from tasks.run.work_units import RunContext
 from tasks.selection.select_batch import select_and_land
-from tasks.selectors.providers.tool_schemas import wire_schema  # noqa: E402
+from tasks.selectors.providers.wire_tools import wire_schema  # noqa: E402
 
 SUPPORT = ROOT / "tasksets" / "support"
 MODELS = {"openai": "gpt-4.1-mini-2025-04-14", "anthropic": "claude-haiku-4-5-20251001"}

@@ -24,6 +24,8 @@ from tasks.selectors.providers.sdk_clients import shared_client
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 SAMPLING_API_VERSION = "2023-06-01"
 UNFINISHED = {"max_tokens", "model_context_window_exceeded", "pause_turn", "refusal"}
+NAMED_CHOICES = {"auto": "auto", "none": "none", "required": "any"}
+"""A named tool_choice as the Messages API spells it."""
 
 
 class AnthropicMessages:
@@ -62,12 +64,8 @@ class AnthropicMessages:
             # a cache breakpoint after the tool list: the tools (in the seed's order) are most of every prompt
             # and the same for every request of an (arm, seed), which the prefix lanes send together
             extra["tools"][-1]["cache_control"] = {"type": "ephemeral"}
-            if request.tool_choice == "auto":
-                extra["tool_choice"] = {"type": "auto"}
-            elif request.tool_choice == "none":
-                extra["tool_choice"] = {"type": "none"}
-            elif request.tool_choice == "required":
-                extra["tool_choice"] = {"type": "any"}
+            if request.tool_choice in NAMED_CHOICES:
+                extra["tool_choice"] = {"type": NAMED_CHOICES[request.tool_choice]}
             elif request.tool_choice is not None:
                 extra["tool_choice"] = {"type": "tool", "name": request.tool_choice}
         if self.options.get("temperature") is not None:

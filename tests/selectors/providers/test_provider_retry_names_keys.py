@@ -18,7 +18,7 @@ from tasks.selectors.providers.chat_types import ChatReply, ChatRequest
 from tasks.selectors.providers.provider_calls import ProviderCaller, scrub
 from tasks.selectors.providers.retry_policy import Failure, ProviderGate, RetryPolicy, classify, parse_retry_after
 from tasks.selectors.providers.tool_names import ToolNameMap, wire_name
-from tasks.selectors.providers.tool_schemas import wire_schema
+from tasks.selectors.providers.wire_tools import wire_schema
 from tests.factories.catalogues import support_tools
 from tests.selectors.providers.conftest import FAKE_KEY, MODELS, InFlight
 from tests.selectors.providers.conftest import base_url
