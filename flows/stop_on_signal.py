@@ -16,6 +16,7 @@ from typing import Any
 
 CHILD_GRACE_S = 1.0
 HARD_STOP_S = 5.0
+BATCH_CANCEL_S = 2.0  # how long a stopping run waits for its units to cancel the provider batches they wait on
 
 _installed = _stopping = False
 _started, _progress, _command = time.monotonic(), None, "tooleval run"  # _progress: the run's UnitProgress
@@ -93,12 +94,6 @@ def end_processes(pids: list[int], grace_s: float = CHILD_GRACE_S) -> None:
             time.sleep(0.02)
 
 
-def stop_children(grace_s: float = CHILD_GRACE_S) -> None:
-    """End every descendant process (and, at once, any started meanwhile)."""
-    for grace in (grace_s, 0):
-        end_processes(_descendants(), grace)
-
-
 def resume_advice(how: str) -> str:
     """What a run ended early (``how``: 'signal', or 'lost' its API) had registered, and what a rerun does."""
     from flows.progress import what_is_done  # standard library only
@@ -130,10 +125,6 @@ def stopped_message(signum: int) -> str:
             f"into the run; the calls in flight were abandoned.\n{resume_advice('signal')}")
 
 
-BATCH_CANCEL_S = 2.0
-"""How long a stopping run waits for its units to cancel the provider batches they wait on."""
-
-
 def cancel_batches() -> None:
     """Cancel at the provider the batches this process waits on (tasks/selectors/providers/batch_selection.py),
     if it sent any: a stopped run leaves no batch running on the bill."""
@@ -155,7 +146,8 @@ def _on_signal(signum: int, frame: object) -> None:
         with contextlib.suppress(Exception):  # the message is a courtesy; the stop is what matters
             print(stopped_message(signum), file=sys.stderr, flush=True)
         cancel_batches()
-        stop_children()
+        for grace in (CHILD_GRACE_S, 0):  # every descendant process, then at once any started meanwhile
+            end_processes(_descendants(), grace)
     finally:
         flush_std_streams()
         os._exit(code)
