@@ -19,15 +19,11 @@ def apply_prefect_defaults() -> None:
         os.environ.setdefault(key, value)
 
 
-ENGINE_RAISED = "Encountered exception during execution"
-"""How Prefect's flow engine logs the exception a flow raised: the command says it in its own one line."""
-
-
 def no_traceback(record: logging.LogRecord) -> bool:
     """A logging filter: Prefect's records keep their one-line message, never a traceback (flows/crash.py
-    writes that); the engine's record of the flow's exception is not printed (the command's line says it)."""
+    writes that); the engine's record of the exception a flow raised is not printed (the command's line says it)."""
     if record.name.startswith("prefect"):
-        if str(record.msg).startswith(ENGINE_RAISED):
+        if str(record.msg).startswith("Encountered exception during execution"):
             return False
         record.exc_info, record.exc_text, record.stack_info = None, None, None
         record.msg, record.args = record.getMessage().split("Traceback (most recent call last)")[0].rstrip(), None
