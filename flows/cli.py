@@ -12,6 +12,7 @@ of the tool itself. Each command imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -628,8 +629,25 @@ def _raised(error: BaseException, module: str, name: str) -> bool:
     return loaded is not None and isinstance(error, getattr(loaded, name))
 
 
+HELD_COLLECTOR = frozenset({"cmd_validate", "cmd_tasks_validate", "cmd_compare"})
+"""Commands that import much, keep what they import to the end and answer within a second: Python's cyclic
+garbage collector is held off while they run (it would scan the imported modules' objects again and again to
+find little garbage) and turned on again when they return."""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    held = getattr(getattr(args, "func", None), "__name__", "") in HELD_COLLECTOR and gc.isenabled()
+    if held:
+        gc.disable()
+    try:
+        return _command(args)
+    finally:
+        if held:
+            gc.enable()
+
+
+def _command(args: argparse.Namespace) -> int:
     try:
         if getattr(args, "out", None):
             from tasks.files.out_path import check_out_path

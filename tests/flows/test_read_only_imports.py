@@ -42,3 +42,25 @@ def test_an_experiments_check_reads_its_task_set_without_polars_or_numpy_once_it
         line for line in again if line != "    (remembered: this content passed before)"]
     assert "4 arm(s) x 3 seed(s): 6,480 rows planned" in "\n".join(again)
     assert {"polars", "numpy"} & set(loaded) == set()
+
+
+def test_a_check_runs_with_the_collector_held_and_turns_it_on_again(monkeypatch):
+    """`validate` runs with the cyclic garbage collector off (it would scan what the check imports again and
+    again); it is on again when main returns, whether the check passed or raised."""
+    import gc
+
+    from flows import api, cli
+
+    seen = []
+
+    def check(*args, **kwargs):
+        seen.append(gc.isenabled())
+        if len(seen) > 1:
+            raise FileNotFoundError("gone.yaml")
+        return "OK"
+
+    monkeypatch.setattr(api, "validate", check)
+    assert gc.isenabled()
+    assert cli.main(["validate", "any.yaml"]) == 0 and gc.isenabled()
+    assert cli.main(["validate", "gone.yaml"]) == cli.EXIT_BAD_INPUT and gc.isenabled()
+    assert seen == [False, False]
