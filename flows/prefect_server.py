@@ -27,7 +27,7 @@ import threading
 import time
 import urllib.request
 from dataclasses import asdict, dataclass
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import version
 from pathlib import Path
 from typing import IO, Mapping
 from urllib.parse import urlsplit
@@ -96,12 +96,6 @@ def health_answers(api_url: str) -> bool:
         return False
 
 
-def prefect_version() -> str:
-    with contextlib.suppress(PackageNotFoundError):
-        return version("prefect")
-    return "?"
-
-
 def blocks_already_registered(site_packages: Path, environ: Mapping[str, str] = os.environ) -> bool:
     """May the server skip block registration (which imports every collection)? Yes once Prefect's memo store
     records one after the last ``prefect*`` install, with no other database or memo store named."""
@@ -158,8 +152,8 @@ def unused(folder: Path) -> bool:
 
 
 def watch_idle(minutes: float) -> None:
-    """In the kept server: stop once no run has held it for ``minutes`` (server.json withdrawn under
-    spawn.lock, where runs take their hold), once server.json no longer names it, or if this watch fails."""
+    """In the kept server: stop after ``minutes`` unused (withdrawing server.json under spawn.lock, where runs
+    take their hold), once server.json no longer names it, or if this watch fails."""
     folder, last_used = state_dir(), time.monotonic()
     named = lambda: getattr(KeptState.read(folder), "pid", None) == os.getpid()  # noqa: E731
     try:
@@ -181,13 +175,11 @@ def watch_idle(minutes: float) -> None:
 
 def create_app():
     """The local server's app (uvicorn ``--factory``): Prefect's, built with the collector held off."""
-    gc_pause.pause()
-    try:
-        from prefect.server.api.server import create_app as prefect_app
+    gc_pause.pause()  # an app that fails to build ends the process
+    from prefect.server.api.server import create_app as prefect_app
 
-        app = prefect_app()
-    finally:
-        gc_pause.resume()
+    app = prefect_app()
+    gc_pause.resume()
     if minutes := os.environ.get(MINUTES_ENV):
         threading.Thread(target=watch_idle, args=(float(minutes),), name="tooleval-idle", daemon=True).start()
     return app
@@ -245,7 +237,7 @@ class LocalServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         with locked(self.folder / "spawn.lock", fcntl.LOCK_EX):
             state = KeptState.read(self.folder)
-            current = (sys.executable, prefect_version())  # another Python or Prefect (an upgrade) is replaced
+            current = (sys.executable, version("prefect"))  # another Python or Prefect (an upgrade) is replaced
             if state is not None and alive(state.pid) and (state.python, state.prefect) != current:
                 stop_kept(self.folder, state)
             if state is None or not alive(state.pid):
@@ -256,16 +248,12 @@ class LocalServer:
         return self
 
     def _start(self, log) -> KeptState:
-        spec = importlib.util.find_spec("prefect")
-        if spec is None or spec.origin is None:
-            raise PrefectServerError("Prefect is not installed in this environment: run `make install`")
+        site_packages = Path(importlib.util.find_spec("prefect").origin).parent.parent  # a dependency of tooleval
         env = {name: value for name, value in os.environ.items() if not (self.kept and SECRET_NAME.search(name))}
         env.update({"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
                     "PREFECT_SERVER_LOGGING_LEVEL": "CRITICAL", MINUTES_ENV: str(self.minutes) if self.kept else "",
-                    **(BLOCK_REGISTRATION_OFF if blocks_already_registered(Path(spec.origin).parent.parent) else {})})
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # the server holds its own copy
-            sock.bind(("127.0.0.1", 0))
-            sock.listen(128)  # connections before it serves wait in the queue
+                    **(BLOCK_REGISTRATION_OFF if blocks_already_registered(site_packages) else {})})
+        with socket.create_server(("127.0.0.1", 0), backlog=128) as sock:  # handed over; connections queue till then
             self._log, port = log, sock.getsockname()[1]
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "uvicorn", "--app-dir", str(APP_DIR), "--factory", f"{__name__}:create_app",
@@ -274,14 +262,12 @@ class LocalServer:
                 start_new_session=self.kept,
                 preexec_fn=None if self.kept or sys.platform != "linux" else _die_with_parent)
         return KeptState(pid=self.process.pid, api_url=f"http://127.0.0.1:{port}/api", python=sys.executable,
-                         prefect=prefect_version() if self.kept else "", keep_minutes=self.minutes,
+                         prefect=version("prefect") if self.kept else "", keep_minutes=self.minutes,
                          started_at=time.time())
 
     def wait_ready(self) -> str:
         """Its API URL once it answers. A run's own server that exits first (two servers creating one database)
         is started once more; one still starting at the timeout (a busy machine) is waited for up to 4x as long."""
-        if self.state is None:
-            self.spawn()
         started, restarted, patience = time.monotonic(), self.kept, self.timeout_s
         while not health_answers(self.api_url):
             if (how := self.exited()) is not None and not restarted:
@@ -323,11 +309,10 @@ class LocalServer:
         hold, process, self._hold, self.process = self._hold, self.process, None, None
         if hold is not None:
             hold.close()
-        if not self.kept:
+        if not self.kept and process is not None:
             self.state = None
-            if process is not None and process.poll() is None:
-                end_processes([process.pid], grace_s=5.0)
-                process.wait()
+            end_processes([process.pid], grace_s=5.0)  # if it is still running
+            process.wait()
 
     def summary(self) -> str:
         how = "started by this run" if self.started_here else "already running"
