@@ -10,6 +10,7 @@ LONGEST_FIRST = (
     "tests/flows/test_failure_drill.py",
     "tests/flows/test_run_signals_and_progress.py",
     "tests/flows/test_kept_server.py",
+    "tests/selectors/decision_models/test_out_of_domain.py",
     "tests/deployments/test_deploy_local_server.py",
     "tests/flows/test_evaluate_flow.py",
     "tests/flows/test_pre_change_outcome.py",
