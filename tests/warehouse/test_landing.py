@@ -73,3 +73,25 @@ def test_rows_landed_before_a_column_was_added_register_with_it_null(tmp_path):
     assert sorted(con.execute("select request_id, nearest_example_cos from selection_rows").fetchall(),
                   key=str) == [("q0", None), ("q1", None), ("q9", 0.42)]
     con.close()
+
+
+def test_registering_a_selection_run_imports_no_other_instruments_models(tmp_path):
+    """Registration reads the row models of the run's own instrument (its card) only."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from warehouse.connect import connect
+
+    connect(tmp_path / "tooleval.duckdb").close()  # the tables of every instrument: made here, not in the child
+    code = ("import sys\nfrom tests.warehouse.test_landing import registration, table\n"
+            "from warehouse.parquet_store import write_partition\n"
+            "from warehouse.register_run import load_registration, register_run, save_registration\n"
+            f"root = {str(tmp_path)!r}\nwrite_partition(root + '/rows', 'run1', 'a', 1, 0, table(3))\n"
+            "save_registration(root + '/registrations', registration())\n"
+            "print(register_run(root, load_registration(root + '/registrations', 'run1')),"
+            " 'schemas.surface.rows' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["3", "False"]
