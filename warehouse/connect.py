@@ -102,7 +102,7 @@ def _holder(error: BaseException) -> str:
 
 def connect(db_path: Path | str, read_only: bool = False, wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """A connection; a writable one brings tables and views up to date first (unless the file's stamp says
-    they are: warehouse/views.py)."""
+    they are: warehouse/views.py). A new file starts as a copy of the blank one (warehouse/blank_file.py)."""
     if read_only:
         return open_file(db_path, True, wait_s)
     from warehouse.blank_file import drop_blank, keep_blank, start_from_blank
