@@ -63,10 +63,8 @@ class Processes:
 
     def _descendants(self, process: subprocess.Popen) -> list[int]:
         try:
-            import psutil
-
             return [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
-        except Exception:  # psutil missing or the process already gone
+        except psutil.Error:  # the process already gone
             return []
 
     def stop_all(self, grace: float = 15.0) -> None:
@@ -144,9 +142,7 @@ def deployed_server(workdir: Path, prefect_home: Path | None = None) -> Iterator
     """``serve_and_deploy`` on a free port, its Prefect home ``prefect_home`` (else a new one in ``workdir``);
     the server is stopped at the end and checked gone."""
     port = free_port()
-    env = deployment_env(workdir, port)
-    if prefect_home is not None:
-        env["PREFECT_HOME"] = str(prefect_home)
+    env = deployment_env(prefect_home or workdir / "prefect-home", port)
     processes = Processes(workdir)
     try:
         serve_and_deploy(processes, env, port)
@@ -183,16 +179,16 @@ def flow_run_processes(worker: subprocess.Popen, flow_run_id: str) -> list[psuti
     return found
 
 
-def deployment_env(tmp_path: Path, port: int, **settings: str) -> dict[str, str]:
+def deployment_env(prefect_home: Path, port: int) -> dict[str, str]:
     """The environment of a local server, a deploy and a worker on ``port``: none of this process's Prefect or
-    tooleval settings, a Prefect home of the test's own, no scheduled runs, then ``settings``."""
+    tooleval settings, the Prefect home ``prefect_home``, no scheduled runs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TOOLEVAL_"))}
     env.update({
-        "PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_HOME": str(prefect_home), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_UI_ENABLED": "false",
         "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",  # no weekly runs scheduled during the test
         "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
-        "PREFECT_LOGGING_LEVEL": "INFO", **settings,
+        "PREFECT_LOGGING_LEVEL": "INFO",
     })
     return env
 
@@ -216,8 +212,9 @@ def test_manual_deployment_runs_on_a_process_worker_against_a_local_server(deplo
         flow_run_id = trigger(env, experiment, warehouse)
         processes.start("worker", [PREFECT, "worker", "start", "--pool", "tooleval-process", "--type", "process"], env)
         # the flow run lands every row, then waits for the file the analyst holds, and says so
-        wait_until(lambda: WAITING in processes.log("worker"), 600, "the flow run saying it waits for the file",
-                   lambda: processes.log("worker"))
+        worker_log = tmp_path / "worker.log"
+        wait_until(lambda: WAITING in worker_log.read_text(errors="replace"), 600,
+                   "the flow run saying it waits for the file", lambda: processes.log("worker"))
         analyst.release()
 
         def finished() -> str | None:
