@@ -24,7 +24,8 @@ request's fold; the held-out figures score the originals only.
 The embedding probe (``embedding_probe.py``): a multinomial logistic regression from the request's embedding
 to its label, whose log-probabilities are features. It is cross-fitted one level deeper (``FoldProbes``):
 the features a fold model learns from come from probes that never saw the request's fold nor the held-out
-one. Its fits and the logit's run on one BLAS thread (``blas_threads.py``).
+one. Its fits and the logit's run on one BLAS thread (``blas_threads.py``); the probes, which do not
+depend on one another, are all fitted first, one per core (``FoldProbes.fit_cross_fitted``).
 
 The far cut-off: the ``FAR_QUANTILE`` quantile of the held-out requests' nearest-example cosines (each
 request against the examples of the other folds): a request whose nearest example is less similar than that
