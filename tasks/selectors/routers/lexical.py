@@ -3,11 +3,8 @@
 A tool's document is its name split into words (``snake_case``, ``camelCase``, dots and dashes) plus its
 description. Request and documents go through the same tokenizer: lower case, English stopwords plus
 request filler words ("please", "help", "today"...: a description full of them would otherwise attract
-picks), and a Snowball stemmer (PyStemmer) when ``stem`` is on.
-
-Scores become probabilities over every offered tool plus ``"none"`` by a softmax with a temperature, where
-``"none"`` scores the abstain threshold (see ``router_scores.abstain_softmax``, shared with the embedding
-router).
+picks), and a Snowball stemmer (PyStemmer) when ``stem`` is on. Scores become probabilities as for the
+embedding router (``router_scores.abstain_softmax``).
 """
 
 from __future__ import annotations

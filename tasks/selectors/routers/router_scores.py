@@ -1,9 +1,6 @@
 """What both offline routers share: tool names as words, scores turned into probabilities and picks,
 ``select`` itself (``ScoreRouter``: a router only says how it scores the offered tools), and memos of what
 they derive from the offered tools (``IdentityMemo``).
-
-Scores become probabilities over every offered tool plus ``"none"`` by a softmax with a temperature,
-where ``"none"`` scores the abstain threshold (``abstain_softmax``).
 """
 
 from __future__ import annotations
