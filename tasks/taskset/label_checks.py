@@ -20,8 +20,6 @@ process is at its largest while it registers and reports, long after the check).
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -164,7 +162,11 @@ def check_labels(
 
 def run_label_checks_apart(version: TaskSetVersion, catalogues: list[Catalogue]) -> CheckReport:
     """``run_label_checks`` in a fresh child process (spawned, so no thread of this one is copied), which
-    exits with Great Expectations and its frames; the same report, or the same InputError, comes back."""
+    exits with Great Expectations and its frames; the same report, or the same InputError, comes back.
+    multiprocessing is imported here: a check whose labels passed before starts no process."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         outcome = pool.submit(_checked, version, catalogues).result()
     if isinstance(outcome, CheckReport):
