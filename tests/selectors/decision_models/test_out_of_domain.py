@@ -18,7 +18,7 @@ from tasks.selectors.decision_models.trained import TrainedSelector
 from tasks.taskset.load_taskset import load_catalogue, load_version
 from tests.factories import BENCH
 from tests.factories.catalogues import selection_input
-from tests.factories.decision_model import small_support_set, trained_model
+from tests.factories.decision_model import trained_model
 
 pytestmark = pytest.mark.slow
 
@@ -57,19 +57,13 @@ OTHER_DOMAIN = (
 """Requests of other domains (arithmetic, science, travel, cooking, code): none is for a support agent."""
 
 
-@pytest.fixture(scope="module")
-def support_model(tmp_path_factory) -> tuple[Path, Path]:
-    root = small_support_set(tmp_path_factory.mktemp("ood") / "support-small")
-    return root, trained_model(root)
-
-
 def abstained(selections) -> float:
     return sum(s.chosen == NONE_LABEL for s in selections) / len(selections)
 
 
 def test_a_model_abstains_on_another_domain_at_least_as_often_as_the_embedding_router(
-        support_model, embedding_selector):
-    root, model = support_model
+        small_support_model, embedding_selector):
+    root, model = small_support_model
     tools = load_catalogue(root, "giftcards").tools
     batch = [selection_input(text, tools, f"other-{i}", "") for i, text in enumerate(OTHER_DOMAIN)]
     trained = TrainedSelector(options={"model_file": str(model)})
@@ -95,9 +89,9 @@ FITTING = {"Calculate the area of a triangle with sides 3, 4 and 5 units.": "tri
 """Four of the other domain's requests, each with the offered tool that fits it."""
 
 
-def test_another_domain_s_request_that_fits_an_offered_tool_keeps_its_pick(support_model):
+def test_another_domain_s_request_that_fits_an_offered_tool_keeps_its_pick(small_support_model):
     """Far from every example but close to a tool: the rise needs both, so the tool is chosen, not 'none'."""
-    _, model = support_model
+    _, model = small_support_model
     trained = TrainedSelector(options={"model_file": str(model)})
     batch = [selection_input(text, FITTING_TOOLS, f"fits-{i}", "") for i, text in enumerate(FITTING)]
     selections = trained.select(batch)

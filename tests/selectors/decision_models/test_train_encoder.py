@@ -73,9 +73,10 @@ def test_the_same_weights_from_a_directory_train_the_same_model(tmp_path, capsys
     assert local.example_text_hashes == default.example_text_hashes
 
 
-def test_an_arm_whose_model_encoder_is_not_here_is_refused_before_selecting(tmp_path, capsys):
-    root = small_support_set(tmp_path / "set")
-    model = json.loads(trained_model(root).read_text())
+def test_an_arm_whose_model_encoder_is_not_here_is_refused_before_selecting(tmp_path, capsys, small_support_model):
+    shared, trained = small_support_model
+    root = shutil.copytree(shared, tmp_path / "set")  # the experiment and the moved model are written beside it
+    model = json.loads(trained.read_text())
     model["embedding_model"] = str(tmp_path / "gone-encoder")
     (root / "models" / "moved.json").write_text(json.dumps(model))
     experiment = one_arm_experiment(root, "models/moved.json")
