@@ -176,25 +176,6 @@ def fit_temperature(probabilities: Sequence[Sequence[float]] | np.ndarray, corre
     return float(TEMPERATURES[int(np.argmin(losses))])
 
 
-def brier_score(confidence: Sequence[float], correct: Sequence[bool]) -> float:
-    """Mean squared gap between the confidence in the pick and whether the pick was right (0 is perfect)."""
-    c, y = np.asarray(confidence, float), np.asarray(correct, float)
-    return float(np.mean((c - y) ** 2)) if len(c) else float("nan")
-
-
-def multiclass_brier_score(probabilities: Sequence[dict[str, float]], expected: Sequence[str]) -> float:
-    """Brier score over every offered option: sum_k (p_k - [k is expected])^2, averaged over rows."""
-    scores = []
-    for probs, label in zip(probabilities, expected):
-        if not probs:
-            continue
-        total = sum((p - (1.0 if k == label else 0.0)) ** 2 for k, p in probs.items())
-        if label not in probs:
-            total += 1.0
-        scores.append(total)
-    return float(np.mean(scores)) if scores else float("nan")
-
-
 def tercile_order(confidence: Sequence[float], *tiebreaks: Sequence) -> np.ndarray:
     """Tercile (1 = least confident .. 3 = most) of each row, ranked by confidence then the tiebreaks
     in order (as ``ntile(3) over (order by confidence, request_id, seed)`` in the SQL view)."""
@@ -378,13 +359,8 @@ def find_threshold(confidence: Sequence[float], correct: Sequence[bool], request
     if threshold is not None and confirm.any():
         keep = confirm & (c >= threshold)
         confirm_cov = float(keep.sum() / confirm.sum())
-        if keep.any():
-            kept_ids, kept_y = ids[keep], y[keep]
-            uniq, inverse = np.unique(kept_ids, return_inverse=True)
-            k = np.bincount(inverse, kept_y.astype(float), len(uniq))
-            m = np.bincount(inverse, minlength=len(uniq)).astype(float)
-            confirm_acc = clustered_wilson_interval(k, m)
-            confirm_kept = len(uniq)
+        confirm_acc = _clustered(y.astype(float), keep, inverse_ids, len(uniq_ids))
+        confirm_kept = len(np.unique(ids[keep]))
     return ThresholdFit(target_accuracy=target_accuracy, threshold=threshold, fit_accuracy=fit_acc,
                         fit_coverage=fit_cov, fit_rows=int(fit.sum()), confirm_accuracy=confirm_acc,
                         confirm_coverage=confirm_cov, confirm_rows=int(confirm.sum()),

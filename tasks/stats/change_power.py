@@ -28,9 +28,7 @@ How the power is computed (pure ``math``; ``tooleval plan`` imports no numpy):
   interval's factor is ``f = (A - d^2) / V`` (kept within 1..m), and the interval excludes 0 when
   ``n f dbar - c > z sqrt(n f A)``; dbar ~ N(d, V / n) gives
   ``power = Phi((d - c / (n f) - z sqrt(A / (n f))) / sqrt(V / n))``.
-  V is closed form; A integrates the seeds' count distributions over the Beta (Gauss-Legendre).
-
-Measured against the live interval by simulation: ``benchmarks/planner_power.py`` (docs/numbers-planner.md).
+  The moments integrate the seeds' count distributions over the Beta (Gauss-Legendre).
 """
 
 from __future__ import annotations
@@ -86,19 +84,6 @@ def discordance(accuracy: float, drop: float, icc: float, churn: float = 0.0) ->
     keep = 1 - drop / accuracy
     second = accuracy * (1 - accuracy) / (REQUEST_CONCENTRATION + 1) + accuracy**2  # E[p^2]
     return accuracy - keep * second, keep * (accuracy - second)
-
-
-def change_variance(accuracy: float, drop: float, seeds: int, icc: float) -> float:
-    """Variance of one request's change (k_after - k_before) / m under the model (the clustered variance)."""
-    if icc >= 1.0:
-        return drop * (1 - drop)
-    if accuracy <= 0:
-        return 0.0
-    keep = 1 - drop / accuracy
-    spread = accuracy * (1 - accuracy) / (REQUEST_CONCENTRATION + 1)  # Var(p)
-    second = spread + accuracy**2
-    within = (1 + (seeds - 1) * icc) / seeds
-    return (drop / accuracy) ** 2 * spread + within * ((accuracy - second) + (keep * accuracy - keep**2 * second))
 
 
 @lru_cache(maxsize=8)
@@ -215,11 +200,6 @@ def change_moments(accuracy: float, drop: float, seeds: int, icc: float) -> Chan
 
 _POWERS = (lambda v: v, abs, lambda v: v * v, lambda v: v * abs(v), lambda v: v**3, lambda v: abs(v) ** 3,
            lambda v: v**4)
-
-
-def mean_absolute_change(accuracy: float, drop: float, seeds: int, icc: float) -> float:
-    """E|(k_after - k_before) / m| of one request under the model."""
-    return change_moments(accuracy, drop, seeds, icc).mean_abs
 
 
 # power ------------------------------------------------------------------------------------------------

@@ -3,8 +3,7 @@
 - the normal quantile (``statistics.NormalDist``, exact to machine precision);
 - Student's t distribution function and quantile (the regularized incomplete beta function by its
   continued fraction, inverted by bisection: 1e-12 in probability);
-- binomial probabilities and tails, and the two-sided exact binomial test at 1/2, which is the exact
-  McNemar test on discordant pairs.
+- binomial probabilities.
 
 Checked against scipy.stats in tests/stats/test_stats_distributions.py.
 """
@@ -134,38 +133,3 @@ def binomial_pmfs(n: int, p: float) -> list[float]:
     for k in range(mode, 0, -1):
         out[k - 1] = out[k] * k / (n - k + 1) / ratio
     return out
-
-
-def binomial_lower_tail_half(k: int, n: int) -> float:
-    """P(X <= k) for X ~ Binomial(n, 1/2), exactly (integer arithmetic), as a float."""
-    if k < 0:
-        return 0.0
-    if k >= n:
-        return 1.0
-    total, term = 0, 1
-    for i in range(k + 1):
-        total += term
-        term = term * (n - i) // (i + 1)
-    return total / 2**n
-
-
-def exact_mcnemar(worse: int, better: int) -> float:
-    """Two-sided exact McNemar p-value on the discordant counts: twice the smaller binomial(worse + better,
-    1/2) tail, at most 1 (1.0 when nothing is discordant). The same as statsmodels' ``mcnemar(exact=True)``
-    and scipy's ``binomtest(worse, worse + better)``."""
-    worse, better = int(worse), int(better)
-    n = worse + better
-    if n == 0:
-        return 1.0
-    return min(1.0, 2.0 * binomial_lower_tail_half(min(worse, better), n))
-
-
-def mcnemar_critical_count(discordant: int, alpha: float = 0.05) -> int | None:
-    """Smallest count c such that c of ``discordant`` going one way rejects at ``alpha`` (two-sided exact
-    McNemar), or None when no split of that many discordant pairs can reject."""
-    if discordant <= 0:
-        return None
-    for c in range((discordant + 1) // 2, discordant + 1):
-        if exact_mcnemar(c, discordant - c) <= alpha:
-            return c
-    return None

@@ -22,9 +22,8 @@ variance observed between requests (the clustered, sandwich variance of the mean
 moved all-or-nothing (a deterministic router: Tango's interval on the requests) and at most the number of
 seeds (the rows as independent pairs, seeds that disagree as often as chance makes them). The same f gives
 the interval and its p-value (``paired_score_test``): the test the interval inverts, so the two never
-disagree. Measured coverage, at seed correlations 0, 0.5 and 1 with the seeds of the two arms paired or not:
-docs/numbers-coverage.md (``benchmarks/interval_coverage.py``). The same construction serves any per-request
-contrast bounded by 1 in absolute value (an interaction gap is scaled by 1/2 first).
+disagree. The same construction serves any per-request contrast bounded by 1 in absolute value (an
+interaction gap is scaled by 1/2 first).
 
 ``paired_score_interval`` returns the interval for a mean of per-request contrasts, ``paired_score_test`` the
 interval with the two-sided p-value of the same score test at 0; the callers
@@ -40,7 +39,7 @@ from tasks.stats.distributions import normal_cdf, two_sided_quantile
 from tasks.stats.estimate import CONFIDENCE, Interval
 
 _TOLERANCE = 5e-14
-"""Width of the bracket at which a bound is settled (44 halvings of the whole range reached 5.7e-14)."""
+"""Width of the bracket at which a bound is settled."""
 _MAX_STEPS = 200
 
 
@@ -56,9 +55,7 @@ def _constrained_minus(plus: float, minus: float, n: float, d: float) -> float:
 CORRECTION = 0.25
 """Continuity correction of the score statistic, in requests: ``plus - minus`` moves this far towards
 ``n d`` before it is divided by its standard error (a quarter of a request, half the usual Yates half
-unit). The measured coverage table (docs/numbers-coverage.md) was run with it (paired changes 94.8-100% from 10 to 540
-requests); it matters on small sets and is negligible past a few hundred requests (docs/numbers.md, "How to read
-the numbers")."""
+unit); it matters on small sets and is negligible past a few hundred requests."""
 
 
 def tango_score(plus: float, minus: float, n: float, d: float, correction: float = 0.0) -> float:

@@ -64,11 +64,6 @@ def trials_for_half_width(accuracy: float, target_half_width: float, confidence:
     return n
 
 
-def width_ratio(trials_from: float, trials_to: float) -> float:
-    """How much the width shrinks going from ``trials_from`` to ``trials_to`` (sqrt of their ratio)."""
-    return math.sqrt(trials_from / trials_to)
-
-
 def requests_for_points(requests: int, points: float) -> float:
     """How many requests a change of ``points`` (percentage points) is: 50 points of 24 requests is 12."""
     return requests * points / 100
@@ -77,14 +72,6 @@ def requests_for_points(requests: int, points: float) -> float:
 def points_per_request(requests: int) -> float:
     """What one request is worth in percentage points (24 requests: 4.2 points each)."""
     return 100 / requests
-
-
-def minimal_detectable_drop(accuracy: float, requests: int, power: float = 0.8, alpha: float = ALPHA,
-                            churn: float = 0.0, seeds: int = 1, icc: float = 1.0) -> float | None:
-    """Smallest drop (a fraction) from ``accuracy`` whose paired change interval on ``requests`` x
-    ``seeds`` excludes 0 with ``power`` (icc 1: a deterministic router, every changed request worse plus
-    ``churn`` both ways; icc < 1: a shift); None when no drop is detectable (``change_power.planned_drop``)."""
-    return planned_drop(accuracy, int(requests), seeds, icc, power, alpha, churn).drop
 
 
 def _percent(probability: float) -> str:

@@ -13,9 +13,7 @@ MOVER for correlated estimates (Zou & Donner 2008) takes their correlation from 
 
 the correlation of the two ratio estimators' linearised (sandwich) errors over the units of either version.
 Disjoint versions give r = 0 (plain MOVER); a new version that only adds units to the old one gives a
-large r, and an interval about as narrow as the added units allow (without it, 5 harder tasks added to 20
-read -16.7 points, -37.8 to +6.3; with it, -31.7 to -2.2). Coverage, measured by
-``benchmarks/version_calibration_coverage.py``, is in docs/numbers.md ("How to read the numbers").
+large r, and an interval about as narrow as the added units allow.
 """
 
 from __future__ import annotations

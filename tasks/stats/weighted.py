@@ -10,10 +10,9 @@ Intervals of a change: the weighted (or set-share) change is a mean over request
 tool's weight per request; the paired score interval (``paired_score.py``) is taken on those contrasts
 scaled into -1..1 (divided by the largest ``a_i``). Its scale f (how many +-1 changes a request is worth)
 is the smaller of two: the one the observed changes show, and the one expected if changes fell on
-requests as the weights do. The first alone under-covers when a heavy tool happened to show no change
-(93.4% at 40 requests), the second alone when the change sits in the heaviest tool (90% on the demo
-set). A combination of each tool's own interval (MOVER) was measured too conservative over many tools
-(99.8-100% on the demo's 33 tools: every tool where nothing moved added its full width). With equal
+requests as the weights do. The first alone under-covers when a heavy tool happened to show no change,
+the second alone when the change sits in the heaviest tool. A combination of each tool's own interval
+(MOVER) is too conservative over many tools (every tool where nothing moved adds its full width). With equal
 weights (the unweighted change) this is the plain paired score interval over all the requests. Each
 tool's own change keeps its own interval in the contribution table.
 

@@ -20,10 +20,6 @@ seeds give about Wilson on the rows. With fewer than ``MIN_REQUESTS_FOR_SEEDS`` 
 the seeds are not credited: Wilson on the requests. The t quantile is the Cornish-Fisher series
 (Abramowitz & Stegun 26.7.5; within 2e-4 of the exact quantile at 4.5 or more degrees of freedom),
 so that the SQL views can compute the same interval (``ci_low`` / ``ci_high`` columns).
-
-Coverage, measured by ``benchmarks/interval_coverage.py`` (request accuracy ~ Beta, 3 seeds): at
-least 94% from 20 requests up whenever seeds vary; identical seeds are plain Wilson on the requests,
-with Wilson's own oscillation over p (e.g. 93% at 40 requests and p = 0.8).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tasks.stats import change_power
-from tasks.stats.change_power import change_moments, change_power as power_of, change_variance, planned_drop
+from tasks.stats.change_power import REQUEST_CONCENTRATION, change_moments, change_power as power_of, planned_drop
 from benchmarks.simulations.coverage import KAPPA, PairedScenario
 from tasks.stats.paired import paired_change_interval
 from tasks.stats.planner import plan
@@ -50,6 +50,15 @@ def test_the_text_names_the_reading_and_the_kind_of_change():
 
 def test_the_model_is_the_simulations():
     assert change_power.REQUEST_CONCENTRATION == KAPPA
+
+
+def change_variance(accuracy: float, drop: float, seeds: int, icc: float) -> float:
+    """Variance of one request's change (k_after - k_before) / m under the model, in closed form."""
+    keep = 1 - drop / accuracy
+    spread = accuracy * (1 - accuracy) / (REQUEST_CONCENTRATION + 1)  # Var(p)
+    second = spread + accuracy**2
+    within = (1 + (seeds - 1) * icc) / seeds
+    return (drop / accuracy) ** 2 * spread + within * ((accuracy - second) + (keep * accuracy - keep**2 * second))
 
 
 @pytest.mark.parametrize("accuracy,drop,seeds,icc", [(0.9, 0.05, 3, 0.0), (0.8, 0.1, 5, 0.5), (0.95, 0.2, 2, 0.9)])

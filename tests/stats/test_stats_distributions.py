@@ -7,8 +7,6 @@ from scipy import special, stats
 
 from tasks.stats.distributions import (
     binomial_pmfs,
-    exact_mcnemar,
-    mcnemar_critical_count,
     normal_quantile,
     regularized_beta,
     t_cdf,
@@ -45,16 +43,6 @@ def test_binomial_probabilities(n, p):
     ours = binomial_pmfs(n, p)
     assert sum(ours) == pytest.approx(1.0)
     assert ours == pytest.approx(list(stats.binom.pmf(range(n + 1), n, p)), abs=1e-13)
-
-
-@pytest.mark.parametrize("worse,better", [(0, 0), (4, 0), (0, 4), (5, 0), (6, 0), (7, 1), (30, 12), (600, 550)])
-def test_exact_mcnemar_is_scipys_two_sided_binomial_test(worse, better):
-    expected = 1.0 if worse + better == 0 else stats.binomtest(worse, worse + better).pvalue
-    assert exact_mcnemar(worse, better) == pytest.approx(expected, rel=1e-12)
-
-
-def test_critical_counts():
-    assert [mcnemar_critical_count(d) for d in (5, 6, 8, 20)] == [None, 6, 8, 15]
 
 
 @pytest.mark.parametrize("k,n", [(0, 10), (10, 10), (3, 7), (44, 50), (11, 24), (500, 1000)])

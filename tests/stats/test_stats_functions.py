@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest
 from statsmodels.stats.proportion import proportion_confint
 
 from tasks.stats.calibration import (
-    brier_score,
+    brier_interval,
     coverage_curve,
     expected_calibration_error,
     find_threshold,
-    multiclass_brier_score,
     reliability_bins,
     request_split,
     tercile_gap,
@@ -20,9 +18,9 @@ from tasks.stats.calibration import (
 )
 from tasks.stats.interaction import find_factorials, interaction_table
 from tasks.stats.intervals import clustered_wilson_interval, effective_trials, wilson_interval
-from tasks.stats.distributions import exact_mcnemar
 from tasks.stats.paired import paired_comparison
-from tasks.stats.planner import effective_trials_planned, minimal_detectable_drop, plan
+from tasks.stats.change_power import planned_drop
+from tasks.stats.planner import effective_trials_planned, plan
 from tasks.stats.wilson import cluster_sums, clustered_wilson_from_sums
 from tests.factories.rows import KnownRun, one, selection_row
 
@@ -97,12 +95,6 @@ def test_the_views_interval_is_the_python_interval_on_random_rows():
 # paired comparisons ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("worse,better", [(0, 0), (5, 0), (7, 1), (10, 12), (30, 12)])
-def test_exact_mcnemar_is_the_two_sided_binomial_test_on_discordant_requests(worse, better):
-    expected = 1.0 if worse + better == 0 else binomtest(worse, worse + better, 0.5).pvalue
-    assert exact_mcnemar(worse, better) == pytest.approx(expected)
-
-
 def test_seeds_are_not_counted_as_extra_pairs():
     # 10 requests, three identical seeds each: 4 right -> wrong; counted once per request, not three times
     before = [3] * 10
@@ -133,12 +125,12 @@ def test_the_planner_counts_seeds_only_as_far_as_they_disagree():
 
 
 def test_smaller_sets_only_see_larger_drops():
-    drops = [minimal_detectable_drop(0.9, n) for n in (24, 100, 400)]
+    drops = [planned_drop(0.9, n).drop for n in (24, 100, 400)]
     assert drops[0] > drops[1] > drops[2] > 0
     # churn (requests changing both ways) hides a drop: more is needed to see it
-    assert minimal_detectable_drop(0.9, 400, churn=0.05) > minimal_detectable_drop(0.9, 400)
+    assert planned_drop(0.9, 400, churn=0.05).drop > planned_drop(0.9, 400).drop
     # a set where no drop is possible enough to reach the power says so
-    assert minimal_detectable_drop(0.05, 24) is None
+    assert planned_drop(0.05, 24).drop is None
 
 
 # calibration ----------------------------------------------------------------------------------------
@@ -151,8 +143,8 @@ def test_reliability_ece_and_brier_on_a_hand_checked_case():
     assert bins[9].n == 4 and bins[9].accuracy == 0.75 and bins[3].n == 2 and bins[3].accuracy == 0.5
     # ECE = 4/6 * |0.75 - 0.95| + 2/6 * |0.5 - 0.35| = 0.1333 + 0.05
     assert expected_calibration_error(confidence, correct) == pytest.approx(4 / 6 * 0.2 + 2 / 6 * 0.15)
-    assert brier_score([1.0, 0.0, 0.5], [True, True, False]) == pytest.approx((0 + 1 + 0.25) / 3)
-    assert multiclass_brier_score([{"a": 0.7, "b": 0.3}], ["a"]) == pytest.approx(0.09 + 0.09)
+    assert brier_interval([1.0, 0.0, 0.5], [True, True, False], ["a", "b", "c"]).estimate == pytest.approx(
+        (0 + 1 + 0.25) / 3)
     curve = coverage_curve(confidence, correct, [0.0, 0.5])
     assert (curve[1].coverage, curve[1].accuracy) == pytest.approx((4 / 6, 0.75))
 
@@ -168,7 +160,7 @@ def test_the_calibration_views_agree_with_the_functions():
     conf = [r["confidence"] for r in rows]
     right = [r["correct"] for r in rows]
     assert summary["ece"] == pytest.approx(expected_calibration_error(conf, right))
-    assert summary["brier"] == pytest.approx(brier_score(conf, right))
+    assert summary["brier"] == pytest.approx(brier_interval(conf, right, [r["request_id"] for r in rows]).estimate)
     view = con.execute("SELECT tercile, correct, n FROM confidence_terciles ORDER BY tercile").fetchall()
     terciles = tercile_order(conf, [r["request_id"] for r in rows], [r["seed"] for r in rows])
     y = np.array(right)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from tasks.stats.distributions import exact_mcnemar, normal_quantile
+from tasks.stats.distributions import normal_quantile
 from tasks.stats.estimate import Interval
 from tasks.stats.mover import mover_difference, mover_sum
 from tasks.stats.paired import paired_comparison
