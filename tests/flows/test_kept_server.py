@@ -155,13 +155,13 @@ HOLDER = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_run_holds_the_server_while_it_lives_and_a_killed_run_lets_go(home):
-    env = cli_env(home, "0.05")  # 3 s without a run
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, "0.05"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    env = cli_env(home, "0.02")  # 1.2 s without a run (the server looks every 2 s)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, "0.02"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
                               env=env)
     try:
         url = holder.stdout.readline().strip()
         assert answers(url)
-        time.sleep(8)  # well past the idle time: held, so still up
+        time.sleep(5)  # well past the idle time and the server's next look: held, so still up
         assert answers(url)
         refused = subprocess.run([sys.executable, "-m", "flows.launch", "server", "stop"], capture_output=True,
                                  text=True, cwd=ROOT, env=env, timeout=60)
@@ -201,8 +201,8 @@ def test_a_server_of_another_prefect_is_replaced_and_server_stop_ends_the_new_on
 
 @pytest.mark.slow
 def test_two_runs_starting_at_once_share_one_server_which_is_given_no_secret(home):
-    env = {**cli_env(home, "0.05"), "OPENAI_API_KEY": "sk-test-not-for-the-keeper-1234"}
-    holders = [subprocess.Popen([sys.executable, "-c", HOLDER, "0.05"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    env = {**cli_env(home, "0.02"), "OPENAI_API_KEY": "sk-test-not-for-the-keeper-1234"}
+    holders = [subprocess.Popen([sys.executable, "-c", HOLDER, "0.02"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
                                 env=env) for _ in range(2)]
     try:
         urls = {holder.stdout.readline().strip() for holder in holders}
