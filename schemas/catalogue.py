@@ -5,8 +5,6 @@ A catalogue imported from an MCP server (``tooleval import mcp``) also records w
 the file: the resolved ``Catalogue`` (what is offered, hashed and cached) holds the tools alone.
 """
 
-from __future__ import annotations
-
 import json
 from functools import lru_cache
 from typing import Any

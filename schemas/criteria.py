@@ -6,8 +6,6 @@ interval into PASS or FAIL, so nobody can move a gate after seeing the numbers. 
 instrument's own (schemas/selection/criteria.py, schemas/surface/criteria.py); the verdict is one record.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Literal, Union
 

@@ -5,8 +5,6 @@ learned 'none' (``scale: margin``), for any other router the best tool's own sco
 experiment uses it with the arm option ``abstain_cutoff: <file>`` (or ``router_options: {abstain_cutoff:
 <file>}`` for a routed arm's router)."""
 
-from __future__ import annotations
-
 import re
 from datetime import datetime
 from typing import Any, Literal

@@ -2,8 +2,6 @@
 calibrated (a temperature, then the chosen option's probability), with the labelled examples it learned from
 and the folds it was cross-fitted on."""
 
-from __future__ import annotations
-
 from datetime import datetime
 
 import base64

@@ -20,8 +20,6 @@ A parameter left unnamed is free. To compare with an object holding one of the o
 ``{"equals": {...}}``.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator

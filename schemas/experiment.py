@@ -6,8 +6,6 @@ schemas/surface/experiment.py: surface x agent); each subclasses ``ArmSpec``, ``
 ``ExperimentFile`` below with its fields and its respects.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator

@@ -5,8 +5,6 @@
 ``tooleval queue import`` turns the decided queue into a new, adjudicated version.
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field

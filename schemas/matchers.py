@@ -5,8 +5,6 @@ Written in a file either as a literal (equality) or as an object with exactly on
 ``equals``, ``contains``, ``regex``, ``one_of``, ``absent`` (see schemas/surface/task.py).
 """
 
-from __future__ import annotations
-
 import re
 from typing import Any, Literal
 

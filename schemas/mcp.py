@@ -11,8 +11,6 @@ Annotations (MCP ``ToolAnnotations``) are hints a server gives; how they become 
 what an unannotated tool counts as) is tasks/surface/mcp_backend.py's ``marks_from_annotations``.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator

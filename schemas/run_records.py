@@ -6,8 +6,6 @@ tables of its own (warehouse/tables.py: ``runs`` / ``arms`` / ``comparisons`` fo
 ``task_experiments`` / ``task_arms`` / ``task_comparisons`` for tasks on a surface).
 """
 
-from __future__ import annotations
-
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -1,7 +1,5 @@
 """Task-set versions: labelled requests, adjudications, manifests and production volume weights."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Collection, Literal, Mapping, Sequence
 

@@ -6,8 +6,6 @@ OpenInference trace export; each reader yields ``ProductionTurn`` records. Colum
 documented ones are ignored.
 """
 
-from __future__ import annotations
-
 from datetime import datetime, timezone
 from typing import Any
 

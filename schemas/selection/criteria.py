@@ -1,8 +1,6 @@
 """Acceptance criteria of a selection experiment: the gate kinds over per-tool, per-pair, weighted, slice,
 calibration, failure and argument figures (schemas/criteria.py: the file, the rules and the verdict)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal, Union
 
 from pydantic import Field

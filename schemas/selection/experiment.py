@@ -1,8 +1,6 @@
 """Selection experiment files: arms of catalogue x prompt x pinned model x selector x task-set version, read
 over labelled requests, with the production weights window the weighted figures use."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

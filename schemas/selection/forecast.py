@@ -2,8 +2,6 @@
 row per (run, arm with hosted-model calls). The view ``cost_forecast_error`` sets it against what the arm's
 rows were billed."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -1,8 +1,6 @@
 """Warehouse records of the selection instrument: one row per (run, arm, seed, request), the run and arm
 registers (schemas/run_records.py: their common fields), seed orders, offered tool sets, traffic weights."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field

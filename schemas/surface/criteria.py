@@ -2,8 +2,6 @@
 its first call (schemas/criteria.py: the file, the rules, the verdict and gate results). Besides success, the
 gates cover the counters a redesign may make worse only knowingly."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal, Union
 
 from pydantic import Field, model_validator

@@ -2,8 +2,6 @@
 task of a frozen task set under several seeds. The one-change rule holds as for selection experiments;
 docs/surface/experiments.md shows a file."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

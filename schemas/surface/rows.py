@@ -3,8 +3,6 @@ one row per tool call in ``task_calls``, and the run's registers (``task_experim
 schemas/run_records.py: their common fields and ``task_comparisons``). Every counter of the report is a GROUP BY over these rows.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -5,8 +5,6 @@ model *sees*: the backend, its calls and the assertions (written against backend
 two surfaces that differ only by a transform differ in one respect. docs/surface/writing-a-surface.md and
 docs/surface/mcp.md show both kinds of file."""
 
-from __future__ import annotations
-
 import re
 from typing import Any
 

@@ -18,8 +18,6 @@ so is an object that holds a matcher key beside others: to compare with such an 
 ``{"equals": {...}}``. An object of two or more other keys is a literal (equality).
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
