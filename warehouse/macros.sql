@@ -4,7 +4,7 @@
 
 -- wilson_centre / wilson_half / wilson_low / wilson_high: Wilson's score interval for a proportion p on n
 -- trials (n may be an effective, non-integer n). z is the two-sided quantile: the default is the normal
--- quantile of a 95% interval (1.959963984540054 = scipy.stats.norm.ppf(0.975), as tasks/stats/intervals.py
+-- quantile of a 95% interval (1.959963984540054 = scipy.stats.norm.ppf(0.975), as tasks/stats/wilson.py
 -- uses); pass another (`z := ...`, e.g. a t quantile on n - 1) for another interval. Bounds are clipped to
 -- [0, 1].
 CREATE OR REPLACE MACRO wilson_centre(p, n, z := 1.959963984540054) AS
@@ -32,7 +32,7 @@ CREATE OR REPLACE MACRO clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) A
 
 -- clustered_n_effective: Kish's effective number of trials, p(1 - p) / clustered_variance, capped at the
 -- rows n (never more informative than independent rows); at p = 0 or 1 it is the number of requests, and a
--- variance of 0 gives n (tasks/stats/intervals.py: effective_trials, clustered_wilson_from_sums).
+-- variance of 0 gives n (tasks/stats/wilson.py: clustered_effective_trials, clustered_wilson_from_sums).
 CREATE OR REPLACE MACRO clustered_n_effective(correct, n, n_requests, sum_cc, sum_ct, sum_tt) AS
     case when correct = 0 or correct = n then n_requests
          when clustered_variance(correct, n, sum_cc, sum_ct, sum_tt) <= 0 then n

@@ -12,7 +12,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from typing import TYPE_CHECKING
 
-from tasks.stats.intervals import Interval
+from tasks.stats.estimate import Interval
 
 if TYPE_CHECKING:
     from tasks.stats.paired import PairedComparison

@@ -23,7 +23,7 @@ from schemas.surface.criteria import (
 )
 from tasks.report.format import change_span, pct, points
 from tasks.report.judge import EVIDENCE_LINES, RULE_WORDS, arms_not_carried_out, beyond, gate_result, select_arms
-from tasks.stats.intervals import Interval
+from tasks.stats.estimate import Interval
 
 if TYPE_CHECKING:  # the figures' module (intervals, calibration) is imported by a run's report, not by a check
     from tasks.surface.figures import SurfaceFigures

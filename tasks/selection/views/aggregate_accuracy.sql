@@ -4,7 +4,7 @@
 -- never averaged together: there is no all-slices row. ci_low / ci_high: 95% interval with the request as the
 -- unit (Wilson's interval on n_effective, the small-sample corrected Kish effective number of trials from the
 -- between-request variance: the macros clustered_sums, clustered_moments, clustered_n_star_from; one seed =
--- plain Wilson; see tasks/stats/intervals.py and warehouse/macros.sql). invalid_rate and failure_rate
+-- plain Wilson; see tasks/stats/wilson.py and warehouse/macros.sql). invalid_rate and failure_rate
 -- (invalid + error + empty) are shares of rows; text_calls: the invalid rows whose reply wrote a tool call as
 -- text (macro text_tool_call).
 with per_request as (
