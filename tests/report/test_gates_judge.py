@@ -10,7 +10,7 @@ from flows.cli import EXIT_GATE_FAILED, EXIT_NOT_JUDGED, EXIT_OK, verdict_exit_c
 from schemas.selection.criteria import SelectionCriteria
 from tasks.selection.figures import load_figures
 from tasks.report.judge import beyond, no_criteria, not_judged
-from tasks.stats.intervals import Interval
+from tasks.stats.estimate import Interval
 from tests.factories.rows import KnownRun, selection_row, tool_rows
 from tasks.report.judge import judge as judge_with  # noqa: E402
 from tasks.selection.gates import JUDGES  # noqa: E402

@@ -17,7 +17,7 @@ from tasks.stats.calibration import (
     tercile_order,
 )
 from tasks.stats.interaction import find_factorials, interaction_table
-from tasks.stats.intervals import clustered_wilson_interval, effective_trials, wilson_interval
+from tasks.stats.wilson import clustered_wilson_interval, wilson_interval
 from tasks.stats.paired import paired_comparison
 from tasks.stats.change_power import planned_drop
 from tasks.stats.planner import effective_trials_planned, plan
@@ -42,7 +42,7 @@ def test_one_seed_gives_exactly_wilson_and_the_cluster_interval_never_beats_the_
     plain = wilson_interval(k.sum(), 60)
     assert (single.low, single.high) == pytest.approx((plain.low, plain.high))
     correlated = np.repeat(k, 1) * 3  # three seeds that always agree
-    assert effective_trials(correlated, np.full(60, 3)) == pytest.approx(60)
+    assert clustered_wilson_interval(correlated, np.full(60, 3)).n_effective == pytest.approx(60)
 
 
 def test_independent_seeds_narrow_the_interval_towards_wilson_on_the_rows():

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 PLAN = ["tasks.stats.planner"]
-REPORT = ["tasks.stats.intervals", "tasks.stats.paired", "tasks.stats.weighted", "tasks.stats.calibration",
+REPORT = ["tasks.stats.wilson", "tasks.stats.paired", "tasks.stats.weighted", "tasks.stats.calibration",
           "tasks.stats.interaction", "tasks.selection.figures", "tasks.selection.tables", "tasks.selection.gates",
           "tasks.report.format"]
 

@@ -11,7 +11,8 @@ import duckdb
 import numpy as np
 import pytest
 
-from tasks.stats.intervals import clustered_wilson_interval, effective_trials, wilson_interval, z_value
+from tasks.stats.distributions import two_sided_quantile
+from tasks.stats.wilson import clustered_wilson_interval, wilson_interval
 from tests.factories import ROOT
 from warehouse.connect import connect
 from warehouse.tables import create_tables
@@ -47,7 +48,7 @@ def test_wilson_bounds_match_python_and_stay_in_0_1(con, correct, n):
 
 
 def test_wilson_takes_another_quantile(con):
-    z90 = z_value(0.90)
+    z90 = two_sided_quantile(0.90)
     low, high = con.execute("select wilson_low(11 / 24, 24, z := ?), wilson_high(11 / 24, 24, z := ?)",
                             [z90, z90]).fetchall()[0]
     python = wilson_interval(11, 24, confidence=0.90)
@@ -81,7 +82,7 @@ def _fourth_sums(k: list[int], m: list[int]) -> list[int]:
 def test_clustered_n_star_from_group_sums_is_the_python_effective_n(con, case):
     k, m = CLUSTERS[case]
     n_eff = scalar(con, "select clustered_n_star(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _sums(k, m) + _fourth_sums(k, m))
-    assert n_eff == pytest.approx(effective_trials(k, m), rel=1e-12)
+    assert n_eff == pytest.approx(clustered_wilson_interval(k, m).n_effective, rel=1e-12)
     python = clustered_wilson_interval(k, m)
     low, high = con.execute("select wilson_low(? / ?, ?), wilson_high(? / ?, ?)",
                             [sum(k), sum(m), n_eff, sum(k), sum(m), n_eff]).fetchall()[0]
