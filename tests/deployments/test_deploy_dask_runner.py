@@ -1,5 +1,5 @@
 """Beyond one machine: the evaluate flow's work units on a local Dask cluster of worker processes give the
-same rows as the default thread runner, for both instruments. Slow (a Dask cluster starts): ~30 s each."""
+same rows as the default thread runner, for both instruments, on one cluster. Slow (a Dask cluster starts)."""
 
 from __future__ import annotations
 
@@ -28,20 +28,27 @@ def rows_of(warehouse: Path, run_id: str, table: str = "selection_rows", volatil
         con.close()
 
 
-@pytest.fixture
-def dask_cluster(monkeypatch):
-    """A local Dask cluster of two worker processes, chosen by the one setting (TOOLEVAL_TASK_RUNNER=dask)."""
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """A local Dask cluster of two worker processes for the module's tests, chosen by the one setting
+    (TOOLEVAL_TASK_RUNNER=dask)."""
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(cluster)
-    monkeypatch.setenv("TOOLEVAL_TASK_RUNNER", "dask")
-    monkeypatch.setenv("TOOLEVAL_DASK_ADDRESS", cluster.scheduler_address)
     try:
-        yield client
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("TOOLEVAL_TASK_RUNNER", "dask")
+            patch.setenv("TOOLEVAL_DASK_ADDRESS", cluster.scheduler_address)
+            yield client
     finally:
         client.close()
         cluster.close()
+
+
+def executed(client) -> int:
+    """How many tasks the cluster's workers have run so far."""
+    return sum(client.run(lambda dask_worker: dask_worker.state.executed_count).values())
 
 
 def test_dask_worker_processes_give_the_same_rows_as_threads(prefect_harness, support_copy, tmp_path, dask_cluster):
@@ -71,10 +78,11 @@ def test_task_runs_on_dask_workers_give_the_same_rows_as_threads(prefect_harness
     experiment = str(write_desk(tmp_path) / "experiments" / "four.yaml")
     threads = evaluate_on("thread")(experiment_path=experiment, warehouse_dir=str(tmp_path / "threads"),
                                     use_cache=False)
+    before = executed(dask_cluster)  # the cluster is the module's: count this test's tasks
     dask = evaluate_on()(experiment_path=experiment, warehouse_dir=str(tmp_path / "dask"), use_cache=False)
     ran_on_workers = dask_cluster.run(lambda: "tasks.surface.run_unit" in sys.modules)
 
-    assert any(ran_on_workers.values())  # the tasks ran in the worker processes
+    assert any(ran_on_workers.values()) and executed(dask_cluster) > before  # the tasks ran in the worker processes
     assert dask.n_rows == threads.n_rows == 4 * 3 * 4
     volatile = ("run_id", "wall_ms", "agent_ms", "cache_hit")
     assert rows_of(tmp_path / "dask", dask.run_id, "task_runs", volatile, "arm, seed, task_id") == \
