@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from tasks.stats.distributions import two_sided_quantile
 from tasks.stats.estimate import CONFIDENCE, Interval
 from tasks.stats.change_power import ALPHA, PlannedDrop, planned_drop
-from tasks.stats.wilson import wilson_bounds, wilson_interval
+from tasks.stats.wilson import wilson_interval
 
 CHURN_EXAMPLE = 0.05
 """Churn shown beside a deterministic router's one-way figure: 5% of requests turning wrong -> right."""
@@ -43,12 +43,6 @@ def effective_trials_planned(requests: int, seeds: int = 1, icc: float = 0.0) ->
 def half_width(accuracy: float, trials: float, confidence: float = CONFIDENCE) -> float:
     """Half-width of the Wilson interval at ``accuracy`` with ``trials`` independent trials."""
     return wilson_interval(accuracy * trials, trials, confidence).half_width
-
-
-def planned_interval(accuracy: float, trials: float, confidence: float = CONFIDENCE) -> Interval:
-    """The Wilson interval a measurement at ``accuracy`` on ``trials`` effective trials will have."""
-    low, high = wilson_bounds(accuracy, trials, two_sided_quantile(confidence))
-    return Interval(accuracy, low, high, "wilson", trials)
 
 
 def trials_for_half_width(accuracy: float, target_half_width: float, confidence: float = CONFIDENCE) -> int:
@@ -124,10 +118,6 @@ class Plan:
     def half_width(self) -> float:
         return self.interval.half_width
 
-    @property
-    def minimal_drop(self) -> float | None:
-        return self.drop.drop
-
     def lines(self) -> list[str]:
         i = self.interval
         test = (f"the 95% paired change interval excludes 0, {self.requests} requests x {self.seeds} seed(s), "
@@ -167,7 +157,7 @@ def plan(accuracy: float, requests: int, seeds: int = 1, icc: float = 0.0,
     deterministic = icc >= 1.0
     churn = min(CHURN_EXAMPLE, 1.0 - accuracy)
     return Plan(accuracy=accuracy, requests=requests, seeds=seeds, icc=icc, trials=trials,
-                interval=planned_interval(accuracy, trials),
+                interval=wilson_interval(accuracy * trials, trials),
                 drop=planned_drop(accuracy, requests, seeds, icc, power, alpha),
                 drop_with_churn=(planned_drop(accuracy, requests, seeds, icc, power, alpha, churn)
                                  if deterministic and 0 < churn < accuracy else None),
