@@ -203,14 +203,20 @@ def _clustered(y: np.ndarray, member: np.ndarray, inverse: np.ndarray, n: int) -
     return clustered_wilson_interval(k[keep], m[keep])
 
 
+def _group_intervals(correct: Sequence[bool], request_ids: Sequence[str], group: np.ndarray,
+                     groups: Sequence[int]) -> list[Interval | None]:
+    """The accuracy of each group's rows (``group == g``) with a request-clustered Wilson interval."""
+    y = np.asarray(correct, float)
+    uniq, inverse = np.unique(np.asarray(request_ids), return_inverse=True)
+    return [_clustered(y, group == g, inverse, len(uniq)) for g in groups]
+
+
 def tercile_intervals(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
                       seeds: Sequence[int] | None = None) -> list[Interval | None]:
     """Accuracy of the least, middle and most confident thirds, each with a request-clustered interval."""
     ids = np.asarray(request_ids)
     terciles = tercile_order(confidence, ids, *(() if seeds is None else (np.asarray(seeds),)))
-    y = np.asarray(correct, float)
-    uniq, inverse = np.unique(ids, return_inverse=True)
-    return [_clustered(y, terciles == t, inverse, len(uniq)) for t in (1, 2, 3)]
+    return _group_intervals(correct, ids, terciles, (1, 2, 3))
 
 
 def tercile_gap(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
@@ -227,11 +233,7 @@ def tercile_gap(confidence: Sequence[float], correct: Sequence[bool], request_id
 def bin_intervals(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
                   bins: int = BINS) -> list[Interval | None]:
     """Accuracy of each equal-width confidence bin with a request-clustered Wilson interval."""
-    ids = np.asarray(request_ids)
-    index = bin_index(np.asarray(confidence, float), bins)
-    y = np.asarray(correct, float)
-    uniq, inverse = np.unique(ids, return_inverse=True)
-    return [_clustered(y, index == b, inverse, len(uniq)) for b in range(bins)]
+    return _group_intervals(correct, request_ids, bin_index(np.asarray(confidence, float), bins), range(bins))
 
 
 def brier_interval(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
