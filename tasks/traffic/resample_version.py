@@ -72,15 +72,22 @@ def load_traffic_config(taskset_dir: Path) -> TrafficConfig | None:
 
 
 @dataclass(frozen=True)
-class ResampleDraft:
-    """Everything a resample decided, in memory and masked, before anything is written."""
+class ResampleSettings:
+    """What a resample reads and how it draws, from ``production/traffic.yaml`` and the run's overrides."""
 
-    taskset_dir: Path
     source: TrafficSource
     window: Window
     plan: SamplingPlan
     masking: MaskingRules
     newest_turn: datetime | None
+
+
+@dataclass(frozen=True)
+class ResampleDraft:
+    """Everything a resample decided, in memory and masked, before anything is written."""
+
+    taskset_dir: Path
+    settings: ResampleSettings
     n_turns: int
     counts: dict[str, int]
     """Turns per first tool in the window, 'none' and unknown tools included."""
@@ -97,7 +104,7 @@ class ResampleDraft:
 
     @property
     def weights_path(self) -> Path:
-        return weights_path(self.taskset_dir, self.window.id)
+        return weights_path(self.taskset_dir, self.settings.window.id)
 
 
 def parent_version(taskset_dir: Path) -> str | None:
@@ -122,7 +129,7 @@ def slices_by_label(taskset_dir: Path, parent: str | None) -> tuple[dict[str, st
             list(loaded.manifest.slices), default)
 
 
-def interrupted_draws(taskset_dir: Path, settings: "ResampleSettings") -> set[str]:
+def interrupted_draws(taskset_dir: Path, settings: ResampleSettings) -> set[str]:
     """Versions of this same draw (window and seed) whose run stopped before writing their summary.
 
     They are not 'earlier versions' of the draw: left out, the draw comes out identical and ``publish``
@@ -143,17 +150,6 @@ def earlier_texts(taskset_dir: Path, masker: Masker, skip: set[str] = frozenset(
         for request in load_version(taskset_dir, version).requests:
             texts.append(conversation_text(masker.mask_messages(request.messages)))
     return texts
-
-
-@dataclass(frozen=True)
-class ResampleSettings:
-    """What a resample reads and how it draws, from ``production/traffic.yaml`` and the run's overrides."""
-
-    source: TrafficSource
-    window: Window
-    plan: SamplingPlan
-    masking: MaskingRules
-    newest_turn: datetime | None
 
 
 def resample_settings(
@@ -221,7 +217,6 @@ def draw_resample(taskset_dir: Path | str, settings: ResampleSettings) -> Resamp
     taskset_dir = Path(taskset_dir)
     source, chosen_window, plan, masking = settings.source, settings.window, settings.plan, settings.masking
     masker = Masker(masking)
-    newest = settings.newest_turn
     masked_counts: Counter[str] = Counter()
     turns: list[ProductionTurn] = [masker.mask_turn(t, masked_counts) for t in read_turns(source, chosen_window)]
     if not turns:
@@ -272,10 +267,10 @@ def draw_resample(taskset_dir: Path | str, settings: ResampleSettings) -> Resamp
                "import the adjudicated labelling queue to decide them."),
     )
     return ResampleDraft(
-        taskset_dir=taskset_dir, source=source, window=chosen_window, plan=plan, masking=masking, newest_turn=newest,
-        n_turns=len(turns), counts=dict(counts), unknown_tools=unknown, masked=dict(sorted(masked_counts.items())),
-        n_distinct=len(candidates), n_earlier_duplicates=len(candidates) - len(fresh), available=available,
-        targets=targets, drawn=drawn, weights=weights, version=version, candidates_by_request=by_request,
+        taskset_dir=taskset_dir, settings=settings, n_turns=len(turns), counts=dict(counts), unknown_tools=unknown,
+        masked=dict(sorted(masked_counts.items())), n_distinct=len(candidates),
+        n_earlier_duplicates=len(candidates) - len(fresh), available=available, targets=targets, drawn=drawn,
+        weights=weights, version=version, candidates_by_request=by_request,
     )
 
 
@@ -298,15 +293,16 @@ def publish_resample(draft: ResampleDraft) -> ResampleSummary:
                         shortfall=max(draft.targets.get(t, 0) - len(draft.drawn.chosen.get(t, [])), 0))
         for t, n in sorted(draft.counts.items(), key=lambda kv: (-kv[1], kv[0])) if t not in draft.unknown_tools
     ]
+    settings = draft.settings
     summary = ResampleSummary(
         taskset=manifest.taskset, version=manifest.version, parent=manifest.parent, reused=reused,
-        source=draft.source.name, window=draft.window,
+        source=settings.source.name, window=settings.window,
         weights_file=str(weights_file.relative_to(draft.taskset_dir)),
-        queue_file=str(queue_file.relative_to(draft.taskset_dir)), plan=draft.plan, masking=draft.masking,
+        queue_file=str(queue_file.relative_to(draft.taskset_dir)), plan=settings.plan, masking=settings.masking,
         n_turns=draft.n_turns, n_distinct=draft.n_distinct,
         n_near_duplicates_removed=draft.drawn.near_duplicates_skipped,
         n_earlier_duplicates_removed=draft.n_earlier_duplicates, masked=draft.masked,
-        unknown_tools=draft.unknown_tools, newest_turn=draft.newest_turn, per_tool=per_tool,
+        unknown_tools=draft.unknown_tools, newest_turn=settings.newest_turn, per_tool=per_tool,
     )
     summary_file = draft.taskset_dir / "resamples" / f"{manifest.version}.json"
     write_exclusive(summary_file, (json.dumps(summary.model_dump(mode="json"), indent=2) + "\n").encode())
