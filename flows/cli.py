@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flows import gc_pause
 from flows.cli_help import DESCRIPTION, EXAMPLES, JOBS, JobsHelpFormatter, VersionAction
 from flows.exit_codes import (
     EXIT_BAD_INPUT,
@@ -632,12 +633,17 @@ def _raised(error: BaseException, module: str, name: str) -> bool:
 HELD_COLLECTOR = frozenset({"cmd_validate", "cmd_tasks_validate", "cmd_compare"})
 """Commands that import much, keep what they import to the end and answer within a second: Python's cyclic
 garbage collector is held off while they run (it would scan the imported modules' objects again and again to
-find little garbage) and turned on again when they return."""
+find little garbage) and turned on again when they return. The console script holds it off while it imports
+this module (flows/launch.py); every other command turns it on once its arguments are read (a run, once
+Prefect is imported: flows/api.py)."""
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    held = getattr(getattr(args, "func", None), "__name__", "") in HELD_COLLECTOR and gc.isenabled()
+    command = getattr(getattr(args, "func", None), "__name__", "")
+    if command not in HELD_COLLECTOR and command != "cmd_run":
+        gc_pause.resume()
+    held = command in HELD_COLLECTOR and gc.isenabled()
     if held:
         gc.disable()
     try:

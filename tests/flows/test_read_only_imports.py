@@ -64,3 +64,21 @@ def test_a_check_runs_with_the_collector_held_and_turns_it_on_again(monkeypatch)
     assert cli.main(["validate", "any.yaml"]) == 0 and gc.isenabled()
     assert cli.main(["validate", "gone.yaml"]) == cli.EXIT_BAD_INPUT and gc.isenabled()
     assert seen == [False, False]
+
+
+def test_held_by_the_console_script_a_check_keeps_the_collector_off_and_other_commands_turn_it_on(monkeypatch):
+    """The console script imports the tool with the collector held (flows/launch.py): `validate` keeps it held
+    to the end; any other command (`plan`) turns it on once its arguments are read."""
+    import gc
+
+    from flows import api, cli, gc_pause
+
+    monkeypatch.setattr(api, "validate", lambda *args, **kwargs: "OK")
+    try:
+        gc_pause.pause()
+        assert cli.main(["validate", "any.yaml"]) == 0 and not gc.isenabled()
+        assert cli.main(["plan", "--accuracy", "0.9", "--requests", "200", "--half-width", "5"]) == 0
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        gc.enable()
