@@ -36,6 +36,9 @@ def main() -> int:
         except prefect_server.KeepSettingError as error:
             print(f"tooleval: {error}", file=sys.stderr, flush=True)
             os._exit(2)
+    from flows import gc_pause
+
+    gc_pause.pause()  # every command imports without the cyclic collector; flows/cli.py says when it resumes
     from flows.cli import main as cli_main  # the whole tool
 
     code = 1
