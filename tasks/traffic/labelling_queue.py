@@ -255,18 +255,17 @@ def _place(problem: Problem) -> tuple[int, str]:
     return (int(words[1]) if len(words) > 1 and words[1].isdigit() else 1 << 30, problem.where)
 
 
-def _earlier(one: Adjudication, other: Adjudication) -> bool:
-    def utc(when: datetime) -> datetime:
-        return when if when.utcoffset() is not None else when.replace(tzinfo=timezone.utc)
-    return utc(one.decided_at) < utc(other.decided_at)
+def _utc(when: datetime) -> datetime:
+    """A recorded time without a zone read as UTC."""
+    return when if when.utcoffset() is not None else when.replace(tzinfo=timezone.utc)
 
 
 def _not_after(decision: Decision, earlier: Adjudication) -> bool:
     """The decision was made no later than the one already recorded for its request (an older sheet)."""
-    when, then = decision.decided_at, earlier.decided_at
+    when = decision.decided_at
     if when is None or when.utcoffset() is None:
         return False  # refused apart (no time, or no zone)
-    return when <= (then if then.utcoffset() is not None else then.replace(tzinfo=timezone.utc))
+    return when <= _utc(earlier.decided_at)
 
 
 def _stale_problem(decision: Decision, earlier: Adjudication, version: str, file: str) -> Problem:
@@ -316,7 +315,7 @@ def import_queue(path: Path, taskset_dir: Path | None = None, partial: bool = Fa
     recorded: dict[str, Adjudication] = {}  # each request's latest recorded decision
     for adjudication in target.adjudications:
         latest = recorded.get(adjudication.request_id)
-        if latest is None or not _earlier(adjudication, latest):
+        if latest is None or _utc(adjudication.decided_at) >= _utc(latest.decided_at):
             recorded[adjudication.request_id] = adjudication
     tools = {name for catalogue in all_catalogues(taskset_dir) for name in catalogue.names} | {NONE_LABEL}
     labels_file = str(labels_path(taskset_dir, source.version).relative_to(taskset_dir))

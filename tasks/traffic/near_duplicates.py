@@ -71,13 +71,6 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     return previous[-1]
 
 
-def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
-    if not a and not b:
-        return 1.0
-    common = len(a & b)
-    return common / (len(a) + len(b) - common)
-
-
 class NearDuplicateIndex:
     """Texts seen so far; ``similar`` answers whether a new text is a near-duplicate of any of them.
 

@@ -14,7 +14,7 @@ from tasks.files.input_errors import InputError
 from tasks.stats.planner import trials_for_half_width
 from tasks.traffic.drift import compare, eval_set_drift, window_drift
 from tasks.traffic.mask_personal_data import Masker, luhn_valid
-from tasks.traffic.near_duplicates import NearDuplicateIndex, jaccard, shingles
+from tasks.traffic.near_duplicates import NearDuplicateIndex
 from tasks.traffic.production_weights import production_weights, weights_path, write_weights
 from tasks.traffic.stratified_sample import allocate, distinct_candidates, draw
 from tasks.traffic.version_age import label_age
@@ -103,10 +103,10 @@ def test_masking_a_turn_masks_every_message():
 
 def test_near_duplicates_are_typos_and_small_edits_not_other_requests():
     base = "my kettle arrived broken, I want a refund for [ORDER_ID]"
-    assert jaccard(shingles(base), shingles("hi, my kettle arived broken, I want a refund for [ORDER_ID] thanks")) >= 0.7
-    assert jaccard(shingles(base), shingles(base.upper())) == 1.0
-    assert jaccard(shingles(base), shingles("where is my parcel, it has not arrived")) < 0.3
     index = NearDuplicateIndex(0.7, [base])
+    assert index.best("hi, my kettle arived broken, I want a refund for [ORDER_ID] thanks") >= 0.7
+    assert index.best(base.upper()) == 1.0
+    assert index.best("where is my parcel, it has not arrived") < 0.3
     assert index.similar("My kettle arrived broken!! I want a refund for [ORDER_ID]")
     assert not index.similar("can I change the delivery address of my order")
 
@@ -115,8 +115,8 @@ def test_a_one_typo_pair_in_a_short_request_stays_near():
     """One swap in a short text moves enough 4-grams to fall under 0.7; the edit distance keeps it near,
     while a different word of the same length is still another request."""
     base = "skip next coffee box pls"
-    assert jaccard(shingles(base), shingles("skip next cfofee box pls")) < 0.7
     index = NearDuplicateIndex(0.7, [base])
+    assert index.best("skip next cfofee box pls") < 0.7
     assert index.similar("skip next cfofee box pls") and index.similar("skip nxt coffee box pls")
     assert not index.similar("skip next tea box pls") and not index.similar("skip the next coffee delivery")
 
