@@ -87,7 +87,7 @@ def test_the_threshold_table_says_not_confirmed_when_the_confirm_half_misses():
 def test_threshold_verdict_words():
     report = build_report_from(load_figures(known_run().finish(), "run1"))
     fits = [c.threshold for c in report.figures.calibration]
-    assert all(threshold_verdict(f) == "confirmed" for f in fits if f.confirmed)
+    assert all(threshold_verdict(f) == "confirmed" for f in fits if f.confirmation == "confirmed")
 
 
 def test_a_not_confirmed_estimate_that_rounds_to_the_target_is_shown_below_it():
