@@ -315,12 +315,6 @@ class ThresholdFit:
             return "not confirmed"
         return "inconclusive"
 
-    @property
-    def confirmed(self) -> bool | None:
-        """True when confirmed, False when not confirmed or inconclusive, None when nothing to confirm."""
-        reading = self.confirmation
-        return None if reading is None else reading == "confirmed"
-
 
 def find_threshold(confidence: Sequence[float], correct: Sequence[bool], request_ids: Sequence[str],
                    target_accuracy: float, min_kept: int = 10) -> ThresholdFit:

@@ -187,7 +187,7 @@ def test_the_threshold_is_fitted_on_one_half_of_the_requests_and_judged_on_the_o
 
 def test_no_threshold_when_no_cut_reaches_the_target():
     fit = find_threshold([0.9] * 20, [False] * 20, [f"r{i}" for i in range(20)], 0.9)
-    assert fit.threshold is None and fit.confirm_accuracy is None and fit.confirmed is None
+    assert fit.threshold is None and fit.confirm_accuracy is None and fit.confirmation is None
 
 
 # interaction ----------------------------------------------------------------------------------------
