@@ -77,14 +77,15 @@ def main(argv: list[str] | None = None) -> int:
             for seeds in args.seeds:
                 for icc in args.icc:
                     planned = planned_drop(accuracy, requests, seeds, icc)
+                    kind = "one-way" if icc >= 1.0 else "shift"  # the change the model assumes
                     if planned.drop is None:
-                        rows.append((accuracy, requests, seeds, icc, None, float("nan"), planned.kind))
+                        rows.append((accuracy, requests, seeds, icc, None, float("nan"), kind))
                         continue
                     s = scenario(accuracy, requests, seeds, icc, planned.drop)
                     power = simulated_power(s, args.replicates, cell_seed(args.seed, accuracy, requests, seeds, icc))
-                    rows.append((accuracy, requests, seeds, icc, planned.drop, power, planned.kind))
+                    rows.append((accuracy, requests, seeds, icc, planned.drop, power, kind))
                     print(f"accuracy {accuracy:g}  requests {requests:4d}  seeds {seeds}  icc {icc:g}  "
-                          f"({planned.kind}): drop {100 * planned.drop:5.1f} pts  power {100 * power:5.1f}%",
+                          f"({kind}): drop {100 * planned.drop:5.1f} pts  power {100 * power:5.1f}%",
                           file=sys.stderr if args.markdown else sys.stdout, flush=True)
     elapsed = time.perf_counter() - started
     measured = [r for r in rows if r[4] is not None]

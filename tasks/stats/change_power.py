@@ -62,11 +62,6 @@ def _check(accuracy: float, seeds: int, icc: float) -> None:
         raise ValueError("icc is a correlation between 0 and 1")
 
 
-def kind_of_change(icc: float) -> str:
-    """'one-way' for a deterministic router (icc 1), else 'shift' (see the module notes)."""
-    return "one-way" if icc >= 1.0 else "shift"
-
-
 # the model's moments ---------------------------------------------------------------------------------
 
 
@@ -306,10 +301,6 @@ class PlannedDrop:
     power_at_largest: float
     """Power at the largest drop possible (every request losing all its accuracy)."""
     churn: float = 0.0
-
-    @property
-    def kind(self) -> str:
-        return kind_of_change(self.icc)
 
     @property
     def largest_drop(self) -> float:
