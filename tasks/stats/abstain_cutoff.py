@@ -49,12 +49,11 @@ def correct_at(requests: Sequence[ScoredRequest], threshold: float) -> tuple[int
 def fit_threshold(requests: Sequence[ScoredRequest]) -> float:
     """The cut-off with the most right answers (the fewest abstentions among equals), placed halfway between
     the two score values it separates; -inf when never abstaining is best."""
-    scores = np.array([r.best_score for r in requests if np.isfinite(r.best_score)], dtype=np.float64)
-    if scores.size == 0:
-        return float("-inf")
-    values = np.unique(scores)  # ascending
     finite = [r for r in requests if np.isfinite(r.best_score)]
-    s = np.array([r.best_score for r in finite])
+    if not finite:
+        return float("-inf")
+    s = np.array([r.best_score for r in finite], dtype=np.float64)
+    values = np.unique(s)  # ascending
     none = np.array([r.label_is_none for r in finite], dtype=np.int64)
     tool_right = np.array([r.best_is_label and not r.label_is_none for r in finite], dtype=np.int64)
     # candidate j abstains on every score < values[j] (j = len(values): on all of them)
