@@ -61,8 +61,7 @@ class AnnotationPoster:
 
 def phoenix_client(base_url: str):
     """Phoenix's client (only a traced run loads it). For a plain-HTTP Phoenix its HTTP client is made
-    without TLS verification set up: httpx otherwise builds a default SSL context (the CA bundle loaded,
-    ~45 ms of CPU once per process, seen in a py-spy profile) for a connection that never uses TLS."""
+    without TLS verification set up: httpx otherwise loads the CA bundle for a connection that never uses TLS."""
     import httpx
     from phoenix.client import Client
 

@@ -5,9 +5,8 @@ Filter in Phoenix with the attribute paths: ``span_kind == 'DECISION' and toolev
 ``metadata['arm'] == 'gated'``, ``metadata['request_id'] == 'sup-e-004'``, ``metadata['outcome'] == 'wrong_tool'``
 (the row's outcome, on the trace's top span).
 
-Built for speed (a traced 1,620-row offline run may cost at most a tenth of its flow time): what is the same
-for a whole work unit is computed once per unit, and per-row values are scalars or one JSON string each
-(OpenTelemetry checks every element of a list attribute).
+Built for speed: what is the same for a whole work unit is computed once per unit, and per-row values are
+scalars or one JSON string each (OpenTelemetry checks every element of a list attribute).
 """
 
 from __future__ import annotations
