@@ -251,9 +251,15 @@ class PlainParametersFlow(Flow):
         others = {key: value for key, value in parameters.items()
                   if type(value) not in (str, int, float, bool, type(None), CheckedRun)}
         encoded = super().serialize_parameters(others) if others else {}
-        return {key: encoded[key] if key in others else
-                f"<{type(value).__name__}>" if type(value) is CheckedRun else value
-                for key, value in parameters.items() if key in encoded or key not in others}
+        recorded: dict[str, Any] = {}
+        for key, value in parameters.items():
+            if key in encoded:
+                recorded[key] = encoded[key]
+            elif type(value) is CheckedRun:
+                recorded[key] = "<CheckedRun>"
+            elif key not in others:
+                recorded[key] = value
+        return recorded
 
 
 @partial(PlainParametersFlow, name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=MAX_WORKERS),
