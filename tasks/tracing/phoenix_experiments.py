@@ -31,6 +31,7 @@ from tasks.tracing.annotations import phoenix_client
 from tasks.tracing.trace_ids import TraceIds
 from tasks.tracing.trace_target import parse_trace_target
 from warehouse.location import Warehouse
+from warehouse.query import records
 
 DEFAULT_PHOENIX = "http://127.0.0.1:6006"
 POSTERS = 8
@@ -80,19 +81,16 @@ def read_run_for_phoenix(warehouse: Warehouse, run_id: str | None) -> RunForPhoe
         run_id = run_id or next(iter(latest_runs(con, "selection")), None)
         if run_id is None:
             raise InputError.one(str(warehouse.db_path), "", "run-registered", "no run is registered yet")
-        cursor = con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id])
-        found = cursor.fetchall()
+        found = records(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])
         if not found:
             tasks = con.execute("SELECT count(*) FROM task_runs WHERE run_id = ?", [run_id]).fetchall()[0][0]
             why = ("a run of tasks done on a tool surface: only selection runs become Phoenix experiments "
                    "(its traces are in Phoenix when it ran with --trace)" if tasks else "no such run in this warehouse")
             raise InputError.one(str(warehouse.db_path), f"run {run_id}", "run-registered", why)
-        run = dict(zip([d[0] for d in cursor.description], found[0]))
-        cursor = con.execute("SELECT * FROM arms WHERE run_id = ? ORDER BY rung", [run_id])
-        arms = [dict(zip([d[0] for d in cursor.description], r)) for r in cursor.fetchall()]
-        cursor = con.execute(f"SELECT {', '.join(ROW_COLUMNS)} FROM selection_rows WHERE run_id = ? "
-                             "ORDER BY arm, seed, request_id", [run_id])
-        rows = [dict(zip(ROW_COLUMNS, r)) for r in cursor.fetchall()]
+        run = found[0]
+        arms = records(con, "SELECT * FROM arms WHERE run_id = ? ORDER BY rung", [run_id])
+        rows = records(con, f"SELECT {', '.join(ROW_COLUMNS)} FROM selection_rows WHERE run_id = ? "
+                            "ORDER BY arm, seed, request_id", [run_id])
     finally:
         con.close()
     return RunForPhoenix(run=run, arms=arms, rows=rows)
