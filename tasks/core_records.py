@@ -2,10 +2,6 @@
 (``ResolvedExperiment``, ``ResolvedArm``, ``ArmContext``, ``ArmRefused``), what an instrument loads for a
 run (``Loaded``), and a run's work (``WorkUnit``, ``RunContext`` with where its traces go: ``TraceTarget``,
 ``UnitResult``).
-
-Records only: resolving an experiment is tasks/experiment/resolve_experiment.py, preparing a run
-tasks/run/prepare_run.py, planning and running its units tasks/run/work_units.py; what an instrument says
-to the core is tasks/instrument_api.py, which reads its signatures from here.
 """
 
 from __future__ import annotations

@@ -2,14 +2,8 @@
 (tasks/instrument_card.py), the only place the core and an instrument meet. Each instrument declares one
 (``INSTRUMENT`` in its package's instrument.py) from functions of its own modules; ``instrument`` finds it
 by name in the registry (tasks/instrument_registry.py). The records both sides pass are
-tasks/core_records.py; the prepared run (``PreparedRun``) is here, since it knows its instrument.
-
-The core is the path every measurement takes: ``tasks/experiment`` (resolve the arms, the one-change rule,
-seeds and pinned ids, read the criteria), ``tasks/run`` (check before anything runs, plan work units, run and
-land them, register the run, pick up what a crash or a held warehouse left) and ``tasks/report`` (judge the
-gates, publish the report). An instrument says only what is its own: what an arm's artefact is, what a
-task-set version holds and how it is checked, how one work unit runs and which rows it lands, which records
-it registers besides the run, its arms and comparisons, and its figures, gate kinds and report tables.
+tasks/core_records.py; the prepared run (``PreparedRun``) is here, since it knows its instrument. What is the
+core's and what an instrument's: docs/reference/layout.md.
 """
 
 from __future__ import annotations

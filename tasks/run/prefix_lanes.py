@@ -1,12 +1,9 @@
 """Prefix lanes: one (arm, seed) at a time on each hosted-model endpoint, so the provider's prompt cache holds.
 
 Every request of one (arm, seed) starts with the same prefix: the tools in that seed's order and the agent
-prompt, most of every prompt. A server's prefix cache keeps it only while those requests come together:
-a single-slot llama.cpp server re-evaluated 2,183 prompt tokens per call (92 s) when seeds' work units
-interleaved, 3-5 s per call when one seed's units ran together; OpenAI and Anthropic caches also favour
-a prefix reused back to back. The thread runner runs several work units at once, and the units of an
-experiment are planned arm by arm, seed by seed, batch by batch; so, at a seed's boundary, units of two
-seeds would send their requests to one endpoint's queue side by side.
+prompt, most of every prompt. A server's prefix cache (llama.cpp's, OpenAI's, Anthropic's) keeps it only while
+those requests come together; but the thread runner runs several work units at once, so at a seed's boundary
+units of two seeds would send their requests to one endpoint's queue side by side.
 
 A unit of a hosted arm holds the lane of its endpoint (provider and base_url) while it selects. Units of
 the lane's current (arm, seed) enter together (their calls still overlap up to the endpoint's
@@ -18,8 +15,7 @@ A unit may leave its lane before it ends (``LaneHold.tail``): a task unit leaves
 fewer than the endpoint's ``concurrency``, every one of them already running, so the next (arm, seed) fills
 the slots the draining unit can no longer fill. Its last conversations' turns then overlap the next
 prefix's first ones (at most ``concurrency - 1`` of them); at ``concurrency`` 1 (a single-slot server) a unit
-never leaves early. Waiting for the whole tail cost the task harness ~4% of the concurrency bound at each
-seed's boundary (benchmarks/task_harness.py).
+never leaves early.
 """
 
 from __future__ import annotations

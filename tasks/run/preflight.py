@@ -15,9 +15,7 @@ fail only after selections were paid for. Each problem is an InputError naming t
 - Prefect's home folder is writable when a temporary server will be started (its SQLite database).
 
 Registration's memory does not grow with the run (warehouse/register_run.py streams the Parquet into DuckDB
-in batches under a fixed memory limit, in one transaction; benchmarks/register_memory.py: ~0.3 GB peak RSS
-for 171k and for 513k rows with 200-entry probability maps), so nothing here refuses a run for its size in
-memory. What does grow is disk: the rows in Parquet and in the DuckDB file, and the spill files DuckDB
+in batches under a fixed memory limit), so nothing here refuses a run for its size in memory. What does grow is disk: the rows in Parquet and in the DuckDB file, and the spill files DuckDB
 writes beside the file (``tooleval.duckdb.tmp/``) for what it cannot keep under the limit; ``disk_needed``
 counts all three, per probability-map entry for the maps that dominate a wide catalogue's rows.
 """
@@ -38,15 +36,12 @@ from warehouse.location import Warehouse
 BYTES_PER_ROW = 400
 """A generous bound on what one row costs on disk: Parquet (~10 B compressed), the DuckDB table, the cache."""
 DISK_MARGIN_BYTES = 16 * 2**20
-"""Room for a new DuckDB file, its write-ahead log, the cache and the report files (the MCP demo's new
-warehouse, 612 task runs and their calls, takes 3.6 MB in all)."""
+"""Room for a new DuckDB file, its write-ahead log, the cache and the report files."""
 
 
 MAP_ENTRY_BYTES = 48
 """A bound on what one probability-map entry (an option and its probability) costs on disk while a run lands
-and registers. Measured on 171,000 rows x 200 entries (benchmarks/register_memory.py): Parquet 10 B, the
-DuckDB table 8 B, registration's spill files at their largest 16 B (515 MB; 517-542 MB at 513,000 rows,
-so this over-counts a longer run's spill), 34 B in all."""
+and registers: in Parquet, in the DuckDB table and in registration's spill files (benchmarks/register_memory.py)."""
 
 
 def disk_needed(rows: int, db_path: Path, map_entries: int = 0) -> int:

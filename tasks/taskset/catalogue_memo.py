@@ -2,9 +2,8 @@
 version, and the catalogue itself loaded without checking its argument schemas again (a run's arms,
 ``tooleval validate EXPERIMENT``).
 
-Loading a catalogue checks every tool's argument schema against its JSON Schema metaschema (jsonschema:
-its import and a check per tool): most of a remembered ``validate``'s CPU. The checks are a pure
-function of the catalogue files' bytes (the file and the chain it ``extends``), the rules (the catalogue
+Loading a catalogue checks every tool's argument schema against its JSON Schema metaschema. The checks are
+a pure function of the catalogue files' bytes (the file and the chain it ``extends``), the rules (the catalogue
 models' and the loader's source) and the jsonschema version, so a chain that passed is kept, like a label
 check pass (``check_cache``), under a hash of those, in the cache's ``catalogue-checks`` folder (nothing in
 it needed). A chain that fails is never kept: its problems are found and reported, with file and rule, every

@@ -1,14 +1,5 @@
-"""Read a task-set folder: catalogues, versions (requests + adjudications + manifest), weights, prompts.
-
-Layout of ``tasksets/<name>/``::
-
-    catalogues/<catalogue>.json        CatalogueFile (a rung may `extends` another)
-    prompts/<prompt>.md                system prompts
-    <version>.jsonl                    LabelledRequest, one per line
-    <version>.adjudications.jsonl      Adjudication, one per line (optional)
-    <version>.manifest.json            VersionManifest: slices and the content hash that freezes the version
-    weights/<window>.json              ProductionWeights
-    experiments/*.yaml                 experiment files
+"""Read a task-set folder (its layout: docs/selection/experiments.md): catalogues, versions (requests +
+adjudications + manifest), weights, prompts.
 
 Every parse problem is an ``InputError`` naming the file, the line and the rule. The request table (polars,
 ``request_table.py``) is built when a loaded version's ``table`` is first read; ``TaskSetVersion.column``
