@@ -140,7 +140,8 @@ class Faker:
         return self.r.choice([f"{street}, {town} {postcode}", f"{street}, {town}", f"{street.lower()} {postcode.lower()}",
                               f"{street}, Flat {self.r.randint(1, 30)}, {town} {postcode}"])
 
-    def slot(self, name: str) -> str:
+    def __getitem__(self, name: str) -> str:
+        """A fresh value for slot ``name`` (so ``str.format_map(faker)`` fills a template)."""
         r = self.r
         values = {
             "order": self.order, "email": self.email, "phone": self.phone, "card": self.card, "address": self.address,
@@ -451,16 +452,8 @@ FOLLOWUPS = [
 
 
 def fill(text: str, fake: Faker) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "{":
-            j = text.index("}", i)
-            out.append(fake.slot(text[i + 1:j]))
-            i = j + 1
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+    """The text with a fresh value in each ``{slot}``, drawn left to right."""
+    return text.format_map(fake)
 
 
 def typo(text: str, rng: random.Random) -> str:
