@@ -132,14 +132,9 @@ def numbered_request_rows(numbered: Iterable[tuple[int, LabelledRequest]]) -> Re
     return RequestRows(chunks.frame()) if chunks.frames else RequestRows(rows=chunks.pending)
 
 
-def numbered_request_table(numbered: Iterable[tuple[int, LabelledRequest]]) -> pl.DataFrame:
-    """(line, request) pairs as a request table (``numbered_request_rows``)."""
-    return numbered_request_rows(numbered).frame
-
-
 def request_table(requests: Iterable[LabelledRequest]) -> pl.DataFrame:
     """Requests already in memory (a draft version, a test's tuple) as a request table, lines 1..n."""
-    return numbered_request_table(enumerate(requests, start=1))
+    return numbered_request_rows(enumerate(requests, start=1)).frame
 
 
 def as_request_table(requests: pl.DataFrame | Sequence[LabelledRequest]) -> pl.DataFrame:
