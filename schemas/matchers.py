@@ -2,7 +2,7 @@
 and a labelled request's expected arguments (schemas/expected_arguments.py).
 
 Written in a file either as a literal (equality) or as an object with exactly one of these keys:
-``equals``, ``contains``, ``regex``, ``one_of``, ``absent`` (see schemas/surface/task.py).
+``equals``, ``contains``, ``regex``, ``one_of``, ``absent`` (docs/surface/writing-tasks.md says what each does).
 """
 
 import re

@@ -4,18 +4,7 @@ outcome and a budget. A line of ``tN.jsonl`` in a task-set folder; ``tN.manifest
 Tasks are scored on the outcome (calls that happened, the final fixture state, the final reply), never on
 matching a transcript: a redesigned surface may reach the same outcome by another path.
 
-A *matcher* compares one value. Written in a task file either as a literal (equality) or as an object with
-exactly one of these keys:
-
-- ``{"equals": V}``: the value equals V (JSON equality);
-- ``{"contains": S}``: a string holds S as a substring, or a list holds S as an element;
-- ``{"regex": R}``: a string matches the regular expression R (``re.search``);
-- ``{"one_of": [V1, V2, ...]}``: the value equals one of them;
-- ``{"absent": true}``: the key (argument or state path) is not there (or is null).
-
-A one-key object whose key is none of these (``{"startswith": "x"}``) is refused as an unknown matcher, and
-so is an object that holds a matcher key beside others: to compare with such an object, write
-``{"equals": {...}}``. An object of two or more other keys is a literal (equality).
+A *matcher* (schemas/matchers.py) compares one value.
 """
 
 from typing import Any
@@ -27,6 +16,17 @@ from schemas.taskset import FrozenVersion, Message, last_user_text
 
 FIXTURE_INCLUDE_KEY = "include"
 """Key of a task's fixtures naming shared fixture files (``fixtures/<name>.json``) merged under its own."""
+
+
+def _matcher_beside(data: Any, keys: tuple[str, ...], shape: str) -> Any:
+    """An assertion as written (its matcher's key beside ``keys``) with the matcher gathered under ``matcher``;
+    ``shape`` begins the error when there is not exactly one matcher key beside them."""
+    if not isinstance(data, dict) or "matcher" in data:
+        return data
+    rest = {k: v for k, v in data.items() if k not in keys}
+    if len(rest) != 1 or next(iter(rest)) not in MATCHER_KINDS:
+        raise ValueError(f"{shape} and exactly one of {', '.join(MATCHER_KINDS)}")
+    return {**{key: data.get(key) for key in keys}, "matcher": rest}
 
 
 class CallAssertion(BaseModel):
@@ -55,13 +55,7 @@ class StateAssertion(BaseModel):
     @classmethod
     def _inline_matcher(cls, data: Any) -> Any:
         """``{"path": "tickets.T-1.status", "equals": "closed"}``: the matcher sits beside the path."""
-        if isinstance(data, dict) and "matcher" not in data:
-            rest = {k: v for k, v in data.items() if k != "path"}
-            kinds = [k for k in rest if k in MATCHER_KINDS]
-            if len(kinds) != 1 or len(rest) != 1:
-                raise ValueError(f"a state assertion has a path and exactly one of {', '.join(MATCHER_KINDS)}")
-            return {"path": data.get("path"), "matcher": rest}
-        return data
+        return _matcher_beside(data, ("path",), "a state assertion has a path")
 
     @model_serializer(mode="plain")
     def _as_task_file(self) -> Any:
@@ -96,14 +90,7 @@ class ProbeAssertion(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _inline_matcher(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "matcher" not in data:
-            rest = {k: v for k, v in data.items() if k not in ("probe", "path")}
-            kinds = [k for k in rest if k in MATCHER_KINDS]
-            if len(kinds) != 1 or len(rest) != 1:
-                raise ValueError(f"a probe assertion has a probe, an optional path and exactly one of "
-                                 f"{', '.join(MATCHER_KINDS)}")
-            return {"probe": data.get("probe"), "path": data.get("path"), "matcher": rest}
-        return data
+        return _matcher_beside(data, ("probe", "path"), "a probe assertion has a probe, an optional path")
 
     @model_serializer(mode="plain")
     def _as_task_file(self) -> Any:
