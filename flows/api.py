@@ -8,16 +8,16 @@
 ``run_experiment`` runs an experiment of any instrument (tasks/instrument_registry.py): it prepares the run once
 (resolve the arms, load and check the task-set versions, read the criteria) before Prefect is involved, so
 bad input fails fast and nothing is written; once the cheap checks pass, a Prefect server starts in its own
-process (unless ``PREFECT_API_URL`` names a running one, or a kept one answers) while the label checks run. The evaluate flow then runs once, handed that prepared
-run (a flow parameter), and returns the published report: nothing is loaded or checked twice. ``report``,
-``validate`` and ``validate_tasks`` never import Prefect.
+process (unless ``PREFECT_API_URL`` names a running one, or a kept one answers) while the label checks run.
+The evaluate flow is handed that prepared run (a flow parameter): nothing is loaded or checked twice.
+``report``, ``validate`` and ``validate_tasks`` never import Prefect.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence
@@ -69,7 +69,7 @@ def prefect_api(server: LocalServer | None) -> Iterator[None]:
 
     if server is None:
         url = configured_api_url()
-        with ApiWatch(url, None) if url else _nothing():
+        with ApiWatch(url, None) if url else nullcontext():
             yield
         drain_prefect_client()
         return
@@ -91,11 +91,6 @@ def prefect_api(server: LocalServer | None) -> Iterator[None]:
             os.environ["PREFECT_API_URL"] = previous
 
 
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
 def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None = None, use_cache: bool = True,
                    allow_provisional: bool = False, task_runner: str | None = None, max_calls: int | None = None,
                    max_spend_usd: float | None = None, trace: str | None = None, batch: bool = False,
@@ -105,8 +100,7 @@ def run_experiment(experiment_path: Path | str, *, warehouse: str | Path | None 
     OpenInference traces (default: the experiment's ``tracing:`` block, else none). ``batch`` sends hosted arms'
     chat requests through the providers' batch APIs (default: the experiment's ``batch:``); ``batch_wait``
     'detach' stops the run before registering while a batch still runs (default: the experiment's
-    ``batch_wait:``, else 'hold'). ``say`` is told
-    the lines of what the run will cost, before its first call."""
+    ``batch_wait:``, else 'hold'). ``say`` is told the lines of what the run will cost, before its first call."""
     from flows import gc_pause
     from flows.prefect_server import check_api_answers, configured_api_url, run_server
     from flows.prefect_settings import apply_prefect_defaults, quiet_prefect_tracebacks

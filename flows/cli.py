@@ -165,8 +165,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
-
 def cmd_fit(args: argparse.Namespace) -> int:
     from flows import api
 

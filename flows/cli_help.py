@@ -93,14 +93,16 @@ def command_helps(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str
     found: dict[str, str] = {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
-            for name, sub in action.choices.items():
-                path = f"{prefix}{name}"
-                nested = command_helps(sub, path + " ")
-                if nested:
-                    found.update(nested)
-                else:
-                    found[path] = helps.get(name, "")
+            found.update(subcommand_helps(action, prefix))
+    return found
+
+
+def subcommand_helps(action: argparse._SubParsersAction, prefix: str = "") -> dict[str, str]:
+    """Every command path under one subcommands action and its one-line help."""
+    helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+    found: dict[str, str] = {}
+    for name, sub in action.choices.items():
+        found.update(command_helps(sub, f"{prefix}{name} ") or {f"{prefix}{name}": helps.get(name, "")})
     return found
 
 
@@ -116,10 +118,7 @@ class JobsHelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _format_action(self, action):
         if not isinstance(action, argparse._SubParsersAction) or not getattr(action, "jobs", None):
             return super()._format_action(action)
-        helps = {}
-        for name, sub in action.choices.items():
-            nested = command_helps(sub, name + " ")
-            helps.update(nested or {name: next((c.help for c in action._choices_actions if c.dest == name), "")})
+        helps = subcommand_helps(action)
         column = min(max(len(path) for _, paths in action.jobs for path in paths) + 6, 24)
         width = max(self._width, column + 30)
         lines = []

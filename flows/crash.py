@@ -105,8 +105,6 @@ def write_refused(error: BaseException, paths: Iterable[str | Path] = ()) -> str
 
 
 def _hint(error: BaseException, paths: Iterable[str | Path] = (), resumes: str = RESUMES) -> str:
-    if full := disk_full(error, paths):
-        return f"the disk is full ({full}): free space where the warehouse and the cache live, then rerun ({resumes})"
     if where := write_refused(error, paths):
         return (f"the warehouse stopped accepting writes: {where} cannot be written (made read-only or immutable "
                 f"while the run went on?); make it writable again (`chattr -R -i`, a read-write mount), then rerun "

@@ -92,12 +92,10 @@ def publish_run(summary, key: str, what: str = "run") -> RunResult:
     line, status, failed = verdict_line(summary)
     # a Failed run's log holds no ERROR record: the verdict is a finding, said as a warning and the state's message
     (logger.info if code == EXIT_OK else logger.warning)("%s %s: %s (exit %d)", what, summary.run_id, line, code)
-    if summary.report is not None:
-        create_markdown_artifact(render_markdown(summary.report, summary.reports.get("html")), key=artifact_key(key, "report"),
-                                 description=f"tooleval {what} {summary.run_id}: {line}")
-    else:
-        create_markdown_artifact(f"## tooleval: {status} — run `{summary.run_id}`\n\n{line}\n",
-                                 key=artifact_key(key, "report"), description=f"tooleval {what} {summary.run_id}: {line}")
+    markdown = (render_markdown(summary.report, summary.reports.get("html")) if summary.report is not None
+                else f"## tooleval: {status} — run `{summary.run_id}`\n\n{line}\n")
+    create_markdown_artifact(markdown, key=artifact_key(key, "report"),
+                             description=f"tooleval {what} {summary.run_id}: {line}")
     if summary.verdict is not None and summary.verdict.gates:
         create_table_artifact(gates_table(summary.verdict), key=artifact_key(key, "gates"),
                               description=f"Gates of {what} {summary.run_id}: {line}")
