@@ -1,9 +1,8 @@
 """A new warehouse file starts as a copy of the blank one this tooleval made before: its tables, macros and
 views with no rows, kept in the user's cache folder (tasks/files/cache_folder.py, ``warehouse``) under the
-definitions stamp (warehouse/views.py), the DuckDB version and the storage format. Copying it takes
-milliseconds where creating the tables and binding every view takes a large share of a small run. Nothing
-in the folder is needed: without a blank file (or with one that does not open), the file is created as
-before and a blank copy of it kept for the next new warehouse."""
+definitions stamp (warehouse/views.py), the DuckDB version and the storage format: copying it is cheaper
+than creating the tables and binding every view. Nothing in the folder is needed: without a blank file (or
+with one that does not open), the file is created and a blank copy of it kept for the next new warehouse."""
 
 from __future__ import annotations
 

@@ -22,19 +22,12 @@ from warehouse.connect import connect
 from warehouse.parquet_store import run_files
 
 REGISTER_MEMORY_LIMIT = "128MB"
-"""DuckDB's memory limit while a run's rows are loaded. At its default (80% of the machine's memory) DuckDB
-keeps the rows it inserts in its buffer pool; bounded, it writes row groups out to the database file as it
-goes, also when the transaction first deletes the rows of an earlier registration. Set on the
-registration's own connection, closed right after: the report's read-only connection keeps the default.
-
-The limit alone is not enough: one ``INSERT ... SELECT`` over all of a run's Parquet, with DuckDB preserving
-insertion order across its threads, buffers the scanned rows until they can be appended in order, and a
-large run with probability maps runs out of memory. Registration therefore streams: insertion order is not
-preserved (no view, query or report depends on the order rows sit in a table) and the Parquet goes in by
-batches of at most ``REGISTER_BATCH_BYTES``, all inside the one transaction. Its memory then does not grow
-with the run (benchmarks/register_memory.py measures it); what DuckDB cannot keep under the limit it spills
-to ``tooleval.duckdb.tmp/`` beside the file (DuckDB's default temp_directory), which the preflight counts in
-the disk a run needs (tasks/run/preflight.py)."""
+"""DuckDB's memory limit on a registration's own connection: bounded, DuckDB writes row groups out to the file
+as it inserts instead of keeping them in its buffer pool. Rows go in without preserving insertion order (no
+view, query or report depends on it) and by batches of ``REGISTER_BATCH_BYTES``, in one transaction, so the
+memory does not grow with the run (benchmarks/register_memory.py); what does not fit spills to
+``tooleval.duckdb.tmp/`` beside the file, which the preflight counts in the disk a run needs
+(tasks/run/preflight.py)."""
 
 REGISTER_BATCH_BYTES = 64 * 2**20
 """At most this much Parquet (on disk) per ``INSERT``; a larger file goes in alone."""

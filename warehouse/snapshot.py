@@ -4,9 +4,8 @@ DuckDB lets one process write a file or many read it: an analyst's session that 
 even read-only, makes every run's registration wait and then end with exit 5. A snapshot avoids that:
 the file (and its write-ahead log, if any) is copied while a read-only connection holds DuckDB's lock (so
 no writer is half-way through a transaction and the copy is consistent), the lock is let go at once, and
-the session reads the copy. A run registering meanwhile waits at most the copy's duration (tens of
-milliseconds for the demo warehouse; about a second per GB). The session sees the warehouse as it was at
-the snapshot; taking a new snapshot shows runs registered since.
+the session reads the copy. A run registering meanwhile waits at most the copy's duration. The session
+sees the warehouse as it was at the snapshot; taking a new snapshot shows runs registered since.
 """
 
 from __future__ import annotations
