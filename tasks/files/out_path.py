@@ -7,16 +7,14 @@ import os
 from pathlib import Path
 
 from tasks.files.input_errors import InputError
-from tasks.files.write_probe import write_refusal
+from tasks.files.write_probe import nearest_existing, write_refusal
 
 
 def check_out_path(out: str | os.PathLike[str]) -> None:
     """Raise ``InputError`` (rule ``out-writable``) unless ``out``'s folder exists or can be made, and takes a
     new file (probed: permissions, a read-only mount, a pseudo file system)."""
     path = Path(out)
-    above = path.parent
-    while not above.exists() and above != above.parent:
-        above = above.parent
+    above = nearest_existing(path.parent)
     if not above.is_dir():
         raise InputError.one(str(path), "--out", "out-writable",
                              f"{above} is a file, so nothing can be written under it: give another --out")

@@ -27,7 +27,7 @@ import shutil
 from pathlib import Path
 
 from tasks.files.input_errors import InputError, Problem
-from tasks.files.write_probe import write_refusal
+from tasks.files.write_probe import nearest_existing, write_refusal
 from tasks.instrument_api import PreparedRun
 from tasks.instrument_registry import landed_folders, stores
 from warehouse.connect import WarehouseBusy, WarehouseUnreadable, connect
@@ -57,9 +57,7 @@ def _writable(directory: Path, what: str, rule: str) -> list[Problem]:
     tried with a temporary file that is removed at once."""
     if directory.exists() and not directory.is_dir():
         return [Problem(str(directory), "", rule, f"{what} is a file, not a folder: give a folder")]
-    existing = directory
-    while not existing.exists():
-        existing = existing.parent
+    existing = nearest_existing(directory)
     if not existing.is_dir():
         return [Problem(str(directory), "", rule, f"{what} cannot be made: {existing} is a file")]
     if (error := write_refusal(existing)) is not None:
@@ -133,10 +131,7 @@ def check_before_run(prepared: PreparedRun, warehouse: Warehouse, starts_prefect
                                         "rebuilt from nothing: earlier runs' Parquet rows stay in rows/) or give "
                                         "--warehouse DIR"))
     if not problems:
-        existing = warehouse.root
-        while not existing.exists():
-            existing = existing.parent
-        free = shutil.disk_usage(existing).free
+        free = shutil.disk_usage(nearest_existing(warehouse.root)).free
         entries = prepared.instrument.extra_disk_entries(prepared)
         needed = disk_needed(rows, warehouse.db_path, entries)
         if free < needed:

@@ -20,6 +20,7 @@ from typing import Callable, Generic, Iterable, TypeVar
 from pydantic import BaseModel
 
 from tasks.files.sqlite_files import open_shared_sqlite
+from tasks.files.write_probe import nearest_existing
 
 _CHUNK = 500
 _LOW_DISK_BYTES = 16 * 2**20
@@ -43,10 +44,7 @@ def _as_os_error(path: Path | None, error: sqlite3.Error) -> BaseException:
     """The OSError an SQLite failure stands for (a full disk, a read-only file), else the error itself."""
     text = str(error).lower()
     if path is not None and ("disk is full" in text or "disk i/o error" in text):
-        existing = Path(path).parent
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
-        if "disk is full" in text or shutil.disk_usage(existing).free < _LOW_DISK_BYTES:
+        if "disk is full" in text or shutil.disk_usage(nearest_existing(Path(path).parent)).free < _LOW_DISK_BYTES:
             return OSError(errno.ENOSPC, f"No space left on device: the result cache could not be written "
                                          f"(SQLite: {error})", str(path))
     if path is not None and ("readonly" in text or "read-only" in text or "unable to open" in text):

@@ -2,10 +2,9 @@
 
 A task-set version is immutable and hashed; the label checks are a pure function of its files, its
 parent's labels, the catalogue tools in use, the weights, the rules (this package's source) and the Great
-Expectations version. A pass is kept under that key in the user's cache folder
-(``$TOOLEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/tooleval``, else ``~/.cache/tooleval``); a run or a
-``tooleval validate`` of the same content then answers at once without importing Great Expectations
-(seconds). Failures are never kept: a broken version is checked, and its problems listed, every time.
+Expectations version. A pass is kept under that key in the user's cache folder (tasks/files/cache_folder.py);
+a run or a ``tooleval validate`` of the same content then answers at once without importing Great Expectations.
+Failures are never kept: a broken version is checked, and its problems listed, every time.
 
 The key needs the version's manifest and content hash, not its requests: ``tooleval validate`` of a remembered
 version (``content_check_key``) reads no request table (polars) and imports none of the checks.
