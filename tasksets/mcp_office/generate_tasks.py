@@ -3,29 +3,14 @@ deterministically.
 
     .venv/bin/python tasksets/mcp_office/generate_tasks.py     # writes nothing if t1 is frozen and equal
 
-The office keeps its CRM in the memory server's knowledge graph (customers, their contact people, deals and the
-two account managers as entities with observations; relations ``works_at``, ``owns_deal``, ``manages_account``)
-and its documents as files (``notes/``, ``contracts/``, ``invoices/``, ``archive/``) under the filesystem server's
-folder, which agents reach by RELATIVE paths (``notes/acme.md``; a customer's current contract is
-``contracts/acme.md``, an expired one carries its year, ``contracts/acme-2024.md``). ``fixtures/office.json``
-holds both (the graph as ``memory.jsonl``, the documents under ``files/``); every task includes it and may add
-files of its own.
-
-Slices (never averaged together):
-
-- ``crm``: find or record facts in the graph (questions, observations, an upgrade, a new contact);
-- ``files``: find, read, edit, move and create documents; there is no delete tool, and the tasks also check that
-  nothing was overwritten where it matters (an edited note keeps its old lines, a new note leaves the old one be);
-- ``cross``: work that needs both servers (a contract's renewal date recorded on the customer, an invoice marked
-  paid in its file and in the CRM, a contact copied from the CRM into the notes, a new customer onboarded from
-  their contract, a deal's stage updated from the notes).
-
-Every task is graded on the outcome, never on the transcript: ``probes`` read the end state through the servers
-(``open_nodes`` for a record, ``read_text_file`` for a document, ``list_directory`` for where a file is), ``reply``
-matchers grade answers, and questions must not write (``not_called`` with the writing tools both surfaces keep).
-A reply must name the fact asked for and no other customer: a reply that dumps the whole CRM or every invoice
-does not answer. Deleting is never asserted by tool name: an update that deletes and re-creates a record loses
-its relations, which the probes read (so the same assertion holds on a surface without the delete tools).
+docs/surface/mcp.md ("The bundled example") describes the office, its fixture, the slices (``crm``, ``files``,
+``cross``) and how tasks are graded. Agents reach documents by RELATIVE paths (``notes/acme.md``; a customer's
+current contract is ``contracts/acme.md``, an expired one carries its year, ``contracts/acme-2024.md``).
+Probes read the end state through the servers (``open_nodes`` for a record, ``read_text_file`` for a
+document, ``list_directory`` for where a file is). A reply must name the fact asked for and no other customer:
+a reply that dumps the whole CRM or every invoice does not answer. Deleting is never asserted by tool name: an
+update that deletes and re-creates a record loses its relations, which the probes read (so the same assertion
+holds on a surface without the delete tools).
 
 Next to each task, ``ORACLES[id]`` holds the calls a competent agent makes (one call a turn) and its final reply,
 kept out of t1.jsonl: ``tests/surface/test_mcp_office_example.py`` replays them on the real servers, and replays
@@ -147,9 +132,8 @@ def old_contract(p: dict) -> str:
 
 
 def invoice(index: int, p: dict) -> str:
-    status = "paid" if index % 3 == 0 else "unpaid"
     return (f"Invoice {invoice_number(index)}\nBill to: {p['name']}\nAmount: {invoice_amount(p)}\n"
-            f"Issued: 2026-10-01\nDue: 2026-10-31\nStatus: {status}\n")
+            f"Issued: 2026-10-01\nDue: 2026-10-31\nStatus: {invoice_status(index)}\n")
 
 
 def invoice_status(index: int) -> str:
