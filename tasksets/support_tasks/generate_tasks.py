@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from tasks.surface.load_tasks import freeze_task_version  # noqa: E402
+from tasks.surface.load_tasks import write_version  # noqa: E402
 
 SEED = 20261201
 VERSION = "t1"
@@ -293,12 +293,9 @@ def build() -> dict[str, str]:
 
 def main() -> int:
     files = build()
-    (HERE / "fixtures").mkdir(exist_ok=True)
-    for relative, text in files.items():
-        (HERE / relative).write_text(text)
-    tasks = files[f"{VERSION}.jsonl"].splitlines()
-    manifest = freeze_task_version(HERE, VERSION, SLICES, notes=(
-        f"generate_tasks.py, seed {SEED}: {len(tasks)} tasks over the shared fixtures kb and customers"))
+    manifest = write_version(HERE, VERSION, files, ["kb", "customers"], SLICES, notes=(
+        f"generate_tasks.py, seed {SEED}: {len(files[f'{VERSION}.jsonl'].splitlines())} tasks over the shared "
+        "fixtures kb and customers"))
     print(f"{VERSION}: {manifest.n_tasks} tasks {manifest.counts_by_slice}, hash {manifest.content_hash[:12]}")
     return 0
 
