@@ -71,10 +71,7 @@ def write_weekly_experiment(
                                         extra_versions)
     arms: list[SelectionArmSpec] = [a.model_copy(update={"name": arm_name(a.name, v), "version": v})
                            for a in chosen for v in versions]
-    pairs: list[tuple[str, str]] = []
-    for a in chosen:
-        for old, new in zip(versions, versions[1:]):
-            pairs.append((arm_name(a.name, old), arm_name(a.name, new)))
+    pairs = [(arm_name(a.name, old), arm_name(a.name, new)) for a in chosen for old, new in zip(versions, versions[1:])]
     calibration: list[tuple[str, str]] = []
     if new_version in versions and parent in versions and parent != new_version:
         calibration = [(arm_name(a.name, parent), arm_name(a.name, new_version)) for a in chosen]
@@ -87,11 +84,10 @@ def write_weekly_experiment(
         "version": versions[-1],
         "weights": window,
         "arms": [a.model_dump(mode="json", exclude_none=True) for a in arms],
-        "comparisons": [SelectionComparison(**{"from": a, "to": b}).model_dump(by_alias=True) for a, b in pairs] or [],
+        "comparisons": [SelectionComparison(**{"from": a, "to": b}).model_dump(by_alias=True) for a, b in pairs],
     })
-    for key in ("criteria",):
-        if data.get(key) and not Path(data[key]).is_absolute():
-            data[key] = str((production_experiment.parent / data[key]).resolve())
+    if data.get("criteria") and not Path(data["criteria"]).is_absolute():
+        data["criteria"] = str((production_experiment.parent / data["criteria"]).resolve())
     path = write_atomic(out_dir / f"{spec.name}-weekly-{window}-{'-'.join(versions)}.yaml",
                         "# Written by the weekly flow from " + str(production_experiment) + "\n"
                         + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
