@@ -2,8 +2,7 @@
 (``Instrument.run_unit``), which lands the unit's rows as Parquet under the run's warehouse.
 
 A unit carries a batch of its version's work items (``Instrument.work_items``: a slice of the request
-table, a slice of the tasks), not one object per item: planning a 1M-row run holds the request table once
-plus a few hundred bytes a unit. What each item needs for the unit's arm and seed (the tools in the seed's
+table, a slice of the tasks), not one object per item. What each item needs for the unit's arm and seed (the tools in the seed's
 order, the cache key) is worked out where the unit runs, and dropped with its rows.
 """
 
