@@ -43,7 +43,7 @@ from tasks.report.publish import latest_runs  # noqa: E402
 from tasks.selection.gates import JUDGES  # noqa: E402
 from schemas.selection.criteria import SelectionCriteria  # noqa: E402
 from warehouse.connect import connect  # noqa: E402
-from warehouse.tables import TABLES  # noqa: E402
+from warehouse.tables import tables  # noqa: E402
 
 CRITERIA = ROOT / "tasksets" / "support" / "experiments" / "criteria.yaml"
 
@@ -68,7 +68,7 @@ def synthetic_warehouse(directory: Path, n_requests: int) -> tuple[Path, str]:
             items = [r.model_copy(update={"run_id": run_id}) for r in items]
         if table == "comparisons":
             items = [r.model_copy(update={"run_id": run_id}) for r in items]
-        arrow: pa.Table = to_arrow_table(TABLES[table], [r.model_dump() for r in items])
+        arrow: pa.Table = to_arrow_table(tables()[table], [r.model_dump() for r in items])
         con.register("_incoming", arrow)
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
         con.unregister("_incoming")

@@ -64,7 +64,7 @@ from synthetic import run_ids, selection_row_batches, warehouse_records  # noqa:
 from schemas.arrow import arrow_schema, to_arrow_table  # noqa: E402
 from schemas.selection.rows import SelectionRow  # noqa: E402
 from warehouse.connect import connect  # noqa: E402
-from warehouse.tables import TABLES, create_tables  # noqa: E402
+from warehouse.tables import create_tables, tables  # noqa: E402
 from warehouse.views import create_views, view_files  # noqa: E402
 
 TARGET_RATIO = 1.5
@@ -465,7 +465,7 @@ def write_parquet(path: Path, n_rows: int, n_runs: int) -> int:
 
 def insert_records(con: duckdb.DuckDBPyConnection, n_runs: int) -> None:
     for table, records in warehouse_records(n_runs).items():
-        arrow = to_arrow_table(TABLES[table], [r.model_dump() for r in records])
+        arrow = to_arrow_table(tables()[table], [r.model_dump() for r in records])
         con.register("_incoming", arrow)
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
         con.unregister("_incoming")

@@ -4,8 +4,6 @@ its card's store (tasks/instrument_card.py)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import duckdb
 from pydantic import BaseModel
 
@@ -17,12 +15,6 @@ def tables() -> dict[str, type[BaseModel]]:
     from tasks.instrument_registry import cards
 
     return {table: model for card in cards().values() for table, model in card.row_models().items()}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "TABLES":  # read as a constant by benchmarks and the read-only reader
-        return tables()
-    raise AttributeError(name)
 
 
 def create_tables(con: duckdb.DuckDBPyConnection) -> None:
