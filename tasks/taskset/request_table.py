@@ -2,8 +2,7 @@
 
 Every line of ``<version>.jsonl`` is still validated with the ``LabelledRequest`` model, so bad input
 keeps its file / line / rule errors, but the model objects are not kept: the run holds each request as a
-handful of strings in Arrow buffers (a few hundred bytes) instead of a tree of pydantic objects (several
-KB), and a work unit is a zero-copy slice of the table (``plan_units`` in tasks/run/work_units.py).
+handful of strings in Arrow buffers, and a work unit is a zero-copy slice of the table (``plan_units``).
 
 Columns (``request_schema()``):
 
@@ -17,11 +16,8 @@ Columns (``request_schema()``):
 - ``expected_arguments``: what the right tool's call must hold, as JSON (``expected_arguments_json``), null
   when the arguments are not scored.
 
-``RequestRows`` is a read-only sequence over the table that builds a ``LabelledRequest`` on demand, so
-code written for a tuple of requests keeps working. polars is imported when a table is built or read,
-not with this module: a run's work units name ``parse_messages`` without loading a frame library, and a
-version of one chunk or less keeps its rows until its table is first read (``RequestRows.column`` reads them
-as they are, so a check that needs a column or two loads no frame library either).
+``RequestRows`` reads the table as a sequence of ``LabelledRequest``. polars is imported when a table is
+built or read, not with this module.
 """
 
 from __future__ import annotations
