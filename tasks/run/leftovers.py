@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.files.atomic_write import write_atomic
-from tasks.files.owned_folders import RemovedFolders, remove_orphaned_folders
+from tasks.files.owned_folders import RemovedFolders, owner_gone, remove_orphaned_folders
 from tasks.instrument_registry import landed_folders
 from tasks.report.publish import judge_and_publish
 from tasks.run.deferred_registration import LateRegistration, register_waiting_runs, registered_run_ids
@@ -83,12 +83,9 @@ def _alive(owner: Path) -> bool:
     if record.get("host") != socket.gethostname():
         return True
     try:
-        os.kill(int(record["pid"]), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, KeyError, ValueError):
+        return not owner_gone(int(record["pid"]), 0)
+    except (KeyError, ValueError):
         return True
-    return True
 
 
 def _owner_gone(records: Path, now: float) -> bool:
