@@ -65,14 +65,9 @@ def duckdb_type(dtype: pa.DataType) -> str:
     """The DuckDB column type of an Arrow type."""
     import pyarrow as pa
 
-    if pa.types.is_string(dtype):
-        return "VARCHAR"
-    if pa.types.is_int64(dtype):
-        return "BIGINT"
-    if pa.types.is_float64(dtype):
-        return "DOUBLE"
-    if pa.types.is_boolean(dtype):
-        return "BOOLEAN"
+    simple = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"}
+    if dtype in simple:
+        return simple[dtype]
     if pa.types.is_timestamp(dtype):
         return "TIMESTAMPTZ"
     if pa.types.is_list(dtype):
