@@ -1,15 +1,8 @@
 """Write the bundled Git tasks on mcp-server-git (t1.jsonl), their shared fixture and the manifest.
 
-Every task starts from a fresh repository, `repo` under its server instance's state folder: the shared fixture
-(fixtures/repo.json) writes an empty repository's .git skeleton (HEAD and config; the surface's make_dirs make
-its objects and refs folders) and the working files of a small invoicing tool, and its setup calls, made
-through the server before the agent starts, stage and commit three commits on main and branch pdf-export off
-the second. A task adds its own files (an untracked TODO.txt) or setup (the same history, then a file staged).
-Commits are made with a fixed identity and date (surfaces/git.yaml), so their hashes are the same in every run.
-
-Slices: history (questions answered from the log, branches, status and diffs: nothing may change) and changes
-(stage, commit, branch: checked by probes that read the repository after the run). Run it again to rewrite
-the files; a frozen version whose files would change is refused (write t2).
+docs/surface/mcp-git.md describes the fixture repository (files, setup calls, fixed commit identity) and the
+two slices, history and changes. Run it again to rewrite the files; a frozen version whose files would change
+is refused (write t2).
 
     .venv/bin/python tasksets/mcp_git/generate_tasks.py
 """
