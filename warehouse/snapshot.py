@@ -1,11 +1,7 @@
-"""A private, read-only snapshot of the warehouse file for a long reading session (``tooleval sql``).
-
-DuckDB lets one process write a file or many read it: an analyst's session that keeps the file open,
-even read-only, makes every run's registration wait and then end with exit 5. A snapshot avoids that:
-the file (and its write-ahead log, if any) is copied while a read-only connection holds DuckDB's lock (so
-no writer is half-way through a transaction and the copy is consistent), the lock is let go at once, and
-the session reads the copy. A run registering meanwhile waits at most the copy's duration. The session
-sees the warehouse as it was at the snapshot; taking a new snapshot shows runs registered since.
+"""A private, read-only snapshot of the warehouse file for a long reading session (``tooleval sql``), so an
+open session never makes a run's registration wait (docs/warehouse/analysts.md). The file (and its
+write-ahead log, if any) is copied while a read-only connection holds DuckDB's lock: no writer is half-way
+through a transaction, so the copy is consistent; the session then reads the copy.
 """
 
 from __future__ import annotations
