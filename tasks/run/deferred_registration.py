@@ -31,13 +31,10 @@ class LateRegistration:
 def registered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> set[str]:
     if not warehouse.db_path.is_file():
         return set()
-    con = connect(warehouse.db_path, read_only=True, wait_s=wait_s)
-    try:
+    with connect(warehouse.db_path, read_only=True, wait_s=wait_s) as con:
         present = {name for (name,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         return {run_id for store in stores().values() if store.run_table in present  # a half-created file lacks some
                 for (run_id,) in con.execute(f"SELECT run_id FROM {store.run_table}").fetchall()}
-    finally:
-        con.close()
 
 
 def unregistered_run_ids(warehouse: Warehouse, wait_s: float | None = None) -> list[str]:
@@ -68,16 +65,13 @@ def registered_items(warehouse: Warehouse, registration: RunRegistration, wait_s
     if not warehouse.db_path.is_file():
         return None
     store = registration.store
-    con = connect(warehouse.db_path, read_only=True, wait_s=wait_s)
-    try:
+    with connect(warehouse.db_path, read_only=True, wait_s=wait_s) as con:
         if not con.execute("SELECT 1 FROM information_schema.tables WHERE table_name = ?",
                            [store.run_table]).fetchall():
             return None
         found = con.execute(f"SELECT {next(iter(store.counts))} FROM {store.run_table} WHERE run_id = ?",
                             [registration.run_id]).fetchall()
         return int(found[0][0]) if found else None
-    finally:
-        con.close()
 
 
 def register_waiting_runs(warehouse: Warehouse, wait_s: float | None = None) -> list[LateRegistration]:

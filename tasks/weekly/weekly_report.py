@@ -146,8 +146,7 @@ def build_weekly_report(
 
     calibration_text = None
     if weekly is not None and run_id is not None:
-        con = connect(warehouse.db_path, read_only=True)
-        try:
+        with connect(warehouse.db_path, read_only=True) as con:
             weighted = records(con, "SELECT * FROM weighted_accuracy WHERE run_id = ? ORDER BY rung", [run_id])
             aggregate = records(con, "SELECT * FROM aggregate_accuracy WHERE run_id = ? ORDER BY rung, slice", [run_id])
             tables.append(ReportTable(
@@ -170,8 +169,6 @@ def build_weekly_report(
             else:
                 warnings.append(f"{summary.version} was not calibrated against {summary.parent or 'a parent'} "
                                 "(no parent, or a provisional version not allowed)")
-        finally:
-            con.close()
     report.tables = tables
     return report, calibration_text
 
