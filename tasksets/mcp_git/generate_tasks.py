@@ -150,11 +150,6 @@ def build() -> dict[str, str]:
     }
 
 
-def frozen_differs(files: dict[str, str]) -> str | None:
-    """Why writing ``files`` would change the frozen version (None: no manifest yet, or the same hash)."""
-    return load_tasks.frozen_differs(HERE, VERSION, files, ["repo"])
-
-
 def main() -> int:
     files = build()
     manifest = load_tasks.write_version(HERE, VERSION, files, ["repo"], SLICES, notes=(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 
 from tasks.surface.load_surface import load_surface
-from tasks.surface.load_tasks import load_task_version
+from tasks.surface.load_tasks import frozen_differs, load_task_version
 from tasks.run.prepare_run import prepare_run
 from tasks.surface.task_checks import check_tasks
 from tests.factories import ROOT
@@ -20,6 +20,7 @@ def test_the_files_are_what_the_generator_writes():
     spec.loader.exec_module(generator)
     for relative, text in generator.build().items():
         assert (FOLDER / relative).read_text() == text, f"{relative}: run tasksets/support_tasks/generate_tasks.py"
+    assert frozen_differs(FOLDER, "t1", generator.build(), ["kb", "customers"]) is None
 
 
 def test_two_hundred_and_more_tasks_in_slices_pass_every_check():
