@@ -1,13 +1,10 @@
 """The project's small SQLite files (the selection cache, the call budget ledger): opened the same way by
 every thread and process that shares them.
 
-They use a rollback journal (``TRUNCATE``), not WAL: WAL keeps its index in a ``-shm`` file that every
-connection maps into memory, and a write through that map to a file that stopped accepting writes (a
-folder made immutable with ``chattr +i`` mid-run, a volume remounted read-only) is not an error SQLite can
-return but a SIGBUS that kills the process with no message. A rollback journal writes with ``write()``, so
-the same event is an error ("attempt to write a readonly database") that the run reports. The writes are
-one short transaction per work unit or per call, so readers waiting out a commit under the busy timeout
-cost nothing next to a model call.
+They use a rollback journal (``TRUNCATE``), not WAL: a write through WAL's memory-mapped ``-shm`` index to a
+file that stopped accepting writes kills the process with SIGBUS, where a rollback journal's ``write()`` gets
+an error the run reports (docs/reliability/index.md). The writes are one short transaction per work unit or
+per call, so readers waiting out a commit under the busy timeout cost nothing next to a model call.
 
 The journal mode is set when a file is opened: switching needs the file to itself, and SQLite answers
 "database is locked" at once (its busy timeout does not cover that switch) when another connection has it
