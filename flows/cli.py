@@ -645,13 +645,13 @@ def main(argv: list[str] | None = None) -> int:
     if held:
         gc.disable()
     try:
-        return _command(args)
+        return _command(args, command)
     finally:
         if held:
             gc.enable()
 
 
-def _command(args: argparse.Namespace) -> int:
+def _command(args: argparse.Namespace, command: str) -> int:
     try:
         if getattr(args, "out", None):
             from tasks.files.out_path import check_out_path
@@ -678,7 +678,6 @@ def _command(args: argparse.Namespace) -> int:
             return EXIT_NOT_REGISTERED
         from flows.crash import AFTER_PUBLISH, AFTER_READING, RESUMES, report_crash
 
-        command = getattr(getattr(args, "func", None), "__name__", "")
         resumes = (AFTER_PUBLISH if command == "cmd_phoenix" else AFTER_READING
                    if command in ("cmd_report", "cmd_sql", "cmd_compare", "cmd_plan", "cmd_tasks_report") else RESUMES)
         return report_crash(error, [p for p in (_warehouse_folder(args), getattr(args, "out", None)) if p], resumes)

@@ -223,15 +223,10 @@ YOUNG_GENERATION_THRESHOLD = 50_000
 
 @contextmanager
 def _few_collections() -> Iterator[None]:
-    """Python's cyclic garbage collector, tuned while the units run, then put back.
-
-    A batch makes tens of tracked objects a row (Selections, row dicts) that live as long as the batch. At
-    the default thresholds they outlive young-generation passes, reach the oldest generation and trigger
-    full collections that walk everything the process holds. Timed with ``gc.callbacks`` in a 1M-row run:
-    55 s in collections (a third of the run's CPU) with the defaults, 7 s with what is loaded by now
-    frozen (imports, the prepared run, the units: out of every walk) and a young generation of 50,000
-    (a batch's objects mostly die before a pass; cyclic garbage waits a little longer, a few MB).
-    """
+    """Python's cyclic garbage collector, tuned while the units run, then put back: what is loaded by now
+    (imports, the prepared run, the units) is frozen out of every walk, and the young generation is large
+    enough that a batch's tracked objects (tens a row) mostly die before a pass instead of reaching the
+    oldest generation and triggering full collections."""
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(YOUNG_GENERATION_THRESHOLD, *thresholds[1:])

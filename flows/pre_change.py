@@ -1,12 +1,10 @@
 """The pre-change flow: run one experiment file before a catalogue change (the manual deployment).
 
-The evaluate flow as a subflow, with the task runner chosen by a parameter (``thread`` or ``dask``).
-The flow run ends **Failed** when the run's exit code would be non-zero (a gate failed, not judged, a model
-served other than its pin, not registered yet) and **Completed** when every gate passed or there are no
-criteria; its log states the verdict line, and the markdown report and the per-gate table are artifacts
-(keys ``<taskset>-<experiment>-report`` / ``-gates``). See flows/run_outcome.py. With ``batch_wait: detach``
-a flow run whose batches still run at the provider schedules a follow-up flow run of its deployment with the
-same parameters ``follow_up_s`` later and ends Completed, naming it (flows/batch_follow_up.py).
+The evaluate flow as a subflow, with the task runner chosen by a parameter (``thread`` or ``dask``). The
+flow run ends Failed or Completed by the run's exit code, its log states the verdict line, and the markdown
+report and the per-gate table are artifacts (keys ``<taskset>-<experiment>-report`` / ``-gates``): see
+flows/run_outcome.py. With ``batch_wait: detach`` a flow run whose batches still run at the provider schedules
+a follow-up flow run of its deployment (flows/batch_follow_up.py) and ends Completed, naming it.
 """
 
 from __future__ import annotations

@@ -6,13 +6,9 @@ pipe, a file, CI, a deployment's worker) a plain line every ``TOOLEVAL_PROGRESS_
 10) and a last one when the units are done: on stderr when the ``tooleval`` command runs the flow, through
 the flow run's logger (INFO) otherwise. Progress never goes to stdout, which holds the report.
 
-The lines are driven by a timer, not only by finished units: a unit of a slow hosted model can run for many
-minutes, and a line still comes every ``TOOLEVAL_PROGRESS_EVERY_S`` seconds (every second on a terminal),
-counting the items finished inside the units still running (``in_flight``: tasks/run/item_counter.py, which
-the units bump as each item ends), the units running and the time elapsed.
-
-Kept cheap: one clock read per finished unit, a write at most every 0.2 s on a terminal, one timer thread;
-this module imports nothing heavy (the console script imports it before anything else; textwrap and shutil are small).
+A timer also writes a line while no unit finishes (a unit of a slow hosted model can run for minutes),
+counting the items finished inside the running units (``in_flight``: tasks/run/item_counter.py). This module
+imports nothing heavy: the console script imports it before anything else.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from tasks.traffic.resample_version import (
 )
 
 QUIET = {"cache_policy": NO_CACHE, "persist_result": False, "log_prints": False}
+"""The settings of a task that persists nothing (the weekly flow's tasks too)."""
 
 
 @task(name="resample-settings", **QUIET)
@@ -47,20 +48,6 @@ def publish_task(draft: ResampleDraft) -> ResampleSummary:
     return publish_resample(draft)
 
 
-def resample_options(traffic: str | None, traffic_format: str | None, traffic_table: str | None, window: str | None,
-                     weeks: int | None, size: int | None, floor_per_tool: int | None, floor_none: int | None,
-                     seed: int | None, order_id_patterns: list[str] | None, now: datetime | None,
-                     taskset_dir: str, target_half_width: float | None = None) -> dict:
-    sampling = {k: v for k, v in (("size", size), ("floor_per_tool", floor_per_tool), ("floor_none", floor_none),
-                                  ("target_half_width", target_half_width)) if v is not None}
-    masking = None
-    if order_id_patterns is not None:
-        config = load_traffic_config(taskset_dir)
-        masking = (config.masking if config else MaskingRules()).model_copy(update={"order_ids": order_id_patterns})
-    return {"traffic": traffic, "traffic_format": traffic_format, "traffic_table": traffic_table, "window": window,
-            "weeks": weeks, "now": now, "seed": seed, "sampling": sampling or None, "masking": masking}
-
-
 @flow(name="resample", log_prints=False)
 def resample(taskset_dir: str = "tasksets/support", traffic: str | None = None, traffic_format: str | None = None,
              traffic_table: str | None = None, window: str | None = None, weeks: int | None = None,
@@ -70,9 +57,16 @@ def resample(taskset_dir: str = "tasksets/support", traffic: str | None = None, 
     """Draw a new version of the task set from its production log (defaults: production/traffic.yaml).
 
     ``target_half_width`` (e.g. 0.1): size each busy tool with the sample-size planner instead of ``size``."""
-    options = resample_options(traffic, traffic_format, traffic_table, window, weeks, size, floor_per_tool,
-                               floor_none, seed, order_id_patterns, now, taskset_dir, target_half_width)
-    settings = settings_task(taskset_dir, options)
+    sampling = {k: v for k, v in (("size", size), ("floor_per_tool", floor_per_tool), ("floor_none", floor_none),
+                                  ("target_half_width", target_half_width)) if v is not None}
+    masking = None
+    if order_id_patterns is not None:
+        config = load_traffic_config(taskset_dir)
+        masking = (config.masking if config else MaskingRules()).model_copy(update={"order_ids": order_id_patterns})
+    settings = settings_task(taskset_dir, {"traffic": traffic, "traffic_format": traffic_format,
+                                           "traffic_table": traffic_table, "window": window, "weeks": weeks,
+                                           "now": now, "seed": seed, "sampling": sampling or None,
+                                           "masking": masking})
     previous = previous_resample(taskset_dir, settings)
     if previous is not None:
         get_run_logger().info("window %s was drawn before: %s", settings.window.id, previous.version)

@@ -8,9 +8,8 @@ deployments), or the environment variable ``TOOLEVAL_TASK_RUNNER``; applied with
 - ``dask``: prefect-dask on a Dask cluster (the ``dask`` extra, ``pip install -e '.[dask]'``; ``make install``
   installs it; imported only when chosen): the scheduler at ``TOOLEVAL_DASK_ADDRESS`` (e.g.
   ``tcp://scheduler:8786``), else a local cluster of ``TOOLEVAL_DASK_WORKERS`` worker processes (2) with
-  ``TOOLEVAL_DASK_THREADS`` threads each (1);
-Ray is not offered: no Ray runner has ever run a tooleval flow here (prefect-ray is not a dependency and no
-test covers it), so ``ray`` is refused with a message rather than offered and left to fail in a worker.
+  ``TOOLEVAL_DASK_THREADS`` threads each (1).
+``ray`` is refused with a message: prefect-ray is not a dependency.
 
 Dask workers are other processes and report their task runs to the flow's Prefect API, so the API
 must be a server they can reach. Deployments always have one; ``tooleval run`` (flows/api.py) starts one
@@ -35,12 +34,10 @@ RUNNERS = ("thread", "dask")
 
 def runner_name(name: str | None = None) -> str:
     chosen = (name or os.environ.get(ENV_VAR) or "thread").strip().lower()
-    if chosen == "ray":
-        raise InputError.one(ENV_VAR if not name else "--task-runner", chosen, "task-runner",
-                             "one of thread, dask: a Ray runner is not supported (never run or tested here)")
     if chosen not in RUNNERS:
+        unsupported = ": a Ray runner is not supported (never run or tested here)" if chosen == "ray" else ""
         raise InputError.one(ENV_VAR if not name else "--task-runner", chosen, "task-runner",
-                             f"one of {', '.join(RUNNERS)}")
+                             f"one of {', '.join(RUNNERS)}{unsupported}")
     return chosen
 
 
@@ -82,15 +79,14 @@ def evaluate_on(name: str | None = None) -> Callable[..., Any]:
 
 def _without_heartbeat(flow: Any, **parameters: Any) -> Any:
     """Run the flow; when it is the top-level flow (``tooleval run``, the API), without Prefect's flow-run
-    heartbeat. That heartbeat is a thread that sleeps in one-second steps and is joined when the flow
-    ends, so every run waited out the rest of a second for it; it serves a server that watches for
-    crashed runs of deployments. A subflow (a deployment's flow calling this one) keeps its settings."""
+    heartbeat (a thread joined when the flow ends, which serves a server watching deployments' runs). A
+    subflow (a deployment's flow calling this one) keeps its settings."""
     from prefect.context import FlowRunContext, SettingsContext, get_settings_context
 
     if FlowRunContext.get() is not None:
         return flow(**parameters)
     current = get_settings_context()
-    settings = current.settings.model_copy(  # a copy without validation: temporary_settings takes 0.3 s
+    settings = current.settings.model_copy(  # a copy without validation, unlike temporary_settings
         update={"flows": current.settings.flows.model_copy(update={"heartbeat_frequency": None})})
     with SettingsContext(profile=current.profile, settings=settings):
         return flow(**parameters)

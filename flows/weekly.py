@@ -15,12 +15,11 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed
 
 from flows.batch_follow_up import FOLLOW_UP_S, follow_up_message, schedule_follow_up
 from flows.cancel_on_stop import cancel_run_batches, named
-from flows.resample import resample
+from flows.resample import QUIET, resample
 from flows.run_outcome import artifact_key, final_state, publish_run
 from flows.task_runners import evaluate_on
 from schemas.traffic import ResampleSummary
@@ -33,9 +32,6 @@ from tasks.traffic.version_age import label_age
 from tasks.weekly.weekly_experiment import WeeklyExperiment, write_weekly_experiment
 from tasks.weekly.weekly_report import build_weekly_report, write_weekly_report
 from warehouse.location import warehouse_at
-
-QUIET = {"cache_policy": NO_CACHE, "persist_result": False, "log_prints": False}
-
 
 @dataclass(frozen=True)
 class WeeklySummary:
@@ -51,7 +47,8 @@ class WeeklySummary:
     drift: dict[str, float] = field(default_factory=dict)
 
 
-def production_catalogues(experiment: Path, taskset_dir: Path, arm: str | None) -> list[str]:
+def production_catalogues(experiment: Path, arm: str | None) -> list[str]:
+    """The catalogues of the experiment's production arm (every arm when ``arm`` is None)."""
     spec = load_experiment_file(experiment)
     defaults = spec.defaults.catalogue if spec.defaults else None
     return sorted({a.catalogue or defaults for a in spec.arms if arm is None or a.name == arm} - {None})
@@ -112,7 +109,7 @@ def weekly(taskset_dir: str = "tasksets/support", experiment: str = PRODUCTION,
     logger = get_run_logger()
     now = now or datetime.now(timezone.utc)
     warehouse = warehouse_at(warehouse_dir)
-    catalogues = production_catalogues(Path(experiment), Path(taskset_dir), arm)
+    catalogues = production_catalogues(Path(experiment), arm)
     if not catalogues:
         raise InputError.one(experiment, f"arm {arm}", "arm-exists", "no production arm with a catalogue")
 
