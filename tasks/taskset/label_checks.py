@@ -8,10 +8,7 @@ Rules (each failure names the file, the line or id, and the rule):
   labels (requests with their own tools are compared only with requests offering the same tool names);
 - relabel-adjudicated: a request with a fallback label, or whose label differs from the parent
   version's, has an adjudication record;
-- argument-parameter: expected arguments name only parameters of the expected tool
-  (tasks/taskset/argument_checks.py);
-- ids-unique, manifest-hash and the production weights' rules first, without Great Expectations
-  (tasks/taskset/integrity_checks.py).
+- and, without Great Expectations, the rules of tasks/taskset/integrity_checks.py (first) and argument_checks.py.
 
 great_expectations is imported here only, and in a child process (``run_label_checks_apart``): its import
 costs seconds and memory that the run's own process would otherwise hold to its end (at 1M rows that
