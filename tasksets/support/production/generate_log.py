@@ -558,11 +558,6 @@ def production_tool(intent: str, week: int, rng: random.Random) -> str:
     return intent
 
 
-def weighted_choice(weights: dict, rng: random.Random):
-    keys = list(weights)
-    return rng.choices(keys, weights=[weights[k] for k in keys], k=1)[0]
-
-
 def generate() -> list[dict]:
     rng = random.Random(SEED)
     fake = Faker(rng)
@@ -577,7 +572,7 @@ def generate() -> list[dict]:
             day = rng.choices(range(7), weights=WEEKDAY, k=1)[0]
             hour = rng.choices(range(24), weights=HOURS, k=1)[0]
             time = monday + timedelta(days=day, hours=hour, seconds=rng.randint(0, 3599))
-            intent = weighted_choice(mix, rng)
+            intent = rng.choices(list(mix), weights=list(mix.values()), k=1)[0]
             earlier, message = bank.conversation(intent)
             tool = production_tool(intent, week, rng)
             empty = rng.random() < 0.006
