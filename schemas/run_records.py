@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class RunRecord(BaseModel):
     """One registered run."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     run_id: str = Field(description="Run id: time-ordered and unique.")
     experiment: str = Field(description="Experiment name.")
@@ -35,7 +35,7 @@ class RunRecord(BaseModel):
 class ArmRecord(BaseModel):
     """One arm of a run."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     run_id: str = Field(description="The run.")
     arm: str = Field(description="Arm name.")
@@ -64,7 +64,7 @@ class ArmRecord(BaseModel):
 class ComparisonRecord(BaseModel):
     """One declared comparison of a run: the tables ``comparisons`` and ``task_comparisons``."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     run_id: str = Field(description="The run.")
     baseline: str = Field(description="Arm compared from.")
@@ -75,7 +75,7 @@ class ComparisonRecord(BaseModel):
 class UnitRow(BaseModel):
     """The columns every instrument's row of a unit (run, arm, seed) starts with, before the item's own."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     run_id: str = Field(description="The run this row belongs to.")
     experiment: str = Field(description="Experiment name.")
@@ -89,7 +89,7 @@ class UnitRow(BaseModel):
 class UnitKey(BaseModel):
     """The key of a unit of work (run, arm, seed) that a record of it starts with: a seed's order, a call's row."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     run_id: str = Field(description="The run.")
     arm: str = Field(description="The arm.")

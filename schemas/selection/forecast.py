@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class CostForecast(BaseModel):
     """One arm's forecast: calls, tokens, dollars and time, sent as calls and as a provider batch."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     run_id: str = Field(description="Run the forecast was made for (before its first call).")
     arm: str = Field(description="Arm name.")

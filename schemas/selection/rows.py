@@ -46,7 +46,7 @@ class HostedTurn(BaseModel):
     """What a hosted model's turn adds to a selection and its row (routing and the judge; reply shapes, HTTP
     attempts, prompt caches, served-model evidence). Offline selectors leave every field null."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     stop_reason: str | None = Field(
         default=None, description="The provider's finish/stop reason (tool_calls, stop, length, end_turn, ...).")
@@ -108,7 +108,7 @@ class HostedTurn(BaseModel):
 class ExampleDistance(BaseModel):
     """How far a request is from the labelled examples a kNN-using selector or router (``trained``) looks up."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     nearest_example_cos: float | None = Field(
         default=None, description="Cosine of the request to its most similar labelled example (any label) that "
@@ -181,7 +181,7 @@ class _ScoredSelection(UnitRow):
 class ArgumentOutcome(BaseModel):
     """One parameter's outcome in a scored call."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     parameter: str = Field(description="The parameter, as the tool's schema (or the call) names it.")
     outcome: ArgumentOutcomeKind = Field(description="right / wrong_value / missing_required / "
@@ -191,7 +191,7 @@ class ArgumentOutcome(BaseModel):
 class ScoredArguments(BaseModel):
     """How a row's arguments scored against the request's expected arguments."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     arguments_correct: bool | None = Field(
         default=None, description="Every parameter outcome is right or extra_allowed. Scored when the expected "
@@ -238,7 +238,7 @@ class SelectionArmRecord(ArmRecord):
 class OfferedTool(BaseModel):
     """Membership of a tool in an offered tool set: the table ``offered_tools``."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     tool_set_id: str = Field(description="Id of the tool set (sha256 of its sorted names, shortened).")
     tool: str = Field(description="A tool in the set.")
@@ -254,7 +254,7 @@ class SeedOrder(UnitKey):
 class WeightRecord(BaseModel):
     """A tool's share of live traffic in a window: the table ``production_weights``."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use: a run
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     taskset: str = Field(description="Task-set name.")
     window_id: str = Field(description="Window id (the weights file stem).")
