@@ -141,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_summary_line("Parquet:", ", ".join(map(str, landed)))
     for kind, path in summary.reports.items():
         print(f"{kind + ' report:':<14} {path}")
-    _print_spend(summary, command, args)
+    _print_spend(summary, command, args, words.items)
     for line in outcome.forecast_error:
         print(fitted(line))
     _warn_unpinned_cache(summary)
@@ -169,10 +169,9 @@ def _warn_unpinned_cache(summary) -> None:
         print(folded(f"WARNING: {line}"), file=sys.stderr)
 
 
-def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
-    """Calls and spend of hosted models, the resume hint when a cap stopped the run, and model halts."""
-    from tasks.instrument_api import instrument
-
+def _print_spend(summary, command: str, args: argparse.Namespace, items: str) -> None:
+    """Calls and spend of hosted models, the resume hint when a cap stopped the run (``items``: what the
+    instrument's units hold, e.g. 'rows'), and model halts."""
     if summary.n_calls or summary.n_budget_stopped:
         caps = ", ".join(c for c in (f"max {summary.max_calls:,} calls" if summary.max_calls is not None else "",
                                      f"max ${summary.max_spend_usd:,.2f}" if summary.max_spend_usd is not None else "")
@@ -183,7 +182,7 @@ def _print_spend(summary, command: str, args: argparse.Namespace) -> None:
               + (f" ({caps})" if caps else "") + unknown)
     if summary.n_budget_stopped:
         again = f"{command} {args.experiment}" + (f" --warehouse {args.warehouse}" if args.warehouse else "")
-        print(f"\nbudget reached: {summary.n_budget_stopped:,} {instrument(summary.instrument).words.items} were not "
+        print(f"\nbudget reached: {summary.n_budget_stopped:,} {items} were not "
               f"run; they landed as errors ('budget reached' rows, 'run_budget' task runs). Every completed call is "
               f"cached: to resume, raise the cap if you need to and rerun\n    {again}\n"
               "The rerun repeats no completed call and spends only on the rest.", file=sys.stderr)

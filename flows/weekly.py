@@ -35,6 +35,8 @@ from warehouse.location import warehouse_at
 
 @dataclass(frozen=True)
 class WeeklySummary:
+    """What a weekly flow run stores as its result: the week's version, its run, reports and findings."""
+
     version: str
     parent: str | None
     window: str
