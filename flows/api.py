@@ -77,7 +77,7 @@ def prefect_api(server: LocalServer | None) -> Iterator[None]:
 
     url = server.wait_ready()
     previous = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = url  # Dask / Ray workers are other processes
+    os.environ["PREFECT_API_URL"] = url  # Dask workers are other processes
     try:
         with temporary_settings({PREFECT_API_URL: url}), ApiWatch(url, server):
             try:
@@ -305,11 +305,8 @@ def compare(run_a: str, run_b: str, warehouse: str | Path | None = None, *, arm_
 
     location = warehouse_at(warehouse)
     require_warehouse(location.db_path)
-    con = open_read_only(location.db_path)  # held for the comparison only (well under a second)
-    try:
+    with open_read_only(location.db_path) as con:  # held for the comparison only
         return compare_runs(con, str(location.db_path), run_a, run_b, arm_a=arm_a, arm_b=arm_b, differ_in=differ_in)
-    finally:
-        con.close()
 
 
 def fit_cutoff(experiment_path: str | Path, arm: str, out: str | Path | None = None,

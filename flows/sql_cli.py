@@ -1,10 +1,9 @@
 """``tooleval sql [QUERY]``: SQL over a snapshot of the warehouse with this project's DuckDB (the DuckDB CLIs
 installable here cannot read its file), never holding the file a run registers into.
 
-With a QUERY: run it, print the result, exit (2 when DuckDB or the session's confinement refuses it:
-tasks/report/sql_session.py, or when its time or memory limit stops it: tasks/report/sql_limits.py). Without: read statements from
-standard input, each ending with ``;`` (over as many lines as it takes); dot commands ``.help``,
-``.tables``, ``.refresh``, ``.quit``. Piped into, it runs every statement and exits 2 if any failed.
+With a QUERY: run it, print the result, exit (2 when the session refuses it, tasks/report/sql_session.py, or
+a limit stops it, tasks/report/sql_limits.py). Without: read statements ending with ``;`` and dot commands
+from standard input; piped into, it runs every statement and exits 2 if any failed.
 """
 
 from __future__ import annotations
