@@ -7,11 +7,7 @@ adjudications; tasks and the shared fixture files they include), its slices, cou
 is then immutable: a run, ``validate`` and ``tasks validate`` refuse files that no longer hash to it.
 
 Before anything is written, the version goes through every check a run makes on it, against the manifest
-about to be written (selection: the label checks, against the named catalogues, default every catalogue of
-the set; tasks: the task checks, against the named surfaces, default every surface of the set): bad input is an InputError naming the file, the line (and id) and the
-rule, and no manifest is written. A version already frozen is never rewritten: freezing it again with the
-same files and options says so and writes nothing; different files, or other slices, parent or notes, are
-refused (``version-immutable``: write a new version).
+about to be written; what is checked and what is refused is the command's help (docs/reference/cli.md).
 """
 
 from __future__ import annotations
