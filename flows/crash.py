@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 from flows.exit_codes import EXIT_CRASHED
 from flows.prefect_server import PrefectApiLost, PrefectServerError
-from tasks.files.write_probe import REFUSED_WRITE_ERRNOS, write_refusal
+from tasks.files.write_probe import REFUSED_WRITE_ERRNOS, nearest_existing, write_refusal
 
 RESUMES = "landed rows are kept and finished selections and task runs cached, so a rerun resumes"
 LOW_DISK_BYTES = 16 * 2**20
@@ -34,9 +34,7 @@ def _chain(error: BaseException) -> Iterator[BaseException]:
 def _nearly_full(paths: Iterable[str | Path]) -> str | None:
     """The first of ``paths`` (or its nearest existing parent) on a disk with almost no free space."""
     for path in paths:
-        existing = Path(path).expanduser()
-        while not existing.exists() and existing != existing.parent:
-            existing = existing.parent
+        existing = nearest_existing(Path(path).expanduser())
         try:
             free = shutil.disk_usage(existing).free
         except OSError:

@@ -16,6 +16,7 @@ from schemas.taskset import LabelledRequest, VersionManifest
 from tasks.files.content_hash import file_sha256
 from tasks.files.input_errors import InputError
 from tasks.files.json_lines import write_jsonl
+from tasks.files.write_probe import nearest_existing
 from tasks.taskset.load_taskset import freeze_version
 
 VERSION = "v1"
@@ -85,9 +86,7 @@ def refuse_frozen(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise InputError.one(str(out), "", "out-folder", "--out is a file, not a folder: give a new folder for the "
                              "task set (it is created)")
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
+    parent = nearest_existing(out.parent)
     if parent.exists() and not parent.is_dir():
         raise InputError.one(str(out), "", "out-folder", f"--out cannot be made: {parent} is a file, not a folder")
     if not os.access(parent if not out.exists() else out, os.W_OK):

@@ -57,6 +57,7 @@ from schemas.catalogue import NONE_LABEL, ToolSpec
 from schemas.decision_model import DecisionModelFile, ExpertWeights, LogitWeights
 from tasks.files.atomic_write import write_atomic
 from tasks.files.input_errors import InputError
+from tasks.files.write_probe import nearest_existing
 from tasks.selectors.decision_models.conditional_logit import (
     NONE_INDEX,
     fit_logit,
@@ -337,9 +338,7 @@ def train_decision_model(version_path: Path, out: Path, *, catalogues: list[str]
                              "needs --fine-tune")
     if out.is_dir() or out.suffix != ".json":
         raise InputError.one(str(out), "", "out-file", "--out is the model file to write, e.g. models/hybrid.json")
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
+    parent = nearest_existing(out.parent)
     if not parent.is_dir() or not os.access(parent, os.W_OK):
         raise InputError.one(str(out), "", "out-file", f"cannot write under {parent}: choose another --out")
     taskset_dir, version_name = version_path.parent, version_path.stem
