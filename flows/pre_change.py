@@ -13,7 +13,7 @@ from prefect import flow
 from prefect.states import Completed
 
 from flows.batch_follow_up import FOLLOW_UP_S, follow_up_message, schedule_follow_up
-from flows.cancel_on_stop import cancel_run_batches, named
+from flows.cancel_batches import cancel_run_batches, named
 from flows.run_outcome import experiment_key, final_state, publish_run
 from flows.task_runners import evaluate_on
 

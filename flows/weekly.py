@@ -18,7 +18,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.states import Completed
 
 from flows.batch_follow_up import FOLLOW_UP_S, follow_up_message, schedule_follow_up
-from flows.cancel_on_stop import cancel_run_batches, named
+from flows.cancel_batches import cancel_run_batches, named
 from flows.resample import QUIET, resample
 from flows.run_outcome import artifact_key, final_state, publish_run
 from flows.task_runners import evaluate_on
