@@ -654,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
 def _command(args: argparse.Namespace, command: str) -> int:
     try:
         if getattr(args, "out", None):
-            from tasks.files.out_path import check_out_path
+            from tasks.files.write_probe import check_out_path
 
             check_out_path(args.out)
         return args.func(args)

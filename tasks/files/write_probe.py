@@ -1,10 +1,14 @@
-"""Can a folder take a new file now? One probe, shared by the checks before a run and the crash messages."""
+"""Can a folder take a new file now? One probe, shared by the checks before a run, a command's ``--out`` check
+and the crash messages."""
 
 from __future__ import annotations
 
 import errno
+import os
 import tempfile
 from pathlib import Path
+
+from tasks.files.input_errors import InputError
 
 REFUSED_WRITE_ERRNOS = frozenset({errno.EACCES, errno.EROFS, errno.EPERM})
 """The errno values of a write refused by permissions, a read-only mount or an immutable file."""
@@ -27,3 +31,18 @@ def write_refusal(folder: Path) -> OSError | None:
     except OSError as error:
         return error
     return None
+
+
+def check_out_path(out: str | os.PathLike[str]) -> None:
+    """Where a command's ``--out`` will write, checked before any work: raise ``InputError`` (rule
+    ``out-writable``) unless ``out``'s folder exists or can be made, and takes a new file (probed: permissions,
+    a read-only mount, a pseudo file system), instead of a raw ``[Errno ...]`` after the work."""
+    path = Path(out)
+    above = nearest_existing(path.parent)
+    if not above.is_dir():
+        raise InputError.one(str(path), "--out", "out-writable",
+                             f"{above} is a file, so nothing can be written under it: give another --out")
+    refusal = write_refusal(above)
+    if refusal is not None:
+        raise InputError.one(str(path), "--out", "out-writable",
+                             f"{above} takes no new file ({refusal.strerror}): give another --out")

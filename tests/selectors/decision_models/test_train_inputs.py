@@ -14,7 +14,7 @@ def test_train_refuses_bad_arguments_before_training(tmp_path, capsys):
         (["train", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "m.json")], "[file-exists]"),
         (["train", version, "--out", str(tmp_path / "m.json"), "--folds", "0"], "[folds]"),
         (["train", version, "--out", str(tmp_path)], "[out-file]"),
-        (["train", version, "--out", str(tmp_path / "m.json" / "x.json")], "[out-writable]"),  # checked before any command: tasks/files/out_path.py
+        (["train", version, "--out", str(tmp_path / "m.json" / "x.json")], "[out-writable]"),  # checked before any command: tasks/files/write_probe.py
     ]
     (tmp_path / "m.json").write_text("{}")  # a file where a folder would have to be
     for argv, rule in cases:
