@@ -47,25 +47,15 @@ out here so the parser needs no DuckDB."""
 
 
 def cmd_resample(args: argparse.Namespace) -> int:
-    from schemas.traffic import MaskingRules
-    from tasks.traffic.resample_version import describe_resample, load_targets, load_traffic_config, resample_version
+    from tasks.traffic.resample_version import describe_resample, load_targets, resample_version
 
-    sampling = {key: value for key, value in (("size", args.size), ("floor_per_tool", args.floor),
-                                              ("floor_none", args.floor_none)) if value is not None}
-    if args.targets:
-        sampling["targets"] = load_targets(args.targets)
-    if args.half_width is not None:
-        sampling["target_half_width"] = args.half_width / 100
-    masking = None
-    overrides = {key: value for key, value in (("order_ids", args.order_id_pattern),
-                                               ("gift_cards", args.gift_card_pattern)) if value}
-    if overrides:
-        config = load_traffic_config(args.taskset)
-        base = config.masking if config else None
-        masking = (base or MaskingRules()).model_copy(update=overrides)
+    sampling = {"size": args.size, "floor_per_tool": args.floor, "floor_none": args.floor_none,
+                "targets": load_targets(args.targets) if args.targets else None,
+                "target_half_width": None if args.half_width is None else args.half_width / 100}
+    masking = {"order_ids": args.order_id_pattern, "gift_cards": args.gift_card_pattern}
     summary = resample_version(args.taskset, traffic=args.traffic, traffic_format=args.traffic_format,
                                traffic_table=args.traffic_table, window=args.window, weeks=args.weeks,
-                               seed=args.seed, sampling=sampling or None, masking=masking)
+                               seed=args.seed, sampling=sampling, masking=masking)
     print("\n".join(describe_resample(summary, args.taskset)))
     return EXIT_OK
 

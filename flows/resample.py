@@ -12,13 +12,12 @@ from datetime import datetime
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from schemas.traffic import MaskingRules, ResampleSummary
+from schemas.traffic import ResampleSummary
 from tasks.traffic.resample_version import (
     ResampleDraft,
     ResampleSettings,
     check_resample,
     draw_resample,
-    load_traffic_config,
     previous_resample,
     publish_resample,
     resample_settings,
@@ -57,16 +56,12 @@ def resample(taskset_dir: str = "tasksets/support", traffic: str | None = None, 
     """Draw a new version of the task set from its production log (defaults: production/traffic.yaml).
 
     ``target_half_width`` (e.g. 0.1): size each busy tool with the sample-size planner instead of ``size``."""
-    sampling = {k: v for k, v in (("size", size), ("floor_per_tool", floor_per_tool), ("floor_none", floor_none),
-                                  ("target_half_width", target_half_width)) if v is not None}
-    masking = None
-    if order_id_patterns is not None:
-        config = load_traffic_config(taskset_dir)
-        masking = (config.masking if config else MaskingRules()).model_copy(update={"order_ids": order_id_patterns})
+    sampling = {"size": size, "floor_per_tool": floor_per_tool, "floor_none": floor_none,
+                "target_half_width": target_half_width}
     settings = settings_task(taskset_dir, {"traffic": traffic, "traffic_format": traffic_format,
                                            "traffic_table": traffic_table, "window": window, "weeks": weeks,
-                                           "now": now, "seed": seed, "sampling": sampling or None,
-                                           "masking": masking})
+                                           "now": now, "seed": seed, "sampling": sampling,
+                                           "masking": {"order_ids": order_id_patterns}})
     previous = previous_resample(taskset_dir, settings)
     if previous is not None:
         get_run_logger().info("window %s was drawn before: %s", settings.window.id, previous.version)

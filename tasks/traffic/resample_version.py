@@ -163,9 +163,11 @@ def resample_settings(
     now: datetime | None = None,
     seed: int | None = None,
     sampling: dict[str, Any] | None = None,
-    masking: MaskingRules | None = None,
+    masking: dict[str, list[str] | None] | None = None,
 ) -> ResampleSettings:
-    """Arguments override ``production/traffic.yaml``; the default window is the last complete weeks."""
+    """Arguments override ``production/traffic.yaml``; the default window is the last complete weeks.
+    ``sampling`` holds fields of the sampling plan and ``masking`` fields of the masking rules (e.g.
+    ``order_ids``); a None value leaves the file's (or the default) in place."""
     taskset_dir = Path(taskset_dir)
     config = load_traffic_config(taskset_dir)
     if traffic is None and config is None:
@@ -180,13 +182,18 @@ def resample_settings(
     chosen_window = (parse_window(window) if window else last_complete_weeks(
         weeks or (config.window_weeks if config else 4), now or datetime.now(timezone.utc), newest))
     try:
-        plan = SamplingPlan(**{**(config.sampling if config else {}), **(sampling or {}),
+        plan = SamplingPlan(**{**(config.sampling if config else {}), **given(sampling),
                                "seed": seed if seed is not None else sampling_seed_for(chosen_window)})
     except ValidationError as error:
         raise InputError.one(str(taskset_dir / CONFIG_FILE), "sampling", "sampling-plan",
                              str(error).splitlines()[0]) from None
-    return ResampleSettings(source=source, window=chosen_window, plan=plan,
-                            masking=masking or (config.masking if config else MaskingRules()), newest_turn=newest)
+    rules = (config.masking if config else MaskingRules()).model_copy(update=given(masking))
+    return ResampleSettings(source=source, window=chosen_window, plan=plan, masking=rules, newest_turn=newest)
+
+
+def given(options: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``options`` that are not None."""
+    return {key: value for key, value in (options or {}).items() if value is not None}
 
 
 def previous_resample(taskset_dir: Path | str, settings: ResampleSettings) -> ResampleSummary | None:
