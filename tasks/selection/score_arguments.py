@@ -10,7 +10,6 @@ from typing import Any, Mapping
 
 from schemas.expected_arguments import ExpectedArgument
 from schemas.selection.rows import ARGUMENT_OUTCOMES_RIGHT, ArgumentOutcomeKind
-from tasks.surface.score_task import matches
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
@@ -87,6 +86,8 @@ def value_matches(expected: ExpectedArgument, value: Any) -> bool:
         return _same(value, matcher.value, expected)
     if matcher.kind == "one_of" and value is not None:
         return any(_same(value, option, expected) for option in matcher.value)
+    from tasks.surface.score_task import matches  # imports the task instrument's schemas: not for equals, one_of
+
     if expected.text == "standardised" and matcher.kind == "contains":
         return matches(matcher.model_copy(update={"value": standardised(matcher.value)}), standardised(value))
     return matches(matcher, value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager, nullcontext
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 from schemas.arrow import to_arrow_table
@@ -17,20 +18,25 @@ from tasks.selection.plan_batch import PlannedRequest, plan_batch
 from tasks.run.prefix_lanes import lane_for
 from tasks.selection.row_scoring import score_row
 from tasks.selectors.base import SelectionInput
-from tasks.selectors.providers.judge import Unjudged
-from tasks.selectors.providers.call_budget import BUDGET_REACHED, BatchScope, RunLedger, batch_scope
-from tasks.selectors.providers.batch_selection import BatchesPending
 
 if TYPE_CHECKING:
     from tasks.selectors.base import Selector
+    from tasks.selectors.providers.judge import Unjudged
 
 SELECTIONS = CacheSpec(table="selections", column="selection", model=Selection,
                        keep=lambda selection: selection.outcome_hint != "error")
 """The selection cache: a request's selection under one arm and tool order; errors are never kept."""
-UNJUDGED = CacheSpec(table="unjudged_selections", column="stage", model=Unjudged,
+
+
+@lru_cache(maxsize=1)
+def unjudged() -> CacheSpec[Unjudged]:
+    """Judged arms: a selection whose chat call is done and whose judge has not answered yet, under the same
+    key, in the same file. Kept until the judged selection is cached; a resumed run then asks only the judge.
+    Built when a hosted arm's unit first needs it: an offline arm's units never import the judge."""
+    from tasks.selectors.providers.judge import Unjudged
+
+    return CacheSpec(table="unjudged_selections", column="stage", model=Unjudged,
                      keep=lambda stage: stage.selection.outcome_hint != "error")
-"""Judged arms: a selection whose chat call is done and whose judge has not answered yet, under the same key,
-in the same file. Kept until the judged selection is cached; a resumed run then asks only the judge."""
 
 
 def selector_for(kind: str, model_id: str, options: dict[str, Any]) -> Selector:
@@ -91,7 +97,7 @@ def _keep(ctx: RunContext, key: str, answer: Selection, unit: WorkUnit, judged: 
     with ResultCache(ctx.cache_path, SELECTIONS) as cache:
         kept = cache.put_many([(key, answer)])
     if kept and judged:
-        with ResultCache(ctx.cache_path, UNJUDGED) as stages:
+        with ResultCache(ctx.cache_path, unjudged()) as stages:
             stages.discard_many([key])
     item_finished(unit.label)
 
@@ -99,7 +105,7 @@ def _keep(ctx: RunContext, key: str, answer: Selection, unit: WorkUnit, judged: 
 def _keep_stage(ctx: RunContext, key: str, stage: Unjudged) -> None:
     """A judged arm's chat call, kept before its judge is asked. Called in the endpoint's worker thread: a
     connection of its own (SQLite connections stay in their thread; a few ms beside the judge's calls)."""
-    with ResultCache(ctx.cache_path, UNJUDGED) as stages:
+    with ResultCache(ctx.cache_path, unjudged()) as stages:
         stages.put(key, stage)
 
 
@@ -110,7 +116,7 @@ def _chat_stages(selector: object, ctx: RunContext, keys: list[str]) -> Iterator
     if getattr(selector, "judge", None) is None or ctx.cache_path is None:
         yield None, {}
         return
-    with ResultCache(ctx.cache_path, UNJUDGED) as stages:
+    with ResultCache(ctx.cache_path, unjudged()) as stages:
         found = stages.get_many(keys)
         yield stages, {i: found[key] for i, key in enumerate(keys) if key in found}
 
@@ -129,6 +135,28 @@ def _batch_send(unit: WorkUnit, ctx: RunContext, keys: list[str]) -> Any:
                      arm=unit.arm.name, seed=unit.seed, keys=keys, detach=ctx.batch_wait == "detach")
 
 
+def _select_hosted(selector: Selector, inputs: list[SelectionInput], unit: WorkUnit, ctx: RunContext,
+                   keys: list[str]) -> tuple[list[Selection], tuple[str, ...] | None]:
+    """A hosted arm's answers, or the provider batches still running when the unit detached from them.
+    Each call is reserved in the run's ledger and each answer handed over as it completes: cached at once,
+    so a crash mid-batch repeats no completed call on resume."""
+    from tasks.selectors.providers.batch_selection import BatchesPending
+    from tasks.selectors.providers.call_budget import BatchScope, RunLedger, batch_scope
+
+    send = _batch_send(unit, ctx, keys)
+    with RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger, \
+            _chat_stages(selector, ctx, keys) as (stages, earlier), \
+            batch_scope(BatchScope(
+                ledger, lambda i, answer: _keep(ctx, keys[i], answer, unit, stages is not None),
+                on_chat_stage=(lambda i, stage: _keep_stage(ctx, keys[i], stage)) if stages is not None else None,
+                chat_stages=earlier, batch=send)), \
+            _prefix_lane(selector, unit, ctx, send is not None):
+        try:
+            return selector.select(inputs), None
+        except BatchesPending as pending:
+            return [], pending.batch_ids
+
+
 def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     """The plain function: tested with no Prefect engine. The batch is planned here, where it runs
     (``plan_batch``): its per-request objects live as long as this call."""
@@ -142,23 +170,14 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
             inputs = [SelectionInput(request_id=p.request_id, messages=p.messages, tools=p.tools,
                                      prompt=unit.arm.prompt_text)
                       for p in misses]
-            # hosted selectors reserve each call in the run's ledger and hand over each answer as it
-            # completes: cached at once, so a crash mid-batch repeats no completed call on resume
             reached("unit-selecting", unit.label)
-            keys = [p.cache_key for p in misses]
-            send = _batch_send(unit, ctx, keys)
-            with RunLedger(ctx.ledger_path, ctx.run_id, ctx.max_calls, ctx.max_spend_usd) as ledger, \
-                    _chat_stages(selector, ctx, keys) as (stages, earlier), \
-                    batch_scope(BatchScope(
-                        ledger, lambda i, answer: _keep(ctx, keys[i], answer, unit, stages is not None),
-                        on_chat_stage=(lambda i, stage: _keep_stage(ctx, keys[i], stage)) if stages is not None else None,
-                        chat_stages=earlier, batch=send)), \
-                    _prefix_lane(selector, unit, ctx, send is not None):
-                try:
-                    answers = selector.select(inputs)
-                except BatchesPending as pending:  # detached: the rerun lands this unit
+            if getattr(selector, "caller", None) is None:  # offline: no calls to budget, batch or keep apart
+                answers = selector.select(inputs)
+            else:
+                answers, pending = _select_hosted(selector, inputs, unit, ctx, [p.cache_key for p in misses])
+                if pending is not None:  # detached: the rerun lands this unit
                     return UnitResult(label=unit.label, n_rows=0, n_ok=0, n_cache_hits=0, n_failures=0,
-                                      pending_batches=pending.batch_ids)
+                                      pending_batches=pending)
             reached("unit-selected", unit.label)
             fresh = {p.cache_key: answer for p, answer in zip(misses, answers)}
             cache.put_many(fresh.items())
@@ -173,6 +192,15 @@ def select_and_land(unit: WorkUnit, ctx: RunContext) -> UnitResult:
     return UnitResult(
         label=unit.label, n_rows=len(rows), n_ok=sum(r["correct"] for r in rows),
         n_cache_hits=len(planned) - len(misses), n_failures=sum(r["invalid"] or r["error"] or r["empty"] for r in rows),
-        n_budget_stopped=sum(r["error"] and r["detail"] == BUDGET_REACHED for r in rows), paths=(str(path),),
+        n_budget_stopped=_budget_stopped(rows), paths=(str(path),),
     )
 
+
+def _budget_stopped(rows: list[dict]) -> int:
+    """Rows the run's call budget stopped (error rows only: offline arms' units never import the ledger)."""
+    errors = [r for r in rows if r["error"]]
+    if not errors:
+        return 0
+    from tasks.selectors.providers.call_budget import BUDGET_REACHED
+
+    return sum(r["detail"] == BUDGET_REACHED for r in errors)
