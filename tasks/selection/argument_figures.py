@@ -117,7 +117,9 @@ def tool_spellings(con: duckdb.DuckDBPyConnection, run_id: str) -> dict[tuple[st
         con, "SELECT DISTINCT arm, label, expected FROM request_outcomes WHERE run_id = ?", [run_id])}
 
 
-def load_argument_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> ArgumentFigures:
+def load_argument_figures(con: duckdb.DuckDBPyConnection, run_id: str,
+                          spelled: dict[tuple[str, str], str] | None = None) -> ArgumentFigures:
+    """``spelled``: ``tool_spellings`` of the run when the caller has read them."""
     tools = [ArgumentLevel(r["arm"], r["rung"], r["slice"], r["tool"], r["n"], r["scored"], r["arguments_right"],
                            r["n_requests"],
                            Interval(r["accuracy"], r["ci_low"], r["ci_high"], "clustered wilson", r["n_effective"])
@@ -127,7 +129,7 @@ def load_argument_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> Argume
     if not any(level.scored for level in tools):
         return ArgumentFigures(tools=tools)
     spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
-    spelled = tool_spellings(con, run_id)
+    spelled = tool_spellings(con, run_id) if spelled is None else spelled
     groups: dict[tuple[str, str, str, str], list[dict]] = {}
     for r in records(con, "SELECT * FROM paired_argument_requests WHERE run_id = ?", [run_id]):
         groups.setdefault((r["baseline"], r["arm"], r["slice"], r["tool"]), []).append(r)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from tasks.selection.argument_figures import (ArgumentBreakdown, ArgumentFigures, load_argument_breakdown,
-                                              load_argument_figures, seed_spread, tool_spellings)
+                                              load_argument_figures, seed_spread)
 from tasks.taskset.provisional_labels import provisional_notice
 from warehouse.query import frame, records
 from tasks.stats.estimate import Interval
@@ -258,16 +258,18 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
             con, "SELECT tool, weight FROM production_weights WHERE taskset = ? AND window_id = ?",
             [run["taskset"], run["weights_window"]])}
 
-    slices = [_level(Level, r, seed_accuracies=list(r["seed_accuracies"] or [])) for r in records(
-        con, "SELECT * FROM aggregate_accuracy WHERE run_id = ? ORDER BY slice, rung", [run_id])]
+    aggregate = records(con, "SELECT * FROM aggregate_accuracy WHERE run_id = ? ORDER BY slice, rung", [run_id])
+    slices = [_level(Level, r, seed_accuracies=list(r["seed_accuracies"] or [])) for r in aggregate]
     tools = [_level(ToolLevel, r) for r in records(
         con, "SELECT * FROM per_tool_accuracy WHERE run_id = ? ORDER BY slice, tool, rung", [run_id])]
-    # expected here is the label as the version names it: arms offering a tool under other names pair on it
+    # expected here is the label as the version names it: arms offering a tool under other names pair on it;
+    # offered is the tool as the arm offers it
     outcomes = UnitOutcomes.read(con, "SELECT arm, request_id AS unit, slice, label AS expected, correct, trials, "
-                                      "failed FROM request_outcomes WHERE run_id = ? ORDER BY arm, request_id",
-                                 [run_id])
+                                      "failed, expected AS offered FROM request_outcomes WHERE run_id = ? "
+                                      "ORDER BY arm, request_id", [run_id])
     slice_spread = {(x.arm, x.slice): x.seed_spread for x in slices}
-    spelled = tool_spellings(con, run_id)
+    spelled = {(arm, label): offered  # as argument_figures.tool_spellings reads them
+               for arm, label, offered in outcomes.frame.select("arm", "expected", "offered").unique().iter_rows()}
     tool_spread = {(x.arm, x.slice, x.tool): x.seed_spread for x in tools}
     slice_changes: list[Change] = []
     tool_changes: list[Change] = []
@@ -320,14 +322,14 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         position_shifts=_position_shifts(con, run_id, rung),
         calibration=_calibration(con, run_id),
         interactions=outcomes.interactions(find_factorials(arms)),
-        failures=_failures(con, run_id, outcomes.clustered_rates(["arm", "slice"], "failed")),
+        failures=_failures(aggregate, outcomes.clustered_rates(["arm", "slice"], "failed")),
         notices=provisional_notice(con, run_id),
         arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id]),
         judge_arguments=records(con, "SELECT * FROM judge_argument_check WHERE run_id = ?", [run_id]),
         version_calibrations=version_calibrations(outcomes, arms, comparisons),
         far_from_examples=records(con, "SELECT f.* FROM far_from_examples f JOIN arms a USING (run_id, arm) "
                                        "WHERE run_id = ? ORDER BY a.rung, arm", [run_id]),
-        arguments=load_argument_figures(con, run_id),
+        arguments=load_argument_figures(con, run_id, spelled),
         argument_breakdown=load_argument_breakdown(con, run_id),
     )
 
@@ -337,10 +339,10 @@ def _level(cls: type[Level], row: dict[str, Any], **given: Any) -> Level:
     return cls(**{**{f.name: row[f.name] for f in fields(cls) if f.name in row}, **given})
 
 
-def _failures(con: duckdb.DuckDBPyConnection, run_id: str, rates: dict[tuple, Interval]) -> list[FailureLevel]:
+def _failures(aggregate: list[dict[str, Any]], rates: dict[tuple, Interval]) -> list[FailureLevel]:
+    """``aggregate``: the run's rows of the aggregate_accuracy view; the levels in (rung, slice) order."""
     out = []
-    for r in records(con, "SELECT arm, rung, slice, n, invalid, error, empty, text_calls FROM aggregate_accuracy "
-                          "WHERE run_id = ? ORDER BY rung, slice", [run_id]):
+    for r in sorted(aggregate, key=lambda r: (r["rung"], r["slice"])):
         rate = rates.get((r["arm"], r["slice"])) or clustered_wilson_interval([], [])
         out.append(FailureLevel(r["arm"], r["rung"], r["slice"], r["n"], r["invalid"], r["error"], r["empty"], rate,
                                 r["text_calls"]))
