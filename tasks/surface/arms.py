@@ -16,14 +16,11 @@ from schemas.surface.rows import SurfaceArmRecord
 from tasks.core_records import ArmContext, ArmRefused, ResolvedArm
 from tasks.files.content_hash import sha256_hex
 from tasks.selectors.arm_options import answer_options
-from tasks.selectors.providers.chat_options import HOSTED_KINDS, ROUTING_OPTIONS, check_hosted_arm
 from tasks.surface.load_surface import ResolvedSurface, load_surface
 
 BASELINE_MODEL = "tooleval-baseline-bm25-1"
 """The model id of the offline baseline agent when an arm names none."""
 BASELINE_OPTIONS = frozenset({"router_options", "threshold", "position_bias"})
-AGENT_REFUSED_OPTIONS = ROUTING_OPTIONS | {"judge"}
-"""Selection-only options: routing and judging pick one tool, they do not run an agent."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +37,8 @@ class SurfaceArm(ResolvedArm):
 
     @property
     def provider(self) -> str | None:
+        from tasks.selectors.providers.chat_options import HOSTED_KINDS
+
         return self.agent if self.agent in HOSTED_KINDS else None
 
     @property
@@ -80,7 +79,9 @@ def agent_problems(agent: str, model: str, options: dict[str, Any]) -> tuple[lis
         if isinstance(bias, bool) or not isinstance(bias, (int, float)) or not 0 <= bias <= 1:
             return [("option-known", f"baseline agent: position_bias must be a number from 0 to 1, got {bias!r}")], options
         return [], options
-    refused = sorted(set(options) & AGENT_REFUSED_OPTIONS)
+    from tasks.selectors.providers.chat_options import ROUTING_OPTIONS, check_hosted_arm  # a hosted agent's checks
+
+    refused = sorted(set(options) & (ROUTING_OPTIONS | {"judge"}))  # they pick one tool; they do not run an agent
     if refused:
         return [("option-known", f"{', '.join(refused)} choose one tool for a selection; an agent runs the task")], options
     filled, problems = check_hosted_arm(agent, model, options)

@@ -331,3 +331,11 @@ def test_a_server_whose_prompt_does_not_grow_by_the_tool_results_is_caught(serve
     assert outcome.success and outcome.n_turns == 4  # the scripted replies do not need the results
     # three turns follow results: two pages of tickets, then close_ticket's short reply (too short to judge)
     assert outcome.results_unseen_turns == (2 if drops else 0)
+
+
+def test_a_hosted_agent_refuses_the_options_that_choose_one_tool():
+    from tasks.surface.arms import agent_problems
+
+    problems, _ = agent_problems("openai", MODELS["openai"], {"route": "gated", "judge": {"model": "x"}})
+    assert problems == [("option-known", "judge, route choose one tool for a selection; an agent runs the task")]
+    assert agent_problems("anthropic", MODELS["anthropic"], {})[0] == []
