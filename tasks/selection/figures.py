@@ -15,8 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from tasks.selection.argument_figures import (ArgumentBreakdown, ArgumentFigures, load_argument_breakdown,
-                                              load_argument_figures, seed_spread)
+from tasks.selection.argument_figures import ArgumentBreakdown, ArgumentFigures, load_arguments, seed_spread
 from tasks.taskset.provisional_labels import provisional_notice
 from warehouse.query import frame, records
 from tasks.stats.estimate import Interval
@@ -297,6 +296,7 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
                 stable["correct_0"].to_list(), stable["trials_0"].to_list(),
                 stable["correct_1"].to_list(), stable["trials_1"].to_list(), weights)
 
+    arguments, argument_breakdown = load_arguments(con, run_id, spelled)
     weighted: list[WeightedLevel] = []
     if weights:
         view = {r["arm"]: r for r in records(con, "SELECT * FROM weighted_accuracy WHERE run_id = ?", [run_id])}
@@ -329,8 +329,7 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         version_calibrations=version_calibrations(outcomes, arms, comparisons),
         far_from_examples=records(con, "SELECT f.* FROM far_from_examples f JOIN arms a USING (run_id, arm) "
                                        "WHERE run_id = ? ORDER BY a.rung, arm", [run_id]),
-        arguments=load_argument_figures(con, run_id, spelled),
-        argument_breakdown=load_argument_breakdown(con, run_id),
+        arguments=arguments, argument_breakdown=argument_breakdown,
     )
 
 
