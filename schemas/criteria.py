@@ -57,7 +57,7 @@ VerdictStatus = Literal["PASS", "FAIL", "NOT JUDGED", "NO CRITERIA"]
 class GateResult(BaseModel):
     """One gate's outcome with the evidence that decided it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     name: str = Field(description="The gate's name.")
     kind: str = Field(description="The gate's kind.")
@@ -77,7 +77,7 @@ class GateResult(BaseModel):
 class Verdict(BaseModel):
     """A run's verdict against its registered criteria."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     run_id: str = Field(description="The run judged.")
     status: VerdictStatus = Field(description="PASS, FAIL, NOT JUDGED (criteria changed or unreadable) or NO CRITERIA.")

@@ -41,7 +41,7 @@ FAILED_STOPS: tuple[str, ...] = ("error", "run_budget", "surface_error")
 class CallRecord(BaseModel):
     """One tool call as it happened (no run context: cacheable with its task's outcome)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     call_index: int = Field(description="1-based position of the call in the run.")
     turn: int = Field(description="1-based agent turn the call came in (parallel calls share a turn).")
@@ -71,7 +71,7 @@ class CallRecord(BaseModel):
 class TaskOutcome(BaseModel):
     """One run of one task by one agent under one tool order (no run context: cacheable)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built at first use, not by a check
 
     task_id: str = Field(description="The task run.")
     success: bool = Field(description="Every part of the task's assertion held when the run ended.")
