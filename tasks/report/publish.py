@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import duckdb
 
@@ -62,10 +62,13 @@ def latest_runs(con: duckdb.DuckDBPyConnection, instrument_name: str | None = No
 
 
 def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_name: str | None = None,
-                 latest_out: dict[str, str | None] | None = None) -> tuple[str, Any]:
+                 latest_out: dict[str, str | None] | None = None,
+                 once_read: Callable[[], None] | None = None) -> tuple[str, Any]:
     """A registered run's instrument name (tasks/instrument_registry.py) and figures (default: the latest run, of
     ``instrument_name`` when given). An absent warehouse or an unknown run id is bad input (InputError naming
-    the file and the run). ``latest_out``: filled with the latest run of any instrument ('None') and of each."""
+    the file and the run). ``latest_out``: filled with the latest run of any instrument ('None') and of each.
+    ``once_read``: called when the figures are read, while the read-only connection still holds the file (no
+    process can write it then: the file's state taken there is the state the figures were read from)."""
     require_warehouse(warehouse.db_path)
     try:
         con = open_read_only(warehouse.db_path)
@@ -92,7 +95,10 @@ def read_figures(warehouse: Warehouse, run_id: str | None = None, instrument_nam
                                                                         if recent else ""))
         if latest_out is not None:
             latest_out.update({str(kind): next(iter(latest_runs(con, kind)), None) for kind in (None, *cards())})
-        return name, report_reader(name).load_figures(con, run_id)
+        figures = report_reader(name).load_figures(con, run_id)
+        if once_read is not None:
+            once_read()
+        return name, figures
     finally:
         con.close()
 
@@ -145,14 +151,14 @@ def read_report(warehouse: Warehouse, run_id: str | None = None, instrument_name
     (tasks/report/stored_report.py) when the warehouse file is settled."""
     from tasks.report import stored_report as kept
 
-    state = kept.settled_state(warehouse) if keep and Path(warehouse.db_path).is_file() else None
+    held = kept.HeldState(warehouse)
     latest: dict[str, str | None] = {}
-    name, figures = read_figures(warehouse, run_id, instrument_name, latest)
+    name, figures = read_figures(warehouse, run_id, instrument_name, latest, once_read=held.take if keep else None)
     registration = kept.registration_stamp(warehouse, figures.run_id)  # before the verdict is read or judged
     verdict = load_verdict(warehouse, figures.run_id) or judge_registered(instrument(name), figures, warehouse,
                                                                            check_source=False)
     report = report_reader(name).build_report(figures, verdict)
-    kept.store_report(warehouse, state, registration, name, report, latest)
+    kept.store_report(warehouse, held.state, registration, name, report, latest)
     return report
 
 
@@ -172,11 +178,11 @@ def judge_and_publish(warehouse: Warehouse, run_id: str) -> PublishedReport:
     changed since registration), keep the verdict, write reports/<run_id>/report.md and report.html."""
     from tasks.drill_points import reached
     from tasks.report.render import write_report_files
-    from tasks.report.stored_report import SETTLE_WAIT_S, registration_stamp, settled_state, store_report
+    from tasks.report.stored_report import SETTLE_WAIT_S, HeldState, registration_stamp, store_report
 
-    state = settled_state(warehouse, SETTLE_WAIT_S)  # before the figures are read: what the kept copy is keyed by
+    held = HeldState(warehouse, SETTLE_WAIT_S)  # the file's state the figures were read from: the kept copy's key
     latest: dict[str, str | None] = {}
-    name, figures = read_figures(warehouse, run_id, latest_out=latest)
+    name, figures = read_figures(warehouse, run_id, latest_out=latest, once_read=held.take)
     kind = instrument(name)
     verdict = judge_registered(kind, figures, warehouse, check_source=True)
     save_verdict(warehouse, verdict)
@@ -184,5 +190,5 @@ def judge_and_publish(warehouse: Warehouse, run_id: str) -> PublishedReport:
     registration = registration_stamp(warehouse, run_id)  # with the verdict just saved
     report = kind.build_report(figures, verdict)
     paths = write_report_files(report, warehouse.reports_dir / run_id)
-    store_report(warehouse, state, registration, name, report, latest)
+    store_report(warehouse, held.state, registration, name, report, latest)
     return PublishedReport(report, paths)

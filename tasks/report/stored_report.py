@@ -6,7 +6,8 @@ What a report's tables are computed from, and so what the stored copy is keyed b
 
 - the warehouse file's contents: the run's rows and records, and the tables other runs share and may replace
   (a weights window, a tool set's members). Keyed by the file's (and its write-ahead log's) identity: device,
-  inode, size, modification and change times, taken before the figures are read. Any write to the file
+  inode, size, modification and change times, taken once the figures are read, while the read-only connection
+  that read them still holds the file (no process can write it in between). Any write to the file
   (another run registered, this one registered again) changes it, so the copy is then not used. A state is
   only kept once its modification time is older than the file system's time granularity, so a later write
   cannot carry the same times;
@@ -88,6 +89,20 @@ def settled_state(warehouse: Warehouse, wait_s: float = 0.0) -> list[Any] | None
         if time.monotonic() >= deadline:
             return None
         time.sleep(min(_settle_s(state), max(0.0, deadline - time.monotonic())) or 0.01)
+
+
+@dataclass
+class HeldState:
+    """The warehouse's settled state (``settled_state``, waiting up to ``wait_s``), taken by ``take`` once a
+    report's figures are read, while their read-only connection still holds the file: no process can write
+    it between the reading and the state, and the wait for the file to settle overlaps the reading."""
+
+    warehouse: Warehouse
+    wait_s: float = 0.0
+    state: list[Any] | None = None
+
+    def take(self) -> None:
+        self.state = settled_state(self.warehouse, self.wait_s)
 
 
 @lru_cache(maxsize=1)
