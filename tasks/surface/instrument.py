@@ -30,7 +30,8 @@ from tasks.surface.task_checks import TaskCheckReport, load_surface_versions
 
 
 def task_check_lines(report: TaskCheckReport) -> list[str]:
-    return [f"{report.n_tasks} tasks: {report.n_rules} rules passed on {report.n_surfaces} surface(s)"]
+    return [f"{report.n_tasks} tasks: {report.n_rules} rules passed on {report.n_surfaces} surface(s)",
+            *(["(remembered: this content passed before)"] if report.cached else [])]
 
 
 def surface_notes(arms: Sequence[SurfaceArm]) -> list[str]:

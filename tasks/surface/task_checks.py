@@ -2,14 +2,23 @@
 the line and id, and the rule (the same InputError as the label checks of selection task sets). The rules
 are listed in docs/surface/writing-tasks.md; they are structural over nested records (fixtures validated by
 the backend's own pydantic state model), so they are checked in Python, not as Great Expectations column
-expectations."""
+expectations.
+
+A pass is remembered by content (``remembered_checks``), as the label checks of selection task sets are
+(tasks/taskset/check_cache.py): the rules are a pure function of the version's files, the surfaces (their
+hashes: file, backend source, tools as offered) and the rules' source, so an experiment whose arms or
+comparisons changed is not checked task by task again. Failures are never kept."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from tasks.files.cache_folder import cache_folder
+from tasks.files.content_hash import parts_sha256, sha256_hex
 from tasks.files.input_errors import InputError, Problem
 from tasks.surface.load_surface import ResolvedSurface
 from tasks.surface.load_tasks import TaskVersion, _includes, fixture_path, load_task_version, task_paths
@@ -24,6 +33,14 @@ class TaskCheckReport:
     n_tasks: int
     n_surfaces: int
     n_rules: int = 11
+    cached: bool = False
+    """The same content passed before: the tasks were not checked again."""
+
+
+ROOT = Path(__file__).parents[2]
+RULES = (ROOT / "tasks" / "surface", ROOT / "schemas", ROOT / "schemas" / "surface")
+"""The rules' source: this package (the checks, the task loader, the backends' state building) and the schemas
+the tasks, surfaces and fixtures are read with; every .py file in these folders is in a pass's key."""
 
 
 def load_surface_versions(experiment: ResolvedExperiment) -> Loaded:
@@ -34,8 +51,36 @@ def load_surface_versions(experiment: ResolvedExperiment) -> Loaded:
     for version in experiment.versions:
         versions[version] = load_task_version(experiment.taskset_dir, version)
         surfaces = {a.surface.name: a.surface for a in experiment.arms if a.version == version}
-        checks[version] = check_tasks(versions[version], surfaces.values())
+        checks[version] = remembered_checks(versions[version], surfaces.values())
     return Loaded(versions=versions, checks=checks)
+
+
+def check_key(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> str:
+    """Everything the rules' answer depends on, hashed: the version's content (its tasks file and the fixture
+    files it includes) and manifest, each surface's name and hash, the rules' source and pydantic's version
+    (a backend's state model validates the fixtures); contents, never paths."""
+    import pydantic
+
+    sources = sorted(path for folder in RULES for path in folder.glob("*.py"))
+    parts = {"rules": parts_sha256((str(path.relative_to(ROOT)), path.read_bytes()) for path in sources),
+             "pydantic": pydantic.VERSION, "version": [version.actual_hash, version.manifest.model_dump(mode="json")],
+             "surfaces": sorted([s.name, s.surface_hash] for s in surfaces)}
+    return sha256_hex(json.dumps(parts, sort_keys=True))
+
+
+def remembered_checks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> TaskCheckReport:
+    """``check_tasks``, or the pass kept from an earlier check of the same content (``cached``); a pass is
+    kept in the cache folder's ``task-checks`` (a cache that cannot be written is simply not used)."""
+    from tasks.taskset.check_cache import recall, remember
+
+    surfaces = list(surfaces)
+    key, folder = check_key(version, surfaces), cache_folder("task-checks")
+    passed = recall(key, folder)
+    if passed is not None and set(passed) == {"n_tasks", "n_surfaces", "n_rules"}:
+        return TaskCheckReport(**passed, cached=True)
+    report = check_tasks(version, surfaces)
+    remember(key, {name: value for name, value in asdict(report).items() if name != "cached"}, folder)
+    return report
 
 
 def check_tasks(version: TaskVersion, surfaces: Iterable[ResolvedSurface]) -> TaskCheckReport:

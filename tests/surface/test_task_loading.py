@@ -10,7 +10,8 @@ from tasks.files.input_errors import InputError
 from tasks.surface.load_surface import load_surface
 from tasks.surface.load_tasks import freeze_task_version, load_task_version
 from tasks.run.prepare_run import prepare_run
-from tasks.surface.task_checks import check_tasks
+from tasks.surface import task_checks
+from tasks.surface.task_checks import check_tasks, remembered_checks
 from tests.surface.tiny_desk import DEFAULT_TASKS, desk_task, write_desk
 
 
@@ -28,6 +29,33 @@ def test_a_good_desk_loads_and_passes_every_rule(tmp_path):
     assert report.n_tasks == 4 and report.n_surfaces == 2
     assert version.fixtures(version.tasks[0])["tickets"]["T-1002"]["subject"] == "kettle leaks"
     assert version.manifest.counts_by_slice == {"questions": 1, "tickets": 3}
+
+
+def test_a_pass_is_remembered_by_content_and_anything_changed_is_checked_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOOLEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "rule.py").write_text("ONE = 1\n")
+    monkeypatch.setattr(task_checks, "RULES", (rules,))
+    monkeypatch.setattr(task_checks, "ROOT", tmp_path)
+    folder = write_desk(tmp_path)
+    surfaces = [load_surface(folder, "plain"), load_surface(folder, "prefixed")]
+
+    def check(on=surfaces):
+        return remembered_checks(load_task_version(folder, "t1"), on)
+
+    first, again = check(), check()
+    assert (first.cached, again.cached) == (False, True)
+    assert (again.n_tasks, again.n_surfaces, again.n_rules) == (first.n_tasks, first.n_surfaces, 11) == (4, 2, 11)
+    assert not check(surfaces[:1]).cached  # other surfaces: checked
+    (rules / "rule.py").write_text("ONE = 2\n")
+    assert not check().cached  # other rules: checked
+    assert check().cached
+    tasks = folder / "t1.jsonl"
+    tasks.write_text(tasks.read_text().replace("T-1001", "T-1009"))  # an edit after the version was frozen
+    for _ in range(2):  # refused each time: a failure is never kept
+        (found,) = problems_of(check)
+        assert "[manifest-hash]" in found
 
 
 def test_schema_problems_name_the_line_and_id(tmp_path):
