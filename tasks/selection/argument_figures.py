@@ -226,21 +226,8 @@ def _share(per_request: dict[str, tuple[int, int]]) -> Interval:
     return clustered_wilson_interval([k for k, _ in counts], [m for _, m in counts])
 
 
-def load_arguments(con: duckdb.DuckDBPyConnection, run_id: str,
-                   spelled: dict[tuple[str, str], str] | None = None) -> tuple[ArgumentFigures, ArgumentBreakdown]:
-    """The run's argument figures and breakdown; a run none of whose rows had its arguments scored (no
-    expected arguments, or no call with arguments) is told so by one count, without the argument views."""
-    [(scored, unscored)] = con.execute(
-        "SELECT count(*) FILTER (WHERE arguments_correct IS NOT NULL), count(*) FILTER (WHERE chosen = expected "
-        "AND arguments IS NOT NULL AND outcome IN ('correct', 'invalid')) FROM selection_rows WHERE run_id = ?",
-        [run_id]).fetchall()
-    if not scored:
-        return ArgumentFigures(), ArgumentBreakdown(unscored_calls=unscored)
-    return load_argument_figures(con, run_id, spelled), load_argument_breakdown(con, run_id)
-
-
 def load_argument_breakdown(con: duckdb.DuckDBPyConnection, run_id: str) -> ArgumentBreakdown:
-    """A run with scored arguments' breakdown (``load_arguments`` reads a run without)."""
+    """The breakdown of a run some of whose rows had their arguments scored (figures.py counts them first)."""
     slices = [SliceArguments(arm=r["arm"], rung=r["rung"], slice=r["slice"], n=r["n"], scored=r["scored"],
                              not_scored=r["not_scored"], n_requests=r["n_requests"], right=r["arguments_right"],
                              accuracy=None if not r["scored"] else Interval(

@@ -15,7 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from tasks.selection.argument_figures import ArgumentBreakdown, ArgumentFigures, load_arguments, seed_spread
+from tasks.selection.argument_figures import (ArgumentBreakdown, ArgumentFigures, load_argument_breakdown,
+                                              load_argument_figures, seed_spread)
 from tasks.taskset.provisional_labels import provisional_notice
 from warehouse.query import frame, records
 from tasks.stats.estimate import Interval
@@ -31,6 +32,18 @@ if TYPE_CHECKING:  # the frame library, DuckDB and numpy (the calibration figure
     import duckdb
 
     from tasks.stats.calibration import CoveragePoint, EceIfCalibrated, ThresholdFit
+
+HELD = """
+    SELECT count(*) FILTER (WHERE arguments_correct IS NOT NULL) AS scored,
+           count(*) FILTER (WHERE chosen = expected AND arguments IS NOT NULL AND outcome IN ('correct', 'invalid'))
+               AS unscored_calls,
+           count(*) FILTER (WHERE selector IN ('openai', 'anthropic') OR route IS NOT NULL) AS hosted,
+           count(judge_verdict) AS judged, count(nearest_example_cos) AS distances
+    FROM selection_rows WHERE run_id = ?"""
+"""What a run's rows hold, counted in one pass, so that a view whose rows the report would not use is not read:
+rows with scored arguments (without them: the calls that sent arguments to a request expecting none), of a
+hosted or routed arm (the arm_operations view's table and served-model evidence), judged
+(judge_argument_check), with a nearest-example distance (far_from_examples)."""
 
 ROUTER_TARGET_ACCURACY = 0.90
 """Accuracy the threshold finder asks of the decisions a router keeps (the rest go to the chat model)."""
@@ -296,7 +309,10 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
                 stable["correct_0"].to_list(), stable["trials_0"].to_list(),
                 stable["correct_1"].to_list(), stable["trials_1"].to_list(), weights)
 
-    arguments, argument_breakdown = load_arguments(con, run_id, spelled)
+    held = records(con, HELD, [run_id])[0]
+    arguments, argument_breakdown = (
+        (load_argument_figures(con, run_id, spelled), load_argument_breakdown(con, run_id)) if held["scored"]
+        else (ArgumentFigures(), ArgumentBreakdown(unscored_calls=held["unscored_calls"])))
     weighted: list[WeightedLevel] = []
     if weights:
         view = {r["arm"]: r for r in records(con, "SELECT * FROM weighted_accuracy WHERE run_id = ?", [run_id])}
@@ -324,11 +340,13 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         interactions=outcomes.interactions(find_factorials(arms)),
         failures=_failures(aggregate, outcomes.clustered_rates(["arm", "slice"], "failed")),
         notices=provisional_notice(con, run_id),
-        arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id]),
-        judge_arguments=records(con, "SELECT * FROM judge_argument_check WHERE run_id = ?", [run_id]),
+        arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id])
+        if held["hosted"] else [],
+        judge_arguments=records(con, "SELECT * FROM judge_argument_check WHERE run_id = ?", [run_id])
+        if held["judged"] else [],
         version_calibrations=version_calibrations(outcomes, arms, comparisons),
         far_from_examples=records(con, "SELECT f.* FROM far_from_examples f JOIN arms a USING (run_id, arm) "
-                                       "WHERE run_id = ? ORDER BY a.rung, arm", [run_id]),
+                                       "WHERE run_id = ? ORDER BY a.rung, arm", [run_id]) if held["distances"] else [],
         arguments=arguments, argument_breakdown=argument_breakdown,
     )
 
