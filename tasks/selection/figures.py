@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the frame library, DuckDB and numpy (the calibration figure
 
     from tasks.stats.calibration import CoveragePoint, EceIfCalibrated, ThresholdFit
 
-HELD = """
+PRESENT = """
     SELECT count(*) FILTER (WHERE arguments_correct IS NOT NULL) AS scored,
            count(*) FILTER (WHERE chosen = expected AND arguments IS NOT NULL AND outcome IN ('correct', 'invalid'))
                AS unscored_calls,
@@ -309,10 +309,10 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
                 stable["correct_0"].to_list(), stable["trials_0"].to_list(),
                 stable["correct_1"].to_list(), stable["trials_1"].to_list(), weights)
 
-    held = records(con, HELD, [run_id])[0]
+    present = records(con, PRESENT, [run_id])[0]
     arguments, argument_breakdown = (
-        (load_argument_figures(con, run_id, spelled), load_argument_breakdown(con, run_id)) if held["scored"]
-        else (ArgumentFigures(), ArgumentBreakdown(unscored_calls=held["unscored_calls"])))
+        (load_argument_figures(con, run_id, spelled), load_argument_breakdown(con, run_id)) if present["scored"]
+        else (ArgumentFigures(), ArgumentBreakdown(unscored_calls=present["unscored_calls"])))
     weighted: list[WeightedLevel] = []
     if weights:
         view = {r["arm"]: r for r in records(con, "SELECT * FROM weighted_accuracy WHERE run_id = ?", [run_id])}
@@ -341,12 +341,12 @@ def load_figures(con: duckdb.DuckDBPyConnection, run_id: str) -> RunFigures:
         failures=_failures(aggregate, outcomes.clustered_rates(["arm", "slice"], "failed")),
         notices=provisional_notice(con, run_id),
         arm_operations=records(con, "SELECT * FROM arm_operations WHERE run_id = ? ORDER BY rung", [run_id])
-        if held["hosted"] else [],
+        if present["hosted"] else [],
         judge_arguments=records(con, "SELECT * FROM judge_argument_check WHERE run_id = ?", [run_id])
-        if held["judged"] else [],
+        if present["judged"] else [],
         version_calibrations=version_calibrations(outcomes, arms, comparisons),
         far_from_examples=records(con, "SELECT f.* FROM far_from_examples f JOIN arms a USING (run_id, arm) "
-                                       "WHERE run_id = ? ORDER BY a.rung, arm", [run_id]) if held["distances"] else [],
+                                       "WHERE run_id = ? ORDER BY a.rung, arm", [run_id]) if present["distances"] else [],
         arguments=arguments, argument_breakdown=argument_breakdown,
     )
 
