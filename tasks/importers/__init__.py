@@ -17,6 +17,6 @@ summary and in the manifest notes.
 
 ``tasks.importers.mcp_catalogue.import_mcp_catalogue`` is of another kind: it lists the tools of an MCP
 server and writes them as the next version of a catalogue (``catalogues/NAME-vN.json``) in an existing task
-set, or nothing when they are unchanged; ``tasks.importers.catalogue_changes`` says what changed between two
-versions.
+set, or nothing when they are unchanged; ``tasks.mcp.tool_listing.catalogue_changes`` says what changed
+between two versions.
 """

@@ -42,9 +42,8 @@ from schemas.mcp import McpAnnotations, McpServer, McpSource
 from tasks.files.atomic_write import write_exclusive
 from tasks.files.input_errors import InputError, Problem
 from tasks.files.owned_folders import owned_temporary_folder
-from tasks.importers.catalogue_changes import catalogue_changes
 from tasks.mcp.connection import START_TIMEOUT_S, ServerConnection, ServerFailed, ServerInfo, resolved_env
-from tasks.mcp.tool_listing import annotations_of, tool_spec, tools_hash
+from tasks.mcp.tool_listing import annotations_of, catalogue_changes, tool_spec, tools_hash
 from tasks.taskset.load_taskset import read_json_model, validation_message
 
 WHERE = "tooleval import mcp"

@@ -1,6 +1,6 @@
 """An MCP server's tools as tooleval keeps them: a ``ToolSpec`` (name, description, input schema as given)
 and the annotations the server gave, with one content hash over both (what a catalogue version freezes
-and what a pinned surface checks a running server against)."""
+and what a pinned surface checks a running server against), and what changed from one version to the next."""
 
 from __future__ import annotations
 
@@ -42,3 +42,25 @@ def tools_hash(tools: Sequence[ToolSpec], annotations: Mapping[str, McpAnnotatio
                 "annotations": given[tool.name].model_dump(exclude_none=True) if tool.name in given else None}
                for tool in tools]
     return sha256_hex(json.dumps(listing, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+def catalogue_changes(before: Sequence[ToolSpec], after: Sequence[ToolSpec],
+                      annotations_before: Mapping[str, McpAnnotations] | None = None,
+                      annotations_after: Mapping[str, McpAnnotations] | None = None) -> list[str]:
+    """One line per kind of change from ``before`` to ``after`` ('descriptions edited: read_graph'), tools
+    in the order the newer version lists them (removed ones in the older order); empty when nothing changed."""
+    old = {tool.name: tool for tool in before}
+    new = {tool.name: tool for tool in after}
+    old_marks, new_marks = annotations_before or {}, annotations_after or {}
+    both = [name for name in new if name in old]
+    kinds = {
+        "tools added": [name for name in new if name not in old],
+        "tools removed": [name for name in old if name not in new],
+        "descriptions edited": [name for name in both if old[name].description != new[name].description],
+        "schemas edited": [name for name in both if old[name].parameters != new[name].parameters],
+        "annotations changed": [name for name in both if old_marks.get(name) != new_marks.get(name)],
+    }
+    lines = [f"{kind}: {', '.join(names)}" for kind, names in kinds.items() if names]
+    if both != [name for name in old if name in new]:
+        lines.append(f"order changed: {', '.join(both)}")
+    return lines

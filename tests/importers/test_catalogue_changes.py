@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from schemas.catalogue import ToolSpec
 from schemas.mcp import McpAnnotations
-from tasks.importers.catalogue_changes import catalogue_changes
+from tasks.mcp.tool_listing import catalogue_changes
 
 
 def tool(name: str, description: str = "does it", **properties: dict) -> ToolSpec:
