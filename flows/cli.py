@@ -79,8 +79,9 @@ def cmd_queue_import(args: argparse.Namespace) -> int:
 
 def cmd_server_status(args: argparse.Namespace) -> int:
     from flows.prefect_server import status_lines
+    from flows.warm_runner import status_line
 
-    print("\n".join(status_lines()))
+    print("\n".join(status_lines() + [line for line in [status_line()] if line]))
     return EXIT_OK
 
 
@@ -91,8 +92,12 @@ def cmd_server_stop(args: argparse.Namespace) -> int:
         print("tooleval server stop: a run is using the kept Prefect server; stop it when the run has ended",
               file=sys.stderr)
         return EXIT_BAD_INPUT
-    stopped = stop_kept()
+    from flows import warm_runner
+
+    stopped, runner = stop_kept(), warm_runner.stop()
     print(f"stopped the kept Prefect server at {stopped.api_url}" if stopped else status_lines()[0])
+    if runner:
+        print(f"stopped its warm runner (pid {runner})")
     return EXIT_OK
 
 
@@ -351,14 +356,15 @@ def build_parser() -> argparse.ArgumentParser:
         "server", help="the local Prefect server kept between runs",
         description="The local Prefect server the first `tooleval run` starts and later runs use; it stops after "
         "TOOLEVAL_KEEP_SERVER minutes (default 10) with no run. TOOLEVAL_KEEP_SERVER=0: a server per run; "
-        "PREFECT_API_URL: your own server.")
+        "PREFECT_API_URL: your own server. Beside it waits a warm runner, which later runs are handed to so that "
+        "they skip their imports (TOOLEVAL_WARM_RUN=0: none).")
     server_commands = server.add_subparsers(dest="server_command", required=True, metavar="ACTION")
     server_commands.add_parser("status", help="where the kept Prefect server is, and whether a run uses it",
                                description="Where the kept Prefect server of this Prefect home is, whether it "
-                               "answers and whether a run is using it.").set_defaults(func=cmd_server_status)
+                               "answers and whether a run is using it; whether its warm runner waits.").set_defaults(func=cmd_server_status)
     server_commands.add_parser("stop", help="stop the kept Prefect server now (not while a run uses it)",
-                               description="Stop the kept Prefect server of this Prefect home now; refused while "
-                               "a run is using it.").set_defaults(func=cmd_server_stop)
+                               description="Stop the kept Prefect server of this Prefect home and its warm runner "
+                               "now; refused while a run is using the server.").set_defaults(func=cmd_server_stop)
 
     register = commands.add_parser(
         "register", help="register a run whose rows landed while the DuckDB file was held",

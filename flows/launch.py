@@ -1,6 +1,6 @@
 """The ``tooleval`` console script: for ``tooleval run`` and ``tooleval tasks run`` it says its first line at
-once, then imports the tool (the run finds or starts its Prefect server once its cheap checks pass). Every
-command ends with ``os._exit`` once its output is flushed and what it started is stopped: its files are
+once, then hands itself to a warm runner (flows/warm_runner.py) if one takes it, else imports the tool (the run
+finds or starts its Prefect server once its cheap checks pass). Every command ends with ``os._exit`` once its output is flushed and what it started is stopped: its files are
 already written whole, and tearing down the interpreter's heap would cost seconds."""
 
 from __future__ import annotations
@@ -22,20 +22,38 @@ def first_line(argv: list[str]) -> str:
     return f"tooleval {' '.join(_command(argv))} {experiment}: checking the experiment and its task set ..."
 
 
+def before_imports(argv: list[str]) -> None:
+    """What ``run`` / ``tasks run`` do after their first line, before importing the tool."""
+    from flows import gc_pause, prefect_server, prefect_settings, stop_on_signal  # standard library only
+
+    gc_pause.pause()  # the imports without the cyclic collector; run_experiment resumes it
+    stop_on_signal.install(f"tooleval {' '.join(_command(argv))}")
+    prefect_settings.apply_prefect_defaults()
+    try:  # a bad keep setting is bad input, said before anything starts
+        prefect_server.keep_minutes()
+    except prefect_server.KeepSettingError as error:
+        print(f"tooleval: {error}", file=sys.stderr, flush=True)
+        os._exit(2)
+
+
 def main() -> int:
     argv, command = sys.argv[1:], _command(sys.argv[1:])
-    if command in (["run"], ["tasks", "run"]) and not {"-h", "--help"} & set(argv):
+    runs = command in (["run"], ["tasks", "run"]) and not {"-h", "--help"} & set(argv)
+    if runs:
+        environ = dict(os.environ)  # as given, before the defaults
         announce(first_line(argv))  # at once, before the imports
-        from flows import gc_pause, prefect_server, prefect_settings, stop_on_signal  # standard library only
+        before_imports(argv)
+        from flows import warm_runner  # standard library only
 
-        gc_pause.pause()  # the imports without the cyclic collector; run_experiment resumes it
-        stop_on_signal.install(f"tooleval {' '.join(command)}")
-        prefect_settings.apply_prefect_defaults()
-        try:  # a bad keep setting is bad input, said before anything starts
-            prefect_server.keep_minutes()
-        except prefect_server.KeepSettingError as error:
-            print(f"tooleval: {error}", file=sys.stderr, flush=True)
-            os._exit(2)
+        refused = warm_runner.hand_over(environ)  # returns only when no warm runner took the run
+    code = run(argv)
+    if runs:
+        warm_runner.start(environ, refused)  # for the next run, if this one used the kept server
+    os._exit(code)
+
+
+def run(argv: list[str]) -> int:
+    """Import the tool and run the command; its exit code, once its output is flushed."""
     from flows import gc_pause
 
     gc_pause.pause()  # every command imports without the cyclic collector; flows/cli.py says when it resumes
@@ -53,7 +71,7 @@ def main() -> int:
         from flows.stop_on_signal import flush_std_streams
 
         flush_std_streams()
-    os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

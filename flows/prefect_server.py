@@ -315,7 +315,9 @@ class LocalServer:
             process.wait()
 
     def summary(self) -> str:
-        how = "started by this run" if self.started_here else "already running"
+        from flows.warm_runner import mention
+
+        how = ("started by this run" if self.started_here else "already running") + mention()
         return (f"{self.api_url} ({how}; stops after {self.state.keep_minutes:g} min with no run: `tooleval server "
                 f"stop` ends it now, {KEEP_ENV}=0 starts a server per run)")
 

@@ -1,0 +1,207 @@
+"""The warm runner (flows/warm_runner.py), with real processes on a Prefect home of this module's own: a cold run
+that used the kept server starts it, and the next run starts warm with the same rows and report; bad input
+ends a warm run as it ends a cold one; another environment or a touched source file runs cold; SIGINT stops a
+warm run as it stops a cold one, and a ``kill -9`` of the run kills its child and a rerun resumes; the runner
+holds no secret while its child sees the run's; ``tooleval server stop`` ends it, and so does removing its home."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from flows.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from flows.prefect_server import SECRET_NAME, state_dir, stop_kept
+from flows.stop_on_signal import alive
+from flows.warm_runner import WARM_ENV, stop
+from tasks.drill_points import LOG_ENV
+from tests.drill.harness import own_env
+from tests.factories import ROOT
+from tests.factories.prefect_api import migrated_home
+from tests.flows.test_kept_server import wait_until
+from tests.flows.test_run_signals_and_progress import SlowSecondUnit, closing_tasks, experiment, wait_for
+from tests.provider_server import ProviderServer
+from tests.selectors.providers.conftest import FAKE_KEY
+from tests.surface.tiny_desk import write_desk
+
+pytestmark = pytest.mark.slow  # real tooleval processes, a kept Prefect server and a warm runner
+
+ONE_ARM = str(ROOT / "benchmarks" / "peers" / "one_arm.yaml")
+RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """One Prefect home for the module, a kept server and a runner on it (stopped at the end); a secret in the
+    environment, which a runner must not hold and a run must see."""
+    folder = tmp_path_factory.mktemp("warm")
+    home = migrated_home(folder / "prefect-home")
+    environ = own_env(home, OPENAI_API_KEY=FAKE_KEY, TOOLEVAL_KEEP_SERVER="10", **{LOG_ENV: str(folder / "points")})
+    environ.pop("PYTEST_CURRENT_TEST", None)  # pytest changes it for every test: another environment
+    environ.pop(WARM_ENV, None)
+    yield environ
+    stop(environ)
+    stop_kept(state_dir(environ))
+
+
+def tooleval(args: list[str], env: dict[str, str], **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flows.launch", *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**env, **extra}, timeout=600)
+
+
+def runner(env: dict[str, str]) -> dict:
+    try:
+        return json.loads((state_dir(env) / "warm.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def ready(env: dict[str, str], not_pid: int | None = None) -> int:
+    """The pid of the runner once it accepts runs (not ``not_pid``, one being replaced)."""
+    assert wait_until(lambda: runner(env).get("ready") and runner(env)["pid"] != not_pid
+                      and (state_dir(env) / "warm.sock").exists(), 120)
+    return runner(env)["pid"]
+
+
+def log(env: dict[str, str]) -> str:
+    return (state_dir(env) / "warm.log").read_text()
+
+
+def children(pid: int) -> list[int]:
+    return [int(child) for task in os.listdir(f"/proc/{pid}/task")
+            for child in open(f"/proc/{pid}/task/{task}/children").read().split()]
+
+
+def rows(warehouse: Path) -> list[tuple]:
+    names = ["arm", "seed", "request_id", "expected", "chosen", "correct", "confidence"]
+    found = [row for part in sorted((warehouse / "rows").rglob("*.parquet"))
+             for row in zip(*pq.read_table(part, columns=names).to_pydict().values())]
+    return sorted(found, key=repr)
+
+
+def report(stdout: str, warehouse: Path) -> str:
+    return RUN_ID.sub("RUN", stdout.split("DuckDB file:")[0]).replace(str(warehouse), "WH")
+
+
+def test_a_second_run_starts_warm_with_the_same_rows_and_report_and_no_secret_in_the_runner(env, tmp_path):
+    cold = tooleval(["run", ONE_ARM, "--no-cache", "--warehouse", str(tmp_path / "cold")], env)
+    assert cold.returncode == 0, cold.stderr[-3000:]
+    assert "warm start" not in cold.stdout
+    pid = ready(env)
+    warm = tooleval(["run", ONE_ARM, "--no-cache", "--warehouse", str(tmp_path / "warm")], env)
+    assert warm.returncode == 0, warm.stderr[-3000:]
+    prefect_line = warm.stdout.split("Prefect:")[1]
+    assert "already running; warm start;" in prefect_line, warm.stdout[-2000:]
+    assert report(warm.stdout, tmp_path / "warm") == report(cold.stdout, tmp_path / "cold")
+    assert len(rows(tmp_path / "warm")) == 1620 and rows(tmp_path / "warm") == rows(tmp_path / "cold")
+    assert warm.stderr.count("checking the experiment and its task set") == 1  # the first line, once
+    held = [entry.split("=")[0] for entry in open(f"/proc/{pid}/environ").read().split("\0") if entry]
+    assert "PREFECT_HOME" in held and not [name for name in held if SECRET_NAME.search(name)]
+    assert runner(env)["pid"] == pid and alive(pid) and not children(pid)  # the child is reaped
+
+
+def test_runs_at_once_each_have_a_child(env, tmp_path):
+    pid = ready(env)
+    runs = [subprocess.Popen([sys.executable, "-m", "flows.launch", "run", ONE_ARM, "--no-cache", "--warehouse",
+                              str(tmp_path / f"wh{n}")], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE) for n in range(2)]
+    done = [run.communicate(timeout=600) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err[-2000:] for _, err in done]
+    assert all("warm start" in out and "run " in out for out, _ in done)
+    assert all(len(rows(tmp_path / f"wh{n}")) == 1620 for n in range(2))
+    assert alive(pid) and not children(pid)
+
+
+def test_bad_input_ends_a_warm_run_as_it_ends_a_cold_one(env, tmp_path):
+    ready(env)
+    args = ["run", str(tmp_path / "no-such.yaml"), "--no-cache"]
+    cold = tooleval(args, env, **{WARM_ENV: "0"})
+    before = log(env).count("\n")
+    warm = tooleval(args, env)
+    assert warm.returncode == cold.returncode == EXIT_BAD_INPUT
+    assert warm.stderr == cold.stderr and warm.stdout == cold.stdout == ""
+    assert log(env).count("\n") == before  # accepted: the runner wrote nothing (a refusal is a line)
+
+
+def test_another_environment_or_a_touched_source_file_runs_cold_and_replaces_the_runner(env, tmp_path):
+    args = ["run", str(tmp_path / "no-such.yaml"), "--no-cache"]
+    first, seen = ready(env), len(log(env))
+    assert tooleval(args, env, TOOLEVAL_PROGRESS_EVERY_S="7").returncode == EXIT_BAD_INPUT
+    assert f"pid {first}: refused a run: another environment: TOOLEVAL_PROGRESS_EVERY_S\n" in log(env)[seen:]
+    second = ready(env, not_pid=first)  # started by the refused run, with its environment
+    assert wait_until(lambda: not alive(first), 10)  # the one replaced ends
+    assert tooleval(args, env).returncode == EXIT_BAD_INPUT  # the module's environment again: refused
+    third = ready(env, not_pid=second)
+    seen = len(log(env))
+    source = ROOT / "flows" / "warm_runner.py"
+    times = source.stat()
+    os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns + 1000))
+    try:
+        assert tooleval(args, env).returncode == EXIT_BAD_INPUT
+    finally:
+        os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert f"pid {third}: refused a run: stale:" in log(env)[seen:]
+    ready(env, not_pid=third)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "kill-9"])
+def test_a_signal_to_a_warm_run_reaches_its_child_and_a_rerun_resumes(env, tmp_path, signum):
+    script = SlowSecondUnit()
+    with ProviderServer(script, api_key=FAKE_KEY) as server:  # a run without the key would be refused (401)
+        folder = write_desk(tmp_path, closing_tasks(["fast-0", "fast-1", "slow-2", "slow-3"]),
+                            experiment=experiment(server.openai_url, batch_size=2, concurrency=4))
+        args = ["tasks", "run", str(folder / "experiments" / "four.yaml"), "--warehouse", str(tmp_path / "wh")]
+        pid = ready(env)
+        points = Path(env[LOG_ENV])
+        points.unlink(missing_ok=True)
+        run = subprocess.Popen([sys.executable, "-m", "flows.launch", *args], cwd=ROOT, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        counted = lambda: points.is_file() and "unit-landed\t" in points.read_text()  # noqa: E731
+        wait_for(lambda: counted() and any("slow-" in s.user_text for s in server.requests()), 600, run)
+        [child] = children(pid)  # the warm run's child: the run itself is not forked from the test
+        os.kill(run.pid, signum)
+        try:
+            run.wait(timeout=60)
+        finally:
+            run.kill()
+        stderr = run.stderr.read()
+        assert wait_until(lambda: not alive(child), 10)
+        if signum == signal.SIGINT:  # what a cold run says and exits with (test_run_signals_and_progress.py)
+            assert run.returncode == EXIT_INTERRUPTED, stderr[-3000:]
+            assert "stopped by SIGINT after 1 of 2 work units landed (2 runs)" in stderr, stderr[-3000:]
+            assert "Traceback" not in stderr
+        else:
+            assert run.returncode == -signal.SIGKILL
+        script.slow = False
+        rerun = tooleval(args, env)
+        assert rerun.returncode == 0, rerun.stderr[-3000:]
+        assert "warm start" in rerun.stdout and "4 task runs in 2 work units, 2 from cache" in rerun.stdout
+        first_turns = Counter(s.user_text for s in server.requests() if s.turn == 0)
+        assert first_turns["Please close ticket T-1002 (fast-0)."] == 1  # finished items are not run again
+        assert first_turns["Please close ticket T-1002 (fast-1)."] == 1
+
+
+def test_server_stop_ends_the_runner_and_so_does_removing_its_home(env, tmp_path):
+    pid = ready(env)
+    status = tooleval(["server", "status"], env)
+    assert f"warm runner: pid {pid}, ready" in status.stdout, status.stdout
+    stopped = tooleval(["server", "stop"], env)
+    assert stopped.returncode == 0 and f"stopped its warm runner (pid {pid})" in stopped.stdout, stopped.stdout
+    assert not alive(pid) and not (state_dir(env) / "warm.sock").exists()
+    # a home of its own, removed while its server and runner wait
+    home = migrated_home(tmp_path / "prefect-home")
+    other = {**env, "PREFECT_HOME": str(home)}
+    assert tooleval(["run", ONE_ARM, "--no-cache", "--warehouse", str(tmp_path / "wh")], other).returncode == 0
+    pid = ready(other)
+    while home.exists():  # its server still writes its database meanwhile
+        shutil.rmtree(home, ignore_errors=True)
+    assert wait_until(lambda: not alive(pid), 15)
