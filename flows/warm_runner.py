@@ -53,7 +53,7 @@ def enabled(environ: Mapping[str, str] = os.environ) -> bool:
     from flows.prefect_server import keep_minutes
 
     return environ.get(WARM_ENV, "").strip() != "0" and "PREFECT_API_URL" not in environ and \
-        keep_minutes(environ) > 0
+        keep_minutes(environ) > 0 and sys.platform == "linux"  # pidfds, PR_SET_PDEATHSIG
 
 
 def mention() -> str:
@@ -181,7 +181,8 @@ def hand_over(environ: Mapping[str, str]) -> Refused | None:
             try:
                 request = json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "env": dict(environ),
                                       "stamp": stamp(environ)}).encode()
-                socket.send_fds(client, [struct.pack("!I", len(request)) + request], [0, 1, 2])
+                message = struct.pack("!I", len(request)) + request
+                client.sendall(message[socket.send_fds(client, [message], [0, 1, 2]):])
                 lines = client.makefile("rb")
                 answer = json.loads(lines.readline() or b"{}")
                 if "pid" in answer:
@@ -308,8 +309,8 @@ def _import_all(folder: Path) -> int:
 
 
 class _Job:
-    def __init__(self, connection: socket.socket, pid: int) -> None:
-        self.connection, self.pid, self.pidfd = connection, pid, os.pidfd_open(pid)
+    def __init__(self, connection: socket.socket, pid: int, pidfd: int) -> None:
+        self.connection, self.pid, self.pidfd = connection, pid, pidfd
 
     def ended(self) -> None:
         """The child ended: reap it and tell the run how."""
@@ -451,18 +452,21 @@ def _accept(connection: socket.socket, own: dict, listener: socket.socket, jobs:
             _child(request, fds, [listener, connection] + [job.connection for job in jobs.values()],
                    [job.pidfd for job in jobs.values()] + [go])
         os.close(go)
-        released = False
+        released, pidfd = False, None
         try:  # the child starts once the run has its pid (else the run may have gone on cold)
+            pidfd = os.pidfd_open(pid)
             connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
             released = connection.recv(1) == b"g" and os.write(started, b"g") == 1
         finally:
             os.close(started)
             if not released:  # without the byte the child ends before doing anything
                 os.waitpid(pid, 0)
+                if pidfd is not None:
+                    os.close(pidfd)
         if not released:
             raise ValueError("the run went away before its child started")
         connection.settimeout(None)
-        return _Job(connection, pid)
+        return _Job(connection, pid, pidfd)
     except (OSError, ValueError) as error:
         _say(f"dropped a run: {error!r}")
         connection.close()
@@ -500,6 +504,8 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], own: lis
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
         sys.argv = request["argv"]
+        if sys.stderr.isatty() and "prefect.logging.configuration" in sys.modules:  # its console was set up on
+            sys.modules["prefect.logging.configuration"].setup_logging(incremental=False)  # the runner's log file
         _warm = True
         from flows import launch, progress
 

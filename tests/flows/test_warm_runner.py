@@ -6,8 +6,10 @@ holds no secret while its child sees the run's; ``tooleval server stop`` ends it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
 import re
 import shutil
 import signal
@@ -119,6 +121,24 @@ def test_runs_at_once_each_have_a_child(env, tmp_path):
     assert all("warm start" in out and "run " in out for out, _ in done)
     assert all(len(rows(tmp_path / f"wh{n}")) == 1620 for n in range(2))
     assert alive(pid) and not children(pid)
+
+
+def test_a_warm_run_on_a_terminal(env, tmp_path):
+    """Its streams a terminal's: the report and the verdict reach it, and the run ends when the child does."""
+    ready(env)
+    main, terminal = pty.openpty()
+    run = subprocess.Popen([sys.executable, "-m", "flows.launch", "run", ONE_ARM, "--no-cache", "--warehouse",
+                            str(tmp_path / "wh")], cwd=ROOT, env={**env, "COLUMNS": "120"}, stdin=terminal,
+                           stdout=terminal, stderr=terminal)
+    os.close(terminal)
+    seen = b""
+    with contextlib.suppress(OSError):  # EIO once every end of the terminal is closed
+        while chunk := os.read(main, 1 << 16):
+            seen += chunk
+    os.close(main)
+    assert run.wait(timeout=600) == 0, seen.decode(errors="replace")[-3000:]
+    text = seen.decode(errors="replace")
+    assert "warm start" in text and "1,620 rows" in text and "verdict:" in text, text[-3000:]
 
 
 def test_bad_input_ends_a_warm_run_as_it_ends_a_cold_one(env, tmp_path):
