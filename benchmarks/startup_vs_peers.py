@@ -16,8 +16,11 @@ offline selector and a tool-name check per row.
   ``--tooleval-checkout DIR`` measures another checkout, ``--tooleval-cmd CMD`` replaces the command
   (e.g. ``"/work/main/.venv/bin/tooleval"``); the experiment path and the flags above are appended.
   Prefect runs as it would for a user: with no PREFECT_API_URL in the environment the first run starts the
-  server kept between runs (flows/kept_server.py) and later runs use it, or with TOOLEVAL_KEEP_SERVER=0
-  each run starts a temporary server (the header says which); PREFECT_HOME is the user's. The kept
+  server kept between runs (flows/prefect_server.py) and later runs use it, or with TOOLEVAL_KEEP_SERVER=0
+  each run starts a temporary server (the header says which); PREFECT_HOME is the user's. A run that used the
+  kept server starts a warm runner (flows/warm_runner.py) at its end, and later runs start warm, in its child
+  (unless TOOLEVAL_WARM_RUN=0): each run is shown warm or cold, the runs counted say how many were warm, and
+  a warm run's CPU and RSS include its child's. The kept
   server's CPU during each run (its process and any children, from ``tooleval-server/server.json``) is
   added to tooleval's CPU and shown as its server's (its RSS is the server's, outside the tree). So is a
   server PREFECT_API_URL names (``prefect server start --background``: its pid in
@@ -54,7 +57,7 @@ average at its start. Every run is checked to have done 1,620
 evaluations: tooleval's ``run ...: 1,620 rows`` line, promptfoo's ``1,620 passed`` summary and the rows in
 its results database, Inspect's printed sample count. A run that exits non-zero or fails the check is
 not counted: the benchmark says so, keeps its output and files, goes on, and exits 1 at the end.
-A timed tooleval run that started a new kept server instead of using the one kept (the pid in
+The import breakdown's run is cold (TOOLEVAL_WARM_RUN=0). A timed tooleval run that started a new kept server instead of using the one kept (the pid in
 ``server.json`` changed across it) is flagged RESTARTED, and the end says how many were: its figures
 include a server start.
 
@@ -166,9 +169,9 @@ def _cmdline(pid: int) -> str:
 class TreeSampler(threading.Thread):
     """Samples a process tree until stopped: peak summed RSS, per-process peak RSS and CPU, first child."""
 
-    def __init__(self, root: int, started: float, marker: str | None = None) -> None:
+    def __init__(self, root: int, started: float, marker: str | None = None, runner: int | None = None) -> None:
         super().__init__(daemon=True)
-        self.root, self.started = root, started
+        self.root, self.started, self.runner = root, started, runner  # runner: its children are the run's too
         self.marker = re.compile(marker) if marker else None  # the child process whose start is timed
         self.stop_event = threading.Event()
         self.peak_tree_kib = 0.0
@@ -181,7 +184,7 @@ class TreeSampler(threading.Thread):
         self.max_processes = 0
 
     def sample(self) -> None:
-        pids = _tree(self.root)
+        pids = _tree(self.root) + [pid for child in (_children(self.runner) if self.runner else []) for pid in _tree(child)]
         total = 0.0
         for pid in pids:
             reading = _cpu_and_rss(pid)
@@ -233,6 +236,8 @@ class Measured:
     server_cpu: float | None = None
     """tooleval's temporary Prefect server: its own CPU seconds and peak RSS (part of the tree's figures)."""
     server_rss_mib: float | None = None
+    warm: bool | None = None
+    """tooleval: did the run start warm (flows/warm_runner.py: its child did the run; its CPU is counted)."""
     failure: str | None = None
     """Why the run does not count (non-zero exit, or not 1,620 evaluations seen); None when it counts."""
     note: str | None = None
@@ -288,9 +293,31 @@ def _server_cpu_and_rss(pid: int) -> tuple[float, float] | None:
     return (sum(c for c, _ in found), max(r for _, r in found)) if found else None
 
 
+def warm_runner_pid() -> int | None:
+    """The pid of tooleval's warm runner for this Prefect home (``tooleval-server/warm.json``), if one is alive."""
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    try:
+        pid = int(json.loads((home / "tooleval-server" / "warm.json").read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if os.path.exists(f"/proc/{pid}") else None
+
+
+def _cpu_with_reaped(pid: int | None) -> float:
+    """CPU seconds of a process and of its children it has reaped (utime, stime, cutime, cstime)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return 0.0
+    return sum(map(int, fields[11:15])) / CLOCK_TICKS
+
+
 def timed(command: Command, isolate_network: bool, outside_server: int | None = None) -> tuple[Measured, str, str]:
     """One run; ``outside_server``: the pid of a kept Prefect server the run talks to, whose CPU during the run
-    is added to the run's (tooleval's figures then cost what they would with the server in the tree)."""
+    is added to the run's (tooleval's figures then cost what they would with the server in the tree). A warm
+    runner's child does a warm run: its CPU (the runner's reaped children's, the runner's own share of the job
+    included) is added too, and its RSS counts in the tree."""
     argv = command.argv
     if isolate_network:
         # A new network namespace with only loopback up: nothing can reach another host.
@@ -300,12 +327,14 @@ def timed(command: Command, isolate_network: bool, outside_server: int | None = 
     last_output: list[float] = [0.0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     server_before = _server_cpu_and_rss(outside_server) if outside_server else None
+    runner = warm_runner_pid() if command.tool.startswith("tooleval") else None
+    runner_before = _cpu_with_reaped(runner)
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as stderr:
         started = time.perf_counter()
         process = subprocess.Popen(argv, cwd=command.cwd, env=command.env, stdout=subprocess.PIPE,
                                    stderr=stderr, stdin=subprocess.DEVNULL, text=True, errors="replace")
-        sampler = TreeSampler(process.pid, started, command.marker)
+        sampler = TreeSampler(process.pid, started, command.marker, runner)
         sampler.start()
 
         def read_stdout() -> None:
@@ -344,6 +373,7 @@ def timed(command: Command, isolate_network: bool, outside_server: int | None = 
                                                      f"{last_error[:100]}"]))
     cpu_rusage = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cpu_sampled = sum(sampler.cpu_seconds.values())
+    cpu_rusage += max(0.0, _cpu_with_reaped(runner) - runner_before) if runner else 0.0  # sampled: in the tree
     marked = sampler.marked_child
     server_cpu = sampler.cpu_seconds.get(sampler.marked_pid) if sampler.marked_pid else None
     server_rss = (sampler.peak_process_kib.get(sampler.marked_pid, 0.0) / 1024) if sampler.marked_pid else None
@@ -361,6 +391,7 @@ def timed(command: Command, isolate_network: bool, outside_server: int | None = 
         load_at_start=load, evaluations=evaluations,
         processes=sampler.max_processes, failure=failure, note=note,
         server_cpu=server_cpu, server_rss_mib=server_rss,
+        warm=bool(re.search(r"warm\s+start", out)) if command.tool.startswith("tooleval") else None,
     ), out, err
 
 
@@ -519,7 +550,7 @@ def fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
 
 
 def table(results: dict[str, list[Measured]]) -> list[str]:
-    rows = [("tool", "runs counted", "wall min / median", "CPU s (median)", "peak RSS tree / largest process",
+    rows = [("tool", "runs counted (warm)", "wall min / median", "CPU s (median)", "peak RSS tree / largest process",
              "Prefect server CPU s / peak RSS", "first output line (median)", "load at start")]
     for tool, all_runs in results.items():
         measured = [m for m in all_runs if not m.failure]
@@ -534,7 +565,8 @@ def table(results: dict[str, list[Measured]]) -> list[str]:
         walls = [m.wall for m in measured]
         rows.append((
             tool,
-            f"{len(measured)} of {len(all_runs)}",
+            f"{len(measured)} of {len(all_runs)}" + (f" ({sum(bool(m.warm) for m in measured)} warm)"
+                                                    if tool.startswith("tooleval") else ""),
             f"{min(walls):.1f} s / {statistics.median(walls):.1f} s",
             fmt(med([m.cpu for m in measured])),
             f"{max(m.peak_tree_mib for m in measured):.0f} / {max(m.peak_process_mib for m in measured):.0f} MiB",
@@ -666,7 +698,8 @@ def main(argv: list[str] | None = None) -> int:
                           + (f"server spawned {fmt(measured.marked_child, 1, ' s')} cpu {fmt(measured.server_cpu)} s "
                              f"rss {fmt(measured.server_rss_mib, 0)} MiB  " if measured.marked_child else "")
                           + f"output {fmt(measured.first_output, 1, ' s')}-{fmt(measured.last_output, 1, ' s')}  "
-                          f"load {measured.load_at_start:.2f}  {measured.evaluations:,} evaluations", flush=True)
+                          f"load {measured.load_at_start:.2f}  {measured.evaluations:,} evaluations"
+                          + {True: "  warm", False: "  cold", None: ""}[measured.warm], flush=True)
                     if measured.note:
                         print(f"           note: {measured.note}", flush=True)
                     if restarted:
@@ -770,7 +803,8 @@ def import_breakdown(args: argparse.Namespace, top: int = 10) -> str:
         command = tooleval_command(args, scratch)
         argv = [command.argv[0], "-X", "importtime", *command.argv[1:]]
         started = time.perf_counter()
-        done = subprocess.run(argv, cwd=command.cwd, env=command.env, capture_output=True, text=True)
+        done = subprocess.run(argv, cwd=command.cwd, env={**command.env, "TOOLEVAL_WARM_RUN": "0"},  # imports here
+                              capture_output=True, text=True)
         wall = time.perf_counter() - started
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
