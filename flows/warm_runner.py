@@ -46,6 +46,11 @@ ALWAYS = ("flows.cli", "flows.api", "flows.evaluate", "flows.task_runners", "pre
 """Imported by every runner, besides what the run that started it imported (it may have ended early)."""
 LOG_BYTES = 1 << 20  # warm.log is started afresh by a runner starting when it is larger
 _warm = False
+try:
+    START: tuple[list[str], str | None] = (list(sys.path), os.getcwd())
+except OSError:  # a removed working folder
+    START = (list(sys.path), None)
+"""The run's path and working folder before anything it imports could change them: its runner's."""
 
 
 def enabled(environ: Mapping[str, str] = os.environ) -> bool:
@@ -255,9 +260,9 @@ def _launch(folder: Path, environ: Mapping[str, str], server_pid: int) -> None:
     log_size = _stat(str(folder / "warm.log")) or (0, 0)
     with open(folder / "warm.log", "ab" if log_size[1] < LOG_BYTES else "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", boot, json.dumps(sys.path),
+            [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", boot, json.dumps(START[0]),
              str(server_pid)], env={name: value for name, value in environ.items() if not _secret(name)},
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
+            cwd=START[1], stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
     _write_state(folder, {"pid": process.pid, "server": server_pid, "ready": False, "started_at": time.time()})
 
 

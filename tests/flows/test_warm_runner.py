@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -68,9 +69,14 @@ def runner(env: dict[str, str]) -> dict:
 
 
 def ready(env: dict[str, str], not_pid: int | None = None) -> int:
-    """The pid of the runner once it accepts runs (not ``not_pid``, one being replaced)."""
+    """The pid of the runner once it accepts runs (not ``not_pid``, one being replaced); a cold run leaves one
+    where none is (a test run alone)."""
+    if not_pid is None and not alive(runner(env).get("pid", 0)):
+        scratch = Path(tempfile.mkdtemp())
+        assert tooleval(["run", ONE_ARM, "--no-cache", "--warehouse", str(scratch)], env).returncode == 0
+        shutil.rmtree(scratch)
     assert wait_until(lambda: runner(env).get("ready") and runner(env)["pid"] != not_pid
-                      and (state_dir(env) / "warm.sock").exists(), 120)
+                      and (state_dir(env) / "warm.sock").exists(), 120), log(env)[-3000:]
     return runner(env)["pid"]
 
 
