@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import pickle
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
@@ -105,6 +104,8 @@ def derive_tool(name: str, method: Callable, marks: ToolMarks) -> BackendTool:
 def fixture_copy(fixtures: dict[str, Any]) -> dict[str, Any]:
     """A deep copy of a task's fixtures, so a run's state never shares a list or dict with the task's: pickled
     and read back (faster than ``copy.deepcopy`` on plain data), else deep-copied."""
+    import pickle  # only where a state is built: a run, or a check that was not remembered
+
     try:
         return pickle.loads(pickle.dumps(fixtures, protocol=pickle.HIGHEST_PROTOCOL))
     except (pickle.PicklingError, TypeError, AttributeError):
