@@ -75,6 +75,10 @@ least 50), so the floor's cost per arm stays bounded however large the run (its 
 The seeds of a deterministic router give one such row a request."""
 
 
+CALIBRATED_CHUNK_CELLS = 65_536
+"""Draws x distinct rows simulated at once by ``ece_if_calibrated``."""
+
+
 @dataclass(frozen=True)
 class EceIfCalibrated:
     """The ECE a perfectly calibrated selector would show with the same confidences on as many requests.
@@ -112,7 +116,10 @@ def ece_if_calibrated(confidence: Sequence[float], correct: Sequence[bool], requ
     c32 = c_unique.astype(np.float32)
     rng = np.random.default_rng(seed)
     eces = []
-    chunk = max(1, min(draws, 1_000_000 // len(c_unique)))  # bounded memory on a large run
+    # a chunk of draws small enough that the product below stays on one BLAS thread (a larger one wakes
+    # OpenBLAS's other threads, which spin for more CPU than they save) and memory stays bounded on a
+    # large run; the random numbers are one stream, so the chunks' sizes do not change the draws
+    chunk = max(1, min(draws, CALIBRATED_CHUNK_CELLS // len(c_unique)))
     for start in range(0, draws, chunk):
         size = min(chunk, draws - start)
         u = rng.random((size, int(request.max()) + 1), dtype=np.float32)  # one number a request

@@ -76,3 +76,18 @@ def test_the_calibration_note_says_how_many_draws_and_that_the_seed_is_fixed():
     floors = [SimpleNamespace(ece_if_calibrated=SimpleNamespace(draws=d)) for d in (5_000, 2_472)]
     assert _draws_text(SimpleNamespace(calibration=floors[:1])) == "5,000 draws"
     assert _draws_text(SimpleNamespace(calibration=floors)).startswith("2,472-5,000 draws")
+
+
+@pytest.mark.parametrize("cells", [1, 7_919, 10_000_000])
+def test_the_draws_do_not_depend_on_how_many_are_simulated_at_once(monkeypatch, cells):
+    """The random numbers are one stream: a chunk of one draw, an odd-sized chunk over an odd number of
+    requests (a chunk ending inside a 64-bit word of the generator) or all draws at once give the same
+    figures, bit for bit."""
+    from tasks.stats import calibration
+
+    confidence = np.repeat(_requests(301, 9), 2) + np.tile([0.0, -0.01], 301)
+    correct = np.random.default_rng(10).random(len(confidence)) < confidence
+    ids = np.repeat([f"r{i}" for i in range(301)], 2)
+    default = ece_if_calibrated(confidence, correct, ids, draws=333)
+    monkeypatch.setattr(calibration, "CALIBRATED_CHUNK_CELLS", cells)
+    assert ece_if_calibrated(confidence, correct, ids, draws=333) == default
