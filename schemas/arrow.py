@@ -5,6 +5,7 @@ pyarrow is imported by the functions, not by this module: a command that reads a
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from datetime import datetime
@@ -49,8 +50,10 @@ def arrow_type(annotation: Any) -> pa.DataType:
     raise TypeError(f"no Arrow type for {annotation!r}")
 
 
+@functools.cache
 def arrow_schema(model: type[BaseModel]) -> pa.Schema:
-    """The Arrow schema of a model: one field per model field, in declaration order, with its docstring."""
+    """The Arrow schema of a model: one field per model field, in declaration order, with its docstring.
+    Built once per model (an Arrow schema is immutable): every landed unit of a run reuses it."""
     import pyarrow as pa
 
     fields = []
@@ -95,13 +98,17 @@ def to_arrow_table(model: type[BaseModel], records: list[dict[str, Any]]) -> pa.
     """
     import pyarrow as pa
 
-    schema = arrow_schema(model)
     columns = {}
-    for field in schema:
-        info = model.model_fields[field.name]
-        if info.is_required():
-            columns[field.name] = [record[field.name] for record in records]
+    for name, info in _fields(model):
+        if info is None:
+            columns[name] = [record[name] for record in records]
         else:
             default = info.get_default(call_default_factory=True)
-            columns[field.name] = [record.get(field.name, default) for record in records]
-    return pa.table(columns, schema=schema)
+            columns[name] = [record.get(name, default) for record in records]
+    return pa.table(columns, schema=arrow_schema(model))
+
+
+@functools.cache
+def _fields(model: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+    """Each field's name and, for a field with a default, its pydantic field info (None when required)."""
+    return tuple((name, None if info.is_required() else info) for name, info in model.model_fields.items())
