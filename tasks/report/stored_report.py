@@ -111,14 +111,25 @@ def code_stamp() -> str:
     (their installed distributions' names, read without importing them)."""
     digest = hashlib.sha256()
     for root in SOURCE_ROOTS:
-        for path in sorted([*(_ROOT / root).rglob("*.py"), *(_ROOT / root).rglob("*.sql")]):
-            digest.update(str(path.relative_to(_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+        for relative in _sources(root):
+            with open(_ROOT / relative, "rb") as source:
+                digest.update(relative.encode() + b"\0" + source.read() + b"\0")
     for entry in sys.path:
         if entry.endswith("-packages") and os.path.isdir(entry):
             for name in sorted(os.listdir(entry)):
                 if name.endswith(".dist-info") and name.split("-")[0].lower() in FIGURE_LIBRARIES:
                     digest.update(name.encode() + b"\0")
     return digest.hexdigest()
+
+
+def _sources(root: str) -> list[str]:
+    """The .py and .sql files under ``root`` (a folder of the checkout), relative to the checkout, in path
+    order (folder by folder, as paths compare)."""
+    found = []
+    for directory, _, files in os.walk(_ROOT / root, followlinks=True):
+        relative = os.path.relpath(directory, _ROOT)
+        found.extend(os.path.join(relative, name) for name in files if name.endswith((".py", ".sql")))
+    return sorted(found, key=lambda path: path.split(os.sep))
 
 
 def registration_stamp(warehouse: Warehouse, run_id: str) -> str:
