@@ -37,6 +37,18 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
     assert not list(tmp_path.glob(f"{TEMPORARY_PREFIX}*"))
 
 
+def test_a_write_is_flushed_to_disk_before_it_takes_the_name_unless_not_durable(tmp_path, monkeypatch):
+    from tasks.files import atomic_write
+
+    flushed = []
+    monkeypatch.setattr(atomic_write.os, "fsync", lambda fd: flushed.append(fd))
+    write_atomic(tmp_path / "rows.parquet", b"rows")
+    write_exclusive(tmp_path / "owner.json", "{}")
+    assert len(flushed) == 2
+    write_atomic(tmp_path / "report.json", "{}", durable=False)
+    assert len(flushed) == 2 and (tmp_path / "report.json").read_text() == "{}"
+
+
 def test_write_exclusive_never_replaces(tmp_path):
     path = tmp_path / "v2.jsonl"
     assert write_exclusive(path, "mine") is True
