@@ -160,9 +160,11 @@ def store_report(warehouse: Warehouse, state: list[Any] | None, registration: st
     body = {"key": _key(state, report.run_id, instrument_name, registration), "run_id": report.run_id,
             "verdict": report.verdict.model_dump(mode="json"), "title": report.title, "headline": report.headline,
             "tables": [asdict(table) for table in report.tables]}
-    try:
-        write_atomic(warehouse.reports_dir / LATEST_FILE, json.dumps({"warehouse": state, "latest": latest}))
-        return write_atomic(warehouse.reports_dir / report.run_id / STORED_FILE, json.dumps(body))
+    try:  # not flushed to disk: a file a crash left empty or torn is not JSON, or not of these types, and
+        # the report is then computed again (stored_report, stored_latest)
+        write_atomic(warehouse.reports_dir / LATEST_FILE, json.dumps({"warehouse": state, "latest": latest}),
+                     durable=False)
+        return write_atomic(warehouse.reports_dir / report.run_id / STORED_FILE, json.dumps(body), durable=False)
     except OSError:
         return None
 

@@ -60,6 +60,9 @@ def kept_file(warehouse: Warehouse) -> Path:
     return warehouse.reports_dir / RUN / stored_report.STORED_FILE
 
 
+read_figures = publish.read_figures
+
+
 def no_computing(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("the report was computed, not read from its kept copy")
@@ -79,7 +82,14 @@ def test_the_kept_copy_prints_byte_for_byte_what_computing_prints(warehouse, cap
     assert "VERDICT" in computed or "##" in computed
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not json", "wrong types", "empty", "wrong sections"])
+def zeroed(text: str) -> str:
+    """What a crash of the machine can leave of a file written without a flush to disk: its length, with a
+    block of its data never written (zeros)."""
+    block = min(4096, len(text) - 100)
+    return text[:100] + "\0" * block + text[100 + block:]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not json", "wrong types", "empty", "wrong sections", "zeros"])
 def test_a_damaged_kept_copy_is_computed_again_silently(warehouse, capsys, monkeypatch, damage):
     computed = printed(warehouse, capsys, monkeypatch, 80, "report", RUN)
     text = kept_file(warehouse).read_text()
@@ -89,9 +99,28 @@ def test_a_damaged_kept_copy_is_computed_again_silently(warehouse, capsys, monke
     sections["tables"][1]["sections"] = ["0"]
     kept_file(warehouse).write_text({"truncated": text[: len(text) // 2], "not json": "\0garbage",
                                      "wrong types": json.dumps(data), "empty": "",
-                                     "wrong sections": json.dumps(sections)}[damage])
+                                     "wrong sections": json.dumps(sections), "zeros": zeroed(text)}[damage])
     assert printed(warehouse, capsys, monkeypatch, 80, "report", RUN) == computed
     assert json.loads(kept_file(warehouse).read_text())["tables"] == json.loads(text)["tables"]  # kept again
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "zeros", "wrong types"])
+def test_a_damaged_latest_runs_file_is_not_answered_from(warehouse, capsys, monkeypatch, damage):
+    """``tooleval report`` with no run reads the latest run from latest_runs.json: damaged, it finds the
+    latest run in the warehouse and computes its report."""
+    computed = printed(warehouse, capsys, monkeypatch, 80, "report")
+    latest = warehouse.reports_dir / stored_report.LATEST_FILE
+    text = latest.read_text()
+    data = json.loads(text)
+    data["latest"] = {name: [RUN] for name in data["latest"]}  # parses, but not a run's name
+    latest.write_text({"truncated": text[: len(text) // 2], "empty": "", "zeros": "\0" * len(text),
+                       "wrong types": json.dumps(data)}[damage])
+    with monkeypatch.context() as patch:
+        computing = []
+        patch.setattr(publish, "read_figures", lambda *a, **k: computing.append(1) or read_figures(*a, **k))
+        assert printed(warehouse, capsys, monkeypatch, 80, "report") == computed
+    assert computing  # computed, not read from the kept copy
+    assert json.loads(latest.read_text()) == json.loads(text)  # kept again
 
 
 def test_a_write_to_the_warehouse_is_never_answered_by_the_kept_copy(warehouse, capsys, monkeypatch):
