@@ -2,8 +2,9 @@
 forks one child per ``tooleval run`` / ``tooleval tasks run`` handed to it, so that a run skips the imports
 (about half of a short run's wall time). Standard library only.
 
-One per Prefect home, in the kept server's folder (flows/prefect_server.py): ``warm.json`` names it,
-``warm.sock`` (0600) is where runs reach it, ``warm.log`` holds what it says. A cold run that used the kept
+One per Prefect home, in the kept server's folder (flows/prefect_server.py): ``warm.json`` names it and the
+socket where runs reach it (``warm.PID.sock``, 0600, its own: a runner removes only its own), ``warm.log``
+holds what it says. A cold run that used the kept
 server starts it at its very end (none alive, or the one alive refused that run), detached and without
 secret-named variables, with the run's environment and the list of modules the run imported. It ends itself
 after ``TOOLEVAL_KEEP_SERVER`` minutes with no job, once ``server.json`` no longer names the server it was
@@ -163,7 +164,7 @@ def hand_over(environ: Mapping[str, str]) -> Refused | None:
     if not enabled(environ) or any(_secret(name) for name in environ if name.startswith("PREFECT_")):
         return None
     folder = _folder(environ)
-    if not (folder / "warm.sock").exists():
+    if not (state := _read_state(folder)).get("ready"):
         return None
     child: list[int] = []
     pending: list[int] = []
@@ -179,7 +180,7 @@ def hand_over(environ: Mapping[str, str]) -> Refused | None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
         try:
             client.settimeout(ANSWER_S)
-            client.connect(_address(folder / "warm.sock"))
+            client.connect(_address(folder / str(state.get("socket"))))
         except OSError:  # no runner there (a socket left by one that died): a cold run
             answer = {"refused": None}
         else:
@@ -340,7 +341,6 @@ def serve(server_pid: int) -> None:
     """The runner's life (``python -c`` started by ``start``): import, listen, fork a child per accepted run."""
     import gc
 
-    from flows.prefect_server import KeptState, keep_minutes
     from flows.prefect_settings import apply_prefect_defaults
 
     gc.disable()  # as the console script imports; each child resumes it as a run does
@@ -356,63 +356,65 @@ def serve(server_pid: int) -> None:
     gc.freeze()
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
-    path, listener = folder / f"warm.sock.{os.getpid()}", socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path, listener = folder / f"warm.{os.getpid()}.sock", socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(_address(path))
-    os.chmod(path, 0o600)
-    listener.listen(16)
-    if _read_state(folder).get("pid") != os.getpid():
-        path.unlink()
-        return _say("replaced before it was ready")
-    path.replace(folder / "warm.sock")
-    inode = (folder / "warm.sock").stat().st_ino
-    _write_state(folder, {**_read_state(folder), "ready": True})
-    _say(f"ready: {len(sys.modules)} modules ({failed} failed), {len(os.listdir('/proc/self/task'))} OS threads")
-    jobs: dict[int, _Job] = {}
-    idle_s, last_job, last_look, told = keep_minutes(environ) * 60, time.monotonic(), 0.0, False
     try:
-        while listener.fileno() >= 0 or jobs:
-            if time.monotonic() - last_look >= 1.0:
-                last_look, named = time.monotonic(), getattr(KeptState.read(folder), "pid", None) == server_pid
-                mine = _read_state(folder).get("pid") == os.getpid()
-                last_job = time.monotonic() if jobs else last_job
-                if listener.fileno() >= 0 and (stopping or not (named and mine) or
-                                               time.monotonic() - last_job >= idle_s):
-                    _say("ending: " + ("stopped" if stopping else "replaced" if named and not mine
-                                       else "idle" if named else "its server is gone"))
-                    _withdraw(folder, inode)
-                    listener.close()
-                if stopping and not told:  # a run in a child stops as a cold run told to stop would
-                    told = True
-                    for job in jobs.values():
-                        with contextlib.suppress(OSError):
-                            os.kill(job.pid, signal.SIGTERM)
-            waiting = [job.connection for job in jobs.values()] + [job.pidfd for job in jobs.values()] + \
-                ([listener] if listener.fileno() >= 0 else [])
-            ready, _, _ = select.select(waiting, [], [], 1.0)
-            for job in list(jobs.values()):
-                if job.pidfd in ready:
-                    job.ended()
-                    del jobs[job.pid]
-                elif job.connection in ready and not job.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
-                    job.abandoned()
-                    del jobs[job.pid]
-            if listener in ready:
-                connection, _ = listener.accept()
-                if (job := _accept(connection, own, listener, jobs)) is not None:
-                    jobs[job.pid] = job
-                    last_job = time.monotonic()
+        os.chmod(path, 0o600)
+        listener.listen(16)
+        if _read_state(folder).get("pid") != os.getpid():
+            return _say("replaced before it was ready")
+        _write_state(folder, {**_read_state(folder), "ready": True, "socket": path.name})
+        _serve(folder, listener, server_pid, environ, own, failed, stopping)
     finally:
-        _withdraw(folder, inode)
+        _withdraw(folder)
 
 
-def _withdraw(folder: Path, inode: int) -> None:
-    """Remove the socket and warm.json where they are still this runner's."""
-    with contextlib.suppress(OSError):
-        if (folder / "warm.sock").stat().st_ino == inode:
-            (folder / "warm.sock").unlink()
+def _withdraw(folder: Path) -> None:
+    """Remove this runner's socket, and warm.json while it names this runner."""
+    (folder / f"warm.{os.getpid()}.sock").unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         if _read_state(folder).get("pid") == os.getpid():
             (folder / "warm.json").unlink()
+
+
+def _serve(folder: Path, listener: socket.socket, server_pid: int, environ: dict[str, str], own: dict,
+           failed: int, stopping: list[int]) -> None:
+    from flows.prefect_server import KeptState, keep_minutes
+
+    _say(f"ready: {len(sys.modules)} modules ({failed} failed), {len(os.listdir('/proc/self/task'))} OS threads")
+    jobs: dict[int, _Job] = {}
+    idle_s, last_job, last_look, told = keep_minutes(environ) * 60, time.monotonic(), 0.0, False
+    while listener.fileno() >= 0 or jobs:
+        if time.monotonic() - last_look >= 1.0:
+            last_look, named = time.monotonic(), getattr(KeptState.read(folder), "pid", None) == server_pid
+            mine = _read_state(folder).get("pid") == os.getpid()
+            last_job = time.monotonic() if jobs else last_job
+            if listener.fileno() >= 0 and (stopping or not (named and mine) or
+                                           time.monotonic() - last_job >= idle_s):
+                _say("ending: " + ("stopped" if stopping else "replaced" if named and not mine
+                                   else "idle" if named else "its server is gone"))
+                listener.close()
+                _withdraw(folder)
+            if stopping and not told:  # a run in a child stops as a cold run told to stop would
+                told = True
+                for job in jobs.values():
+                    with contextlib.suppress(OSError):
+                        os.kill(job.pid, signal.SIGTERM)
+        waiting = [job.connection for job in jobs.values()] + [job.pidfd for job in jobs.values()] + \
+            ([listener] if listener.fileno() >= 0 else [])
+        ready, _, _ = select.select(waiting, [], [], 1.0)
+        for job in list(jobs.values()):
+            if job.pidfd in ready:
+                job.ended()
+                del jobs[job.pid]
+            elif job.connection in ready and not job.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
+                job.abandoned()
+                del jobs[job.pid]
+        if listener in ready:
+            connection, _ = listener.accept()
+            if (job := _accept(connection, own, listener, jobs)) is not None:
+                jobs[job.pid] = job
+                last_job = time.monotonic()
 
 
 def _receive(connection: socket.socket) -> tuple[dict, list[int]]:

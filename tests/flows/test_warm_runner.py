@@ -1,8 +1,9 @@
 """The warm runner (flows/warm_runner.py), with real processes on a Prefect home of this module's own: a cold run
-that used the kept server starts it, and the next run starts warm with the same rows and report; bad input
-ends a warm run as it ends a cold one; another environment or a touched source file runs cold; SIGINT stops a
-warm run as it stops a cold one, and a ``kill -9`` of the run kills its child and a rerun resumes; the runner
-holds no secret while its child sees the run's; ``tooleval server stop`` ends it, and so does removing its home."""
+that used the kept server starts it, and the next run starts warm with the same rows and report; runs at once
+each have a child, and a run on a terminal works; bad input or a failed gate ends a warm run as it ends a cold
+one; another environment or a touched source file runs cold; SIGINT stops a warm run as it stops a cold one,
+and a ``kill -9`` of the run kills its child and a rerun resumes; the runner holds no secret while its child
+sees the run's; ``tooleval server stop`` ends it, and so does removing its home."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from flows.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from flows.exit_codes import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_INTERRUPTED
 from flows.prefect_server import SECRET_NAME, state_dir, stop_kept
 from flows.stop_on_signal import alive
 from flows.warm_runner import WARM_ENV, stop
@@ -33,6 +34,7 @@ from tests.factories.prefect_api import migrated_home
 from tests.flows.test_kept_server import wait_until
 from tests.flows.test_run_signals_and_progress import SlowSecondUnit, closing_tasks, experiment, wait_for
 from tests.provider_server import ProviderServer
+from tests.report.test_gates_flow import shop
 from tests.selectors.providers.conftest import FAKE_KEY
 from tests.surface.tiny_desk import write_desk
 
@@ -40,6 +42,7 @@ pytestmark = pytest.mark.slow  # real tooleval processes, a kept Prefect server 
 
 ONE_ARM = str(ROOT / "benchmarks" / "peers" / "one_arm.yaml")
 RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
+TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ")  # e.g. when the criteria were registered
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +79,7 @@ def ready(env: dict[str, str], not_pid: int | None = None) -> int:
         assert tooleval(["run", ONE_ARM, "--no-cache", "--warehouse", str(scratch)], env).returncode == 0
         shutil.rmtree(scratch)
     assert wait_until(lambda: runner(env).get("ready") and runner(env)["pid"] != not_pid
-                      and (state_dir(env) / "warm.sock").exists(), 120), log(env)[-3000:]
+                      and (state_dir(env) / runner(env)["socket"]).exists(), 120), log(env)[-3000:]
     return runner(env)["pid"]
 
 
@@ -97,7 +100,7 @@ def rows(warehouse: Path) -> list[tuple]:
 
 
 def report(stdout: str, warehouse: Path) -> str:
-    return RUN_ID.sub("RUN", stdout.split("DuckDB file:")[0]).replace(str(warehouse), "WH")
+    return TIME.sub("TIME", RUN_ID.sub("RUN", stdout.split("DuckDB file:")[0]).replace(str(warehouse), "WH"))
 
 
 def test_a_second_run_starts_warm_with_the_same_rows_and_report_and_no_secret_in_the_runner(env, tmp_path):
@@ -156,6 +159,16 @@ def test_bad_input_ends_a_warm_run_as_it_ends_a_cold_one(env, tmp_path):
     assert warm.returncode == cold.returncode == EXIT_BAD_INPUT
     assert warm.stderr == cold.stderr and warm.stdout == cold.stdout == ""
     assert log(env).count("\n") == before  # accepted: the runner wrote nothing (a refusal is a line)
+
+
+def test_a_failed_gate_ends_a_warm_run_as_it_ends_a_cold_one(env, tmp_path):
+    experiment, _ = shop(tmp_path)
+    ready(env)
+    runs = {how: tooleval(["run", str(experiment), "--no-cache", "--warehouse", str(tmp_path / how)], env,
+                          **({WARM_ENV: "0"} if how == "cold" else {})) for how in ("cold", "warm")}
+    assert runs["cold"].returncode == runs["warm"].returncode == EXIT_GATE_FAILED, runs["warm"].stderr[-3000:]
+    assert "warm start" in runs["warm"].stdout and "warm start" not in runs["cold"].stdout
+    assert report(runs["warm"].stdout, tmp_path / "warm") == report(runs["cold"].stdout, tmp_path / "cold")
 
 
 def test_another_environment_or_a_touched_source_file_runs_cold_and_replaces_the_runner(env, tmp_path):
@@ -222,7 +235,7 @@ def test_server_stop_ends_the_runner_and_so_does_removing_its_home(env, tmp_path
     assert f"warm runner: pid {pid}, ready" in status.stdout, status.stdout
     stopped = tooleval(["server", "stop"], env)
     assert stopped.returncode == 0 and f"stopped its warm runner (pid {pid})" in stopped.stdout, stopped.stdout
-    assert not alive(pid) and not (state_dir(env) / "warm.sock").exists()
+    assert not alive(pid) and not list(state_dir(env).glob("warm.*.sock"))
     # a home of its own, removed while its server and runner wait
     home = migrated_home(tmp_path / "prefect-home")
     other = {**env, "PREFECT_HOME": str(home)}
