@@ -105,10 +105,24 @@ def _files(folder: str, found: list[object]) -> None:
                     found.append((entry.path, entry.stat().st_mtime_ns, entry.stat().st_size))
 
 
+def _process() -> list[object]:
+    """What a process hands its children besides its environment: umask, limits, CPUs, niceness."""
+    import resource
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return [mask, [resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")],
+            sorted(os.sched_getaffinity(0)), os.nice(0)]
+
+
+START_PROCESS = _process()
+
+
 def stamp(environ: Mapping[str, str]) -> str:
     """What the imports of a run depend on, as one hash: the interpreter, its flags and path (each folder's
     mtime: an install or removal changes it), every file of the project's packages, Prefect's profiles and the
-    settings files of the working folder."""
+    settings files of the working folder; and what the process inherits besides its environment (a child takes
+    the runner's)."""
     import hashlib
 
     from flows.prefect_server import prefect_home
@@ -116,7 +130,8 @@ def stamp(environ: Mapping[str, str]) -> str:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parts: list[object] = [sys.executable, sys.version, sys.flags, sys._xoptions, sys.path,
                            [_stat(entry or ".") for entry in sys.path],
-                           _stat(str(prefect_home(environ) / "profiles.toml")), [_stat(name) for name in PREFECT_FILES]]
+                           _stat(str(prefect_home(environ) / "profiles.toml")), [_stat(name) for name in PREFECT_FILES],
+                           _process()]
     for package in PACKAGES:
         _files(os.path.join(root, package), parts)
     return hashlib.sha256(repr(parts).encode()).hexdigest()
@@ -243,6 +258,8 @@ def start(environ: Mapping[str, str], refused: Refused | None) -> None:
         state = _read_state(folder)
         if _alive(state.get("pid")) and refused is None:
             return
+        if _process() != START_PROCESS:  # a runner would inherit what the run changed: no run would match it
+            raise RuntimeError("the run changed its umask, limits, CPUs or niceness")
         _launch(folder, environ, server.pid)
     except Exception as error:  # noqa: BLE001 - the run is over; this only makes the next one faster
         with contextlib.suppress(OSError):
@@ -429,7 +446,8 @@ def _receive(connection: socket.socket) -> tuple[dict, list[int]]:
 
 def _refusal(request: dict, own: dict) -> str | None:
     if request.get("stamp") != own["stamp"]:
-        return "stale: the Python, its packages, the project's files or Prefect's settings files differ"
+        return ("stale: the Python, its packages, the project's files, Prefect's settings files or the process's "
+                "umask, limits, CPUs or niceness differ")
     theirs = compared(request.get("env", {}))
     if theirs != own["env"]:
         names = sorted(name for name in theirs.keys() | own["env"].keys() if theirs.get(name) != own["env"].get(name))
