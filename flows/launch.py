@@ -1,7 +1,8 @@
-"""The ``tooleval`` console script: for ``tooleval run`` and ``tooleval tasks run`` it says its first line at
-once, then hands itself to a warm runner (flows/warm_runner.py) if one takes it, else imports the tool (the run
-finds or starts its Prefect server once its cheap checks pass). Every command ends with ``os._exit`` once its output is flushed and what it started is stopped: its files are
-already written whole, and tearing down the interpreter's heap would cost seconds."""
+"""The ``tooleval`` console script: for ``tooleval run`` and ``tooleval tasks run`` it says its first line at once,
+then hands itself to a warm runner (flows/warm_runner.py) if one takes it, else imports the tool (the run finds or
+starts its Prefect server once its cheap checks pass). Every command ends with ``os._exit`` once its output is
+flushed and what it started is stopped: its files are already written whole, and tearing down the interpreter's heap
+would cost seconds."""
 
 from __future__ import annotations
 

@@ -1,25 +1,25 @@
-"""The warm runner: a process beside the kept Prefect server that has already imported what a run imports, and
-forks one child per ``tooleval run`` / ``tooleval tasks run`` handed to it, so that a run skips the imports
-(about half of a short run's wall time). Standard library only.
+"""The warm runner: a process beside the kept Prefect server that has already imported what a run imports, and forks
+one child per ``tooleval run`` / ``tooleval tasks run`` handed to it, so that a run skips the imports. Standard
+library only.
 
-One per Prefect home, in the kept server's folder (flows/prefect_server.py): ``warm.json`` names it and the
-socket where runs reach it (``warm.PID.sock``, 0600, its own: a runner removes only its own), ``warm.log``
-holds what it says. A cold run that used the kept
-server starts it at its very end (none alive, or the one alive refused that run), detached and without
-secret-named variables, with the run's environment and the list of modules the run imported. It ends itself
-after ``TOOLEVAL_KEEP_SERVER`` minutes with no job, once ``server.json`` no longer names the server it was
-started beside (``tooleval server stop``, a replaced server, a removed home) or ``warm.json`` no longer names
-it (replaced), and on SIGTERM.
+One per Prefect home, in the kept server's folder (flows/prefect_server.py): ``warm.json`` names it and the socket
+where runs reach it (``warm.PID.sock``, 0600, its own: a runner removes only its own), ``warm.log`` holds what it
+says. A cold run that used the kept server starts it at its very end (none alive, or the one alive refused that
+run), detached and without secret-named variables, with the run's environment and the list of modules the run
+imported. It ends itself after ``TOOLEVAL_KEEP_SERVER`` minutes with no job, once ``server.json`` no longer names
+the server it was started beside (``tooleval server stop``, a replaced server, a removed home) or ``warm.json`` no
+longer names it (replaced), and on SIGTERM.
 
-The hand-over (``hand_over``, called by flows/launch.py before anything heavy is imported): the run sends its
-argv, working folder, environment, its stdin/stdout/stderr and a stamp of what the imports depend on (the
-Python, its flags and path, the project's source files, the installed packages, Prefect's settings files). The
-runner refuses unless the stamp and the environment (but for secret-named variables and ``SHELL_NOISE``) equal
-its own (a secret-named ``PREFECT_`` variable, an API key, makes every run cold); then its child takes the run's streams, environment, folder and argv and does what the console script
-does after its first line. The runner tells the run its child's pid, then how the child ended; it kills the
-child when the run's end of the connection closes (the run was killed). The run forwards SIGINT, SIGTERM and
-SIGHUP to the child and exits with its code (128+N for a signal N). Refused, unreachable or stale: the run goes
-on cold, as it would without a runner. ``TOOLEVAL_WARM_RUN=0`` turns it off."""
+The hand-over (``hand_over``, called by flows/launch.py before anything heavy is imported): the run sends its argv,
+working folder, environment, its stdin/stdout/stderr and a stamp of what the imports depend on (the Python, its
+flags and path, the project's source files, the installed packages, Prefect's settings files). The runner refuses
+unless the stamp and the environment (but for secret-named variables and ``SHELL_NOISE``) equal its own and no file
+of a module it imported (a plug-in's, an installed package's) has changed since (a secret-named ``PREFECT_``
+variable, an API key, makes every run cold); then its child takes the run's streams, environment, folder and argv
+and does what the console script does after its first line. The runner tells the run its child's pid, then how the
+child ended; it kills the child when the run's end of the connection closes (the run was killed). The run forwards
+SIGINT, SIGTERM and SIGHUP to the child and exits with its code (128+N for a signal N). Refused, unreachable or
+stale: the run goes on cold, as it would without a runner. ``TOOLEVAL_WARM_RUN=0`` turns it off."""
 
 from __future__ import annotations
 
@@ -174,8 +174,9 @@ class Refused(str):
 
 
 def hand_over(environ: Mapping[str, str]) -> Refused | None:
-    """Run this command (``sys.argv``, ``environ``: the environment as given) in a warm child, if a runner for this Prefect home accepts it: then this process exits with
-    the child's code and never returns. Else None (no runner answered) or why it refused."""
+    """Run this command (``sys.argv``, ``environ``: the environment as given) in a warm child, if a runner for
+    this Prefect home accepts it: then this process exits with the child's code and never returns. Else None (no
+    runner answered) or why it refused."""
     if not enabled(environ) or any(_secret(name) for name in environ if name.startswith("PREFECT_")):
         return None
     folder = _folder(environ)
@@ -365,6 +366,7 @@ def serve(server_pid: int) -> None:
     own = {"stamp": stamp(environ), "env": compared(environ)}  # before the imports: a file changed meanwhile is stale
     apply_prefect_defaults()
     failed = _import_all(folder)
+    own["modules"] = _module_files()
     import threading
 
     if threading.active_count() != 1:  # a fork would lose a thread (and any lock it held)
@@ -444,10 +446,18 @@ def _receive(connection: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(data[4:]), fds
 
 
+def _module_files() -> dict[str, tuple[int, int] | None]:
+    """(mtime, size) of the file of every module imported: a plug-in's or a package's as much as the project's."""
+    return {module.__file__: _stat(module.__file__) for module in list(sys.modules.values())
+            if isinstance(getattr(module, "__file__", None), str)}
+
+
 def _refusal(request: dict, own: dict) -> str | None:
     if request.get("stamp") != own["stamp"]:
         return ("stale: the Python, its packages, the project's files, Prefect's settings files or the process's "
                 "umask, limits, CPUs or niceness differ")
+    if changed := next((path for path, seen in own["modules"].items() if _stat(path) != seen), None):
+        return f"stale: {changed} changed since it was imported"
     theirs = compared(request.get("env", {}))
     if theirs != own["env"]:
         names = sorted(name for name in theirs.keys() | own["env"].keys() if theirs.get(name) != own["env"].get(name))

@@ -1,9 +1,9 @@
 """The warm runner (flows/warm_runner.py), with real processes on a Prefect home of this module's own: a cold run
-that used the kept server starts it, and the next run starts warm with the same rows and report; runs at once
-each have a child, and a run on a terminal works; bad input or a failed gate ends a warm run as it ends a cold
-one; another environment or a touched source file runs cold; SIGINT stops a warm run as it stops a cold one,
-and a ``kill -9`` of the run kills its child and a rerun resumes; the runner holds no secret while its child
-sees the run's; ``tooleval server stop`` ends it, and so does removing its home."""
+that used the kept server starts it, and the next run starts warm with the same rows and report; runs at once each
+have a child, and a run on a terminal works; bad input or a failed gate ends a warm run as it ends a cold one;
+another environment, a touched source file or a changed module of a package runs cold; SIGINT stops a warm run as it
+stops a cold one, and a ``kill -9`` of the run kills its child and a rerun resumes; the runner holds no secret while
+its child sees the run's; ``tooleval server stop`` ends it, and so does removing its home."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from flows.exit_codes import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_INTERRUPTED
 from flows.prefect_server import SECRET_NAME, state_dir, stop_kept
@@ -81,6 +82,17 @@ def ready(env: dict[str, str], not_pid: int | None = None) -> int:
     assert wait_until(lambda: runner(env).get("ready") and runner(env)["pid"] != not_pid
                       and (state_dir(env) / runner(env)["socket"]).exists(), 120), log(env)[-3000:]
     return runner(env)["pid"]
+
+
+@contextlib.contextmanager
+def touched(path: Path):
+    """``path`` with its modification time moved by a microsecond, put back after."""
+    times = path.stat()
+    os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns + 1000))
+    try:
+        yield
+    finally:
+        os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
 def log(env: dict[str, str]) -> str:
@@ -171,7 +183,7 @@ def test_a_failed_gate_ends_a_warm_run_as_it_ends_a_cold_one(env, tmp_path):
     assert report(runs["warm"].stdout, tmp_path / "warm") == report(runs["cold"].stdout, tmp_path / "cold")
 
 
-def test_another_environment_or_a_touched_source_file_runs_cold_and_replaces_the_runner(env, tmp_path):
+def test_another_environment_a_touched_source_or_a_changed_package_runs_cold_and_replaces_the_runner(env, tmp_path):
     args = ["run", str(tmp_path / "no-such.yaml"), "--no-cache"]
     first, seen = ready(env), len(log(env))
     assert tooleval(args, env, TOOLEVAL_PROGRESS_EVERY_S="7").returncode == EXIT_BAD_INPUT
@@ -181,15 +193,16 @@ def test_another_environment_or_a_touched_source_file_runs_cold_and_replaces_the
     assert tooleval(args, env).returncode == EXIT_BAD_INPUT  # the module's environment again: refused
     third = ready(env, not_pid=second)
     seen = len(log(env))
-    source = ROOT / "flows" / "warm_runner.py"
-    times = source.stat()
-    os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns + 1000))
-    try:
+    with touched(ROOT / "flows" / "warm_runner.py"):
         assert tooleval(args, env).returncode == EXIT_BAD_INPUT
-    finally:
-        os.utime(source, ns=(times.st_atime_ns, times.st_mtime_ns))
     assert f"pid {third}: refused a run: stale:" in log(env)[seen:]
-    ready(env, not_pid=third)
+    fourth = ready(env, not_pid=third)
+    seen = len(log(env))
+    installed = Path(yaml.__file__)  # a package's module, outside the project's folders: the runner imported it
+    with touched(installed):
+        assert tooleval(args, env).returncode == EXIT_BAD_INPUT
+    assert f"pid {fourth}: refused a run: stale: {installed} changed since it was imported\n" in log(env)[seen:]
+    ready(env, not_pid=fourth)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "kill-9"])
