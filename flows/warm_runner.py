@@ -12,13 +12,15 @@ longer names it (replaced), and on SIGTERM.
 
 The hand-over (``hand_over``, called by flows/launch.py before anything heavy is imported): the run sends its argv,
 working folder, environment, its stdin/stdout/stderr and a stamp of what the imports depend on (the Python, its
-flags and path, the project's source files, the installed packages, Prefect's settings files). The runner refuses
+flags and path, the project's source files, the installed packages, Prefect's settings files) and of what a process
+inherits besides its environment (umask, limits, CPUs, niceness, namespaces). The runner refuses
 unless the stamp and the environment (but for secret-named variables and ``SHELL_NOISE``) equal its own and no file
 of a module it imported (a plug-in's, an installed package's) has changed since (a secret-named ``PREFECT_``
 variable, an API key, makes every run cold); then its child takes the run's streams, environment, folder and argv
 and does what the console script does after its first line. The runner tells the run its child's pid, then how the
 child ended; it kills the child when the run's end of the connection closes (the run was killed). The run forwards
-SIGINT, SIGTERM and SIGHUP to the child and exits with its code (128+N for a signal N). Refused, unreachable or
+SIGINT, SIGTERM and SIGHUP to the child (not one it ignores, as under ``nohup``), which holds them from its fork until
+its handlers are set, and exits with the child's code (128+N for a signal N). Refused, unreachable or
 stale: the run goes on cold, as it would without a runner. ``TOOLEVAL_WARM_RUN=0`` turns it off."""
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ ALWAYS = ("flows.cli", "flows.api", "flows.evaluate", "flows.task_runners", "pre
           "prefect.task_engine")
 """Imported by every runner, besides what the run that started it imported (it may have ended early)."""
 LOG_BYTES = 1 << 20  # warm.log is started afresh by a runner starting when it is larger
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Passed on by a run to its child; held for the child from its fork until its own handlers are set."""
 _warm = False
 try:
     START: tuple[list[str], str | None] = (list(sys.path), os.getcwd())
@@ -106,13 +110,17 @@ def _files(folder: str, found: list[object]) -> None:
 
 
 def _process() -> list[object]:
-    """What a process hands its children besides its environment: umask, limits, CPUs, niceness."""
+    """What a process hands its children besides its environment: umask, limits, CPUs, niceness, namespaces (a
+    network of its own, or none)."""
     import resource
 
     mask = os.umask(0o022)
     os.umask(mask)
+    spaces = []
+    with contextlib.suppress(OSError):
+        spaces = sorted((name, os.readlink(f"/proc/self/ns/{name}")) for name in os.listdir("/proc/self/ns"))
     return [mask, [resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")],
-            sorted(os.sched_getaffinity(0)), os.nice(0)]
+            sorted(os.sched_getaffinity(0)), os.nice(0), spaces]
 
 
 START_PROCESS = _process()
@@ -192,7 +200,8 @@ def hand_over(environ: Mapping[str, str]) -> Refused | None:
         else:
             pending.append(signum)
 
-    previous = {signum: signal.signal(signum, forward) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED  # one ignored (nohup) stays so
+                if signal.getsignal(signum) != signal.SIG_IGN}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
         try:
             client.settimeout(ANSWER_S)
@@ -228,7 +237,8 @@ def hand_over(environ: Mapping[str, str]) -> Refused | None:
             with contextlib.suppress(OSError):
                 os.kill(child[0], signal.SIGCONT)
 
-        signal.signal(signal.SIGTSTP, suspend)
+        if signal.getsignal(signal.SIGTSTP) != signal.SIG_IGN:
+            signal.signal(signal.SIGTSTP, suspend)
         for signum in pending:
             os.kill(child[0], signum)
         try:
@@ -260,7 +270,7 @@ def start(environ: Mapping[str, str], refused: Refused | None) -> None:
         if _alive(state.get("pid")) and refused is None:
             return
         if _process() != START_PROCESS:  # a runner would inherit what the run changed: no run would match it
-            raise RuntimeError("the run changed its umask, limits, CPUs or niceness")
+            raise RuntimeError("the run changed its umask, limits, CPUs, niceness or namespaces")
         _launch(folder, environ, server.pid)
     except Exception as error:  # noqa: BLE001 - the run is over; this only makes the next one faster
         with contextlib.suppress(OSError):
@@ -455,7 +465,7 @@ def _module_files() -> dict[str, tuple[int, int] | None]:
 def _refusal(request: dict, own: dict) -> str | None:
     if request.get("stamp") != own["stamp"]:
         return ("stale: the Python, its packages, the project's files, Prefect's settings files or the process's "
-                "umask, limits, CPUs or niceness differ")
+                "umask, limits, CPUs, niceness or namespaces differ")
     if changed := next((path for path, seen in own["modules"].items() if _stat(path) != seen), None):
         return f"stale: {changed} changed since it was imported"
     theirs = compared(request.get("env", {}))
@@ -481,11 +491,14 @@ def _accept(connection: socket.socket, own: dict, listener: socket.socket, jobs:
         sys.stdout.flush()
         sys.stderr.flush()
         go, started = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(started)
-            _child(request, fds, [listener, connection] + [job.connection for job in jobs.values()],
-                   [job.pidfd for job in jobs.values()] + [go])
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)  # a signal passed on at once waits for the
+        try:  # child's handlers: the runner's would lose it
+            if (pid := os.fork()) == 0:
+                os.close(started)
+                _child(request, fds, [listener, connection] + [job.connection for job in jobs.values()],
+                       [job.pidfd for job in jobs.values()] + [go])
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
         os.close(go)
         released, pidfd = False, None
         try:  # the child starts once the run has its pid (else the run may have gone on cold)
@@ -546,6 +559,7 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], own: lis
 
         progress._announced.add("first line")  # the run's own process said it
         launch.before_imports(sys.argv[1:])
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)  # its handlers are set: a signal held is taken
         code = launch.run(sys.argv[1:])
     except BaseException:  # noqa: BLE001 - outside the command's own handling: said as Python would
         import traceback

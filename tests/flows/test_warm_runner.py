@@ -1,9 +1,10 @@
 """The warm runner (flows/warm_runner.py), with real processes on a Prefect home of this module's own: a cold run
 that used the kept server starts it, and the next run starts warm with the same rows and report; runs at once each
 have a child, and a run on a terminal works; bad input or a failed gate ends a warm run as it ends a cold one;
-another environment, a touched source file or a changed module of a package runs cold; SIGINT stops a warm run as it
-stops a cold one, and a ``kill -9`` of the run kills its child and a rerun resumes; the runner holds no secret while
-its child sees the run's; ``tooleval server stop`` ends it, and so does removing its home."""
+another environment, a touched source file, a changed module of a package or namespaces of its own run cold; SIGINT
+stops a warm run as it stops a cold one, even when it comes during the hand-over, a run that ignores SIGHUP outlives
+a hangup, and a ``kill -9`` of the run kills its child and a rerun resumes; the runner holds no secret while its child
+sees the run's; ``tooleval server stop`` ends it, and so does removing its home."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from flows.exit_codes import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_INTERRUPTED
+from flows.exit_codes import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
 from flows.prefect_server import SECRET_NAME, state_dir, stop_kept
 from flows.stop_on_signal import alive
 from flows.warm_runner import WARM_ENV, stop
@@ -240,6 +242,68 @@ def test_a_signal_to_a_warm_run_reaches_its_child_and_a_rerun_resumes(env, tmp_p
         first_turns = Counter(s.user_text for s in server.requests() if s.turn == 0)
         assert first_turns["Please close ticket T-1002 (fast-0)."] == 1  # finished items are not run again
         assert first_turns["Please close ticket T-1002 (fast-1)."] == 1
+
+
+def launched(args: list[str], env: dict[str, str], **options) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "flows.launch", *args], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options)
+
+
+def test_a_run_in_namespaces_of_its_own_runs_cold(env, tmp_path):
+    """A run without network (a network and user namespace of its own) is refused: a warm child would have the
+    runner's network."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rn", "true"]).returncode != 0:
+        pytest.skip("no unprivileged namespaces on this machine")
+    pid, seen = ready(env), len(log(env))
+    run = subprocess.run(["unshare", "-rn", sys.executable, "-m", "flows.launch", "run", str(tmp_path / "no.yaml")],
+                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert run.returncode == EXIT_BAD_INPUT, run.stderr[-3000:]
+    assert f"pid {pid}: refused a run: stale:" in log(env)[seen:]
+    stop(env)  # the runner that run left lives in its namespaces: the next test starts one
+
+
+def test_a_warm_run_that_ignores_hangups_lives_through_one(env, tmp_path):
+    """Started as ``nohup`` starts it (SIGHUP ignored), a warm run outlives a hangup, as a cold one does."""
+    pid = ready(env)
+    run = launched(["run", ONE_ARM, "--no-cache", "--warehouse", str(tmp_path / "wh")], env,
+                   preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    deadline = time.monotonic() + 120
+    while not children(pid) and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(children(pid)) == 1, "the run ended before its child was seen"
+    [child] = children(pid)
+    os.kill(child, signal.SIGSTOP)  # held until the run has had its hangup
+    os.kill(run.pid, signal.SIGHUP)
+    os.kill(child, signal.SIGCONT)
+    out, err = run.communicate(timeout=600)
+    assert run.returncode == 0 and "warm start" in out, err[-3000:]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_during_the_hand_over_stops_the_warm_run_as_it_stops_a_cold_one(env, tmp_path, signum):
+    """The signal reaches the run while the runner (stopped meanwhile) has not answered: the child it then
+    forks stops as a cold run does, however early it gets the signal."""
+    pid, seen = ready(env), len(log(env))
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        run = launched(["run", ONE_ARM, "--no-cache", "--warehouse", str(tmp_path / "wh")], env)
+        assert wait_until(lambda: "socket:" in " ".join(links(run.pid)), 60)  # it waits for the runner's answer
+        os.kill(run.pid, signum)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _, err = run.communicate(timeout=600)
+    code = {signal.SIGTERM: EXIT_TERMINATED, signal.SIGINT: EXIT_INTERRUPTED}[signum]
+    assert run.returncode == code and f"stopped by {signum.name}" in err, (run.returncode, err[-3000:])
+    assert not re.search("refused|dropped", log(env)[seen:])  # the runner took it: its child stopped
+
+
+def links(pid: int) -> list[str]:
+    """What the open files of process ``pid`` are (``socket:[N]``, ``pipe:[N]``, paths)."""
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):  # closed meanwhile
+            found.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return found
 
 
 def test_server_stop_ends_the_runner_and_so_does_removing_its_home(env, tmp_path):
