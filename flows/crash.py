@@ -62,10 +62,21 @@ def disk_full(error: BaseException, paths: Iterable[str | Path] = ()) -> str | N
     return None
 
 
+REFUSED_WORDS = ("readonly database", "read-only file system", "operation not permitted")
+"""How SQLite, DuckDB and pyarrow say a write was refused when they give no errno."""
+
+
+def _refused(error: BaseException, words: tuple[str, ...] = REFUSED_WORDS) -> bool:
+    """Whether a cause of ``error`` is a write refused by permissions, a read-only mount or an immutable file."""
+    return any((isinstance(c, OSError) and c.errno in REFUSED_WRITE_ERRNOS) or any(w in str(c).lower() for w in words)
+               for c in _chain(error))
+
+
 def stops_the_run(error: BaseException) -> bool:
-    """A failed write that no retry mends (a full disk): the run stops at the first one, no other unit starts
-    and the unit is not retried; its landed rows and cached work stay for the rerun."""
-    return disk_full(error) is not None
+    """A failed write that no retry mends (a full disk; a write refused by permissions, a read-only mount or an
+    immutable file): the run stops at the first one, no other unit starts and the unit is not retried; its
+    landed rows and cached work stay for the rerun."""
+    return disk_full(error) is not None or _refused(error)
 
 
 def _unwritten_file(error: BaseException) -> str | None:
@@ -95,11 +106,7 @@ def write_refused(error: BaseException, paths: Iterable[str | Path] = ()) -> str
     """Where a write was refused, when ``error`` is a refused write (SQLite's 'readonly database' or 'disk I/O
     error', EACCES, EROFS, EPERM) and one of the run's folders cannot be written now: made read-only or immutable
     (``chattr +i``) while the run was going, after the checks before it found it writable."""
-    refused = any((isinstance(c, OSError) and c.errno in REFUSED_WRITE_ERRNOS)
-                  or any(words in str(c).lower() for words in ("readonly database", "read-only file system",
-                                                               "disk i/o error", "operation not permitted"))
-                  for c in _chain(error))
-    return _unwritable(paths) if refused else None
+    return _unwritable(paths) if _refused(error, (*REFUSED_WORDS, "disk i/o error")) else None
 
 
 def _hint(error: BaseException, paths: Iterable[str | Path] = (), resumes: str = RESUMES) -> str:

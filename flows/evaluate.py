@@ -56,7 +56,7 @@ SQLite file (a result cache, the budget ledger) locked by another process for lo
 
 
 def is_io_failure(error: BaseException) -> bool:
-    """An I/O failure a retry may mend: not a full disk (``stops_the_run``)."""
+    """An I/O failure a retry may mend: not a full disk or a refused write (``stops_the_run``)."""
     return (isinstance(error, IO_ERRORS) or (isinstance(error, sqlite3.OperationalError)
                                              and "locked" in str(error).lower())) and not stops_the_run(error)
 

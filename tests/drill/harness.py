@@ -644,9 +644,9 @@ def can_freeze(folder: Path) -> bool:
 def freeze_the_warehouse(experiment: DrillExperiment, workdir: Path, prefect_home: Path,
                          at: str = "unit-landed:3") -> FrozenOutcome:
     """``chattr -R +i`` the warehouse once the run reaches ``at`` (a frozen warehouse once killed a run with
-    SIGBUS, exit -7, and no message): the run must end with exit 6 and a message that the warehouse stopped accepting
-    writes, no traceback on the terminal; once writable again, the rerun completes with nothing lost or
-    duplicated."""
+    SIGBUS, exit -7, and no message): the run must stop at the first refused write, as on a full disk (no unit
+    retried or started after it), end with exit 6 and a message that the warehouse stopped accepting writes, no
+    traceback on the terminal; once writable again, the rerun completes with nothing lost or duplicated."""
     warehouse, log = workdir / "wh-frozen", workdir / "frozen.points"
     args = ["run", str(experiment.path), "--warehouse", str(warehouse)]
     running = Running(args, own_env(prefect_home, TOOLEVAL_DRILL_LOG=str(log)), workdir, "frozen")
@@ -672,6 +672,9 @@ def freeze_the_warehouse(experiment: DrillExperiment, workdir: Path, prefect_hom
         problems.append(f"the rerun did not complete (exit {rerun.returncode}): {rerun.stderr[-1500:]}")
     problems += [f"{what}: {n}" for what, n in (("rows lost", lost), ("duplicated rows", duplicated)) if n]
     problems += [f"process {pid} outlived tooleval" for pid in orphans(result) + orphans(rerun)]
+    if (starts := sum(p == "unit-selecting" for p, _ in points_log(log))) >= experiment.units:
+        problems.append(f"units kept starting after the first refused write ({starts} starts of {experiment.units} "
+                        "units): a refused write stops the run, as a full disk does")
     message = [line for line in result.stderr.splitlines() if line.startswith(("tooleval: failed", "the warehouse"))]
     return FrozenOutcome(result.returncode, message, rerun.returncode, lost, duplicated, problems)
 
