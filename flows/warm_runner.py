@@ -185,8 +185,9 @@ def hand_over(environ: Mapping[str, str]) -> Refused | None:
     """Run this command (``sys.argv``, ``environ``: the environment as given) in a warm child, if a runner for
     this Prefect home accepts it: then this process exits with the child's code and never returns. Else None (no
     runner answered) or why it refused."""
-    if not enabled(environ) or any(_secret(name) for name in environ if name.startswith("PREFECT_")):
-        return None
+    if not enabled(environ) or any(_secret(name) for name in environ if name.startswith("PREFECT_")) or \
+            None in (sys.__stdin__, sys.__stdout__, sys.__stderr__):  # a stream closed at start: its number would
+        return None  # be the socket's, which a child given it would keep (a kill -9 of the run would not end it)
     folder = _folder(environ)
     if not (state := _read_state(folder)).get("ready"):
         return None

@@ -1,10 +1,10 @@
 """The warm runner (flows/warm_runner.py), with real processes on a Prefect home of this module's own: a cold run
 that used the kept server starts it, and the next run starts warm with the same rows and report; runs at once each
 have a child, and a run on a terminal works; bad input or a failed gate ends a warm run as it ends a cold one;
-another environment, a touched source file, a changed module of a package or namespaces of its own run cold; SIGINT
-stops a warm run as it stops a cold one, even when it comes during the hand-over, a run that ignores SIGHUP outlives
-a hangup, and a ``kill -9`` of the run kills its child and a rerun resumes; the runner holds no secret while its child
-sees the run's; ``tooleval server stop`` ends it, and so does removing its home."""
+another environment, a touched source file, a changed module of a package, namespaces of its own or a closed stdin
+run cold; SIGINT stops a warm run as it stops a cold one, even when it comes during the hand-over, a run that ignores
+SIGHUP outlives a hangup, and a ``kill -9`` of the run kills its child and a rerun resumes; the runner holds no secret
+while its child sees the run's; ``tooleval server stop`` ends it, and so does removing its home."""
 
 from __future__ import annotations
 
@@ -260,6 +260,17 @@ def test_a_run_in_namespaces_of_its_own_runs_cold(env, tmp_path):
     assert run.returncode == EXIT_BAD_INPUT, run.stderr[-3000:]
     assert f"pid {pid}: refused a run: stale:" in log(env)[seen:]
     stop(env)  # the runner that run left lives in its namespaces: the next test starts one
+
+
+def test_a_run_with_its_stdin_closed_runs_cold_and_leaves_the_runner_in_place(env, tmp_path):
+    """A closed stream's number is taken by the hand-over's socket: a child given that as its stdin would hold the
+    run's end of the connection and outlive a ``kill -9`` of the run. The run is cold, and the runner stays."""
+    pid, seen = ready(env), len(log(env))
+    run = subprocess.run([sys.executable, "-m", "flows.launch", "run", ONE_ARM, "--no-cache", "--warehouse",
+                          str(tmp_path / "wh")], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600,
+                         preexec_fn=lambda: os.close(0))
+    assert run.returncode == 0 and "warm start" not in run.stdout, run.stderr[-3000:]
+    assert runner(env)["pid"] == pid and not re.search("refused|dropped", log(env)[seen:]), log(env)[seen:]
 
 
 def test_a_warm_run_that_ignores_hangups_lives_through_one(env, tmp_path):
