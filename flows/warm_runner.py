@@ -41,6 +41,10 @@ WARM_ENV = "TOOLEVAL_WARM_RUN"
 SHELL_NOISE = ("PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES")
 """Variables that differ between shells and terminals and change nothing a run imports (besides ``TERM*``)."""
 PACKAGES = ("flows", "tasks", "schemas", "warehouse")
+SOURCES = (".py", ".sql", ".yaml")
+"""The kinds of file the project's packages read their code, views and prices from (not data)."""
+WAREHOUSE_DATA = ("rows", "reports", "cache", "registrations", "task_runs", "task_calls")
+"""The default warehouse's data folders inside warehouse/ (every run writes there): not walked."""
 PREFECT_FILES = (".env", "prefect.toml", "pyproject.toml")
 """Files in the working folder Prefect's settings read when it is imported."""
 ANSWER_S = 5.0  # how long a run waits for the runner to accept or refuse it
@@ -97,14 +101,15 @@ def _stat(path: str) -> tuple[int, int] | None:
     return found.st_mtime_ns, found.st_size
 
 
-def _files(folder: str, found: list[object]) -> None:
-    """(path, mtime, size) of every file under ``folder`` but for Python's byte code, in a stable order."""
+def _files(folder: str, found: list[object], skip: tuple[str, ...] = ()) -> None:
+    """(path, mtime, size) of every source file (``SOURCES``) under ``folder`` but in the folders ``skip`` names
+    and Python's byte code, in a stable order."""
     with os.scandir(folder) as entries:
         for entry in sorted(entries, key=lambda entry: entry.name):
             if entry.is_dir(follow_symlinks=False):
-                if entry.name != "__pycache__":
+                if entry.name != "__pycache__" and entry.name not in skip:
                     _files(entry.path, found)
-            else:
+            elif entry.name.endswith(SOURCES):
                 with contextlib.suppress(OSError):
                     found.append((entry.path, entry.stat().st_mtime_ns, entry.stat().st_size))
 
@@ -128,7 +133,7 @@ START_PROCESS = _process()
 
 def stamp(environ: Mapping[str, str]) -> str:
     """What the imports of a run depend on, as one hash: the interpreter, its flags and path (each folder's
-    mtime: an install or removal changes it), every file of the project's packages, Prefect's profiles and the
+    mtime: an install or removal changes it), every source file of the project's packages, Prefect's profiles and the
     settings files of the working folder; and what the process inherits besides its environment (a child takes
     the runner's)."""
     import hashlib
@@ -141,7 +146,7 @@ def stamp(environ: Mapping[str, str]) -> str:
                            _stat(str(prefect_home(environ) / "profiles.toml")), [_stat(name) for name in PREFECT_FILES],
                            _process()]
     for package in PACKAGES:
-        _files(os.path.join(root, package), parts)
+        _files(os.path.join(root, package), parts, WAREHOUSE_DATA if package == "warehouse" else ())
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 

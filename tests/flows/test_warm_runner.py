@@ -29,7 +29,7 @@ import yaml
 from flows.exit_codes import EXIT_BAD_INPUT, EXIT_GATE_FAILED, EXIT_INTERRUPTED, EXIT_TERMINATED
 from flows.prefect_server import SECRET_NAME, state_dir, stop_kept
 from flows.stop_on_signal import alive
-from flows.warm_runner import WARM_ENV, stop
+from flows.warm_runner import WARM_ENV, stamp, stop
 from tasks.drill_points import LOG_ENV
 from tests.drill.harness import own_env
 from tests.factories import ROOT
@@ -205,6 +205,25 @@ def test_another_environment_a_touched_source_or_a_changed_package_runs_cold_and
         assert tooleval(args, env).returncode == EXIT_BAD_INPUT
     assert f"pid {fourth}: refused a run: stale: {installed} changed since it was imported\n" in log(env)[seen:]
     ready(env, not_pid=fourth)
+
+
+def test_what_a_run_writes_in_the_default_warehouse_leaves_the_stamp_as_it_was():
+    """``make demo`` and every run without --warehouse write into warehouse/ of the checkout: its rows, file and
+    caches are data, not source, so the next run still starts warm."""
+    before, made = stamp(os.environ), []
+    for name in ("rows/run_id=stamp-probe/part-00000.parquet", "cache/stamp-probe.sqlite", "stamp-probe.duckdb"):
+        path = ROOT / "warehouse" / name
+        made += [folder for folder in reversed(path.relative_to(ROOT / "warehouse").parents[:-1])
+                 if not (ROOT / "warehouse" / folder).exists()]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"data")
+        made.append(name)
+    try:
+        assert stamp(os.environ) == before
+    finally:
+        for name in reversed(made):
+            path = ROOT / "warehouse" / name
+            path.unlink() if path.is_file() else path.rmdir()
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "kill-9"])
