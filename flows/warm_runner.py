@@ -166,9 +166,9 @@ def _read_state(folder: Path) -> dict:
 
 
 def _write_state(folder: Path, state: dict) -> None:
-    partial = folder / f"warm.json.{os.getpid()}"
-    partial.write_text(json.dumps(state))
-    partial.replace(folder / "warm.json")
+    from tasks.files.atomic_write import write_atomic
+
+    write_atomic(folder / "warm.json", json.dumps(state), durable=False)  # damaged after a crash: read as no runner
 
 
 def _alive(pid: object) -> bool:
@@ -287,9 +287,10 @@ def start(environ: Mapping[str, str], refused: Refused | None) -> None:
 def _launch(folder: Path, environ: Mapping[str, str], server_pid: int) -> None:
     import subprocess
 
+    from tasks.files.atomic_write import write_atomic
+
     modules = [name for name in sys.modules if not name.startswith("__")]
-    (folder / f"warm.modules.{os.getpid()}").write_text(json.dumps(modules))
-    (folder / f"warm.modules.{os.getpid()}").replace(folder / "warm.modules")
+    write_atomic(folder / "warm.modules", json.dumps(modules), durable=False)
     boot = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); from flows.warm_runner import serve; "
             "serve(int(sys.argv[2]))")
     log_size = _stat(str(folder / "warm.log")) or (0, 0)
