@@ -94,7 +94,7 @@ def cmd_server_stop(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from flows import warm_runner
 
-    stopped, runner = stop_kept(), warm_runner.stop()
+    runner, stopped = warm_runner.stop(), stop_kept()  # the runner first: it ends by itself once the server goes
     print(f"stopped the kept Prefect server at {stopped.api_url}" if stopped else status_lines()[0])
     if runner:
         print(f"stopped its warm runner (pid {runner})")
