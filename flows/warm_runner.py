@@ -196,13 +196,13 @@ def hand_over(environ: Mapping[str, str]) -> Refused | None:
     folder = _folder(environ)
     if not (state := _read_state(folder)).get("ready"):
         return None
-    child: list[int] = []
+    child: list[int] = []  # a pidfd: a signal can never reach another process that took the child's pid
     pending: list[int] = []
 
     def forward(signum: int, frame: object) -> None:
         if child:
             with contextlib.suppress(OSError):
-                os.kill(child[0], signum)
+                signal.pidfd_send_signal(child[0], signum)
         else:
             pending.append(signum)
 
@@ -223,6 +223,7 @@ def hand_over(environ: Mapping[str, str]) -> Refused | None:
                 lines = client.makefile("rb")
                 answer = json.loads(lines.readline() or b"{}")
                 if "pid" in answer:
+                    answer["pidfd"] = os.pidfd_open(answer["pid"])  # the child waits for the byte: it is there
                     client.sendall(b"g")  # from here the child runs: its child waits for this
             except (OSError, ValueError) as error:  # a runner that does not answer is replaced
                 answer = {"refused": f"no answer ({error!r})"}
@@ -232,21 +233,22 @@ def hand_over(environ: Mapping[str, str]) -> Refused | None:
             for signum in pending:
                 os.kill(os.getpid(), signum)
             return None if answer.get("refused") is None else Refused(answer["refused"])
-        child.append(answer["pid"])
+        child.append(answer["pidfd"])
 
         def suspend(signum: int, frame: object) -> None:  # Ctrl-Z stops the child too; `fg` continues both
             with contextlib.suppress(OSError):
-                os.kill(child[0], signal.SIGSTOP)
+                signal.pidfd_send_signal(child[0], signal.SIGSTOP)
             signal.signal(signal.SIGTSTP, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTSTP)
             signal.signal(signal.SIGTSTP, suspend)
             with contextlib.suppress(OSError):
-                os.kill(child[0], signal.SIGCONT)
+                signal.pidfd_send_signal(child[0], signal.SIGCONT)
 
         if signal.getsignal(signal.SIGTSTP) != signal.SIG_IGN:
             signal.signal(signal.SIGTSTP, suspend)
         for signum in pending:
-            os.kill(child[0], signum)
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(child[0], signum)
         try:
             client.settimeout(None)
             ended = json.loads(lines.readline() or b"{}")
@@ -443,14 +445,30 @@ def _serve(folder: Path, listener: socket.socket, server_pid: int, environ: dict
             if job.pidfd in ready:
                 job.ended()
                 del jobs[job.pid]
-            elif job.connection in ready and not job.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT):
+            elif job.connection in ready and _closed(job.connection):
                 job.abandoned()
                 del jobs[job.pid]
         if listener in ready:
-            connection, _ = listener.accept()
+            try:
+                connection, _ = listener.accept()
+            except OSError as error:  # e.g. out of descriptors: new runs go cold; those in flight go on
+                _say(f"ending: cannot accept a run ({error!r})")
+                listener.close()
+                _withdraw(folder)
+                continue
             if (job := _accept(connection, own, listener, jobs)) is not None:
                 jobs[job.pid] = job
                 last_job = time.monotonic()
+
+
+def _closed(connection: socket.socket) -> bool:
+    """Whether the run's end of a readable connection closed (or was reset): the run is gone."""
+    try:
+        return not connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def _receive(connection: socket.socket) -> tuple[dict, list[int]]:

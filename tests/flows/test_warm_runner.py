@@ -13,6 +13,7 @@ import json
 import os
 import pty
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -145,6 +146,30 @@ def test_runs_at_once_each_have_a_child(env, tmp_path):
     assert all("warm start" in out and "run " in out for out, _ in done)
     assert all(len(rows(tmp_path / f"wh{n}")) == 1620 for n in range(2))
     assert alive(pid) and not children(pid)
+
+
+def test_a_runner_out_of_descriptors_takes_no_more_runs_and_the_run_in_flight_goes_on(env, tmp_path):
+    """``accept`` failing (EMFILE here) ends the runner's listening, not the runner: the next run goes cold and
+    the warm run in flight (its child stopped meanwhile, so it is in flight) lands."""
+    pid = ready(env)
+    first = launched(["run", ONE_ARM, "--no-cache", "--warehouse", str(tmp_path / "first")], env)
+    assert wait_until(lambda: children(pid), 60), log(env)[-3000:]
+    [child], seen = children(pid), len(log(env))
+    os.kill(child, signal.SIGSTOP)
+    try:
+        held = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+        lowest_free = min(set(range(len(held) + 1)) - held)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, resource.prlimit(pid, resource.RLIMIT_NOFILE)[1]))
+        second = tooleval(["run", ONE_ARM, "--no-cache", "--warehouse", str(tmp_path / "second")], env)
+    finally:
+        os.kill(child, signal.SIGCONT)
+    out, err = first.communicate(timeout=600)
+    assert first.returncode == 0 and "warm start" in out, err[-3000:]
+    assert second.returncode == 0 and "warm start" not in second.stdout, second.stderr[-3000:]
+    assert len(rows(tmp_path / "first")) == len(rows(tmp_path / "second")) == 1620
+    assert f"pid {pid}: ending: cannot accept a run" in log(env)[seen:], log(env)[seen:]
+    assert wait_until(lambda: not alive(pid), 30)  # once its child ended
+    ready(env, not_pid=pid)  # the cold run left a runner in its place
 
 
 def test_a_warm_run_on_a_terminal(env, tmp_path):
