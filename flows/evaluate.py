@@ -3,8 +3,8 @@
 Its Prefect tasks are thin wrappers over plain functions in tasks/ and warehouse/. Retries are for what
 a retry can mend: file and warehouse I/O (a full disk freed, a DuckDB file another process held for a
 moment, a network filesystem's hiccup). A deterministic failure (a bug, bad data) is not retried: it would
-fail the same way. Network retries of model calls live in the provider layer (tasks/selectors/providers/retry_policy.py),
-where each is counted on its row.
+fail the same way. Network retries of model calls live in the provider layer
+(tasks/selectors/providers/retry_policy.py), where each is counted on its row.
 """
 
 from __future__ import annotations
