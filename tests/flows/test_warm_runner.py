@@ -16,6 +16,7 @@ import re
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -154,12 +155,16 @@ def test_a_runner_out_of_descriptors_takes_no_more_runs_and_the_run_in_flight_go
     pid = ready(env)
     first = launched(["run", ONE_ARM, "--no-cache", "--warehouse", str(tmp_path / "first")], env)
     assert wait_until(lambda: children(pid), 60), log(env)[-3000:]
-    [child], seen = children(pid), len(log(env))
+    [child], seen, address = children(pid), len(log(env)), str(state_dir(env) / runner(env)["socket"])
     os.kill(child, signal.SIGSTOP)
     try:
         held = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
         lowest_free = min(set(range(len(held) + 1)) - held)
-        resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, resource.prlimit(pid, resource.RLIMIT_NOFILE)[1]))
+        limits = (lowest_free, resource.prlimit(pid, resource.RLIMIT_NOFILE)[1])
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as knock:
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, limits)
+            knock.connect(address)  # at once: the runner's once-a-second look opens files, and would fail first
+            assert wait_until(lambda: "ending: cannot accept a run" in log(env)[seen:], 15), log(env)[seen:]
         second = tooleval(["run", ONE_ARM, "--no-cache", "--warehouse", str(tmp_path / "second")], env)
     finally:
         os.kill(child, signal.SIGCONT)
@@ -169,7 +174,7 @@ def test_a_runner_out_of_descriptors_takes_no_more_runs_and_the_run_in_flight_go
     assert len(rows(tmp_path / "first")) == len(rows(tmp_path / "second")) == 1620
     assert f"pid {pid}: ending: cannot accept a run" in log(env)[seen:], log(env)[seen:]
     assert wait_until(lambda: not alive(pid), 30)  # once its child ended
-    ready(env, not_pid=pid)  # the cold run left a runner in its place
+    ready(env)  # a cold run leaves a runner in its place
 
 
 def test_a_warm_run_on_a_terminal(env, tmp_path):
