@@ -8,7 +8,8 @@ says. A cold run that used the kept server starts it at its very end (none alive
 run), detached and without secret-named variables, with the run's environment and the list of modules the run
 imported. It ends itself after ``TOOLEVAL_KEEP_SERVER`` minutes with no job, once ``server.json`` no longer names
 the server it was started beside (``tooleval server stop``, a replaced server, a removed home) or ``warm.json`` no
-longer names it (replaced), and on SIGTERM.
+longer names it (replaced), on SIGTERM, and when it cannot accept a run (out of file descriptors): it then takes
+no more runs and ends once the runs it holds have ended.
 
 The hand-over (``hand_over``, called by flows/launch.py before anything heavy is imported): the run sends its argv,
 working folder, environment, its stdin/stdout/stderr and a stamp of what the imports depend on (the Python, its
@@ -19,9 +20,9 @@ of a module it imported (a plug-in's, an installed package's) has changed since 
 variable, an API key, makes every run cold); then its child takes the run's streams, environment, folder and argv
 and does what the console script does after its first line. The runner tells the run its child's pid, then how the
 child ended; it kills the child when the run's end of the connection closes (the run was killed). The run forwards
-SIGINT, SIGTERM and SIGHUP to the child (not one it ignores, as under ``nohup``), which holds them from its fork until
-its handlers are set, and exits with the child's code (128+N for a signal N). Refused, unreachable or
-stale: the run goes on cold, as it would without a runner. ``TOOLEVAL_WARM_RUN=0`` turns it off."""
+SIGINT, SIGTERM and SIGHUP to the child by its pidfd (not one it ignores, as under ``nohup``), which holds them
+from its fork until its handlers are set, and exits with the child's code (128+N for a signal N). Refused,
+unreachable or stale: the run goes on cold, as it would without a runner. ``TOOLEVAL_WARM_RUN=0`` turns it off."""
 
 from __future__ import annotations
 
@@ -429,10 +430,8 @@ def _serve(folder: Path, listener: socket.socket, server_pid: int, environ: dict
             last_job = time.monotonic() if jobs else last_job
             if listener.fileno() >= 0 and (stopping or not (named and mine) or
                                            time.monotonic() - last_job >= idle_s):
-                _say("ending: " + ("stopped" if stopping else "replaced" if named and not mine
-                                   else "idle" if named else "its server is gone"))
-                listener.close()
-                _withdraw(folder)
+                _stop_listening(listener, folder, "stopped" if stopping else "replaced" if named and not mine
+                                else "idle" if named else "its server is gone")
             if stopping and not told:  # a run in a child stops as a cold run told to stop would
                 told = True
                 for job in jobs.values():
@@ -452,13 +451,18 @@ def _serve(folder: Path, listener: socket.socket, server_pid: int, environ: dict
             try:
                 connection, _ = listener.accept()
             except OSError as error:  # e.g. out of descriptors: new runs go cold; those in flight go on
-                _say(f"ending: cannot accept a run ({error!r})")
-                listener.close()
-                _withdraw(folder)
+                _stop_listening(listener, folder, f"cannot accept a run ({error!r})")
                 continue
             if (job := _accept(connection, own, listener, jobs)) is not None:
                 jobs[job.pid] = job
                 last_job = time.monotonic()
+
+
+def _stop_listening(listener: socket.socket, folder: Path, why: str) -> None:
+    """Take no more runs (they go cold); the runner ends once the runs it holds have ended."""
+    _say(f"ending: {why}")
+    listener.close()
+    _withdraw(folder)
 
 
 def _closed(connection: socket.socket) -> bool:
